@@ -1,0 +1,186 @@
+// Env and the YAML config file, parsed once at start-up into one typed, validated object.
+// A bad config stops start-up with a message that names the model (when there is one) and the key.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+
+const positiveInt = z.number().int().positive();
+const price = z.number().nonnegative().finite();
+const currency = z.string().regex(/^[a-z]{3}$/, 'a lowercase three-letter currency code, e.g. usd');
+
+const openaiEngine = z.strictObject({
+  type: z.literal('openai'),
+  base_url: z.string().url().optional(),
+  base_urls: z.array(z.string().url()).min(1).optional(),
+  model: z.string().min(1),
+  api_key_env: z.string().min(1).optional(),
+  timeout_ms: positiveInt.default(60_000),
+  /** Upstream rerank path, relative to the base URL (vLLM, llama.cpp's server and Infinity serve /rerank). */
+  rerank_path: z.string().default('/rerank'),
+});
+
+const engine = z.discriminatedUnion('type', [openaiEngine]);
+
+const common = {
+  id: z.string().min(1).regex(/^[A-Za-z0-9._:\-/]+$/, 'letters, digits and . _ : - / only'),
+  owned_by: z.string().min(1),
+  created: z.number().int().nonnegative(),
+  version: z.string().min(1),
+  status: z.enum(['active', 'beta', 'deprecated']),
+  /** ISO date after which a deprecated model is removed; adds Deprecation and Sunset headers. */
+  sunset: z.union([z.string(), z.date()]).optional(),
+  engine,
+};
+
+const chatModel = z.strictObject({
+  ...common,
+  category: z.literal('chat'),
+  capabilities: z.strictObject({ chat_completion: z.boolean(), streaming: z.boolean(), function_calling: z.boolean() }),
+  pricing: z.strictObject({ input_price_per_million: price, output_price_per_million: price, currency }),
+  specifications: z.strictObject({
+    context_window: positiveInt,
+    max_output_tokens: positiveInt,
+    training_cutoff: z.string().regex(/^\d{4}-\d{2}$/, 'year-month, e.g. 2024-10'),
+  }),
+});
+
+const embeddingModel = z.strictObject({
+  ...common,
+  category: z.literal('embedding'),
+  capabilities: z.strictObject({ embeddings: z.boolean() }),
+  pricing: z.strictObject({ price_per_million_tokens: price, currency }),
+  specifications: z.strictObject({ max_tokens: positiveInt, output_dimensions: positiveInt }),
+});
+
+const rerankModel = z.strictObject({
+  ...common,
+  category: z.literal('reranking'),
+  capabilities: z.strictObject({ rerank: z.boolean() }),
+  pricing: z.strictObject({ price_per_million_tokens: price, currency }),
+  specifications: z.strictObject({ max_tokens: positiveInt, max_documents: positiveInt.max(100).default(100) }),
+});
+
+const moderationModel = z.strictObject({
+  ...common,
+  category: z.literal('moderation'),
+  capabilities: z.strictObject({ moderation: z.boolean() }),
+  // Moderation is free unless the catalog gives it a price.
+  pricing: z.strictObject({ price_per_million_tokens: price.default(0), currency }),
+  specifications: z.strictObject({ max_tokens: positiveInt }),
+});
+
+const modelSchema = z.discriminatedUnion('category', [chatModel, embeddingModel, rerankModel, moderationModel]);
+
+const fileSchema = z.strictObject({
+  server: z
+    .strictObject({
+      body_limit: z.string().default('1mb'),
+      shutdown_timeout_ms: positiveInt.default(10_000),
+    })
+    .default({ body_limit: '1mb', shutdown_timeout_ms: 10_000 }),
+  graphql: z
+    .strictObject({
+      introspection: z.boolean().default(true),
+      max_depth: positiveInt.default(10),
+      max_aliases: positiveInt.default(15),
+      max_cost: positiveInt.default(5000),
+      max_tokens: positiveInt.default(2000),
+      max_directives: positiveInt.default(50),
+    })
+    .default({ introspection: true, max_depth: 10, max_aliases: 15, max_cost: 5000, max_tokens: 2000, max_directives: 50 }),
+  models: z.array(z.unknown()).default([]),
+});
+
+export type ModelConfig = z.infer<typeof modelSchema>;
+export type ChatModelConfig = z.infer<typeof chatModel>;
+export type OpenAIEngineConfig = z.infer<typeof openaiEngine>;
+export type EngineConfig = z.infer<typeof engine>;
+export type ModelCategory = ModelConfig['category'];
+export const MODEL_CATEGORIES = ['chat', 'embedding', 'moderation', 'reranking'] as const;
+
+export interface AppConfig {
+  configPath: string;
+  port: number;
+  host: string;
+  publicUrl: string;
+  databaseUrl: string;
+  adminToken: string | null;
+  logLevel: string;
+  nodeEnv: string;
+  server: z.infer<typeof fileSchema>['server'];
+  graphql: z.infer<typeof fileSchema>['graphql'];
+  models: ModelConfig[];
+}
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+function describeIssue(issue: z.core.$ZodIssue, prefix: string): string {
+  const where = [prefix, ...issue.path.map(String)].filter(Boolean).join('.');
+  if (issue.code === 'unrecognized_keys') return `${where ? `${where}: ` : ''}unknown key(s) ${issue.keys.map((k) => `"${k}"`).join(', ')}`;
+  if (issue.code === 'invalid_type' && issue.input === undefined) return `${where}: required field is missing`;
+  return `${where}: ${issue.message}`;
+}
+
+/** Parses the config file's text; throws ConfigError naming the model and key at fault. */
+export function parseConfigText(text: string, source: string): Pick<AppConfig, 'server' | 'graphql' | 'models'> {
+  let raw: unknown;
+  try {
+    raw = parseYaml(text) ?? {};
+  } catch (e) {
+    throw new ConfigError(`${source}: not valid YAML: ${(e as Error).message}`);
+  }
+  const top = fileSchema.safeParse(raw);
+  if (!top.success) throw new ConfigError(`${source}: ${top.error.issues.map((i) => describeIssue(i, '')).join('; ')}`);
+  const models: ModelConfig[] = [];
+  const seen = new Set<string>();
+  top.data.models.forEach((entry, index) => {
+    const id = entry && typeof entry === 'object' && 'id' in entry ? String((entry as { id: unknown }).id) : `#${index + 1}`;
+    const parsed = modelSchema.safeParse(entry);
+    if (!parsed.success) {
+      throw new ConfigError(`${source}: model "${id}": ${parsed.error.issues.map((i) => describeIssue(i, '')).join('; ')}`);
+    }
+    const m = parsed.data;
+    if (m.engine.type === 'openai' && !m.engine.base_url && !m.engine.base_urls) {
+      throw new ConfigError(`${source}: model "${id}": engine.base_url or engine.base_urls is required`);
+    }
+    if (m.engine.type === 'openai' && m.engine.base_url && m.engine.base_urls) {
+      throw new ConfigError(`${source}: model "${id}": give engine.base_url or engine.base_urls, not both`);
+    }
+    if (seen.has(m.id)) throw new ConfigError(`${source}: model "${id}": duplicate id`);
+    seen.add(m.id);
+    models.push(m);
+  });
+  return { server: top.data.server, graphql: top.data.graphql, models };
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
+  const configPath = path.resolve(env.CONFIG ?? 'config/default.yaml');
+  let text: string;
+  try {
+    text = readFileSync(configPath, 'utf8');
+  } catch (e) {
+    throw new ConfigError(`cannot read config file ${configPath} (env CONFIG): ${(e as Error).message}`);
+  }
+  const file = parseConfigText(text, configPath);
+  const port = env.PORT === undefined || env.PORT === '' ? 8080 : Number(env.PORT);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError(`PORT: not a port number: ${env.PORT}`);
+  const host = env.HOST || '0.0.0.0';
+  const publicUrl = (env.PUBLIC_URL || `http://${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host}:${port}`).replace(/\/+$/, '');
+  return {
+    configPath,
+    port,
+    host,
+    publicUrl,
+    databaseUrl: env.DATABASE_URL || 'sqlite:./data/tollgate.db',
+    adminToken: env.ADMIN_TOKEN || null,
+    logLevel: env.LOG_LEVEL || 'info',
+    nodeEnv: env.NODE_ENV || 'development',
+    ...file,
+  };
+}

@@ -1,0 +1,71 @@
+// The one error family of the domain. Each code has a stable HTTP status and OpenAI-style type;
+// both doors (GraphQL extensions, compat's HTTP body) read them from the table below and nowhere else.
+
+export const ERROR_CODES = {
+  // 400 invalid_request_error
+  invalid_json: { status: 400, type: 'invalid_request_error' },
+  invalid_request: { status: 400, type: 'invalid_request_error' },
+  missing_required_parameter: { status: 400, type: 'invalid_request_error' },
+  invalid_type: { status: 400, type: 'invalid_request_error' },
+  invalid_value: { status: 400, type: 'invalid_request_error' },
+  unsupported_parameter: { status: 400, type: 'invalid_request_error' },
+  invalid_model: { status: 400, type: 'invalid_request_error' },
+  too_many_inputs: { status: 400, type: 'invalid_request_error' },
+  input_too_long: { status: 400, type: 'invalid_request_error' },
+  too_many_documents: { status: 400, type: 'invalid_request_error' },
+  empty_query: { status: 400, type: 'invalid_request_error' },
+  too_many_stop_sequences: { status: 400, type: 'invalid_request_error' },
+  context_length_exceeded: { status: 400, type: 'invalid_request_error' },
+  // 401 / 403
+  invalid_api_key: { status: 401, type: 'authentication_error' },
+  admin_required: { status: 403, type: 'permission_error' },
+  // 404
+  model_not_found: { status: 404, type: 'invalid_request_error' },
+  not_found: { status: 404, type: 'invalid_request_error' },
+  // 413
+  request_too_large: { status: 413, type: 'invalid_request_error' },
+  // 402 / 429
+  monthly_allocation_exhausted: { status: 402, type: 'insufficient_quota' },
+  insufficient_balance: { status: 402, type: 'insufficient_quota' },
+  spending_limit_reached: { status: 402, type: 'insufficient_quota' },
+  rate_limit_exceeded: { status: 429, type: 'rate_limit_error' },
+  // 5xx
+  upstream_error: { status: 502, type: 'server_error' },
+  upstream_timeout: { status: 504, type: 'server_error' },
+  model_unavailable: { status: 503, type: 'server_error' },
+  model_overloaded: { status: 503, type: 'server_error' },
+  shutting_down: { status: 503, type: 'server_error' },
+  internal_error: { status: 500, type: 'server_error' },
+} as const satisfies Record<string, { status: number; type: string }>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export class DomainError extends Error {
+  readonly code: ErrorCode;
+  /** The request field at fault, OpenAI's `param`, when there is one. */
+  readonly param: string | null;
+  /** Seconds a client should wait before retrying (429, 503). */
+  readonly retryAfter?: number;
+
+  constructor(code: ErrorCode, message: string, opts: { param?: string | null; retryAfter?: number; cause?: unknown } = {}) {
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.name = 'DomainError';
+    this.code = code;
+    this.param = opts.param ?? null;
+    this.retryAfter = opts.retryAfter;
+  }
+
+  get status(): number {
+    return ERROR_CODES[this.code].status;
+  }
+
+  get type(): string {
+    return ERROR_CODES[this.code].type;
+  }
+}
+
+export const invalid = (code: ErrorCode, message: string, param?: string) => new DomainError(code, message, { param });
+
+export function isDomainError(e: unknown): e is DomainError {
+  return e instanceof DomainError;
+}
