@@ -1,0 +1,38 @@
+// Reading /v1 request bodies: JSON type checks with zod, turned into the specification's 400s.
+// Range rules (temperature 0–2, max_tokens, …) are the domain's, shared with GraphQL.
+import type { Request } from 'express';
+import { z } from 'zod';
+import { DomainError } from '../src/domain/errors.js';
+
+function paramOf(path: PropertyKey[]): string {
+  return path.reduce<string>((acc, k) => (typeof k === 'number' ? `${acc}[${k}]` : acc ? `${acc}.${String(k)}` : String(k)), '');
+}
+
+function describe(issue: z.core.$ZodIssue): DomainError {
+  const param = paramOf(issue.path);
+  if (issue.code === 'invalid_type' && issue.input === undefined) {
+    return new DomainError('missing_required_parameter', `Missing required parameter: '${param}'.`, { param });
+  }
+  if (issue.code === 'invalid_type' || issue.code === 'invalid_union') {
+    const expected = issue.code === 'invalid_type' ? issue.expected : 'one of the allowed types';
+    return new DomainError('invalid_type', `Invalid type for '${param}': expected ${expected}.`, { param: param || null });
+  }
+  return new DomainError('invalid_value', `Invalid value for '${param}': ${issue.message}.`, { param: param || null });
+}
+
+/** Parses the JSON body (already read by express.json) against `schema`; unknown fields are kept, not refused. */
+export function parseBody<S extends z.ZodType>(req: Request, schema: S): z.infer<S> {
+  const body: unknown = req.body;
+  if (body === undefined || body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw new DomainError('invalid_json', "The request body must be a JSON object (send 'Content-Type: application/json').");
+  }
+  const parsed = schema.safeParse(body);
+  if (!parsed.success) throw describe(parsed.error.issues[0]!);
+  return parsed.data;
+}
+
+/** A number field that may also be null (clients send null for "default"). */
+export const optionalNumber = z.number().nullish();
+export const optionalInt = z.number().int().nullish();
+export const stringOrList = z.union([z.string(), z.array(z.string())]);
+export const toList = (v: string | string[]) => (Array.isArray(v) ? v : [v]);

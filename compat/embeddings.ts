@@ -1,0 +1,39 @@
+// POST /v1/embeddings → Mutation.createEmbeddings. `encoding_format: "base64"` (the openai SDK's
+// default) sends each vector as its little-endian float32 bytes in base64.
+import type { Request, Response } from 'express';
+import { z } from 'zod';
+import type { Services } from '../src/container.js';
+import { parseBody, stringOrList, toList } from './body.js';
+import type { GraphQLContext } from '../src/graphql/context.js';
+import { documents, run } from './operations.js';
+import { deprecationHeaders, setHeaders, usageWire } from './wire.js';
+
+const body = z
+  .object({
+    model: z.string(),
+    input: stringOrList,
+    encoding_format: z.enum(['float', 'base64']).nullish(),
+  })
+  .loose();
+
+export function float32Base64(vector: number[]): string {
+  const buf = Buffer.allocUnsafe(vector.length * 4);
+  for (let i = 0; i < vector.length; i++) buf.writeFloatLE(vector[i]!, i * 4);
+  return buf.toString('base64');
+}
+
+export function embeddings(services: Services) {
+  return async (req: Request, res: Response, ctx: GraphQLContext) => {
+    const b = parseBody(req, body);
+    const data = await run(documents.createEmbeddings, { input: { model: b.model, input: toList(b.input) } }, ctx);
+    const e = data.createEmbeddings;
+    const base64 = b.encoding_format === 'base64';
+    setHeaders(res, deprecationHeaders(services.catalog.find(b.model)));
+    res.json({
+      object: 'list',
+      data: e.data.map((d) => ({ object: 'embedding', index: d.index, embedding: base64 ? float32Base64(d.embedding) : d.embedding })),
+      model: e.model,
+      usage: usageWire(e.usage),
+    });
+  };
+}

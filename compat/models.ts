@@ -1,0 +1,54 @@
+// GET /v1/models → Query.models and GET /v1/models/{id} → Query.model. No key needed; the listing
+// is cacheable (Cache-Control public, max-age=300, a strong ETag, 304 on If-None-Match).
+import { createHash } from 'node:crypto';
+import type { Request, Response } from 'express';
+import type { Services } from '../src/container.js';
+import { DomainError } from '../src/domain/errors.js';
+import type { ModelFieldsFragment } from '../src/generated/graphql.js';
+import type { GraphQLContext } from '../src/graphql/context.js';
+import { documents, run } from './operations.js';
+import { deprecationHeaders, setHeaders, snakeWithoutNulls } from './wire.js';
+
+export const modelWire = (m: ModelFieldsFragment) => ({
+  id: m.id,
+  object: 'model',
+  created: m.created,
+  owned_by: m.ownedBy,
+  category: m.category,
+  version: m.version,
+  capabilities: snakeWithoutNulls(m.capabilities),
+  pricing: snakeWithoutNulls(m.pricing),
+  specifications: snakeWithoutNulls(m.specifications),
+  status: m.status,
+});
+
+function sendCacheable(req: Request, res: Response, payload: unknown) {
+  const body = JSON.stringify(payload);
+  const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
+  res.setHeader('Cache-Control', 'public, max-age=300');
+  res.setHeader('ETag', etag);
+  const ifNoneMatch = req.headers['if-none-match'];
+  if (ifNoneMatch && ifNoneMatch.split(',').some((t) => t.trim().replace(/^W\//, '') === etag || t.trim() === '*')) {
+    res.status(304).end();
+    return;
+  }
+  res.type('application/json').send(body);
+}
+
+export function listModels(services: Services) {
+  return async (req: Request, res: Response, ctx: GraphQLContext) => {
+    const data = await run(documents.listModels, {}, ctx);
+    sendCacheable(req, res, { object: 'list', data: data.models.map(modelWire) });
+  };
+}
+
+export function getModel(services: Services) {
+  return async (req: Request, res: Response, ctx: GraphQLContext) => {
+    const raw = (req.params as { id?: string | string[] }).id;
+    const id = Array.isArray(raw) ? raw.join('/') : (raw ?? '');
+    const data = await run(documents.getModel, { id }, ctx);
+    if (!data.model) throw new DomainError('model_not_found', `The model '${id}' does not exist.`, { param: 'model' });
+    setHeaders(res, deprecationHeaders(services.catalog.find(id)));
+    sendCacheable(req, res, modelWire(data.model));
+  };
+}

@@ -1,0 +1,65 @@
+// The /v1 routes, one line each, mapped onto GraphQL operations executed in-process.
+import express, { type Request, type Response } from 'express';
+import type { Services } from '../src/container.js';
+import { DomainError } from '../src/domain/errors.js';
+import { chatCompletions } from './chat.js';
+import { embeddings } from './embeddings.js';
+import { sendError } from './errors.js';
+import { getModel, listModels } from './models.js';
+import { moderate } from './moderate.js';
+import { rerank } from './rerank.js';
+import { contextFor } from './context.js';
+import type { GraphQLContext } from '../src/graphql/context.js';
+
+type Handler = (req: Request, res: Response, ctx: GraphQLContext) => Promise<void>;
+
+export function createCompatRouter(services: Services, opts: { onUnexpected: (req: Request, err: unknown) => void }) {
+  const router = express.Router();
+  // `keyRequired`: the key is checked before the body, so a bad key is a 401 whatever the body says.
+  const route = (handler: Handler, keyRequired = true) => async (req: Request, res: Response) => {
+    try {
+      const ctx = contextFor(services, req, res);
+      if (keyRequired) await ctx.principal();
+      if (req.method === 'POST') await readJson(req, res);
+      await handler(req, res, ctx);
+    } catch (err) {
+      sendError(res, err, (e) => opts.onUnexpected(req, e));
+    }
+  };
+
+  const json = express.json({ limit: services.config.server.body_limit, type: ['application/json', 'application/*+json'] });
+  // Body parser failures become DomainErrors: broken JSON, an unsupported charset, a body over the limit.
+  const readJson = (req: Request, res: Response) =>
+    new Promise<void>((resolve, reject) =>
+      json(req, res, (err?: unknown) => {
+        if (!err) return resolve();
+        const e = err as { type?: string; status?: number };
+        if (e.type === 'entity.too.large') {
+          return reject(new DomainError('request_too_large', `The request body is larger than the limit of ${services.config.server.body_limit}.`));
+        }
+        if (e.type === 'entity.parse.failed') return reject(new DomainError('invalid_json', 'The request body is not valid JSON.'));
+        if (typeof e.status === 'number' && e.status >= 400 && e.status < 500) {
+          return reject(new DomainError('invalid_request', 'The request body could not be read (check Content-Type and charset).'));
+        }
+        reject(err);
+      }),
+    );
+
+  router.get('/models', route(listModels(services), false));
+  router.get('/models/*id', route(getModel(services), false));
+  router.post('/chat/completions', route(chatCompletions(services, opts.onUnexpected)));
+  router.post('/embeddings', route(embeddings(services)));
+  router.post('/rerank', route(rerank(services)));
+  router.post('/moderate', route(moderate(services)));
+  router.post('/moderations', route(moderate(services)));
+  // The wallet (billing issue) answers 401 without a valid key already.
+  router.all('/wallet/*rest', route(walletPlaceholder(services)));
+
+  return router;
+}
+
+function walletPlaceholder(_services: Services): Handler {
+  return async () => {
+    throw new DomainError('not_found', 'The wallet is not available on this server yet.');
+  };
+}

@@ -1,0 +1,46 @@
+// A GraphQL subscription turned into Server-Sent Events: `data: <JSON>\n\n` per event and a final
+// `data: [DONE]\n\n`. The first event is pulled before any byte is written, so errors met before
+// the stream starts still get their HTTP status. A stream that fails later ends with an event
+// carrying the error body and no [DONE], so no client can take a cut stream for a finished one.
+import { once } from 'node:events';
+import type { Response } from 'express';
+import { errorResponse } from './errors.js';
+
+export async function sendSse<T>(
+  res: Response,
+  events: AsyncGenerator<T>,
+  toData: (event: T) => unknown | undefined,
+  opts: { log?: (err: unknown) => void; headers?: Record<string, string> },
+): Promise<void> {
+  const first = await events.next(); // throws: the caller answers with a plain error response
+  let gone = false;
+  // The request's GraphQL context aborts the engine on close; ending the iterator frees the rest.
+  res.once('close', () => {
+    if (res.writableFinished) return;
+    gone = true;
+    void events.return(undefined);
+  });
+  res.writeHead(200, {
+    ...opts.headers,
+    'Content-Type': 'text/event-stream; charset=utf-8',
+    'Cache-Control': 'no-cache',
+    Connection: 'keep-alive',
+    'X-Accel-Buffering': 'no',
+  });
+  const write = async (data: string) => {
+    if (gone) return;
+    if (!res.write(`data: ${data}\n\n`)) await Promise.race([once(res, 'drain'), once(res, 'close')]);
+  };
+  try {
+    for (let next = first; !next.done; next = await events.next()) {
+      const data = toData(next.value);
+      if (data !== undefined) await write(JSON.stringify(data));
+      if (gone) return;
+    }
+    await write('[DONE]');
+  } catch (err) {
+    if (!gone) await write(JSON.stringify(errorResponse(err, opts.log).body));
+  } finally {
+    if (!gone) res.end();
+  }
+}

@@ -1,0 +1,11 @@
+// The GraphQL schema: every type file registers itself on the builder; this builds it once.
+import { lexicographicSortSchema } from 'graphql';
+import { builder } from './builder.js';
+import './types/model.js';
+import './types/account.js';
+import './types/chat.js';
+import './types/embeddings.js';
+import './types/rerank.js';
+import './types/moderation.js';
+
+export const schema = lexicographicSortSchema(builder.toSchema());

@@ -1,0 +1,189 @@
+// The HTTP server: express with the two doors (/graphql through graphql-yoga and graphql-ws,
+// /v1 through compat), health probes, request ids, and graceful shutdown.
+import { randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import express from 'express';
+import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
+import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention';
+import { useDisableIntrospection } from '@graphql-yoga/plugin-disable-introspection';
+import { createYoga, type Plugin } from 'graphql-yoga';
+import { useServer } from 'graphql-ws/use/ws';
+import { WebSocketServer } from 'ws';
+import type { ExecutionArgs } from 'graphql';
+import { createCompatRouter } from '../compat/router.js';
+import { sendError } from '../compat/errors.js';
+import type { Services } from './container.js';
+import { DomainError } from './domain/errors.js';
+import { createContext, type GraphQLContext } from './graphql/context.js';
+import { toPublicGraphQLError } from './graphql/errors.js';
+import { schema } from './graphql/schema.js';
+
+declare module 'express-serve-static-core' {
+  interface Request {
+    requestId: string;
+  }
+}
+
+const REQUEST_ID = /^[\w.:\-]{1,128}$/;
+
+export interface RunningServer {
+  server: Server;
+  url: string;
+  /** Stops accepting, lets in-flight requests and streams finish (up to the configured timeout), closes services' sockets. */
+  shutdown(): Promise<void>;
+}
+
+export function createApp(services: Services) {
+  const { config, logger } = services;
+  const state = { ready: false, shuttingDown: false };
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+
+  app.use((req, res, next) => {
+    const given = req.headers['x-request-id'];
+    req.requestId = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    res.setHeader('x-request-id', req.requestId);
+    const started = process.hrtime.bigint();
+    res.on('finish', () => {
+      logger.info(
+        { reqId: req.requestId, method: req.method, path: req.path, status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6 },
+        'request',
+      );
+    });
+    next();
+  });
+
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  app.get('/readyz', (_req, res) => {
+    const ready = state.ready && !state.shuttingDown;
+    res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : state.shuttingDown ? 'shutting_down' : 'starting' });
+  });
+
+  const log = (reqId: string) => (err: unknown) => logger.error({ reqId, err }, 'unexpected error');
+  app.use('/v1', createCompatRouter(services, { onUnexpected: (req, err) => log(req.requestId)(err) }));
+
+  const plugins: Plugin[] = [
+    EnvelopArmorPlugin({
+      maxDepth: { n: config.graphql.max_depth },
+      costLimit: { maxCost: config.graphql.max_cost },
+      maxAliases: { n: config.graphql.max_aliases },
+      maxTokens: { n: config.graphql.max_tokens },
+      maxDirectives: { n: config.graphql.max_directives },
+      blockFieldSuggestion: { enabled: !config.graphql.introspection },
+    }) as Plugin,
+    useCSRFPrevention({ requestHeaders: ['x-graphql-yoga-csrf', 'apollo-require-preflight'] }),
+  ];
+  if (!config.graphql.introspection) plugins.push(useDisableIntrospection());
+
+  const yoga = createYoga<{}, GraphQLContext>({
+    schema,
+    graphqlEndpoint: '/graphql',
+    landingPage: false,
+    graphiql: { subscriptionsProtocol: 'WS' },
+    batching: false,
+    logging: false,
+    plugins,
+    maskedErrors: {
+      maskError: (error) => toPublicGraphQLError(error, (err) => logger.error({ err }, 'unexpected GraphQL error')),
+    },
+    context: (initial) => {
+      // Over HTTP the initial context has the fetch Request and express's req; over WebSocket,
+      // what onSubscribe passes below (the key in connectionParams.authorization).
+      const extra = initial as unknown as { req?: express.Request; connectionParams?: Record<string, unknown> };
+      const request = initial.request as Request | undefined;
+      const req = extra.req;
+      const connectionParams = extra.connectionParams;
+      const authorization =
+        (typeof connectionParams?.authorization === 'string' ? connectionParams.authorization : null) ??
+        request?.headers.get('authorization') ??
+        null;
+      return createContext(services, {
+        authorization,
+        requestId: req?.requestId ?? randomUUID(),
+        signal: request?.signal ?? new AbortController().signal,
+      });
+    },
+  });
+  app.use('/graphql', yoga);
+
+  app.use((req, res) => {
+    sendError(res, new DomainError('not_found', `No route for ${req.method} ${req.path}.`));
+  });
+
+  return { app, yoga, state };
+}
+
+export async function startServer(services: Services, opts: { port?: number; host?: string } = {}): Promise<RunningServer> {
+  const { config, logger } = services;
+  const { app, yoga, state } = createApp(services);
+  const server = createServer(app);
+  server.keepAliveTimeout = 65_000;
+
+  const wss = new WebSocketServer({ server, path: '/graphql' });
+  useServer(
+    {
+      execute: (args) => (args.rootValue as { execute: (a: ExecutionArgs) => unknown }).execute(args) as never,
+      subscribe: (args) => (args.rootValue as { subscribe: (a: ExecutionArgs) => unknown }).subscribe(args) as never,
+      onSubscribe: async (ctx, _id, payload) => {
+        const { schema: s, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped({
+          ...ctx,
+          req: ctx.extra.request,
+          socket: ctx.extra.socket,
+          params: payload,
+          connectionParams: ctx.connectionParams,
+        });
+        const args = {
+          schema: s,
+          operationName: payload.operationName,
+          document: parse(payload.query),
+          variableValues: payload.variables,
+          contextValue: await contextFactory(),
+          rootValue: { execute, subscribe },
+        };
+        const errors = validate(args.schema, args.document);
+        if (errors.length) return errors;
+        return args as ExecutionArgs;
+      },
+    },
+    wss,
+  );
+
+  const sockets = new Set<Socket>();
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? config.port, opts.host ?? config.host, () => resolve());
+  });
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address === '::' ? '::1' : address.address}]` : address.address === '0.0.0.0' ? '127.0.0.1' : address.address;
+  const url = `http://${host}:${address.port}`;
+  state.ready = true;
+
+  let closing: Promise<void> | undefined;
+  const shutdown = () => {
+    closing ??= (async () => {
+      state.shuttingDown = true;
+      logger.info({ timeoutMs: config.server.shutdown_timeout_ms }, 'shutting down: finishing in-flight requests');
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      for (const client of wss.clients) client.close(1001, 'server shutting down');
+      const timeout = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), config.server.shutdown_timeout_ms).unref());
+      if ((await Promise.race([closed, timeout])) === 'timeout') {
+        logger.warn({ open: sockets.size }, 'shutdown timeout: closing the remaining connections');
+        for (const s of sockets) s.destroy();
+        await closed;
+      }
+      wss.close();
+    })();
+    return closing;
+  };
+  return { server, url, shutdown };
+}

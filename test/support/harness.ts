@@ -1,0 +1,134 @@
+// Starts tollgate in-process on a loopback port, against a fake upstream and a fresh SQLite file,
+// the way a user runs it; tests then talk to it over HTTP and WebSocket like any client.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { loadConfig } from '../../src/config.js';
+import { closeServices, createServices, type Services } from '../../src/container.js';
+import { createLogger } from '../../src/logger.js';
+import { startServer } from '../../src/server.js';
+import { startFakeUpstream, type FakeUpstream, type FakeUpstreamOptions } from './fake-upstream.js';
+
+export const ADMIN_TOKEN = 'admin-test-token-0123456789';
+
+export function catalogYaml(upstreamUrl: string, extra = ''): string {
+  return `
+models:
+  - id: chat-test
+    category: chat
+    owned_by: tests
+    created: 1735689600
+    version: "2025-01-01"
+    status: active
+    capabilities: { chat_completion: true, streaming: true, function_calling: false }
+    pricing: { input_price_per_million: 1.0, output_price_per_million: 2.0, currency: usd }
+    specifications: { context_window: 4096, max_output_tokens: 256, training_cutoff: "2024-10" }
+    engine: { type: openai, base_url: "${upstreamUrl}", model: upstream-chat, timeout_ms: 5000 }
+  - id: chat-old
+    category: chat
+    owned_by: tests
+    created: 1704067200
+    version: "2024-01-01"
+    status: deprecated
+    sunset: "2027-03-01"
+    capabilities: { chat_completion: true, streaming: true, function_calling: false }
+    pricing: { input_price_per_million: 0.5, output_price_per_million: 1.0, currency: usd }
+    specifications: { context_window: 2048, max_output_tokens: 128, training_cutoff: "2023-10" }
+    engine: { type: openai, base_url: "${upstreamUrl}", model: upstream-chat }
+  - id: embed-test
+    category: embedding
+    owned_by: tests
+    created: 1735689600
+    version: "2025-01-01"
+    status: active
+    capabilities: { embeddings: true }
+    pricing: { price_per_million_tokens: 0.1, currency: usd }
+    specifications: { max_tokens: 512, output_dimensions: 768 }
+    engine: { type: openai, base_url: "${upstreamUrl}", model: upstream-embed }
+  - id: rerank-test
+    category: reranking
+    owned_by: tests
+    created: 1735689600
+    version: "2025-01-01"
+    status: beta
+    capabilities: { rerank: true }
+    pricing: { price_per_million_tokens: 0.1, currency: usd }
+    specifications: { max_tokens: 512 }
+    engine: { type: openai, base_url: "${upstreamUrl}", model: upstream-rerank }
+  - id: guard-test
+    category: moderation
+    owned_by: tests
+    created: 1735689600
+    version: "2025-01-01"
+    status: active
+    capabilities: { moderation: true }
+    pricing: { currency: usd }
+    specifications: { max_tokens: 1024 }
+    engine: { type: openai, base_url: "${upstreamUrl}", model: upstream-guard }
+${extra}`;
+}
+
+export interface TestServer {
+  url: string;
+  v1: string;
+  services: Services;
+  upstream: FakeUpstream;
+  dir: string;
+  /** Creates an account (through the admin GraphQL mutation) and returns its id and key. */
+  account(tier?: 'free' | 'developer' | 'startup' | 'enterprise'): Promise<{ id: string; apiKey: string; keyId: string }>;
+  graphql<T = any>(query: string, variables?: Record<string, unknown>, auth?: string | null): Promise<{ status: number; body: { data?: T; errors?: any[] }; headers: Headers }>;
+  close(): Promise<void>;
+}
+
+export async function startTestServer(opts: { upstream?: FakeUpstreamOptions; env?: Record<string, string>; yaml?: (upstreamUrl: string) => string } = {}): Promise<TestServer> {
+  const upstream = await startFakeUpstream(opts.upstream);
+  const dir = mkdtempSync(path.join(tmpdir(), 'tollgate-test-'));
+  const configPath = path.join(dir, 'config.yaml');
+  writeFileSync(configPath, (opts.yaml ?? catalogYaml)(upstream.url));
+  const config = loadConfig({
+    CONFIG: configPath,
+    DATABASE_URL: `sqlite:${path.join(dir, 'tollgate.db')}`,
+    ADMIN_TOKEN,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    ...opts.env,
+  });
+  const services = await createServices(config, createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'));
+  const running = await startServer(services, { port: 0, host: '127.0.0.1' });
+  const url = running.url;
+
+  const graphql: TestServer['graphql'] = async (query, variables, auth) => {
+    const res = await fetch(`${url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(auth ? { authorization: `Bearer ${auth}` } : {}) },
+      body: JSON.stringify({ query, variables }),
+    });
+    return { status: res.status, body: await res.json(), headers: res.headers };
+  };
+
+  return {
+    url,
+    v1: `${url}/v1`,
+    services,
+    upstream,
+    dir,
+    graphql,
+    async account(tier = 'developer') {
+      const email = `user-${Math.random().toString(36).slice(2)}@example.com`;
+      const r = await graphql(
+        'mutation($email: String!, $tier: Tier!) { createAccount(email: $email, tier: $tier) { account { id } apiKey keyId } }',
+        { email, tier },
+        ADMIN_TOKEN,
+      );
+      if (!r.body.data) throw new Error(`createAccount failed: ${JSON.stringify(r.body)}`);
+      const p = r.body.data.createAccount;
+      return { id: p.account.id, apiKey: p.apiKey, keyId: p.keyId };
+    },
+    async close() {
+      await running.shutdown();
+      await closeServices(services);
+      await upstream.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
