@@ -1,0 +1,441 @@
+// A fake OpenAI-compatible server (chat, SSE streaming, embeddings, rerank, moderation, models) on
+// plain node:http, for engine tests, black-box tests through our server, and the benchmark.
+// Everything it answers is deterministic; failures are triggered by server options or by markers
+// in the last user message (see `FakeMarkers` below), so tests through our API can reach them too.
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+
+/** '500'/'503': answer that status; 'reset': destroy the socket before headers; 'hang': never answer. */
+export type FailMode = '500' | '503' | 'reset' | 'hang';
+
+export interface FakeUpstreamOptions {
+  port?: number;
+  host?: string;
+  /** The first N requests get 503. */
+  failFirst?: number;
+  /** Every request fails this way. */
+  fail?: FailMode;
+  /** Embedding dimension: one for all models, or per model name (unknown models get 768). */
+  dimensions?: number | Record<string, number>;
+  /** Completion words when neither `#tokens=N` nor max_tokens says otherwise. Default 16. */
+  defaultTokens?: number;
+  /** Delay before each streamed chunk / non-stream answer when no `#delay` marker says otherwise. */
+  delayMs?: number;
+  /** Keep a copy of every request in `requests` (default true; the benchmark turns it off). */
+  record?: boolean;
+  /** Answer embeddings in reverse order (the index field stays right), to test reordering. */
+  reverseEmbeddings?: boolean;
+  /** Rerank scores as logits in [-5, 5] instead of [0, 1], like some cross-encoder servers. */
+  rerankLogits?: boolean;
+  /** Moderation category keys to answer with (default: OpenAI's full set). */
+  moderationKeys?: string[];
+  /** Model ids for GET /v1/models. */
+  models?: string[];
+}
+
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  body: unknown;
+  headers: IncomingMessage['headers'];
+}
+
+export interface FakeUpstream {
+  /** Base URL including /v1, e.g. http://127.0.0.1:PORT/v1 */
+  url: string;
+  port: number;
+  requests: RecordedRequest[];
+  /** Requests whose client closed the connection before the response was finished. */
+  readonly aborted: number;
+  /** Fails the next `count` requests (all of them when count is omitted) that way; null clears. */
+  setFailMode(mode: FailMode | null, count?: number): void;
+  /** Clears `requests` and the `aborted` counter. */
+  reset(): void;
+  close(): Promise<void>;
+}
+
+const OPENAI_MODERATION_KEYS = [
+  'hate',
+  'hate/threatening',
+  'harassment',
+  'harassment/threatening',
+  'self-harm',
+  'self-harm/intent',
+  'self-harm/instructions',
+  'sexual',
+  'sexual/minors',
+  'violence',
+  'violence/graphic',
+];
+
+interface Markers {
+  tokens?: number;
+  delay?: number;
+  fail?: '500' | 'reset' | 'midstream';
+  noUsage: boolean;
+}
+
+function readMarkers(messages: unknown): Markers {
+  const out: Markers = { noUsage: false };
+  if (!Array.isArray(messages)) return out;
+  let text: string | undefined;
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i] as { role?: unknown; content?: unknown };
+    if (m?.role === 'user' && typeof m.content === 'string') {
+      text = m.content;
+      break;
+    }
+  }
+  // Most requests carry no marker: skip the regexes then.
+  if (!text || !text.includes('#')) return out;
+  const tokens = /#tokens=(\d+)/.exec(text);
+  if (tokens) out.tokens = Number(tokens[1]);
+  const delay = /#delay=(\d+)/.exec(text);
+  if (delay) out.delay = Number(delay[1]);
+  const fail = /#fail=(500|reset|midstream)/.exec(text);
+  if (fail) out.fail = fail[1] as Markers['fail'];
+  out.noUsage = text.includes('#nousage');
+  return out;
+}
+
+function countWords(text: string): number {
+  let n = 0;
+  let inWord = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    const space = c === 32 || c === 10 || c === 9 || c === 13;
+    if (!space && !inWord) n++;
+    inWord = !space;
+  }
+  return n;
+}
+
+/** Deterministic prompt count: words plus 4 per message (different from o200k on purpose, so
+ * tests can tell upstream usage from a locally counted fallback). */
+function promptTokensOf(messages: unknown): number {
+  if (!Array.isArray(messages)) return 0;
+  let n = 0;
+  for (const m of messages) n += 4 + (typeof m?.content === 'string' ? countWords(m.content) : 0);
+  return n;
+}
+
+function fnv1a(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
+}
+
+/** A unit vector seeded by the text's hash (mulberry32), so equal texts get equal vectors. */
+export function fakeEmbedding(text: string, dimensions: number): number[] {
+  let seed = fnv1a(text);
+  const v = new Array<number>(dimensions);
+  let norm = 0;
+  for (let i = 0; i < dimensions; i++) {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = seed;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    const x = ((t ^ (t >>> 14)) >>> 0) / 4294967296 - 0.5;
+    v[i] = x;
+    norm += x * x;
+  }
+  const inv = 1 / Math.sqrt(norm || 1);
+  for (let i = 0; i < dimensions; i++) v[i] = v[i]! * inv;
+  return v;
+}
+
+function words(text: string): Set<string> {
+  return new Set(text.toLowerCase().split(/[^a-z0-9]+/).filter(Boolean));
+}
+
+/** Share of the query's words found in the document: 0 to 1. */
+export function fakeRerankScore(query: string, doc: string): number {
+  const q = words(query);
+  if (q.size === 0) return 0;
+  const d = words(doc);
+  let hit = 0;
+  for (const w of q) if (d.has(w)) hit++;
+  return hit / q.size;
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function sendError(res: ServerResponse, status: number, message: string): void {
+  sendJson(res, status, { error: { message, type: status >= 500 ? 'server_error' : 'invalid_request_error', code: null } });
+}
+
+/**
+ * Starts the fake on loopback (port 0 by default: a free one). Markers read from the last user
+ * message of a chat request:
+ * - `#tokens=N`       produce N words (still capped by max_tokens; finish_reason 'length' when capped)
+ * - `#delay=MS`       wait MS before each streamed chunk, and before a non-stream answer
+ * - `#fail=500`       answer 500
+ * - `#fail=reset`     destroy the socket before any header
+ * - `#fail=midstream` stream the role chunk and two content chunks, then destroy the socket
+ * - `#nousage`        leave usage out, in both modes
+ */
+export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise<FakeUpstream> {
+  const host = opts.host ?? '127.0.0.1';
+  const record = opts.record ?? true;
+  const defaultTokens = opts.defaultTokens ?? 16;
+  const requests: RecordedRequest[] = [];
+  let aborted = 0;
+  let failFirst = opts.failFirst ?? 0;
+  let failMode: FailMode | null = opts.fail ?? null;
+  let failCount = Infinity;
+  let seq = 0;
+  const sockets = new Set<Socket>();
+
+  function dimensionsFor(model: unknown, requested: unknown): number {
+    if (typeof requested === 'number' && requested > 0) return requested;
+    const d = opts.dimensions;
+    if (typeof d === 'number') return d;
+    if (d && typeof model === 'string' && d[model]) return d[model]!;
+    return 768;
+  }
+
+  /** Returns the failure to apply to this request, if any, and counts it down. */
+  function takeFailure(): FailMode | null {
+    if (failFirst > 0) {
+      failFirst--;
+      return '503';
+    }
+    if (failMode && failCount > 0) {
+      const mode = failMode;
+      if (--failCount === 0) failMode = null;
+      return mode;
+    }
+    return null;
+  }
+
+  async function chat(req: IncomingMessage, res: ServerResponse, body: Record<string, unknown>, state: { selfDestroyed: boolean }) {
+    const markers = readMarkers(body.messages);
+    const delay = markers.delay ?? opts.delayMs ?? 0;
+    if (markers.fail === '500') return sendError(res, 500, 'simulated failure');
+    if (markers.fail === 'reset') {
+      state.selfDestroyed = true;
+      req.socket.destroy();
+      return;
+    }
+    const maxTokens = (body.max_tokens ?? body.max_completion_tokens) as number | undefined;
+    const wanted = markers.tokens ?? defaultTokens;
+    const cap = typeof maxTokens === 'number' ? maxTokens : 16;
+    const n = Math.min(cap, wanted);
+    const finishReason = cap < wanted ? 'length' : 'stop';
+    const id = `chatcmpl-fake${++seq}`;
+    const created = Math.floor(Date.now() / 1000);
+    const model = typeof body.model === 'string' ? body.model : 'fake';
+    const usage = markers.noUsage ? undefined : { prompt_tokens: promptTokensOf(body.messages), completion_tokens: n, total_tokens: 0 };
+    if (usage) usage.total_tokens = usage.prompt_tokens + usage.completion_tokens;
+
+    if (body.stream !== true) {
+      if (delay > 0) await sleep(delay);
+      if (res.destroyed) return;
+      let content = '';
+      for (let i = 0; i < n; i++) content += i === 0 ? `w${i}` : ` w${i}`;
+      const out: Record<string, unknown> = {
+        id,
+        object: 'chat.completion',
+        created,
+        model,
+        choices: [{ index: 0, message: { role: 'assistant', content }, logprobs: null, finish_reason: finishReason }],
+      };
+      if (usage) out.usage = usage;
+      return sendJson(res, 200, out);
+    }
+
+    // OpenAI's framing: role chunk, content chunks, an empty-delta chunk with finish_reason, then
+    // (with include_usage) a chunk with choices: [] and the usage, then [DONE]. With include_usage
+    // every other chunk carries "usage": null.
+    const includeUsage = (body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true && !!usage;
+    const head = `{"id":"${id}","object":"chat.completion.chunk","created":${created},"model":${JSON.stringify(model)},`;
+    const tail = includeUsage ? ',"usage":null}' : '}';
+    const frame = (delta: string, finish: string | null) =>
+      `data: ${head}"choices":[{"index":0,"delta":${delta},"logprobs":null,"finish_reason":${finish === null ? 'null' : `"${finish}"`}}]${tail}\n\n`;
+    const frames: string[] = [frame('{"role":"assistant","content":""}', null)];
+    const contentFrames = markers.fail === 'midstream' ? Math.min(2, n) : n;
+    for (let i = 0; i < contentFrames; i++) frames.push(frame(`{"content":"${i === 0 ? '' : ' '}w${i}"}`, null));
+    if (markers.fail !== 'midstream') {
+      frames.push(frame('{}', finishReason));
+      if (includeUsage) frames.push(`data: ${head}"choices":[],"usage":${JSON.stringify(usage)}}\n\n`);
+      frames.push('data: [DONE]\n\n');
+    }
+
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    if (delay === 0 && markers.fail !== 'midstream') {
+      res.end(frames.join(''));
+      return;
+    }
+    // Headers go out at once, as real servers do, so a delay is a gap in the body, not a slow start.
+    res.flushHeaders();
+    for (const f of frames) {
+      if (delay > 0) await sleep(delay);
+      if (res.destroyed) return;
+      res.write(f);
+    }
+    if (markers.fail === 'midstream') {
+      // Let the chunks leave before cutting the connection, as a crashing server would.
+      await sleep(Math.max(delay, 20));
+      state.selfDestroyed = true;
+      req.socket.destroy();
+      return;
+    }
+    res.end();
+  }
+
+  function embeddings(res: ServerResponse, body: Record<string, unknown>) {
+    const input = typeof body.input === 'string' ? [body.input] : Array.isArray(body.input) ? (body.input as unknown[]) : null;
+    if (!input || input.some((s) => typeof s !== 'string')) return sendError(res, 400, "'input' must be a string or an array of strings");
+    const dims = dimensionsFor(body.model, body.dimensions);
+    let tokens = 0;
+    const data = (input as string[]).map((text, index) => {
+      tokens += Math.max(1, countWords(text));
+      const vector = fakeEmbedding(text, dims);
+      const embedding = body.encoding_format === 'base64' ? Buffer.from(new Float32Array(vector).buffer).toString('base64') : vector;
+      return { object: 'embedding', index, embedding };
+    });
+    if (opts.reverseEmbeddings) data.reverse();
+    sendJson(res, 200, { object: 'list', data, model: body.model, usage: { prompt_tokens: tokens, total_tokens: tokens } });
+  }
+
+  function rerank(res: ServerResponse, body: Record<string, unknown>) {
+    const query = body.query;
+    const docs = body.documents;
+    if (typeof query !== 'string' || !Array.isArray(docs)) return sendError(res, 400, "'query' and 'documents' are required");
+    const texts = docs.map((d) => (typeof d === 'string' ? d : String((d as { text?: unknown })?.text ?? '')));
+    let results = texts.map((text, index) => {
+      const s = fakeRerankScore(query, text);
+      return { index, relevance_score: opts.rerankLogits ? s * 10 - 5 : s, text };
+    });
+    results.sort((a, b) => b.relevance_score - a.relevance_score || a.index - b.index);
+    if (typeof body.top_n === 'number') results = results.slice(0, body.top_n);
+    const returnDocs = body.return_documents !== false;
+    const tokens = texts.reduce((n, t) => n + countWords(query) + countWords(t), 0);
+    sendJson(res, 200, {
+      id: `rerank-fake${++seq}`,
+      model: body.model,
+      results: results.map((r) => (returnDocs ? { index: r.index, relevance_score: r.relevance_score, document: { text: r.text } } : { index: r.index, relevance_score: r.relevance_score })),
+      usage: { prompt_tokens: tokens, total_tokens: tokens },
+    });
+  }
+
+  function moderations(res: ServerResponse, body: Record<string, unknown>) {
+    const inputs = typeof body.input === 'string' ? [body.input] : Array.isArray(body.input) ? (body.input as unknown[]).map(String) : null;
+    if (!inputs) return sendError(res, 400, "'input' is required");
+    const keys = opts.moderationKeys ?? OPENAI_MODERATION_KEYS;
+    const results = inputs.map((text) => {
+      const violent = /\bkill\b/i.test(text);
+      const categories: Record<string, boolean> = {};
+      const scores: Record<string, number> = {};
+      for (const k of keys) {
+        categories[k] = k === 'violence' && violent;
+        scores[k] = k === 'violence' && violent ? 0.97 : 0.001;
+      }
+      return { flagged: violent, categories, category_scores: scores };
+    });
+    sendJson(res, 200, { id: `modr-fake${++seq}`, model: body.model, results });
+  }
+
+  const server = createServer((req, res) => {
+    const state = { selfDestroyed: false };
+    // 'close' before the response finished, and not by our own hand: the client went away.
+    res.on('close', () => {
+      if (!res.writableFinished && !state.selfDestroyed) aborted++;
+    });
+    const path = (req.url ?? '/').split('?')[0]!;
+    let raw = '';
+    req.setEncoding('utf8');
+    req.on('data', (c: string) => (raw += c));
+    req.on('end', () => {
+      let body: Record<string, unknown> = {};
+      if (raw) {
+        try {
+          body = JSON.parse(raw) as Record<string, unknown>;
+        } catch {
+          return sendError(res, 400, 'invalid JSON');
+        }
+      }
+      if (record) requests.push({ method: req.method ?? 'GET', path, body, headers: req.headers });
+
+      const failure = takeFailure();
+      if (failure === 'hang') return;
+      if (failure === 'reset') {
+        state.selfDestroyed = true;
+        req.socket.destroy();
+        return;
+      }
+      if (failure) return sendError(res, Number(failure), 'simulated failure');
+
+      if (req.method === 'GET' && (path === '/v1/models' || path === '/models')) {
+        const created = 1_700_000_000;
+        return sendJson(res, 200, {
+          object: 'list',
+          data: (opts.models ?? ['fake-chat', 'fake-embed', 'fake-rerank', 'fake-moderation']).map((id) => ({ id, object: 'model', created, owned_by: 'fake' })),
+        });
+      }
+      if (req.method !== 'POST') return sendError(res, 404, 'not found');
+      switch (path) {
+        case '/v1/chat/completions':
+          chat(req, res, body, state).catch(() => res.destroy());
+          return;
+        case '/v1/embeddings':
+          return embeddings(res, body);
+        case '/v1/rerank':
+        case '/rerank':
+          return rerank(res, body);
+        case '/v1/moderations':
+          return moderations(res, body);
+        default:
+          return sendError(res, 404, 'not found');
+      }
+    });
+  });
+  // Long keep-alive so the benchmark's client pool is not churned by idle closes.
+  server.keepAliveTimeout = 65_000;
+  server.on('connection', (s: Socket) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  const urlHost = host.includes(':') ? `[${host}]` : host;
+
+  return {
+    url: `http://${urlHost}:${port}/v1`,
+    port,
+    requests,
+    get aborted() {
+      return aborted;
+    },
+    setFailMode(mode, count) {
+      failMode = mode;
+      failCount = mode === null ? 0 : count ?? Infinity;
+    },
+    reset() {
+      requests.length = 0;
+      aborted = 0;
+    },
+    close() {
+      return new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      });
+    },
+  };
+}
