@@ -26,7 +26,7 @@ export function parseBody<S extends z.ZodType>(req: Request, schema: S): z.infer
   if (body === undefined || body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw new DomainError('invalid_json', "The request body must be a JSON object (send 'Content-Type: application/json').");
   }
-  const parsed = schema.safeParse(body);
+  const parsed = schema.safeParse(body, { reportInput: true });
   if (!parsed.success) throw describe(parsed.error.issues[0]!);
   return parsed.data;
 }

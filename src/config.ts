@@ -135,13 +135,13 @@ export function parseConfigText(text: string, source: string): Pick<AppConfig, '
   } catch (e) {
     throw new ConfigError(`${source}: not valid YAML: ${(e as Error).message}`);
   }
-  const top = fileSchema.safeParse(raw);
+  const top = fileSchema.safeParse(raw, { reportInput: true });
   if (!top.success) throw new ConfigError(`${source}: ${top.error.issues.map((i) => describeIssue(i, '')).join('; ')}`);
   const models: ModelConfig[] = [];
   const seen = new Set<string>();
   top.data.models.forEach((entry, index) => {
     const id = entry && typeof entry === 'object' && 'id' in entry ? String((entry as { id: unknown }).id) : `#${index + 1}`;
-    const parsed = modelSchema.safeParse(entry);
+    const parsed = modelSchema.safeParse(entry, { reportInput: true });
     if (!parsed.success) {
       throw new ConfigError(`${source}: model "${id}": ${parsed.error.issues.map((i) => describeIssue(i, '')).join('; ')}`);
     }

@@ -42,7 +42,7 @@ export function toPublicGraphQLError(error: unknown, log?: (err: unknown) => voi
     return new GraphQLError(gql.message, {
       nodes: gql.nodes,
       path: gql.path,
-      extensions: { ...gql.extensions, code, type: 'invalid_request_error', status: 400 },
+      extensions: { ...gql.extensions, code, type: 'invalid_request_error', status: 400, http: { status: 400 } },
     });
   }
   log?.(error);

@@ -1,0 +1,201 @@
+// The GraphQL door: the same operations over HTTP (graphql-yoga) and the chat stream over
+// graphql-ws, with errors carrying the same type, code and HTTP status as /v1.
+import { readFileSync } from 'node:fs';
+import { createClient } from 'graphql-ws';
+import { print } from 'graphql';
+import WebSocket from 'ws';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  ChatCompletionStreamDocument,
+  CreateChatCompletionDocument,
+  CreateEmbeddingsDocument,
+  ListModelsDocument,
+  ModerateDocument,
+  RerankDocument,
+  ViewerDocument,
+} from '../src/generated/graphql.js';
+import { printedSchema } from '../src/graphql/print-schema.js';
+import { ADMIN_TOKEN, catalogYaml, startTestServer, type TestServer } from './support/harness.js';
+
+let s: TestServer;
+let key: string;
+let accountId: string;
+
+beforeAll(async () => {
+  s = await startTestServer();
+  const a = await s.account('startup');
+  key = a.apiKey;
+  accountId = a.id;
+});
+afterAll(() => s.close());
+
+const input = (content: string, extra: Record<string, unknown> = {}) => ({ input: { model: 'chat-test', messages: [{ role: 'user', content }], ...extra } });
+
+function subscribeAll(query: string, variables: Record<string, unknown>, authorization: string | undefined) {
+  const client = createClient({
+    url: s.url.replace('http', 'ws') + '/graphql',
+    webSocketImpl: WebSocket,
+    connectionParams: authorization ? { authorization } : {},
+    retryAttempts: 0,
+  });
+  const events: any[] = [];
+  return new Promise<{ events: any[]; error?: unknown }>((resolve) => {
+    client.subscribe(
+      { query, variables },
+      {
+        next: (v) => events.push(v),
+        error: (error) => {
+          void client.dispose();
+          resolve({ events, error });
+        },
+        complete: () => {
+          void client.dispose();
+          resolve({ events });
+        },
+      },
+    );
+  });
+}
+
+describe('GraphQL over HTTP', () => {
+  it('the committed SDL matches the schema the code builds', () => {
+    const committed = readFileSync(new URL('../schema/schema.graphql', import.meta.url), 'utf8');
+    expect(committed).toBe(printedSchema());
+  });
+
+  it('lists models by category without a key', async () => {
+    const r = await s.graphql(print(ListModelsDocument), { category: 'embedding' });
+    expect(r.status).toBe(200);
+    expect(r.body.data.models.map((m: any) => m.id)).toEqual(['embed-test']);
+    expect(r.body.data.models[0].specifications).toMatchObject({ maxTokens: 512, outputDimensions: 768, contextWindow: null });
+  });
+
+  it('returns the viewer of the key', async () => {
+    const r = await s.graphql(print(ViewerDocument), {}, key);
+    expect(r.body.data.viewer).toMatchObject({ id: accountId, tier: 'startup' });
+    expect(r.body.data.viewer.apiKeys[0].display).toMatch(/^ask_.+….{4}$/);
+    expect(JSON.stringify(r.body)).not.toContain(key);
+  });
+
+  it('creates a chat completion', async () => {
+    const r = await s.graphql(print(CreateChatCompletionDocument), input('hi #tokens=4', { maxTokens: 10, temperature: 0.5 }), key);
+    const c = r.body.data.createChatCompletion;
+    expect(c.choices[0]).toMatchObject({ index: 0, finishReason: 'stop', message: { role: 'assistant', content: 'w0 w1 w2 w3' } });
+    expect(c.usage.completionTokens).toBe(4);
+    expect(c.usage.totalTokens).toBe(c.usage.promptTokens + 4);
+  });
+
+  it('creates embeddings, reranks and moderates', async () => {
+    const e = await s.graphql(print(CreateEmbeddingsDocument), { input: { model: 'embed-test', input: ['a', 'b'] } }, key);
+    expect(e.body.data.createEmbeddings.data).toHaveLength(2);
+    expect(e.body.data.createEmbeddings.data[1].embedding).toHaveLength(768);
+    const r = await s.graphql(print(RerankDocument), { input: { model: 'rerank-test', query: 'green tea', documents: ['coffee', 'green tea leaves'], topN: 1 } }, key);
+    expect(r.body.data.rerank.results).toEqual([{ index: 1, relevanceScore: expect.any(Number), document: { text: 'green tea leaves' } }]);
+    const m = await s.graphql(print(ModerateDocument), { input: { model: 'guard-test', input: ['hello there'] } }, key);
+    expect(m.body.data.moderate.results[0].flagged).toBe(false);
+    expect(m.body.data.moderate.results[0].categories.map((c: any) => c.name)).toEqual(expect.arrayContaining(['hate', 'harassment', 'self-harm', 'sexual', 'violence']));
+  });
+
+  it('carries type, code and HTTP status of domain errors in extensions', async () => {
+    const r = await s.graphql(print(CreateChatCompletionDocument), input('hi', { temperature: 3 }), key);
+    expect(r.status).toBe(400);
+    expect(r.body.errors[0].extensions).toMatchObject({ code: 'invalid_value', type: 'invalid_request_error', status: 400, param: 'temperature' });
+    const unknown = await s.graphql(print(CreateChatCompletionDocument), { input: { model: 'nope', messages: [{ role: 'user', content: 'x' }] } }, key);
+    expect(unknown.body.errors[0].extensions).toMatchObject({ code: 'invalid_model', status: 400 });
+    const noKey = await s.graphql(print(ViewerDocument), {});
+    expect(noKey.status).toBe(401);
+    expect(noKey.body.errors[0].extensions).toMatchObject({ code: 'invalid_api_key', type: 'authentication_error', status: 401 });
+  });
+
+  it('keeps admin mutations for the operator token', async () => {
+    const r = await s.graphql('mutation { createAccount(email: "x@example.com", tier: free) { apiKey } }', {}, key);
+    expect(r.body.errors[0].extensions).toMatchObject({ code: 'admin_required', status: 403 });
+    const ok = await s.graphql(`mutation { createApiKey(accountId: "${accountId}", name: "ci") { id apiKey } }`, {}, ADMIN_TOKEN);
+    expect(ok.body.data.createApiKey.apiKey).toMatch(/^ask_/);
+    const revoked = await s.graphql(`mutation { revokeApiKey(id: "${ok.body.data.createApiKey.id}") }`, {}, ADMIN_TOKEN);
+    expect(revoked.body.data.revokeApiKey).toBe(true);
+    const refused = await s.graphql(print(ViewerDocument), {}, ok.body.data.createApiKey.apiKey);
+    expect(refused.body.errors[0].extensions.code).toBe('invalid_api_key');
+  });
+
+  it('refuses queries past the depth, alias and token limits', async () => {
+    const aliases = Array.from({ length: 40 }, (_, i) => `a${i}: models { id }`).join(' ');
+    const r = await s.graphql(`{ ${aliases} }`);
+    expect(r.status).toBe(400);
+    expect(JSON.stringify(r.body.errors)).toMatch(/alias/i);
+    const shallow = await startTestServer({ yaml: (u) => catalogYaml(u, 'graphql: { max_depth: 2 }') });
+    try {
+      const deep = await shallow.graphql('{ models { pricing { currency } } }');
+      expect(deep.status).toBe(400);
+      expect(JSON.stringify(deep.body.errors)).toMatch(/depth/i);
+      expect((await shallow.graphql('{ models { id } }')).status).toBe(200);
+    } finally {
+      await shallow.close();
+    }
+  });
+
+  it('turns introspection off when the config says so', async () => {
+    expect((await s.graphql('{ __schema { queryType { name } } }')).body.data.__schema.queryType.name).toBe('Query');
+    const closed = await startTestServer({ yaml: (u) => catalogYaml(u, 'graphql: { introspection: false }') });
+    try {
+      const r = await closed.graphql('{ __schema { queryType { name } } }');
+      expect(r.body.data).toBeUndefined();
+      expect(r.body.errors[0].message).toMatch(/introspection/i);
+    } finally {
+      await closed.close();
+    }
+  });
+
+  it('refuses a browser form post without a preflight header (CSRF)', async () => {
+    const res = await fetch(`${s.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'query=%7Bmodels%7Bid%7D%7D',
+    });
+    expect(res.status).toBeGreaterThanOrEqual(400);
+    expect(res.status).toBeLessThan(500);
+  });
+
+  it('masks unexpected errors', async () => {
+    const original = s.services.catalog.list;
+    s.services.catalog.list = () => {
+      throw new Error('secret internal detail at /srv/db');
+    };
+    try {
+      const r = await s.graphql('{ models { id } }');
+      expect(r.body.errors[0].message).not.toContain('secret');
+      expect(r.body.errors[0].extensions).toMatchObject({ code: 'internal_error', status: 500 });
+    } finally {
+      s.services.catalog.list = original;
+    }
+  });
+});
+
+describe('GraphQL subscriptions over graphql-ws', () => {
+  it('streams a chat completion as chunks, ending with the finish reason and the usage', async () => {
+    const { events, error } = await subscribeAll(print(ChatCompletionStreamDocument), input('hi #tokens=3'), `Bearer ${key}`);
+    expect(error).toBeUndefined();
+    const chunks = events.map((e) => e.data.chatCompletionStream);
+    expect(new Set(chunks.map((c) => c.id)).size).toBe(1);
+    expect(chunks[0].choices[0].delta.role).toBe('assistant');
+    expect(chunks.map((c) => c.choices[0]?.delta.content ?? '').join('')).toBe('w0 w1 w2');
+    const finish = chunks.at(-2);
+    expect(finish.choices[0].finishReason).toBe('stop');
+    const usage = chunks.at(-1);
+    expect(usage.choices).toEqual([]);
+    expect(usage.usage.completionTokens).toBe(3);
+  });
+
+  it('ends the operation with a GraphQL error for a bad key, keeping the socket usable', async () => {
+    const { events } = await subscribeAll(print(ChatCompletionStreamDocument), input('hi'), 'Bearer ask_wrong');
+    expect(events).toHaveLength(1);
+    expect(events[0].errors[0].extensions).toMatchObject({ code: 'invalid_api_key', status: 401 });
+  });
+
+  it('ends with an error event when the upstream fails mid-stream', async () => {
+    const { events } = await subscribeAll(print(ChatCompletionStreamDocument), input('x #tokens=10 #fail=midstream'), `Bearer ${key}`);
+    const last = events.at(-1);
+    expect(last.errors[0].extensions).toMatchObject({ code: 'upstream_error', status: 502 });
+    expect(events.slice(0, -1).every((e) => e.data?.chatCompletionStream)).toBe(true);
+  });
+});

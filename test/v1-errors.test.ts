@@ -1,0 +1,192 @@
+// Every refusal of the /v1 API: its HTTP status and its {error:{message,type,param,code}} body.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from './support/harness.js';
+import { violations } from './support/oracle.js';
+
+let s: TestServer;
+let key: string;
+
+beforeAll(async () => {
+  s = await startTestServer();
+  key = (await s.account('developer')).apiKey;
+});
+afterAll(() => s.close());
+
+async function post(path: string, body: unknown, auth: string | null = key, raw = false) {
+  const res = await fetch(`${s.v1}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(auth ? { authorization: `Bearer ${auth}` } : {}) },
+    body: raw ? (body as string) : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: JSON.parse(text), headers: res.headers };
+}
+
+const chat = (extra: Record<string, unknown>) => ({ model: 'chat-test', messages: [{ role: 'user', content: 'hi' }], ...extra });
+
+async function expectError(p: Promise<{ status: number; body: any }>, status: number, type: string, code: string | null, param?: string) {
+  const r = await p;
+  expect(r.status).toBe(status);
+  expect(r.body.error.type).toBe(type);
+  expect(r.body.error.code).toBe(code);
+  expect(typeof r.body.error.message).toBe('string');
+  expect(r.body.error.message.length).toBeGreaterThan(5);
+  if (param !== undefined) expect(r.body.error.param).toBe(param);
+  expect(violations('ErrorResponse', r.body)).toEqual([]);
+  return r;
+}
+
+describe('authentication', () => {
+  it('refuses a missing key with 401 invalid_api_key', () => expectError(post('/chat/completions', chat({}), null), 401, 'authentication_error', 'invalid_api_key'));
+
+  it('refuses a wrong key without echoing it', async () => {
+    const bad = 'ask_ThisIsNotARealKeyButLooksLikeOne123456';
+    const r = await expectError(post('/chat/completions', chat({}), bad), 401, 'authentication_error', 'invalid_api_key');
+    expect(JSON.stringify(r.body)).not.toContain(bad);
+    expect(JSON.stringify(r.body)).not.toContain('ThisIsNotAReal');
+  });
+
+  it('checks the key before the body', () => expectError(post('/embeddings', '{broken', 'ask_nope', true), 401, 'authentication_error', 'invalid_api_key'));
+
+  it('refuses a revoked key from the next request on', async () => {
+    const a = await s.account('developer');
+    expect((await post('/moderate', { model: 'guard-test', input: 'ok' }, a.apiKey)).status).toBe(200);
+    await s.services.accounts.revokeKey(a.keyId);
+    await expectError(post('/moderate', { model: 'guard-test', input: 'ok' }, a.apiKey), 401, 'authentication_error', 'invalid_api_key');
+  });
+
+  it('answers the wallet paths with 401 without a key', async () => {
+    for (const [method, path] of [['GET', '/wallet/balance'], ['POST', '/wallet/top-up'], ['GET', '/wallet/transactions']] as const) {
+      const res = await fetch(`${s.v1}${path}`, { method, headers: { 'content-type': 'application/json' }, body: method === 'POST' ? '{}' : undefined });
+      expect(res.status).toBe(401);
+      expect((await res.json()).error.code).toBe('invalid_api_key');
+    }
+  });
+
+  it('serves the model list without a key', async () => {
+    expect((await fetch(`${s.v1}/models`)).status).toBe(200);
+    expect((await fetch(`${s.v1}/models/chat-test`)).status).toBe(200);
+  });
+});
+
+describe('chat request rules', () => {
+  const bad = (body: Record<string, unknown>, code: string, param?: string) => expectError(post('/chat/completions', chat(body)), 400, 'invalid_request_error', code, param);
+
+  it('refuses an unknown model', () => bad({ model: 'nope' }, 'invalid_model', 'model'));
+  it('refuses a model of another category', () => bad({ model: 'embed-test' }, 'invalid_model', 'model'));
+  it('refuses temperature above 2', () => bad({ temperature: 2.5 }, 'invalid_value', 'temperature'));
+  it('refuses temperature below 0', () => bad({ temperature: -0.1 }, 'invalid_value', 'temperature'));
+  it('refuses top_p above 1', () => bad({ top_p: 1.01 }, 'invalid_value', 'top_p'));
+  it('refuses presence_penalty below -2', () => bad({ presence_penalty: -2.5 }, 'invalid_value', 'presence_penalty'));
+  it('refuses frequency_penalty above 2', () => bad({ frequency_penalty: 3 }, 'invalid_value', 'frequency_penalty'));
+  it('refuses five stop sequences', () => bad({ stop: ['a', 'b', 'c', 'd', 'e'] }, 'too_many_stop_sequences', 'stop'));
+  it('refuses max_tokens of 0', () => bad({ max_tokens: 0 }, 'invalid_value', 'max_tokens'));
+  it("refuses max_tokens over the model's max_output_tokens", () => bad({ max_tokens: 257 }, 'invalid_value', 'max_tokens'));
+  it('refuses a non-integer max_tokens', () => bad({ max_tokens: 1.5 }, 'invalid_type', 'max_tokens'));
+  it('refuses a role outside system/user/assistant', () => bad({ messages: [{ role: 'tool', content: 'x' }] }, 'invalid_value', 'messages[0].role'));
+  it('refuses empty messages', () => bad({ messages: [] }, 'invalid_value', 'messages'));
+  it('refuses a missing model', () => expectError(post('/chat/completions', { messages: [] }), 400, 'invalid_request_error', 'missing_required_parameter', 'model'));
+  it('refuses a string temperature', () => bad({ temperature: 'hot' }, 'invalid_type', 'temperature'));
+  it('refuses n greater than 1, naming the field', async () => {
+    const r = await bad({ n: 2 }, 'unsupported_parameter', 'n');
+    expect(r.body.error.message).toContain("'n'");
+  });
+  it('refuses tools on a model without function calling, naming the field', async () => {
+    const r = await bad({ tools: [{ type: 'function', function: { name: 'f', parameters: {} } }] }, 'unsupported_parameter', 'tools');
+    expect(r.body.error.message).toContain('function calling');
+  });
+  it('refuses messages longer than the context window', () => bad({ messages: [{ role: 'user', content: 'word '.repeat(5000) }] }, 'input_too_long', 'messages'));
+  it('ignores fields the specification does not name', async () => {
+    const r = await post('/chat/completions', chat({ seed: 7, logit_bias: {}, response_format: { type: 'text' }, metadata: { a: 1 }, n: 1 }));
+    expect(r.status).toBe(200);
+  });
+  it('accepts the boundaries of every range', async () => {
+    const r = await post('/chat/completions', chat({ temperature: 2, top_p: 0, presence_penalty: -2, frequency_penalty: 2, max_tokens: 256, stop: ['a', 'b', 'c', 'd'] }));
+    expect(r.status).toBe(200);
+  });
+  it('refuses a stream on a bad request with a JSON error, not an event stream', async () => {
+    const r = await post('/chat/completions', chat({ stream: true, temperature: 9 }));
+    expect(r.status).toBe(400);
+    expect(r.headers.get('content-type')).toContain('application/json');
+  });
+});
+
+describe('embeddings, rerank and moderation rules', () => {
+  it('refuses 101 embedding inputs', () =>
+    expectError(post('/embeddings', { model: 'embed-test', input: Array.from({ length: 101 }, (_, i) => `t${i}`) }), 400, 'invalid_request_error', 'too_many_inputs'));
+  it("refuses an embedding input over the model's token limit", () =>
+    expectError(post('/embeddings', { model: 'embed-test', input: ['ok', 'token '.repeat(600)] }), 400, 'invalid_request_error', 'input_too_long'));
+  it('refuses an embedding request for a chat model', () => expectError(post('/embeddings', { model: 'chat-test', input: 'x' }), 400, 'invalid_request_error', 'invalid_model'));
+  it('refuses an unknown encoding_format', () => expectError(post('/embeddings', { model: 'embed-test', input: 'x', encoding_format: 'int8' }), 400, 'invalid_request_error', 'invalid_value'));
+  it('refuses 101 rerank documents', () =>
+    expectError(post('/rerank', { model: 'rerank-test', query: 'q', documents: Array.from({ length: 101 }, () => 'd') }), 400, 'invalid_request_error', 'too_many_documents'));
+  it('refuses an empty rerank query', () => expectError(post('/rerank', { model: 'rerank-test', query: '', documents: ['d'] }), 400, 'invalid_request_error', 'empty_query'));
+  it('refuses a blank rerank query', () => expectError(post('/rerank', { model: 'rerank-test', query: '   ', documents: ['d'] }), 400, 'invalid_request_error', 'empty_query'));
+  it("refuses a rerank document over the model's token limit", () =>
+    expectError(post('/rerank', { model: 'rerank-test', query: 'q', documents: ['word '.repeat(600)] }), 400, 'invalid_request_error', 'input_too_long'));
+  it('refuses a moderation request for a reranking model', () => expectError(post('/moderate', { model: 'rerank-test', input: 'x' }), 400, 'invalid_request_error', 'invalid_model'));
+
+  it('reranks sorted by relevance, honouring top_n and return_documents', async () => {
+    const r = await post('/rerank', { model: 'rerank-test', query: 'red apple', documents: ['blue sky', { text: 'red apple pie' }, 'apple'], top_n: 2, return_documents: false });
+    expect(r.status).toBe(200);
+    expect(r.body.results).toHaveLength(2);
+    expect(r.body.results[0].index).toBe(1);
+    expect(r.body.results[0].relevance_score).toBeGreaterThanOrEqual(r.body.results[1].relevance_score);
+    expect(r.body.results[0]).not.toHaveProperty('document');
+    expect(r.body.usage.prompt_tokens).toBe(r.body.usage.total_tokens);
+    const withDocs = await post('/rerank', { model: 'rerank-test', query: 'red apple', documents: ['blue sky', 'red apple pie'] });
+    expect(withDocs.body.results[0].document).toEqual({ text: 'red apple pie' });
+    for (const x of withDocs.body.results) expect(x.relevance_score).toBeGreaterThanOrEqual(0), expect(x.relevance_score).toBeLessThanOrEqual(1);
+  });
+});
+
+describe('malformed requests', () => {
+  it('answers broken JSON with 400 invalid_json', () => expectError(post('/chat/completions', '{"model":', key, true), 400, 'invalid_request_error', 'invalid_json'));
+  it('answers a JSON array body with 400', () => expectError(post('/chat/completions', '[1,2]', key, true), 400, 'invalid_request_error', 'invalid_json'));
+  it('answers a body over the limit with 413', async () => {
+    const big = JSON.stringify(chat({ messages: [{ role: 'user', content: 'x'.repeat(12 * 1024 * 1024) }] }));
+    const r = await post('/chat/completions', big, key, true);
+    expect(r.status).toBe(413);
+    expect(r.body.error.code).toBe('request_too_large');
+  });
+  it('answers an unknown path with a 404 error body', async () => {
+    const res = await fetch(`${s.v1}/nothing-here`);
+    expect(res.status).toBe(404);
+    expect((await res.json()).error.type).toBe('invalid_request_error');
+  });
+});
+
+describe('deprecated models', () => {
+  it('carry Deprecation and Sunset headers', async () => {
+    const r = await post('/chat/completions', chat({ model: 'chat-old' }));
+    expect(r.status).toBe(200);
+    expect(r.headers.get('deprecation')).toBe('true');
+    expect(new Date(r.headers.get('sunset')!).toISOString()).toBe('2027-03-01T00:00:00.000Z');
+    const m = await fetch(`${s.v1}/models/chat-old`);
+    expect(m.headers.get('sunset')).toBeTruthy();
+    const active = await fetch(`${s.v1}/models/chat-test`);
+    expect(active.headers.get('deprecation')).toBeNull();
+  });
+});
+
+describe('the model listing cache', () => {
+  it('sends Cache-Control and an ETag, and 304 for a matching If-None-Match', async () => {
+    const first = await fetch(`${s.v1}/models`);
+    expect(first.headers.get('cache-control')).toBe('public, max-age=300');
+    const etag = first.headers.get('etag')!;
+    expect(etag).toMatch(/^".+"$/);
+    const again = await fetch(`${s.v1}/models`, { headers: { 'if-none-match': etag } });
+    expect(again.status).toBe(304);
+    const other = await fetch(`${s.v1}/models`, { headers: { 'if-none-match': '"other"' } });
+    expect(other.status).toBe(200);
+  });
+});
+
+describe('request ids', () => {
+  it("echoes the client's x-request-id and makes one otherwise", async () => {
+    const a = await fetch(`${s.v1}/models`, { headers: { 'x-request-id': 'abc-123' } });
+    expect(a.headers.get('x-request-id')).toBe('abc-123');
+    const b = await fetch(`${s.v1}/models`);
+    expect(b.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+  });
+});

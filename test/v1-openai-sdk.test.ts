@@ -1,0 +1,158 @@
+// The /v1 API driven by the official openai SDK, as customers' apps use it; every response is
+// checked against OpenAI's own response schemas.
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from './support/harness.js';
+import { violations } from './support/oracle.js';
+
+let s: TestServer;
+let client: OpenAI;
+
+beforeAll(async () => {
+  s = await startTestServer();
+  const { apiKey } = await s.account('developer');
+  client = new OpenAI({ apiKey, baseURL: s.v1, maxRetries: 0 });
+});
+afterAll(() => s.close());
+
+describe('the openai SDK against /v1', () => {
+  it('lists the catalog with every field of section 2.4', async () => {
+    const page = await client.models.list();
+    const ids = page.data.map((m) => m.id);
+    expect(ids).toEqual(['chat-test', 'chat-old', 'embed-test', 'rerank-test', 'guard-test']);
+    const chat = page.data[0] as unknown as Record<string, unknown>;
+    expect(chat).toEqual({
+      id: 'chat-test',
+      object: 'model',
+      created: 1735689600,
+      owned_by: 'tests',
+      category: 'chat',
+      version: '2025-01-01',
+      capabilities: { chat_completion: true, streaming: true, function_calling: false },
+      pricing: { input_price_per_million: 1, output_price_per_million: 2, currency: 'usd' },
+      specifications: { context_window: 4096, max_output_tokens: 256, training_cutoff: '2024-10' },
+      status: 'active',
+    });
+    const embed = page.data[2] as unknown as Record<string, unknown>;
+    expect(embed.capabilities).toEqual({ embeddings: true });
+    expect(embed.pricing).toEqual({ price_per_million_tokens: 0.1, currency: 'usd' });
+    expect(embed.specifications).toEqual({ max_tokens: 512, output_dimensions: 768 });
+    const raw = await (await fetch(`${s.v1}/models`)).json();
+    expect(violations('ListModelsResponse', raw)).toEqual([]);
+  });
+
+  it('retrieves one model, and a missing one is a 404 in the error body', async () => {
+    const m = await client.models.retrieve('embed-test');
+    expect(m.id).toBe('embed-test');
+    const err = await client.models.retrieve('nope').catch((e) => e);
+    expect(err).toBeInstanceOf(OpenAI.NotFoundError);
+    expect(err.status).toBe(404);
+    expect(err.error).toMatchObject({ type: 'invalid_request_error', code: 'model_not_found' });
+  });
+
+  it('creates a plain chat completion with exact usage', async () => {
+    const c = await client.chat.completions.create({ model: 'chat-test', messages: [{ role: 'user', content: 'hello #tokens=5' }] });
+    expect(c.object).toBe('chat.completion');
+    expect(c.model).toBe('chat-test');
+    expect(c.choices).toHaveLength(1);
+    expect(c.choices[0]!.message).toMatchObject({ role: 'assistant', content: 'w0 w1 w2 w3 w4' });
+    expect(c.choices[0]!.finish_reason).toBe('stop');
+    expect(c.usage!.completion_tokens).toBe(5);
+    expect(c.usage!.total_tokens).toBe(c.usage!.prompt_tokens + 5);
+    expect(violations('CreateChatCompletionResponse', c)).toEqual([]);
+    // The upstream received our parameters in its own names.
+    const sent = s.upstream.requests.at(-1)!.body as Record<string, unknown>;
+    expect(sent.model).toBe('upstream-chat');
+    expect(sent.max_tokens).toBe(256);
+  });
+
+  it('reports length when max_tokens cuts the answer', async () => {
+    const c = await client.chat.completions.create({ model: 'chat-test', max_tokens: 2, messages: [{ role: 'user', content: 'hi #tokens=9' }] });
+    expect(c.choices[0]!.finish_reason).toBe('length');
+    expect(c.usage!.completion_tokens).toBe(2);
+  });
+
+  it('streams a chat completion with the role first, one id, and a final finish reason', async () => {
+    const stream = await client.chat.completions.create({ model: 'chat-test', stream: true, messages: [{ role: 'user', content: 'hi #tokens=4' }] });
+    const chunks = [];
+    for await (const chunk of stream) chunks.push(chunk);
+    for (const c of chunks) expect(violations('CreateChatCompletionStreamResponse', c)).toEqual([]);
+    expect(new Set(chunks.map((c) => c.id)).size).toBe(1);
+    expect(chunks[0]!.choices[0]!.delta.role).toBe('assistant');
+    const last = chunks.at(-1)!;
+    expect(last.choices[0]!.delta).toEqual({});
+    expect(last.choices[0]!.finish_reason).toBe('stop');
+    expect(chunks.slice(0, -1).every((c) => c.choices[0]!.finish_reason === null)).toBe(true);
+    expect(chunks.map((c) => c.choices[0]!.delta.content ?? '').join('')).toBe('w0 w1 w2 w3');
+    expect(chunks.every((c) => !('usage' in c) || c.usage === null)).toBe(true);
+  });
+
+  it('adds a usage chunk with no choices when stream_options.include_usage is set', async () => {
+    const stream = await client.chat.completions.create({
+      model: 'chat-test',
+      stream: true,
+      stream_options: { include_usage: true },
+      messages: [{ role: 'user', content: 'hi #tokens=3' }],
+    });
+    const chunks = [];
+    for await (const chunk of stream) chunks.push(chunk);
+    const last = chunks.at(-1)!;
+    expect(last.choices).toEqual([]);
+    expect(last.usage).toMatchObject({ completion_tokens: 3 });
+    expect(last.usage!.total_tokens).toBe(last.usage!.prompt_tokens + 3);
+    for (const c of chunks) expect(violations('CreateChatCompletionStreamResponse', c)).toEqual([]);
+  });
+
+  it('creates embeddings in the SDK default (base64) and as floats, with the same vectors', async () => {
+    const b64 = await client.embeddings.create({ model: 'embed-test', input: ['one', 'two', 'three'] });
+    const flt = await client.embeddings.create({ model: 'embed-test', input: ['one', 'two', 'three'], encoding_format: 'float' });
+    expect(b64.data.map((d) => d.index)).toEqual([0, 1, 2]);
+    expect(b64.data[0]!.embedding).toHaveLength(768);
+    for (let i = 0; i < 3; i++) {
+      const a = b64.data[i]!.embedding;
+      const b = flt.data[i]!.embedding;
+      expect(a.length).toBe(b.length);
+      // base64 carries float32: equal to the float answer at float32 precision.
+      for (let j = 0; j < a.length; j += 97) expect(a[j]).toBeCloseTo(Math.fround(b[j]!), 7);
+    }
+    expect(flt.usage.prompt_tokens).toBe(flt.usage.total_tokens);
+    expect(violations('CreateEmbeddingResponse', flt)).toEqual([]);
+    const raw = await fetch(`${s.v1}/embeddings`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${client.apiKey}` },
+      body: JSON.stringify({ model: 'embed-test', input: 'one', encoding_format: 'base64' }),
+    }).then((r) => r.json());
+    expect(typeof raw.data[0].embedding).toBe('string');
+    // (OpenAI's schema describes only the float form, so the base64 body is not checked against it.)
+    expect(Buffer.from(raw.data[0].embedding, 'base64').length).toBe(768 * 4);
+  });
+
+  it('moderates through the path the SDK calls', async () => {
+    const r = await client.moderations.create({ model: 'guard-test', input: 'I will kill the process' });
+    expect(r.results).toHaveLength(1);
+    expect(r.results[0]!.flagged).toBe(true);
+    for (const k of ['hate', 'harassment', 'self-harm', 'sexual', 'violence']) {
+      expect(typeof (r.results[0]!.categories as unknown as Record<string, boolean>)[k]).toBe('boolean');
+      expect(typeof (r.results[0]!.category_scores as unknown as Record<string, number>)[k]).toBe('number');
+    }
+  });
+
+  it('turns an upstream failure into a 502 error the SDK raises, without upstream details', async () => {
+    const err = await client.chat.completions.create({ model: 'chat-test', messages: [{ role: 'user', content: 'x #fail=500' }] }).catch((e) => e);
+    expect(err).toBeInstanceOf(OpenAI.APIError);
+    expect(err.status).toBe(502);
+    expect(err.error).toMatchObject({ type: 'server_error', code: 'upstream_error' });
+    expect(JSON.stringify(err.error)).not.toContain('127.0.0.1');
+    expect(JSON.stringify(err.error)).not.toContain(String(s.upstream.port));
+  });
+
+  it('makes a stream cut mid-way fail in the SDK instead of looking finished', async () => {
+    const stream = await client.chat.completions.create({ model: 'chat-test', stream: true, messages: [{ role: 'user', content: 'x #tokens=10 #fail=midstream' }] });
+    const got: string[] = [];
+    const err = await (async () => {
+      for await (const chunk of stream) got.push(chunk.choices[0]?.delta.content ?? '');
+    })().catch((e) => e);
+    expect(err).toBeInstanceOf(OpenAI.APIError);
+    expect(String(err.message)).toMatch(/upstream|model/i);
+  });
+});
