@@ -2,6 +2,7 @@
 // the specification's rules and the catalog, run it on the model's engine, shape the result.
 // Billing and rate limiting wrap these calls through the `Metering` hooks.
 import { randomBytes } from 'node:crypto';
+import type { ChatModelConfig, ModelConfig } from '../../config.js';
 import type { Catalog } from '../catalog/catalog.js';
 import { DomainError } from '../errors.js';
 import type { ChatMessage, Engine, EngineChatRequest, EngineStreamEvent, FinishReason, Role, Usage } from './engine.js';
@@ -94,6 +95,52 @@ export interface EngineRegistry {
   get(modelId: string): Engine;
 }
 
+/** How a metered call ended; billing charges by this written policy (README, "Billing policy"). */
+export type CallOutcome =
+  /** The engine answered in full. */
+  | 'completed'
+  /** The engine failed before any output: nothing is charged. */
+  | 'failed'
+  /** The client went away mid-stream: prompt plus the tokens generated until the engine stopped. */
+  | 'client_disconnected'
+  /** The engine failed mid-stream: prompt plus the tokens generated until then. */
+  | 'failed_mid_stream';
+
+export interface MeterRequest {
+  caller: Caller;
+  model: ModelConfig;
+  /** Input tokens as counted before the call (the engine's tokenizer). */
+  promptTokens: number;
+  /** The client's max_tokens (chat), or null when it gave none (billing may lower the maximum). */
+  requestedOutputTokens: number | null;
+  /** The most output the model may produce for this prompt (0 for non-chat calls). */
+  maxOutputTokens: number;
+}
+
+export interface MeterTicket {
+  /** Output tokens the call may produce: the client's max_tokens, or what the account can pay for. */
+  maxOutputTokens: number;
+  /** Records the real usage and how the call ended; runs exactly once per admitted call. */
+  settle(usage: Usage, outcome: CallOutcome): Promise<void>;
+}
+
+/**
+ * Admission before the engine runs and settlement after (billing, rate limits). `admit` refuses
+ * by throwing a DomainError (402, 429) and then places nothing.
+ */
+export interface Metering {
+  admit(req: MeterRequest): Promise<MeterTicket>;
+}
+
+/** No billing, no limits: every call runs. */
+export const unmetered: Metering = {
+  async admit(req) {
+    return { maxOutputTokens: req.requestedOutputTokens ?? req.maxOutputTokens, settle: async () => {} };
+  },
+};
+
+const zeroUsage = (promptTokens = 0): Usage => ({ promptTokens, completionTokens: 0, totalTokens: promptTokens });
+
 const newId = (prefix: string) => `${prefix}-${randomBytes(15).toString('base64url')}`;
 const now = () => Math.floor(Date.now() / 1000);
 
@@ -108,10 +155,25 @@ export class InferenceService {
   constructor(
     private readonly catalog: Catalog,
     private readonly engines: EngineRegistry,
+    private readonly metering: Metering = unmetered,
   ) {}
 
+  /** Runs a non-streamed call between admission and settlement: failures are charged nothing. */
+  private async metered<T>(req: MeterRequest, run: (ticket: MeterTicket) => Promise<{ value: T; usage: Usage }>): Promise<T> {
+    const ticket = await this.metering.admit(req);
+    let result: { value: T; usage: Usage };
+    try {
+      result = await run(ticket);
+    } catch (err) {
+      await ticket.settle(zeroUsage(), 'failed');
+      throw err;
+    }
+    await ticket.settle(result.usage, 'completed');
+    return result.value;
+  }
+
   /** Validates a chat request and resolves what the engine runs: the messages and the effective max_tokens. */
-  async prepareChat(input: ChatInput): Promise<{ model: ReturnType<Catalog['require']> & { category: 'chat' }; request: EngineChatRequest; engine: Engine; promptTokens: number }> {
+  async prepareChat(input: ChatInput): Promise<{ model: ChatModelConfig; request: EngineChatRequest; engine: Engine; promptTokens: number; requestedOutputTokens: number | null }> {
     const model = this.catalog.require(input.model, 'chat');
     if (!Array.isArray(input.messages) || input.messages.length === 0) {
       throw new DomainError('invalid_value', "'messages' must be a non-empty array.", { param: 'messages' });
@@ -172,20 +234,24 @@ export class InferenceService {
       frequencyPenalty: input.frequencyPenalty ?? undefined,
       user: input.user ?? undefined,
     };
-    return { model, request, engine, promptTokens };
+    return { model, request, engine, promptTokens, requestedOutputTokens: input.maxTokens ?? null };
   }
 
-  async createChatCompletion(_caller: Caller, input: ChatInput, signal: AbortSignal): Promise<ChatCompletion> {
-    const { model, request, engine } = await this.prepareChat(input);
-    const result = await engine.chat(request, signal);
-    return {
-      id: newId('chatcmpl'),
-      object: 'chat.completion',
-      created: now(),
-      model: model.id,
-      choices: [{ index: 0, message: { role: 'assistant', content: result.content }, finishReason: result.finishReason }],
-      usage: result.usage,
-    };
+  async createChatCompletion(caller: Caller, input: ChatInput, signal: AbortSignal): Promise<ChatCompletion> {
+    const { model, request, engine, promptTokens, requestedOutputTokens } = await this.prepareChat(input);
+    const meter: MeterRequest = { caller, model, promptTokens, requestedOutputTokens, maxOutputTokens: request.maxTokens };
+    return this.metered(meter, async (ticket) => {
+      const result = await engine.chat({ ...request, maxTokens: ticket.maxOutputTokens }, signal);
+      const value: ChatCompletion = {
+        id: newId('chatcmpl'),
+        object: 'chat.completion',
+        created: now(),
+        model: model.id,
+        choices: [{ index: 0, message: { role: 'assistant', content: result.content }, finishReason: result.finishReason }],
+        usage: result.usage,
+      };
+      return { value, usage: result.usage };
+    });
   }
 
   /**
@@ -193,8 +259,9 @@ export class InferenceService {
    * chunk is yielded, so a caller that pulls once can still answer an error with a proper status.
    * The final chunk (no choices) carries the usage; doors decide whether to show it.
    */
-  async *chatCompletionStream(_caller: Caller, input: ChatInput, signal: AbortSignal): AsyncGenerator<ChatChunk> {
-    const { model, request, engine } = await this.prepareChat(input);
+  async *chatCompletionStream(caller: Caller, input: ChatInput, signal: AbortSignal): AsyncGenerator<ChatChunk> {
+    const { model, request, engine, promptTokens, requestedOutputTokens } = await this.prepareChat(input);
+    const ticket = await this.metering.admit({ caller, model, promptTokens, requestedOutputTokens, maxOutputTokens: request.maxTokens });
     const id = newId('chatcmpl');
     const created = now();
     const chunk = (delta: ChatChunk['choices'][0]['delta'], finishReason: FinishReason | null): ChatChunk => ({
@@ -205,28 +272,47 @@ export class InferenceService {
       choices: [{ index: 0, delta, finishReason }],
       usage: null,
     });
-    const events = engine.chatStream(request, signal)[Symbol.asyncIterator]();
+    // What the engine produced so far: a stream that does not finish is billed from it, never as zero.
+    let produced = '';
+    let settled: { usage: Usage; outcome: CallOutcome } | undefined;
+    let failure: unknown;
+    const events = engine.chatStream({ ...request, maxTokens: ticket.maxOutputTokens }, signal)[Symbol.asyncIterator]();
     try {
       let next: IteratorResult<EngineStreamEvent> = await events.next();
       yield chunk({ role: 'assistant', content: '' }, null);
       for (; !next.done; next = await events.next()) {
         const event = next.value;
         if (event.type === 'delta') {
+          produced += event.content;
           if (event.content) yield chunk({ content: event.content }, null);
           continue;
         }
+        settled = { usage: event.usage, outcome: 'completed' };
         yield chunk({}, event.finishReason);
         yield { id, object: 'chat.completion.chunk', created, model: model.id, choices: [], usage: event.usage };
         return;
       }
       throw new DomainError('upstream_error', 'The model stopped without finishing its answer.');
+    } catch (err) {
+      failure = err;
+      throw err;
     } finally {
       // Runs on normal end, on error and when the consumer stops early (client disconnect).
       await events.return?.();
+      if (!settled) {
+        const outcome: CallOutcome = failure === undefined || signal.aborted ? 'client_disconnected' : produced ? 'failed_mid_stream' : 'failed';
+        if (outcome === 'failed') {
+          settled = { usage: zeroUsage(), outcome };
+        } else {
+          const completionTokens = produced ? await engine.countTokens(produced) : 0;
+          settled = { usage: { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens }, outcome };
+        }
+      }
+      await ticket.settle(settled.usage, settled.outcome);
     }
   }
 
-  async createEmbeddings(_caller: Caller, input: EmbeddingsInput, signal: AbortSignal): Promise<Embeddings> {
+  async createEmbeddings(caller: Caller, input: EmbeddingsInput, signal: AbortSignal): Promise<Embeddings> {
     const model = this.catalog.require(input.model, 'embedding');
     if (input.input.length === 0) throw new DomainError('invalid_value', "'input' must not be empty.", { param: 'input' });
     if (input.input.length > LIMITS.maxEmbeddingInputs) {
@@ -234,31 +320,33 @@ export class InferenceService {
     }
     const engine = this.engines.get(model.id);
     const limit = model.specifications.max_tokens;
+    let promptTokens = 0;
     for (let i = 0; i < input.input.length; i++) {
       const text = input.input[i]!;
       if (text.length === 0) throw new DomainError('invalid_value', `'input[${i}]' is an empty string.`, { param: 'input' });
-      // A token is at least one character, so short strings need no count.
-      if (text.length > limit) {
-        const tokens = await engine.countTokens(text);
-        if (tokens > limit) {
-          throw new DomainError('input_too_long', `'input[${i}]' has ${tokens} tokens; the model '${model.id}' takes at most ${limit}.`, { param: 'input' });
-        }
+      const tokens = await engine.countTokens(text);
+      if (tokens > limit) {
+        throw new DomainError('input_too_long', `'input[${i}]' has ${tokens} tokens; the model '${model.id}' takes at most ${limit}.`, { param: 'input' });
       }
+      promptTokens += tokens;
     }
-    const result = await engine.embed(input.input, signal);
-    const dims = model.specifications.output_dimensions;
-    if (result.embeddings.length !== input.input.length || result.embeddings.some((e) => e.length !== dims)) {
-      throw new DomainError('upstream_error', `The model returned embeddings of the wrong count or dimensions (expected ${input.input.length} × ${dims}).`);
-    }
-    return {
-      object: 'list',
-      model: model.id,
-      data: result.embeddings.map((embedding, index) => ({ object: 'embedding', index, embedding })),
-      usage: { promptTokens: result.promptTokens, totalTokens: result.promptTokens },
-    };
+    return this.metered({ caller, model, promptTokens, requestedOutputTokens: null, maxOutputTokens: 0 }, async () => {
+      const result = await engine.embed(input.input, signal);
+      const dims = model.specifications.output_dimensions;
+      if (result.embeddings.length !== input.input.length || result.embeddings.some((e) => e.length !== dims)) {
+        throw new DomainError('upstream_error', `The model returned embeddings of the wrong count or dimensions (expected ${input.input.length} × ${dims}).`);
+      }
+      const value: Embeddings = {
+        object: 'list',
+        model: model.id,
+        data: result.embeddings.map((embedding, index) => ({ object: 'embedding', index, embedding })),
+        usage: { promptTokens: result.promptTokens, totalTokens: result.promptTokens },
+      };
+      return { value, usage: zeroUsage(result.promptTokens) };
+    });
   }
 
-  async rerank(_caller: Caller, input: RerankInput, signal: AbortSignal): Promise<RerankResult> {
+  async rerank(caller: Caller, input: RerankInput, signal: AbortSignal): Promise<RerankResult> {
     const model = this.catalog.require(input.model, 'reranking');
     if (input.query.trim().length === 0) throw new DomainError('empty_query', "'query' must not be empty.", { param: 'query' });
     const maxDocs = model.specifications.max_documents;
@@ -274,32 +362,35 @@ export class InferenceService {
     const engine = this.engines.get(model.id);
     const limit = model.specifications.max_tokens;
     const queryTokens = await engine.countTokens(input.query);
+    // Each document is scored with the query: that pair is what the model reads.
+    let estimate = 0;
     for (let i = 0; i < input.documents.length; i++) {
-      const doc = input.documents[i]!;
-      if (queryTokens + doc.length > limit) {
-        const tokens = queryTokens + (await engine.countTokens(doc));
-        if (tokens > limit) {
-          throw new DomainError('input_too_long', `The query with 'documents[${i}]' has ${tokens} tokens; the model '${model.id}' takes at most ${limit}.`, {
-            param: 'documents',
-          });
-        }
+      const tokens = queryTokens + (await engine.countTokens(input.documents[i]!));
+      if (tokens > limit) {
+        throw new DomainError('input_too_long', `The query with 'documents[${i}]' has ${tokens} tokens; the model '${model.id}' takes at most ${limit}.`, {
+          param: 'documents',
+        });
       }
+      estimate += tokens;
     }
-    const { scores, promptTokens } = await engine.rerank(input.query, input.documents, signal);
-    const returnDocuments = input.returnDocuments ?? true;
-    const ranked = scores
-      .map((relevanceScore, index) => ({ index, relevanceScore, document: returnDocuments ? { text: input.documents[index]! } : null }))
-      // Stable: equal scores keep input order.
-      .sort((a, b) => b.relevanceScore - a.relevanceScore || a.index - b.index);
-    return {
-      id: newId('rerank'),
-      model: model.id,
-      results: ranked.slice(0, input.topN ?? ranked.length),
-      usage: { promptTokens, totalTokens: promptTokens },
-    };
+    return this.metered({ caller, model, promptTokens: estimate, requestedOutputTokens: null, maxOutputTokens: 0 }, async () => {
+      const { scores, promptTokens } = await engine.rerank(input.query, input.documents, signal);
+      const returnDocuments = input.returnDocuments ?? true;
+      const ranked = scores
+        .map((relevanceScore, index) => ({ index, relevanceScore, document: returnDocuments ? { text: input.documents[index]! } : null }))
+        // Stable: equal scores keep input order.
+        .sort((a, b) => b.relevanceScore - a.relevanceScore || a.index - b.index);
+      const value: RerankResult = {
+        id: newId('rerank'),
+        model: model.id,
+        results: ranked.slice(0, input.topN ?? ranked.length),
+        usage: { promptTokens, totalTokens: promptTokens },
+      };
+      return { value, usage: zeroUsage(promptTokens) };
+    });
   }
 
-  async moderate(_caller: Caller, input: ModerationInput, signal: AbortSignal): Promise<ModerationResult> {
+  async moderate(caller: Caller, input: ModerationInput, signal: AbortSignal): Promise<ModerationResult> {
     const model = this.catalog.require(input.model, 'moderation');
     if (input.input.length === 0) throw new DomainError('invalid_value', "'input' must not be empty.", { param: 'input' });
     if (input.input.length > LIMITS.maxModerationInputs) {
@@ -307,24 +398,26 @@ export class InferenceService {
     }
     const engine = this.engines.get(model.id);
     const limit = model.specifications.max_tokens;
+    let estimate = 0;
     for (let i = 0; i < input.input.length; i++) {
-      const text = input.input[i]!;
-      if (text.length > limit) {
-        const tokens = await engine.countTokens(text);
-        if (tokens > limit) throw new DomainError('input_too_long', `'input' has ${tokens} tokens; the model '${model.id}' takes at most ${limit}.`, { param: 'input' });
+      const tokens = await engine.countTokens(input.input[i]!);
+      if (tokens > limit) throw new DomainError('input_too_long', `'input[${i}]' has ${tokens} tokens; the model '${model.id}' takes at most ${limit}.`, { param: 'input' });
+      estimate += tokens;
+    }
+    return this.metered({ caller, model, promptTokens: estimate, requestedOutputTokens: null, maxOutputTokens: 0 }, async () => {
+      let promptTokens = 0;
+      const results: ModerationResult['results'] = [];
+      for (const text of input.input) {
+        const r = await engine.moderate(text, signal);
+        promptTokens += r.promptTokens;
+        const names = [...new Set([...MODERATION_CATEGORIES, ...Object.keys(r.categories), ...Object.keys(r.categoryScores)])];
+        results.push({
+          flagged: r.flagged,
+          categories: names.map((name) => ({ name, flagged: r.categories[name] ?? false, score: r.categoryScores[name] ?? 0 })),
+        });
       }
-    }
-    let promptTokens = 0;
-    const results: ModerationResult['results'] = [];
-    for (const text of input.input) {
-      const r = await engine.moderate(text, signal);
-      promptTokens += r.promptTokens;
-      const names = [...new Set([...MODERATION_CATEGORIES, ...Object.keys(r.categories), ...Object.keys(r.categoryScores)])];
-      results.push({
-        flagged: r.flagged,
-        categories: names.map((name) => ({ name, flagged: r.categories[name] ?? false, score: r.categoryScores[name] ?? 0 })),
-      });
-    }
-    return { id: newId('modr'), model: model.id, results, usage: { promptTokens, totalTokens: promptTokens } };
+      const value: ModerationResult = { id: newId('modr'), model: model.id, results, usage: { promptTokens, totalTokens: promptTokens } };
+      return { value, usage: zeroUsage(promptTokens) };
+    });
   }
 }
