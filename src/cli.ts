@@ -1,0 +1,212 @@
+// The operator CLI (`tollgate …`, started by bin/tollgate.js): accounts and API keys today; later
+// groups (wallet, models) add a register function to COMMAND_GROUPS. It works on the server's
+// database (DATABASE_URL) through the same domain services, and opens it only when a command runs.
+import { Command, CommanderError, Option } from 'commander';
+import type { MikroORM } from '@mikro-orm/core';
+import { closeDatabase, openDatabase } from './db/orm.js';
+import { AccountsService, TIERS, type AccountView, type ApiKeyView } from './domain/accounts/accounts-service.js';
+import { DomainError } from './domain/errors.js';
+
+const DEFAULT_DATABASE_URL = 'sqlite:./data/tollgate.db';
+
+export interface CliServices {
+  orm: MikroORM;
+  accounts: AccountsService;
+}
+
+export interface CliIO {
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+  env: NodeJS.ProcessEnv;
+}
+
+export interface CliContext {
+  /** Opens the database (and runs pending migrations) on first use; closed when the command ends. */
+  services(): Promise<CliServices>;
+  /** Prints `value` as one line of JSON. */
+  printJson(value: unknown): void;
+  print(text: string): void;
+}
+
+export type CommandGroup = (program: Command, ctx: CliContext) => void;
+
+const registerAccountCommands: CommandGroup = (program, ctx) => {
+  const accounts = program.command('accounts').description('Create accounts and change their tier');
+
+  accounts
+    .command('create')
+    .description('Create an account and its first API key (the key is shown once)')
+    .requiredOption('--email <email>', "the account's e-mail address")
+    .addOption(tierOption())
+    .option('--json', 'print JSON')
+    .action(async (opts: { email: string; tier: string; json?: boolean }) => {
+      const { accounts: service } = await ctx.services();
+      const created = await service.createAccount({ email: opts.email, tier: opts.tier });
+      if (opts.json) {
+        ctx.printJson({ account: accountJson(created.account), api_key: created.apiKey, key_id: created.keyId });
+        return;
+      }
+      ctx.print(
+        [
+          `Created account ${created.account.id} (${created.account.email}, tier ${created.account.tier}).`,
+          `API key ${created.keyId}: ${created.apiKey}`,
+          'Store the key now: it is not shown again.',
+        ].join('\n'),
+      );
+    });
+
+  accounts
+    .command('set-tier')
+    .description("Change an account's tier")
+    .requiredOption('--account <id>', 'account id (acct_…)')
+    .addOption(tierOption())
+    .option('--json', 'print JSON')
+    .action(async (opts: { account: string; tier: string; json?: boolean }) => {
+      const { accounts: service } = await ctx.services();
+      const account = await service.setTier(opts.account, opts.tier);
+      if (opts.json) ctx.printJson({ account: accountJson(account) });
+      else ctx.print(`Account ${account.id} is now on tier ${account.tier}.`);
+    });
+};
+
+const registerKeyCommands: CommandGroup = (program, ctx) => {
+  const keys = program.command('keys').description('Create, list and revoke API keys');
+
+  keys
+    .command('create')
+    .description('Create another API key for an account (the key is shown once)')
+    .requiredOption('--account <id>', 'account id (acct_…)')
+    .option('--name <name>', 'a label for the key')
+    .option('--expires-at <iso>', 'expiry, an ISO 8601 date and time (e.g. 2027-01-31T00:00:00Z)')
+    .option('--json', 'print JSON')
+    .action(async (opts: { account: string; name?: string; expiresAt?: string; json?: boolean }) => {
+      const expiresAt = opts.expiresAt === undefined ? undefined : parseDateOption(opts.expiresAt, '--expires-at');
+      const { accounts: service } = await ctx.services();
+      const created = await service.createKey(opts.account, { name: opts.name, expiresAt });
+      if (opts.json) {
+        ctx.printJson({ id: created.id, api_key: created.apiKey });
+        return;
+      }
+      ctx.print([`Created API key ${created.id}: ${created.apiKey}`, 'Store the key now: it is not shown again.'].join('\n'));
+    });
+
+  keys
+    .command('revoke')
+    .description('Revoke an API key; it is refused from the next request on')
+    .argument('<key-id>', 'key id (key_…)')
+    .option('--json', 'print JSON')
+    .action(async (keyId: string, opts: { json?: boolean }) => {
+      const { accounts: service } = await ctx.services();
+      const key = await service.revokeKey(keyId);
+      if (opts.json) ctx.printJson(keyJson(key));
+      else ctx.print(`Revoked API key ${key.id} (${key.display}).`);
+    });
+
+  keys
+    .command('list')
+    .description("List an account's API keys (prefix and last four characters only)")
+    .requiredOption('--account <id>', 'account id (acct_…)')
+    .option('--json', 'print JSON')
+    .action(async (opts: { account: string; json?: boolean }) => {
+      const { accounts: service } = await ctx.services();
+      const list = await service.listKeys(opts.account);
+      if (opts.json) {
+        ctx.printJson(list.map(keyJson));
+        return;
+      }
+      const rows = list.map((k) => [k.id, k.display, keyStatus(k), k.createdAt.toISOString(), k.expiresAt?.toISOString() ?? '-', k.name ?? '']);
+      ctx.print(formatTable(['ID', 'KEY', 'STATUS', 'CREATED', 'EXPIRES', 'NAME'], rows));
+    });
+};
+
+/** Every command group, in help order. Later issues append theirs (wallet, models, …). */
+export const COMMAND_GROUPS: CommandGroup[] = [registerAccountCommands, registerKeyCommands];
+
+export function buildProgram(ctx: CliContext, io: Pick<CliIO, 'stdout' | 'stderr'>): Command {
+  const program = new Command('tollgate')
+    .description('Operate a tollgate server: accounts and API keys (uses DATABASE_URL, default sqlite:./data/tollgate.db)')
+    // Set before adding commands: subcommands inherit them.
+    .exitOverride()
+    .configureOutput({ writeOut: io.stdout, writeErr: io.stderr })
+    .showHelpAfterError('(add --help for usage)');
+  for (const register of COMMAND_GROUPS) register(program, ctx);
+  return program;
+}
+
+/** Runs the CLI and resolves to the process exit code. Errors go to stderr as one message, without a stack. */
+export async function runCli(argv: readonly string[] = process.argv, io: CliIO = defaultIO()): Promise<number> {
+  let opened: Promise<CliServices> | undefined;
+  const ctx: CliContext = {
+    services() {
+      opened ??= (async () => {
+        const orm = await openDatabase(io.env.DATABASE_URL || DEFAULT_DATABASE_URL);
+        return { orm, accounts: new AccountsService(orm) };
+      })();
+      return opened;
+    },
+    printJson: (value) => io.stdout(`${JSON.stringify(value)}\n`),
+    print: (text) => io.stdout(`${text}\n`),
+  };
+  const program = buildProgram(ctx, io);
+  try {
+    await program.parseAsync([...argv]);
+    return 0;
+  } catch (e) {
+    // Commander has already printed its own usage errors (and help, which "fails" with code 0).
+    if (e instanceof CommanderError) return e.exitCode;
+    io.stderr(`error: ${e instanceof Error ? e.message : String(e)}\n`);
+    if (io.env.TOLLGATE_DEBUG && e instanceof Error && !(e instanceof DomainError)) io.stderr(`${e.stack}\n`);
+    return 1;
+  } finally {
+    if (opened) {
+      await opened.then(({ orm }) => closeDatabase(orm)).catch(() => {});
+    }
+  }
+}
+
+function defaultIO(): CliIO {
+  return {
+    stdout: (text) => process.stdout.write(text),
+    stderr: (text) => process.stderr.write(text),
+    env: process.env,
+  };
+}
+
+function tierOption(): Option {
+  return new Option('--tier <tier>', 'the pricing tier').choices(TIERS).makeOptionMandatory();
+}
+
+function parseDateOption(value: string, flag: string): Date {
+  const date = new Date(value);
+  if (Number.isNaN(date.getTime())) {
+    throw new DomainError('invalid_value', `${flag} must be an ISO 8601 date and time, e.g. 2027-01-31T00:00:00Z.`);
+  }
+  return date;
+}
+
+function accountJson(a: AccountView) {
+  return { id: a.id, email: a.email, tier: a.tier, created_at: a.createdAt.toISOString() };
+}
+
+function keyJson(k: ApiKeyView) {
+  return {
+    id: k.id,
+    display: k.display,
+    name: k.name,
+    created_at: k.createdAt.toISOString(),
+    expires_at: k.expiresAt?.toISOString() ?? null,
+    revoked_at: k.revokedAt?.toISOString() ?? null,
+  };
+}
+
+function keyStatus(k: ApiKeyView, now = new Date()): string {
+  if (k.revokedAt) return 'revoked';
+  if (k.expiresAt && k.expiresAt.getTime() <= now.getTime()) return 'expired';
+  return 'active';
+}
+
+function formatTable(header: string[], rows: string[][]): string {
+  if (rows.length === 0) return 'No API keys.';
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  return [header, ...rows].map((r) => r.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd()).join('\n');
+}

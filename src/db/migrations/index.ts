@@ -1,0 +1,10 @@
+// The migrations, in the order they run. Defined in code (no file globbing, no ts-node), so the
+// server and the CLI apply the same list from source or from a bundle. Never rename an entry:
+// the name is what the mikro_orm_migrations table records.
+import type { Constructor } from '@mikro-orm/core';
+import type { Migration } from '@mikro-orm/migrations';
+import { Migration0001AccountsAndKeys } from './0001-accounts-and-keys.js';
+
+export const MIGRATIONS: { name: string; class: Constructor<Migration> }[] = [
+  { name: '0001-accounts-and-keys', class: Migration0001AccountsAndKeys },
+];

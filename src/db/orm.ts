@@ -1,0 +1,192 @@
+// Opens the database named by DATABASE_URL (SQLite through better-sqlite3, or PostgreSQL) with every
+// entity registered explicitly, and brings its schema up to date with the in-code migrations.
+// The server, the CLI and the tests all open the database through here.
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { MikroORM, type Configuration, type Options } from '@mikro-orm/core';
+import {
+  AbstractSqlDriver,
+  BetterSqliteConnection,
+  BetterSqlitePlatform,
+  type AbstractSqlConnection,
+  type Knex,
+} from '@mikro-orm/better-sqlite';
+import { Migrator } from '@mikro-orm/migrations';
+import { ENTITIES } from '../entities/index.js';
+import { MIGRATIONS } from './migrations/index.js';
+
+export type DatabaseKind = 'sqlite' | 'postgresql';
+
+export interface DatabaseTarget {
+  kind: DatabaseKind;
+  /** The SQLite file (or `:memory:`), or the PostgreSQL URL. */
+  location: string;
+}
+
+/** How long a SQLite writer waits for another connection's (or process's) write lock. */
+const SQLITE_BUSY_TIMEOUT_MS = 5_000;
+/** Serialises concurrent migration runs (several server processes, or the CLI) on PostgreSQL. */
+const PG_MIGRATION_LOCK_KEY = 7_461_203_318;
+
+/**
+ * Reads DATABASE_URL: `sqlite:PATH`, `sqlite::memory:`, `sqlite:///abs/path`, a bare path, or
+ * `postgres://…` / `postgresql://…`.
+ */
+export function parseDatabaseUrl(url: string): DatabaseTarget {
+  const value = url.trim();
+  if (!value) throw new Error('DATABASE_URL is empty');
+  if (/^postgres(ql)?:\/\//i.test(value)) return { kind: 'postgresql', location: value };
+  if (/^sqlite:/i.test(value)) {
+    let file = value.slice('sqlite:'.length);
+    if (file.startsWith('//')) file = file.slice(2); // sqlite:///abs/path → /abs/path
+    if (!file) throw new Error(`DATABASE_URL ${url}: no SQLite file after "sqlite:"`);
+    return { kind: 'sqlite', location: file };
+  }
+  // Any other scheme (two letters or more, so C:\ stays a path) is a mistake, not a file name.
+  if (/^[a-z][a-z0-9+.-]+:/i.test(value)) {
+    throw new Error(`DATABASE_URL ${url}: unsupported scheme (use sqlite:PATH or postgres://…)`);
+  }
+  return { kind: 'sqlite', location: value };
+}
+
+/** The SQL connection behind an ORM opened here, for the few hot paths that skip the entity layer. */
+export function getKnex(orm: MikroORM): Knex {
+  return (orm.em.getConnection() as AbstractSqlConnection).getKnex();
+}
+
+/** For the rare statement that differs by dialect (SQLite has no row locks, for one). */
+export function databaseKind(orm: MikroORM): DatabaseKind {
+  return orm.config.get('driver') === SqliteDriver ? 'sqlite' : 'postgresql';
+}
+
+export async function openDatabase(url: string, opts: { debug?: boolean } = {}): Promise<MikroORM> {
+  const target = parseDatabaseUrl(url);
+  const common: Options = {
+    entities: ENTITIES,
+    discovery: { requireEntitiesArray: true, disableDynamicFileAccess: true, warnWhenNoEntities: true },
+    metadataCache: { enabled: false },
+    extensions: [Migrator],
+    migrations: {
+      migrationsList: MIGRATIONS,
+      snapshot: false,
+      silent: true, // the CLI's stdout carries JSON
+      transactional: true,
+      allOrNothing: true,
+    },
+    // Every unit of work forks its own EntityManager; the global one is for tooling only.
+    allowGlobalContext: false,
+    debug: opts.debug ?? false,
+  };
+
+  let orm: MikroORM;
+  if (target.kind === 'sqlite') {
+    if (target.location !== ':memory:') mkdirSync(path.dirname(path.resolve(target.location)), { recursive: true });
+    orm = await MikroORM.init({ ...common, driver: SqliteDriver, dbName: target.location });
+  } else {
+    // Loaded only when used: the CLI on SQLite does not pay for pg.
+    const { PostgreSqlDriver } = await import('@mikro-orm/postgresql');
+    orm = await MikroORM.init({ ...common, driver: PostgreSqlDriver, clientUrl: target.location });
+  }
+
+  try {
+    await migrate(orm, target.kind);
+  } catch (e) {
+    await orm.close(true);
+    throw e;
+  }
+  return orm;
+}
+
+export async function closeDatabase(orm: MikroORM): Promise<void> {
+  await orm.close(true);
+}
+
+async function migrate(orm: MikroORM, kind: DatabaseKind): Promise<void> {
+  const migrator = orm.getMigrator();
+  if (kind === 'sqlite') {
+    // The migrator's single transaction begins IMMEDIATE (see SqliteConnection): a second process
+    // waits for it, then finds the migrations recorded and has nothing to do. Only the migrator's
+    // own table is created before that transaction, with a check-then-create that two processes
+    // opening a new file at once would both pass; creating it IF NOT EXISTS first (the same
+    // columns the migrator would create) closes that gap.
+    await getKnex(orm).raw(
+      'create table if not exists ?? (`id` integer not null primary key autoincrement, `name` varchar(255), ' +
+        '`executed_at` datetime default CURRENT_TIMESTAMP)',
+      [orm.config.get('migrations').tableName ?? 'mikro_orm_migrations'],
+    );
+    await migrator.up();
+    return;
+  }
+  // A transaction-scoped advisory lock on a connection of its own, held while the migrator runs on
+  // others: concurrent starts migrate one after the other, and the lock goes with the transaction.
+  await getKnex(orm).transaction(async (trx) => {
+    await trx.raw(`select pg_advisory_xact_lock(${PG_MIGRATION_LOCK_KEY})`);
+    await migrator.up();
+  });
+}
+
+/**
+ * better-sqlite3 through MikroORM, with the two things a server needs from SQLite:
+ * - write transactions begin IMMEDIATE: a deferred BEGIN that reads, then writes, fails at once
+ *   with SQLITE_BUSY when another process (the CLI) holds the write lock, while BEGIN IMMEDIATE
+ *   waits for it (busy_timeout). Within the process, knex's one-connection pool already
+ *   serialises transactions.
+ * - WAL journal (readers do not block the writer), busy_timeout and foreign keys, set on every
+ *   connection the pool opens.
+ * better-sqlite3 waits for a lock synchronously, blocking the event loop: open one ORM per SQLite
+ * file per process, or two of them writing at once in one process wait on each other until
+ * busy_timeout runs out.
+ */
+class SqliteConnection extends BetterSqliteConnection {
+  override createKnex(): void {
+    super.createKnex();
+    const dialect = (this.client as unknown as { client: KnexDialect }).client;
+    const transaction = dialect.transaction;
+    dialect.transaction = function (this: KnexDialect, ...args: unknown[]) {
+      const trx = transaction.apply(this, args);
+      // Nested transactions use savepoints; begin() is only called for the outermost one. The
+      // transaction starts on a later tick, so replacing begin here is in time.
+      trx.begin = (conn: unknown) => trx.query(conn, 'BEGIN IMMEDIATE;');
+      return trx;
+    };
+  }
+
+  protected override getKnexOptions(type: string): Knex.Config {
+    const options = super.getKnexOptions(type);
+    return {
+      ...options,
+      pool: {
+        ...options.pool,
+        afterCreate(conn: SqliteHandle, done: (err: Error | null, conn: SqliteHandle) => void) {
+          try {
+            conn.pragma('journal_mode = WAL');
+            conn.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
+            conn.pragma('foreign_keys = ON');
+            done(null, conn);
+          } catch (e) {
+            done(e as Error, conn);
+          }
+        },
+      },
+    };
+  }
+}
+
+interface SqliteHandle {
+  pragma(source: string): unknown;
+}
+
+interface KnexDialect {
+  transaction(...args: unknown[]): KnexTransactionInternals;
+}
+
+interface KnexTransactionInternals {
+  begin(conn: unknown): Promise<unknown>;
+  query(conn: unknown, sql: string): Promise<unknown>;
+}
+
+class SqliteDriver extends AbstractSqlDriver<SqliteConnection, BetterSqlitePlatform> {
+  constructor(config: Configuration) {
+    super(config, new BetterSqlitePlatform(), SqliteConnection, ['knex', 'better-sqlite3']);
+  }
+}

@@ -1,0 +1,283 @@
+// Accounts and their API keys: creation, revocation, listing, and the authentication of every
+// request. Keys are stored as SHA-256 digests; the secret is returned once, at creation.
+// Each method works on its own forked EntityManager, so one instance serves all requests.
+import { timingSafeEqual } from 'node:crypto';
+import type { MikroORM } from '@mikro-orm/core';
+import { getKnex } from '../../db/orm.js';
+import { Account, ApiKey } from '../../entities/index.js';
+import { DomainError } from '../errors.js';
+import { digestApiKey, displayKey, generateApiKey, hasValidChecksum, keyDisplayParts, newId } from '../keys/key-format.js';
+
+export const TIERS = ['free', 'developer', 'startup', 'enterprise'] as const;
+export type Tier = (typeof TIERS)[number];
+
+export interface AccountView {
+  id: string;
+  email: string;
+  tier: Tier;
+  createdAt: Date;
+}
+
+export interface ApiKeyView {
+  id: string;
+  /** e.g. `ask_AbCd1234…wxyz`; the secret itself is never stored. */
+  display: string;
+  name: string | null;
+  createdAt: Date;
+  expiresAt: Date | null;
+  revokedAt: Date | null;
+}
+
+export interface AuthenticatedKey {
+  account: AccountView;
+  keyId: string;
+}
+
+export interface CreatedAccount {
+  account: AccountView;
+  /** The secret key, shown this once. */
+  apiKey: string;
+  keyId: string;
+}
+
+export interface CreatedKey {
+  id: string;
+  /** The secret key, shown this once. */
+  apiKey: string;
+}
+
+const MESSAGES = {
+  missing: "No API key provided. Send it as 'Authorization: Bearer ask_...'.",
+  notBearer: "The Authorization header must use the Bearer scheme: 'Authorization: Bearer ask_...'.",
+  incorrect: 'Incorrect API key provided.',
+  revoked: 'The API key has been revoked.',
+  expired: 'The API key has expired.',
+} as const;
+
+// Plain SQL that reads the same on SQLite and PostgreSQL: one lookup on the unique digest index.
+const AUTHENTICATE_SQL =
+  'select k.id as key_id, k.digest, k.revoked_at, k.expires_at, a.id as account_id, a.email, a.tier, a.created_at ' +
+  'from api_keys k join accounts a on a.id = k.account_id where k.digest = ?';
+
+interface AuthenticateRow {
+  key_id: string;
+  digest: string;
+  revoked_at: unknown;
+  expires_at: unknown;
+  account_id: string;
+  email: string;
+  tier: Tier;
+  created_at: string | number | Date;
+}
+
+const EMAIL_PATTERN = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+const MAX_EMAIL_LENGTH = 320;
+const MAX_KEY_NAME_LENGTH = 255;
+
+export function isTier(value: unknown): value is Tier {
+  return typeof value === 'string' && (TIERS as readonly string[]).includes(value);
+}
+
+export class AccountsService {
+  private readonly now: () => Date;
+
+  /** `now` is the clock that decides key expiry (tests move it). */
+  constructor(
+    private readonly orm: MikroORM,
+    opts: { now?: () => Date } = {},
+  ) {
+    this.now = opts.now ?? (() => new Date());
+  }
+
+  async createAccount(input: { email: string; tier: Tier | string }): Promise<CreatedAccount> {
+    const email = validateEmail(input.email);
+    const tier = validateTier(input.tier);
+    const em = this.orm.em.fork();
+    const now = this.now();
+    const account = new Account({ id: newId('acct'), email, tier, createdAt: now });
+    const { key, apiKey } = this.newKey(account, { createdAt: now });
+    // One flush, one transaction: an account never exists without its first key.
+    em.persist([account, key]);
+    await em.flush();
+    return { account: accountView(account), apiKey, keyId: key.id };
+  }
+
+  async createKey(accountId: string, opts: { name?: string | null; expiresAt?: Date | null } = {}): Promise<CreatedKey> {
+    const name = validateKeyName(opts.name);
+    const now = this.now();
+    const expiresAt = validateExpiry(opts.expiresAt, now);
+    const em = this.orm.em.fork();
+    const account = await em.findOne(Account, { id: accountId });
+    if (!account) throw accountNotFound(accountId);
+    const { key, apiKey } = this.newKey(account, { name, createdAt: now, expiresAt });
+    em.persist(key);
+    await em.flush();
+    return { id: key.id, apiKey };
+  }
+
+  /** Revokes a key from the next request on; revoking a revoked key changes nothing. */
+  async revokeKey(keyId: string): Promise<ApiKeyView> {
+    const em = this.orm.em.fork();
+    // Conditional update: a second revoke keeps the first timestamp.
+    await em.nativeUpdate(ApiKey, { id: keyId, revokedAt: null }, { revokedAt: this.now() });
+    const key = await em.findOne(ApiKey, { id: keyId });
+    if (!key) throw new DomainError('not_found', `No API key with id '${keyId}'.`, { param: 'id' });
+    return apiKeyView(key);
+  }
+
+  async listKeys(accountId: string): Promise<ApiKeyView[]> {
+    const em = this.orm.em.fork();
+    const keys = await em.find(ApiKey, { account: accountId }, { orderBy: { createdAt: 'asc', id: 'asc' } });
+    if (keys.length === 0 && (await em.count(Account, { id: accountId })) === 0) throw accountNotFound(accountId);
+    return keys.map(apiKeyView);
+  }
+
+  /**
+   * The account behind an `Authorization: Bearer ask_…` header. Malformed keys and bad checksums
+   * are refused without touching the database; otherwise one indexed query, no cache (a key
+   * revoked by another process is refused on its next request). Messages never repeat the key.
+   */
+  async authenticate(authorizationHeader: string | undefined | null): Promise<AuthenticatedKey> {
+    const header = authorizationHeader?.trim();
+    if (!header) throw authError(MESSAGES.missing);
+    const match = /^Bearer\s+(.+)$/i.exec(header);
+    if (!match) throw authError(MESSAGES.notBearer);
+    const key = match[1]!;
+    if (!hasValidChecksum(key)) throw authError(MESSAGES.incorrect);
+
+    const digest = digestApiKey(key);
+    const result: unknown = await getKnex(this.orm).raw(AUTHENTICATE_SQL, [digest]);
+    const rows = (Array.isArray(result) ? result : (result as { rows: AuthenticateRow[] }).rows) as AuthenticateRow[];
+    const row = rows[0];
+    // The index found the row by equality already; the constant-time comparison keeps the final
+    // decision free of early-exit string comparison.
+    if (!row || !digestsEqual(row.digest, digest)) throw authError(MESSAGES.incorrect);
+    if (row.revoked_at != null) throw authError(MESSAGES.revoked);
+    if (row.expires_at != null && this.parseDate(row.expires_at).getTime() <= this.now().getTime()) {
+      throw authError(MESSAGES.expired);
+    }
+    return {
+      keyId: row.key_id,
+      account: { id: row.account_id, email: row.email, tier: row.tier, createdAt: this.parseDate(row.created_at) },
+    };
+  }
+
+  async getAccount(id: string): Promise<AccountView> {
+    const account = await this.orm.em.fork().findOne(Account, { id });
+    if (!account) throw accountNotFound(id);
+    return accountView(account);
+  }
+
+  /**
+   * The accounts with these ids in one query, in the order of `ids` (duplicates once); unknown
+   * ids are left out. Meant as a DataLoader batch function.
+   */
+  async getAccountsByIds(ids: readonly string[]): Promise<AccountView[]> {
+    const unique = [...new Set(ids)];
+    if (unique.length === 0) return [];
+    const accounts = await this.orm.em.fork().find(Account, { id: { $in: unique } });
+    const byId = new Map(accounts.map((a) => [a.id, a]));
+    return unique.flatMap((id) => {
+      const account = byId.get(id);
+      return account ? [accountView(account)] : [];
+    });
+  }
+
+  async setTier(accountId: string, tier: Tier | string): Promise<AccountView> {
+    const valid = validateTier(tier);
+    const em = this.orm.em.fork();
+    const account = await em.findOne(Account, { id: accountId });
+    if (!account) throw accountNotFound(accountId);
+    account.tier = valid;
+    await em.flush();
+    return accountView(account);
+  }
+
+  private newKey(
+    account: Account,
+    opts: { name?: string | null; createdAt: Date; expiresAt?: Date | null },
+  ): { key: ApiKey; apiKey: string } {
+    const apiKey = generateApiKey();
+    const { prefix, last4 } = keyDisplayParts(apiKey);
+    const key = new ApiKey({
+      id: newId('key'),
+      account,
+      digest: digestApiKey(apiKey),
+      prefix,
+      last4,
+      name: opts.name ?? null,
+      createdAt: opts.createdAt,
+      expiresAt: opts.expiresAt ?? null,
+    });
+    return { key, apiKey };
+  }
+
+  /** Raw rows hold dates as the driver returns them (epoch milliseconds on SQLite, text on PostgreSQL). */
+  private parseDate(value: unknown): Date {
+    if (value instanceof Date) return value;
+    return this.orm.em.getPlatform().parseDate(value as string | number);
+  }
+}
+
+function accountView(account: Account): AccountView {
+  return { id: account.id, email: account.email, tier: account.tier, createdAt: account.createdAt };
+}
+
+function apiKeyView(key: ApiKey): ApiKeyView {
+  return {
+    id: key.id,
+    display: displayKey(key.prefix, key.last4),
+    name: key.name,
+    createdAt: key.createdAt,
+    expiresAt: key.expiresAt,
+    revokedAt: key.revokedAt,
+  };
+}
+
+function authError(message: string): DomainError {
+  return new DomainError('invalid_api_key', message);
+}
+
+function accountNotFound(id: string): DomainError {
+  return new DomainError('not_found', `No account with id '${id}'.`, { param: 'account_id' });
+}
+
+function digestsEqual(a: string, b: string): boolean {
+  const x = Buffer.from(a, 'hex');
+  const y = Buffer.from(b, 'hex');
+  return x.length === y.length && x.length > 0 && timingSafeEqual(x, y);
+}
+
+function validateEmail(value: unknown): string {
+  const email = typeof value === 'string' ? value.trim() : '';
+  if (!email || email.length > MAX_EMAIL_LENGTH || !EMAIL_PATTERN.test(email)) {
+    throw new DomainError('invalid_value', 'email must be an e-mail address such as name@example.com.', { param: 'email' });
+  }
+  return email;
+}
+
+function validateTier(value: unknown): Tier {
+  if (!isTier(value)) {
+    throw new DomainError('invalid_value', `tier must be one of ${TIERS.join(', ')}.`, { param: 'tier' });
+  }
+  return value;
+}
+
+function validateKeyName(value: unknown): string | null {
+  if (value == null) return null;
+  if (typeof value !== 'string' || value.trim().length > MAX_KEY_NAME_LENGTH) {
+    throw new DomainError('invalid_value', `name must be text of at most ${MAX_KEY_NAME_LENGTH} characters.`, { param: 'name' });
+  }
+  return value.trim() || null;
+}
+
+function validateExpiry(value: unknown, now: Date): Date | null {
+  if (value == null) return null;
+  if (!(value instanceof Date) || Number.isNaN(value.getTime())) {
+    throw new DomainError('invalid_value', 'expires_at must be a valid date and time.', { param: 'expires_at' });
+  }
+  if (value.getTime() <= now.getTime()) {
+    throw new DomainError('invalid_value', 'expires_at must be in the future.', { param: 'expires_at' });
+  }
+  return value;
+}

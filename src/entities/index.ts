@@ -1,0 +1,11 @@
+// Every entity schema, registered explicitly with MikroORM (no folder discovery, no decorators).
+// New entities (wallet, ledger, ...) are added to this one list.
+import type { EntitySchema } from '@mikro-orm/core';
+import { AccountSchema } from './Account.js';
+import { ApiKeySchema } from './ApiKey.js';
+
+export { Account, AccountSchema } from './Account.js';
+export { ApiKey, ApiKeySchema } from './ApiKey.js';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export const ENTITIES: EntitySchema<any, any>[] = [AccountSchema, ApiKeySchema];

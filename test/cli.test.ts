@@ -1,0 +1,163 @@
+// The operator CLI as an operator runs it: `node bin/tollgate.js …` in its own process, on the
+// SQLite file named by DATABASE_URL, checked against the domain service the server uses.
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { MikroORM } from '@mikro-orm/core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { closeDatabase, openDatabase } from '../src/db/orm.js';
+import { AccountsService } from '../src/domain/accounts/accounts-service.js';
+
+const BIN = fileURLToPath(new URL('../bin/tollgate.js', import.meta.url));
+
+interface RunResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function tollgate(databaseUrl: string, ...args: string[]): Promise<RunResult> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [BIN, ...args],
+      { env: { ...process.env, DATABASE_URL: databaseUrl, TOLLGATE_DEBUG: '' }, timeout: 20_000 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
+}
+
+async function tollgateJson<T>(databaseUrl: string, ...args: string[]): Promise<T> {
+  const result = await tollgate(databaseUrl, ...args);
+  expect(result.stderr).toBe('');
+  expect(result.code).toBe(0);
+  return JSON.parse(result.stdout) as T;
+}
+
+interface CreatedAccountJson {
+  account: { id: string; email: string; tier: string };
+  api_key: string;
+  key_id: string;
+}
+
+describe('tollgate CLI', () => {
+  let dir: string;
+  let url: string;
+
+  beforeAll(() => {
+    dir = mkdtempSync(path.join(tmpdir(), 'tollgate-cli-'));
+    url = `sqlite:${path.join(dir, 'data', 'tollgate.db')}`;
+  });
+
+  afterAll(() => {
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  describe('against a database the test also holds open', () => {
+    let orm: MikroORM;
+    let accounts: AccountsService;
+
+    beforeAll(async () => {
+      // The CLI creates the file and its schema on first use; the server-side view opens it after.
+      await tollgateJson(url, 'accounts', 'create', '--email', 'first@example.com', '--tier', 'free', '--json');
+      orm = await openDatabase(url);
+      accounts = new AccountsService(orm);
+    });
+
+    afterAll(async () => {
+      if (orm) await closeDatabase(orm);
+    });
+
+    it('creates an account and a key, and a key revoked from the CLI is refused on the next request', async () => {
+      const created = await tollgateJson<CreatedAccountJson>(url, 'accounts', 'create', '--email', 'a@b.c', '--tier', 'developer', '--json');
+      expect(created.account).toMatchObject({ email: 'a@b.c', tier: 'developer' });
+      expect(created.account.id).toMatch(/^acct_/);
+      expect(created.api_key).toMatch(/^ask_[0-9A-Za-z]{38}$/);
+
+      const key = await tollgateJson<{ id: string; api_key: string }>(url, 'keys', 'create', '--account', created.account.id, '--name', 'deploy', '--json');
+      expect(key.id).toMatch(/^key_/);
+      expect((await accounts.authenticate(`Bearer ${key.api_key}`)).account.id).toBe(created.account.id);
+
+      const revoked = await tollgate(url, 'keys', 'revoke', key.id);
+      expect(revoked).toMatchObject({ code: 0, stderr: '' });
+      expect(revoked.stdout).toContain(key.id);
+      expect(revoked.stdout).not.toContain(key.api_key);
+
+      await expect(accounts.authenticate(`Bearer ${key.api_key}`)).rejects.toMatchObject({
+        code: 'invalid_api_key',
+        message: 'The API key has been revoked.',
+      });
+      // The account's first key is untouched.
+      expect((await accounts.authenticate(`Bearer ${created.api_key}`)).keyId).toBe(created.key_id);
+    });
+
+    it('creates a key with an expiry and lists keys by prefix and last four characters only', async () => {
+      const created = await tollgateJson<CreatedAccountJson>(url, 'accounts', 'create', '--email', 'list@example.com', '--tier', 'startup', '--json');
+      const key = await tollgateJson<{ id: string; api_key: string }>(
+        url, 'keys', 'create', '--account', created.account.id, '--expires-at', '2099-01-01T00:00:00Z', '--json',
+      );
+      const list = await tollgateJson<Array<{ id: string; display: string; expires_at: string | null; revoked_at: string | null }>>(
+        url, 'keys', 'list', '--account', created.account.id, '--json',
+      );
+      expect(list.map((k) => k.id)).toEqual([created.key_id, key.id]);
+      expect(list[1]).toMatchObject({ display: `${key.api_key.slice(0, 12)}…${key.api_key.slice(-4)}`, expires_at: '2099-01-01T00:00:00.000Z', revoked_at: null });
+
+      const human = await tollgate(url, 'keys', 'list', '--account', created.account.id);
+      expect(human.code).toBe(0);
+      for (const secret of [created.api_key, key.api_key]) {
+        expect(human.stdout).not.toContain(secret);
+        expect(JSON.stringify(list)).not.toContain(secret);
+      }
+      expect(human.stdout).toContain(key.id);
+    });
+
+    it('changes the tier of an account', async () => {
+      const created = await tollgateJson<CreatedAccountJson>(url, 'accounts', 'create', '--email', 'tier@example.com', '--tier', 'free', '--json');
+      const result = await tollgate(url, 'accounts', 'set-tier', '--account', created.account.id, '--tier', 'enterprise');
+      expect(result).toMatchObject({ code: 0, stderr: '' });
+      expect((await accounts.getAccount(created.account.id)).tier).toBe('enterprise');
+    });
+  });
+
+  it('reports errors as one line on stderr with exit code 1 and no stack trace', async () => {
+    const unknownKey = await tollgate(url, 'keys', 'revoke', 'key_doesnotexist0000000');
+    expect(unknownKey.code).toBe(1);
+    expect(unknownKey.stdout).toBe('');
+    expect(unknownKey.stderr).toBe("error: No API key with id 'key_doesnotexist0000000'.\n");
+
+    const badEmail = await tollgate(url, 'accounts', 'create', '--email', 'nope', '--tier', 'free', '--json');
+    expect(badEmail.code).toBe(1);
+    expect(badEmail.stderr.trim().split('\n')).toHaveLength(1);
+
+    const badTier = await tollgate(url, 'accounts', 'create', '--email', 'x@y.z', '--tier', 'gold');
+    expect(badTier.code).toBe(1);
+    expect(badTier.stderr).toContain('free, developer, startup, enterprise');
+
+    const badDate = await tollgate(url, 'keys', 'create', '--account', 'acct_x', '--expires-at', 'tomorrow');
+    expect(badDate.code).toBe(1);
+    expect(badDate.stderr).toMatch(/^error: --expires-at must be an ISO 8601/);
+
+    for (const result of [unknownKey, badEmail, badTier, badDate]) expect(result.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it('lets several processes open a new database and write to it at the same time', async () => {
+    const fresh = `sqlite:${path.join(dir, 'concurrent', 'tollgate.db')}`;
+    const results = await Promise.all(
+      Array.from({ length: 4 }, (_, i) => tollgate(fresh, 'accounts', 'create', '--email', `p${i}@example.com`, '--tier', 'free', '--json')),
+    );
+    for (const r of results) expect(r).toMatchObject({ code: 0, stderr: '' });
+    const ids = results.map((r) => (JSON.parse(r.stdout) as CreatedAccountJson).account.id);
+
+    const orm = await openDatabase(fresh);
+    try {
+      expect((await new AccountsService(orm).getAccountsByIds(ids)).map((a) => a.id)).toEqual(ids);
+    } finally {
+      await closeDatabase(orm);
+    }
+  });
+});
