@@ -21,14 +21,11 @@ interface TestDatabase {
 interface Backend {
   name: string;
   create(): Promise<TestDatabase>;
-  /** Average authentication budget, generous enough for a loaded CI machine. */
-  authBudgetMs: number;
 }
 
 const backends: Backend[] = [
   {
     name: 'SQLite',
-    authBudgetMs: 1,
     async create() {
       const dir = mkdtempSync(path.join(tmpdir(), 'tollgate-test-'));
       // A nested path: opening the database creates the missing directories.
@@ -41,7 +38,6 @@ const adminUrl = process.env.TEST_DATABASE_URL;
 if (adminUrl) {
   backends.push({
     name: 'PostgreSQL',
-    authBudgetMs: 2,
     async create() {
       const name = `tollgate_test_${randomBytes(6).toString('hex')}`;
       const { PostgreSqlDriver } = await import('@mikro-orm/postgresql');
@@ -171,14 +167,10 @@ describe.each(backends)('accounts and API keys on $name', (backend) => {
     expect((await accounts.authenticate(`  BEARER   ${apiKey}  `)).keyId).toBe(keyId);
   });
 
-  it('authenticates with a single query, well within the per-request budget', async () => {
+  // Its speed is measured by `npm run bench`, never by timing in tests (the machine is shared).
+  it('authenticates with a single query', async () => {
     const { apiKey } = await seedAccount();
     expect(await countQueries(orm, () => accounts.authenticate(`Bearer ${apiKey}`))).toBe(1);
-    for (let i = 0; i < 50; i++) await accounts.authenticate(`Bearer ${apiKey}`);
-    const rounds = 500;
-    const started = performance.now();
-    for (let i = 0; i < rounds; i++) await accounts.authenticate(`Bearer ${apiKey}`);
-    expect((performance.now() - started) / rounds).toBeLessThan(backend.authBudgetMs);
   });
 
   it('refuses a malformed e-mail or an unknown tier with invalid_value', async () => {

@@ -1,0 +1,90 @@
+// Benchmark plumbing: child processes for the fake upstream and tollgate (the load generator is
+// ./openloop.ts).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+
+export const ROOT = path.resolve(import.meta.dirname, '..');
+export const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
+
+export interface Child {
+  proc: ChildProcess;
+  stop(): Promise<void>;
+}
+
+function track(proc: ChildProcess): Child {
+  return {
+    proc,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (proc.exitCode !== null) return resolve();
+        proc.once('exit', () => resolve());
+        proc.kill('SIGTERM');
+        setTimeout(() => proc.kill('SIGKILL'), 5000).unref();
+      }),
+  };
+}
+
+export async function startFakeUpstream(): Promise<Child & { url: string }> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', 'test/support/fake-upstream-main.ts', '--port', '0'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+  const line = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: proc.stdout! }).once('line', resolve);
+    proc.once('exit', (code) => reject(new Error(`fake upstream exited with ${code}`)));
+  });
+  return { ...track(proc), url: JSON.parse(line).url };
+}
+
+export function benchConfig(upstreamUrl: string, extra = ''): string {
+  const dir = mkdtempSync(path.join(tmpdir(), 'tollgate-bench-'));
+  const file = path.join(dir, 'config.yaml');
+  writeFileSync(
+    file,
+    `models:
+  - id: chat-bench
+    category: chat
+    owned_by: bench
+    created: 1735689600
+    version: "2025-01-01"
+    status: active
+    capabilities: { chat_completion: true, streaming: true, function_calling: false }
+    pricing: { input_price_per_million: 1.0, output_price_per_million: 2.0, currency: usd }
+    specifications: { context_window: 8192, max_output_tokens: 512, training_cutoff: "2024-10" }
+    engine: { type: openai, base_url: "${upstreamUrl}", model: upstream-chat }
+${extra}`,
+  );
+  return file;
+}
+
+/** Starts tollgate (`src/main.ts`) as a child process and waits until /readyz answers. */
+export async function startTollgate(env: Record<string, string>): Promise<Child & { url: string }> {
+  const port = 20000 + Math.floor(Math.random() * 20000);
+  const dir = mkdtempSync(path.join(tmpdir(), 'tollgate-bench-db-'));
+  const proc = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: ROOT,
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', ADMIN_TOKEN, DATABASE_URL: `sqlite:${path.join(dir, 'bench.db')}`, ...env },
+  });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 200; i++) {
+    if (proc.exitCode !== null) throw new Error(`tollgate exited with ${proc.exitCode}`);
+    const ok = await fetch(`${url}/readyz`).then((r) => r.ok, () => false);
+    if (ok) return { ...track(proc), url };
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('tollgate did not become ready');
+}
+
+export async function createAccount(url: string, tier = 'enterprise'): Promise<{ id: string; apiKey: string }> {
+  const res = await fetch(`${url}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_TOKEN}` },
+    body: JSON.stringify({ query: `mutation { createAccount(email: "bench@example.com", tier: ${tier}) { account { id } apiKey } }` }),
+  });
+  const body = (await res.json()) as { data?: { createAccount: { account: { id: string }; apiKey: string } }; errors?: unknown };
+  if (!body.data) throw new Error(`createAccount failed: ${JSON.stringify(body.errors)}`);
+  return { id: body.data.createAccount.account.id, apiKey: body.data.createAccount.apiKey };
+}
+
+export const fmt = (n: number, digits = 2) => (Number.isFinite(n) ? n.toFixed(digits) : String(n));
