@@ -42,6 +42,7 @@ export function createApp(services: Services) {
   app.set('etag', false);
 
   app.use((req, res, next) => {
+    if (state.shuttingDown) res.setHeader('Connection', 'close');
     const given = req.headers['x-request-id'];
     req.requestId = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     res.setHeader('x-request-id', req.requestId);
@@ -173,6 +174,8 @@ export async function startServer(services: Services, opts: { port?: number; hos
       state.shuttingDown = true;
       logger.info({ timeoutMs: config.server.shutdown_timeout_ms }, 'shutting down: finishing in-flight requests');
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // Keep-alive connections become idle as their last response ends: close them as they do.
+      const sweeper = setInterval(() => server.closeIdleConnections(), 50);
       server.closeIdleConnections();
       for (const client of wss.clients) client.close(1001, 'server shutting down');
       const timeout = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), config.server.shutdown_timeout_ms).unref());
@@ -181,6 +184,7 @@ export async function startServer(services: Services, opts: { port?: number; hos
         for (const s of sockets) s.destroy();
         await closed;
       }
+      clearInterval(sweeper);
       wss.close();
     })();
     return closing;

@@ -1,0 +1,77 @@
+// The config file: defaults, and bad configs stopping start-up with a message naming model and key.
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, parseConfigText } from '../src/config.js';
+
+const chat = (patch = '') => `
+models:
+  - id: chat-a
+    category: chat
+    owned_by: acme
+    created: 1735689600
+    version: "2025-01-01"
+    status: active
+    capabilities: { chat_completion: true, streaming: true, function_calling: false }
+    pricing: { input_price_per_million: 1.0, output_price_per_million: 2.0, currency: usd }
+    specifications: { context_window: 8192, max_output_tokens: 512, training_cutoff: "2024-10" }
+    engine: { type: openai, base_url: "http://127.0.0.1:8000/v1", model: m }
+${patch}`;
+
+const fails = (text: string) => {
+  try {
+    parseConfigText(text, 'test.yaml');
+  } catch (e) {
+    expect(e).toBeInstanceOf(ConfigError);
+    return (e as Error).message;
+  }
+  throw new Error('expected a ConfigError');
+};
+
+describe('the config file', () => {
+  it('parses the shipped default config', () => {
+    const cfg = parseConfigText(readFileSync(new URL('../config/default.yaml', import.meta.url), 'utf8'), 'default.yaml');
+    expect(cfg.models.map((m) => m.category).sort()).toEqual(['chat', 'embedding', 'moderation', 'reranking']);
+    expect(cfg.server.body_limit).toBe('1mb');
+    expect(cfg.graphql.introspection).toBe(true);
+  });
+
+  it('fills engine defaults', () => {
+    const m = parseConfigText(chat(), 't').models[0]!;
+    expect(m.engine).toMatchObject({ type: 'openai', timeout_ms: 60000, rerank_path: '/rerank' });
+  });
+
+  it('names the model and the unknown key', () => {
+    const msg = fails(chat().replace('status: active', 'status: active\n    colour: blue'));
+    expect(msg).toContain('model "chat-a"');
+    expect(msg).toContain('"colour"');
+  });
+
+  it('names the model and the missing field', () => {
+    const msg = fails(chat().replace('    owned_by: acme\n', ''));
+    expect(msg).toContain('model "chat-a"');
+    expect(msg).toContain('owned_by');
+    expect(msg).toContain('missing');
+  });
+
+  it('refuses a category-specific key of another category', () => {
+    const msg = fails(chat().replace('function_calling: false', 'function_calling: false, embeddings: true'));
+    expect(msg).toContain('capabilities');
+    expect(msg).toContain('"embeddings"');
+  });
+
+  it('refuses an engine without a base URL, and both forms at once', () => {
+    expect(fails(chat().replace('base_url: "http://127.0.0.1:8000/v1", ', ''))).toContain('engine.base_url or engine.base_urls');
+    expect(fails(chat().replace('model: m }', 'model: m, base_urls: ["http://127.0.0.1:8001/v1"] }'))).toContain('not both');
+  });
+
+  it('refuses duplicate ids and a bad status', () => {
+    const twice = chat() + chat().replace('models:\n', '');
+    expect(fails(twice)).toContain('duplicate id');
+    expect(fails(chat().replace('status: active', 'status: retired'))).toContain('status');
+  });
+
+  it('refuses unknown top-level keys and broken YAML', () => {
+    expect(fails(chat() + 'extra: 1\n')).toContain('"extra"');
+    expect(fails('models: [')).toContain('not valid YAML');
+  });
+});

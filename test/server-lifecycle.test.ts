@@ -1,0 +1,110 @@
+// The server as a process: readiness, graceful shutdown with a stream in flight, a bad config
+// refused at start-up, and a client that goes away stopping the upstream call.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
+import { ADMIN_TOKEN, catalogYaml, startTestServer } from './support/harness.js';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+let upstream: FakeUpstream;
+let dir: string;
+
+beforeAll(async () => {
+  upstream = await startFakeUpstream();
+  dir = mkdtempSync(path.join(tmpdir(), 'tollgate-life-'));
+});
+afterAll(() => upstream.close());
+
+function startProcess(env: Record<string, string>): { proc: ChildProcess; output: () => string; exited: Promise<number | null> } {
+  let out = '';
+  const proc = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: ROOT,
+    env: { ...process.env, HOST: '127.0.0.1', ADMIN_TOKEN, LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  proc.stdout!.on('data', (d) => (out += d));
+  proc.stderr!.on('data', (d) => (out += d));
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  return { proc, output: () => out, exited };
+}
+
+async function waitReady(url: string) {
+  for (let i = 0; i < 150; i++) {
+    const ok = await fetch(`${url}/readyz`).then((r) => r.status === 200, () => false);
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('server did not become ready');
+}
+
+describe('the server process', () => {
+  it('finishes a stream in flight on SIGTERM, then exits 0 and accepts no more connections', async () => {
+    const config = path.join(dir, 'ok.yaml');
+    writeFileSync(config, catalogYaml(upstream.url));
+    const port = 30000 + Math.floor(Math.random() * 20000);
+    const url = `http://127.0.0.1:${port}`;
+    const server = startProcess({ CONFIG: config, PORT: String(port), DATABASE_URL: `sqlite:${path.join(dir, 'life.db')}` });
+    await waitReady(url);
+    expect(await (await fetch(`${url}/healthz`)).json()).toEqual({ status: 'ok' });
+
+    const created = await fetch(`${url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_TOKEN}` },
+      body: JSON.stringify({ query: 'mutation { createAccount(email: "life@example.com", tier: enterprise) { apiKey } }' }),
+    }).then((r) => r.json());
+    const key = created.data.createAccount.apiKey;
+
+    const res = await fetch(`${url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body: JSON.stringify({ model: 'chat-test', stream: true, messages: [{ role: 'user', content: 'slow #tokens=8 #delay=80' }] }),
+    });
+    expect(res.status).toBe(200);
+    const body = res.text();
+    await new Promise((r) => setTimeout(r, 150));
+    server.proc.kill('SIGTERM');
+    const text = await body;
+    expect(text.trim().endsWith('data: [DONE]')).toBe(true);
+    expect(text.match(/"content":" ?w\d"/g)).toHaveLength(8);
+    expect(await server.exited).toBe(0);
+    expect(server.output()).toContain('shutting down');
+    await expect(fetch(`${url}/healthz`)).rejects.toThrow();
+  });
+
+  it('refuses a bad config at start-up with a message naming the model and the key', async () => {
+    const config = path.join(dir, 'bad.yaml');
+    writeFileSync(config, catalogYaml(upstream.url).replace('owned_by: tests\n    created: 1735689600\n    version: "2025-01-01"\n    status: beta', 'owned_by: tests\n    created: 1735689600\n    version: "2025-01-01"\n    status: beta\n    speed: fast'));
+    const server = startProcess({ CONFIG: config, PORT: '0', DATABASE_URL: `sqlite:${path.join(dir, 'bad.db')}` });
+    expect(await server.exited).toBe(1);
+    expect(server.output()).toContain('model "rerank-test"');
+    expect(server.output()).toContain('"speed"');
+  });
+});
+
+describe('a client that goes away', () => {
+  it('stops the upstream stream at once', async () => {
+    const s = await startTestServer();
+    try {
+      const { apiKey } = await s.account('enterprise');
+      const controller = new AbortController();
+      const res = await fetch(`${s.v1}/chat/completions`, {
+        method: 'POST',
+        signal: controller.signal,
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` },
+        body: JSON.stringify({ model: 'chat-test', stream: true, messages: [{ role: 'user', content: 'long #tokens=200 #delay=20' }] }),
+      });
+      const reader = res.body!.getReader();
+      await reader.read();
+      await reader.read();
+      const before = s.upstream.aborted;
+      controller.abort();
+      for (let i = 0; i < 50 && s.upstream.aborted === before; i++) await new Promise((r) => setTimeout(r, 20));
+      expect(s.upstream.aborted).toBe(before + 1);
+    } finally {
+      await s.close();
+    }
+  });
+});
