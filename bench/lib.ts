@@ -64,7 +64,7 @@ export async function startTollgate(env: Record<string, string>): Promise<Child 
   const proc = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: ROOT,
     stdio: ['ignore', 'ignore', 'inherit'],
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', ADMIN_TOKEN, DATABASE_URL: `sqlite:${path.join(dir, 'bench.db')}`, ...env },
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: process.env.LOG_LEVEL ?? 'info', ADMIN_TOKEN, DATABASE_URL: `sqlite:${path.join(dir, 'bench.db')}`, ...env },
   });
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 200; i++) {
