@@ -1,17 +1,8 @@
 // Account and ApiKey: Query.viewer (the account of the key) and the operator's admin mutations.
-import { TIERS, type AccountView } from '../../domain/accounts/accounts-service.js';
+import { TIERS, type AccountView, type ApiKeyView } from '../../domain/accounts/accounts-service.js';
 import { builder } from '../builder.js';
 
 export const TierEnum = builder.enumType('Tier', { values: TIERS });
-
-export interface ApiKeyView {
-  id: string;
-  display: string;
-  name: string | null;
-  createdAt: Date;
-  expiresAt: Date | null;
-  revokedAt: Date | null;
-}
 
 const ApiKeyRef = builder.objectRef<ApiKeyView>('ApiKey').implement({
   description: 'An API key, shown as its prefix and last four characters; the secret is shown once, at creation.',
