@@ -4,9 +4,23 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { parseDecimal } from './domain/billing/money.js';
 
 const positiveInt = z.number().int().positive();
-const price = z.number().nonnegative().finite();
+const isExactDecimal = (n: number) => {
+  try {
+    parseDecimal(n);
+    return true;
+  } catch {
+    return false;
+  }
+};
+// Prices and fees become integer nanos (src/domain/billing/money.ts): more than 9 decimal places would be rounded, so it is refused.
+const price = z
+  .number()
+  .nonnegative()
+  .finite()
+  .refine(isExactDecimal, 'at most 9 decimal places');
 const currency = z.string().regex(/^[a-z]{3}$/, 'a lowercase three-letter currency code, e.g. usd');
 
 const openaiEngine = z.strictObject({
@@ -72,6 +86,43 @@ const moderationModel = z.strictObject({
 
 const modelSchema = z.discriminatedUnion('category', [chatModel, embeddingModel, rerankModel, moderationModel]);
 
+/** One tier as the operator may write it: any key left out keeps the default of TIER_DEFAULTS. */
+const tierOverride = z.strictObject({
+  /** Tokens per calendar month (UTC); null = unlimited and not billed. */
+  monthly_tokens: z.number().int().nonnegative().nullable().optional(),
+  /** Whether usage beyond the allocation is paid from the wallet (false: refused with 402). */
+  overage: z.boolean().optional(),
+  /** A subscription fee in currency units, charged from the wallet when the tier is taken and at each period start. */
+  monthly_fee: price.optional(),
+});
+
+export interface TierPolicy {
+  monthly_tokens: number | null;
+  overage: boolean;
+  monthly_fee: number;
+}
+
+export const TIER_NAMES = ['free', 'developer', 'startup', 'enterprise'] as const;
+export type TierName = (typeof TIER_NAMES)[number];
+
+/** The tiers of the contract (issue 3); operators may override any key of any tier. */
+export const TIER_DEFAULTS: Record<TierName, TierPolicy> = {
+  free: { monthly_tokens: 100_000, overage: false, monthly_fee: 0 },
+  developer: { monthly_tokens: 5_000_000, overage: true, monthly_fee: 0 },
+  startup: { monthly_tokens: 25_000_000, overage: true, monthly_fee: 0 },
+  enterprise: { monthly_tokens: null, overage: false, monthly_fee: 0 },
+};
+
+const billingSchema = z.strictObject({
+  /** A hold older than this is released (charging nothing) by the sweeper and at start-up. */
+  hold_expiry_seconds: z.number().positive().default(900),
+  /** How often the sweeper releases expired holds, heartbeats and charges period fees. */
+  sweep_interval_seconds: z.number().positive().default(30),
+  /** A server whose heartbeat is older than this is taken as dead, and its holds are released. */
+  instance_timeout_seconds: z.number().positive().default(90),
+});
+export type BillingSettings = z.infer<typeof billingSchema>;
+
 const fileSchema = z.strictObject({
   server: z
     .strictObject({
@@ -89,6 +140,15 @@ const fileSchema = z.strictObject({
       max_directives: positiveInt.default(50),
     })
     .default({ introspection: true, max_depth: 10, max_aliases: 15, max_cost: 5000, max_tokens: 2000, max_directives: 50 }),
+  tiers: z
+    .strictObject({
+      free: tierOverride.optional(),
+      developer: tierOverride.optional(),
+      startup: tierOverride.optional(),
+      enterprise: tierOverride.optional(),
+    })
+    .default({}),
+  billing: billingSchema.default({ hold_expiry_seconds: 900, sweep_interval_seconds: 30, instance_timeout_seconds: 90 }),
   models: z.array(z.unknown()).default([]),
 });
 
@@ -110,6 +170,8 @@ export interface AppConfig {
   nodeEnv: string;
   server: z.infer<typeof fileSchema>['server'];
   graphql: z.infer<typeof fileSchema>['graphql'];
+  tiers: Record<TierName, TierPolicy>;
+  billing: BillingSettings;
   models: ModelConfig[];
 }
 
@@ -128,7 +190,7 @@ function describeIssue(issue: z.core.$ZodIssue, prefix: string): string {
 }
 
 /** Parses the config file's text; throws ConfigError naming the model and key at fault. */
-export function parseConfigText(text: string, source: string): Pick<AppConfig, 'server' | 'graphql' | 'models'> {
+export function parseConfigText(text: string, source: string): Pick<AppConfig, 'server' | 'graphql' | 'tiers' | 'billing' | 'models'> {
   let raw: unknown;
   try {
     raw = parseYaml(text) ?? {};
@@ -156,7 +218,18 @@ export function parseConfigText(text: string, source: string): Pick<AppConfig, '
     seen.add(m.id);
     models.push(m);
   });
-  return { server: top.data.server, graphql: top.data.graphql, models };
+  const tiers = {} as Record<TierName, TierPolicy>;
+  for (const name of TIER_NAMES) {
+    const given = top.data.tiers[name] ?? {};
+    tiers[name] = {
+      monthly_tokens: given.monthly_tokens === undefined ? TIER_DEFAULTS[name].monthly_tokens : given.monthly_tokens,
+      overage: given.overage ?? TIER_DEFAULTS[name].overage,
+      monthly_fee: given.monthly_fee ?? TIER_DEFAULTS[name].monthly_fee,
+    };
+  }
+  // Free is where an account falls back when it cannot pay a fee: it cannot have one itself.
+  if (tiers.free.monthly_fee > 0) throw new ConfigError(`${source}: tiers.free.monthly_fee: the free tier cannot have a fee (accounts fall back to it when a fee is unpaid)`);
+  return { server: top.data.server, graphql: top.data.graphql, tiers, billing: top.data.billing, models };
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {

@@ -3,6 +3,7 @@ import type { MikroORM } from '@mikro-orm/core';
 import type { AppConfig } from './config.js';
 import { openDatabase, closeDatabase } from './db/orm.js';
 import { AccountsService } from './domain/accounts/accounts-service.js';
+import { BillingService } from './domain/billing/billing-service.js';
 import { Catalog } from './domain/catalog/catalog.js';
 import { Engines } from './domain/inference/engines.js';
 import { InferenceService } from './domain/inference/inference-service.js';
@@ -16,24 +17,30 @@ export interface Services {
   engines: Engines;
   inference: InferenceService;
   accounts: AccountsService;
+  billing: BillingService;
 }
 
 export async function createServices(config: AppConfig, logger: Logger): Promise<Services> {
   const orm = await openDatabase(config.databaseUrl);
   const catalog = new Catalog(config.models);
   const engines = new Engines(config.models, logger.child({ component: 'engine' }));
+  const billing = new BillingService({ orm, tiers: config.tiers, settings: config.billing, logger: logger.child({ component: 'billing' }) });
+  // Releases what servers that died left held, before this one takes any call.
+  await billing.start();
   return {
     config,
     logger,
     orm,
     catalog,
     engines,
-    inference: new InferenceService(catalog, engines),
+    inference: new InferenceService(catalog, engines, billing),
     accounts: new AccountsService(orm),
+    billing,
   };
 }
 
 export async function closeServices(services: Services): Promise<void> {
+  await services.billing.stop();
   await services.engines.close();
   await closeDatabase(services.orm);
 }

@@ -4,7 +4,9 @@
 import type { Constructor } from '@mikro-orm/core';
 import type { Migration } from '@mikro-orm/migrations';
 import { Migration0001AccountsAndKeys } from './0001-accounts-and-keys.js';
+import { Migration0002Billing } from './0002-billing.js';
 
 export const MIGRATIONS: { name: string; class: Constructor<Migration> }[] = [
   { name: '0001-accounts-and-keys', class: Migration0001AccountsAndKeys },
+  { name: '0002-billing', class: Migration0002Billing },
 ];

@@ -18,6 +18,8 @@ const ROLES: readonly Role[] = ['system', 'user', 'assistant'];
 
 export interface Caller {
   accountId: string;
+  /** The API key of the call, for usage events; null for callers without one (tests, tools). */
+  keyId?: string | null;
   requestId: string;
 }
 

@@ -39,8 +39,8 @@ builder.mutationField('moderate', (t) =>
     type: ModerationResultRef,
     args: { input: t.arg({ type: ModerationInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
-      const { account } = await ctx.principal();
-      return ctx.services.inference.moderate({ accountId: account.id, requestId: ctx.requestId }, input, ctx.signal);
+      const { account, keyId } = await ctx.principal();
+      return ctx.services.inference.moderate({ accountId: account.id, keyId, requestId: ctx.requestId }, input, ctx.signal);
     },
   }),
 );

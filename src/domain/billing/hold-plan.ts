@@ -1,0 +1,129 @@
+// The arithmetic of admission and settlement, free of I/O so each rule is tested on its own:
+// how much of a call's worst case the allocation and the wallet hold, whether it fits, why not,
+// and how the real usage is split between them afterwards.
+import type { ModelConfig } from '../../config.js';
+import { affordableCompletionTokens, costNanos, formatDecimal, parseDecimal, WALLET_CURRENCY, type Prices } from './money.js';
+
+export type RefusalCode = 'monthly_allocation_exhausted' | 'insufficient_balance' | 'spending_limit_reached';
+
+export interface HoldInput {
+  promptTokens: number;
+  /** The client's max_tokens, or null. */
+  requestedOutputTokens: number | null;
+  /** The most output this call may produce (model and context window); 0 for non-chat calls. */
+  maxOutputTokens: number;
+  /** Chat calls need room for at least one output token. */
+  chat: boolean;
+  prices: Prices;
+  tier: string;
+  /** The tier's allocation this period, and what of it is neither used nor held. */
+  monthlyTokens: number;
+  allocationLeft: number;
+  /** Whether the tier pays beyond its allocation from the wallet. */
+  overage: boolean;
+  /** Wallet balance minus what is held. */
+  walletAvailable: bigint;
+  /** A `block` spending limit: the limit, this period's spend, and the wallet money held. */
+  spendingLimit: { limit: bigint; spent: bigint; held: bigint } | null;
+  /** When the allocation resets (for messages). */
+  resetsAt: Date;
+}
+
+export type HoldPlan =
+  | { ok: true; allocationTokens: number; walletNanos: bigint; outputTokens: number }
+  | { ok: false; code: RefusalCode; message: string };
+
+/** What a hold reserves for a call of `promptTokens` + `outputTokens`: allocation first, the rest in money. */
+export function holdFor(promptTokens: number, outputTokens: number, allocationLeft: number, prices: Prices): { allocationTokens: number; walletNanos: bigint } {
+  const allocationTokens = Math.min(allocationLeft, promptTokens + outputTokens);
+  const { walletNanos } = split(promptTokens, outputTokens, allocationTokens, prices);
+  return { allocationTokens, walletNanos };
+}
+
+/**
+ * Splits usage between the allocation (at most `allocationTokens`: prompt tokens first, then
+ * completion tokens) and the wallet (the remaining tokens at their own prices, rounded up once).
+ */
+export function split(promptTokens: number, completionTokens: number, allocationTokens: number, prices: Prices): { allocationUsed: number; walletNanos: bigint } {
+  const allocationUsed = Math.min(allocationTokens, promptTokens + completionTokens);
+  const promptFromAllocation = Math.min(allocationUsed, promptTokens);
+  const completionFromAllocation = allocationUsed - promptFromAllocation;
+  return { allocationUsed, walletNanos: costNanos(promptTokens - promptFromAllocation, completionTokens - completionFromAllocation, prices) };
+}
+
+/** Output tokens a budget pays for after this prompt, allocation first; -1 if not even the prompt. */
+function affordableOutput(promptTokens: number, allocationLeft: number, budget: bigint, prices: Prices): number {
+  const promptFromAllocation = Math.min(promptTokens, allocationLeft);
+  const allocationForOutput = allocationLeft - promptFromAllocation;
+  const fromWallet = affordableCompletionTokens(promptTokens - promptFromAllocation, budget, prices);
+  if (fromWallet === -1) return -1;
+  if (fromWallet === null) return Number.POSITIVE_INFINITY;
+  return allocationForOutput + fromWallet;
+}
+
+const usd = (nanos: bigint) => `${formatDecimal(nanos)} ${WALLET_CURRENCY}`;
+const n = (x: number) => x.toLocaleString('en-US');
+
+/** Decides admission: the hold to place, or the 402 and a message saying what the account can afford. */
+export function planHold(input: HoldInput): HoldPlan {
+  const { promptTokens: p, requestedOutputTokens: requested, prices } = input;
+  const allocationLeft = Math.max(0, input.allocationLeft);
+  const walletBudget = input.overage ? (input.walletAvailable > 0n ? input.walletAvailable : 0n) : 0n;
+  const limit = input.spendingLimit;
+  const limitRoom = limit ? limit.limit - limit.spent - limit.held : null;
+  const budget = limitRoom === null ? walletBudget : limitRoom < walletBudget ? (limitRoom > 0n ? limitRoom : 0n) : walletBudget;
+
+  const outputFor = (affordable: number): number | null => {
+    if (requested !== null) return affordable >= requested ? requested : null;
+    if (!input.chat) return affordable >= 0 ? 0 : null;
+    const output = Math.min(input.maxOutputTokens, affordable);
+    return output >= 1 ? output : null;
+  };
+
+  const affordable = affordableOutput(p, allocationLeft, budget, prices);
+  const output = outputFor(affordable);
+  if (output !== null) return { ok: true, outputTokens: output, ...holdFor(p, output, allocationLeft, prices) };
+
+  // Refused: say why, and what the account can afford.
+  const minimum = requested ?? (input.chat ? 1 : 0);
+  const needs = `${requested === null && input.chat ? 'at least' : 'up to'} ${n(p + minimum)} tokens (${n(p)} prompt + ${n(minimum)} output)`;
+  const canAfford =
+    affordable < 0
+      ? 'It cannot pay for the prompt alone.'
+      : input.chat
+        ? `It can pay for this prompt with up to ${n(Math.min(affordable, input.maxOutputTokens))} output tokens: lower max_tokens${input.overage ? ' or top up the wallet' : ''}.`
+        : '';
+  if (!input.overage) {
+    return {
+      ok: false,
+      code: 'monthly_allocation_exhausted',
+      message:
+        `The monthly token allocation of the ${input.tier} tier cannot cover this request: it needs ${needs}, and ${n(allocationLeft)} of ${n(input.monthlyTokens)} tokens are left until ${input.resetsAt.toISOString().slice(0, 10)}. ` +
+        `The ${input.tier} tier has no overage, whatever the wallet holds. ${canAfford}`.trim(),
+    };
+  }
+  const cost = holdFor(p, minimum, allocationLeft, prices).walletNanos;
+  if (limit && limitRoom !== null && outputFor(affordableOutput(p, allocationLeft, walletBudget, prices)) !== null) {
+    return {
+      ok: false,
+      code: 'spending_limit_reached',
+      message:
+        `This request would pass the monthly spending limit of ${usd(limit.limit)}: ${usd(limit.spent)} is spent and ${usd(limit.held)} held this month, and the request needs ${usd(cost)} from the wallet ` +
+        `(${needs}, after ${n(allocationLeft)} allocation tokens). ${canAfford.replace('or top up the wallet', 'or raise the limit')}`.trim(),
+    };
+  }
+  return {
+    ok: false,
+    code: 'insufficient_balance',
+    message:
+      `The wallet cannot pay for this request: it needs ${usd(cost)} (${needs}, after ${n(allocationLeft)} allocation tokens), and ${usd(walletBudget)} is available. ${canAfford}`.trim(),
+  };
+}
+
+/** A model's prices in nanos per million tokens; embeddings, rerank and moderation price every token as input. */
+export function pricesOf(model: ModelConfig): Prices {
+  if (model.category === 'chat') {
+    return { inputPerMillion: parseDecimal(model.pricing.input_price_per_million), outputPerMillion: parseDecimal(model.pricing.output_price_per_million) };
+  }
+  return { inputPerMillion: parseDecimal(model.pricing.price_per_million_tokens ?? 0), outputPerMillion: 0n };
+}

@@ -1,0 +1,33 @@
+// The billing period: the calendar month in UTC, written 'YYYY-MM'. Allocations reset at its start.
+
+/** 'YYYY-MM' of the instant, in UTC. */
+export function periodOf(at: Date): string {
+  return at.toISOString().slice(0, 7);
+}
+
+/** 'YYYY-MM-DD' of the instant, in UTC. */
+export function dayOf(at: Date): string {
+  return at.toISOString().slice(0, 10);
+}
+
+/** The first instant of the period and the first instant of the next one. */
+export function periodBounds(period: string): { start: Date; next: Date } {
+  const [year, month] = period.split('-').map(Number) as [number, number];
+  return { start: new Date(Date.UTC(year, month - 1, 1)), next: new Date(Date.UTC(year, month, 1)) };
+}
+
+/** First and last day ('YYYY-MM-DD') of the period. */
+export function periodDays(period: string): { first: string; last: string } {
+  const { start, next } = periodBounds(period);
+  return { first: dayOf(start), last: dayOf(new Date(next.getTime() - 86_400_000)) };
+}
+
+const DAY = /^(\d{4})-(\d{2})-(\d{2})$/;
+
+/** True for a real calendar date written 'YYYY-MM-DD'. */
+export function isDay(text: string): boolean {
+  const m = DAY.exec(text);
+  if (!m) return false;
+  const d = new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3])));
+  return dayOf(d) === text;
+}

@@ -1,0 +1,48 @@
+// The notifications outbox: alerts (low balance, 80% of the monthly allocation, spending limit,
+// unpaid subscription fee) are written here in the same database transaction as the change that
+// caused them, once per occasion (a unique dedupe key). Sending them (e-mail) is a later issue:
+// a sender reads the rows with sent_at null and marks them sent.
+import { newId } from '../keys/key-format.js';
+import { date, exec, rows, type Db } from '../billing/sql.js';
+
+export type NotificationKind = 'low_balance' | 'allocation_80' | 'spending_limit' | 'subscription_unpaid';
+
+export interface NotificationView {
+  id: string;
+  accountId: string;
+  kind: NotificationKind;
+  payload: Record<string, unknown>;
+  createdAt: Date;
+  sentAt: Date | null;
+}
+
+/**
+ * Queues one notification inside the caller's transaction. `dedupeKey` names the occasion
+ * (e.g. `allocation_80:acct_…:2026-11`): a second write for it is silently dropped.
+ */
+export async function enqueueNotification(
+  db: Db,
+  n: { accountId: string; kind: NotificationKind; dedupeKey: string; payload: Record<string, unknown>; now: Date },
+): Promise<void> {
+  await exec(db, 
+    'insert into notifications (id, account_id, kind, dedupe_key, payload, created_at) values (?, ?, ?, ?, ?, ?) on conflict (dedupe_key) do nothing',
+    [newId('ntf'), n.accountId, n.kind, n.dedupeKey, JSON.stringify(n.payload), n.now],
+  );
+}
+
+/** An account's notifications, oldest first (for the dashboard, the sender and tests). */
+export async function listNotifications(db: Db, accountId: string): Promise<NotificationView[]> {
+  const found = await rows<{ id: string; account_id: string; kind: NotificationKind; payload: string; created_at: unknown; sent_at: unknown }>(
+    db,
+    'select id, account_id, kind, payload, created_at, sent_at from notifications where account_id = ? order by seq',
+    [accountId],
+  );
+  return found.map((r) => ({
+    id: r.id,
+    accountId: r.account_id,
+    kind: r.kind,
+    payload: JSON.parse(r.payload) as Record<string, unknown>,
+    createdAt: date(r.created_at),
+    sentAt: r.sent_at == null ? null : date(r.sent_at),
+  }));
+}
