@@ -16,6 +16,12 @@ export const ERROR_CODES = {
   empty_query: { status: 400, type: 'invalid_request_error' },
   too_many_stop_sequences: { status: 400, type: 'invalid_request_error' },
   context_length_exceeded: { status: 400, type: 'invalid_request_error' },
+  // Top-ups (payments): the amount rules, a card needed for automatic top-ups, webhook signatures.
+  invalid_amount: { status: 400, type: 'invalid_request_error' },
+  amount_too_small: { status: 400, type: 'invalid_request_error' },
+  amount_requires_sales: { status: 400, type: 'invalid_request_error' },
+  payment_method_required: { status: 400, type: 'invalid_request_error' },
+  invalid_signature: { status: 400, type: 'invalid_request_error' },
   // 401 / 403
   invalid_api_key: { status: 401, type: 'authentication_error' },
   admin_required: { status: 403, type: 'permission_error' },
@@ -24,6 +30,10 @@ export const ERROR_CODES = {
   not_found: { status: 404, type: 'invalid_request_error' },
   // 413
   request_too_large: { status: 413, type: 'invalid_request_error' },
+  // 409 / 422: a checkout no longer open; an Idempotency-Key reused with another body (422, not
+  // 409, which the OpenAI SDKs retry).
+  checkout_not_open: { status: 409, type: 'invalid_request_error' },
+  idempotency_key_reused: { status: 422, type: 'invalid_request_error' },
   // 402 / 429
   monthly_allocation_exhausted: { status: 402, type: 'insufficient_quota' },
   insufficient_balance: { status: 402, type: 'insufficient_quota' },
@@ -32,6 +42,7 @@ export const ERROR_CODES = {
   // 5xx
   upstream_error: { status: 502, type: 'server_error' },
   upstream_timeout: { status: 504, type: 'server_error' },
+  payment_processor_error: { status: 502, type: 'server_error' },
   model_unavailable: { status: 503, type: 'server_error' },
   model_overloaded: { status: 503, type: 'server_error' },
   shutting_down: { status: 503, type: 'server_error' },
