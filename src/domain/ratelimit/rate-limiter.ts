@@ -1,0 +1,160 @@
+// The rate limiter of accounts: admits a call against its account's RPM and TPM in a store
+// (memory or Redis), refuses with 429 and Retry-After, counts hits for the "frequent rate-limit
+// hits" alert, and decides what happens when the store cannot be reached: fail open (serve
+// unlimited, warn in the log, count it) or, with `failClosed`, refuse with 503.
+import { DomainError } from '../errors.js';
+import type { NotificationSink } from './notification-sink.js';
+import { type AdmissionRef, type Dimension, HITS_WINDOW_SECONDS, type LimiterState, type RateLimits, type RateLimitStore } from './types.js';
+
+/** The subset of a pino logger the limiter uses. */
+export interface WarnLogger {
+  warn(obj: object, msg: string): void;
+}
+
+export interface RateLimiterOptions {
+  /** Refuse calls (503) while the store is unreachable, instead of serving them unlimited. */
+  failClosed?: boolean;
+  /** The alert fires when an account gets more than this many 429s in 10 minutes. */
+  alertThreshold?: number;
+  notifications?: NotificationSink;
+  logger?: WarnLogger;
+}
+
+/** A call the limiter admitted. */
+export interface Admission {
+  /** The state after counting the call; null when the store could not be asked (fail-open). */
+  readonly state: LimiterState | null;
+  /** The tokens counted for the call now. */
+  readonly counted: number;
+  /** Counts `tokens` for the call instead (its real usage, or a lower estimate); returns the new state. */
+  recount(tokens: number): Promise<LimiterState | null>;
+  /**
+   * The call did not run (refused after admission, e.g. by billing): its tokens are given back. The
+   * request itself stays counted: the server did handle it, and a client hammering with calls
+   * that billing refuses must still meet the RPM limit.
+   */
+  refund(): Promise<LimiterState | null>;
+}
+
+export const ALERT_KIND = 'rate_limit_hits';
+
+const NAMES: Record<Dimension, string> = { rpm: 'requests per minute (RPM)', tpm: 'tokens per minute (TPM)' };
+
+/** How long between two "store unreachable" warnings in the log. */
+const WARN_EVERY_MS = 10_000;
+
+export class RateLimiter {
+  /** Counters since start (for metrics and tests). */
+  readonly stats = { admitted: 0, refused: 0, failOpen: 0, storeErrors: 0, alerts: 0 };
+  private readonly failClosed: boolean;
+  private readonly alertThreshold: number;
+  private lastWarnMs = -Infinity;
+  private unwarned = 0;
+
+  constructor(
+    readonly store: RateLimitStore,
+    private readonly opts: RateLimiterOptions = {},
+  ) {
+    this.failClosed = opts.failClosed ?? false;
+    this.alertThreshold = opts.alertThreshold ?? 100;
+  }
+
+  /**
+   * Counts one request and `tokens` for the account, or throws `rate_limit_exceeded` (429). `onState`
+   * sees the state the client is told about: after the admission, or the one that refused it.
+   */
+  async admit(accountId: string, limits: RateLimits, tokens: number, onState?: (state: LimiterState) => void): Promise<Admission> {
+    let result;
+    try {
+      result = await this.store.admit(accountId, limits, tokens, this.alertThreshold);
+    } catch (err) {
+      return this.storeUnavailable(err);
+    }
+    onState?.(result.state);
+    if (result.admitted) {
+      this.stats.admitted++;
+      return this.admission(result.ref, limits, tokens, result.state, onState);
+    }
+    this.stats.refused++;
+    if (result.alert) this.raiseAlert(accountId, result.recentHits);
+    throw refusal(result.exceeded, result.retryAfter, limits, tokens, result.state);
+  }
+
+  /** 429s of the account in the last 10 minutes. */
+  recentHits(accountId: string): Promise<number> {
+    return this.store.recentHits(accountId);
+  }
+
+  close(): Promise<void> {
+    return this.store.close();
+  }
+
+  private admission(ref: AdmissionRef, limits: RateLimits, tokens: number, state: LimiterState, onState?: (state: LimiterState) => void): Admission {
+    const limiter = this;
+    let counted = tokens;
+    return {
+      state,
+      get counted() {
+        return counted;
+      },
+      async recount(real) {
+        const delta = real - counted;
+        if (delta === 0) return null;
+        counted = real;
+        try {
+          const after = await limiter.store.correct(ref, limits, delta);
+          onState?.(after);
+          return after;
+        } catch (err) {
+          // The call itself went through; only its count stays at the estimate (or misses a rise).
+          limiter.stats.storeErrors++;
+          limiter.warn(err, 'rate limiter: could not correct a token count; the estimate stays counted');
+          return null;
+        }
+      },
+      refund() {
+        return this.recount(0);
+      },
+    };
+  }
+
+  private storeUnavailable(err: unknown): Admission {
+    this.stats.storeErrors++;
+    if (this.failClosed) {
+      this.warn(err, 'rate limiter: store unreachable; refusing calls (rate_limits.fail_closed)');
+      // TODO(phase 2): a dedicated error code once errors.ts can be edited.
+      throw new DomainError('model_overloaded', 'Rate limiting is unavailable right now, so calls are refused; retry shortly.', { retryAfter: 1, cause: err });
+    }
+    this.stats.failOpen++;
+    this.warn(err, 'rate limiter: store unreachable; serving calls without rate limits (fail-open)');
+    return { state: null, counted: 0, recount: async () => null, refund: async () => null };
+  }
+
+  private raiseAlert(accountId: string, recentHits: number) {
+    this.stats.alerts++;
+    const payload = { recent_hits: recentHits, window_seconds: HITS_WINDOW_SECONDS, threshold: this.alertThreshold };
+    // Not awaited: the 429 answers now, whatever the outbox does.
+    this.opts.notifications?.notify(accountId, ALERT_KIND, payload).catch((err) => this.opts.logger?.warn({ err, accountId }, 'rate limiter: could not queue the rate-limit alert'));
+  }
+
+  private warn(err: unknown, msg: string) {
+    this.unwarned++;
+    const now = Date.now();
+    if (now - this.lastWarnMs < WARN_EVERY_MS) return;
+    this.opts.logger?.warn({ err, occurrences: this.unwarned, failOpenTotal: this.stats.failOpen }, msg);
+    this.lastWarnMs = now;
+    this.unwarned = 0;
+  }
+}
+
+function refusal(exceeded: Dimension[], retryAfter: number | null, limits: RateLimits, tokens: number, state: LimiterState): DomainError {
+  if (retryAfter === null) {
+    return new DomainError(
+      'rate_limit_exceeded',
+      `This request counts ${tokens} tokens (prompt + maximum output), more than this account's ${NAMES.tpm} limit of ${limits.tpm}, so it can never be admitted: lower max_tokens or shorten the input.`,
+    );
+  }
+  const which = exceeded.map((d) => `${NAMES[d]} limit of ${limits[d]}`).join(' and ');
+  const detail = exceeded.includes('tpm') ? ` ${limits.tpm - state.tpm.remaining} tokens counted in the last minute; this request counts ${tokens} (prompt + maximum output).` : '';
+  return new DomainError('rate_limit_exceeded', `Rate limit reached: this account's ${which}.${detail} Retry after ${retryAfter} s.`, { retryAfter });
+}

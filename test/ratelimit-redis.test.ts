@@ -1,0 +1,78 @@
+// The Redis rate-limit store (TEST_REDIS_URL; skipped when unset): the shared behaviour
+// (test/support/ratelimit-store-suite.ts), atomicity under concurrent admissions from several
+// connections, and keys that expire on their own. Each run uses its own key prefix and deletes
+// its keys afterwards.
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { afterAll, describe, expect, it } from 'vitest';
+import { RedisRateLimitStore } from '../src/domain/ratelimit/redis-store.js';
+import { describeRateLimitStore } from './support/ratelimit-store-suite.js';
+
+const url = process.env.TEST_REDIS_URL;
+const prefix = `tollgate-test:${randomBytes(6).toString('hex')}:`;
+
+async function store(opts: { now?: () => number } = {}) {
+  const s = new RedisRateLimitStore(url!, { prefix, now: opts.now });
+  if (!(await s.connect())) throw new Error(`cannot connect to TEST_REDIS_URL ${url}`);
+  return s;
+}
+
+describe.skipIf(!url)('Redis rate-limit store', () => {
+  afterAll(async () => {
+    const admin = new Redis(url!);
+    const keys = await admin.keys(`${prefix}*`);
+    if (keys.length) await admin.del(...keys);
+    await admin.quit();
+  });
+
+  describeRateLimitStore('Redis', (clock) => store({ now: clock.now }));
+
+  it('admits exactly the limit when 200 admissions race from four connections', async () => {
+    const stores = await Promise.all([store(), store(), store(), store()]);
+    const limits = { rpm: 50, tpm: 1_000_000 };
+    const results = await Promise.all(Array.from({ length: 200 }, (_, i) => stores[i % 4]!.admit('acct_race', limits, 7, 1_000_000)));
+    expect(results.filter((r) => r.admitted)).toHaveLength(50);
+    const refused = results.filter((r) => !r.admitted);
+    expect(refused).toHaveLength(150);
+    for (const r of refused) expect(r.state.rpm.remaining).toBe(0);
+    // The tokens of exactly the 50 admitted calls were counted.
+    const last = await stores[0]!.admit('acct_race', limits, 7, 1_000_000);
+    expect(last.state.tpm.remaining).toBe(1_000_000 - 50 * 7);
+    await Promise.all(stores.map((s) => s.close()));
+  });
+
+  it('admits exactly the TPM limit when large estimates race', async () => {
+    const [a, b] = await Promise.all([store(), store()]);
+    const limits = { rpm: 10_000, tpm: 100_000 };
+    const results = await Promise.all(Array.from({ length: 100 }, (_, i) => (i % 2 ? a! : b!).admit('acct_race_tpm', limits, 3_000, 1_000_000)));
+    // 33 × 3000 = 99 000 fit; the 34th would make 102 000.
+    expect(results.filter((r) => r.admitted)).toHaveLength(33);
+    await Promise.all([a!.close(), b!.close()]);
+  });
+
+  it('gives every key it writes a time to live of about a minute, and the alert marker about an hour', async () => {
+    const s = await store();
+    const limits = { rpm: 1, tpm: 1_000 };
+    await s.admit('acct_ttl', limits, 1, 0);
+    await s.admit('acct_ttl', limits, 1, 0);
+    const admin = new Redis(url!);
+    const keys = (await admin.keys(`${prefix}rl:{acct_ttl}*`)).sort();
+    expect(keys).toEqual([`${prefix}rl:{acct_ttl}:a`, `${prefix}rl:{acct_ttl}:h`, `${prefix}rl:{acct_ttl}:w`]);
+    const [alert, hits, window] = await Promise.all(keys.map((k) => admin.pttl(k)));
+    expect(window).toBeGreaterThan(0);
+    expect(window).toBeLessThanOrEqual(62_000);
+    expect(hits).toBeGreaterThan(0);
+    expect(hits).toBeLessThanOrEqual(720_000);
+    expect(alert).toBeGreaterThan(0);
+    expect(alert).toBeLessThanOrEqual(3_600_000);
+    await admin.quit();
+    await s.close();
+  });
+
+  it('fails its calls at once, without queueing, while Redis cannot be reached', async () => {
+    const s = new RedisRateLimitStore('redis://127.0.0.1:1', { prefix });
+    expect(await s.connect()).toBe(false);
+    await expect(s.admit('acct_down', { rpm: 1, tpm: 1 }, 1, 1)).rejects.toThrow();
+    await s.close();
+  });
+});
