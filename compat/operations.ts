@@ -10,6 +10,9 @@ import {
   ListModelsDocument,
   ModerateDocument,
   RerankDocument,
+  UsageDocument,
+  WalletBalanceDocument,
+  WalletTransactionsDocument,
 } from '../src/generated/graphql.js';
 import type { GraphQLContext } from '../src/graphql/context.js';
 import { schema } from '../src/graphql/schema.js';
@@ -22,6 +25,9 @@ export const documents = {
   createEmbeddings: CreateEmbeddingsDocument,
   rerank: RerankDocument,
   moderate: ModerateDocument,
+  walletBalance: WalletBalanceDocument,
+  walletTransactions: WalletTransactionsDocument,
+  usage: UsageDocument,
 };
 
 for (const [name, doc] of Object.entries(documents)) {

@@ -9,6 +9,8 @@ import { getModel, listModels } from './models.js';
 import { moderate } from './moderate.js';
 import { rerank } from './rerank.js';
 import { contextFor } from './context.js';
+import { usage } from './usage.js';
+import { topUpNotAvailable, walletBalance, walletTransactions } from './wallet.js';
 import type { GraphQLContext } from '../src/graphql/context.js';
 
 type Handler = (req: Request, res: Response, ctx: GraphQLContext) => Promise<void>;
@@ -52,14 +54,10 @@ export function createCompatRouter(services: Services, opts: { onUnexpected: (re
   router.post('/rerank', route(rerank(services)));
   router.post('/moderate', route(moderate(services)));
   router.post('/moderations', route(moderate(services)));
-  // The wallet (billing issue) answers 401 without a valid key already.
-  router.all('/wallet/*rest', route(walletPlaceholder(services)));
+  router.get('/wallet/balance', route(walletBalance(services)));
+  router.get('/wallet/transactions', route(walletTransactions(services)));
+  router.post('/wallet/top-up', route(topUpNotAvailable(services)));
+  router.get('/usage', route(usage(services)));
 
   return router;
-}
-
-function walletPlaceholder(_services: Services): Handler {
-  return async () => {
-    throw new DomainError('not_found', 'The wallet is not available on this server yet.');
-  };
 }

@@ -8,6 +8,10 @@ export const builder = new SchemaBuilder<{
   DefaultFieldNullability: false;
   Scalars: {
     DateTime: { Input: Date; Output: Date };
+    /** Money: nanos in code, an exact decimal string on the wire (types/money.ts). */
+    Decimal: { Input: bigint; Output: bigint };
+    /** Counters that can pass 2^31 (monthly token sums). */
+    SafeInt: { Input: number; Output: number };
   };
 }>({
   plugins: [DataloaderPlugin],

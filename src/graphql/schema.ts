@@ -7,5 +7,10 @@ import './types/chat.js';
 import './types/embeddings.js';
 import './types/rerank.js';
 import './types/moderation.js';
+import './types/money.js';
+import './types/wallet.js';
+import './types/usage.js';
+import './types/settings.js';
+import './types/tier.js';
 
 export const schema = lexicographicSortSchema(builder.toSchema());
