@@ -5,6 +5,10 @@ import { Command, CommanderError, Option } from 'commander';
 import type { MikroORM } from '@mikro-orm/core';
 import { closeDatabase, openDatabase } from './db/orm.js';
 import { AccountsService, TIERS, type AccountView, type ApiKeyView } from './domain/accounts/accounts-service.js';
+import { BillingService } from './domain/billing/billing-service.js';
+import { registerLedgerCommands, registerWalletCommands } from './cli-billing.js';
+import { ConfigError, loadConfig, TIER_DEFAULTS, type AppConfig } from './config.js';
+import { createLogger } from './logger.js';
 import { DomainError } from './domain/errors.js';
 
 const DEFAULT_DATABASE_URL = 'sqlite:./data/tollgate.db';
@@ -12,6 +16,8 @@ const DEFAULT_DATABASE_URL = 'sqlite:./data/tollgate.db';
 export interface CliServices {
   orm: MikroORM;
   accounts: AccountsService;
+  /** Not started: the CLI registers no server instance and runs no sweeper. */
+  billing: BillingService;
 }
 
 export interface CliIO {
@@ -62,8 +68,10 @@ const registerAccountCommands: CommandGroup = (program, ctx) => {
     .addOption(tierOption())
     .option('--json', 'print JSON')
     .action(async (opts: { account: string; tier: string; json?: boolean }) => {
-      const { accounts: service } = await ctx.services();
-      const account = await service.setTier(opts.account, opts.tier);
+      const { accounts: service, billing } = await ctx.services();
+      // Through billing: a tier with a monthly fee charges it when taken.
+      await billing.setTier(opts.account, opts.tier);
+      const account = await service.getAccount(opts.account);
       if (opts.json) ctx.printJson({ account: accountJson(account) });
       else ctx.print(`Account ${account.id} is now on tier ${account.tier}.`);
     });
@@ -120,7 +128,7 @@ const registerKeyCommands: CommandGroup = (program, ctx) => {
 };
 
 /** Every command group, in help order. Later issues append theirs (wallet, models, …). */
-export const COMMAND_GROUPS: CommandGroup[] = [registerAccountCommands, registerKeyCommands];
+export const COMMAND_GROUPS: CommandGroup[] = [registerAccountCommands, registerKeyCommands, registerWalletCommands, registerLedgerCommands];
 
 export function buildProgram(ctx: CliContext, io: Pick<CliIO, 'stdout' | 'stderr'>): Command {
   const program = new Command('tollgate')
@@ -139,8 +147,10 @@ export async function runCli(argv: readonly string[] = process.argv, io: CliIO =
   const ctx: CliContext = {
     services() {
       opened ??= (async () => {
+        const billingConfig = readBillingConfig(io.env);
         const orm = await openDatabase(io.env.DATABASE_URL || DEFAULT_DATABASE_URL);
-        return { orm, accounts: new AccountsService(orm) };
+        const billing = new BillingService({ orm, tiers: billingConfig.tiers, settings: billingConfig.billing, logger: createLogger('silent') });
+        return { orm, accounts: new AccountsService(orm), billing };
       })();
       return opened;
     },
@@ -161,6 +171,21 @@ export async function runCli(argv: readonly string[] = process.argv, io: CliIO =
     if (opened) {
       await opened.then(({ orm }) => closeDatabase(orm)).catch(() => {});
     }
+  }
+}
+
+/**
+ * The tiers (monthly fees) and billing settings of the server's config file (env CONFIG, default
+ * config/default.yaml); the defaults when no CONFIG is given and the default file is absent.
+ */
+function readBillingConfig(env: NodeJS.ProcessEnv): Pick<AppConfig, 'tiers' | 'billing'> {
+  try {
+    return loadConfig(env);
+  } catch (e) {
+    if (e instanceof ConfigError && !env.CONFIG && /cannot read config file/.test(e.message)) {
+      return { tiers: TIER_DEFAULTS, billing: { hold_expiry_seconds: 900, sweep_interval_seconds: 30, instance_timeout_seconds: 90 } };
+    }
+    throw e;
   }
 }
 

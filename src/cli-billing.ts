@@ -1,0 +1,83 @@
+// The operator CLI's billing commands: `tollgate wallet credit|balance`, `tollgate ledger verify`.
+// They run the same BillingService as the server and GraphQL (creditWallet), on DATABASE_URL.
+import { Option } from 'commander';
+import type { CliContext, CommandGroup } from './cli.js';
+import { MoneyFormatError, parseDecimal, WALLET_CURRENCY, formatDecimal } from './domain/billing/money.js';
+import type { CreditType } from './domain/billing/billing-service.js';
+import { DomainError } from './domain/errors.js';
+import type { TransactionView } from './domain/ledger/ledger.js';
+import { exactNanos, stringifyExact } from './exact-json.js';
+
+export function transactionJson(t: TransactionView) {
+  return {
+    id: t.id,
+    account_id: t.accountId,
+    type: t.type,
+    amount: exactNanos(t.amount),
+    balance_after: exactNanos(t.balanceAfter),
+    created_at: t.createdAt.toISOString(),
+    description: t.description,
+    reference: t.reference,
+  };
+}
+
+function parseAmount(text: string): bigint {
+  try {
+    return parseDecimal(text);
+  } catch (e) {
+    throw new DomainError('invalid_value', `--amount must be a positive decimal amount of ${WALLET_CURRENCY} such as 12.5: ${e instanceof MoneyFormatError ? e.message : text}.`);
+  }
+}
+
+const printExact = (ctx: CliContext, value: unknown) => ctx.print(stringifyExact(value));
+
+export const registerWalletCommands: CommandGroup = (program, ctx) => {
+  const wallet = program.command('wallet').description("Credit an account's wallet and read its balance");
+
+  wallet
+    .command('credit')
+    .description('Add bonus or refund credits to a wallet; prints the transaction')
+    .requiredOption('--account <id>', 'account id (acct_…)')
+    .requiredOption('--amount <amount>', `amount in ${WALLET_CURRENCY}, e.g. 12.5 (at most 9 decimal places)`)
+    .addOption(new Option('--type <type>', 'transaction type').choices(['bonus', 'refund']).makeOptionMandatory())
+    .requiredOption('--description <text>', 'what the credit is for, shown to the account')
+    .option('--idempotency-key <key>', 'a repeated command with the same key credits once and prints the first transaction')
+    .option('--json', 'print JSON')
+    .action(async (opts: { account: string; amount: string; type: CreditType; description: string; idempotencyKey?: string; json?: boolean }) => {
+      const amount = parseAmount(opts.amount);
+      const { billing } = await ctx.services();
+      const t = await billing.creditWallet({ accountId: opts.account, amount, type: opts.type, description: opts.description, idempotencyKey: opts.idempotencyKey ?? null });
+      if (opts.json) printExact(ctx, transactionJson(t));
+      else ctx.print(`Credited ${formatDecimal(t.amount)} ${WALLET_CURRENCY} (${t.type}) to ${t.accountId}: balance ${formatDecimal(t.balanceAfter)} ${WALLET_CURRENCY}. Transaction ${t.id}.`);
+    });
+
+  wallet
+    .command('balance')
+    .description("Print an account's balance and what calls in flight hold")
+    .requiredOption('--account <id>', 'account id (acct_…)')
+    .option('--json', 'print JSON')
+    .action(async (opts: { account: string; json?: boolean }) => {
+      const { billing, accounts } = await ctx.services();
+      await accounts.getAccount(opts.account); // not_found for an unknown id
+      const w = await billing.getWallet(opts.account);
+      if (opts.json) printExact(ctx, { account_id: w.accountId, balance: exactNanos(w.balance), held: exactNanos(w.held), currency: w.currency });
+      else ctx.print(`${w.accountId}: balance ${formatDecimal(w.balance)} ${w.currency} (${formatDecimal(w.held)} held by calls in flight).`);
+    });
+};
+
+export const registerLedgerCommands: CommandGroup = (program, ctx) => {
+  const ledger = program.command('ledger').description('Check the wallet ledger');
+
+  ledger
+    .command('verify')
+    .description('Check the ledger invariants; exits 1 and lists the problems when one fails')
+    .option('--json', 'print JSON')
+    .action(async (opts: { json?: boolean }) => {
+      const { billing } = await ctx.services();
+      const problems = await billing.verifyLedger();
+      if (opts.json) ctx.printJson({ ok: problems.length === 0, problems });
+      else if (problems.length === 0) ctx.print('Ledger verified: every invariant holds.');
+      else ctx.print(problems.map((p) => `- ${p}`).join('\n'));
+      if (problems.length > 0) throw new DomainError('internal_error', `ledger verify found ${problems.length} problem${problems.length === 1 ? '' : 's'}`);
+    });
+};
