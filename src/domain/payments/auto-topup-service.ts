@@ -1,0 +1,247 @@
+// Automatic top-up (the specification's section 2.12): when a charge leaves the balance below the
+// account's threshold, one top-up of its amount is charged to the saved card (Stripe: an
+// off-session PaymentIntent; the sandbox: at once). At most one is in flight per account: a
+// conditional claim of the account's slot, taken in the same transaction that re-reads the
+// balance, so any number of concurrent charges (on any number of servers) start one. Each attempt
+// is its own top-up row whose id keys the processor call, so retrying it never charges twice.
+// Failures notify the customer; three in a row turn automatic top-up off. An optional monthly cap
+// bounds what automatic top-ups may add in a calendar month.
+import type { Logger } from '../../logger.js';
+import { DomainError } from '../errors.js';
+import { newId } from '../keys/key-format.js';
+import { parseDecimal, WALLET_CURRENCY } from '../billing/money.js';
+import { periodBounds, periodOf } from '../billing/period.js';
+import type { SqlContext } from '../billing/sql.js';
+import { formatMoney, parseTopUpAmount, quoteTopUp, toCents, type BonusTable } from './amounts.js';
+import type { NotifierPort, WalletPort } from './ports.js';
+import { ProcessorError, type OffSessionResult, type PaymentProcessor } from './processor.js';
+import type { TopUpSettlement } from './top-up-settlement.js';
+import {
+  claimInFlight,
+  findAutoTopup,
+  findCustomer,
+  findTopUp,
+  insertTopUp,
+  recordPendingPayment,
+  releaseInFlight,
+  saveAutoTopup,
+  sumAutoTopUpsSince,
+  type TopUpRecord,
+} from './top-up-store.js';
+
+export interface AutoTopupView {
+  enabled: boolean;
+  /** Nanos; null until first set. */
+  threshold: bigint | null;
+  amount: bigint | null;
+  consecutiveFailures: number;
+  /** Why it was turned off by tollgate (failures), if it was. */
+  disabledReason: string | null;
+  /** An automatic top-up is being charged now. */
+  inFlight: boolean;
+}
+
+export interface AutoTopupOptions {
+  sql: SqlContext;
+  processor: PaymentProcessor;
+  settlement: TopUpSettlement;
+  wallet: WalletPort;
+  notifier: NotifierPort;
+  bonusTable: BonusTable;
+  /** Most that automatic top-ups may add (amount paid) per calendar month (UTC); null: no cap. */
+  maxMonthly: bigint | null;
+  /** An attempt still undecided after this long is asked again (same key: same charge). */
+  retryAfterSeconds: number;
+  logger: Logger;
+  now?: () => Date;
+}
+
+export type CheckOutcome = 'disabled' | 'in_flight' | 'above_threshold' | 'capped' | 'credited' | 'failed' | 'pending';
+
+export class AutoTopupService {
+  private readonly now: () => Date;
+  /** Per account, the check running in this process; a debit meanwhile asks for one more round. */
+  private readonly running = new Map<string, Promise<void>>();
+  private readonly again = new Set<string>();
+
+  constructor(private readonly o: AutoTopupOptions) {
+    this.now = o.now ?? (() => new Date());
+  }
+
+  async getSettings(accountId: string): Promise<AutoTopupView> {
+    const s = await findAutoTopup(this.o.sql.knex, accountId);
+    if (!s) return { enabled: false, threshold: null, amount: null, consecutiveFailures: 0, disabledReason: null, inFlight: false };
+    return { enabled: s.enabled, threshold: s.threshold, amount: s.amount, consecutiveFailures: s.consecutiveFailures, disabledReason: s.disabledReason, inFlight: s.inFlightId !== null };
+  }
+
+  /**
+   * Turns automatic top-up on or off. Enabling needs a threshold (≥ 0) and an amount within the
+   * top-up rules (what was set before is kept when left out), and, with a processor that charges
+   * a saved card, a card saved by an earlier checkout. Enabling again clears the failure count.
+   */
+  async updateSettings(accountId: string, input: { enabled: unknown; threshold?: unknown; amount?: unknown }): Promise<AutoTopupView> {
+    if (typeof input.enabled !== 'boolean') throw new DomainError('invalid_type', "'enabled' must be true or false.", { param: 'enabled' });
+    const enabled = input.enabled;
+    const { knex } = this.o.sql;
+    const current = await findAutoTopup(knex, accountId);
+    const threshold = input.threshold == null ? (current?.threshold ?? null) : parseThreshold(input.threshold);
+    const amount = input.amount == null ? (current?.amount ?? null) : parseTopUpAmount(input.amount, 'amount');
+    if (enabled && threshold === null) throw new DomainError('missing_required_parameter', "'threshold' is required to turn automatic top-up on.", { param: 'threshold' });
+    if (enabled && amount === null) throw new DomainError('missing_required_parameter', "'amount' is required to turn automatic top-up on.", { param: 'amount' });
+    if (enabled && !this.o.processor.canChargeOffSession(await findCustomer(knex, accountId, this.o.processor.name))) {
+      throw new DomainError(
+        'payment_method_required',
+        'Automatic top-up charges the card saved by a checkout: pay one top-up at the checkout first, then turn it on.',
+        { param: 'enabled' },
+      );
+    }
+    await saveAutoTopup(knex, { accountId, enabled, threshold: threshold ?? 0n, amount: amount ?? 0n, resetFailures: enabled, now: this.now() });
+    return this.getSettings(accountId);
+  }
+
+  /**
+   * Called after a debit committed (a usage charge, a fee): checks, in the background, whether
+   * the balance is now below the account's threshold. Errors are logged, never thrown.
+   */
+  afterDebit(accountId: string): void {
+    if (this.running.has(accountId)) {
+      this.again.add(accountId);
+      return;
+    }
+    const task = (async () => {
+      do {
+        this.again.delete(accountId);
+        try {
+          await this.check(accountId);
+        } catch (err) {
+          this.o.logger.error({ err, account: accountId }, 'automatic top-up check failed');
+        }
+      } while (this.again.has(accountId));
+    })().finally(() => this.running.delete(accountId));
+    this.running.set(accountId, task);
+  }
+
+  /** Resolves when no background check is running (tests, shutdown). */
+  async idle(): Promise<void> {
+    while (this.running.size > 0) await Promise.all([...this.running.values()]);
+  }
+
+  /**
+   * One check: claims the account's slot if the balance is below the threshold (and the month's
+   * cap allows), then charges. Safe to call concurrently from anywhere: one claim wins.
+   */
+  async check(accountId: string): Promise<CheckOutcome> {
+    const quick = await findAutoTopup(this.o.sql.knex, accountId);
+    if (!quick?.enabled) return 'disabled';
+    const claim = await this.claim(accountId);
+    if (typeof claim === 'string') return claim;
+    return this.charge(claim.topUp, claim.customerId);
+  }
+
+  private async claim(accountId: string): Promise<CheckOutcome | { topUp: TopUpRecord; customerId: string | null }> {
+    const { knex, forUpdate } = this.o.sql;
+    const now = this.now();
+    return knex.transaction(async (trx) => {
+      const s = await findAutoTopup(trx, accountId, forUpdate);
+      if (!s?.enabled) return 'disabled' as const;
+      if (s.inFlightId) {
+        const inFlight = await findTopUp(trx, s.inFlightId);
+        if (inFlight?.status === 'open') {
+          // Undecided for a while (a timeout, a lost event): ask again under the same key.
+          if (now.getTime() - inFlight.updatedAt.getTime() < this.o.retryAfterSeconds * 1000) return 'in_flight' as const;
+          await trx.raw('update top_ups set updated_at = ? where id = ?', [now, inFlight.id]);
+          return { topUp: inFlight, customerId: await findCustomer(trx, accountId, inFlight.processor) };
+        }
+        // Its outcome was written but the slot not freed (should not happen): free it and go on.
+        await releaseInFlight(trx, accountId, s.inFlightId, now);
+      }
+      // Read under the slot's lock: a top-up crediting meanwhile has either committed (and the
+      // balance shows it) or still holds the slot.
+      const balance = await this.o.wallet.balanceOf(trx, accountId);
+      if (balance >= s.threshold) return 'above_threshold' as const;
+      if (this.o.maxMonthly !== null) {
+        const period = periodOf(now);
+        const started = await sumAutoTopUpsSince(trx, accountId, periodBounds(period).start);
+        if (started + s.amount > this.o.maxMonthly) {
+          await this.o.notifier.enqueue(trx, {
+            accountId,
+            kind: 'auto_topup_capped',
+            dedupeKey: `auto_topup_capped:${accountId}:${period}`,
+            payload: { period, max_monthly: formatMoney(this.o.maxMonthly), started: formatMoney(started), amount: formatMoney(s.amount), currency: WALLET_CURRENCY },
+            now,
+          });
+          this.o.logger.warn({ account: accountId, period }, 'automatic top-up skipped: the monthly cap is reached');
+          return 'capped' as const;
+        }
+      }
+      const quote = quoteTopUp(s.amount, this.o.bonusTable);
+      const id = newId('atu');
+      await insertTopUp(trx, {
+        id,
+        accountId,
+        source: 'auto',
+        processor: this.o.processor.name,
+        amount: s.amount,
+        bonus: quote.bonus,
+        bonusBasisPoints: quote.bonusBasisPoints,
+        currency: WALLET_CURRENCY,
+        idempotencyKey: null,
+        requestHash: null,
+        expiresAt: null,
+        now,
+      });
+      // SQLite has no row locks (its writer lock serialises us); the conditional claim is the guard.
+      if (!(await claimInFlight(trx, accountId, id, now))) throw new SlotTaken();
+      const topUp = await findTopUp(trx, id);
+      return { topUp: topUp!, customerId: await findCustomer(trx, accountId, this.o.processor.name) };
+    }).catch((e: unknown) => {
+      if (e instanceof SlotTaken) return 'in_flight' as const;
+      throw e;
+    });
+  }
+
+  private async charge(topUp: TopUpRecord, customerId: string | null): Promise<CheckOutcome> {
+    let result: OffSessionResult;
+    try {
+      result = await this.o.processor.chargeOffSession({
+        topUpId: topUp.id,
+        accountId: topUp.accountId,
+        customerId,
+        amountCents: toCents(topUp.amount),
+        currency: topUp.currency.toLowerCase(),
+        description: `Automatic wallet top-up: ${formatMoney(topUp.amount)} ${topUp.currency}`,
+      });
+    } catch (e) {
+      if (!(e instanceof ProcessorError)) throw e;
+      // Nothing known to be charged: the slot stays taken until the retry (same key) or an event decides.
+      this.o.logger.warn({ err: e, topUp: topUp.id }, 'automatic top-up: the processor could not be asked; will retry with the same key');
+      return 'pending';
+    }
+    switch (result.status) {
+      case 'succeeded': {
+        const { outcome } = await this.o.settlement.markPaid(topUp.id, { paymentId: result.paymentId });
+        return outcome === 'credited' || outcome === 'already_paid' ? 'credited' : 'failed';
+      }
+      case 'failed':
+        await this.o.settlement.markFailed(topUp.id, { reason: result.reason, paymentId: result.paymentId });
+        return 'failed';
+      case 'pending':
+        if (result.paymentId) await recordPendingPayment(this.o.sql.knex, topUp.id, result.paymentId, this.now());
+        return 'pending';
+    }
+  }
+}
+
+class SlotTaken extends Error {}
+
+function parseThreshold(value: unknown): bigint {
+  if (typeof value !== 'number') throw new DomainError('invalid_type', "'threshold' must be a number.", { param: 'threshold' });
+  let nanos: bigint;
+  try {
+    nanos = parseDecimal(value);
+  } catch {
+    throw new DomainError('invalid_value', `'threshold' must be a finite number of ${WALLET_CURRENCY}.`, { param: 'threshold' });
+  }
+  if (nanos < 0n) throw new DomainError('invalid_value', "'threshold' must be 0 or more.", { param: 'threshold' });
+  return nanos;
+}

@@ -1,0 +1,401 @@
+// Wallet top-ups through a hosted checkout: the amount rules and the bonus shown before paying,
+// the Idempotency-Key of POST /v1/wallet/top-up, the sandbox page's Pay and Cancel, and the
+// processor's events (Stripe webhooks), each ending in TopUpSettlement, which credits once.
+//
+// A top-up's row is committed BEFORE the processor hears of it (its id travels in the processor's
+// metadata and client_reference_id), so no event can name a checkout we have not stored; an event
+// may still arrive before the processor's answer to our create call, and is matched by our id.
+import { createHash } from 'node:crypto';
+import type { Logger } from '../../logger.js';
+import { DomainError } from '../errors.js';
+import { newId } from '../keys/key-format.js';
+import { formatDecimal, WALLET_CURRENCY } from '../billing/money.js';
+import { isUniqueViolation, type SqlContext } from '../billing/sql.js';
+import { formatMoney, parseTopUpAmount, percentText, quoteTopUp, toCents, type BonusTable, type TopUpQuote } from './amounts.js';
+import { isTopUpState, type TopUpState } from './checkout-state.js';
+import { ProcessorError, WebhookSignatureError, type CheckoutRef, type PaymentEvent, type PaymentProcessor, type ProcessorName, type WebhookVerifier } from './processor.js';
+import { sandboxPaymentId } from './sandbox-processor.js';
+import type { TopUpSettlement } from './top-up-settlement.js';
+import {
+  findCustomer,
+  findTopUp,
+  findTopUpByIdempotencyKey,
+  findTopUpByPaymentId,
+  findTopUpByProcessorCheckoutId,
+  insertTopUp,
+  listTopUps,
+  moveTopUp,
+  recordCheckoutCreated,
+  recordProcessorCheckoutId,
+  saveCustomer,
+  type TopUpRecord,
+} from './top-up-store.js';
+
+/** A top-up as the doors show it. */
+export interface TopUpView {
+  id: string;
+  source: 'checkout' | 'auto';
+  processor: ProcessorName;
+  status: TopUpState;
+  amount: bigint;
+  bonus: bigint;
+  /** e.g. "10" or "12.5" (percent). */
+  bonusPercent: string;
+  credits: bigint;
+  currency: string;
+  checkoutUrl: string | null;
+  failureReason: string | null;
+  createdAt: Date;
+  expiresAt: Date | null;
+  settledAt: Date | null;
+}
+
+export function topUpView(t: TopUpRecord): TopUpView {
+  return {
+    id: t.id,
+    source: t.source,
+    processor: t.processor,
+    status: t.status,
+    amount: t.amount,
+    bonus: t.bonus,
+    bonusPercent: percentText(t.bonusBasisPoints),
+    credits: t.amount + t.bonus,
+    currency: t.currency,
+    checkoutUrl: t.checkoutUrl,
+    failureReason: t.failureReason,
+    createdAt: t.createdAt,
+    expiresAt: t.expiresAt,
+    settledAt: t.settledAt,
+  };
+}
+
+export interface PaymentsOptions {
+  sql: SqlContext;
+  processor: PaymentProcessor;
+  /** The processor's webhook verifier (Stripe); null when it does not call back. */
+  webhooks: WebhookVerifier | null;
+  settlement: TopUpSettlement;
+  bonusTable: BonusTable;
+  /** The address clients reach, read on each use (known once the server listens). */
+  publicUrl: () => string;
+  /** Where the processor sends the customer after paying / canceling; `{CHECKOUT_ID}` is replaced. Default: our status page. */
+  successUrl: string | null;
+  cancelUrl: string | null;
+  /** How long a checkout stays payable (Stripe accepts 30 minutes to 24 hours). */
+  checkoutTtlSeconds: number;
+  logger: Logger;
+  now?: () => Date;
+}
+
+export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]+$/;
+const LIST_LIMIT = { default: 50, max: 200 } as const;
+
+export type EventOutcome = 'credited' | 'already_paid' | 'pending' | 'failed' | 'expired' | 'unchanged' | 'unknown_checkout' | 'mismatch' | 'ignored';
+
+export class PaymentsService {
+  readonly processorName: ProcessorName;
+  readonly simulated: boolean;
+  private readonly now: () => Date;
+
+  constructor(private readonly o: PaymentsOptions) {
+    this.processorName = o.processor.name;
+    this.simulated = o.processor.simulated;
+    this.now = o.now ?? (() => new Date());
+  }
+
+  get bonusTable(): BonusTable {
+    return this.o.bonusTable;
+  }
+
+  /** What a top-up of `amount` would add, bonus included, before anything is created. */
+  quote(amount: unknown): TopUpQuote {
+    return quoteTopUp(parseTopUpAmount(amount), this.o.bonusTable);
+  }
+
+  /**
+   * Starts a top-up: checks the amount, stores the top-up (open), and asks the processor for its
+   * hosted checkout. With an idempotency key, the same key and amount return the same checkout
+   * (retrying the processor if the first try failed); the same key with another amount is refused
+   * with 422.
+   */
+  async startCheckout(input: { accountId: string; email: string; amount: unknown; idempotencyKey?: string | null }): Promise<TopUpView> {
+    const amount = parseTopUpAmount(input.amount);
+    const key = validIdempotencyKey(input.idempotencyKey);
+    const quote = quoteTopUp(amount, this.o.bonusTable);
+    // The body as it matters: the amount in its exact decimal form (10 and 10.00 are one body).
+    const requestHash = key ? createHash('sha256').update(JSON.stringify({ amount: formatDecimal(amount) })).digest('hex') : null;
+    const { knex } = this.o.sql;
+    const now = this.now();
+
+    let topUp = key ? await findTopUpByIdempotencyKey(knex, input.accountId, key) : null;
+    if (!topUp) {
+      const id = newId('chk');
+      try {
+        await insertTopUp(knex, {
+          id,
+          accountId: input.accountId,
+          source: 'checkout',
+          processor: this.o.processor.name,
+          amount,
+          bonus: quote.bonus,
+          bonusBasisPoints: quote.bonusBasisPoints,
+          currency: WALLET_CURRENCY,
+          idempotencyKey: key,
+          requestHash,
+          expiresAt: new Date(now.getTime() + this.o.checkoutTtlSeconds * 1000),
+          now,
+        });
+        topUp = await findTopUp(knex, id);
+      } catch (e) {
+        // A concurrent request with the same key stored its top-up first: answer as its twin.
+        if (!key || !isUniqueViolation(e)) throw e;
+        topUp = await findTopUpByIdempotencyKey(knex, input.accountId, key);
+      }
+      if (!topUp) throw new Error('top-up vanished after insert');
+    }
+    if (key && topUp.requestHash !== requestHash) {
+      throw new DomainError(
+        'idempotency_key_reused',
+        `This Idempotency-Key was already used with a different amount (${formatMoney(topUp.amount)} ${topUp.currency}); use a new key for a new top-up.`,
+        { param: 'Idempotency-Key' },
+      );
+    }
+    if (topUp.checkoutUrl || topUp.status !== 'open') return topUpView(topUp);
+    return topUpView(await this.openAtProcessor(topUp, input.email, key !== null));
+  }
+
+  /** Asks the processor for the checkout of a stored top-up (idempotent per top-up id). */
+  private async openAtProcessor(topUp: TopUpRecord, email: string, retryable: boolean): Promise<TopUpRecord> {
+    const { knex } = this.o.sql;
+    const processor = this.o.processor;
+    try {
+      let customerId = await findCustomer(knex, topUp.accountId, processor.name);
+      if (!customerId) {
+        customerId = await processor.ensureCustomer(topUp.accountId, email);
+        if (customerId) await saveCustomer(knex, topUp.accountId, processor.name, customerId, this.now());
+        // Two first checkouts racing: keep whichever customer was recorded first.
+        customerId = (await findCustomer(knex, topUp.accountId, processor.name)) ?? customerId;
+      }
+      const created = await processor.createCheckout({
+        topUpId: topUp.id,
+        accountId: topUp.accountId,
+        email,
+        amountCents: toCents(topUp.amount),
+        currency: topUp.currency.toLowerCase(),
+        description: describeTopUp(topUp),
+        customerId,
+        successUrl: this.returnUrl(this.o.successUrl, topUp.id),
+        cancelUrl: this.returnUrl(this.o.cancelUrl, topUp.id),
+        expiresAt: topUp.expiresAt ?? new Date(this.now().getTime() + this.o.checkoutTtlSeconds * 1000),
+      });
+      await recordCheckoutCreated(knex, topUp.id, { ...created, now: this.now() });
+      if (created.customerId && created.customerId !== customerId) await saveCustomer(knex, topUp.accountId, processor.name, created.customerId, this.now());
+    } catch (e) {
+      this.o.logger.error({ err: e, topUp: topUp.id, account: topUp.accountId }, 'the payment processor could not open a checkout');
+      if (!(e instanceof ProcessorError)) throw e;
+      // Without an idempotency key nobody can come back for this checkout: it failed. With one,
+      // it stays open and a retry with the same key asks the processor again.
+      if (!retryable) await moveTopUp(knex, topUp.id, 'open', 'failed', { failureReason: 'The payment processor could not open the checkout.', now: this.now() });
+      throw new DomainError(
+        'payment_processor_error',
+        `The payment processor could not open the checkout; please try again${retryable ? ' with the same Idempotency-Key' : ''}.`,
+      );
+    }
+    const stored = await findTopUp(knex, topUp.id);
+    if (!stored) throw new Error('top-up vanished');
+    return stored;
+  }
+
+  /** Where the customer goes after paying (`success`) or canceling (`cancel`) a checkout. */
+  afterCheckoutUrl(kind: 'success' | 'cancel', topUpId: string): string {
+    return this.returnUrl(kind === 'success' ? this.o.successUrl : this.o.cancelUrl, topUpId);
+  }
+
+  private returnUrl(template: string | null, topUpId: string): string {
+    const base = template ?? `${this.o.publicUrl().replace(/\/+$/, '')}/checkout/{CHECKOUT_ID}`;
+    return base.replaceAll('{CHECKOUT_ID}', encodeURIComponent(topUpId));
+  }
+
+  async getTopUp(id: string): Promise<TopUpView> {
+    const t = await findTopUp(this.o.sql.knex, id);
+    if (!t) throw topUpNotFound(id);
+    return topUpView(t);
+  }
+
+  /** An account's top-ups, newest first. */
+  async listTopUps(accountId: string, opts: { limit?: number | null; status?: string | null } = {}): Promise<TopUpView[]> {
+    const limit = opts.limit ?? LIST_LIMIT.default;
+    if (!Number.isInteger(limit) || limit < 1 || limit > LIST_LIMIT.max) {
+      throw new DomainError('invalid_value', `'limit' must be an integer from 1 to ${LIST_LIMIT.max}; got ${limit}.`, { param: 'limit' });
+    }
+    if (opts.status != null && !isTopUpState(opts.status)) throw new DomainError('invalid_value', `'status' must be one of open, paid, expired, canceled, failed.`, { param: 'status' });
+    return (await listTopUps(this.o.sql.knex, accountId, { limit, status: opts.status ?? null })).map(topUpView);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // The sandbox's checkout page: anyone with the link (an unguessable id) may pay or cancel, as
+  // with a processor's hosted page.
+
+  /** The sandbox checkout behind a page; an open one past its expiry becomes expired here. */
+  async getSandboxCheckout(id: string): Promise<TopUpView> {
+    const t = await this.sandboxTopUp(id);
+    return topUpView(await this.expireIfDue(t));
+  }
+
+  /** The Pay button: credits the top-up (once; paying twice answers the paid top-up). */
+  async completeSandboxCheckout(id: string): Promise<TopUpView> {
+    const t = await this.expireIfDue(await this.sandboxTopUp(id));
+    if (t.status === 'paid') return topUpView(t);
+    if (t.status !== 'open') throw notOpen(t);
+    const { outcome, topUp } = await this.o.settlement.markPaid(t.id, { paymentId: sandboxPaymentId(t.id), requireOpen: true });
+    if (outcome === 'not_open' && topUp) throw notOpen(topUp);
+    return this.getTopUp(t.id);
+  }
+
+  /** The Cancel button: nothing is credited; canceling twice answers the canceled top-up. */
+  async cancelSandboxCheckout(id: string): Promise<TopUpView> {
+    const t = await this.expireIfDue(await this.sandboxTopUp(id));
+    if (t.status === 'canceled') return topUpView(t);
+    if (t.status !== 'open') throw notOpen(t);
+    const { outcome, topUp } = await this.o.settlement.markClosed(t.id, 'canceled');
+    if (outcome === 'not_open' && topUp && topUp.status !== 'canceled') throw notOpen(topUp);
+    return this.getTopUp(t.id);
+  }
+
+  private async sandboxTopUp(id: string): Promise<TopUpRecord> {
+    const t = await findTopUp(this.o.sql.knex, id);
+    if (!t || t.processor !== 'sandbox' || t.source !== 'checkout') throw topUpNotFound(id);
+    return t;
+  }
+
+  private async expireIfDue(t: TopUpRecord): Promise<TopUpRecord> {
+    if (t.status !== 'open' || !t.expiresAt || t.expiresAt.getTime() > this.now().getTime()) return t;
+    await this.o.settlement.markClosed(t.id, 'expired');
+    return (await findTopUp(this.o.sql.knex, t.id)) ?? t;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Processor events.
+
+  /**
+   * A webhook delivery: verified against the raw body (a bad signature changes nothing and is a
+   * 400 invalid_signature), then applied. Unknown checkouts are acknowledged and logged.
+   */
+  async handleWebhook(rawBody: Buffer, signatureHeader: string | undefined): Promise<{ eventId: string; outcome: EventOutcome }> {
+    if (!this.o.webhooks) throw new DomainError('not_found', `The ${this.o.processor.name} processor takes no webhooks.`);
+    let event: PaymentEvent;
+    try {
+      event = this.o.webhooks.parseWebhook(rawBody, signatureHeader);
+    } catch (e) {
+      if (e instanceof WebhookSignatureError) throw new DomainError('invalid_signature', `Webhook signature verification failed: ${e.message}`);
+      throw e;
+    }
+    return { eventId: event.eventId, outcome: await this.applyEvent(event) };
+  }
+
+  /** Applies one verified processor event; safe to repeat, in any order, concurrently. */
+  async applyEvent(event: PaymentEvent): Promise<EventOutcome> {
+    const log = this.o.logger.child({ event: event.eventId, kind: event.kind });
+    switch (event.kind) {
+      case 'ignored':
+        log.debug({ type: event.type }, 'payment event ignored');
+        return 'ignored';
+      case 'checkout_paid': {
+        const t = await this.checkoutOf(event.ref, log);
+        if (!t) return 'unknown_checkout';
+        if (event.amountCents !== null && (event.amountCents !== toCents(t.amount) || (event.currency ?? '').toLowerCase() !== t.currency.toLowerCase())) {
+          // Our line item has a fixed price; a difference means a misconfigured account (promotion codes?).
+          log.error({ topUp: t.id, paid: event.amountCents, currency: event.currency, expected: toCents(t.amount) }, 'amount paid differs from the top-up; crediting the top-up amount');
+        }
+        const { outcome } = await this.o.settlement.markPaid(t.id, { paymentId: event.paymentId, customerId: event.customerId });
+        return outcome === 'credited' ? 'credited' : outcome === 'unknown' ? 'unknown_checkout' : 'already_paid';
+      }
+      case 'checkout_pending': {
+        const t = await this.checkoutOf(event.ref, log);
+        if (!t) return 'unknown_checkout';
+        if (event.customerId) await saveCustomer(this.o.sql.knex, t.accountId, t.processor, event.customerId, this.now());
+        log.info({ topUp: t.id }, 'checkout submitted; waiting for its payment');
+        return 'pending';
+      }
+      case 'checkout_failed': {
+        const t = await this.checkoutOf(event.ref, log);
+        if (!t) return 'unknown_checkout';
+        const { outcome } = await this.o.settlement.markFailed(t.id, { reason: event.reason });
+        return outcome === 'failed' ? 'failed' : 'unchanged';
+      }
+      case 'checkout_expired': {
+        const t = await this.checkoutOf(event.ref, log);
+        if (!t) return 'unknown_checkout';
+        const { outcome } = await this.o.settlement.markClosed(t.id, 'expired');
+        return outcome === 'closed' ? 'expired' : 'unchanged';
+      }
+      case 'payment_succeeded': {
+        const t = await this.topUpOfPayment(event.topUpId, event.accountId, event.paymentId, log);
+        if (!t) return 'unknown_checkout';
+        const { outcome } = await this.o.settlement.markPaid(t.id, { paymentId: event.paymentId });
+        return outcome === 'credited' ? 'credited' : outcome === 'unknown' ? 'unknown_checkout' : 'already_paid';
+      }
+      case 'payment_failed': {
+        const t = await this.topUpOfPayment(event.topUpId, event.accountId, event.paymentId, log);
+        if (!t) return 'unknown_checkout';
+        // At a checkout the customer may try another card: only the session's own events end it.
+        if (t.source !== 'auto') return 'unchanged';
+        const { outcome } = await this.o.settlement.markFailed(t.id, { reason: event.reason, paymentId: event.paymentId });
+        return outcome === 'failed' ? 'failed' : 'unchanged';
+      }
+    }
+  }
+
+  /** The top-up a checkout event names: by our id first (it may precede the processor's answer), then by the processor's. */
+  private async checkoutOf(ref: CheckoutRef, log: Logger): Promise<TopUpRecord | null> {
+    const { knex } = this.o.sql;
+    let t = ref.topUpId ? await findTopUp(knex, ref.topUpId) : null;
+    t ??= await findTopUpByProcessorCheckoutId(knex, ref.processorCheckoutId);
+    if (!t) {
+      log.warn({ ref }, 'payment event for an unknown checkout: acknowledged, nothing changed');
+      return null;
+    }
+    if ((ref.accountId && ref.accountId !== t.accountId) || t.processor !== this.o.processor.name) {
+      log.error({ ref, topUp: t.id, account: t.accountId, processor: t.processor }, 'payment event does not match its top-up (account or processor): nothing changed');
+      return null;
+    }
+    await recordProcessorCheckoutId(knex, t.id, ref.processorCheckoutId, this.now());
+    return t;
+  }
+
+  private async topUpOfPayment(topUpId: string | null, accountId: string | null, paymentId: string, log: Logger): Promise<TopUpRecord | null> {
+    const { knex } = this.o.sql;
+    const t = (topUpId ? await findTopUp(knex, topUpId) : null) ?? (await findTopUpByPaymentId(knex, paymentId));
+    if (!t) {
+      log.warn({ topUpId, payment: paymentId }, 'payment event for an unknown top-up: acknowledged, nothing changed');
+      return null;
+    }
+    if ((accountId && accountId !== t.accountId) || t.processor !== this.o.processor.name) {
+      log.error({ topUp: t.id, account: t.accountId, eventAccount: accountId }, 'payment event does not match its top-up (account or processor): nothing changed');
+      return null;
+    }
+    return t;
+  }
+}
+
+function describeTopUp(t: TopUpRecord): string {
+  const bonus = t.bonus > 0n ? ` + ${formatMoney(t.bonus)} bonus (${percentText(t.bonusBasisPoints)}%)` : '';
+  return `Wallet top-up: ${formatMoney(t.amount)} ${t.currency}${bonus} = ${formatMoney(t.amount + t.bonus)} ${t.currency} in credits`;
+}
+
+function validIdempotencyKey(value: string | null | undefined): string | null {
+  if (value == null) return null;
+  if (typeof value !== 'string' || value.length === 0 || value.length > MAX_IDEMPOTENCY_KEY_LENGTH || !IDEMPOTENCY_KEY.test(value)) {
+    throw new DomainError('invalid_value', `The Idempotency-Key must be 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} visible ASCII characters (a UUID, for one).`, { param: 'Idempotency-Key' });
+  }
+  return value;
+}
+
+function topUpNotFound(id: string): DomainError {
+  return new DomainError('not_found', `No checkout with id '${id.slice(0, 60)}'.`, { param: 'id' });
+}
+
+function notOpen(t: TopUpRecord): DomainError {
+  return new DomainError('checkout_not_open', `This checkout is ${t.status}; it can no longer be paid or canceled.`);
+}

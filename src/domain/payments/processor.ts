@@ -1,0 +1,119 @@
+// What tollgate needs from a payment processor, whichever it is: open a hosted checkout for a
+// top-up, charge a saved card off-session for an automatic top-up, and (for processors that call
+// back) turn a verified callback into one of the few payment events below. The sandbox and Stripe
+// implement it; PaymentsService holds the rules (states, crediting once) and never sees a
+// processor's own types.
+
+export type ProcessorName = 'sandbox' | 'stripe';
+
+export interface CheckoutRequest {
+  /** Our top-up id: the processor keeps it (metadata, client_reference_id) and sends it back. */
+  topUpId: string;
+  accountId: string;
+  email: string;
+  /** In the currency's minor unit (cents). */
+  amountCents: number;
+  /** Lower-case ISO code, e.g. 'usd'. */
+  currency: string;
+  /** The line shown at the checkout, e.g. "Wallet top-up: 100.00 USD (+10.00 bonus credits)". */
+  description: string;
+  /** The processor's customer for this account, when one was created before. */
+  customerId: string | null;
+  successUrl: string;
+  cancelUrl: string;
+  expiresAt: Date;
+}
+
+export interface CreatedCheckout {
+  /** The processor's id of the checkout (Stripe: cs_…; sandbox: ours). */
+  processorCheckoutId: string;
+  url: string;
+  /** The processor's customer, to reuse for the next checkout and for off-session charges. */
+  customerId: string | null;
+  expiresAt: Date;
+}
+
+export interface OffSessionCharge {
+  topUpId: string;
+  accountId: string;
+  customerId: string | null;
+  amountCents: number;
+  currency: string;
+  description: string;
+}
+
+/**
+ * The outcome of an off-session charge as far as the processor knows it now. `pending`: the
+ * processor has not decided (an async method, or we could not tell: a timeout); its event will.
+ */
+export type OffSessionResult =
+  | { status: 'succeeded'; paymentId: string }
+  | { status: 'pending'; paymentId: string | null }
+  | { status: 'failed'; paymentId: string | null; reason: string };
+
+/** A processor's callback, verified and reduced to what the payment rules act on. */
+export type PaymentEvent =
+  /** A checkout's payment is received (Stripe: completed with payment_status paid, or async success). */
+  | { kind: 'checkout_paid'; eventId: string; ref: CheckoutRef; paymentId: string; customerId: string | null; amountCents: number | null; currency: string | null }
+  /** A checkout was submitted, but its payment is still on its way (async methods). */
+  | { kind: 'checkout_pending'; eventId: string; ref: CheckoutRef; customerId: string | null }
+  | { kind: 'checkout_failed'; eventId: string; ref: CheckoutRef; reason: string }
+  | { kind: 'checkout_expired'; eventId: string; ref: CheckoutRef }
+  /** A payment (an off-session charge, or a checkout's own payment intent) succeeded. */
+  | { kind: 'payment_succeeded'; eventId: string; topUpId: string | null; accountId: string | null; paymentId: string; amountCents: number | null; currency: string | null }
+  /** A payment attempt failed; only automatic top-ups fail on it (a checkout lets the customer retry). */
+  | { kind: 'payment_failed'; eventId: string; topUpId: string | null; accountId: string | null; paymentId: string; reason: string }
+  /** Verified, but nothing tollgate acts on. */
+  | { kind: 'ignored'; eventId: string; type: string };
+
+/** How an event names its checkout: our id (metadata / client_reference_id), the processor's id. */
+export interface CheckoutRef {
+  topUpId: string | null;
+  accountId: string | null;
+  processorCheckoutId: string;
+}
+
+export interface PaymentProcessor {
+  readonly name: ProcessorName;
+  /** True for the sandbox: payments are simulated, no money moves. */
+  readonly simulated: boolean;
+  /**
+   * Opens a hosted checkout. Idempotent per `topUpId`: asked twice (a retried request), the
+   * processor returns the same checkout, never a second one.
+   */
+  createCheckout(req: CheckoutRequest): Promise<CreatedCheckout>;
+  /** Creates (idempotently per account) the processor's customer, when it keeps customers. */
+  ensureCustomer(accountId: string, email: string): Promise<string | null>;
+  /**
+   * Charges the customer's saved payment method, off-session. Idempotent per `topUpId`: a retry
+   * after a timeout returns the first attempt's outcome and never charges twice.
+   */
+  chargeOffSession(charge: OffSessionCharge): Promise<OffSessionResult>;
+  /** Whether an off-session charge can be tried at all (a saved card for this customer). */
+  canChargeOffSession(customerId: string | null): boolean;
+}
+
+/** A processor that calls back over HTTP: it verifies the raw body and signature, then parses. */
+export interface WebhookVerifier {
+  /** Throws WebhookSignatureError when the signature is wrong, missing or too old. */
+  parseWebhook(rawBody: Buffer, signatureHeader: string | undefined): PaymentEvent;
+}
+
+export class WebhookSignatureError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'WebhookSignatureError';
+  }
+}
+
+/** The processor could not be reached, or refused the request (not a card decline). */
+export class ProcessorError extends Error {
+  constructor(
+    message: string,
+    readonly retryable: boolean,
+    opts: { cause?: unknown } = {},
+  ) {
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.name = 'ProcessorError';
+  }
+}

@@ -1,0 +1,274 @@
+// The payments tables in plain SQL that reads the same on SQLite and PostgreSQL (the way the
+// billing hot path speaks to the database, and inside the same transactions as its ledger):
+// top-ups (checkouts and automatic top-ups), the processor's customer of each account, and each
+// account's automatic top-up settings. Money columns are 64-bit nanos read back as text.
+import { big, bool, date, exec, int, rows, run, type Db } from '../billing/sql.js';
+import { isTopUpState, type TopUpState } from './checkout-state.js';
+import type { ProcessorName } from './processor.js';
+
+export type TopUpSource = 'checkout' | 'auto';
+
+export interface TopUpRecord {
+  id: string;
+  accountId: string;
+  source: TopUpSource;
+  processor: ProcessorName;
+  status: TopUpState;
+  /** Nanos paid (the amount asked); the bonus is credited on top. */
+  amount: bigint;
+  bonus: bigint;
+  bonusBasisPoints: bigint;
+  currency: string;
+  idempotencyKey: string | null;
+  requestHash: string | null;
+  processorCheckoutId: string | null;
+  paymentId: string | null;
+  checkoutUrl: string | null;
+  failureReason: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+  expiresAt: Date | null;
+  settledAt: Date | null;
+}
+
+const COLUMNS =
+  'id, account_id, source, processor, status, cast(amount as text) as amount, cast(bonus as text) as bonus, bonus_bps, currency, idempotency_key, request_hash, ' +
+  'processor_checkout_id, payment_id, checkout_url, failure_reason, created_at, updated_at, expires_at, settled_at';
+
+function topUpRecord(r: Record<string, unknown>): TopUpRecord {
+  const status = String(r.status);
+  if (!isTopUpState(status)) throw new Error(`top-up ${String(r.id)} has an unknown status '${status}'`);
+  return {
+    id: String(r.id),
+    accountId: String(r.account_id),
+    source: r.source === 'auto' ? 'auto' : 'checkout',
+    processor: r.processor === 'stripe' ? 'stripe' : 'sandbox',
+    status,
+    amount: big(r.amount),
+    bonus: big(r.bonus),
+    bonusBasisPoints: BigInt(int(r.bonus_bps)),
+    currency: String(r.currency),
+    idempotencyKey: (r.idempotency_key as string | null) ?? null,
+    requestHash: (r.request_hash as string | null) ?? null,
+    processorCheckoutId: (r.processor_checkout_id as string | null) ?? null,
+    paymentId: (r.payment_id as string | null) ?? null,
+    checkoutUrl: (r.checkout_url as string | null) ?? null,
+    failureReason: (r.failure_reason as string | null) ?? null,
+    createdAt: date(r.created_at),
+    updatedAt: date(r.updated_at),
+    expiresAt: r.expires_at == null ? null : date(r.expires_at),
+    settledAt: r.settled_at == null ? null : date(r.settled_at),
+  };
+}
+
+export interface NewTopUp {
+  id: string;
+  accountId: string;
+  source: TopUpSource;
+  processor: ProcessorName;
+  amount: bigint;
+  bonus: bigint;
+  bonusBasisPoints: bigint;
+  currency: string;
+  idempotencyKey: string | null;
+  requestHash: string | null;
+  expiresAt: Date | null;
+  now: Date;
+}
+
+export async function insertTopUp(db: Db, t: NewTopUp): Promise<void> {
+  await exec(
+    db,
+    'insert into top_ups (id, account_id, source, processor, status, amount, bonus, bonus_bps, currency, idempotency_key, request_hash, created_at, updated_at, expires_at) ' +
+      "values (?, ?, ?, ?, 'open', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    [t.id, t.accountId, t.source, t.processor, t.amount, t.bonus, Number(t.bonusBasisPoints), t.currency, t.idempotencyKey, t.requestHash, t.now, t.now, t.expiresAt],
+  );
+}
+
+export async function findTopUp(db: Db, id: string): Promise<TopUpRecord | null> {
+  const found = await rows<Record<string, unknown>>(db, `select ${COLUMNS} from top_ups where id = ?`, [id]);
+  return found[0] ? topUpRecord(found[0]) : null;
+}
+
+/** The top-up row, locked until the transaction ends (FOR UPDATE on PostgreSQL; SQLite's writer lock). */
+export async function lockTopUp(db: Db, id: string, forUpdate: string): Promise<TopUpRecord | null> {
+  const found = await rows<Record<string, unknown>>(db, `select ${COLUMNS} from top_ups where id = ?${forUpdate}`, [id]);
+  return found[0] ? topUpRecord(found[0]) : null;
+}
+
+export async function findTopUpByIdempotencyKey(db: Db, accountId: string, key: string): Promise<TopUpRecord | null> {
+  const found = await rows<Record<string, unknown>>(db, `select ${COLUMNS} from top_ups where account_id = ? and idempotency_key = ?`, [accountId, key]);
+  return found[0] ? topUpRecord(found[0]) : null;
+}
+
+export async function findTopUpByProcessorCheckoutId(db: Db, processorCheckoutId: string): Promise<TopUpRecord | null> {
+  const found = await rows<Record<string, unknown>>(db, `select ${COLUMNS} from top_ups where processor_checkout_id = ?`, [processorCheckoutId]);
+  return found[0] ? topUpRecord(found[0]) : null;
+}
+
+export async function findTopUpByPaymentId(db: Db, paymentId: string): Promise<TopUpRecord | null> {
+  const found = await rows<Record<string, unknown>>(db, `select ${COLUMNS} from top_ups where payment_id = ?`, [paymentId]);
+  return found[0] ? topUpRecord(found[0]) : null;
+}
+
+/** An account's top-ups, newest first. */
+export async function listTopUps(db: Db, accountId: string, opts: { limit: number; status?: TopUpState | null }): Promise<TopUpRecord[]> {
+  const where = ['account_id = ?'];
+  const bindings: (string | number)[] = [accountId];
+  if (opts.status) {
+    where.push('status = ?');
+    bindings.push(opts.status);
+  }
+  const found = await rows<Record<string, unknown>>(db, `select ${COLUMNS} from top_ups where ${where.join(' and ')} order by created_at desc, id desc limit ?`, [
+    ...bindings,
+    opts.limit,
+  ]);
+  return found.map(topUpRecord);
+}
+
+/** Records what the processor answered; the state is left alone (an event may have moved it already). */
+export async function recordCheckoutCreated(db: Db, id: string, c: { processorCheckoutId: string; url: string; expiresAt: Date; now: Date }): Promise<void> {
+  await exec(db, 'update top_ups set processor_checkout_id = coalesce(processor_checkout_id, ?), checkout_url = ?, expires_at = ?, updated_at = ? where id = ?', [
+    c.processorCheckoutId,
+    c.url,
+    c.expiresAt,
+    c.now,
+    id,
+  ]);
+}
+
+export async function recordProcessorCheckoutId(db: Db, id: string, processorCheckoutId: string, now: Date): Promise<void> {
+  await exec(db, 'update top_ups set processor_checkout_id = ?, updated_at = ? where id = ? and processor_checkout_id is null', [processorCheckoutId, now, id]);
+}
+
+export async function recordPendingPayment(db: Db, id: string, paymentId: string, now: Date): Promise<void> {
+  await exec(db, 'update top_ups set payment_id = ?, updated_at = ? where id = ? and payment_id is null', [paymentId, now, id]);
+}
+
+/**
+ * Moves a top-up from `from` to `to` if it is still in `from`; returns whether it moved. The
+ * condition on the current state is what makes two racing moves end with one winner.
+ */
+export async function moveTopUp(
+  db: Db,
+  id: string,
+  from: TopUpState,
+  to: TopUpState,
+  fields: { paymentId?: string | null; failureReason?: string | null; now: Date },
+): Promise<boolean> {
+  const changed = await run(
+    db,
+    'update top_ups set status = ?, payment_id = coalesce(?, payment_id), failure_reason = coalesce(?, failure_reason), settled_at = ?, updated_at = ? where id = ? and status = ?',
+    [to, fields.paymentId ?? null, fields.failureReason?.slice(0, 500) ?? null, fields.now, fields.now, id, from],
+  );
+  return changed === 1;
+}
+
+/** Sum of the automatic top-ups (open or paid) an account started since `since`. */
+export async function sumAutoTopUpsSince(db: Db, accountId: string, since: Date): Promise<bigint> {
+  const found = await rows<{ total: unknown }>(
+    db,
+    "select cast(coalesce(sum(amount), 0) as text) as total from top_ups where account_id = ? and source = 'auto' and status in ('open', 'paid') and created_at >= ?",
+    [accountId, since],
+  );
+  return big(found[0]?.total ?? 0);
+}
+
+// ------------------------------------------------------------------------------------------------
+// The processor's customer of an account (Stripe: cus_…), reused for every checkout and charged
+// off-session for automatic top-ups.
+
+export async function findCustomer(db: Db, accountId: string, processor: ProcessorName): Promise<string | null> {
+  const found = await rows<{ customer_id: string }>(db, 'select customer_id from payment_customers where account_id = ? and processor = ?', [accountId, processor]);
+  return found[0]?.customer_id ?? null;
+}
+
+/** Keeps the first customer recorded for the account (a racing second one is the same, by idempotency). */
+export async function saveCustomer(db: Db, accountId: string, processor: ProcessorName, customerId: string, now: Date): Promise<void> {
+  await exec(db, 'insert into payment_customers (account_id, processor, customer_id, created_at) values (?, ?, ?, ?) on conflict (account_id, processor) do nothing', [
+    accountId,
+    processor,
+    customerId,
+    now,
+  ]);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Automatic top-up settings and state: one row per account.
+
+export interface AutoTopupRecord {
+  accountId: string;
+  enabled: boolean;
+  threshold: bigint;
+  amount: bigint;
+  consecutiveFailures: number;
+  /** The automatic top-up being charged now, if any: at most one per account. */
+  inFlightId: string | null;
+  disabledReason: string | null;
+  updatedAt: Date;
+}
+
+const AUTO_COLUMNS = 'account_id, enabled, cast(threshold as text) as threshold, cast(amount as text) as amount, consecutive_failures, in_flight_id, disabled_reason, updated_at';
+
+function autoTopupRecord(r: Record<string, unknown>): AutoTopupRecord {
+  return {
+    accountId: String(r.account_id),
+    enabled: bool(r.enabled),
+    threshold: big(r.threshold),
+    amount: big(r.amount),
+    consecutiveFailures: int(r.consecutive_failures),
+    inFlightId: (r.in_flight_id as string | null) ?? null,
+    disabledReason: (r.disabled_reason as string | null) ?? null,
+    updatedAt: date(r.updated_at),
+  };
+}
+
+export async function findAutoTopup(db: Db, accountId: string, forUpdate = ''): Promise<AutoTopupRecord | null> {
+  const found = await rows<Record<string, unknown>>(db, `select ${AUTO_COLUMNS} from auto_topups where account_id = ?${forUpdate}`, [accountId]);
+  return found[0] ? autoTopupRecord(found[0]) : null;
+}
+
+export async function saveAutoTopup(db: Db, s: { accountId: string; enabled: boolean; threshold: bigint; amount: bigint; resetFailures: boolean; now: Date }): Promise<void> {
+  const updated = await run(
+    db,
+    'update auto_topups set enabled = ?, threshold = ?, amount = ?, ' +
+      'consecutive_failures = case when ? then 0 else consecutive_failures end, disabled_reason = case when ? then null else disabled_reason end, updated_at = ? where account_id = ?',
+    [s.enabled, s.threshold, s.amount, s.resetFailures, s.resetFailures, s.now, s.accountId],
+  );
+  if (updated === 0) {
+    await exec(db, 'insert into auto_topups (account_id, enabled, threshold, amount, consecutive_failures, updated_at) values (?, ?, ?, ?, 0, ?)', [
+      s.accountId,
+      s.enabled,
+      s.threshold,
+      s.amount,
+      s.now,
+    ]);
+  }
+}
+
+/** Claims the account's one in-flight slot; false when another top-up holds it. */
+export async function claimInFlight(db: Db, accountId: string, topUpId: string, now: Date): Promise<boolean> {
+  return (await run(db, 'update auto_topups set in_flight_id = ?, updated_at = ? where account_id = ? and in_flight_id is null', [topUpId, now, accountId])) === 1;
+}
+
+/**
+ * Records how an automatic top-up ended: the slot it held is freed, and the run of consecutive
+ * failures grows by one (failed) or starts again (succeeded); 'abandoned' only frees the slot.
+ */
+export async function finishAutoTopUp(db: Db, accountId: string, topUpId: string, outcome: 'succeeded' | 'failed' | 'abandoned', now: Date): Promise<void> {
+  const failures = outcome === 'succeeded' ? '0' : outcome === 'failed' ? 'consecutive_failures + 1' : 'consecutive_failures';
+  await exec(
+    db,
+    `update auto_topups set in_flight_id = case when in_flight_id = ? then null else in_flight_id end, consecutive_failures = ${failures}, updated_at = ? where account_id = ?`,
+    [topUpId, now, accountId],
+  );
+}
+
+/** Frees a slot whose top-up is no longer open (left by a crash between two steps). */
+export async function releaseInFlight(db: Db, accountId: string, topUpId: string, now: Date): Promise<void> {
+  await exec(db, 'update auto_topups set in_flight_id = null, updated_at = ? where account_id = ? and in_flight_id = ?', [now, accountId, topUpId]);
+}
+
+export async function disableAutoTopup(db: Db, accountId: string, reason: string, now: Date): Promise<void> {
+  await exec(db, 'update auto_topups set enabled = ?, disabled_reason = ?, updated_at = ? where account_id = ?', [false, reason.slice(0, 500), now, accountId]);
+}

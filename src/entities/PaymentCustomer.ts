@@ -1,0 +1,23 @@
+// The payment processor's customer of an account (Stripe: cus_…): reused for every checkout, and
+// the holder of the card saved for automatic top-ups.
+import { EntitySchema } from '@mikro-orm/core';
+import type { ProcessorName } from '../domain/payments/processor.js';
+import { Account } from './Account.js';
+
+export class PaymentCustomer {
+  account!: Account;
+  processor!: ProcessorName;
+  customerId!: string;
+  createdAt!: Date;
+}
+
+export const PaymentCustomerSchema = new EntitySchema<PaymentCustomer>({
+  class: PaymentCustomer,
+  tableName: 'payment_customers',
+  properties: {
+    account: { kind: 'm:1', entity: () => Account, fieldName: 'account_id', primary: true },
+    processor: { type: 'string', length: 16, primary: true },
+    customerId: { type: 'string', length: 255 },
+    createdAt: { type: 'datetime', length: 3 },
+  },
+});

@@ -1,0 +1,65 @@
+// A wallet top-up: a hosted checkout (POST /v1/wallet/top-up, Mutation.topUp) or an automatic
+// top-up charged off-session. Money in nanos (BigInt). The payments service writes these rows in
+// plain SQL inside the ledger's transactions (src/domain/payments/top-up-store.ts); the entity
+// gives the ORM (and its tooling) the same table.
+import { BigIntType, EntitySchema } from '@mikro-orm/core';
+import type { TopUpState } from '../domain/payments/checkout-state.js';
+import type { ProcessorName } from '../domain/payments/processor.js';
+import type { TopUpSource } from '../domain/payments/top-up-store.js';
+import { Account } from './Account.js';
+
+export class TopUp {
+  id!: string;
+  account!: Account;
+  source!: TopUpSource;
+  processor!: ProcessorName;
+  status!: TopUpState;
+  amount!: bigint;
+  bonus!: bigint;
+  bonusBps!: number;
+  currency!: string;
+  idempotencyKey: string | null = null;
+  requestHash: string | null = null;
+  processorCheckoutId: string | null = null;
+  paymentId: string | null = null;
+  checkoutUrl: string | null = null;
+  failureReason: string | null = null;
+  createdAt!: Date;
+  updatedAt!: Date;
+  expiresAt: Date | null = null;
+  settledAt: Date | null = null;
+}
+
+export const TopUpSchema = new EntitySchema<TopUp>({
+  class: TopUp,
+  tableName: 'top_ups',
+  uniques: [
+    { name: 'top_ups_account_idempotency_key_unique', properties: ['account', 'idempotencyKey'] },
+    { name: 'top_ups_payment_id_unique', properties: ['paymentId'] },
+  ],
+  indexes: [
+    { name: 'top_ups_processor_checkout_id_index', properties: ['processorCheckoutId'] },
+    { name: 'top_ups_account_created_index', properties: ['account', 'createdAt'] },
+  ],
+  properties: {
+    id: { type: 'string', primary: true, length: 40 },
+    account: { kind: 'm:1', entity: () => Account, fieldName: 'account_id' },
+    source: { type: 'string', length: 16 },
+    processor: { type: 'string', length: 16 },
+    status: { type: 'string', length: 16 },
+    amount: { type: new BigIntType('bigint') },
+    bonus: { type: new BigIntType('bigint') },
+    bonusBps: { type: 'integer', fieldName: 'bonus_bps' },
+    currency: { type: 'string', length: 3 },
+    idempotencyKey: { type: 'string', length: 255, nullable: true },
+    requestHash: { type: 'string', length: 64, nullable: true },
+    processorCheckoutId: { type: 'string', length: 255, nullable: true },
+    paymentId: { type: 'string', length: 255, nullable: true },
+    checkoutUrl: { type: 'string', length: 2048, nullable: true },
+    failureReason: { type: 'string', length: 500, nullable: true },
+    createdAt: { type: 'datetime', length: 3 },
+    updatedAt: { type: 'datetime', length: 3 },
+    expiresAt: { type: 'datetime', length: 3, nullable: true },
+    settledAt: { type: 'datetime', length: 3, nullable: true },
+  },
+});
