@@ -139,3 +139,13 @@ describe('checkout states', () => {
     for (const from of TOP_UP_STATES) expect(canMove(from, 'open', 'confirmed_payment')).toBe(false);
   });
 });
+
+describe('top-up amounts given as nanos (GraphQL Decimal)', () => {
+  it('follows the same rules as numbers', () => {
+    expect(parseTopUpAmount(25_000_000_000n)).toBe(25_000_000_000n);
+    expect(refusal(9_990_000_000n).code).toBe('amount_too_small');
+    expect(refusal(500_000_000_000n).code).toBe('amount_requires_sales');
+    expect(refusal(10_001_000_000n).code).toBe('invalid_amount');
+    expect(refusal(-10_000_000_000n).code).toBe('invalid_amount');
+  });
+});

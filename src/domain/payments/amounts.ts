@@ -16,16 +16,18 @@ const MINIMUM_NANOS = BigInt(MINIMUM_TOP_UP) * NANOS_PER_UNIT;
 const SALES_NANOS = BigInt(SALES_THRESHOLD) * NANOS_PER_UNIT;
 
 /**
- * Checks a requested top-up amount (as the client sent it) and returns it in nanos. Throws a
- * DomainError naming `param`: not a number (invalid_type), not a positive amount in cents
- * (invalid_amount), under 10 (amount_too_small), 500 or more (amount_requires_sales).
+ * Checks a requested top-up amount and returns it in nanos: a JSON number as the client sent it,
+ * or nanos already (a GraphQL Decimal). Throws a DomainError naming `param`: not a number
+ * (invalid_type), not a positive amount in cents (invalid_amount), under 10 (amount_too_small),
+ * 500 or more (amount_requires_sales).
  */
 export function parseTopUpAmount(value: unknown, param = 'amount'): bigint {
   if (value === undefined || value === null) {
     throw new DomainError('missing_required_parameter', `'${param}' is required: the amount to add, in ${WALLET_CURRENCY}.`, { param });
   }
+  if (typeof value === 'bigint') return checkTopUpNanos(value, param);
   if (typeof value !== 'number') {
-    throw new DomainError('invalid_type', `'${param}' must be a number (e.g. 25 or 49.99); got ${typeof value}.`, { param });
+    throw new DomainError('invalid_type', `'${param}' must be a number (e.g. 25 or 49.99); got ${Array.isArray(value) ? 'array' : typeof value}.`, { param });
   }
   let nanos: bigint;
   try {
@@ -33,12 +35,17 @@ export function parseTopUpAmount(value: unknown, param = 'amount'): bigint {
   } catch {
     throw new DomainError('invalid_amount', `'${param}' must be a finite number of ${WALLET_CURRENCY} with at most ${MAX_DECIMALS} decimal places.`, { param });
   }
+  return checkTopUpNanos(nanos, param);
+}
+
+function checkTopUpNanos(nanos: bigint, param: string): bigint {
+  const shown = formatDecimal(nanos);
   if (nanos % NANOS_PER_CENT !== 0n) {
-    throw new DomainError('invalid_amount', `'${param}' must have at most ${MAX_DECIMALS} decimal places (cents); got ${value}.`, { param });
+    throw new DomainError('invalid_amount', `'${param}' must have at most ${MAX_DECIMALS} decimal places (cents); got ${shown}.`, { param });
   }
-  if (nanos <= 0n) throw new DomainError('invalid_amount', `'${param}' must be a positive amount; got ${value}.`, { param });
+  if (nanos <= 0n) throw new DomainError('invalid_amount', `'${param}' must be a positive amount; got ${shown}.`, { param });
   if (nanos < MINIMUM_NANOS) {
-    throw new DomainError('amount_too_small', `The smallest top-up is ${MINIMUM_TOP_UP} ${WALLET_CURRENCY}; got ${value}.`, { param });
+    throw new DomainError('amount_too_small', `The smallest top-up is ${MINIMUM_TOP_UP} ${WALLET_CURRENCY}; got ${shown}.`, { param });
   }
   if (nanos >= SALES_NANOS) {
     throw new DomainError(

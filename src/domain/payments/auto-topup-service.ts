@@ -235,6 +235,10 @@ export class AutoTopupService {
 class SlotTaken extends Error {}
 
 function parseThreshold(value: unknown): bigint {
+  if (typeof value === 'bigint') {
+    if (value < 0n) throw new DomainError('invalid_value', "'threshold' must be 0 or more.", { param: 'threshold' });
+    return value;
+  }
   if (typeof value !== 'number') throw new DomainError('invalid_type', "'threshold' must be a number.", { param: 'threshold' });
   let nanos: bigint;
   try {
