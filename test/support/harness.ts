@@ -80,14 +80,22 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-export async function startTestServer(opts: { upstream?: FakeUpstreamOptions; env?: Record<string, string>; yaml?: (upstreamUrl: string) => string } = {}): Promise<TestServer> {
+export async function startTestServer(
+  opts: {
+    upstream?: FakeUpstreamOptions;
+    env?: Record<string, string>;
+    yaml?: (upstreamUrl: string) => string;
+    /** Another database than a fresh SQLite file (e.g. one from support/databases.ts); the caller drops it. */
+    databaseUrl?: string;
+  } = {},
+): Promise<TestServer> {
   const upstream = await startFakeUpstream(opts.upstream);
   const dir = mkdtempSync(path.join(tmpdir(), 'tollgate-test-'));
   const configPath = path.join(dir, 'config.yaml');
   writeFileSync(configPath, (opts.yaml ?? catalogYaml)(upstream.url));
   const config = loadConfig({
     CONFIG: configPath,
-    DATABASE_URL: `sqlite:${path.join(dir, 'tollgate.db')}`,
+    DATABASE_URL: opts.databaseUrl ?? `sqlite:${path.join(dir, 'tollgate.db')}`,
     ADMIN_TOKEN,
     PORT: '0',
     HOST: '127.0.0.1',

@@ -103,7 +103,10 @@ export type CallOutcome =
   | 'completed'
   /** The engine failed before any output: nothing is charged. */
   | 'failed'
-  /** The client went away mid-stream: prompt plus the tokens generated until the engine stopped. */
+  /**
+   * The client went away: mid-stream, prompt plus the tokens generated until the engine stopped;
+   * before a non-streamed answer, nothing (the engine is stopped and nothing was delivered).
+   */
   | 'client_disconnected'
   /** The engine failed mid-stream: prompt plus the tokens generated until then. */
   | 'failed_mid_stream';
@@ -160,14 +163,18 @@ export class InferenceService {
     private readonly metering: Metering = unmetered,
   ) {}
 
-  /** Runs a non-streamed call between admission and settlement: failures are charged nothing. */
-  private async metered<T>(req: MeterRequest, run: (ticket: MeterTicket) => Promise<{ value: T; usage: Usage }>): Promise<T> {
+  /**
+   * Runs a non-streamed call between admission and settlement: failures are charged nothing, and
+   * so is a call whose client went away before the answer (the engine was stopped and nothing
+   * was delivered); the latter is recorded as a disconnect, not as a failure.
+   */
+  private async metered<T>(req: MeterRequest, signal: AbortSignal, run: (ticket: MeterTicket) => Promise<{ value: T; usage: Usage }>): Promise<T> {
     const ticket = await this.metering.admit(req);
     let result: { value: T; usage: Usage };
     try {
       result = await run(ticket);
     } catch (err) {
-      await ticket.settle(zeroUsage(), 'failed');
+      await ticket.settle(zeroUsage(), signal.aborted ? 'client_disconnected' : 'failed');
       throw err;
     }
     await ticket.settle(result.usage, 'completed');
@@ -242,7 +249,7 @@ export class InferenceService {
   async createChatCompletion(caller: Caller, input: ChatInput, signal: AbortSignal): Promise<ChatCompletion> {
     const { model, request, engine, promptTokens, requestedOutputTokens } = await this.prepareChat(input);
     const meter: MeterRequest = { caller, model, promptTokens, requestedOutputTokens, maxOutputTokens: request.maxTokens };
-    return this.metered(meter, async (ticket) => {
+    return this.metered(meter, signal, async (ticket) => {
       const result = await engine.chat({ ...request, maxTokens: ticket.maxOutputTokens }, signal);
       const value: ChatCompletion = {
         id: newId('chatcmpl'),
@@ -332,7 +339,7 @@ export class InferenceService {
       }
       promptTokens += tokens;
     }
-    return this.metered({ caller, model, promptTokens, requestedOutputTokens: null, maxOutputTokens: 0 }, async () => {
+    return this.metered({ caller, model, promptTokens, requestedOutputTokens: null, maxOutputTokens: 0 }, signal, async () => {
       const result = await engine.embed(input.input, signal);
       const dims = model.specifications.output_dimensions;
       if (result.embeddings.length !== input.input.length || result.embeddings.some((e) => e.length !== dims)) {
@@ -375,7 +382,7 @@ export class InferenceService {
       }
       estimate += tokens;
     }
-    return this.metered({ caller, model, promptTokens: estimate, requestedOutputTokens: null, maxOutputTokens: 0 }, async () => {
+    return this.metered({ caller, model, promptTokens: estimate, requestedOutputTokens: null, maxOutputTokens: 0 }, signal, async () => {
       const { scores, promptTokens } = await engine.rerank(input.query, input.documents, signal);
       const returnDocuments = input.returnDocuments ?? true;
       const ranked = scores
@@ -406,7 +413,7 @@ export class InferenceService {
       if (tokens > limit) throw new DomainError('input_too_long', `'input[${i}]' has ${tokens} tokens; the model '${model.id}' takes at most ${limit}.`, { param: 'input' });
       estimate += tokens;
     }
-    return this.metered({ caller, model, promptTokens: estimate, requestedOutputTokens: null, maxOutputTokens: 0 }, async () => {
+    return this.metered({ caller, model, promptTokens: estimate, requestedOutputTokens: null, maxOutputTokens: 0 }, signal, async () => {
       let promptTokens = 0;
       const results: ModerationResult['results'] = [];
       for (const text of input.input) {
