@@ -1,0 +1,214 @@
+// BillingService on its own, with a clock the tests move: billing periods, monthly fees, hold
+// expiry and the release of holds left by servers that stopped, on SQLite and PostgreSQL.
+import { hostname } from 'node:os';
+import type { MikroORM } from '@mikro-orm/core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { TIER_DEFAULTS, type BillingSettings, type ChatModelConfig, type TierName, type TierPolicy } from '../src/config.js';
+import { closeDatabase, getKnex, openDatabase } from '../src/db/orm.js';
+import { AccountsService } from '../src/domain/accounts/accounts-service.js';
+import { BillingService } from '../src/domain/billing/billing-service.js';
+import { parseDecimal } from '../src/domain/billing/money.js';
+import { DomainError } from '../src/domain/errors.js';
+import type { MeterRequest } from '../src/domain/inference/inference-service.js';
+import { createLogger } from '../src/logger.js';
+import { BACKENDS, createTestDatabase, type TestDatabase } from './support/databases.js';
+
+const TIERS: Record<TierName, TierPolicy> = {
+  ...TIER_DEFAULTS,
+  free: { monthly_tokens: 100, overage: false, monthly_fee: 0 },
+  developer: { monthly_tokens: 50, overage: true, monthly_fee: 5 },
+  startup: { monthly_tokens: 0, overage: true, monthly_fee: 0 },
+  enterprise: { monthly_tokens: null, overage: false, monthly_fee: 20 },
+};
+const SETTINGS: BillingSettings = { hold_expiry_seconds: 60, sweep_interval_seconds: 3600, instance_timeout_seconds: 90 };
+
+const MODEL = {
+  id: 'chat-test',
+  category: 'chat',
+  owned_by: 'tests',
+  created: 0,
+  version: '1',
+  status: 'active',
+  capabilities: { chat_completion: true, streaming: true, function_calling: false },
+  pricing: { input_price_per_million: 1, output_price_per_million: 2, currency: 'usd' },
+  specifications: { context_window: 4096, max_output_tokens: 256, training_cutoff: '2024-10' },
+  engine: { type: 'openai', base_url: 'http://127.0.0.1:1/v1', model: 'x', timeout_ms: 1000, rerank_path: '/rerank' },
+} as ChatModelConfig;
+
+const usd = (text: string) => parseDecimal(text);
+
+describe.each(BACKENDS)('BillingService on %s', (backend) => {
+  let db: TestDatabase;
+  let orm: MikroORM;
+  let accounts: AccountsService;
+  let clock: Date;
+  const services: BillingService[] = [];
+
+  const billingService = () => {
+    const b = new BillingService({ orm, tiers: TIERS, settings: SETTINGS, logger: createLogger('silent'), now: () => clock });
+    services.push(b);
+    return b;
+  };
+  const meter = (accountId: string, promptTokens: number, maxTokens: number | null): MeterRequest => ({
+    caller: { accountId, keyId: null, requestId: `req-${Math.random()}` },
+    model: MODEL,
+    promptTokens,
+    requestedOutputTokens: maxTokens,
+    maxOutputTokens: 256,
+  });
+  const newAccount = async (tier: TierName) => (await accounts.createAccount({ email: 'x@example.com', tier })).account.id;
+
+  beforeAll(async () => {
+    db = await createTestDatabase(backend);
+    orm = await openDatabase(db.url);
+    accounts = new AccountsService(orm);
+  });
+  afterEach(async () => {
+    expect(await services[0]!.verifyLedger()).toEqual([]);
+    for (const b of services.splice(0)) await b.stop();
+  });
+  afterAll(async () => {
+    await closeDatabase(orm);
+    await db.drop();
+  });
+
+  it('resets the allocation at the start of each calendar month (UTC); a hold settles in the period it was taken from', async () => {
+    clock = new Date('2026-01-31T23:59:00Z');
+    const billing = billingService();
+    const id = await newAccount('free');
+    const open = await billing.admit(meter(id, 10, 20)); // holds 30 tokens of January's 100
+    const done = await billing.admit(meter(id, 10, 50));
+    await done.settle({ promptTokens: 10, completionTokens: 50, totalTokens: 60 }, 'completed');
+    expect(await billing.getAllocation(id)).toMatchObject({ period: '2026-01', used: 60, held: 30, remaining: 10 });
+    await expect(billing.admit(meter(id, 10, 10))).rejects.toMatchObject({ code: 'monthly_allocation_exhausted' });
+
+    clock = new Date('2026-02-01T00:00:00Z');
+    expect(await billing.getAllocation(id)).toMatchObject({ period: '2026-02', used: 0, held: 0, remaining: 100, periodStart: new Date('2026-02-01T00:00:00Z'), periodEnd: new Date('2026-03-01T00:00:00Z') });
+    const february = await billing.admit(meter(id, 10, 80));
+    expect(february.maxOutputTokens).toBe(80);
+    // January's hold settles against January: February's counters do not move.
+    await open.settle({ promptTokens: 10, completionTokens: 20, totalTokens: 30 }, 'completed');
+    expect(await billing.getAllocation(id)).toMatchObject({ used: 0, held: 90 });
+    await february.settle({ promptTokens: 10, completionTokens: 5, totalTokens: 15 }, 'completed');
+    expect(await billing.getAllocation(id)).toMatchObject({ used: 15, held: 0, remaining: 85 });
+  });
+
+  it('charges a monthly fee when a tier is taken and at each period start; an unpaid fee moves the account to free and notifies it', async () => {
+    clock = new Date('2026-03-10T12:00:00Z');
+    const billing = billingService();
+    const id = await newAccount('free');
+    await billing.creditWallet({ accountId: id, amount: usd('7'), type: 'bonus', description: 'start' });
+
+    await expect(billing.setTier(id, 'enterprise')).rejects.toMatchObject({ code: 'insufficient_balance', message: expect.stringContaining('costs 20 USD a month') });
+    expect((await accounts.getAccount(id)).tier).toBe('free');
+    await billing.setTier(id, 'developer');
+    expect((await billing.getWallet(id)).balance).toBe(usd('2'));
+    // Leaving the tier and coming back in the same period costs nothing more.
+    await billing.setTier(id, 'free');
+    await billing.setTier(id, 'developer');
+    let ledger = (await billing.listTransactions(id)).transactions;
+    expect(ledger.map((t) => [t.type, t.amount, t.reference])).toEqual([
+      ['bonus', usd('7'), null],
+      ['subscription', -usd('5'), '2026-03'],
+    ]);
+    expect(ledger[1]!.description).toBe('developer tier, 2026-03');
+
+    // April: the sweeper finds the fee due and the wallet short (2 < 5).
+    clock = new Date('2026-04-01T00:00:01Z');
+    expect(await billing.chargeDueFees()).toBe(1);
+    expect((await accounts.getAccount(id)).tier).toBe('free');
+    expect((await billing.getWallet(id)).balance).toBe(usd('2'));
+    const notes = await billing.listNotifications(id);
+    expect(notes.map((n) => [n.kind, n.payload.tier, n.payload.fee])).toEqual([['subscription_unpaid', 'developer', '5']]);
+    expect((await billing.getAllocation(id)).monthlyTokens).toBe(100);
+
+    // Paid again in April; in May the first call of the month charges the fee before it runs.
+    await billing.creditWallet({ accountId: id, amount: usd('8'), type: 'refund', description: 'top' });
+    await billing.setTier(id, 'developer');
+    expect((await billing.getWallet(id)).balance).toBe(usd('5'));
+    clock = new Date('2026-05-02T08:00:00Z');
+    const ticket = await billing.admit(meter(id, 10, 10));
+    await ticket.settle({ promptTokens: 10, completionTokens: 10, totalTokens: 20 }, 'completed');
+    ledger = (await billing.listTransactions(id)).transactions;
+    expect(ledger.slice(-1).map((t) => [t.type, t.amount, t.balanceAfter, t.reference])).toEqual([['subscription', -usd('5'), 0n, '2026-05']]);
+    expect((await accounts.getAccount(id)).tier).toBe('developer');
+    expect(await billing.chargeDueFees()).toBe(0);
+  });
+
+  it('releases an expired hold unbilled; a settlement that comes later records the usage without charging', async () => {
+    clock = new Date('2026-06-01T10:00:00Z');
+    const billing = billingService();
+    const id = await newAccount('startup');
+    await billing.creditWallet({ accountId: id, amount: usd('1'), type: 'bonus', description: 'start' });
+    const ticket = await billing.admit(meter(id, 10, 20)); // 10·1000 + 20·2000 = 50,000 nanos held
+    expect(await billing.getWallet(id)).toMatchObject({ balance: usd('1'), held: 50_000n });
+
+    clock = new Date('2026-06-01T10:01:01Z'); // 61 s later: past the 60 s expiry
+    expect(await billing.verifyLedger()).toEqual([expect.stringMatching(/^hold call_\w+ \(account acct_\w+\): still open after its expiry at 2026-06-01T10:01:00.000Z$/)]);
+    expect(await billing.releaseStaleHolds()).toBe(1);
+    expect(await billing.getWallet(id)).toMatchObject({ balance: usd('1'), held: 0n });
+    expect(await billing.listUsageEvents(id)).toMatchObject([{ outcome: 'abandoned', totalTokens: 0, walletNanos: 0n, billingNote: 'hold_released' }]);
+
+    await ticket.settle({ promptTokens: 10, completionTokens: 20, totalTokens: 30 }, 'completed');
+    expect(await billing.getWallet(id)).toMatchObject({ balance: usd('1'), held: 0n });
+    expect(await billing.listUsageEvents(id)).toMatchObject([{ outcome: 'completed', totalTokens: 30, walletNanos: 0n, billingNote: 'hold_released' }]);
+  });
+
+  it('never charges more than was held: usage above the hold is recorded and capped', async () => {
+    clock = new Date('2026-06-02T10:00:00Z');
+    const billing = billingService();
+    const id = await newAccount('startup');
+    await billing.creditWallet({ accountId: id, amount: usd('1'), type: 'bonus', description: 'start' });
+    const ticket = await billing.admit(meter(id, 5, 10)); // 5·1000 + 10·2000 = 25,000 held
+    await ticket.settle({ promptTokens: 50, completionTokens: 10, totalTokens: 60 }, 'completed');
+    expect((await billing.getWallet(id)).balance).toBe(usd('1') - 25_000n);
+    expect(await billing.listUsageEvents(id)).toMatchObject([{ promptTokens: 50, walletNanos: 25_000n, billingNote: 'capped_at_hold' }]);
+    // Settling twice changes nothing.
+    await ticket.settle({ promptTokens: 50, completionTokens: 10, totalTokens: 60 }, 'completed');
+    expect((await billing.listTransactions(id)).transactions).toHaveLength(2);
+  });
+
+  it('releases at start-up the holds of a server that stopped, and never those of a live one', async () => {
+    clock = new Date('2026-06-03T10:00:00Z');
+    const knex = getKnex(orm);
+    const id = await newAccount('startup');
+    const dead = billingService();
+    await dead.start();
+    const elsewhere = billingService();
+    await elsewhere.start();
+    await dead.creditWallet({ accountId: id, amount: usd('1'), type: 'bonus', description: 'start' });
+    await dead.admit(meter(id, 10, 10));
+    await dead.admit(meter(id, 10, 10));
+    const live = await elsewhere.admit(meter(id, 10, 10));
+    expect(await dead.countOpenHolds(id)).toBe(3);
+    // The first server's process is gone (a pid that runs nowhere on this host); the second runs
+    // on another host and keeps its heartbeat.
+    await knex('billing_instances').where({ id: dead.instanceId }).update({ pid: 2 ** 22 + 12_345 });
+    await knex('billing_instances').where({ id: elsewhere.instanceId }).update({ host: `not-${hostname()}` });
+
+    const restarted = billingService();
+    await restarted.start();
+    expect(await restarted.countOpenHolds(id)).toBe(1);
+    expect((await restarted.getWallet(id)).held).toBe(30_000n);
+    expect((await restarted.listUsageEvents(id)).map((e) => e.outcome)).toEqual(['abandoned', 'abandoned']);
+    expect(await knex('billing_instances').where({ id: dead.instanceId }).first()).toBeUndefined();
+
+    // A server whose heartbeat stops for longer than instance_timeout_seconds is taken as gone.
+    clock = new Date(clock.getTime() + 91_000);
+    await restarted.sweep();
+    expect(await restarted.countOpenHolds(id)).toBe(0);
+    // Its call then settles for nothing.
+    await live.settle({ promptTokens: 10, completionTokens: 10, totalTokens: 20 }, 'completed');
+    expect((await restarted.getWallet(id)).balance).toBe(usd('1'));
+  });
+
+  it('refuses a credit to an unknown account, a zero amount or an empty description', async () => {
+    clock = new Date('2026-06-04T10:00:00Z');
+    const billing = billingService();
+    const id = await newAccount('free');
+    await expect(billing.creditWallet({ accountId: 'acct_nope', amount: 1n, type: 'bonus', description: 'x' })).rejects.toMatchObject({ code: 'not_found' });
+    await expect(billing.creditWallet({ accountId: id, amount: 0n, type: 'bonus', description: 'x' })).rejects.toBeInstanceOf(DomainError);
+    await expect(billing.creditWallet({ accountId: id, amount: 1n, type: 'bonus', description: '  ' })).rejects.toMatchObject({ param: 'description' });
+    await expect(billing.creditWallet({ accountId: id, amount: 1n, type: 'usage' as never, description: 'x' })).rejects.toMatchObject({ param: 'type' });
+  });
+});
