@@ -1,0 +1,159 @@
+// Downloads a model file (`npx tollgate models pull`): into `<target>.part` first, resuming an
+// interrupted download with a Range request, then the size is checked against what the server
+// announced and the file must start with the GGUF magic before it is renamed into place. A file
+// already there with the announced size is left alone.
+import { createWriteStream, existsSync, mkdirSync, openSync, readSync, closeSync, renameSync, statSync, truncateSync, unlinkSync } from 'node:fs';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+import { parseModelSource } from './model-files.js';
+
+export interface PullProgress {
+  received: number;
+  /** Total size when the server announced it. */
+  total: number | null;
+  /** Bytes that were already there (a resumed download). */
+  resumedFrom: number;
+}
+
+export interface PullOptions {
+  /** `hf:owner/repo/file.gguf` or an http(s) URL. */
+  source: string;
+  /** Directory for downloads when `out` is not given. */
+  modelsDir: string;
+  /** Exact destination path. */
+  out?: string;
+  env?: NodeJS.ProcessEnv;
+  signal?: AbortSignal;
+  onStart?(info: { url: string; file: string; total: number | null; resumedFrom: number }): void;
+  onProgress?(p: PullProgress): void;
+}
+
+export interface PullResult {
+  file: string;
+  bytes: number;
+  /** Bytes reused from an interrupted download. */
+  resumedFrom: number;
+  /** The file was already complete: nothing was downloaded. */
+  alreadyThere: boolean;
+}
+
+export class PullError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'PullError';
+  }
+}
+
+function authHeaders(url: string, env: NodeJS.ProcessEnv): Record<string, string> {
+  // Gated Hugging Face repositories (Llama Guard, for one) need an access token; fetch drops it on
+  // the redirect to the CDN, which is another origin.
+  const token = env.HF_TOKEN || env.HUGGING_FACE_HUB_TOKEN;
+  return token && new URL(url).hostname === 'huggingface.co' ? { authorization: `Bearer ${token}` } : {};
+}
+
+/** The total size a response announces: Content-Range's "/total", else Content-Length (+ the resumed offset). */
+function announcedTotal(res: Response, offset: number): number | null {
+  const range = res.headers.get('content-range');
+  const m = range ? /\/(\d+)\s*$/.exec(range) : null;
+  if (m) return Number(m[1]);
+  const length = res.headers.get('content-length');
+  return length !== null && /^\d+$/.test(length) ? Number(length) + offset : null;
+}
+
+function startsWithGgufMagic(file: string): boolean {
+  const fd = openSync(file, 'r');
+  try {
+    const head = Buffer.alloc(4);
+    return readSync(fd, head, 0, 4, 0) === 4 && head.toString('latin1') === 'GGUF';
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function describeFetchError(e: unknown): string {
+  const err = e as Error & { cause?: { code?: string; message?: string } };
+  return err.cause?.code ?? err.cause?.message ?? err.message;
+}
+
+export async function pullModel(opts: PullOptions): Promise<PullResult> {
+  const env = opts.env ?? process.env;
+  const source = parseModelSource(opts.source);
+  const target = path.resolve(opts.out ?? path.join(opts.modelsDir, source.fileName));
+  const partial = `${target}.part`;
+  mkdirSync(path.dirname(target), { recursive: true });
+  const headers = authHeaders(source.url, env);
+
+  const request = async (extra: Record<string, string>, method = 'GET') => {
+    try {
+      return await fetch(source.url, { method, headers: { ...headers, ...extra }, redirect: 'follow', signal: opts.signal });
+    } catch (e) {
+      if (opts.signal?.aborted) throw e;
+      throw new PullError(`cannot reach ${new URL(source.url).origin}: ${describeFetchError(e)}`);
+    }
+  };
+
+  if (existsSync(target)) {
+    const size = statSync(target).size;
+    const head = await request({}, 'HEAD');
+    const total = head.ok ? announcedTotal(head, 0) : null;
+    await head.body?.cancel();
+    if (total === null || total === size) return { file: target, bytes: size, resumedFrom: size, alreadyThere: true };
+    // A different size: the file there is stale or broken; download it again.
+  }
+
+  let offset = existsSync(partial) ? statSync(partial).size : 0;
+  let res = await request(offset > 0 ? { range: `bytes=${offset}-` } : {});
+  if (res.status === 416 && offset > 0) {
+    // Nothing left to fetch, or the .part is bigger than the file: learn the size and decide.
+    const total = announcedTotal(res, 0);
+    await res.body?.cancel();
+    if (total !== null && total === offset) return finish(target, partial, offset, offset, total);
+    truncateSync(partial, 0);
+    offset = 0;
+    res = await request({});
+  }
+  if (!res.ok) {
+    await res.body?.cancel();
+    const hint = res.status === 401 || res.status === 403 ? ' (a gated repository: accept its licence on huggingface.co and set HF_TOKEN)' : '';
+    throw new PullError(`${source.url} answered HTTP ${res.status}${hint}`);
+  }
+  if (offset > 0 && res.status !== 206) {
+    // The server ignored the Range: start over.
+    truncateSync(partial, 0);
+    offset = 0;
+  }
+  const total = announcedTotal(res, offset);
+  opts.onStart?.({ url: source.url, file: target, total, resumedFrom: offset });
+  if (!res.body) throw new PullError(`${source.url} sent no body`);
+
+  let received = offset;
+  const counted = Readable.fromWeb(res.body as unknown as WebReadableStream<Uint8Array>);
+  counted.on('data', (chunk: Buffer) => {
+    received += chunk.length;
+    opts.onProgress?.({ received, total, resumedFrom: offset });
+  });
+  try {
+    await pipeline(counted, createWriteStream(partial, { flags: offset > 0 ? 'a' : 'w' }));
+  } catch (e) {
+    if (opts.signal?.aborted) throw e;
+    throw new PullError(
+      `the download of ${source.url} broke off after ${received} bytes (${describeFetchError(e)}); run the same command again to resume`,
+    );
+  }
+  return finish(target, partial, offset, statSync(partial).size, total);
+}
+
+function finish(target: string, partial: string, resumedFrom: number, size: number, total: number | null): PullResult {
+  if (total !== null && size !== total) {
+    throw new PullError(`size check failed for ${partial}: ${size} bytes, the server announced ${total}; run the same command again to resume`);
+  }
+  if (!startsWithGgufMagic(partial)) {
+    // Often an HTML page (a login or error page): nothing worth resuming.
+    unlinkSync(partial);
+    throw new PullError(`the download is not a GGUF file (no "GGUF" magic at its start); check the source`);
+  }
+  renameSync(partial, target);
+  return { file: target, bytes: size, resumedFrom, alreadyThere: false };
+}

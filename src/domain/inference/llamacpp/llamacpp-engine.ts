@@ -1,0 +1,685 @@
+// In-process inference with llama.cpp (node-llama-cpp's prebuilt CPU build): one engine per catalog
+// model, serving the model's category from a GGUF file.
+//   - chat: the chat template the GGUF carries, sampling with OpenAI's parameters, stop sequences cut
+//     before the sequence, streaming token by token, exact usage from the model's tokenizer, and a
+//     caller that goes away stops generation before the next token;
+//   - embeddings: the model's own pooling, L2-normalised;
+//   - rerank: llama.cpp's ranking head, the logit through a sigmoid (node-llama-cpp does it);
+//   - moderation: a guard model's verdict generated under a grammar (./guard.ts).
+// Each model has `parallel` slots (sequences of one context for chat and moderation, contexts for
+// embeddings and rerank) behind a bounded FIFO queue (./slot-pool.ts). A file is inspected before
+// llama.cpp loads it (./gguf-inspect.ts); a model that cannot load answers 503 model_unavailable
+// while the others serve.
+import { randomInt } from 'node:crypto';
+import { availableParallelism } from 'node:os';
+import {
+  LlamaGrammarEvaluationState,
+  LlamaText,
+  SpecialToken,
+  SpecialTokensText,
+  resolveChatWrapper,
+  type ChatHistoryItem,
+  type ChatWrapper,
+  type LlamaContext,
+  type LlamaContextSequence,
+  type LlamaEmbeddingContext,
+  type LlamaGrammar,
+  type LlamaModel,
+  type LlamaRankingContext,
+  type Token,
+} from 'node-llama-cpp';
+import { DomainError } from '../../errors.js';
+import type {
+  ChatMessage,
+  Engine,
+  EngineChatRequest,
+  EngineChatResult,
+  EngineEmbedResult,
+  EngineModerationResult,
+  EngineRerankResult,
+  EngineStreamEvent,
+  FinishReason,
+} from '../engine.js';
+import { inspectGgufFile, ModelFileError, type GgufFacts } from './gguf-inspect.js';
+import { CODE_DIGITS_GRAMMAR, HAZARD_CODES, UNSAFE_PREFIX, VERDICT_GRAMMAR, guardPrompt, moderationFromVerdict, parseVerdict } from './guard.js';
+import { pullCommandFor, resolveModelFile } from './model-files.js';
+import { getRuntime, takeLastRuntimeError } from './runtime.js';
+import { SlotPool, type QueueLimits } from './slot-pool.js';
+
+export interface LlamaCppEngineConfig {
+  type: 'llamacpp';
+  /** The GGUF file; a relative path is taken from the working directory. */
+  file: string;
+  /** Where the file comes from (`hf:owner/repo/file.gguf` or an https URL), for `models pull`. */
+  source?: string;
+  /** Threads per context; default: the machine's cores. */
+  threads?: number;
+  /** Calls served at once (sequences or contexts); default 1. */
+  parallel?: number;
+  /** Tokens per context (per sequence); default: what the catalog entry needs. */
+  context_size?: number;
+  batch_size?: number;
+  queue?: { max_depth?: number; max_wait_ms?: number };
+  /** eager: load at start-up (the default); lazy: on the first call. */
+  load?: 'eager' | 'lazy';
+}
+
+/** The parts of a catalog entry the engine reads. */
+export type LlamaCppModel = { id: string; engine: LlamaCppEngineConfig } & (
+  | { category: 'chat'; specifications: { context_window: number; max_output_tokens: number } }
+  | { category: 'embedding'; specifications: { max_tokens: number; output_dimensions: number } }
+  | { category: 'reranking'; specifications: { max_tokens: number } }
+  | { category: 'moderation'; specifications: { max_tokens: number } }
+);
+
+export interface LlamaCppLogger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+/** The catalog says something the GGUF contradicts: a configuration error, which stops start-up. */
+export class CatalogMismatchError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'CatalogMismatchError';
+  }
+}
+
+export type EngineStatus = 'idle' | 'loading' | 'ready' | 'failed' | 'closed';
+
+export const DEFAULT_QUEUE = { max_depth: 16, max_wait_ms: 30_000 } as const;
+/** The verdict is at most "unsafe\nS10,S11,S12" (18 characters): a byte tokenizer needs 18 tokens. */
+const VERDICT_MAX_TOKENS = 32;
+/** Tokens a UTF-8 character may be split into (byte tokens): hold them back until the character completes. */
+const MAX_PARTIAL_CHARACTER_TOKENS = 4;
+
+const noopLogger: LlamaCppLogger = { info() {}, warn() {}, error() {} };
+
+function abortReason(signal: AbortSignal): unknown {
+  return signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
+}
+
+/** Where the earliest stop sequence starts in `text` at or after `from`, or -1. */
+function findStop(text: string, from: number, stops: readonly string[]): number {
+  let best = -1;
+  for (const s of stops) {
+    const i = text.indexOf(s, from);
+    if (i >= 0 && (best < 0 || i < best)) best = i;
+  }
+  return best;
+}
+
+/** How far `text` may be sent: up to the start of a tail that could still grow into a stop sequence. */
+function safeEnd(text: string, from: number, stops: readonly string[]): number {
+  let end = text.length;
+  for (const s of stops) {
+    for (let k = Math.min(s.length - 1, text.length - from); k > 0; k--) {
+      if (text.endsWith(s.slice(0, k))) {
+        end = Math.min(end, text.length - k);
+        break;
+      }
+    }
+  }
+  return Math.max(end, from);
+}
+
+function l2normalise(v: readonly number[]): number[] {
+  let sum = 0;
+  for (const x of v) sum += x * x;
+  const norm = Math.sqrt(sum);
+  return norm > 0 ? v.map((x) => x / norm) : [...v];
+}
+
+interface ChatRunner {
+  kind: 'chat';
+  model: LlamaModel;
+  context: LlamaContext;
+  pool: SlotPool<LlamaContextSequence>;
+  wrapper: ChatWrapper;
+  /** Tokens that end generation besides the end-of-generation ones (the template's end-of-turn). */
+  stopTokens: Set<Token>;
+  /** Plain-text stop triggers of the template. */
+  stopTexts: string[];
+  contextSize: number;
+  guard?: { verdict: LlamaGrammar; digits: LlamaGrammar; llama3Headers: boolean };
+}
+
+interface EmbeddingRunner {
+  kind: 'embedding';
+  model: LlamaModel;
+  contexts: LlamaEmbeddingContext[];
+  pool: SlotPool<LlamaEmbeddingContext>;
+  maxInputTokens: number;
+}
+
+interface RankingRunner {
+  kind: 'reranking';
+  model: LlamaModel;
+  contexts: LlamaRankingContext[];
+  pool: SlotPool<LlamaRankingContext>;
+  maxInputTokens: number;
+}
+
+type Runner = ChatRunner | EmbeddingRunner | RankingRunner;
+
+export class LlamaCppEngine implements Engine {
+  readonly modelId: string;
+  readonly file: string;
+  /** Counters for observability and tests. */
+  readonly stats = { generatedTokens: 0 };
+  private statusValue: EngineStatus = 'idle';
+  private failure: ModelFileError | CatalogMismatchError | undefined;
+  private loading: Promise<void> | undefined;
+  private runner: Runner | undefined;
+  private readonly logger: LlamaCppLogger;
+  private readonly threads: number;
+  private readonly parallel: number;
+  private readonly queue: QueueLimits;
+  private readonly env: NodeJS.ProcessEnv;
+
+  constructor(
+    private readonly config: LlamaCppModel,
+    opts: { logger?: LlamaCppLogger; env?: NodeJS.ProcessEnv } = {},
+  ) {
+    this.modelId = config.id;
+    this.file = resolveModelFile(config.engine.file);
+    this.logger = opts.logger ?? noopLogger;
+    this.env = opts.env ?? process.env;
+    this.threads = config.engine.threads ?? availableParallelism();
+    this.parallel = config.engine.parallel ?? 1;
+    this.queue = {
+      maxDepth: config.engine.queue?.max_depth ?? DEFAULT_QUEUE.max_depth,
+      maxWaitMs: config.engine.queue?.max_wait_ms ?? DEFAULT_QUEUE.max_wait_ms,
+    };
+  }
+
+  get status(): EngineStatus {
+    return this.statusValue;
+  }
+
+  get loadMode(): 'eager' | 'lazy' {
+    return this.config.engine.load ?? 'eager';
+  }
+
+  /** Why the model is not serving, for logs and tests (clients get a fixed message). */
+  get failureReason(): string | undefined {
+    return this.failure?.message;
+  }
+
+  /**
+   * Reads and checks the file without loading it. A file problem is reported and leaves the model
+   * failed (503 for its calls); a contradiction with the catalog is thrown (start-up stops).
+   */
+  preflight(): { facts: GgufFacts } | { error: ModelFileError } {
+    try {
+      const { facts } = inspectGgufFile(this.file);
+      this.checkCatalog(facts);
+      return { facts };
+    } catch (e) {
+      if (e instanceof ModelFileError) return { error: this.missingFileHint(e) };
+      throw e;
+    }
+  }
+
+  private missingFileHint(e: ModelFileError): ModelFileError {
+    if (e.problem !== 'the model file is missing') return e;
+    return new ModelFileError(this.config.engine.file, `the model file is missing; fetch it with \`${pullCommandFor(this.config.engine, this.env)}\``);
+  }
+
+  private checkCatalog(facts: GgufFacts): void {
+    const { config } = this;
+    const file = this.config.engine.file;
+    const arch = facts.architecture;
+    const mismatch = (key: string, actual: unknown, declared: string) =>
+      new CatalogMismatchError(`${file}: "${key}" is ${String(actual)}, but model "${config.id}" declares ${declared}`);
+    const ctxKey = `${arch}.context_length`;
+    if (config.category === 'chat') {
+      if (facts.contextLength !== null && config.specifications.context_window > facts.contextLength) {
+        throw mismatch(ctxKey, facts.contextLength, `specifications.context_window: ${config.specifications.context_window}`);
+      }
+      return;
+    }
+    if (facts.contextLength !== null && config.specifications.max_tokens > facts.contextLength) {
+      throw mismatch(ctxKey, facts.contextLength, `specifications.max_tokens: ${config.specifications.max_tokens}`);
+    }
+    if (config.category === 'embedding') {
+      if (facts.embeddingLength !== null && facts.embeddingLength !== config.specifications.output_dimensions) {
+        throw mismatch(`${arch}.embedding_length`, facts.embeddingLength, `specifications.output_dimensions: ${config.specifications.output_dimensions}`);
+      }
+      if (facts.poolingType === 0 || facts.poolingType === 4) {
+        throw mismatch(`${arch}.pooling_type`, facts.poolingType, 'category: embedding (an embedding model pools by mean, CLS or last token)');
+      }
+    }
+    if (config.category === 'reranking' && facts.poolingType !== 4) {
+      throw mismatch(`${arch}.pooling_type`, facts.poolingType ?? 'missing', 'category: reranking (a reranker has rank pooling, 4)');
+    }
+  }
+
+  /** Loads the model (once); never rejects for a bad file, only for a catalog contradiction. */
+  load(): Promise<void> {
+    this.loading ??= this.loadOnce();
+    return this.loading;
+  }
+
+  private fail(error: ModelFileError | CatalogMismatchError): void {
+    this.failure = error;
+    this.statusValue = 'failed';
+    this.logger.error({ model: this.modelId, file: this.config.engine.file, problem: error.message }, `model "${this.modelId}" is not served: ${error.message}`);
+  }
+
+  private async loadOnce(): Promise<void> {
+    if (this.statusValue === 'closed') return;
+    this.statusValue = 'loading';
+    const started = Date.now();
+    let facts: GgufFacts;
+    try {
+      const checked = this.preflight();
+      if ('error' in checked) return this.fail(checked.error);
+      facts = checked.facts;
+    } catch (e) {
+      if (e instanceof CatalogMismatchError) {
+        this.fail(e);
+        throw e;
+      }
+      return this.fail(new ModelFileError(this.config.engine.file, `refused: ${(e as Error).message}`));
+    }
+    this.logger.info({ model: this.modelId, file: this.config.engine.file, architecture: facts.architecture }, `loading model "${this.modelId}"`);
+    let model: LlamaModel | undefined;
+    try {
+      const llama = await getRuntime();
+      takeLastRuntimeError();
+      let reported = -1;
+      model = await llama.loadModel({
+        modelPath: this.file,
+        onLoadProgress: (progress) => {
+          const step = Math.floor(progress * 4);
+          if (step > reported) {
+            reported = step;
+            this.logger.info({ model: this.modelId, progress: Math.round(progress * 100) }, `loading model "${this.modelId}": ${Math.round(progress * 100)}%`);
+          }
+        },
+      });
+      const runner = await this.createRunner(model);
+      if ((this.statusValue as EngineStatus) === 'closed') {
+        await model.dispose();
+        return;
+      }
+      this.runner = runner;
+      this.statusValue = 'ready';
+      this.logger.info({ model: this.modelId, ms: Date.now() - started, parallel: this.parallel, threads: this.threads }, `model "${this.modelId}" loaded`);
+    } catch (e) {
+      await model?.dispose().catch(() => {});
+      const why = takeLastRuntimeError() ?? (e as Error).message;
+      this.fail(new ModelFileError(this.config.engine.file, `llama.cpp could not load it: ${why}`));
+    }
+  }
+
+  private async createRunner(model: LlamaModel): Promise<Runner> {
+    const { config } = this;
+    const engine = config.engine;
+    const threads = this.threads;
+    const train = model.trainContextSize;
+    if (config.category === 'embedding' || config.category === 'reranking') {
+      // A BERT-style model reads its whole input in one batch: the batch is the context.
+      const wanted = engine.context_size ?? config.specifications.max_tokens + (config.category === 'reranking' ? 8 : 1);
+      const contextSize = Math.min(wanted, train);
+      const opts = { contextSize, batchSize: engine.batch_size ?? contextSize, threads };
+      const maxInputTokens = Math.min(contextSize - 1, train);
+      if (config.category === 'embedding') {
+        const contexts: LlamaEmbeddingContext[] = [];
+        for (let i = 0; i < this.parallel; i++) contexts.push(await model.createEmbeddingContext(opts));
+        return { kind: 'embedding', model, contexts, pool: new SlotPool(contexts, this.queue, this.modelId), maxInputTokens };
+      }
+      const contexts: LlamaRankingContext[] = [];
+      for (let i = 0; i < this.parallel; i++) contexts.push(await model.createRankingContext(opts));
+      return { kind: 'reranking', model, contexts, pool: new SlotPool(contexts, this.queue, this.modelId), maxInputTokens };
+    }
+
+    const wrapper = resolveChatWrapper(model);
+    const llama3Headers = model.tokenize('<|start_header_id|>', true).length === 1 && model.tokenize('<|eot_id|>', true).length === 1;
+    let contextSize: number;
+    let guard: ChatRunner['guard'];
+    if (config.category === 'moderation') {
+      const llama = await getRuntime();
+      guard = {
+        verdict: await llama.createGrammar({ grammar: VERDICT_GRAMMAR }),
+        digits: await llama.createGrammar({ grammar: CODE_DIGITS_GRAMMAR }),
+        llama3Headers,
+      };
+      const overhead = guardPromptTokens(model, wrapper, guard.llama3Headers, '').length;
+      contextSize = engine.context_size ?? Math.min(train, overhead + config.specifications.max_tokens + VERDICT_MAX_TOKENS + 8);
+    } else {
+      contextSize = engine.context_size ?? Math.min(train, config.specifications.context_window);
+    }
+    const context = await model.createContext({
+      contextSize,
+      sequences: this.parallel,
+      threads,
+      ...(engine.batch_size ? { batchSize: engine.batch_size } : {}),
+    });
+    const sequences: LlamaContextSequence[] = [];
+    for (let i = 0; i < this.parallel; i++) sequences.push(context.getSequence());
+
+    const { stopGenerationTriggers } = wrapper.generateContextState({ chatHistory: [{ type: 'user', text: '' }, { type: 'model', response: [] }] });
+    const stopTokens = new Set<Token>();
+    const stopTexts: string[] = [];
+    for (const trigger of stopGenerationTriggers) {
+      const tokens = trigger.tokenize(model.tokenizer);
+      if (trigger.values.every((v) => typeof v === 'string')) {
+        const text = trigger.values.join('');
+        if (text) stopTexts.push(text);
+      } else if (tokens.length === 1) {
+        stopTokens.add(tokens[0]!);
+      }
+    }
+    return { kind: 'chat', model, context, pool: new SlotPool(sequences, this.queue, this.modelId), wrapper, stopTokens, stopTexts, contextSize, guard };
+  }
+
+  private unavailable(): DomainError {
+    return new DomainError('model_unavailable', `The model '${this.modelId}' is not available right now: its model file could not be loaded.`);
+  }
+
+  private async ready(): Promise<Runner> {
+    if (this.statusValue === 'idle') await this.load().catch(() => {});
+    else if (this.statusValue === 'loading') await this.loading?.catch(() => {});
+    if (this.statusValue !== 'ready' || !this.runner) throw this.unavailable();
+    return this.runner;
+  }
+
+  private async runnerOf<K extends Runner['kind']>(kind: K): Promise<Extract<Runner, { kind: K }>> {
+    const runner = await this.ready();
+    if (runner.kind !== kind) throw new DomainError('invalid_model', `The model '${this.modelId}' does not serve this endpoint.`, { param: 'model' });
+    return runner as Extract<Runner, { kind: K }>;
+  }
+
+  // ---- tokens ----
+
+  private renderChat(runner: ChatRunner, messages: ChatMessage[]): Token[] {
+    const history: ChatHistoryItem[] = messages.map((m) =>
+      m.role === 'system' ? { type: 'system', text: m.content } : m.role === 'user' ? { type: 'user', text: m.content } : { type: 'model', response: [m.content] },
+    );
+    history.push({ type: 'model', response: [] });
+    // Message contents are plain text in the LlamaText: a "<|im_end|>" typed by a user stays text.
+    return runner.wrapper.generateContextState({ chatHistory: history }).contextText.tokenize(runner.model.tokenizer);
+  }
+
+  async countChatTokens(messages: ChatMessage[]): Promise<number> {
+    const runner = await this.runnerOf('chat');
+    return this.renderChat(runner, messages).length;
+  }
+
+  async countTokens(text: string): Promise<number> {
+    const runner = await this.ready();
+    switch (runner.kind) {
+      case 'embedding':
+        // What the model reads: the text with its [CLS] and [SEP].
+        return runner.contexts[0]!.calculateInputLength(text);
+      case 'reranking':
+        return runner.model.tokenize(text, false, 'trimLeadingSpace').length;
+      default:
+        return runner.model.tokenize(text, false).length;
+    }
+  }
+
+  // ---- chat ----
+
+  async chat(req: EngineChatRequest, signal: AbortSignal): Promise<EngineChatResult> {
+    let content = '';
+    for await (const event of this.chatStream(req, signal)) {
+      if (event.type === 'delta') content += event.content;
+      else return { content, finishReason: event.finishReason, usage: event.usage };
+    }
+    throw new DomainError('internal_error', 'The model stopped without finishing its answer.');
+  }
+
+  async *chatStream(req: EngineChatRequest, signal: AbortSignal): AsyncGenerator<EngineStreamEvent> {
+    if (signal.aborted) throw abortReason(signal);
+    const runner = await this.runnerOf('chat');
+    const prompt = this.renderChat(runner, req.messages);
+    if (prompt.length + req.maxTokens > runner.contextSize) {
+      throw new DomainError(
+        'context_length_exceeded',
+        `The messages take ${prompt.length} tokens and max_tokens asks for ${req.maxTokens}; together they exceed the ${runner.contextSize} tokens this model is served with.`,
+        { param: 'max_tokens' },
+      );
+    }
+    const lease = await runner.pool.acquire(signal);
+    try {
+      yield* this.generate(runner, lease.slot, prompt, req, signal);
+    } finally {
+      lease.release();
+    }
+  }
+
+  private async *generate(runner: ChatRunner, seq: LlamaContextSequence, prompt: Token[], req: EngineChatRequest, signal: AbortSignal): AsyncGenerator<EngineStreamEvent> {
+    const { model } = runner;
+    // Every call starts from an empty sequence: one caller's cache never shapes another's output,
+    // and the same request with temperature 0 gives the same tokens.
+    await seq.eraseContextTokenRanges([{ start: 0, end: seq.nextTokenIndex }]);
+    const stops = [...(req.stop ?? []).filter((s) => s.length > 0), ...runner.stopTexts];
+    const generated: Token[] = [];
+    const penalised = (req.presencePenalty ?? 0) !== 0 || (req.frequencyPenalty ?? 0) !== 0;
+    const tokens = seq.evaluate(prompt, {
+      temperature: req.temperature ?? 1,
+      topP: req.topP ?? 1,
+      topK: 0,
+      minP: 0,
+      seed: randomInt(2 ** 31),
+      yieldEogToken: true,
+      ...(penalised
+        ? {
+            repeatPenalty: {
+              punishTokens: () => generated,
+              maxPunishTokens: req.maxTokens,
+              penalty: 1,
+              presencePenalty: req.presencePenalty ?? 0,
+              frequencyPenalty: req.frequencyPenalty ?? 0,
+            },
+          }
+        : {}),
+    });
+
+    let text = '';
+    let sent = 0;
+    let undecoded: Token[] = [];
+    let finishReason: FinishReason | undefined;
+    let stoppedBySequence = false;
+    const decode = (force: boolean) => {
+      if (undecoded.length === 0) return;
+      const piece = model.detokenize(undecoded, false, generated.slice(Math.max(0, generated.length - undecoded.length - 8), generated.length - undecoded.length));
+      if (!force && piece.endsWith('\uFFFD') && undecoded.length < MAX_PARTIAL_CHARACTER_TOKENS) return;
+      text += piece;
+      undecoded = [];
+    };
+
+    for await (const token of tokens) {
+      if (signal.aborted) throw abortReason(signal);
+      if (model.isEogToken(token) || runner.stopTokens.has(token)) {
+        finishReason = 'stop';
+        break;
+      }
+      generated.push(token);
+      this.stats.generatedTokens++;
+      undecoded.push(token);
+      decode(false);
+      const hit = findStop(text, sent, stops);
+      if (hit >= 0) {
+        if (hit > sent) yield { type: 'delta', content: text.slice(sent, hit) };
+        sent = hit;
+        text = text.slice(0, hit);
+        finishReason = 'stop';
+        stoppedBySequence = true;
+        break;
+      }
+      const end = safeEnd(text, sent, stops);
+      if (end > sent) {
+        yield { type: 'delta', content: text.slice(sent, end) };
+        sent = end;
+      }
+      if (generated.length >= req.maxTokens) {
+        finishReason = 'length';
+        break;
+      }
+      // The consumer may have gone away while it held the delta: no further token for it.
+      if (signal.aborted) throw abortReason(signal);
+    }
+    if (signal.aborted) throw abortReason(signal);
+    if (!stoppedBySequence) {
+      // The end: what was held back (a partial character, a tail that never became a stop sequence) goes out.
+      decode(true);
+      const hit = findStop(text, sent, stops);
+      const end = hit >= 0 ? hit : text.length;
+      if (end > sent) yield { type: 'delta', content: text.slice(sent, end) };
+    }
+    yield {
+      type: 'finish',
+      finishReason: finishReason ?? 'stop',
+      usage: { promptTokens: prompt.length, completionTokens: generated.length, totalTokens: prompt.length + generated.length },
+    };
+  }
+
+  // ---- embeddings and rerank ----
+
+  async embed(input: string[], signal: AbortSignal): Promise<EngineEmbedResult> {
+    const runner = await this.runnerOf('embedding');
+    const lease = await runner.pool.acquire(signal);
+    try {
+      const context = lease.slot;
+      const embeddings: number[][] = [];
+      let promptTokens = 0;
+      for (let i = 0; i < input.length; i++) {
+        if (signal.aborted) throw abortReason(signal);
+        const tokens = runner.model.tokenize(input[i]!, false);
+        const length = context.calculateInputLength(tokens);
+        if (length > runner.maxInputTokens) {
+          throw new DomainError('input_too_long', `'input[${i}]' has ${length} tokens; the model '${this.modelId}' takes at most ${runner.maxInputTokens}.`, { param: 'input' });
+        }
+        const { vector } = await context.getEmbeddingFor(tokens);
+        embeddings.push(l2normalise(vector));
+        promptTokens += length;
+      }
+      return { embeddings, promptTokens };
+    } finally {
+      lease.release();
+    }
+  }
+
+  async rerank(query: string, documents: string[], signal: AbortSignal): Promise<EngineRerankResult> {
+    const runner = await this.runnerOf('reranking');
+    const lease = await runner.pool.acquire(signal);
+    try {
+      const context = lease.slot;
+      const scores: number[] = [];
+      let promptTokens = 0;
+      for (let i = 0; i < documents.length; i++) {
+        if (signal.aborted) throw abortReason(signal);
+        const length = context.calculateInputLength(query, documents[i]!);
+        if (length > runner.maxInputTokens) {
+          throw new DomainError('input_too_long', `The query with 'documents[${i}]' has ${length} tokens; the model '${this.modelId}' takes at most ${runner.maxInputTokens}.`, {
+            param: 'documents',
+          });
+        }
+        const score = await context.rank(query, documents[i]!);
+        scores.push(Math.min(1, Math.max(0, score)));
+        promptTokens += length;
+      }
+      return { scores, promptTokens };
+    } finally {
+      lease.release();
+    }
+  }
+
+  // ---- moderation ----
+
+  async moderate(input: string, signal: AbortSignal): Promise<EngineModerationResult> {
+    if (signal.aborted) throw abortReason(signal);
+    const runner = await this.runnerOf('chat');
+    const guard = runner.guard;
+    if (!guard) throw new DomainError('invalid_model', `The model '${this.modelId}' is not a moderation model.`, { param: 'model' });
+    const { model } = runner;
+    const prompt = guardPromptTokens(model, runner.wrapper, guard.llama3Headers, input);
+    if (prompt.length + VERDICT_MAX_TOKENS > runner.contextSize) {
+      throw new DomainError('input_too_long', `The input with the guard's prompt takes ${prompt.length} tokens; the model '${this.modelId}' is served with ${runner.contextSize}.`, {
+        param: 'input',
+      });
+    }
+    const lease = await runner.pool.acquire(signal);
+    try {
+      const seq = lease.slot;
+      await seq.eraseContextTokenRanges([{ start: 0, end: seq.nextTokenIndex }]);
+      const greedy = { temperature: 0, topK: 0, topP: 1, minP: 0, yieldEogToken: true } as const;
+
+      // 1. The verdict, greedy under the grammar; the first token's probabilities say how likely "unsafe" was.
+      const verdictTokens: Token[] = [];
+      let first: Map<Token, number> | undefined;
+      const state = new LlamaGrammarEvaluationState({ model, grammar: guard.verdict });
+      for await (const out of seq.evaluateWithMetadata(prompt, { probabilities: true }, { ...greedy, grammarEvaluationState: state })) {
+        if (signal.aborted) throw abortReason(signal);
+        first ??= out.probabilities;
+        if (model.isEogToken(out.token) || runner.stopTokens.has(out.token)) break;
+        verdictTokens.push(out.token);
+        this.stats.generatedTokens++;
+        if (verdictTokens.length >= VERDICT_MAX_TOKENS) break;
+      }
+      const verdict = parseVerdict(model.detokenize(verdictTokens, false));
+      let safeMass = 0;
+      let unsafeMass = 0;
+      for (const [token, p] of first ?? []) {
+        const text = model.detokenize([token], false);
+        if (!text) continue;
+        if (UNSAFE_PREFIX.startsWith(text) || text.startsWith('unsafe')) unsafeMass += p;
+        else if ('safe'.startsWith(text) || text.startsWith('safe')) safeMass += p;
+      }
+      const unsafeProbability = unsafeMass + safeMass > 0 ? unsafeMass / (unsafeMass + safeMass) : verdict.unsafe ? 1 : 0;
+
+      // 2. The codes' probabilities: after a forced "unsafe\nS", how likely each code's first token is.
+      if (signal.aborted) throw abortReason(signal);
+      await seq.eraseContextTokenRanges([{ start: prompt.length - 1, end: seq.nextTokenIndex }]);
+      const forced = [prompt[prompt.length - 1]!, ...model.tokenize(UNSAFE_PREFIX, false, 'trimLeadingSpace')];
+      const digits = new LlamaGrammarEvaluationState({ model, grammar: guard.digits });
+      const codeProbabilities = new Map<string, number>();
+      for await (const out of seq.evaluateWithMetadata(forced, { probabilities: true }, { ...greedy, grammarEvaluationState: digits })) {
+        for (const [token, p] of out.probabilities) {
+          const text = model.detokenize([token], false);
+          if (!text) continue;
+          for (const h of HAZARD_CODES) {
+            if (h.code.slice(1).startsWith(text)) codeProbabilities.set(h.code, (codeProbabilities.get(h.code) ?? 0) + p);
+          }
+        }
+        break;
+      }
+      const shaped = moderationFromVerdict(verdict, unsafeProbability, codeProbabilities);
+      return { ...shaped, promptTokens: prompt.length };
+    } finally {
+      lease.release();
+    }
+  }
+
+  async close(): Promise<void> {
+    const runner = this.runner;
+    this.statusValue = 'closed';
+    this.runner = undefined;
+    if (!runner) return;
+    runner.pool.rejectWaiting(new DomainError('shutting_down', 'The server is shutting down.'));
+    await runner.model.dispose().catch(() => {});
+  }
+}
+
+/** The guard's prompt as tokens: Llama 3 headers when the vocabulary has them (Llama Guard 3), else the GGUF's chat template. */
+function guardPromptTokens(model: LlamaModel, wrapper: ChatWrapper, llama3Headers: boolean, input: string): Token[] {
+  const prompt = guardPrompt(input);
+  if (llama3Headers) {
+    return LlamaText([
+      new SpecialToken('BOS'),
+      new SpecialTokensText('<|start_header_id|>user<|end_header_id|>\n\n'),
+      prompt,
+      new SpecialTokensText('<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n'),
+    ]).tokenize(model.tokenizer);
+  }
+  const history: ChatHistoryItem[] = [
+    { type: 'user', text: prompt },
+    { type: 'model', response: [] },
+  ];
+  return wrapper.generateContextState({ chatHistory: history }).contextText.tokenize(model.tokenizer);
+}

@@ -1,0 +1,109 @@
+// Embeddings and reranking through the in-process engine on the BERT fixtures, and the rerank
+// use case (sorting, top_n, stability) through the inference service on top of it.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ModelConfig } from '../src/config.js';
+import { Catalog } from '../src/domain/catalog/catalog.js';
+import { InferenceService } from '../src/domain/inference/inference-service.js';
+import type { LlamaCppEngine } from '../src/domain/inference/llamacpp/llamacpp-engine.js';
+import { llamaEngine, makeFixtureDir, neverAborted } from './support/llamacpp.js';
+
+const fixtures = makeFixtureDir();
+let embed: LlamaCppEngine;
+let rerank: LlamaCppEngine;
+
+beforeAll(async () => {
+  embed = llamaEngine('embedding', { file: fixtures.files.embedding });
+  rerank = llamaEngine('reranking', { file: fixtures.files.reranker });
+  await Promise.all([embed.load(), rerank.load()]);
+});
+afterAll(async () => {
+  await Promise.all([embed.close(), rerank.close()]);
+  fixtures.remove();
+});
+
+const norm = (v: number[]) => Math.sqrt(v.reduce((s, x) => s + x * x, 0));
+
+describe('embeddings on the in-process engine', () => {
+  it('have the declared dimensions and unit norm, one per input in input order', async () => {
+    const inputs = ['green tea', 'a cup of coffee', 'green tea'];
+    const { embeddings } = await embed.embed(inputs, neverAborted());
+    expect(embeddings).toHaveLength(3);
+    for (const e of embeddings) {
+      expect(e).toHaveLength(64);
+      expect(norm(e)).toBeCloseTo(1, 6);
+    }
+    expect(embeddings[2]).toEqual(embeddings[0]);
+    expect(embeddings[1]).not.toEqual(embeddings[0]);
+  });
+
+  it('are the same for the same text across calls', async () => {
+    const a = await embed.embed(['deterministic?'], neverAborted());
+    const b = await embed.embed(['deterministic?'], neverAborted());
+    expect(b.embeddings[0]).toEqual(a.embeddings[0]);
+  });
+
+  it("count what the model reads: each text's tokens with [CLS] and [SEP]", async () => {
+    const texts = ['hello world', 'x'];
+    const counts = await Promise.all(texts.map((t) => embed.countTokens(t)));
+    // "hello world" is 10 characters without the space in a character vocabulary, plus [CLS] and [SEP].
+    expect(counts).toEqual([12, 3]);
+    const { promptTokens } = await embed.embed(texts, neverAborted());
+    expect(promptTokens).toBe(15);
+  });
+
+  it('refuses an input longer than the model reads', async () => {
+    await expect(embed.embed(['a'.repeat(600)], neverAborted())).rejects.toMatchObject({ code: 'input_too_long' });
+  });
+});
+
+describe('rerank on the in-process engine', () => {
+  it('scores each document in [0, 1], in input order, the same on every call', async () => {
+    const docs = ['coffee beans', 'green tea leaves', 'a teapot', 'xyz'];
+    const a = await rerank.rerank('green tea', docs, neverAborted());
+    const b = await rerank.rerank('green tea', docs, neverAborted());
+    expect(a.scores).toHaveLength(docs.length);
+    for (const s of a.scores) {
+      expect(s).toBeGreaterThanOrEqual(0);
+      expect(s).toBeLessThanOrEqual(1);
+    }
+    expect(b.scores).toEqual(a.scores);
+    // Each document is scored alone with the query: its score does not depend on its neighbours.
+    const alone = await rerank.rerank('green tea', [docs[2]!], neverAborted());
+    expect(alone.scores[0]).toBe(a.scores[2]);
+  });
+
+  it('counts the tokens of every query-document pair as the model reads it', async () => {
+    const { promptTokens } = await rerank.rerank('tea', ['ab', 'c'], neverAborted());
+    // [CLS] query [SEP] document [SEP]-style framing: 3 + 2 + 3 specials per pair at most.
+    const raw = (await rerank.countTokens('tea')) * 2 + (await rerank.countTokens('ab')) + (await rerank.countTokens('c'));
+    expect(promptTokens).toBeGreaterThan(raw);
+    expect(promptTokens).toBeLessThanOrEqual(raw + 2 * 4);
+  });
+
+  it('through the inference service: sorted by score, top_n respected, ties kept in input order', async () => {
+    const model = {
+      id: 'rerank-local',
+      category: 'reranking',
+      owned_by: 'tests',
+      created: 0,
+      version: '1',
+      status: 'active',
+      capabilities: { rerank: true },
+      pricing: { price_per_million_tokens: 0, currency: 'usd' },
+      specifications: { max_tokens: 512, max_documents: 100 },
+      engine: { type: 'llamacpp', file: fixtures.files.reranker },
+    } as unknown as ModelConfig;
+    const service = new InferenceService(new Catalog([model]), { get: () => rerank });
+    const caller = { accountId: 'acct_test', requestId: 'req' };
+    const docs = ['coffee beans', 'green tea leaves', 'a teapot', 'coffee beans', 'xyz'];
+    const all = await service.rerank(caller, { model: 'rerank-local', query: 'green tea', documents: docs }, neverAborted());
+    const scores = all.results.map((r) => r.relevanceScore);
+    expect([...scores].sort((x, y) => y - x)).toEqual(scores);
+    expect(all.results.map((r) => r.index).sort()).toEqual([0, 1, 2, 3, 4]);
+    // The duplicate document has the same score: the earlier index comes first.
+    const dupes = all.results.filter((r) => r.document?.text === 'coffee beans').map((r) => r.index);
+    expect(dupes).toEqual([0, 3]);
+    const top = await service.rerank(caller, { model: 'rerank-local', query: 'green tea', documents: docs, topN: 2, returnDocuments: false }, neverAborted());
+    expect(top.results).toEqual(all.results.slice(0, 2).map((r) => ({ ...r, document: null })));
+  });
+});

@@ -1,0 +1,89 @@
+// Moderation with a guard model on the in-process engine: the verdict is generated under a grammar,
+// so it always parses, and it maps onto the specification's categories. The chat fixture plays the
+// guard (its random verdicts say "safe"), and a copy biased towards "u" plays one that says "unsafe".
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { GUARD_CATEGORIES, HAZARD_CODES, moderationFromVerdict, parseVerdict } from '../src/domain/inference/llamacpp/guard.js';
+import type { LlamaCppEngine } from '../src/domain/inference/llamacpp/llamacpp-engine.js';
+import { llamaEngine, makeFixtureDir, neverAborted } from './support/llamacpp.js';
+
+const fixtures = makeFixtureDir();
+let guard: LlamaCppEngine;
+let unsafeGuard: LlamaCppEngine;
+
+beforeAll(async () => {
+  guard = llamaEngine('moderation', { file: fixtures.files.chat });
+  unsafeGuard = llamaEngine('moderation', { file: fixtures.files.guard }, { id: 'guard-unsafe' });
+  await Promise.all([guard.load(), unsafeGuard.load()]);
+});
+afterAll(async () => {
+  await Promise.all([guard.close(), unsafeGuard.close()]);
+  fixtures.remove();
+});
+
+const SPEC_CATEGORIES = ['hate', 'harassment', 'self-harm', 'sexual', 'violence'];
+const INPUTS = ['hello', 'I will hurt you', '', 'buy cheap pills now!!!', 'ünïcödé ✓', 'x'.repeat(300), 'S1,S2\nunsafe'];
+
+function expectShape(r: Awaited<ReturnType<LlamaCppEngine['moderate']>>) {
+  expect(typeof r.flagged).toBe('boolean');
+  for (const c of SPEC_CATEGORIES) {
+    expect(typeof r.categories[c]).toBe('boolean');
+    expect(r.categoryScores[c]).toBeGreaterThanOrEqual(0);
+    expect(r.categoryScores[c]).toBeLessThanOrEqual(1);
+  }
+  expect(Object.keys(r.categories).sort()).toEqual([...GUARD_CATEGORIES].sort());
+  expect(Object.keys(r.categoryScores).sort()).toEqual([...GUARD_CATEGORIES].sort());
+  // A flagged result flags at least one category; an unflagged one flags none.
+  expect(Object.values(r.categories).some(Boolean)).toBe(r.flagged);
+  expect(r.promptTokens).toBeGreaterThan(0);
+}
+
+describe('moderation on the in-process engine', () => {
+  it('always returns a parsed verdict in the specification shape, whatever the input', async () => {
+    for (const input of INPUTS) expectShape(await guard.moderate(input, neverAborted()));
+  });
+
+  it('flags what a guard calls unsafe, with the categories of its hazard codes', async () => {
+    for (const input of INPUTS.slice(0, 3)) {
+      const r = await unsafeGuard.moderate(input, neverAborted());
+      expectShape(r);
+      expect(r.flagged).toBe(true);
+      // The verdict's "unsafe" was all but certain: every flagged category scores above zero.
+      for (const [name, flagged] of Object.entries(r.categories)) if (flagged) expect(r.categoryScores[name]).toBeGreaterThan(0);
+    }
+  });
+
+  it('is deterministic: the same input gets the same result', async () => {
+    const a = await guard.moderate('is this fine?', neverAborted());
+    const b = await guard.moderate('is this fine?', neverAborted());
+    expect(b).toEqual(a);
+  });
+
+  it("counts the guard prompt's tokens, which grow with the input", async () => {
+    const short = await guard.moderate('hi', neverAborted());
+    const long = await guard.moderate('hi there', neverAborted());
+    expect(long.promptTokens - short.promptTokens).toBe((await guard.countTokens(' there')));
+  });
+});
+
+describe('guard verdicts', () => {
+  it('parse "safe" and "unsafe" with one to three hazard codes', () => {
+    expect(parseVerdict('safe')).toEqual({ unsafe: false, codes: [] });
+    expect(parseVerdict('unsafe\nS1')).toEqual({ unsafe: true, codes: ['S1'] });
+    expect(parseVerdict('unsafe\nS10,S14,S2')).toEqual({ unsafe: true, codes: ['S10', 'S14', 'S2'] });
+    expect(() => parseVerdict('unsafe\nS15')).toThrow();
+    expect(() => parseVerdict('maybe')).toThrow();
+  });
+
+  it('map every hazard code onto its documented categories', () => {
+    for (const hazard of HAZARD_CODES) {
+      const r = moderationFromVerdict({ unsafe: true, codes: [hazard.code] }, 1, new Map([[hazard.code, 0.8]]));
+      expect(r.flagged).toBe(true);
+      const flagged = Object.entries(r.categories).filter(([, v]) => v).map(([k]) => k);
+      expect(flagged.sort()).toEqual([...hazard.categories].sort());
+      for (const c of hazard.categories) expect(r.categoryScores[c]).toBeCloseTo(0.8);
+    }
+    const hate = moderationFromVerdict({ unsafe: true, codes: ['S10'] }, 0.5, new Map([['S10', 0.9]]));
+    expect(hate.categories).toMatchObject({ hate: true, harassment: true, violence: false, sexual: false, 'self-harm': false });
+    expect(hate.categoryScores.hate).toBeCloseTo(0.45);
+  });
+});

@@ -1,0 +1,173 @@
+// `models pull`'s downloader against a loopback HTTP server (nothing else is reachable here): a
+// whole download, an interrupted one resumed with Range, the size check, and sources.
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pullModel, PullError, type PullProgress } from '../src/domain/inference/llamacpp/downloader.js';
+import { chatFixtureSpec } from '../src/domain/inference/llamacpp/fixtures.js';
+import { writeGguf } from '../src/domain/inference/llamacpp/gguf-writer.js';
+import { parseModelSource, pullCommandFor } from '../src/domain/inference/llamacpp/model-files.js';
+
+const model = writeGguf(chatFixtureSpec());
+let server: Server;
+let base: string;
+const seen: { path: string; range?: string }[] = [];
+/** Per path: how the server misbehaves. */
+const behaviour = {
+  /** Sends this many bytes of the first full request for /cut.gguf, then destroys the socket. */
+  cutAfter: 150_000,
+  cutDone: false,
+};
+
+function send(req: IncomingMessage, res: import('node:http').ServerResponse, body: Buffer, opts: { ignoreRange?: boolean; announce?: number } = {}) {
+  const range = /^bytes=(\d+)-$/.exec(req.headers.range ?? '');
+  if (range && !opts.ignoreRange) {
+    const start = Number(range[1]);
+    if (start >= body.length) {
+      res.writeHead(416, { 'content-range': `bytes */${body.length}` }).end();
+      return;
+    }
+    res.writeHead(206, { 'content-range': `bytes ${start}-${body.length - 1}/${body.length}`, 'content-length': body.length - start });
+    if (req.method === 'HEAD') return res.end();
+    res.end(body.subarray(start));
+    return;
+  }
+  res.writeHead(200, { 'content-length': opts.announce ?? body.length, 'accept-ranges': 'bytes' });
+  if (req.method === 'HEAD') return res.end();
+  res.end(body);
+}
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    const url = new URL(req.url!, 'http://x');
+    seen.push({ path: url.pathname, range: req.headers.range });
+    switch (url.pathname) {
+      case '/models/tiny.gguf':
+        return send(req, res, model);
+      case '/models/cut.gguf':
+        if (!behaviour.cutDone && !req.headers.range && req.method === 'GET') {
+          behaviour.cutDone = true;
+          res.writeHead(200, { 'content-length': model.length });
+          res.write(model.subarray(0, behaviour.cutAfter), () => setTimeout(() => res.socket?.destroy(), 20));
+          return;
+        }
+        return send(req, res, model);
+      case '/models/no-range.gguf':
+        return send(req, res, model, { ignoreRange: true });
+      case '/models/page.gguf':
+        return send(req, res, Buffer.from('<html>please log in</html>'));
+      case '/redirect/tiny.gguf':
+        res.writeHead(302, { location: '/models/tiny.gguf' }).end();
+        return;
+      default:
+        res.writeHead(404).end();
+    }
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(async () => {
+  await new Promise((r) => server.close(r));
+});
+
+function tempDir(): string {
+  return mkdtempSync(path.join(tmpdir(), 'tollgate-pull-'));
+}
+
+describe('models pull', () => {
+  it('downloads a file into the models directory, reporting progress up to its size', async () => {
+    const dir = tempDir();
+    const progress: PullProgress[] = [];
+    const result = await pullModel({ source: `${base}/models/tiny.gguf`, modelsDir: dir, onProgress: (p) => progress.push({ ...p }) });
+    expect(result).toMatchObject({ file: path.join(dir, 'tiny.gguf'), bytes: model.length, resumedFrom: 0, alreadyThere: false });
+    expect(readFileSync(result.file).equals(model)).toBe(true);
+    expect(progress.at(-1)).toEqual({ received: model.length, total: model.length, resumedFrom: 0 });
+    expect(existsSync(`${result.file}.part`)).toBe(false);
+    rmSync(dir, { recursive: true });
+  });
+
+  it('resumes an interrupted download with a Range request and ends with the whole file', async () => {
+    const dir = tempDir();
+    const source = `${base}/models/cut.gguf`;
+    const first = pullModel({ source, modelsDir: dir });
+    await expect(first).rejects.toThrow(/broke off after \d+ bytes.*run the same command again to resume/);
+    const partial = path.join(dir, 'cut.gguf.part');
+    const kept = statSync(partial).size;
+    expect(kept).toBeGreaterThan(0);
+    expect(kept).toBeLessThan(model.length);
+    seen.length = 0;
+    const second = await pullModel({ source, modelsDir: dir });
+    expect(seen.find((s) => s.path === '/models/cut.gguf')?.range).toBe(`bytes=${kept}-`);
+    expect(second).toMatchObject({ bytes: model.length, resumedFrom: kept });
+    expect(readFileSync(second.file).equals(model)).toBe(true);
+    rmSync(dir, { recursive: true });
+  });
+
+  it('starts over when the server ignores the Range', async () => {
+    const dir = tempDir();
+    writeFileSync(path.join(dir, 'no-range.gguf.part'), model.subarray(0, 1000));
+    const result = await pullModel({ source: `${base}/models/no-range.gguf`, modelsDir: dir });
+    expect(result.resumedFrom).toBe(0);
+    expect(readFileSync(result.file).equals(model)).toBe(true);
+    rmSync(dir, { recursive: true });
+  });
+
+  it('finishes a download whose part is already complete', async () => {
+    const dir = tempDir();
+    writeFileSync(path.join(dir, 'tiny.gguf.part'), model);
+    const result = await pullModel({ source: `${base}/models/tiny.gguf`, modelsDir: dir });
+    expect(result).toMatchObject({ bytes: model.length, resumedFrom: model.length, alreadyThere: false });
+    expect(readFileSync(result.file).equals(model)).toBe(true);
+    rmSync(dir, { recursive: true });
+  });
+
+  it('leaves a complete file alone, and replaces one of the wrong size', async () => {
+    const dir = tempDir();
+    const out = path.join(dir, 'sub', 'named.gguf');
+    await pullModel({ source: `${base}/redirect/tiny.gguf`, modelsDir: dir, out });
+    const again = await pullModel({ source: `${base}/redirect/tiny.gguf`, modelsDir: dir, out });
+    expect(again.alreadyThere).toBe(true);
+    writeFileSync(out, model.subarray(0, 10));
+    const repaired = await pullModel({ source: `${base}/models/tiny.gguf`, modelsDir: dir, out });
+    expect(repaired.alreadyThere).toBe(false);
+    expect(readFileSync(out).equals(model)).toBe(true);
+    rmSync(dir, { recursive: true });
+  });
+
+  it('refuses a download that is not a GGUF file', async () => {
+    const dir = tempDir();
+    await expect(pullModel({ source: `${base}/models/page.gguf`, modelsDir: dir })).rejects.toThrow(/not a GGUF file/);
+    expect(existsSync(path.join(dir, 'page.gguf'))).toBe(false);
+    rmSync(dir, { recursive: true });
+  });
+
+  it('reports an HTTP error and an unreachable server as errors', async () => {
+    const dir = tempDir();
+    await expect(pullModel({ source: `${base}/models/absent.gguf`, modelsDir: dir })).rejects.toThrow(/HTTP 404/);
+    await expect(pullModel({ source: 'http://127.0.0.1:1/x.gguf', modelsDir: dir })).rejects.toBeInstanceOf(PullError);
+    rmSync(dir, { recursive: true });
+  });
+});
+
+describe('model sources', () => {
+  it('read hf:owner/repo/file.gguf as a Hugging Face download, with an optional revision', () => {
+    expect(parseModelSource('hf:Qwen/Qwen2.5-0.5B-Instruct-GGUF/qwen2.5-0.5b-instruct-q4_k_m.gguf')).toEqual({
+      spec: 'hf:Qwen/Qwen2.5-0.5B-Instruct-GGUF/qwen2.5-0.5b-instruct-q4_k_m.gguf',
+      url: 'https://huggingface.co/Qwen/Qwen2.5-0.5B-Instruct-GGUF/resolve/main/qwen2.5-0.5b-instruct-q4_k_m.gguf',
+      fileName: 'qwen2.5-0.5b-instruct-q4_k_m.gguf',
+    });
+    expect(parseModelSource('hf:o/r@v2/sub/f.gguf').url).toBe('https://huggingface.co/o/r/resolve/v2/sub/f.gguf');
+    expect(() => parseModelSource('hf:only-owner/file.gguf')).toThrow(/hf:owner\/repo\/file.gguf/);
+    expect(() => parseModelSource('ftp://x/y.gguf')).toThrow();
+  });
+
+  it('give the pull command for a missing catalog file', () => {
+    const env = { MODELS_DIR: 'models' };
+    expect(pullCommandFor({ file: 'models/f.gguf', source: 'hf:o/r/f.gguf' }, env)).toBe('npx tollgate models pull hf:o/r/f.gguf');
+    expect(pullCommandFor({ file: 'models/g.gguf', source: 'hf:o/r/f.gguf' }, env)).toBe('npx tollgate models pull hf:o/r/f.gguf --out models/g.gguf');
+    expect(pullCommandFor({ file: 'models/g.gguf' }, env)).toContain('--out models/g.gguf');
+  });
+});
