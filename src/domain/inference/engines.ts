@@ -1,25 +1,71 @@
-// Builds one engine per catalog model from its `engine` config and finds it by model id.
+// Builds one engine per catalog model from its `engine` config and finds it by model id. In-process
+// (llama.cpp) models are checked against their GGUF files here, at start-up: a catalog that
+// contradicts a file stops start-up; a missing or malformed file is reported and only that model
+// answers 503. Eager models then load one after another in the background; `ready` says when.
 import type { ModelConfig } from '../../config.js';
 import { DomainError } from '../errors.js';
 import type { Engine } from './engine.js';
 import type { EngineRegistry } from './inference-service.js';
+import { LlamaCppEngine, type LlamaCppModel } from './llamacpp/llamacpp-engine.js';
+import { setRuntimeLogger } from './llamacpp/runtime.js';
 import { OpenAIEngine } from './openai/openai-engine.js';
 
 export interface EngineLogger {
+  info(obj: object, msg?: string): void;
   warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+  debug?(obj: object, msg?: string): void;
+}
+
+function asLlamaCpp(m: ModelConfig): LlamaCppModel | undefined {
+  return (m.engine as { type: string }).type === 'llamacpp' ? (m as unknown as LlamaCppModel) : undefined;
 }
 
 export class Engines implements EngineRegistry {
   private readonly byModel = new Map<string, Engine>();
+  private readonly inProcess: LlamaCppEngine[] = [];
+  private loading: Promise<void> | undefined;
+  private loaded = false;
 
   constructor(models: ModelConfig[], logger: EngineLogger, env: NodeJS.ProcessEnv = process.env) {
     for (const m of models) {
-      switch (m.engine.type) {
-        case 'openai':
-          this.byModel.set(m.id, new OpenAIEngine(m.engine, { logger, env }));
-          break;
+      const local = asLlamaCpp(m);
+      if (local) {
+        const engine = new LlamaCppEngine(local, { logger, env });
+        this.byModel.set(m.id, engine);
+        this.inProcess.push(engine);
+        continue;
+      }
+      if (m.engine.type === 'openai') this.byModel.set(m.id, new OpenAIEngine(m.engine, { logger, env }));
+    }
+    if (this.inProcess.length > 0) {
+      setRuntimeLogger({ debug: (o, msg) => logger.debug?.(o, msg), warn: (o, msg) => logger.warn(o, msg) });
+    }
+    // Reads every in-process model's file header now: a catalog contradiction throws (start-up
+    // stops); a file problem of a lazy model is reported now, an eager one's when it loads.
+    for (const engine of this.inProcess) {
+      const checked = engine.preflight();
+      if ('error' in checked && engine.loadMode === 'lazy') {
+        logger.error({ model: engine.modelId, problem: checked.error.message }, `model "${engine.modelId}" cannot be served: ${checked.error.message}`);
       }
     }
+  }
+
+  /** Loads the eager in-process models, one after another; resolves when all are loaded or failed. */
+  startLoading(): Promise<void> {
+    this.loading ??= (async () => {
+      try {
+        for (const engine of this.inProcess) if (engine.loadMode === 'eager') await engine.load();
+      } finally {
+        this.loaded = true;
+      }
+    })();
+    return this.loading;
+  }
+
+  /** True once every eager model has loaded (or failed to, which is reported): /readyz. */
+  get ready(): boolean {
+    return this.loaded || !this.inProcess.some((e) => e.loadMode === 'eager');
   }
 
   get(modelId: string): Engine {
@@ -28,7 +74,14 @@ export class Engines implements EngineRegistry {
     return engine;
   }
 
+  /** The in-process engine of a model, for tests and diagnostics. */
+  local(modelId: string): LlamaCppEngine | undefined {
+    return this.inProcess.find((e) => e.modelId === modelId);
+  }
+
   async close(): Promise<void> {
+    // Closed first: a model still loading is disposed as soon as its load ends, the rest never start.
     await Promise.allSettled([...this.byModel.values()].map((e) => e.close?.()));
+    await this.loading?.catch(() => {});
   }
 }

@@ -28,6 +28,7 @@ import {
   type LlamaRankingContext,
   type Token,
 } from 'node-llama-cpp';
+import { ConfigError } from '../../../config.js';
 import { DomainError } from '../../errors.js';
 import type {
   ChatMessage,
@@ -79,7 +80,7 @@ export interface LlamaCppLogger {
 }
 
 /** The catalog says something the GGUF contradicts: a configuration error, which stops start-up. */
-export class CatalogMismatchError extends Error {
+export class CatalogMismatchError extends ConfigError {
   constructor(message: string) {
     super(message);
     this.name = 'CatalogMismatchError';
