@@ -81,7 +81,7 @@ describe('the Stripe processor', () => {
   });
 
   it('reports an unreachable Stripe as a retryable processor error', async () => {
-    fake.failNext(503, 3, '/v1/checkout/sessions');
+    fake.script('POST /v1/checkout/sessions', [503, 503, 503]);
     const error = await checkout('chk_down', null).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ProcessorError);
     expect((error as ProcessorError).retryable).toBe(true);
@@ -110,7 +110,7 @@ describe('the Stripe processor', () => {
   it('never charges twice when the answer to a charge is lost and the SDK retries it', async () => {
     const customer = await stripe.ensureCustomer('acct_lost', 'l@example.com');
     fake.pay((await checkout('chk_lost', customer)).processorCheckoutId);
-    fake.loseNextResponse('POST /v1/payment_intents');
+    fake.script('POST /v1/payment_intents', ['lose']);
     const result = await stripe.chargeOffSession({ topUpId: 'atu_lost', accountId: 'acct_lost', customerId: customer, amountCents: 2500, currency: 'usd', description: 'auto' });
     expect(result.status).toBe('succeeded');
     expect(fake.count('POST /v1/payment_intents')).toBe(2);

@@ -17,6 +17,8 @@ export interface FakeStripeRequest {
   authorization: string | null;
 }
 
+export type FaultStep = 500 | 503 | 'lose';
+
 export type CardBehaviour = 'succeed' | 'decline' | 'processing' | 'authentication_required';
 
 export interface FakeSession {
@@ -85,10 +87,12 @@ export interface FakeStripe {
   paymentIntents: Map<string, FakePaymentIntent>;
   /** How the next off-session charges behave (all of them when `count` is omitted). */
   setCardBehaviour(behaviour: CardBehaviour, count?: number): void;
-  /** The next `count` API requests (any endpoint, or the one path given) get this HTTP status. */
-  failNext(status: 500 | 503, count?: number, path?: string): void;
-  /** Answers the next matching request only after the real work, then drops the connection (the response is lost). */
-  loseNextResponse(path: string): void;
+  /**
+   * What the next requests to a route ('POST /v1/payment_intents') meet, one step each, in order:
+   * 500 or 503 before any work (nothing happens), or 'lose': the work is done (and its result kept
+   * for its idempotency key) but the connection is dropped before the answer.
+   */
+  script(route: string, steps: FaultStep[]): void;
   setBeforeSessionResponse(hook: FakeStripeOptions['beforeSessionResponse'] | undefined): void;
   /** The customer pays at the hosted page: the session completes (paid, or unpaid for an async method), the card is saved. */
   pay(sessionId: string, opts?: { async?: boolean }): FakeSession;
@@ -151,8 +155,7 @@ export async function startFakeStripe(opts: FakeStripeOptions = {}): Promise<Fak
   const idempotent = new Map<string, { fingerprint: string; status: number; body: unknown }>();
   const cardQueue: CardBehaviour[] = [];
   let cardDefault: CardBehaviour = 'succeed';
-  let failures: { status: number; remaining: number; path: string | null } | null = null;
-  const loseResponse = new Set<string>();
+  const scripts = new Map<string, FaultStep[]>();
   let beforeSessionResponse = opts.beforeSessionResponse;
   const sockets = new Set<Socket>();
   let url = '';
@@ -336,9 +339,9 @@ export async function startFakeStripe(opts: FakeStripeOptions = {}): Promise<Fak
       send(401, { error: { type: 'invalid_request_error', message: 'Invalid API Key provided.' } });
       return;
     }
-    if (failures && failures.remaining > 0 && (failures.path === null || failures.path === path)) {
-      failures.remaining--;
-      send(failures.status, { error: { type: 'api_error', message: 'An unexpected error occurred (fake).' } });
+    const step = scripts.get(`${method} ${path}`)?.shift();
+    if (step === 500 || step === 503) {
+      send(step, { error: { type: 'api_error', message: 'An unexpected error occurred (fake).' } });
       return;
     }
     const fingerprint = `${method} ${path} ${text}`;
@@ -373,7 +376,7 @@ export async function startFakeStripe(opts: FakeStripeOptions = {}): Promise<Fak
     }
     // Stripe saves the result of a request that began executing, errors included (5xx aside).
     if (key && method === 'POST' && status < 500) idempotent.set(key, { fingerprint, status, body });
-    if (loseResponse.delete(`${method} ${path}`)) {
+    if (step === 'lose') {
       res.socket?.destroy();
       return;
     }
@@ -423,11 +426,8 @@ export async function startFakeStripe(opts: FakeStripeOptions = {}): Promise<Fak
         for (let i = 0; i < count; i++) cardQueue.push(behaviour);
       }
     },
-    failNext(status, count = 1, path) {
-      failures = { status, remaining: count, path: path ?? null };
-    },
-    loseNextResponse(path) {
-      loseResponse.add(path);
+    script(route, steps) {
+      scripts.set(route, [...steps]);
     },
     setBeforeSessionResponse(hook) {
       beforeSessionResponse = hook;
@@ -506,8 +506,7 @@ export async function startFakeStripe(opts: FakeStripeOptions = {}): Promise<Fak
       requests.length = 0;
       cardQueue.length = 0;
       cardDefault = 'succeed';
-      failures = null;
-      loseResponse.clear();
+      scripts.clear();
     },
     async close() {
       for (const s of sockets) s.destroy();
