@@ -21,7 +21,7 @@ import { enqueueNotification, listNotifications, type NotificationView } from '.
 import { planHold, pricesOf, split } from './hold-plan.js';
 import { formatDecimal, MAX_NANOS, parseDecimal, WALLET_CURRENCY, type Prices } from './money.js';
 import { dayOf, isDay, periodBounds, periodDays, periodOf } from './period.js';
-import { big, bigOrNull, bool, date, exec, int, rows, run, sqlContext, type Db, type SqlContext } from './sql.js';
+import { big, bigOrNull, billingDatabase, bool, date, exec, int, rows, run, type BillingDatabase, type Db } from './sql.js';
 import { WalletEvents, type WalletChange } from './wallet-events.js';
 
 /** How a usage event ended: a call's outcome, or 'abandoned' when its hold was released unsettled. */
@@ -176,7 +176,7 @@ export class BillingService implements Metering {
   readonly events: WalletEvents;
   /** This process's identity in billing_instances; its holds carry it as their owner. */
   readonly instanceId = newId('inst');
-  private readonly sql: SqlContext;
+  private readonly db: BillingDatabase;
   private readonly tiers: Record<TierName, TierPolicy>;
   private readonly fees: Record<TierName, bigint>;
   private readonly settings: BillingSettings;
@@ -188,7 +188,7 @@ export class BillingService implements Metering {
   private readonly host = hostname();
 
   constructor(opts: BillingOptions) {
-    this.sql = sqlContext(opts.orm);
+    this.db = billingDatabase(opts.orm);
     this.tiers = opts.tiers;
     this.fees = Object.fromEntries(Object.entries(opts.tiers).map(([name, t]) => [name, parseDecimal(t.monthly_fee)])) as Record<TierName, bigint>;
     this.settings = opts.settings;
@@ -203,7 +203,7 @@ export class BillingService implements Metering {
   /** Registers this server, releases holds of dead servers and expired holds, starts the sweeper. */
   async start(): Promise<void> {
     const now = this.now();
-    await exec(this.sql.knex, 'insert into billing_instances (id, host, pid, started_at, heartbeat_at) values (?, ?, ?, ?, ?)', [
+    await exec(this.db, 'insert into billing_instances (id, host, pid, started_at, heartbeat_at) values (?, ?, ?, ?, ?)', [
       this.instanceId,
       this.host,
       process.pid,
@@ -223,7 +223,7 @@ export class BillingService implements Metering {
     if (this.sweeper) clearInterval(this.sweeper);
     this.sweeper = undefined;
     await this.sweeping;
-    await exec(this.sql.knex, 'delete from billing_instances where id = ?', [this.instanceId]).catch(() => {});
+    await exec(this.db, 'delete from billing_instances where id = ?', [this.instanceId]).catch(() => {});
   }
 
   /** One sweeper round: heartbeat, release stale holds, charge fees due at a period start. */
@@ -231,10 +231,10 @@ export class BillingService implements Metering {
     this.sweeping ??= (async () => {
       try {
         const now = this.now();
-        const beat = await run(this.sql.knex, 'update billing_instances set heartbeat_at = ? where id = ?', [now, this.instanceId]);
+        const beat = await run(this.db, 'update billing_instances set heartbeat_at = ? where id = ?', [now, this.instanceId]);
         if (beat === 0) {
           // Taken for dead by another server (a long pause): come back; our holds were released.
-          await exec(this.sql.knex, 'insert into billing_instances (id, host, pid, started_at, heartbeat_at) values (?, ?, ?, ?, ?)', [this.instanceId, this.host, process.pid, now, now]);
+          await exec(this.db, 'insert into billing_instances (id, host, pid, started_at, heartbeat_at) values (?, ?, ?, ?, ?)', [this.instanceId, this.host, process.pid, now, now]);
         }
         await this.releaseStaleHolds();
         await this.chargeDueFees();
@@ -254,7 +254,7 @@ export class BillingService implements Metering {
    */
   async releaseStaleHolds(): Promise<number> {
     const now = this.now();
-    const instances = await rows<{ id: string; host: string; pid: unknown; heartbeat_at: unknown }>(this.sql.knex, 'select id, host, pid, heartbeat_at from billing_instances');
+    const instances = await rows<{ id: string; host: string; pid: unknown; heartbeat_at: unknown }>(this.db, 'select id, host, pid, heartbeat_at from billing_instances');
     const staleBefore = now.getTime() - this.settings.instance_timeout_seconds * 1000;
     const dead = instances.filter(
       (i) => i.id !== this.instanceId && (date(i.heartbeat_at).getTime() < staleBefore || (i.host === this.host && (int(i.pid) === process.pid || !processRuns(int(i.pid))))),
@@ -264,7 +264,7 @@ export class BillingService implements Metering {
     let released = 0;
     for (;;) {
       const stale = await rows<{ id: string; account_id: string; key_id: string | null; request_id: string; model: string; period: string; allocation_tokens: unknown; wallet_nanos: unknown }>(
-        this.sql.knex,
+        this.db,
         `select id, account_id, key_id, request_id, model, period, cast(allocation_tokens as text) as allocation_tokens, cast(wallet_nanos as text) as wallet_nanos
            from holds where expires_at < ? or owner not in (${live.map(() => '?').join(', ')}) limit 500`,
         [now, ...live],
@@ -275,7 +275,7 @@ export class BillingService implements Metering {
       if (stale.length < 500) break;
     }
     if (dead.length > 0) {
-      await exec(this.sql.knex, `delete from billing_instances where id in (${dead.map(() => '?').join(', ')})`, dead.map((d) => d.id));
+      await exec(this.db, `delete from billing_instances where id in (${dead.map(() => '?').join(', ')})`, dead.map((d) => d.id));
     }
     return released;
   }
@@ -284,7 +284,7 @@ export class BillingService implements Metering {
     h: { id: string; account_id: string; key_id: string | null; request_id: string; model: string; period: string; allocation_tokens: unknown; wallet_nanos: unknown },
     now: Date,
   ): Promise<boolean> {
-    return this.sql.knex.transaction(async (trx) => {
+    return this.db.transaction(async (trx) => {
       // The hold row first, then the wallet row: the order settlement takes them in.
       if ((await run(trx, 'delete from holds where id = ?', [h.id])) === 0) return false; // settled meanwhile
       await exec(trx, 
@@ -318,7 +318,7 @@ export class BillingService implements Metering {
     }
     const now = this.now();
     const effects: WalletChange[] = [];
-    const { call, outputTokens } = await this.sql.knex.transaction(async (trx) => {
+    const { call, outputTokens } = await this.db.transaction(async (trx) => {
       const w = await this.openWallet(trx, caller.accountId, now, effects);
       const policy = this.tiers[w.tier];
       if (policy.monthly_tokens === null) {
@@ -421,11 +421,11 @@ export class BillingService implements Metering {
     ];
 
     if (call.kind === 'free') {
-      await exec(this.sql.knex, USAGE_EVENT_INSERT, event(0, 0n, null));
+      await exec(this.db, USAGE_EVENT_INSERT, event(0, 0n, null));
       return;
     }
     if (call.kind === 'unlimited') {
-      await this.sql.knex.transaction(async (trx) => {
+      await this.db.transaction(async (trx) => {
         await exec(trx, 'update wallets set period_used = case when period = ? then period_used + ? else period_used end, updated_at = ? where account_id = ?', [
           call.period,
           totalTokens,
@@ -441,7 +441,7 @@ export class BillingService implements Metering {
     const charge = cost < call.walletNanos ? cost : call.walletNanos;
     const note = cost > call.walletNanos ? 'capped_at_hold' : null;
     const effects: WalletChange[] = [];
-    await this.sql.knex.transaction(async (trx) => {
+    await this.db.transaction(async (trx) => {
       // Deleting the hold is what makes settlement happen once: of a settlement and the sweeper
       // releasing the same hold, only one deletes it. (Lock order: hold row, then wallet row;
       // admission locks the wallet row and only inserts new holds, so no cycle can form.)
@@ -526,7 +526,7 @@ export class BillingService implements Metering {
   private async lockWalletRow(trx: Db, accountId: string): Promise<WalletRow | null> {
     const found = await rows<Record<string, unknown>>(
       trx,
-      `select ${WALLET_COLUMNS}, a.tier from wallets w join accounts a on a.id = w.account_id where w.account_id = ?${this.sql.kind === 'postgresql' ? ' for update of w' : ''}`,
+      `select ${WALLET_COLUMNS}, a.tier from wallets w join accounts a on a.id = w.account_id where w.account_id = ?${this.db.kind === 'postgresql' ? ' for update of w' : ''}`,
       [accountId],
     );
     const r = found[0];
@@ -626,14 +626,14 @@ export class BillingService implements Metering {
     const now = this.now();
     const period = periodOf(now);
     const due = await rows<{ id: string }>(
-      this.sql.knex,
+      this.db,
       `select a.id from accounts a left join wallets w on w.account_id = a.id
         where a.tier in (${feeTiers.map(() => '?').join(', ')}) and (w.account_id is null or w.fee_period is null or w.fee_period <> ? or w.fee_tier <> a.tier)`,
       [...feeTiers, period],
     );
     for (const { id } of due) {
       const effects: WalletChange[] = [];
-      await this.sql.knex.transaction((trx) => this.openWallet(trx, id, now, effects));
+      await this.db.transaction((trx) => this.openWallet(trx, id, now, effects));
       this.publish(effects);
     }
     return due.length;
@@ -653,14 +653,14 @@ export class BillingService implements Metering {
   // Wallet, tiers, settings: the operations behind GraphQL, /v1 and the CLI.
 
   async getWallet(accountId: string): Promise<WalletView> {
-    const found = await rows<{ balance: unknown; held: unknown }>(this.sql.knex, 'select cast(balance as text) as balance, cast(held as text) as held from wallets where account_id = ?', [
+    const found = await rows<{ balance: unknown; held: unknown }>(this.db, 'select cast(balance as text) as balance, cast(held as text) as held from wallets where account_id = ?', [
       accountId,
     ]);
     return { accountId, balance: big(found[0]?.balance ?? 0), held: big(found[0]?.held ?? 0), currency: WALLET_CURRENCY };
   }
 
   listTransactions(accountId: string, query: TransactionQuery = {}): Promise<TransactionPage> {
-    return listTransactions(this.sql.knex, accountId, query);
+    return listTransactions(this.db, accountId, query);
   }
 
   /**
@@ -688,7 +688,7 @@ export class BillingService implements Metering {
     const now = this.now();
     const effects: WalletChange[] = [];
     const attempt = () =>
-      this.sql.knex.transaction(async (trx) => {
+      this.db.transaction(async (trx) => {
         await this.openWallet(trx, input.accountId, now, effects);
         // Checked under the wallet's lock: a concurrent twin has committed or not started.
         if (key) {
@@ -729,7 +729,7 @@ export class BillingService implements Metering {
     if (!isTier(tier)) throw new DomainError('invalid_value', `tier must be one of ${Object.keys(this.tiers).join(', ')}.`, { param: 'tier' });
     const now = this.now();
     const effects: WalletChange[] = [];
-    await this.sql.knex.transaction(async (trx) => {
+    await this.db.transaction(async (trx) => {
       let w = await this.openWallet(trx, accountId, now, effects);
       if (w.tier === tier) return;
       if (this.fees[tier] > 0n && !(w.feePeriod === w.period && w.feeTier === tier)) w = await this.chargeFee(trx, accountId, w, tier, now, effects, 'taken');
@@ -741,7 +741,7 @@ export class BillingService implements Metering {
 
   async getAllocation(accountId: string): Promise<AllocationView> {
     const found = await rows<{ tier: string; period: string | null; period_used: unknown; period_held: unknown }>(
-      this.sql.knex,
+      this.db,
       'select a.tier, w.period, w.period_used, w.period_held from accounts a left join wallets w on w.account_id = a.id where a.id = ?',
       [accountId],
     );
@@ -768,7 +768,7 @@ export class BillingService implements Metering {
 
   async getSettings(accountId: string): Promise<SettingsView> {
     const found = await rows<Record<string, unknown>>(
-      this.sql.knex,
+      this.db,
       `select ${WALLET_COLUMNS} from wallets w where w.account_id = ?`,
       [accountId],
     );
@@ -790,7 +790,7 @@ export class BillingService implements Metering {
     if (limit !== null && (limit < 0n || limit > MAX_NANOS / 2n)) throw new DomainError('invalid_value', 'monthlyLimit must be zero or a positive amount.', { param: 'monthlyLimit' });
     const now = this.now();
     const effects: WalletChange[] = [];
-    await this.sql.knex.transaction(async (trx) => {
+    await this.db.transaction(async (trx) => {
       await this.openWallet(trx, accountId, now, effects);
       await exec(trx, 
         'update wallets set spending_limit_enabled = ?, spending_limit = ?, spending_limit_action = ?, spending_alert_period = null, updated_at = ? where account_id = ?',
@@ -809,7 +809,7 @@ export class BillingService implements Metering {
     if (threshold !== null && (threshold < 0n || threshold > MAX_NANOS / 2n)) throw new DomainError('invalid_value', 'threshold must be zero or a positive amount.', { param: 'threshold' });
     const now = this.now();
     const effects: WalletChange[] = [];
-    await this.sql.knex.transaction(async (trx) => {
+    await this.db.transaction(async (trx) => {
       const w = await this.openWallet(trx, accountId, now, effects);
       const alreadyBelow = threshold !== null && w.balance < threshold;
       await exec(trx, 'update wallets set low_balance_threshold = ?, low_balance_alerted = ?, updated_at = ? where account_id = ?', [threshold, alreadyBelow, now, accountId]);
@@ -838,7 +838,7 @@ export class BillingService implements Metering {
       throw new DomainError('invalid_value', `The range from 'start' to 'end' covers at most ${MAX_USAGE_REPORT_DAYS} days.`, { param: 'end' });
     }
     const found = await rows<Record<string, unknown>>(
-      this.sql.knex,
+      this.db,
       'select day, model, count(*) as requests, sum(prompt_tokens) as prompt_tokens, sum(completion_tokens) as completion_tokens, ' +
         'sum(total_tokens) as total_tokens, cast(sum(wallet_nanos) as text) as cost ' +
         'from usage_events where account_id = ? and day >= ? and day <= ? group by day, model order by day, model',
@@ -863,7 +863,7 @@ export class BillingService implements Metering {
   /** The account's usage events, oldest first (operators and tests). */
   async listUsageEvents(accountId: string): Promise<UsageEventView[]> {
     const found = await rows<Record<string, unknown>>(
-      this.sql.knex,
+      this.db,
       'select id, account_id, key_id, model, request_id, outcome, prompt_tokens, completion_tokens, total_tokens, allocation_tokens, cast(wallet_nanos as text) as wallet_nanos, billing_note, created_at ' +
         'from usage_events where account_id = ? order by seq',
       [accountId],
@@ -886,13 +886,13 @@ export class BillingService implements Metering {
   }
 
   listNotifications(accountId: string): Promise<NotificationView[]> {
-    return listNotifications(this.sql.knex, accountId);
+    return listNotifications(this.db, accountId);
   }
 
   /** Open holds (all accounts, or one). */
   async countOpenHolds(accountId?: string): Promise<number> {
     const found = await rows<{ n: unknown }>(
-      this.sql.knex,
+      this.db,
       accountId ? 'select count(*) as n from holds where account_id = ?' : 'select count(*) as n from holds',
       accountId ? [accountId] : [],
     );
@@ -900,7 +900,7 @@ export class BillingService implements Metering {
   }
 
   verifyLedger(): Promise<string[]> {
-    return verifyLedger(this.sql, this.now());
+    return verifyLedger(this.db, this.now());
   }
 }
 

@@ -1,16 +1,50 @@
-// The few helpers the billing hot path needs to speak plain SQL to SQLite and PostgreSQL alike,
-// through the knex connection behind MikroORM (src/db/orm.ts): rows and affected counts from raw
-// statements, BigInt money read exactly, dates read back from either driver.
+// The SQL the billing hot path speaks, to SQLite and PostgreSQL alike, through the connection
+// behind MikroORM (src/db/orm.ts): rows and affected counts of raw statements, transactions,
+// BigInt money read exactly, dates read back from either driver.
+//
+// On SQLite a transaction takes the pool's one connection (so no knex or MikroORM transaction
+// can run meanwhile), runs BEGIN IMMEDIATE and then every statement synchronously through
+// better-sqlite3 prepared statements, cached per connection. Knex's own transactions cost an
+// event-loop turn per statement while holding that one connection, which made billing's two
+// short transactions per call the server's bottleneck. On PostgreSQL, where every statement is
+// a network round trip anyway, transactions are knex's, on a pooled connection.
 import type { MikroORM } from '@mikro-orm/core';
 import type { Knex } from '@mikro-orm/better-sqlite';
 import { databaseKind, getKnex, type DatabaseKind } from '../../db/orm.js';
 
-export type Db = Knex | Knex.Transaction;
+export type Binding = string | number | bigint | boolean | Date | null;
 
+/** A connection, or a transaction on one: what every billing query runs on. */
+export interface Queryable {
+  readonly kind: DatabaseKind;
+  /** Rows of a SELECT, or of a statement with RETURNING. */
+  rows<T>(sql: string, bindings?: readonly Binding[]): Promise<T[]>;
+  /** The number of rows a statement without RETURNING changed. */
+  run(sql: string, bindings?: readonly Binding[]): Promise<number>;
+}
+
+/** Where a query runs: a Queryable, or a knex connection or transaction (other modules' own). */
+export type Db = Queryable | Knex | Knex.Transaction;
+
+export interface BillingDatabase extends Queryable {
+  /** ' for update' on PostgreSQL; SQLite's writers are serialised by BEGIN IMMEDIATE instead. */
+  readonly forUpdate: string;
+  /**
+   * Runs `fn` in one transaction: committed when it resolves, rolled back when it throws.
+   * `snapshot`: one consistent view for a read-only check (repeatable read on PostgreSQL).
+   */
+  transaction<T>(fn: (tx: Queryable) => Promise<T>, opts?: { snapshot?: boolean }): Promise<T>;
+}
+
+export function billingDatabase(orm: MikroORM): BillingDatabase {
+  const knex = getKnex(orm);
+  return databaseKind(orm) === 'sqlite' ? new SqliteDatabase(knex) : new KnexDatabase(knex);
+}
+
+/** The knex connection and dialect, for modules that run their own knex transactions. */
 export interface SqlContext {
   knex: Knex;
   kind: DatabaseKind;
-  /** ' for update' on PostgreSQL; SQLite's writers are serialised by BEGIN IMMEDIATE instead. */
   forUpdate: string;
 }
 
@@ -19,20 +53,208 @@ export function sqlContext(orm: MikroORM): SqlContext {
   return { knex: getKnex(orm), kind, forUpdate: kind === 'postgresql' ? ' for update' : '' };
 }
 
-type Binding = string | number | bigint | boolean | Date | null;
+const queryable = (db: Db): Queryable => ('rows' in db && typeof db.rows === 'function' ? (db as Queryable) : new KnexDb(db as Knex));
 
-/** Rows of a SELECT, or of a statement with RETURNING. */
-export async function rows<T>(db: Db, sql: string, bindings: readonly Binding[] = []): Promise<T[]> {
-  const result: unknown = await db.raw(sql, bindings as never);
-  if (Array.isArray(result)) return result as T[];
-  return ((result as { rows?: T[] }).rows ?? []) as T[];
+export const rows = <T>(db: Db, sql: string, bindings: readonly Binding[] = []): Promise<T[]> => queryable(db).rows<T>(sql, bindings);
+export const run = (db: Db, sql: string, bindings: readonly Binding[] = []): Promise<number> => queryable(db).run(sql, bindings);
+/** Runs a statement whose result does not matter. */
+export const exec = async (db: Db, sql: string, bindings: readonly Binding[] = []): Promise<void> => {
+  await queryable(db).run(sql, bindings);
+};
+
+// ---------------------------------------------------------------------------------------------
+// PostgreSQL (and any other knex dialect): knex raw statements and transactions.
+
+class KnexDb implements Queryable {
+  readonly kind: DatabaseKind;
+  constructor(protected readonly knex: Knex | Knex.Transaction) {
+    const dialect = (knex as unknown as { client?: { dialect?: string } }).client?.dialect ?? '';
+    this.kind = dialect.startsWith('postgres') ? 'postgresql' : 'sqlite';
+  }
+
+  async rows<T>(sql: string, bindings: readonly Binding[] = []): Promise<T[]> {
+    const result: unknown = await this.knex.raw(sql, bindings as never);
+    if (Array.isArray(result)) return result as T[];
+    return ((result as { rows?: T[] }).rows ?? []) as T[];
+  }
+
+  async run(sql: string, bindings: readonly Binding[] = []): Promise<number> {
+    const result = (await this.knex.raw(sql, bindings as never)) as { changes?: number; rowCount?: number | null };
+    return Number(result.changes ?? result.rowCount ?? 0);
+  }
 }
 
-/** The number of rows a statement without RETURNING changed. */
-export async function run(db: Db, sql: string, bindings: readonly Binding[] = []): Promise<number> {
-  const result = (await db.raw(sql, bindings as never)) as { changes?: number; rowCount?: number | null };
-  return Number(result.changes ?? result.rowCount ?? 0);
+class KnexDatabase extends KnexDb implements BillingDatabase {
+  readonly forUpdate = ' for update';
+  constructor(private readonly root: Knex) {
+    super(root);
+  }
+
+  transaction<T>(fn: (tx: Queryable) => Promise<T>, opts: { snapshot?: boolean } = {}): Promise<T> {
+    return this.root.transaction((trx) => fn(new KnexDb(trx)), opts.snapshot ? { isolationLevel: 'repeatable read' } : undefined);
+  }
 }
+
+// ---------------------------------------------------------------------------------------------
+// SQLite: better-sqlite3, synchronously, on the connection taken from knex's pool.
+
+interface SqliteStatement {
+  readonly reader: boolean;
+  all(...params: unknown[]): unknown[];
+  run(...params: unknown[]): { changes: number };
+}
+
+interface SqliteConnection {
+  prepare(sql: string): SqliteStatement;
+  readonly inTransaction: boolean;
+}
+
+interface PoolClient {
+  acquireConnection(): Promise<SqliteConnection>;
+  releaseConnection(connection: SqliteConnection): Promise<unknown>;
+}
+
+const statementCache = new WeakMap<SqliteConnection, Map<string, SqliteStatement>>();
+
+/** As knex binds for SQLite: dates as epoch milliseconds, booleans as 0/1. */
+function sqliteBinding(value: Binding | undefined): unknown {
+  if (value instanceof Date) return value.getTime();
+  if (typeof value === 'boolean') return value ? 1 : 0;
+  return value ?? null;
+}
+
+class SqliteTx implements Queryable {
+  readonly kind: DatabaseKind = 'sqlite';
+  private readonly cache: Map<string, SqliteStatement>;
+
+  constructor(private readonly conn: SqliteConnection) {
+    let cache = statementCache.get(conn);
+    if (!cache) statementCache.set(conn, (cache = new Map()));
+    this.cache = cache;
+  }
+
+  private statement(sql: string): SqliteStatement {
+    let statement = this.cache.get(sql);
+    if (!statement) {
+      statement = this.conn.prepare(sql);
+      // Statements built with a variable number of placeholders are few; keep the cache bounded.
+      if (this.cache.size < 500) this.cache.set(sql, statement);
+    }
+    return statement;
+  }
+
+  rowsSync<T>(sql: string, bindings: readonly Binding[]): T[] {
+    const statement = this.statement(sql);
+    const params = bindings.map(sqliteBinding);
+    if (statement.reader) return statement.all(...params) as T[];
+    statement.run(...params);
+    return [];
+  }
+
+  runSync(sql: string, bindings: readonly Binding[]): number {
+    const statement = this.statement(sql);
+    const params = bindings.map(sqliteBinding);
+    if (statement.reader) return statement.all(...params).length;
+    return statement.run(...params).changes;
+  }
+
+  async rows<T>(sql: string, bindings: readonly Binding[] = []): Promise<T[]> {
+    return this.rowsSync<T>(sql, bindings);
+  }
+
+  async run(sql: string, bindings: readonly Binding[] = []): Promise<number> {
+    return this.runSync(sql, bindings);
+  }
+}
+
+interface QueuedTransaction {
+  fn: (tx: Queryable) => Promise<unknown>;
+  resolve: (value: unknown) => void;
+  reject: (error: unknown) => void;
+}
+
+/**
+ * SQLite transactions with group commit: the transactions started in the same turn of the event
+ * loop run one after the other inside one BEGIN IMMEDIATE … COMMIT, each in its own savepoint
+ * (so each is still all-or-nothing: a failing one is rolled back alone). A commit costs far
+ * more than the few statements of a hold or a settlement; sharing it is what lets billing keep
+ * up with the server. Each caller's promise settles only after the shared COMMIT.
+ */
+class SqliteDatabase implements BillingDatabase {
+  readonly kind: DatabaseKind = 'sqlite';
+  readonly forUpdate = '';
+  private queue: QueuedTransaction[] = [];
+  private scheduled = false;
+
+  constructor(private readonly knex: Knex) {}
+
+  private async withConnection<T>(fn: (tx: SqliteTx, conn: SqliteConnection) => Promise<T>): Promise<T> {
+    const client = (this.knex as unknown as { client: PoolClient }).client;
+    const conn = await client.acquireConnection();
+    try {
+      return await fn(new SqliteTx(conn), conn);
+    } finally {
+      await client.releaseConnection(conn);
+    }
+  }
+
+  rows<T>(sql: string, bindings: readonly Binding[] = []): Promise<T[]> {
+    return this.withConnection(async (tx) => tx.rowsSync<T>(sql, bindings));
+  }
+
+  run(sql: string, bindings: readonly Binding[] = []): Promise<number> {
+    return this.withConnection(async (tx) => tx.runSync(sql, bindings));
+  }
+
+  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ fn, resolve: resolve as (value: unknown) => void, reject });
+      if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(() => void this.flush());
+      }
+    });
+  }
+
+  private async flush(): Promise<void> {
+    const batch = this.queue;
+    this.queue = [];
+    this.scheduled = false;
+    const outcomes: { ok: boolean; value: unknown }[] = [];
+    try {
+      await this.withConnection(async (tx, conn) => {
+        // IMMEDIATE: take the write lock now (waiting busy_timeout for another process's), so a
+        // transaction that reads and then writes cannot fail half-way with SQLITE_BUSY.
+        tx.runSync('begin immediate', []);
+        try {
+          for (const job of batch) {
+            tx.runSync('savepoint billing', []);
+            try {
+              const value = await job.fn(tx);
+              tx.runSync('release billing', []);
+              outcomes.push({ ok: true, value });
+            } catch (e) {
+              tx.runSync('rollback to billing', []);
+              tx.runSync('release billing', []);
+              outcomes.push({ ok: false, value: e });
+            }
+          }
+          tx.runSync('commit', []);
+        } catch (e) {
+          if (conn.inTransaction) tx.runSync('rollback', []);
+          throw e;
+        }
+      });
+    } catch (e) {
+      for (const job of batch) job.reject(e);
+      return;
+    }
+    batch.forEach((job, i) => (outcomes[i]!.ok ? job.resolve(outcomes[i]!.value) : job.reject(outcomes[i]!.value)));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading values back.
 
 /** A 64-bit column read as text (CAST(x AS TEXT)) or as the driver gives it, as a BigInt. */
 export function big(value: unknown): bigint {
@@ -70,9 +292,4 @@ export function bool(value: unknown): boolean {
 export function isUniqueViolation(e: unknown): boolean {
   const err = e as { code?: string; message?: string };
   return err?.code === '23505' || err?.code === 'SQLITE_CONSTRAINT_UNIQUE' || err?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || /UNIQUE constraint failed/.test(err?.message ?? '');
-}
-
-/** Runs a statement whose result does not matter. */
-export async function exec(db: Db, sql: string, bindings: readonly Binding[] = []): Promise<void> {
-  await db.raw(sql, bindings as never);
 }

@@ -5,7 +5,7 @@
 // and the other invariants (`tollgate ledger verify`, and the tests after every concurrency run).
 import { DomainError } from '../errors.js';
 import { newId } from '../keys/key-format.js';
-import { big, date, exec, int, rows, type Db, type SqlContext } from '../billing/sql.js';
+import { big, date, exec, int, rows, type BillingDatabase, type Db } from '../billing/sql.js';
 import { formatDecimal } from '../billing/money.js';
 
 export const TRANSACTION_TYPES = ['topup', 'usage', 'refund', 'subscription', 'bonus'] as const;
@@ -135,7 +135,7 @@ export async function listTransactions(db: Db, accountId: string, q: Transaction
  * - no open hold is older than its expiry.
  * It reads in one snapshot (repeatable read on PostgreSQL; a write-locked transaction on SQLite).
  */
-export async function verifyLedger(sql: SqlContext, now: Date = new Date()): Promise<string[]> {
+export async function verifyLedger(db: BillingDatabase, now: Date = new Date()): Promise<string[]> {
   const check = async (trx: Db) => {
     const problems: string[] = [];
     const money = (v: unknown) => formatDecimal(big(v));
@@ -208,6 +208,5 @@ export async function verifyLedger(sql: SqlContext, now: Date = new Date()): Pro
     }
     return problems;
   };
-  if (sql.kind === 'postgresql') return sql.knex.transaction(check, { isolationLevel: 'repeatable read' });
-  return sql.knex.transaction(check);
+  return db.transaction(check, { snapshot: true });
 }
