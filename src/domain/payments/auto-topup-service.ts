@@ -11,7 +11,7 @@ import { DomainError } from '../errors.js';
 import { newId } from '../keys/key-format.js';
 import { parseDecimal, WALLET_CURRENCY } from '../billing/money.js';
 import { periodBounds, periodOf } from '../billing/period.js';
-import type { SqlContext } from '../billing/sql.js';
+import type { BillingDatabase } from '../billing/sql.js';
 import { formatMoney, parseTopUpAmount, quoteTopUp, toCents, type BonusTable } from './amounts.js';
 import type { NotifierPort, WalletPort } from './ports.js';
 import { ProcessorError, type OffSessionResult, type PaymentProcessor } from './processor.js';
@@ -42,7 +42,8 @@ export interface AutoTopupView {
 }
 
 export interface AutoTopupOptions {
-  sql: SqlContext;
+  /** Billing's database: payments' transactions share its transaction runner (and, on SQLite, its group commit). */
+  db: BillingDatabase;
   processor: PaymentProcessor;
   settlement: TopUpSettlement;
   wallet: WalletPort;
@@ -69,7 +70,7 @@ export class AutoTopupService {
   }
 
   async getSettings(accountId: string): Promise<AutoTopupView> {
-    const s = await findAutoTopup(this.o.sql.knex, accountId);
+    const s = await findAutoTopup(this.o.db, accountId);
     if (!s) return { enabled: false, threshold: null, amount: null, consecutiveFailures: 0, disabledReason: null, inFlight: false };
     return { enabled: s.enabled, threshold: s.threshold, amount: s.amount, consecutiveFailures: s.consecutiveFailures, disabledReason: s.disabledReason, inFlight: s.inFlightId !== null };
   }
@@ -82,20 +83,20 @@ export class AutoTopupService {
   async updateSettings(accountId: string, input: { enabled: unknown; threshold?: unknown; amount?: unknown }): Promise<AutoTopupView> {
     if (typeof input.enabled !== 'boolean') throw new DomainError('invalid_type', "'enabled' must be true or false.", { param: 'enabled' });
     const enabled = input.enabled;
-    const { knex } = this.o.sql;
-    const current = await findAutoTopup(knex, accountId);
+    const { db } = this.o;
+    const current = await findAutoTopup(db, accountId);
     const threshold = input.threshold == null ? (current?.threshold ?? null) : parseThreshold(input.threshold);
     const amount = input.amount == null ? (current?.amount ?? null) : parseTopUpAmount(input.amount, 'amount');
     if (enabled && threshold === null) throw new DomainError('missing_required_parameter', "'threshold' is required to turn automatic top-up on.", { param: 'threshold' });
     if (enabled && amount === null) throw new DomainError('missing_required_parameter', "'amount' is required to turn automatic top-up on.", { param: 'amount' });
-    if (enabled && !this.o.processor.canChargeOffSession(await findCustomer(knex, accountId, this.o.processor.name))) {
+    if (enabled && !this.o.processor.canChargeOffSession(await findCustomer(db, accountId, this.o.processor.name))) {
       throw new DomainError(
         'payment_method_required',
         'Automatic top-up charges the card saved by a checkout: pay one top-up at the checkout first, then turn it on.',
         { param: 'enabled' },
       );
     }
-    await saveAutoTopup(knex, { accountId, enabled, threshold: threshold ?? 0n, amount: amount ?? 0n, resetFailures: enabled, now: this.now() });
+    await saveAutoTopup(db, { accountId, enabled, threshold: threshold ?? 0n, amount: amount ?? 0n, resetFailures: enabled, now: this.now() });
     return this.getSettings(accountId);
   }
 
@@ -131,7 +132,7 @@ export class AutoTopupService {
    * cap allows), then charges. Safe to call concurrently from anywhere: one claim wins.
    */
   async check(accountId: string): Promise<CheckOutcome> {
-    const quick = await findAutoTopup(this.o.sql.knex, accountId);
+    const quick = await findAutoTopup(this.o.db, accountId);
     if (!quick?.enabled) return 'disabled';
     const claim = await this.claim(accountId);
     if (typeof claim === 'string') return claim;
@@ -139,9 +140,10 @@ export class AutoTopupService {
   }
 
   private async claim(accountId: string): Promise<CheckOutcome | { topUp: TopUpRecord; customerId: string | null }> {
-    const { knex, forUpdate } = this.o.sql;
+    const { db } = this.o;
+    const { forUpdate } = db;
     const now = this.now();
-    return knex.transaction(async (trx) => {
+    return db.transaction(async (trx) => {
       const s = await findAutoTopup(trx, accountId, forUpdate);
       if (!s?.enabled) return 'disabled' as const;
       if (s.inFlightId) {
@@ -149,7 +151,7 @@ export class AutoTopupService {
         if (inFlight?.status === 'open') {
           // Undecided for a while (a timeout, a lost event): ask again under the same key.
           if (now.getTime() - inFlight.updatedAt.getTime() < this.o.retryAfterSeconds * 1000) return 'in_flight' as const;
-          await trx.raw('update top_ups set updated_at = ? where id = ?', [now, inFlight.id]);
+          await trx.run('update top_ups set updated_at = ? where id = ?', [now, inFlight.id]);
           return { topUp: inFlight, customerId: await findCustomer(trx, accountId, inFlight.processor) };
         }
         // Its outcome was written but the slot not freed (should not happen): free it and go on.
@@ -226,7 +228,7 @@ export class AutoTopupService {
         await this.o.settlement.markFailed(topUp.id, { reason: result.reason, paymentId: result.paymentId });
         return 'failed';
       case 'pending':
-        if (result.paymentId) await recordPendingPayment(this.o.sql.knex, topUp.id, result.paymentId, this.now());
+        if (result.paymentId) await recordPendingPayment(this.o.db, topUp.id, result.paymentId, this.now());
         return 'pending';
     }
   }

@@ -10,7 +10,7 @@ import type { Logger } from '../../logger.js';
 import { DomainError } from '../errors.js';
 import { newId } from '../keys/key-format.js';
 import { formatDecimal, WALLET_CURRENCY } from '../billing/money.js';
-import { isUniqueViolation, type SqlContext } from '../billing/sql.js';
+import { isUniqueViolation, type BillingDatabase } from '../billing/sql.js';
 import { formatMoney, parseTopUpAmount, percentText, quoteTopUp, toCents, type BonusTable, type TopUpQuote } from './amounts.js';
 import { isTopUpState, type TopUpState } from './checkout-state.js';
 import { ProcessorError, WebhookSignatureError, type CheckoutRef, type PaymentEvent, type PaymentProcessor, type ProcessorName, type WebhookVerifier } from './processor.js';
@@ -70,7 +70,8 @@ export function topUpView(t: TopUpRecord): TopUpView {
 }
 
 export interface PaymentsOptions {
-  sql: SqlContext;
+  /** Billing's database: payments' transactions share its transaction runner (and, on SQLite, its group commit). */
+  db: BillingDatabase;
   processor: PaymentProcessor;
   /** The processor's webhook verifier (Stripe); null when it does not call back. */
   webhooks: WebhookVerifier | null;
@@ -125,14 +126,14 @@ export class PaymentsService {
     const quote = quoteTopUp(amount, this.o.bonusTable);
     // The body as it matters: the amount in its exact decimal form (10 and 10.00 are one body).
     const requestHash = key ? createHash('sha256').update(JSON.stringify({ amount: formatDecimal(amount) })).digest('hex') : null;
-    const { knex } = this.o.sql;
+    const { db } = this.o;
     const now = this.now();
 
-    let topUp = key ? await findTopUpByIdempotencyKey(knex, input.accountId, key) : null;
+    let topUp = key ? await findTopUpByIdempotencyKey(db, input.accountId, key) : null;
     if (!topUp) {
       const id = newId('chk');
       try {
-        await insertTopUp(knex, {
+        await insertTopUp(db, {
           id,
           accountId: input.accountId,
           source: 'checkout',
@@ -146,11 +147,11 @@ export class PaymentsService {
           expiresAt: new Date(now.getTime() + this.o.checkoutTtlSeconds * 1000),
           now,
         });
-        topUp = await findTopUp(knex, id);
+        topUp = await findTopUp(db, id);
       } catch (e) {
         // A concurrent request with the same key stored its top-up first: answer as its twin.
         if (!key || !isUniqueViolation(e)) throw e;
-        topUp = await findTopUpByIdempotencyKey(knex, input.accountId, key);
+        topUp = await findTopUpByIdempotencyKey(db, input.accountId, key);
       }
       if (!topUp) throw new Error('top-up vanished after insert');
     }
@@ -167,15 +168,15 @@ export class PaymentsService {
 
   /** Asks the processor for the checkout of a stored top-up (idempotent per top-up id). */
   private async openAtProcessor(topUp: TopUpRecord, email: string, retryable: boolean): Promise<TopUpRecord> {
-    const { knex } = this.o.sql;
+    const { db } = this.o;
     const processor = this.o.processor;
     try {
-      let customerId = await findCustomer(knex, topUp.accountId, processor.name);
+      let customerId = await findCustomer(db, topUp.accountId, processor.name);
       if (!customerId) {
         customerId = await processor.ensureCustomer(topUp.accountId, email);
-        if (customerId) await saveCustomer(knex, topUp.accountId, processor.name, customerId, this.now());
+        if (customerId) await saveCustomer(db, topUp.accountId, processor.name, customerId, this.now());
         // Two first checkouts racing: keep whichever customer was recorded first.
-        customerId = (await findCustomer(knex, topUp.accountId, processor.name)) ?? customerId;
+        customerId = (await findCustomer(db, topUp.accountId, processor.name)) ?? customerId;
       }
       const created = await processor.createCheckout({
         topUpId: topUp.id,
@@ -189,20 +190,20 @@ export class PaymentsService {
         cancelUrl: this.returnUrl(this.o.cancelUrl, topUp.id),
         expiresAt: topUp.expiresAt ?? new Date(this.now().getTime() + this.o.checkoutTtlSeconds * 1000),
       });
-      await recordCheckoutCreated(knex, topUp.id, { ...created, now: this.now() });
-      if (created.customerId && created.customerId !== customerId) await saveCustomer(knex, topUp.accountId, processor.name, created.customerId, this.now());
+      await recordCheckoutCreated(db, topUp.id, { ...created, now: this.now() });
+      if (created.customerId && created.customerId !== customerId) await saveCustomer(db, topUp.accountId, processor.name, created.customerId, this.now());
     } catch (e) {
       this.o.logger.error({ err: e, topUp: topUp.id, account: topUp.accountId }, 'the payment processor could not open a checkout');
       if (!(e instanceof ProcessorError)) throw e;
       // Without an idempotency key nobody can come back for this checkout: it failed. With one,
       // it stays open and a retry with the same key asks the processor again.
-      if (!retryable) await moveTopUp(knex, topUp.id, 'open', 'failed', { failureReason: 'The payment processor could not open the checkout.', now: this.now() });
+      if (!retryable) await moveTopUp(db, topUp.id, 'open', 'failed', { failureReason: 'The payment processor could not open the checkout.', now: this.now() });
       throw new DomainError(
         'payment_processor_error',
         `The payment processor could not open the checkout; please try again${retryable ? ' with the same Idempotency-Key' : ''}.`,
       );
     }
-    const stored = await findTopUp(knex, topUp.id);
+    const stored = await findTopUp(db, topUp.id);
     if (!stored) throw new Error('top-up vanished');
     return stored;
   }
@@ -218,7 +219,7 @@ export class PaymentsService {
   }
 
   async getTopUp(id: string): Promise<TopUpView> {
-    const t = await findTopUp(this.o.sql.knex, id);
+    const t = await findTopUp(this.o.db, id);
     if (!t) throw topUpNotFound(id);
     return topUpView(t);
   }
@@ -230,7 +231,7 @@ export class PaymentsService {
       throw new DomainError('invalid_value', `'limit' must be an integer from 1 to ${LIST_LIMIT.max}; got ${limit}.`, { param: 'limit' });
     }
     if (opts.status != null && !isTopUpState(opts.status)) throw new DomainError('invalid_value', `'status' must be one of open, paid, expired, canceled, failed.`, { param: 'status' });
-    return (await listTopUps(this.o.sql.knex, accountId, { limit, status: opts.status ?? null })).map(topUpView);
+    return (await listTopUps(this.o.db, accountId, { limit, status: opts.status ?? null })).map(topUpView);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -264,7 +265,7 @@ export class PaymentsService {
   }
 
   private async sandboxTopUp(id: string): Promise<TopUpRecord> {
-    const t = await findTopUp(this.o.sql.knex, id);
+    const t = await findTopUp(this.o.db, id);
     if (!t || t.processor !== 'sandbox' || t.source !== 'checkout') throw topUpNotFound(id);
     return t;
   }
@@ -272,7 +273,7 @@ export class PaymentsService {
   private async expireIfDue(t: TopUpRecord): Promise<TopUpRecord> {
     if (t.status !== 'open' || !t.expiresAt || t.expiresAt.getTime() > this.now().getTime()) return t;
     await this.o.settlement.markClosed(t.id, 'expired');
-    return (await findTopUp(this.o.sql.knex, t.id)) ?? t;
+    return (await findTopUp(this.o.db, t.id)) ?? t;
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -314,7 +315,7 @@ export class PaymentsService {
       case 'checkout_pending': {
         const t = await this.checkoutOf(event.ref, log);
         if (!t) return 'unknown_checkout';
-        if (event.customerId) await saveCustomer(this.o.sql.knex, t.accountId, t.processor, event.customerId, this.now());
+        if (event.customerId) await saveCustomer(this.o.db, t.accountId, t.processor, event.customerId, this.now());
         log.info({ topUp: t.id }, 'checkout submitted; waiting for its payment');
         return 'pending';
       }
@@ -349,9 +350,9 @@ export class PaymentsService {
 
   /** The top-up a checkout event names: by our id first (it may precede the processor's answer), then by the processor's. */
   private async checkoutOf(ref: CheckoutRef, log: Logger): Promise<TopUpRecord | null> {
-    const { knex } = this.o.sql;
-    let t = ref.topUpId ? await findTopUp(knex, ref.topUpId) : null;
-    t ??= await findTopUpByProcessorCheckoutId(knex, ref.processorCheckoutId);
+    const { db } = this.o;
+    let t = ref.topUpId ? await findTopUp(db, ref.topUpId) : null;
+    t ??= await findTopUpByProcessorCheckoutId(db, ref.processorCheckoutId);
     if (!t) {
       log.warn({ ref }, 'payment event for an unknown checkout: acknowledged, nothing changed');
       return null;
@@ -360,13 +361,13 @@ export class PaymentsService {
       log.error({ ref, topUp: t.id, account: t.accountId, processor: t.processor }, 'payment event does not match its top-up (account or processor): nothing changed');
       return null;
     }
-    await recordProcessorCheckoutId(knex, t.id, ref.processorCheckoutId, this.now());
+    await recordProcessorCheckoutId(db, t.id, ref.processorCheckoutId, this.now());
     return t;
   }
 
   private async topUpOfPayment(topUpId: string | null, accountId: string | null, paymentId: string, log: Logger): Promise<TopUpRecord | null> {
-    const { knex } = this.o.sql;
-    const t = (topUpId ? await findTopUp(knex, topUpId) : null) ?? (await findTopUpByPaymentId(knex, paymentId));
+    const { db } = this.o;
+    const t = (topUpId ? await findTopUp(db, topUpId) : null) ?? (await findTopUpByPaymentId(db, paymentId));
     if (!t) {
       log.warn({ topUpId, payment: paymentId }, 'payment event for an unknown top-up: acknowledged, nothing changed');
       return null;

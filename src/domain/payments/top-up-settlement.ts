@@ -6,7 +6,7 @@
 // (with the ledger's unique idempotency key as the last line of defence).
 import type { Logger } from '../../logger.js';
 import { formatDecimal, WALLET_CURRENCY } from '../billing/money.js';
-import { isUniqueViolation, type SqlContext } from '../billing/sql.js';
+import { isUniqueViolation, type BillingDatabase } from '../billing/sql.js';
 import type { WalletChange } from '../billing/wallet-events.js';
 import { formatMoney, percentText } from './amounts.js';
 import { canMove, type TopUpState } from './checkout-state.js';
@@ -19,7 +19,8 @@ export type FailedOutcome = 'failed' | 'not_open' | 'unknown';
 export type ClosedOutcome = 'closed' | 'not_open' | 'unknown';
 
 export interface SettlementOptions {
-  sql: SqlContext;
+  /** Billing's database: payments' transactions share its transaction runner (and, on SQLite, its group commit). */
+  db: BillingDatabase;
   wallet: WalletPort;
   notifier: NotifierPort;
   logger: Logger;
@@ -39,10 +40,11 @@ export class TopUpSettlement {
   async markPaid(topUpId: string, payment: { paymentId: string; customerId?: string | null; requireOpen?: boolean }): Promise<{ outcome: PaidOutcome; topUp: TopUpRecord | null }> {
     const now = this.o.now();
     const effects: WalletChange[] = [];
-    const { knex, forUpdate } = this.o.sql;
+    const { db } = this.o;
+    const { forUpdate } = db;
     let result: { outcome: PaidOutcome; topUp: TopUpRecord | null };
     try {
-      result = await knex.transaction(async (trx) => {
+      result = await db.transaction(async (trx) => {
         const t = await lockTopUp(trx, topUpId, forUpdate);
         if (!t) return { outcome: 'unknown' as const, topUp: null };
         if (t.status === 'paid') {
@@ -109,8 +111,9 @@ export class TopUpSettlement {
    */
   async markFailed(topUpId: string, failure: { reason: string; paymentId?: string | null }): Promise<{ outcome: FailedOutcome; topUp: TopUpRecord | null }> {
     const now = this.o.now();
-    const { knex, forUpdate } = this.o.sql;
-    return knex.transaction(async (trx) => {
+    const { db } = this.o;
+    const { forUpdate } = db;
+    return db.transaction(async (trx) => {
       const t = await lockTopUp(trx, topUpId, forUpdate);
       if (!t) return { outcome: 'unknown' as const, topUp: null };
       if (!canMove(t.status, 'failed')) return { outcome: 'not_open' as const, topUp: t };
@@ -145,8 +148,9 @@ export class TopUpSettlement {
   /** Moves an open top-up to expired or canceled (nothing is credited). */
   async markClosed(topUpId: string, to: 'expired' | 'canceled'): Promise<{ outcome: ClosedOutcome; topUp: TopUpRecord | null }> {
     const now = this.o.now();
-    const { knex, forUpdate } = this.o.sql;
-    return knex.transaction(async (trx) => {
+    const { db } = this.o;
+    const { forUpdate } = db;
+    return db.transaction(async (trx) => {
       const t = await lockTopUp(trx, topUpId, forUpdate);
       if (!t) return { outcome: 'unknown' as const, topUp: null };
       if (!canMove(t.status, to)) return { outcome: 'not_open' as const, topUp: t };
