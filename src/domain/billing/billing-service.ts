@@ -21,7 +21,7 @@ import { enqueueNotification, listNotifications, type NotificationView } from '.
 import { planHold, pricesOf, split } from './hold-plan.js';
 import { formatDecimal, MAX_NANOS, parseDecimal, WALLET_CURRENCY, type Prices } from './money.js';
 import { dayOf, isDay, periodBounds, periodDays, periodOf } from './period.js';
-import { big, bigOrNull, billingDatabase, bool, date, exec, int, rows, run, type BillingDatabase, type Db } from './sql.js';
+import { big, bigOrNull, billingDatabase, bool, date, exec, int, rows, run, type BillingDatabase, type Binding, type Db } from './sql.js';
 import { WalletEvents, type WalletChange } from './wallet-events.js';
 
 /** How a usage event ended: a call's outcome, or 'abandoned' when its hold was released unsettled. */
@@ -139,14 +139,17 @@ function walletRow(r: Record<string, unknown>, tier: Tier): WalletRow {
   };
 }
 
-/** What a ticket carries from admission to settlement. */
-interface HeldCall {
+interface CallBase {
   id: string;
   accountId: string;
   keyId: string | null;
   requestId: string;
   model: string;
   prices: Prices;
+}
+
+/** What a ticket carries from admission to settlement. */
+interface HeldCall extends CallBase {
   /** 'held': a hold row exists; 'unlimited': the tier is not billed; 'free': the model costs nothing. */
   kind: 'held' | 'unlimited' | 'free';
   period: string;
@@ -155,9 +158,12 @@ interface HeldCall {
   monthlyTokens: number | null;
 }
 
-const USAGE_EVENT_INSERT =
-  'insert into usage_events (id, account_id, key_id, model, request_id, outcome, prompt_tokens, completion_tokens, total_tokens, allocation_tokens, wallet_nanos, billing_note, day, created_at) ' +
-  'values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
+const USAGE_EVENT_COLUMNS =
+  'id, account_id, key_id, model, request_id, outcome, prompt_tokens, completion_tokens, total_tokens, allocation_tokens, wallet_nanos, billing_note, day, created_at';
+const USAGE_EVENT_INSERT = `insert into usage_events (${USAGE_EVENT_COLUMNS}) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+const HOLD_COLUMNS = 'id, account_id, key_id, request_id, model, period, allocation_tokens, wallet_nanos, prompt_tokens, max_output_tokens, owner, created_at, expires_at';
+/** Optimistic admissions before the locked path takes over (PostgreSQL). */
+const OPTIMISTIC_ATTEMPTS = 4;
 
 const MAX_USAGE_REPORT_DAYS = 366;
 const SETTLE_ATTEMPTS = 3;
@@ -302,7 +308,7 @@ export class BillingService implements Metering {
   async admit(req: MeterRequest): Promise<MeterTicket> {
     const { caller, model } = req;
     const prices = this.pricesOf(model);
-    const base = {
+    const base: CallBase = {
       id: newId('call'),
       accountId: caller.accountId,
       keyId: caller.keyId ?? null,
@@ -310,39 +316,59 @@ export class BillingService implements Metering {
       model: model.id,
       prices,
     };
-    const chat = model.category === 'chat';
     if (prices.inputPerMillion === 0n && prices.outputPerMillion === 0n) {
       // A free model (moderation, by default) holds nothing and draws on no allocation.
       const call: HeldCall = { ...base, kind: 'free', period: periodOf(this.now()), allocationTokens: 0, walletNanos: 0n, monthlyTokens: null };
       return this.ticket(call, req.requestedOutputTokens ?? req.maxOutputTokens);
     }
+    if (this.db.kind === 'postgresql') {
+      const placed = await this.admitOptimistically(req, base);
+      if (placed) return placed;
+    }
+    return this.admitLocked(req, base);
+  }
+
+  /** The hold plan for a call against a wallet row, under the tier's policy. */
+  private plan(req: MeterRequest, w: WalletRow, policy: TierPolicy & { monthly_tokens: number }, prices: Prices) {
+    return planHold({
+      promptTokens: req.promptTokens,
+      requestedOutputTokens: req.requestedOutputTokens,
+      maxOutputTokens: req.maxOutputTokens,
+      chat: req.model.category === 'chat',
+      prices,
+      tier: w.tier,
+      monthlyTokens: policy.monthly_tokens,
+      allocationLeft: policy.monthly_tokens - w.periodUsed - w.periodHeld,
+      overage: policy.overage,
+      walletAvailable: w.balance - w.held,
+      spendingLimit:
+        w.spendingLimitEnabled && w.spendingLimitAction === 'block' && w.spendingLimit !== null ? { limit: w.spendingLimit, spent: w.periodSpent, held: w.held } : null,
+      resetsAt: periodBounds(w.period).next,
+    });
+  }
+
+  private holdRow(call: HeldCall, req: MeterRequest, outputTokens: number, now: Date): Binding[] {
+    const expiresAt = new Date(now.getTime() + this.settings.hold_expiry_seconds * 1000);
+    return [call.id, call.accountId, call.keyId, call.requestId, call.model, call.period, call.allocationTokens, call.walletNanos, req.promptTokens, outputTokens, this.instanceId, now, expiresAt];
+  }
+
+  /**
+   * Admission in one transaction holding the wallet row's lock: read, decide, hold. Creates the
+   * wallet and rolls the period (charging its fee) on the way. The path on SQLite, where the
+   * transaction runs synchronously and shares its commit with the others of the same tick.
+   */
+  private async admitLocked(req: MeterRequest, base: CallBase): Promise<MeterTicket> {
     const now = this.now();
     const effects: WalletChange[] = [];
     const { call, outputTokens } = await this.db.transaction(async (trx) => {
-      const w = await this.openWallet(trx, caller.accountId, now, effects);
+      const w = await this.openWallet(trx, base.accountId, now, effects);
       const policy = this.tiers[w.tier];
       if (policy.monthly_tokens === null) {
         // Unlimited: nothing is held; usage is recorded at settlement.
         const unlimited: HeldCall = { ...base, kind: 'unlimited', period: w.period, allocationTokens: 0, walletNanos: 0n, monthlyTokens: null };
         return { call: unlimited, outputTokens: req.requestedOutputTokens ?? req.maxOutputTokens };
       }
-      const plan = planHold({
-        promptTokens: req.promptTokens,
-        requestedOutputTokens: req.requestedOutputTokens,
-        maxOutputTokens: req.maxOutputTokens,
-        chat,
-        prices,
-        tier: w.tier,
-        monthlyTokens: policy.monthly_tokens,
-        allocationLeft: policy.monthly_tokens - w.periodUsed - w.periodHeld,
-        overage: policy.overage,
-        walletAvailable: w.balance - w.held,
-        spendingLimit:
-          w.spendingLimitEnabled && w.spendingLimitAction === 'block' && w.spendingLimit !== null
-            ? { limit: w.spendingLimit, spent: w.periodSpent, held: w.held }
-            : null,
-        resetsAt: periodBounds(w.period).next,
-      });
+      const plan = this.plan(req, w, { ...policy, monthly_tokens: policy.monthly_tokens }, base.prices);
       if (!plan.ok) throw new DomainError(plan.code, plan.message);
       const call: HeldCall = { ...base, kind: 'held', period: w.period, allocationTokens: plan.allocationTokens, walletNanos: plan.walletNanos, monthlyTokens: policy.monthly_tokens };
       // The row is locked: the conditions cannot fail; they stay as the last line of defence.
@@ -350,19 +376,68 @@ export class BillingService implements Metering {
         trx,
         'update wallets set held = held + ?, period_held = period_held + ?, updated_at = ? ' +
           'where account_id = ? and period = ? and balance - held >= ? and period_used + period_held + ? <= ?',
-        [plan.walletNanos, plan.allocationTokens, now, caller.accountId, w.period, plan.walletNanos, plan.allocationTokens, policy.monthly_tokens],
+        [plan.walletNanos, plan.allocationTokens, now, base.accountId, w.period, plan.walletNanos, plan.allocationTokens, policy.monthly_tokens],
       );
-      if (placed !== 1) throw new Error(`hold for ${caller.accountId} did not fit its locked wallet row`);
-      const expiresAt = new Date(now.getTime() + this.settings.hold_expiry_seconds * 1000);
-      await exec(trx, 
-        'insert into holds (id, account_id, key_id, request_id, model, period, allocation_tokens, wallet_nanos, prompt_tokens, max_output_tokens, owner, created_at, expires_at) ' +
-          'values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-        [call.id, call.accountId, call.keyId, call.requestId, call.model, call.period, plan.allocationTokens, plan.walletNanos, req.promptTokens, plan.outputTokens, this.instanceId, now, expiresAt],
-      );
+      if (placed !== 1) throw new Error(`hold for ${base.accountId} did not fit its locked wallet row`);
+      await exec(trx, `insert into holds (${HOLD_COLUMNS}) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, this.holdRow(call, req, plan.outputTokens, now));
       return { call, outputTokens: plan.outputTokens };
     });
     this.publish(effects);
     return this.ticket(call, outputTokens);
+  }
+
+  /**
+   * Admission on PostgreSQL in two statements and no held lock: read the wallet row, decide, then
+   * place the hold with one conditional update (compare-and-set on what the decision relied on:
+   * the period, the money available, the allocation left, the spending-limit room) that inserts
+   * the hold row in the same statement. When another call changed those values in between, the
+   * update matches nothing and admission starts over; after a few tries, or when the wallet must
+   * be created or rolled into a new period, it takes the locked path. Returns null for it.
+   */
+  private async admitOptimistically(req: MeterRequest, base: CallBase): Promise<MeterTicket | null> {
+    for (let attempt = 0; attempt < OPTIMISTIC_ATTEMPTS; attempt++) {
+      const now = this.now();
+      const found = await rows<Record<string, unknown>>(this.db, `select ${WALLET_COLUMNS}, a.tier from wallets w join accounts a on a.id = w.account_id where w.account_id = ?`, [
+        base.accountId,
+      ]);
+      const r = found[0];
+      if (!r) return null;
+      const w = walletRow(r, isTier(r.tier) ? r.tier : 'free');
+      if (w.period !== periodOf(now) || this.feeDue(w)) return null;
+      const policy = this.tiers[w.tier];
+      if (policy.monthly_tokens === null) {
+        const unlimited: HeldCall = { ...base, kind: 'unlimited', period: w.period, allocationTokens: 0, walletNanos: 0n, monthlyTokens: null };
+        return this.ticket(unlimited, req.requestedOutputTokens ?? req.maxOutputTokens);
+      }
+      const plan = this.plan(req, w, { ...policy, monthly_tokens: policy.monthly_tokens }, base.prices);
+      if (!plan.ok) throw new DomainError(plan.code, plan.message);
+      const call: HeldCall = { ...base, kind: 'held', period: w.period, allocationTokens: plan.allocationTokens, walletNanos: plan.walletNanos, monthlyTokens: policy.monthly_tokens };
+      // Allocation first: when the allocation could not cover the whole call, the hold is only
+      // right if the allocation left is still exactly what the plan split the call with.
+      const allocationLeft = policy.monthly_tokens - w.periodUsed - w.periodHeld;
+      const coversAll = plan.allocationTokens === req.promptTokens + plan.outputTokens;
+      const limitCheck = plan.walletNanos > 0n ? " and (not (spending_limit_enabled and spending_limit_action = 'block' and spending_limit is not null) or spending_limit - period_spent - held >= ?)" : '';
+      const placed = await run(
+        this.db,
+        'with w as (update wallets set held = held + ?, period_held = period_held + ?, updated_at = ? ' +
+          `where account_id = ? and period = ? and balance - held >= ? and ? - period_used - period_held ${coversAll ? '>=' : '='} ?${limitCheck} returning account_id) ` +
+          `insert into holds (${HOLD_COLUMNS}) select ?, w.account_id, ?, ?, ?, ?, ?::bigint, ?::bigint, ?::int, ?::int, ?, ?::timestamptz, ?::timestamptz from w`,
+        [
+          plan.walletNanos,
+          plan.allocationTokens,
+          now,
+          base.accountId,
+          w.period,
+          plan.walletNanos,
+          policy.monthly_tokens,
+          coversAll ? plan.allocationTokens : allocationLeft,
+          ...(plan.walletNanos > 0n ? [plan.walletNanos] : []),
+          ...this.holdRow(call, req, plan.outputTokens, now).filter((_, i) => i !== 1),
+        ],
+      );
+      if (placed === 1) return this.ticket(call, plan.outputTokens);
+    }
+    return null;
   }
 
   private ticket(call: HeldCall, maxOutputTokens: number): MeterTicket {
@@ -403,7 +478,7 @@ export class BillingService implements Metering {
     const promptTokens = Math.max(0, usage.promptTokens);
     const completionTokens = Math.max(0, usage.completionTokens);
     const totalTokens = promptTokens + completionTokens;
-    const event = (allocationTokens: number, walletNanos: bigint, note: string | null) => [
+    const event = (allocationTokens: number, walletNanos: bigint, note: string | null): Binding[] => [
       call.id,
       call.accountId,
       call.keyId,
@@ -425,13 +500,14 @@ export class BillingService implements Metering {
       return;
     }
     if (call.kind === 'unlimited') {
+      const count = 'update wallets set period_used = case when period = ? then period_used + ? else period_used end, updated_at = ? where account_id = ?';
+      const countBindings: Binding[] = [call.period, totalTokens, now, call.accountId];
+      if (this.db.kind === 'postgresql') {
+        await exec(this.db, `with u as (${count}) ${USAGE_EVENT_INSERT}`, [...countBindings, ...event(0, 0n, null)]);
+        return;
+      }
       await this.db.transaction(async (trx) => {
-        await exec(trx, 'update wallets set period_used = case when period = ? then period_used + ? else period_used end, updated_at = ? where account_id = ?', [
-          call.period,
-          totalTokens,
-          now,
-          call.accountId,
-        ]);
+        await exec(trx, count, countBindings);
         await exec(trx, USAGE_EVENT_INSERT, event(0, 0n, null));
       });
       return;
@@ -440,40 +516,84 @@ export class BillingService implements Metering {
     const { allocationUsed, walletNanos: cost } = split(promptTokens, completionTokens, call.allocationTokens, call.prices);
     const charge = cost < call.walletNanos ? cost : call.walletNanos;
     const note = cost > call.walletNanos ? 'capped_at_hold' : null;
+    const description = `${call.model}: ${promptTokens} prompt + ${completionTokens} completion tokens${allocationUsed > 0 ? ` (${allocationUsed} from the monthly allocation)` : ''}`;
     const effects: WalletChange[] = [];
+    const walletUpdate: [string, Binding[]] = [
+      'update wallets set held = held - ?, balance = balance - ?, ' +
+        'period_held = case when period = ? then period_held - ? else period_held end, ' +
+        'period_used = case when period = ? then period_used + ? else period_used end, ' +
+        'period_spent = period_spent + ?, updated_at = ? where account_id = ?',
+      [call.walletNanos, charge, call.period, call.allocationTokens, call.period, allocationUsed, charge, now, call.accountId],
+    ];
+    const recordReleased = async (trx: Db) => {
+      // The sweeper released the hold (expired, or this server was taken for dead) and wrote an
+      // 'abandoned' event: the call is charged nothing; the event gets its real usage.
+      const updated = await run(
+        trx,
+        "update usage_events set outcome = ?, prompt_tokens = ?, completion_tokens = ?, total_tokens = ?, billing_note = 'hold_released' where id = ?",
+        [outcome, promptTokens, completionTokens, totalTokens, call.id],
+      );
+      if (updated === 0) await exec(trx, USAGE_EVENT_INSERT, event(0, 0n, 'hold_released'));
+    };
+
+    if (this.db.kind === 'postgresql') {
+      // One statement, one round trip: delete the hold, move the wallet, append the ledger row
+      // and the usage event, atomically; the wallet row is locked only while it runs.
+      const transactionId = newId('txn');
+      const [after] = await rows<Record<string, unknown>>(
+        this.db,
+        'with d as (delete from holds where id = ? returning id), ' +
+          `w as (${walletUpdate[0]} and exists (select 1 from d) returning *), ` +
+          't as (insert into wallet_transactions (id, account_id, type, amount, balance_after, description, reference, idempotency_key, created_at) ' +
+          "select ?, w.account_id, 'usage', ?::bigint, w.balance, ?, ?, ?, ?::timestamptz from w where ?::bigint > 0), " +
+          `e as (insert into usage_events (${USAGE_EVENT_COLUMNS}) select ?, w.account_id, ?, ?, ?, ?, ?::bigint, ?::bigint, ?::bigint, ?::bigint, ?::bigint, ?, ?, ?::timestamptz from w) ` +
+          `select ${WALLET_COLUMNS} from w`,
+        [
+          call.id,
+          ...walletUpdate[1],
+          transactionId,
+          -charge,
+          description,
+          call.requestId,
+          `usage:${call.id}`,
+          now,
+          charge,
+          ...event(allocationUsed, charge, note).filter((_, i) => i !== 1),
+        ],
+      );
+      if (!after) {
+        await this.db.transaction(recordReleased);
+        return;
+      }
+      const row = walletRow(after, 'free');
+      const monthly = row.period === call.period ? call.monthlyTokens : null;
+      if (this.alertDue(row, monthly)) await this.db.transaction((trx) => this.raiseAlerts(trx, call.accountId, row, monthly, now, call.id));
+      if (charge > 0n) {
+        this.publish([
+          {
+            accountId: call.accountId,
+            balance: row.balance,
+            transaction: { id: transactionId, accountId: call.accountId, type: 'usage', amount: -charge, balanceAfter: row.balance, description, reference: call.requestId, createdAt: now },
+          },
+        ]);
+      }
+      return;
+    }
+
     await this.db.transaction(async (trx) => {
       // Deleting the hold is what makes settlement happen once: of a settlement and the sweeper
       // releasing the same hold, only one deletes it. (Lock order: hold row, then wallet row;
       // admission locks the wallet row and only inserts new holds, so no cycle can form.)
-      if ((await run(trx, 'delete from holds where id = ?', [call.id])) === 0) {
-        // The sweeper released the hold (expired, or this server was taken for dead) and wrote
-        // an 'abandoned' event: the call is charged nothing; the event gets its real usage.
-        const updated = await run(
-          trx,
-          "update usage_events set outcome = ?, prompt_tokens = ?, completion_tokens = ?, total_tokens = ?, billing_note = 'hold_released' where id = ?",
-          [outcome, promptTokens, completionTokens, totalTokens, call.id],
-        );
-        if (updated === 0) await exec(trx, USAGE_EVENT_INSERT, event(0, 0n, 'hold_released'));
-        return;
-      }
-      const [after] = await rows<Record<string, unknown>>(
-        trx,
-        'update wallets set held = held - ?, balance = balance - ?, ' +
-          'period_held = case when period = ? then period_held - ? else period_held end, ' +
-          'period_used = case when period = ? then period_used + ? else period_used end, ' +
-          'period_spent = period_spent + ?, updated_at = ? where account_id = ? ' +
-          `returning ${WALLET_COLUMNS.replaceAll('w.', '')}`,
-        [call.walletNanos, charge, call.period, call.allocationTokens, call.period, allocationUsed, charge, now, call.accountId],
-      );
+      if ((await run(trx, 'delete from holds where id = ?', [call.id])) === 0) return recordReleased(trx);
+      const [after] = await rows<Record<string, unknown>>(trx, `${walletUpdate[0]} returning ${WALLET_COLUMNS.replaceAll('w.', '')}`, walletUpdate[1]);
       const row = walletRow(after!, 'free');
-      const samePeriod = row.period === call.period;
       if (charge > 0n) {
         const transaction = await appendTransaction(trx, {
           accountId: call.accountId,
           type: 'usage',
           amount: -charge,
           balanceAfter: row.balance,
-          description: `${call.model}: ${promptTokens} prompt + ${completionTokens} completion tokens${allocationUsed > 0 ? ` (${allocationUsed} from the monthly allocation)` : ''}`,
+          description,
           reference: call.requestId,
           idempotencyKey: `usage:${call.id}`,
           createdAt: now,
@@ -481,42 +601,69 @@ export class BillingService implements Metering {
         effects.push({ accountId: call.accountId, balance: row.balance, transaction });
       }
       await exec(trx, USAGE_EVENT_INSERT, event(allocationUsed, charge, note));
-      await this.raiseAlerts(trx, call.accountId, row, samePeriod ? call.monthlyTokens : null, now, call.id);
+      await this.raiseAlerts(trx, call.accountId, row, row.period === call.period ? call.monthlyTokens : null, now, call.id);
     });
     this.publish(effects);
   }
 
-  /** Writes the alerts a change crossed, once per crossing (low balance) or per period (80%, spending limit). */
+  /** Whether a change left the wallet past an alert's line (see raiseAlerts). */
+  private alertDue(w: WalletRow, monthlyTokens: number | null): boolean {
+    return (
+      (w.lowBalanceThreshold !== null && w.balance < w.lowBalanceThreshold && !w.lowBalanceAlerted) ||
+      (monthlyTokens !== null && monthlyTokens > 0 && w.periodUsed * 5 >= monthlyTokens * 4 && w.allocationAlertPeriod !== w.period) ||
+      (w.spendingLimitEnabled && w.spendingLimit !== null && w.periodSpent > 0n && w.periodSpent >= w.spendingLimit && w.spendingAlertPeriod !== w.period)
+    );
+  }
+
+  /**
+   * Writes the alerts a change crossed, once per crossing (low balance) or per period (80% of the
+   * allocation, spending limit). Each alert first flips its flag with a conditional update, so of
+   * two changes racing past the same line only one writes the notification.
+   */
   private async raiseAlerts(trx: Db, accountId: string, w: WalletRow, monthlyTokens: number | null, now: Date, occasion: string): Promise<void> {
     if (w.lowBalanceThreshold !== null && w.balance < w.lowBalanceThreshold && !w.lowBalanceAlerted) {
-      await exec(trx, 'update wallets set low_balance_alerted = ? where account_id = ?', [true, accountId]);
-      await enqueueNotification(trx, {
-        accountId,
-        kind: 'low_balance',
-        dedupeKey: `low_balance:${accountId}:${occasion}`,
-        payload: { balance: formatDecimal(w.balance), threshold: formatDecimal(w.lowBalanceThreshold), currency: WALLET_CURRENCY },
-        now,
-      });
+      const flipped = await run(trx, 'update wallets set low_balance_alerted = ? where account_id = ? and low_balance_alerted = ?', [true, accountId, false]);
+      if (flipped > 0) {
+        await enqueueNotification(trx, {
+          accountId,
+          kind: 'low_balance',
+          dedupeKey: `low_balance:${accountId}:${occasion}`,
+          payload: { balance: formatDecimal(w.balance), threshold: formatDecimal(w.lowBalanceThreshold), currency: WALLET_CURRENCY },
+          now,
+        });
+      }
     }
     if (monthlyTokens !== null && monthlyTokens > 0 && w.periodUsed * 5 >= monthlyTokens * 4 && w.allocationAlertPeriod !== w.period) {
-      await exec(trx, 'update wallets set allocation_alert_period = ? where account_id = ?', [w.period, accountId]);
-      await enqueueNotification(trx, {
+      const flipped = await run(trx, 'update wallets set allocation_alert_period = ? where account_id = ? and (allocation_alert_period is null or allocation_alert_period <> ?)', [
+        w.period,
         accountId,
-        kind: 'allocation_80',
-        dedupeKey: `allocation_80:${accountId}:${w.period}`,
-        payload: { period: w.period, used: w.periodUsed, monthly_tokens: monthlyTokens },
-        now,
-      });
+        w.period,
+      ]);
+      if (flipped > 0) {
+        await enqueueNotification(trx, {
+          accountId,
+          kind: 'allocation_80',
+          dedupeKey: `allocation_80:${accountId}:${w.period}`,
+          payload: { period: w.period, used: w.periodUsed, monthly_tokens: monthlyTokens },
+          now,
+        });
+      }
     }
     if (w.spendingLimitEnabled && w.spendingLimit !== null && w.periodSpent > 0n && w.periodSpent >= w.spendingLimit && w.spendingAlertPeriod !== w.period) {
-      await exec(trx, 'update wallets set spending_alert_period = ? where account_id = ?', [w.period, accountId]);
-      await enqueueNotification(trx, {
+      const flipped = await run(trx, 'update wallets set spending_alert_period = ? where account_id = ? and (spending_alert_period is null or spending_alert_period <> ?)', [
+        w.period,
         accountId,
-        kind: 'spending_limit',
-        dedupeKey: `spending_limit:${accountId}:${w.period}:${w.spendingLimit}`,
-        payload: { period: w.period, spent: formatDecimal(w.periodSpent), limit: formatDecimal(w.spendingLimit), action: w.spendingLimitAction, currency: WALLET_CURRENCY },
-        now,
-      });
+        w.period,
+      ]);
+      if (flipped > 0) {
+        await enqueueNotification(trx, {
+          accountId,
+          kind: 'spending_limit',
+          dedupeKey: `spending_limit:${accountId}:${w.period}:${w.spendingLimit}`,
+          payload: { period: w.period, spent: formatDecimal(w.periodSpent), limit: formatDecimal(w.spendingLimit), action: w.spendingLimitAction, currency: WALLET_CURRENCY },
+          now,
+        });
+      }
     }
   }
 
