@@ -1,0 +1,116 @@
+// The operator's billing commands as an operator runs them (`node bin/tollgate.js …` in its own
+// process): crediting a wallet, reading its balance, verifying the ledger (and failing loudly on
+// a tampered one), and taking a tier whose monthly fee the config sets.
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { closeDatabase, getKnex, openDatabase } from '../src/db/orm.js';
+
+const BIN = fileURLToPath(new URL('../bin/tollgate.js', import.meta.url));
+
+interface RunResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function tollgate(env: Record<string, string>, ...args: string[]): Promise<RunResult> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [BIN, ...args], { env: { ...process.env, TOLLGATE_DEBUG: '', ...env }, timeout: 30_000 }, (error, stdout, stderr) => {
+      resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr });
+    });
+  });
+}
+
+describe('tollgate wallet and ledger commands', () => {
+  let dir: string;
+  let env: Record<string, string>;
+  let accountId: string;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(path.join(tmpdir(), 'tollgate-cli-billing-'));
+    const config = path.join(dir, 'config.yaml');
+    writeFileSync(config, 'tiers:\n  startup: { monthly_fee: 20 }\nmodels: []\n');
+    env = { DATABASE_URL: `sqlite:${path.join(dir, 'tollgate.db')}`, CONFIG: config };
+    const created = await tollgate(env, 'accounts', 'create', '--email', 'ops@example.com', '--tier', 'developer', '--json');
+    expect(created.code).toBe(0);
+    accountId = JSON.parse(created.stdout).account.id;
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('credits a wallet and prints the transaction with exact amounts', async () => {
+    const r = await tollgate(env, 'wallet', 'credit', '--account', accountId, '--amount', '12.5', '--type', 'bonus', '--description', 'Welcome credits', '--json');
+    expect(r).toMatchObject({ code: 0, stderr: '' });
+    expect(r.stdout).toMatch(/"amount":12.5,"balance_after":12.5,/);
+    const t = JSON.parse(r.stdout);
+    expect(t).toMatchObject({ account_id: accountId, type: 'bonus', amount: 12.5, balance_after: 12.5, description: 'Welcome credits', reference: null });
+    expect(t.id).toMatch(/^txn_/);
+
+    const refund = await tollgate(env, 'wallet', 'credit', '--account', accountId, '--amount', '0.000000001', '--type', 'refund', '--description', 'Rounding', '--json');
+    expect(refund.stdout).toContain('"amount":0.000000001,"balance_after":12.500000001,');
+
+    // With an idempotency key, running the command twice credits once.
+    const once = await tollgate(env, 'wallet', 'credit', '--account', accountId, '--amount', '1', '--type', 'refund', '--description', 'Ticket 7', '--idempotency-key', 'ticket-7', '--json');
+    const twice = await tollgate(env, 'wallet', 'credit', '--account', accountId, '--amount', '1', '--type', 'refund', '--description', 'Ticket 7', '--idempotency-key', 'ticket-7', '--json');
+    expect(JSON.parse(twice.stdout).id).toBe(JSON.parse(once.stdout).id);
+    const balance = await tollgate(env, 'wallet', 'balance', '--account', accountId, '--json');
+    expect(balance.stdout.trim()).toBe(`{"account_id":"${accountId}","balance":13.500000001,"held":0,"currency":"USD"}`);
+  });
+
+  it('refuses bad amounts, types and accounts with one line on stderr and exit code 1', async () => {
+    for (const [args, message] of [
+      [['--amount', '0.0000000001', '--type', 'bonus'], /9 decimal places/],
+      [['--amount', 'ten', '--type', 'bonus'], /decimal amount/],
+      [['--amount', '-5', '--type', 'bonus'], /amount must be a positive/],
+      [['--amount', '5', '--type', 'usage'], /Allowed choices are bonus, refund/],
+    ] as const) {
+      const r = await tollgate(env, 'wallet', 'credit', '--account', accountId, ...args, '--description', 'x');
+      expect(r.code, args.join(' ')).toBe(1);
+      expect(r.stderr, args.join(' ')).toMatch(message);
+      expect(r.stderr).not.toContain('    at ');
+    }
+    const unknown = await tollgate(env, 'wallet', 'credit', '--account', 'acct_nope', '--amount', '1', '--type', 'bonus', '--description', 'x');
+    expect(unknown).toMatchObject({ code: 1, stderr: "error: No account with id 'acct_nope'.\n" });
+  });
+
+  it('takes a tier through billing: its monthly fee is charged, or the change refused when the wallet cannot pay', async () => {
+    const poor = JSON.parse((await tollgate(env, 'accounts', 'create', '--email', 'poor@example.com', '--tier', 'free', '--json')).stdout).account.id;
+    const refused = await tollgate(env, 'accounts', 'set-tier', '--account', poor, '--tier', 'startup');
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('The startup tier costs 20 USD a month');
+    await tollgate(env, 'wallet', 'credit', '--account', accountId, '--amount', '10', '--type', 'bonus', '--description', 'More');
+    const taken = await tollgate(env, 'accounts', 'set-tier', '--account', accountId, '--tier', 'startup', '--json');
+    expect(taken.code).toBe(0);
+    expect(JSON.parse(taken.stdout).account.tier).toBe('startup');
+    // 13.500000001 + 10 − 20
+    expect((await tollgate(env, 'wallet', 'balance', '--account', accountId, '--json')).stdout).toContain('"balance":3.500000001,');
+    // Taking it again this period costs nothing more.
+    expect((await tollgate(env, 'accounts', 'set-tier', '--account', accountId, '--tier', 'startup')).code).toBe(0);
+    expect((await tollgate(env, 'wallet', 'balance', '--account', accountId, '--json')).stdout).toContain('"balance":3.500000001,');
+  });
+
+  it('verifies the ledger, and exits 1 listing each broken invariant', async () => {
+    const ok = await tollgate(env, 'ledger', 'verify');
+    expect(ok).toMatchObject({ code: 0, stdout: 'Ledger verified: every invariant holds.\n', stderr: '' });
+    expect(JSON.parse((await tollgate(env, 'ledger', 'verify', '--json')).stdout)).toEqual({ ok: true, problems: [] });
+
+    // Tamper with the database behind the ledger's back.
+    const orm = await openDatabase(env.DATABASE_URL!);
+    try {
+      await getKnex(orm).raw('update wallets set balance = balance + 1 where account_id = ?', [accountId]);
+    } finally {
+      await closeDatabase(orm);
+    }
+    const broken = await tollgate(env, 'ledger', 'verify');
+    expect(broken.code).toBe(1);
+    expect(broken.stdout).toContain(`- account ${accountId}: balance`);
+    expect(broken.stdout).toContain('differs from the sum of its transactions');
+    expect(broken.stderr).toBe('error: ledger verify found 1 problem\n');
+    const json = await tollgate(env, 'ledger', 'verify', '--json');
+    expect(json.code).toBe(1);
+    expect(JSON.parse(json.stdout).problems).toHaveLength(1);
+  });
+});
