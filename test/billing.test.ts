@@ -140,6 +140,11 @@ describe.each(BACKENDS)('billing on %s', (backend) => {
       expect(empty.body.error).toMatchObject({ type: 'insufficient_quota', code: 'insufficient_balance' });
       expect(empty.body.error.message).toContain(`needs ${usd(worst)} USD`);
       expect(empty.body.error.message).toContain('0 USD is available');
+      // A stream is refused the same way, before any event: a plain 402, not an SSE body.
+      const stream = await c.post('/chat/completions', { model: 'chat-test', messages: [{ role: 'user', content }], max_tokens: 10, stream: true });
+      expect(stream.status).toBe(402);
+      expect(stream.body.error).toMatchObject({ type: 'insufficient_quota', code: 'insufficient_balance' });
+      expect(await events(a.id)).toEqual([]);
 
       await credit(s, a.id, usd(worst));
       expect((await c.chat(content, { max_tokens: 10 })).status).toBe(200);

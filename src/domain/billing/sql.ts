@@ -179,6 +179,11 @@ interface QueuedTransaction {
  * (so each is still all-or-nothing: a failing one is rolled back alone). A commit costs far
  * more than the few statements of a hold or a settlement; sharing it is what lets billing keep
  * up with the server. Each caller's promise settles only after the shared COMMIT.
+ *
+ * A transaction's function must only use the Queryable it is given, and await nothing but its
+ * statements: the pool's one connection is taken for the whole batch, so calling this
+ * database (or knex) again from inside would wait forever, and awaiting a network call would
+ * stall every other transaction meanwhile.
  */
 class SqliteDatabase implements BillingDatabase {
   readonly kind: DatabaseKind = 'sqlite';
