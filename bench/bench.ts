@@ -1,8 +1,13 @@
-// `npm run bench`: what tollgate costs on top of the engine, measured in one run on this machine.
-// Non-streamed chat through tollgate (/v1, key auth, GraphQL execution, upstream forwarding) against
-// the same requests sent straight to the same fake upstream, at a fixed offered load and at
-// saturation. Prints figures and ratios; no pass/fail, the machine is shared and noisy.
-// BENCH_SECONDS (default 10) sets the length of each run.
+// `npm run bench`: what tollgate costs, measured in one run on this machine. Prints figures and
+// ratios; no pass/fail (the machine is shared and noisy). Sections:
+// 1. foundation: non-streamed chat through tollgate (/v1, key auth, GraphQL execution, upstream
+//    forwarding; an enterprise account, so usage is recorded but nothing is billed) against the same
+//    requests sent straight to the fake upstream, at a fixed offered load and at saturation;
+// 2. billing: the same load billed (developer tier from its allocation; a tier paid from the wallet)
+//    against the same server without metering, on SQLite and on PostgreSQL;
+// then the sections other modules add (rate limits, in-process llama.cpp).
+// BENCH_SECONDS (default 10) sets the length of each run, BENCH_RATE (default 500) the fixed load,
+// BENCH_DATABASE_URL (default TEST_DATABASE_URL, else the local PostgreSQL) the PostgreSQL server.
 import { benchConfig, createAccount, fmt, startFakeUpstream, startTollgate } from './lib.js';
 import { openLoop, type OpenLoopResult } from './openloop.js';
 
@@ -13,20 +18,15 @@ const CONNECTIONS = 32; // in flight at saturation
 const chatBody = (model: string) => ({ model, max_tokens: 16, messages: [{ role: 'user', content: 'Say something short. #tokens=16' }] });
 
 function row(name: string, r: OpenLoopResult) {
-  return `${name.padEnd(34)} ${fmt(r.rps, 0).padStart(7)} req/s  p50 ${fmt(r.p50).padStart(6)} ms  p90 ${fmt(r.p90).padStart(6)} ms  p99 ${fmt(r.p99).padStart(6)} ms  failed ${r.failed}`;
+  return `${name.padEnd(40)} ${fmt(r.rps, 0).padStart(7)} req/s  p50 ${fmt(r.p50).padStart(6)} ms  p90 ${fmt(r.p90).padStart(6)} ms  p99 ${fmt(r.p99).padStart(6)} ms  failed ${r.failed}`;
 }
 
-async function main() {
-  const upstream = await startFakeUpstream();
-  const config = benchConfig(upstream.url);
-  const tollgate = await startTollgate({ CONFIG: config });
+async function foundation(upstreamUrl: string) {
+  const tollgate = await startTollgate({ CONFIG: benchConfig(upstreamUrl) });
   try {
-    // Enterprise: unlimited, so this measures the unbilled path.
     const { apiKey } = await createAccount(tollgate.url, 'enterprise');
-    const direct = { url: `${upstream.url}/chat/completions`, body: chatBody('upstream-chat') };
+    const direct = { url: `${upstreamUrl}/chat/completions`, body: chatBody('upstream-chat') };
     const through = { url: `${tollgate.url}/v1/chat/completions`, body: chatBody('chat-bench'), headers: { authorization: `Bearer ${apiKey}` } };
-
-    console.log(`tollgate benchmark: non-streamed chat, ${SECONDS}s per run, node ${process.version}`);
     await openLoop({ ...through, seconds: 2, rate: 300 }); // warm-up: JIT, pools, SQLite pages
     await openLoop({ ...direct, seconds: 1, rate: 300 });
 
@@ -35,20 +35,67 @@ async function main() {
     const satDirect = await openLoop({ ...direct, seconds: SECONDS, rate: 0, concurrency: CONNECTIONS });
     const satThrough = await openLoop({ ...through, seconds: SECONDS, rate: 0, concurrency: CONNECTIONS });
 
-    console.log(`\nfixed offered load: ${RATE} req/s`);
+    console.log(`\n== foundation: non-streamed chat, fixed offered load ${RATE} req/s`);
     console.log(row('  straight to the upstream', fixedDirect));
     console.log(row('  through tollgate /v1', fixedThrough));
-    console.log(
-      `  added latency: p50 +${fmt(fixedThrough.p50 - fixedDirect.p50)} ms (budget 2 ms), p99 +${fmt(fixedThrough.p99 - fixedDirect.p99)} ms (budget 10 ms)`,
-    );
-    console.log(`\nsaturation: ${CONNECTIONS} requests in flight`);
+    const addedP50 = fixedThrough.p50 - fixedDirect.p50;
+    const addedP99 = fixedThrough.p99 - fixedDirect.p99;
+    console.log(`  added latency: p50 +${fmt(addedP50)} ms (budget 2 ms), p99 +${fmt(addedP99)} ms (budget 10 ms): ${addedP50 <= 2 && addedP99 <= 10 ? 'within' : 'OVER'}`);
+    console.log(`== foundation: saturation, ${CONNECTIONS} requests in flight`);
     console.log(row('  straight to the upstream', satDirect));
     console.log(row('  through tollgate /v1', satThrough));
     console.log(`  throughput ratio tollgate/upstream: ${fmt(satThrough.rps / satDirect.rps, 3)}`);
-    const within = fixedThrough.p50 - fixedDirect.p50 <= 2 && fixedThrough.p99 - fixedDirect.p99 <= 10;
-    console.log(`\nfoundation budget at ${RATE} req/s: ${within ? 'within' : 'OVER'} (p50 ≤ +2 ms, p99 ≤ +10 ms)`);
   } finally {
     await tollgate.stop();
+  }
+}
+
+// A tier paid wholly from the wallet: the startup tier without an allocation.
+const WALLET_TIER = 'tiers:\n  startup: { monthly_tokens: 0, overage: true }\n';
+
+async function billing(upstreamUrl: string, backend: 'SQLite' | 'PostgreSQL') {
+  // Imported here: it reads TEST_DATABASE_URL when it loads, which main() sets first.
+  const { createTestDatabase } = await import('../test/support/databases.js');
+  const db = await createTestDatabase(backend);
+  const env = { CONFIG: benchConfig(upstreamUrl, WALLET_TIER), DATABASE_URL: db.url };
+  const measure = async (entry: string, tier: string, credit?: string) => {
+    const tollgate = await startTollgate(env, entry);
+    try {
+      const { apiKey } = await createAccount(tollgate.url, tier, credit);
+      const through = { url: `${tollgate.url}/v1/chat/completions`, body: chatBody('chat-bench'), headers: { authorization: `Bearer ${apiKey}` } };
+      await openLoop({ ...through, seconds: 2, rate: 300 });
+      return await openLoop({ ...through, seconds: SECONDS, rate: 0, concurrency: CONNECTIONS });
+    } finally {
+      await tollgate.stop();
+    }
+  };
+  try {
+    const unbilled = await measure('bench/unmetered-main.ts', 'developer');
+    const allocation = await measure('src/main.ts', 'developer');
+    const wallet = await measure('src/main.ts', 'startup', '100000');
+    console.log(`\n== billing on ${backend}: saturation, ${CONNECTIONS} requests in flight`);
+    console.log(row('  without metering (baseline)', unbilled));
+    console.log(row('  billed, developer allocation', allocation));
+    console.log(row('  billed, paid from the wallet', wallet));
+    const worst = Math.min(allocation.rps, wallet.rps) / unbilled.rps;
+    console.log(
+      `  ratio to baseline: allocation ${fmt(allocation.rps / unbilled.rps, 3)}, wallet ${fmt(wallet.rps / unbilled.rps, 3)}` +
+        (backend === 'SQLite' ? ` (budget: cost ≤ 25%, i.e. ratio ≥ 0.75: ${worst >= 0.75 ? 'within' : 'OVER'})` : ''),
+    );
+  } finally {
+    await db.drop();
+  }
+}
+
+async function main() {
+  process.env.TEST_DATABASE_URL ??= process.env.BENCH_DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/test';
+  console.log(`tollgate benchmark: ${SECONDS}s per run, node ${process.version}`);
+  const upstream = await startFakeUpstream();
+  try {
+    await foundation(upstream.url);
+    await billing(upstream.url, 'SQLite');
+    await billing(upstream.url, 'PostgreSQL').catch((err) => console.log(`\n== billing on PostgreSQL: skipped (${(err as Error).message})`));
+  } finally {
     await upstream.stop();
   }
 }

@@ -58,10 +58,10 @@ ${extra}`,
 }
 
 /** Starts tollgate (`src/main.ts`) as a child process and waits until /readyz answers. */
-export async function startTollgate(env: Record<string, string>): Promise<Child & { url: string }> {
+export async function startTollgate(env: Record<string, string>, entry = 'src/main.ts'): Promise<Child & { url: string }> {
   const port = 20000 + Math.floor(Math.random() * 20000);
   const dir = mkdtempSync(path.join(tmpdir(), 'tollgate-bench-db-'));
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const proc = spawn(process.execPath, ['--import', 'tsx', entry], {
     cwd: ROOT,
     stdio: ['ignore', 'ignore', 'inherit'],
     env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: process.env.LOG_LEVEL ?? 'info', ADMIN_TOKEN, DATABASE_URL: `sqlite:${path.join(dir, 'bench.db')}`, ...env },
@@ -76,15 +76,30 @@ export async function startTollgate(env: Record<string, string>): Promise<Child 
   throw new Error('tollgate did not become ready');
 }
 
-export async function createAccount(url: string, tier = 'enterprise'): Promise<{ id: string; apiKey: string }> {
+export async function admin<T>(url: string, query: string, variables: Record<string, unknown> = {}): Promise<T> {
   const res = await fetch(`${url}/graphql`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_TOKEN}` },
-    body: JSON.stringify({ query: `mutation { createAccount(email: "bench@example.com", tier: ${tier}) { account { id } apiKey } }` }),
+    body: JSON.stringify({ query, variables }),
   });
-  const body = (await res.json()) as { data?: { createAccount: { account: { id: string }; apiKey: string } }; errors?: unknown };
-  if (!body.data) throw new Error(`createAccount failed: ${JSON.stringify(body.errors)}`);
-  return { id: body.data.createAccount.account.id, apiKey: body.data.createAccount.apiKey };
+  const body = (await res.json()) as { data?: T; errors?: unknown };
+  if (!body.data) throw new Error(`admin operation failed: ${JSON.stringify(body.errors)}`);
+  return body.data;
+}
+
+/** Creates an account of `tier`, crediting its wallet with `credit` (currency units) when given. */
+export async function createAccount(url: string, tier = 'enterprise', credit?: string): Promise<{ id: string; apiKey: string }> {
+  const data = await admin<{ createAccount: { account: { id: string }; apiKey: string } }>(
+    url,
+    `mutation { createAccount(email: "bench@example.com", tier: ${tier}) { account { id } apiKey } }`,
+  );
+  const id = data.createAccount.account.id;
+  if (credit) {
+    await admin(url, 'mutation($input: CreditWalletInput!) { creditWallet(input: $input) { id } }', {
+      input: { accountId: id, amount: credit, description: 'benchmark credit', type: 'bonus' },
+    });
+  }
+  return { id, apiKey: data.createAccount.apiKey };
 }
 
 export const fmt = (n: number, digits = 2) => (Number.isFinite(n) ? n.toFixed(digits) : String(n));
