@@ -153,11 +153,22 @@ export async function startServer(services: Services, opts: { port?: number; hos
     wss,
   );
 
-  const sockets = new Set<Socket>();
+  // Requests in flight per connection, to tell idle connections at shutdown (Node's own
+  // closeIdleConnections misses sockets a client opened but never sent a request on).
+  const sockets = new Map<Socket, number>();
   server.on('connection', (socket) => {
-    sockets.add(socket);
+    sockets.set(socket, 0);
     socket.on('close', () => sockets.delete(socket));
   });
+  server.on('request', (req, res) => {
+    const socket = req.socket;
+    sockets.set(socket, (sockets.get(socket) ?? 0) + 1);
+    res.once('close', () => sockets.has(socket) && sockets.set(socket, sockets.get(socket)! - 1));
+  });
+  server.on('upgrade', (req) => sockets.delete(req.socket)); // WebSockets close on their own below
+  const closeIdle = () => {
+    for (const [socket, inFlight] of sockets) if (inFlight === 0) socket.destroy();
+  };
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -175,13 +186,13 @@ export async function startServer(services: Services, opts: { port?: number; hos
       logger.info({ timeoutMs: config.server.shutdown_timeout_ms }, 'shutting down: finishing in-flight requests');
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       // Keep-alive connections become idle as their last response ends: close them as they do.
-      const sweeper = setInterval(() => server.closeIdleConnections(), 50);
-      server.closeIdleConnections();
+      const sweeper = setInterval(closeIdle, 50);
+      closeIdle();
       for (const client of wss.clients) client.close(1001, 'server shutting down');
       const timeout = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), config.server.shutdown_timeout_ms).unref());
       if ((await Promise.race([closed, timeout])) === 'timeout') {
         logger.warn({ open: sockets.size }, 'shutdown timeout: closing the remaining connections');
-        for (const s of sockets) s.destroy();
+        for (const s of sockets.keys()) s.destroy();
         await closed;
       }
       clearInterval(sweeper);
