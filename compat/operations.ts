@@ -10,6 +10,7 @@ import {
   ListModelsDocument,
   ModerateDocument,
   RerankDocument,
+  TopUpDocument,
   UsageDocument,
   WalletBalanceDocument,
   WalletTransactionsDocument,
@@ -28,6 +29,7 @@ export const documents = {
   walletBalance: WalletBalanceDocument,
   walletTransactions: WalletTransactionsDocument,
   usage: UsageDocument,
+  topUp: TopUpDocument,
 };
 
 for (const [name, doc] of Object.entries(documents)) {

@@ -10,7 +10,8 @@ import { moderate } from './moderate.js';
 import { rerank } from './rerank.js';
 import { contextFor } from './context.js';
 import { usage } from './usage.js';
-import { topUpNotAvailable, walletBalance, walletTransactions } from './wallet.js';
+import { walletBalance, walletTransactions } from './wallet.js';
+import { walletTopUp } from './top-up.js';
 import type { GraphQLContext } from '../src/graphql/context.js';
 
 type Handler = (req: Request, res: Response, ctx: GraphQLContext) => Promise<void>;
@@ -56,7 +57,7 @@ export function createCompatRouter(services: Services, opts: { onUnexpected: (re
   router.post('/moderations', route(moderate(services)));
   router.get('/wallet/balance', route(walletBalance(services)));
   router.get('/wallet/transactions', route(walletTransactions(services)));
-  router.post('/wallet/top-up', route(topUpNotAvailable(services)));
+  router.post('/wallet/top-up', route(walletTopUp(services)));
   router.get('/usage', route(usage(services)));
 
   return router;

@@ -53,10 +53,3 @@ export function walletTransactions(_services: Services) {
     });
   };
 }
-
-/** POST /v1/wallet/top-up belongs to payments (the next issue); until then it says so. */
-export function topUpNotAvailable(_services: Services) {
-  return async () => {
-    throw new DomainError('not_found', 'Top-ups are not available on this server yet: an operator can add credits (tollgate wallet credit).');
-  };
-}

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { parseDecimal } from './domain/billing/money.js';
+import { paymentsSchema, readPaymentsEnv, type PaymentsSettings, type StripeEnv } from './config-payments.js';
 
 const positiveInt = z.number().int().positive();
 const isExactDecimal = (n: number) => {
@@ -149,6 +150,7 @@ const fileSchema = z.strictObject({
     })
     .default({}),
   billing: billingSchema.default({ hold_expiry_seconds: 900, sweep_interval_seconds: 30, instance_timeout_seconds: 90 }),
+  payments: paymentsSchema,
   models: z.array(z.unknown()).default([]),
 });
 
@@ -172,6 +174,9 @@ export interface AppConfig {
   graphql: z.infer<typeof fileSchema>['graphql'];
   tiers: Record<TierName, TierPolicy>;
   billing: BillingSettings;
+  payments: PaymentsSettings;
+  /** STRIPE_SECRET_KEY, STRIPE_WEBHOOK_SECRET, STRIPE_API_BASE; null unless payments.processor is stripe. */
+  stripe: StripeEnv | null;
   models: ModelConfig[];
 }
 
@@ -190,7 +195,7 @@ function describeIssue(issue: z.core.$ZodIssue, prefix: string): string {
 }
 
 /** Parses the config file's text; throws ConfigError naming the model and key at fault. */
-export function parseConfigText(text: string, source: string): Pick<AppConfig, 'server' | 'graphql' | 'tiers' | 'billing' | 'models'> {
+export function parseConfigText(text: string, source: string): Pick<AppConfig, 'server' | 'graphql' | 'tiers' | 'billing' | 'payments' | 'models'> {
   let raw: unknown;
   try {
     raw = parseYaml(text) ?? {};
@@ -229,7 +234,7 @@ export function parseConfigText(text: string, source: string): Pick<AppConfig, '
   }
   // Free is where an account falls back when it cannot pay a fee: it cannot have one itself.
   if (tiers.free.monthly_fee > 0) throw new ConfigError(`${source}: tiers.free.monthly_fee: the free tier cannot have a fee (accounts fall back to it when a fee is unpaid)`);
-  return { server: top.data.server, graphql: top.data.graphql, tiers, billing: top.data.billing, models };
+  return { server: top.data.server, graphql: top.data.graphql, tiers, billing: top.data.billing, payments: top.data.payments, models };
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
@@ -255,5 +260,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     logLevel: env.LOG_LEVEL || 'info',
     nodeEnv: env.NODE_ENV || 'development',
     ...file,
+    stripe: paymentsEnv(env, file.payments),
   };
+}
+
+function paymentsEnv(env: NodeJS.ProcessEnv, payments: PaymentsSettings): StripeEnv | null {
+  try {
+    return readPaymentsEnv(env, payments);
+  } catch (e) {
+    throw new ConfigError((e as Error).message);
+  }
 }

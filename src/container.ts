@@ -7,6 +7,9 @@ import { BillingService } from './domain/billing/billing-service.js';
 import { Catalog } from './domain/catalog/catalog.js';
 import { Engines } from './domain/inference/engines.js';
 import { InferenceService } from './domain/inference/inference-service.js';
+import type { AutoTopupService } from './domain/payments/auto-topup-service.js';
+import { createPayments } from './domain/payments/create-payments.js';
+import type { PaymentsService } from './domain/payments/payments-service.js';
 import type { Logger } from './logger.js';
 
 export interface Services {
@@ -18,6 +21,8 @@ export interface Services {
   inference: InferenceService;
   accounts: AccountsService;
   billing: BillingService;
+  payments: PaymentsService;
+  autoTopups: AutoTopupService;
 }
 
 export async function createServices(config: AppConfig, logger: Logger): Promise<Services> {
@@ -27,6 +32,8 @@ export async function createServices(config: AppConfig, logger: Logger): Promise
   const billing = new BillingService({ orm, tiers: config.tiers, settings: config.billing, logger: logger.child({ component: 'billing' }) });
   // Releases what servers that died left held, before this one takes any call.
   await billing.start();
+  // Top-ups credit through billing's ledger; debits start automatic top-up checks.
+  const { payments, autoTopups } = createPayments({ billing, settings: config.payments, stripe: config.stripe, publicUrl: () => config.publicUrl, logger });
   return {
     config,
     logger,
@@ -36,10 +43,14 @@ export async function createServices(config: AppConfig, logger: Logger): Promise
     inference: new InferenceService(catalog, engines, billing),
     accounts: new AccountsService(orm),
     billing,
+    payments,
+    autoTopups,
   };
 }
 
 export async function closeServices(services: Services): Promise<void> {
+  // Automatic top-up checks running in the background finish before billing and the database close.
+  await services.autoTopups.idle();
   await services.billing.stop();
   await services.engines.close();
   await closeDatabase(services.orm);

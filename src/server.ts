@@ -18,6 +18,7 @@ import { DomainError } from './domain/errors.js';
 import { createContext, type GraphQLContext } from './graphql/context.js';
 import { toPublicGraphQLError } from './graphql/errors.js';
 import { schema } from './graphql/schema.js';
+import { createPaymentsRouter } from './web/payments-router.js';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -66,6 +67,8 @@ export function createApp(services: Services) {
 
   const log = (reqId: string) => (err: unknown) => logger.error({ reqId, err }, 'unexpected error');
   app.use('/v1', createCompatRouter(services, { onUnexpected: (req, err) => log(req.requestId)(err) }));
+  // Checkout pages and the processor's webhooks (the webhook reads its body raw, for the signature).
+  app.use(createPaymentsRouter({ payments: services.payments, logger, bodyLimit: config.server.body_limit }));
 
   const plugins: Plugin[] = [
     EnvelopArmorPlugin({

@@ -3,9 +3,15 @@
 import type { EntitySchema } from '@mikro-orm/core';
 import { AccountSchema } from './Account.js';
 import { ApiKeySchema } from './ApiKey.js';
+import { AutoTopupSchema } from './AutoTopup.js';
+import { PaymentCustomerSchema } from './PaymentCustomer.js';
+import { TopUpSchema } from './TopUp.js';
 
 export { Account, AccountSchema } from './Account.js';
 export { ApiKey, ApiKeySchema } from './ApiKey.js';
+export { AutoTopup, AutoTopupSchema } from './AutoTopup.js';
+export { PaymentCustomer, PaymentCustomerSchema } from './PaymentCustomer.js';
+export { TopUp, TopUpSchema } from './TopUp.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export const ENTITIES: EntitySchema<any, any>[] = [AccountSchema, ApiKeySchema];
+export const ENTITIES: EntitySchema<any, any>[] = [AccountSchema, ApiKeySchema, TopUpSchema, PaymentCustomerSchema, AutoTopupSchema];

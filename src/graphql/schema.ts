@@ -12,5 +12,6 @@ import './types/wallet.js';
 import './types/usage.js';
 import './types/settings.js';
 import './types/tier.js';
+import './types/top-up.js';
 
 export const schema = lexicographicSortSchema(builder.toSchema());

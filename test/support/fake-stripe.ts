@@ -233,8 +233,10 @@ export async function startFakeStripe(opts: FakeStripeOptions = {}): Promise<Fak
           payment_intent_data: (b.payment_intent_data ?? {}) as Record<string, unknown>,
         };
         sessions.set(id, session);
+        // The answer is the session as created, whatever happens to it before the answer leaves.
+        const created = sessionJson(session);
         await beforeSessionResponse?.(session);
-        return sessionJson(session);
+        return created;
       },
     },
     {

@@ -104,6 +104,8 @@ export async function startTestServer(
   const services = await createServices(config, createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'));
   const running = await startServer(services, { port: 0, host: '127.0.0.1' });
   const url = running.url;
+  // Checkout links point at the server as clients reach it: the port is only known now.
+  if (!opts.env?.PUBLIC_URL) services.config.publicUrl = url;
 
   const graphql: TestServer['graphql'] = async (query, variables, auth) => {
     const res = await fetch(`${url}/graphql`, {

@@ -21,7 +21,7 @@ import { enqueueNotification, listNotifications, type NotificationView } from '.
 import { planHold, pricesOf, split } from './hold-plan.js';
 import { formatDecimal, MAX_NANOS, parseDecimal, WALLET_CURRENCY, type Prices } from './money.js';
 import { dayOf, isDay, periodBounds, periodDays, periodOf } from './period.js';
-import { big, bigOrNull, billingDatabase, bool, date, exec, int, rows, run, type BillingDatabase, type Binding, type Db } from './sql.js';
+import { big, bigOrNull, billingDatabase, bool, date, exec, int, rows, run, type BillingDatabase, type Binding, type Db, type Queryable } from './sql.js';
 import { WalletEvents, type WalletChange } from './wallet-events.js';
 
 /** How a usage event ended: a call's outcome, or 'abandoned' when its hold was released unsettled. */
@@ -53,6 +53,8 @@ export interface AllocationView {
 }
 
 export interface SettingsView {
+  /** Whose settings (other modules add their own settings beside these, e.g. automatic top-up). */
+  accountId: string;
   spendingLimit: { enabled: boolean; monthlyLimit: bigint | null; action: SpendingLimitAction };
   lowBalanceAlert: bigint | null;
   /** Wallet money charged for usage this period: what the spending limit compares. */
@@ -182,7 +184,8 @@ export class BillingService implements Metering {
   readonly events: WalletEvents;
   /** This process's identity in billing_instances; its holds carry it as their owner. */
   readonly instanceId = newId('inst');
-  private readonly db: BillingDatabase;
+  /** The database runner; payments run their crediting transactions on it (creditWithin). */
+  readonly db: BillingDatabase;
   private readonly tiers: Record<TierName, TierPolicy>;
   private readonly fees: Record<TierName, bigint>;
   private readonly settings: BillingSettings;
@@ -834,38 +837,54 @@ export class BillingService implements Metering {
     if (key && key.length > 240) throw new DomainError('invalid_value', 'idempotency key is too long (at most 200 characters).', { param: 'idempotency_key' });
     const now = this.now();
     const effects: WalletChange[] = [];
-    const attempt = () =>
-      this.db.transaction(async (trx) => {
-        await this.openWallet(trx, input.accountId, now, effects);
-        // Checked under the wallet's lock: a concurrent twin has committed or not started.
-        if (key) {
-          const existing = await findByIdempotencyKey(trx, key);
-          if (existing) return replayed(existing, input);
-        }
-        const [after] = await rows<{ balance: unknown }>(
-          trx,
-          'update wallets set balance = balance + ?, ' +
-            'low_balance_alerted = case when low_balance_threshold is not null and balance + ? >= low_balance_threshold then ? else low_balance_alerted end, ' +
-            'updated_at = ? where account_id = ? returning cast(balance as text) as balance',
-          [input.amount, input.amount, false, now, input.accountId],
-        );
-        const balance = big(after!.balance);
-        const transaction = await appendTransaction(trx, {
-          accountId: input.accountId,
-          type: input.type,
-          amount: input.amount,
-          balanceAfter: balance,
-          description,
-          reference: input.reference ?? null,
-          idempotencyKey: key,
-          createdAt: now,
-        });
-        effects.push({ accountId: input.accountId, balance, transaction });
-        return transaction;
-      });
-    const transaction = await attempt();
+    const transaction = await this.db.transaction((trx) => this.creditWithin(trx, { ...input, description, idempotencyKey: key }, now, effects));
     this.publish(effects);
     return transaction;
+  }
+
+  /**
+   * Credits the wallet inside the caller's transaction (payments: a top-up's state change and its
+   * ledger rows commit together), under the wallet row's lock. With an idempotency key (used as
+   * given: unique across the ledger), a repeated credit returns the first transaction. Changes
+   * to publish after the commit are pushed onto `effects` (see publishChanges).
+   */
+  async creditWithin(
+    trx: Queryable,
+    input: { accountId: string; amount: bigint; type: CreditType; description: string; reference?: string | null; idempotencyKey: string | null },
+    now: Date,
+    effects: WalletChange[],
+  ): Promise<TransactionView> {
+    await this.openWallet(trx, input.accountId, now, effects);
+    // Checked under the wallet's lock: a concurrent twin has committed or not started.
+    if (input.idempotencyKey) {
+      const existing = await findByIdempotencyKey(trx, input.idempotencyKey);
+      if (existing) return replayed(existing, input);
+    }
+    const [after] = await rows<{ balance: unknown }>(
+      trx,
+      'update wallets set balance = balance + ?, ' +
+        'low_balance_alerted = case when low_balance_threshold is not null and balance + ? >= low_balance_threshold then ? else low_balance_alerted end, ' +
+        'updated_at = ? where account_id = ? returning cast(balance as text) as balance',
+      [input.amount, input.amount, false, now, input.accountId],
+    );
+    const balance = big(after!.balance);
+    const transaction = await appendTransaction(trx, {
+      accountId: input.accountId,
+      type: input.type,
+      amount: input.amount,
+      balanceAfter: balance,
+      description: input.description,
+      reference: input.reference ?? null,
+      idempotencyKey: input.idempotencyKey,
+      createdAt: now,
+    });
+    effects.push({ accountId: input.accountId, balance, transaction });
+    return transaction;
+  }
+
+  /** Publishes wallet changes once the transaction that made them has committed. */
+  publishChanges(effects: WalletChange[]): void {
+    this.publish(effects);
   }
 
   /**
@@ -922,6 +941,7 @@ export class BillingService implements Metering {
     const w = found[0] ? walletRow(found[0], 'free') : null;
     const period = periodOf(this.now());
     return {
+      accountId,
       spendingLimit: { enabled: w?.spendingLimitEnabled ?? false, monthlyLimit: w?.spendingLimit ?? null, action: w?.spendingLimitAction ?? 'block' },
       lowBalanceAlert: w?.lowBalanceThreshold ?? null,
       monthlySpend: w && w.period === period ? w.periodSpent : 0n,

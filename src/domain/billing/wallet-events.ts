@@ -13,9 +13,21 @@ type Listener = (change: WalletChange) => void;
 
 export class WalletEvents {
   private readonly listeners = new Map<string, Set<Listener>>();
+  private readonly observers = new Set<Listener>();
 
   publish(change: WalletChange): void {
+    for (const observer of this.observers) observer(change);
     for (const listener of this.listeners.get(change.accountId) ?? []) listener(change);
+  }
+
+  /**
+   * Every account's changes, for in-process reactions after a commit (payments: automatic top-up
+   * when a charge leaves the balance below its threshold). Observers must return at once and not
+   * throw; returns the function that stops observing.
+   */
+  observe(observer: Listener): () => void {
+    this.observers.add(observer);
+    return () => this.observers.delete(observer);
   }
 
   /**

@@ -5,7 +5,11 @@
 import { newId } from '../keys/key-format.js';
 import { date, exec, rows, type Db } from '../billing/sql.js';
 
-export type NotificationKind = 'low_balance' | 'allocation_80' | 'spending_limit' | 'subscription_unpaid';
+export type NotificationKind = 'low_balance' | 'allocation_80' | 'spending_limit' | 'subscription_unpaid'
+  // payments: an automatic top-up failed, was turned off after failing 3 times, hit the monthly cap
+  | 'auto_topup_failed'
+  | 'auto_topup_disabled'
+  | 'auto_topup_capped';
 
 export interface NotificationView {
   id: string;

@@ -1,7 +1,7 @@
 // The two seams between payments and the wallet: crediting inside the caller's database
 // transaction (so a top-up's state change, its `topup` row and its `bonus` row commit together or
 // not at all), and the notifications outbox. The composition root plugs billing in.
-import type { Db } from '../billing/sql.js';
+import type { Db, Queryable } from '../billing/sql.js';
 import type { WalletChange } from '../billing/wallet-events.js';
 
 export interface WalletCredit {
@@ -21,7 +21,7 @@ export interface WalletPort {
    * Credits the wallet inside `trx` (taking the wallet row's lock) and appends the ledger row.
    * Changes to publish once the transaction has committed are pushed onto `effects`.
    */
-  creditWithin(trx: Db, credit: WalletCredit, now: Date, effects: WalletChange[]): Promise<void>;
+  creditWithin(trx: Queryable, credit: WalletCredit, now: Date, effects: WalletChange[]): Promise<void>;
   /** The balance the customer sees (GET /v1/wallet/balance), read inside `db`. */
   balanceOf(db: Db, accountId: string): Promise<bigint>;
   /** Publishes changes after their transaction committed (Subscription.walletUpdated). */

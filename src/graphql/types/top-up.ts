@@ -1,0 +1,133 @@
+// Top-ups: Mutation.topUp (a hosted checkout; its bonus and credits are shown before paying),
+// Query.topUpQuote, Account.topUps (checkouts and automatic top-ups with their states), and
+// automatic top-up (AccountSettings.autoTopup, Mutation.updateAutoTopup).
+import type { TopUpQuote } from '../../domain/payments/amounts.js';
+import type { AutoTopupView } from '../../domain/payments/auto-topup-service.js';
+import { TOP_UP_STATES } from '../../domain/payments/checkout-state.js';
+import type { TopUpView } from '../../domain/payments/payments-service.js';
+import { requireAccountAccess } from '../access.js';
+import { builder } from '../builder.js';
+import { AccountRef } from './account.js';
+import { DecimalScalar } from './money.js';
+import { AccountSettingsRef } from './settings.js';
+
+const TopUpStatusEnum = builder.enumType('TopUpStatus', {
+  description: 'open → paid | expired | canceled | failed. A top-up credits at most once, when it becomes paid.',
+  values: TOP_UP_STATES,
+});
+
+const TopUpSourceEnum = builder.enumType('TopUpSource', {
+  description: 'checkout: paid by the customer at a hosted checkout; auto: an automatic top-up charged to the saved card.',
+  values: ['checkout', 'auto'] as const,
+});
+
+const TopUpRef = builder.objectRef<TopUpView>('TopUp').implement({
+  description: 'A wallet top-up (section 2.11): the amount paid, and the bonus credited on top of it (section 8).',
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    status: t.field({ type: TopUpStatusEnum, resolve: (x) => x.status }),
+    source: t.field({ type: TopUpSourceEnum, resolve: (x) => x.source }),
+    processor: t.exposeString('processor', { description: 'sandbox (the test processor: no real money) or stripe.' }),
+    amount: t.field({ type: DecimalScalar, description: 'What is paid.', resolve: (x) => x.amount }),
+    bonus: t.field({ type: DecimalScalar, description: 'Bonus credits added on top (the bonus table).', resolve: (x) => x.bonus }),
+    bonusPercent: t.float({ resolve: (x) => Number(x.bonusPercent) }),
+    credits: t.field({ type: DecimalScalar, description: 'amount + bonus: what the wallet receives once paid.', resolve: (x) => x.credits }),
+    currency: t.exposeString('currency'),
+    checkoutUrl: t.exposeString('checkoutUrl', { nullable: true, description: "The processor's hosted payment page; null for automatic top-ups." }),
+    failureReason: t.exposeString('failureReason', { nullable: true }),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    expiresAt: t.expose('expiresAt', { type: 'DateTime', nullable: true, description: 'After this an unpaid checkout can no longer be paid.' }),
+    settledAt: t.expose('settledAt', { type: 'DateTime', nullable: true, description: 'When it left open.' }),
+  }),
+});
+
+const TopUpQuoteRef = builder.objectRef<TopUpQuote>('TopUpQuote').implement({
+  description: 'What a top-up of an amount adds, before paying.',
+  fields: (t) => ({
+    amount: t.field({ type: DecimalScalar, resolve: (q) => q.amount }),
+    bonus: t.field({ type: DecimalScalar, resolve: (q) => q.bonus }),
+    bonusPercent: t.float({ resolve: (q) => Number(q.bonusBasisPoints) / 100 }),
+    credits: t.field({ type: DecimalScalar, resolve: (q) => q.credits }),
+    currency: t.exposeString('currency'),
+  }),
+});
+
+builder.queryField('topUpQuote', (t) =>
+  t.field({
+    type: TopUpQuoteRef,
+    description: 'The bonus and credits of a top-up of `amount`, checked against the top-up rules (10 to 499.99, at most 2 decimals).',
+    args: { amount: t.arg({ type: DecimalScalar, required: true }) },
+    resolve: (_root, args, ctx) => ctx.services.payments.quote(args.amount),
+  }),
+);
+
+builder.mutationField('topUp', (t) =>
+  t.field({
+    type: TopUpRef,
+    description:
+      "Starts a top-up of the key's wallet: returns the checkout (its URL, the bonus and the credits it adds). Amounts from 500 are arranged with sales. " +
+      'The same idempotencyKey with the same amount returns the same checkout; with another amount it is refused (idempotency_key_reused).',
+    args: {
+      amount: t.arg({ type: DecimalScalar, required: true }),
+      idempotencyKey: t.arg.string({ required: false }),
+    },
+    resolve: async (_root, args, ctx) => {
+      const { account } = await ctx.principal();
+      return ctx.services.payments.startCheckout({ accountId: account.id, email: account.email, amount: args.amount, idempotencyKey: args.idempotencyKey ?? null });
+    },
+  }),
+);
+
+builder.objectField(AccountRef, 'topUps', (t) =>
+  t.field({
+    type: [TopUpRef],
+    description: 'Top-ups, newest first. first: 1 to 200, default 50.',
+    args: { first: t.arg.int({ required: false }), status: t.arg({ type: TopUpStatusEnum, required: false }) },
+    resolve: async (account, args, ctx) => {
+      await requireAccountAccess(ctx, account.id);
+      return ctx.services.payments.listTopUps(account.id, { limit: args.first, status: args.status });
+    },
+  }),
+);
+
+const AutoTopupRef = builder.objectRef<AutoTopupView>('AutoTopup').implement({
+  description: 'Automatic top-up (section 2.12): when a charge leaves the balance below threshold, amount is added (charged to the card saved at checkout).',
+  fields: (t) => ({
+    enabled: t.exposeBoolean('enabled'),
+    threshold: t.field({ type: DecimalScalar, nullable: true, resolve: (a) => a.threshold }),
+    amount: t.field({ type: DecimalScalar, nullable: true, resolve: (a) => a.amount }),
+    consecutiveFailures: t.exposeInt('consecutiveFailures', { description: 'Failed automatic top-ups in a row; 3 turn it off.' }),
+    disabledReason: t.exposeString('disabledReason', { nullable: true, description: 'Why tollgate turned it off, if it did.' }),
+    inFlight: t.exposeBoolean('inFlight', { description: 'An automatic top-up is being charged now.' }),
+  }),
+});
+
+builder.objectField(AccountSettingsRef, 'autoTopup', (t) =>
+  t.field({
+    type: AutoTopupRef,
+    resolve: async (settings, _args, ctx) => {
+      await requireAccountAccess(ctx, settings.accountId);
+      return ctx.services.autoTopups.getSettings(settings.accountId);
+    },
+  }),
+);
+
+const AutoTopupInput = builder.inputType('AutoTopupInput', {
+  fields: (t) => ({
+    enabled: t.boolean({ required: true }),
+    threshold: t.field({ type: DecimalScalar, required: false, description: '0 or more; required to enable unless set before.' }),
+    amount: t.field({ type: DecimalScalar, required: false, description: 'Within the top-up rules (10 to 499.99); required to enable unless set before.' }),
+  }),
+});
+
+builder.mutationField('updateAutoTopup', (t) =>
+  t.field({
+    type: AutoTopupRef,
+    description: "Turns automatic top-up of the key's wallet on or off. With Stripe, a card must have been saved by a checkout first (payment_method_required).",
+    args: { input: t.arg({ type: AutoTopupInput, required: true }) },
+    resolve: async (_root, { input }, ctx) => {
+      const { account } = await ctx.principal();
+      return ctx.services.autoTopups.updateSettings(account.id, { enabled: input.enabled, threshold: input.threshold, amount: input.amount });
+    },
+  }),
+);

@@ -1,0 +1,247 @@
+// Automatic top-up (section 2.12) through the running server, on SQLite and (with
+// TEST_DATABASE_URL) PostgreSQL: when charges leave the balance below the threshold one top-up
+// starts, whatever the concurrency; a card failing three times turns it off with three
+// notifications; the monthly cap; a retried charge is never charged twice. Stripe is the fake
+// Stripe API on loopback.
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { BACKENDS, createTestDatabase, type TestDatabase } from './support/databases.js';
+import { startFakeStripe, type FakeStripe } from './support/fake-stripe.js';
+import { catalogYaml, startTestServer, type TestServer } from './support/harness.js';
+import { client, seed } from './support/seed.js';
+import { deliverStripeEvent, TEST_SECRET_KEY, TEST_WEBHOOK_SECRET } from './support/stripe-webhooks.js';
+
+// chat-auto bills only output, $25,000 per million tokens: a call of 10 tokens costs exactly 0.25.
+// Startup accounts have no monthly allocation here, so every call is paid from the wallet.
+const MODEL = (upstreamUrl: string) => `  - id: chat-auto
+    category: chat
+    owned_by: tests
+    created: 1735689600
+    version: "2025-01-01"
+    status: active
+    capabilities: { chat_completion: true, streaming: true, function_calling: false }
+    pricing: { input_price_per_million: 0, output_price_per_million: 25000, currency: usd }
+    specifications: { context_window: 4096, max_output_tokens: 64, training_cutoff: "2024-10" }
+    engine: { type: openai, base_url: "${upstreamUrl}", model: upstream-chat, timeout_ms: 10000 }
+tiers:
+  startup: { monthly_tokens: 0 }
+`;
+
+const callBody = JSON.stringify({ model: 'chat-auto', messages: [{ role: 'user', content: 'go #tokens=10' }], max_tokens: 10 });
+
+async function charge(s: TestServer, apiKey: string, times: number): Promise<number[]> {
+  return Promise.all(
+    Array.from({ length: times }, async () => {
+      const res = await fetch(`${s.v1}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' }, body: callBody });
+      await res.arrayBuffer();
+      return res.status;
+    }),
+  );
+}
+
+const SET_AUTO = 'mutation($i: AutoTopupInput!) { updateAutoTopup(input: $i) { enabled threshold amount consecutiveFailures disabledReason inFlight } }';
+
+describe.each(BACKENDS)('automatic top-up on %s', (backend) => {
+  describe('with the sandbox', () => {
+    let db: TestDatabase;
+    let s: TestServer;
+    beforeAll(async () => {
+      db = await createTestDatabase(backend);
+      s = await startTestServer({ databaseUrl: db.url, yaml: (u) => catalogYaml(u, MODEL(u)) });
+    });
+    afterAll(async () => {
+      await s?.close();
+      await db?.drop();
+    });
+    afterEach(async () => {
+      expect(await s.services.billing.verifyLedger()).toEqual([]);
+    });
+
+    it('validates its settings and shows them on viewer.settings', async () => {
+      const a = await seed(s).account({ tier: 'startup' });
+      const c = client(s, a.apiKey);
+      expect((await c.graphql('{ viewer { settings { autoTopup { enabled threshold amount } } } }')).body.data.viewer.settings.autoTopup).toEqual({ enabled: false, threshold: null, amount: null });
+      const bad = async (i: unknown) => (await c.graphql(SET_AUTO, { i })).body.errors?.[0]?.extensions?.code;
+      expect(await bad({ enabled: true, threshold: '5', amount: '5' })).toBe('amount_too_small');
+      expect(await bad({ enabled: true, threshold: '5', amount: '500' })).toBe('amount_requires_sales');
+      expect(await bad({ enabled: true, threshold: '5', amount: '20.001' })).toBe('invalid_amount');
+      expect(await bad({ enabled: true, threshold: '-1', amount: '20' })).toBe('invalid_value');
+      expect(await bad({ enabled: true, amount: '20' })).toBe('missing_required_parameter');
+      const ok = await c.graphql(SET_AUTO, { i: { enabled: true, threshold: '5', amount: '20' } });
+      expect(ok.body.data.updateAutoTopup).toEqual({ enabled: true, threshold: '5', amount: '20', consecutiveFailures: 0, disabledReason: null, inFlight: false });
+      // Turning it off keeps the values.
+      const off = await c.graphql(SET_AUTO, { i: { enabled: false } });
+      expect(off.body.data.updateAutoTopup).toMatchObject({ enabled: false, threshold: '5', amount: '20' });
+      expect((await c.graphql('{ viewer { settings { autoTopup { enabled threshold amount } } } }')).body.data.viewer.settings.autoTopup).toEqual({ enabled: false, threshold: '5', amount: '20' });
+    });
+
+    it('starts exactly one top-up when 50 concurrent charges cross the threshold, and credits it at once', async () => {
+      const a = await seed(s).account({ tier: 'startup' }).wallet('20');
+      const c = client(s, a.apiKey);
+      await c.graphql(SET_AUTO, { i: { enabled: true, threshold: '10', amount: '20' } });
+      const statuses = await charge(s, a.apiKey, 50);
+      expect(statuses).toEqual(Array(50).fill(200));
+      await s.services.autoTopups.idle();
+      const autos = (await s.services.payments.listTopUps(a.id)).filter((t) => t.source === 'auto');
+      expect(autos.map((t) => [t.status, t.amount])).toEqual([['paid', 20_000_000_000n]]);
+      // 20 − 50 × 0.25 + 20
+      expect(await c.balance()).toBe('27.5');
+      const txs = (await s.services.billing.listTransactions(a.id, { limit: 1000 })).transactions;
+      expect(txs.filter((t) => t.type === 'topup')).toHaveLength(1);
+      expect(txs.filter((t) => t.type === 'usage')).toHaveLength(50);
+    });
+
+    it('starts one top-up when 50 checks race directly on the database, bypassing the in-process coalescing', async () => {
+      const a = await seed(s).account({ tier: 'startup' }).wallet('1');
+      await client(s, a.apiKey).graphql(SET_AUTO, { i: { enabled: true, threshold: '10', amount: '15' } });
+      const outcomes = await Promise.all(Array.from({ length: 50 }, () => s.services.autoTopups.check(a.id)));
+      expect(outcomes.filter((o) => o === 'credited')).toHaveLength(1);
+      expect(outcomes.every((o) => ['credited', 'in_flight', 'above_threshold'].includes(o))).toBe(true);
+      expect(await client(s, a.apiKey).balance()).toBe('16');
+    });
+
+    it('stops at the monthly cap and notifies once', async () => {
+      // The cap is this server's configuration: a second server with max_monthly 30.
+      const capDb = await createTestDatabase(backend);
+      const capped = await startTestServer({ databaseUrl: capDb.url, yaml: (u) => catalogYaml(u, `${MODEL(u)}payments:\n  auto_topup: { max_monthly: 30 }\n`) });
+      try {
+        const a = await seed(capped).account({ tier: 'startup' }).wallet('1');
+        await client(capped, a.apiKey).graphql(SET_AUTO, { i: { enabled: true, threshold: '50', amount: '20' } });
+        expect(await capped.services.autoTopups.check(a.id)).toBe('credited');
+        expect(await capped.services.autoTopups.check(a.id)).toBe('capped');
+        expect(await capped.services.autoTopups.check(a.id)).toBe('capped');
+        expect(await client(capped, a.apiKey).balance()).toBe('21');
+        const notes = await capped.services.billing.listNotifications(a.id);
+        expect(notes.map((n) => n.kind)).toEqual(['auto_topup_capped']);
+        expect(await capped.services.billing.verifyLedger()).toEqual([]);
+      } finally {
+        await capped.close();
+        await capDb.drop();
+      }
+    });
+  });
+
+  describe('with Stripe', () => {
+    let db: TestDatabase;
+    let s: TestServer;
+    let stripe: FakeStripe;
+    beforeAll(async () => {
+      db = await createTestDatabase(backend);
+      stripe = await startFakeStripe();
+      s = await startTestServer({
+        databaseUrl: db.url,
+        yaml: (u) => catalogYaml(u, `${MODEL(u)}payments:\n  processor: stripe\n  auto_topup: { retry_after_seconds: 0 }\n`),
+        env: { STRIPE_SECRET_KEY: TEST_SECRET_KEY, STRIPE_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET, STRIPE_API_BASE: stripe.url },
+      });
+    });
+    afterAll(async () => {
+      await s?.close();
+      await stripe?.close();
+      await db?.drop();
+    });
+    beforeEach(() => stripe.reset());
+    afterEach(async () => {
+      await s.services.autoTopups.idle();
+      expect(await s.services.billing.verifyLedger()).toEqual([]);
+    });
+
+    /** An account whose card was saved by a paid checkout of `amount`. */
+    async function withSavedCard(amount: number) {
+      const a = await seed(s).account({ tier: 'startup' });
+      const r = await client(s, a.apiKey).post('/wallet/top-up', { amount });
+      const session = [...stripe.sessions.values()].find((x) => x.client_reference_id === r.body.id)!;
+      stripe.pay(session.id);
+      expect((await deliverStripeEvent(s.url, stripe.events.completed(session.id))).body).toMatchObject({ outcome: 'credited' });
+      return a;
+    }
+
+    it('refuses to turn on before a card is saved (payment_method_required)', async () => {
+      const a = await seed(s).account({ tier: 'startup' });
+      const r = await client(s, a.apiKey).graphql(SET_AUTO, { i: { enabled: true, threshold: '5', amount: '20' } });
+      expect(r.body.errors[0].extensions).toMatchObject({ code: 'payment_method_required', status: 400 });
+    });
+
+    it('charges the saved card off-session exactly once when 50 concurrent charges cross the threshold', async () => {
+      const a = await withSavedCard(20);
+      const c = client(s, a.apiKey);
+      await c.graphql(SET_AUTO, { i: { enabled: true, threshold: '10', amount: '20' } });
+      stripe.reset();
+      expect(await charge(s, a.apiKey, 50)).toEqual(Array(50).fill(200));
+      await s.services.autoTopups.idle();
+      expect(stripe.count('POST /v1/payment_intents')).toBe(1);
+      const intent = [...stripe.paymentIntents.values()].find((i) => i.off_session)!;
+      expect(intent).toMatchObject({ amount: 2000, currency: 'usd', status: 'succeeded', customer: expect.stringMatching(/^cus_/) });
+      expect(stripe.requests.find((r) => r.path === '/v1/payment_intents')!.idempotencyKey).toBe(`tollgate-auto-${intent.metadata.tollgate_top_up_id}`);
+      expect(await c.balance()).toBe('27.5');
+      // Stripe's own event for that intent later: nothing more.
+      expect((await deliverStripeEvent(s.url, stripe.events.paymentIntentSucceeded(intent.id))).body).toMatchObject({ outcome: 'already_paid' });
+      expect(await c.balance()).toBe('27.5');
+    });
+
+    it('turns automatic top-up off after a card fails three times in a row, leaving three notifications', async () => {
+      const a = await withSavedCard(10);
+      const c = client(s, a.apiKey);
+      await c.graphql(SET_AUTO, { i: { enabled: true, threshold: '10', amount: '25' } });
+      stripe.setCardBehaviour('decline');
+      for (let i = 1; i <= 4; i++) {
+        expect(await charge(s, a.apiKey, 1)).toEqual([200]);
+        await s.services.autoTopups.idle();
+      }
+      expect(stripe.count('POST /v1/payment_intents')).toBe(3);
+      const settings = (await c.graphql('{ viewer { settings { autoTopup { enabled consecutiveFailures disabledReason } } } }')).body.data.viewer.settings.autoTopup;
+      expect(settings).toMatchObject({ enabled: false, consecutiveFailures: 3 });
+      expect(settings.disabledReason).toMatch(/3 failed automatic top-ups in a row.*insufficient/);
+      const notes = await s.services.billing.listNotifications(a.id);
+      expect(notes.map((n) => n.kind)).toEqual(['auto_topup_failed', 'auto_topup_failed', 'auto_topup_disabled']);
+      expect(notes[2]!.payload).toMatchObject({ consecutive_failures: 3, amount: '25.00', currency: 'USD' });
+      // Stripe's payment_failed events for those intents change nothing more.
+      const customer = [...stripe.paymentIntents.values()].find((i) => i.metadata.tollgate_account_id === a.id)!.customer;
+      const declined = [...stripe.paymentIntents.values()].filter((i) => i.off_session && i.customer === customer);
+      expect(declined.map((i) => i.status)).toEqual(['requires_payment_method', 'requires_payment_method', 'requires_payment_method']);
+      for (const intent of declined) {
+        expect((await deliverStripeEvent(s.url, stripe.events.paymentIntentFailed(intent.id))).body).toMatchObject({ outcome: 'unchanged' });
+      }
+      expect(await s.services.billing.listNotifications(a.id)).toHaveLength(3);
+      // 10 − 4 × 0.25, no credit.
+      expect(await c.balance()).toBe('9');
+      const autos = (await s.services.payments.listTopUps(a.id)).filter((t) => t.source === 'auto');
+      expect(autos.map((t) => t.status)).toEqual(['failed', 'failed', 'failed']);
+    });
+
+    it('resolves a charge left undecided (processing) by its payment_intent event, charging once', async () => {
+      const a = await withSavedCard(10);
+      const c = client(s, a.apiKey);
+      await c.graphql(SET_AUTO, { i: { enabled: true, threshold: '10', amount: '20' } });
+      stripe.setCardBehaviour('processing', 1);
+      expect(await charge(s, a.apiKey, 2)).toEqual([200, 200]);
+      await s.services.autoTopups.idle();
+      const intent = [...stripe.paymentIntents.values()].find((i) => i.off_session && i.status === 'processing')!;
+      expect((await c.graphql('{ viewer { settings { autoTopup { inFlight } } } }')).body.data.viewer.settings.autoTopup.inFlight).toBe(true);
+      Object.assign(intent, { status: 'succeeded', amount_received: intent.amount });
+      expect((await deliverStripeEvent(s.url, stripe.events.paymentIntentSucceeded(intent.id))).body).toMatchObject({ outcome: 'credited' });
+      expect(await c.balance()).toBe('29.5');
+      // The second charge's check asked again (retry_after_seconds: 0) under the same key: one intent.
+      const keys = stripe.requests.filter((r) => r.path === '/v1/payment_intents').map((r) => r.idempotencyKey);
+      expect(new Set(keys)).toEqual(new Set([`tollgate-auto-${intent.metadata.tollgate_top_up_id}`]));
+      expect([...stripe.paymentIntents.values()].filter((i) => i.metadata.tollgate_top_up_id === intent.metadata.tollgate_top_up_id)).toHaveLength(1);
+    });
+
+    it('asks again with the same key after a lost answer, and Stripe charges once', async () => {
+      const a = await withSavedCard(10);
+      const c = client(s, a.apiKey);
+      await c.graphql(SET_AUTO, { i: { enabled: true, threshold: '10', amount: '20' } });
+      // Stripe charges the card, but the answer is lost, and the SDK's two retries meet errors.
+      stripe.script('POST /v1/payment_intents', ['lose', 503, 503]);
+      expect(await charge(s, a.apiKey, 1)).toEqual([200]);
+      await s.services.autoTopups.idle();
+      expect(await c.balance()).toBe('9.75');
+      const [pending] = (await s.services.payments.listTopUps(a.id)).filter((t) => t.source === 'auto');
+      expect(pending!.status).toBe('open');
+      // The next check (retry_after_seconds: 0) asks again under the same key.
+      expect(await s.services.autoTopups.check(a.id)).toBe('credited');
+      expect(await c.balance()).toBe('29.75');
+      const keys = stripe.requests.filter((r) => r.path === '/v1/payment_intents').map((r) => r.idempotencyKey);
+      expect(new Set(keys)).toEqual(new Set([`tollgate-auto-${pending!.id}`]));
+      expect([...stripe.paymentIntents.values()].filter((i) => i.metadata.tollgate_account_id === a.id && i.off_session)).toHaveLength(1);
+    });
+  });
+});
