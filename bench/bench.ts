@@ -10,6 +10,7 @@
 // BENCH_DATABASE_URL (default TEST_DATABASE_URL, else the local PostgreSQL) the PostgreSQL server.
 import { benchConfig, createAccount, fmt, startFakeUpstream, startTollgate } from './lib.js';
 import { openLoop, type OpenLoopResult } from './openloop.js';
+import { benchLlamaCpp } from './llamacpp.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const RATE = Number(process.env.BENCH_RATE ?? 500);
@@ -98,6 +99,7 @@ async function main() {
   } finally {
     await upstream.stop();
   }
+  await benchLlamaCpp();
 }
 
 main().catch((err) => {

@@ -2,7 +2,7 @@
 // tollgate's /v1 API (a child process serving the project's tiny GGUF fixtures with llama.cpp) against
 // node-llama-cpp called directly on the same files, in the same run, with the same settings
 // (threads 1, greedy decoding, the same chat template and prompt). Prints both and the ratio; the
-// goal is at least 0.95. BENCH_LLAMA_ROUNDS (default 8) sets how many requests each side makes.
+// goal is at least 0.95. BENCH_LLAMA_ROUNDS (default 16) sets how many requests each side makes.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -10,9 +10,10 @@ import { getLlama, LlamaLogLevel, resolveChatWrapper } from 'node-llama-cpp';
 import { writeFixtures } from '../src/domain/inference/llamacpp/fixtures.js';
 import { createAccount, fmt, startTollgate } from './lib.js';
 
-const ROUNDS = Number(process.env.BENCH_LLAMA_ROUNDS ?? 8);
+const ROUNDS = Number(process.env.BENCH_LLAMA_ROUNDS ?? 16);
 const MAX_TOKENS = 256;
-const EMBED_BATCH = 32;
+// The most inputs one request may carry (section 4.4): what a throughput-minded client sends.
+const EMBED_BATCH = 100;
 const MESSAGES = [{ role: 'user' as const, content: 'Write a long story about a lighthouse keeper and the sea.' }];
 const EMBED_INPUTS = Array.from({ length: EMBED_BATCH }, (_, i) => `document number ${i}: a short text about topic ${i % 7} to embed`);
 
@@ -37,21 +38,57 @@ function catalog(files: ReturnType<typeof writeFixtures>): string {
 }
 
 interface Rate {
+  /** Median over the rounds of each request's own rate. */
   perSecond: number;
   count: number;
   seconds: number;
 }
 
-async function timed(run: () => Promise<number>): Promise<Rate> {
-  let count = 0;
-  const started = process.hrtime.bigint();
-  for (let i = 0; i < ROUNDS; i++) count += await run();
-  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  return { perSecond: count / seconds, count, seconds };
+interface Side {
+  /** Runs one request's worth of work; returns how many units (tokens, embeddings) it produced. */
+  chat(): Promise<number>;
+  embed(): Promise<number>;
+  close(): Promise<void>;
 }
 
-/** node-llama-cpp on its own: the same prompt, template and sampling as the engine uses. */
-async function direct(files: ReturnType<typeof writeFixtures>) {
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+
+async function once(run: () => Promise<number>): Promise<{ count: number; seconds: number }> {
+  const started = process.hrtime.bigint();
+  const count = await run();
+  return { count, seconds: Number(process.hrtime.bigint() - started) / 1e9 };
+}
+
+/**
+ * The two sides take turns, request by request (the order alternating), so that the noise of a
+ * shared machine falls on both alike; each side's rate is the median of its requests' rates.
+ */
+async function compare(a: () => Promise<number>, b: () => Promise<number>): Promise<[Rate, Rate]> {
+  await a();
+  await b(); // warm-up
+  const runs: [{ count: number; seconds: number }[], { count: number; seconds: number }[]] = [[], []];
+  for (let i = 0; i < ROUNDS; i++) {
+    if (i % 2 === 0) {
+      runs[0].push(await once(a));
+      runs[1].push(await once(b));
+    } else {
+      runs[1].push(await once(b));
+      runs[0].push(await once(a));
+    }
+  }
+  const rate = (r: { count: number; seconds: number }[]): Rate => ({
+    perSecond: median(r.map((x) => x.count / x.seconds)),
+    count: r.reduce((n, x) => n + x.count, 0),
+    seconds: r.reduce((n, x) => n + x.seconds, 0),
+  });
+  return [rate(runs[0]), rate(runs[1])];
+}
+
+/** node-llama-cpp on its own: the same prompt, template, sampling and context sizes as the engine uses. */
+async function direct(files: ReturnType<typeof writeFixtures>): Promise<Side> {
   const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error });
   const model = await llama.loadModel({ modelPath: files.chat });
   const context = await model.createContext({ contextSize: 1024, threads: 1 });
@@ -60,79 +97,79 @@ async function direct(files: ReturnType<typeof writeFixtures>) {
     chatHistory: [{ type: 'user', text: MESSAGES[0].content }, { type: 'model', response: [] }],
   });
   const prompt = contextText.tokenize(model.tokenizer);
-  const generate = async () => {
-    await sequence.eraseContextTokenRanges([{ start: 0, end: sequence.nextTokenIndex }]);
-    let n = 0;
-    for await (const token of sequence.evaluate(prompt, { temperature: 0, yieldEogToken: true })) {
-      if (model.isEogToken(token)) break;
-      model.detokenize([token]);
-      if (++n >= MAX_TOKENS) break;
-    }
-    return n;
-  };
-  await generate(); // warm-up
-  const chat = await timed(generate);
-  await context.dispose();
-  await model.dispose();
-
   const embedModel = await llama.loadModel({ modelPath: files.embedding });
-  const embedContext = await embedModel.createEmbeddingContext({ contextSize: 513, batchSize: 513, threads: 1 });
-  const embedAll = async () => {
-    for (const text of EMBED_INPUTS) await embedContext.getEmbeddingFor(text);
-    return EMBED_INPUTS.length;
+  // The engine's context for max_tokens 512 on a 512-token model: 512, one batch.
+  const embedContext = await embedModel.createEmbeddingContext({ contextSize: 512, batchSize: 512, threads: 1 });
+  return {
+    async chat() {
+      await sequence.eraseContextTokenRanges([{ start: 0, end: sequence.nextTokenIndex }]);
+      let n = 0;
+      for await (const token of sequence.evaluate(prompt, { temperature: 0, yieldEogToken: true })) {
+        if (model.isEogToken(token)) break;
+        model.detokenize([token]);
+        if (++n >= MAX_TOKENS) break;
+      }
+      return n;
+    },
+    async embed() {
+      for (const text of EMBED_INPUTS) await embedContext.getEmbeddingFor(text);
+      return EMBED_INPUTS.length;
+    },
+    async close() {
+      await context.dispose();
+      await model.dispose();
+      await embedContext.dispose();
+      await embedModel.dispose();
+    },
   };
-  await embedAll();
-  const embed = await timed(embedAll);
-  await embedContext.dispose();
-  await embedModel.dispose();
-  return { chat, embed };
 }
 
-/** The same work through tollgate's /v1 API, one request at a time. */
-async function throughTollgate(files: ReturnType<typeof writeFixtures>, dir: string) {
+/** The same work through tollgate's /v1 API (a child process), one request at a time. */
+async function throughTollgate(files: ReturnType<typeof writeFixtures>, dir: string): Promise<Side> {
   const config = path.join(dir, 'config.yaml');
   writeFileSync(config, catalog(files));
   const tollgate = await startTollgate({ CONFIG: config });
-  try {
-    const { apiKey } = await createAccount(tollgate.url, 'enterprise');
-    const post = async (route: string, body: unknown) => {
-      const res = await fetch(`${tollgate.url}/v1/${route}`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` },
-        body: JSON.stringify(body),
-      });
-      if (!res.ok) throw new Error(`${route}: HTTP ${res.status} ${await res.text()}`);
-      return res.json() as Promise<{ usage: { completion_tokens?: number }; data?: unknown[] }>;
-    };
-    const generate = async () => (await post('chat/completions', { model: 'chat-local', messages: MESSAGES, max_tokens: MAX_TOKENS, temperature: 0 })).usage.completion_tokens!;
-    await generate();
-    const chat = await timed(generate);
-    const embedAll = async () => (await post('embeddings', { model: 'embed-local', input: EMBED_INPUTS })).data!.length;
-    await embedAll();
-    const embed = await timed(embedAll);
-    return { chat, embed };
-  } finally {
-    await tollgate.stop();
-  }
+  const { apiKey } = await createAccount(tollgate.url, 'enterprise');
+  const post = async (route: string, body: unknown) => {
+    const res = await fetch(`${tollgate.url}/v1/${route}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` },
+      body: JSON.stringify(body),
+    });
+    if (!res.ok) throw new Error(`${route}: HTTP ${res.status} ${await res.text()}`);
+    return res.json() as Promise<{ usage: { completion_tokens?: number }; data?: unknown[] }>;
+  };
+  return {
+    chat: async () => (await post('chat/completions', { model: 'chat-local', messages: MESSAGES, max_tokens: MAX_TOKENS, temperature: 0 })).usage.completion_tokens!,
+    embed: async () => (await post('embeddings', { model: 'embed-local', input: EMBED_INPUTS, encoding_format: 'float' })).data!.length,
+    close: () => tollgate.stop(),
+  };
 }
 
 export async function benchLlamaCpp(): Promise<void> {
   const dir = mkdtempSync(path.join(tmpdir(), 'tollgate-bench-llama-'));
+  let through: Side | undefined;
+  let straight: Side | undefined;
   try {
     const files = writeFixtures(dir);
-    console.log(`\nin-process llama.cpp (tiny fixtures, threads 1, greedy), ${ROUNDS} requests per run`);
-    const through = await throughTollgate(files, dir);
-    const straight = await direct(files);
-    const line = (name: string, r: Rate, unit: string) => `  ${name.padEnd(32)} ${fmt(r.perSecond, 0).padStart(8)} ${unit}  (${r.count} in ${fmt(r.seconds)} s)`;
-    console.log(line('node-llama-cpp directly', straight.chat, 'completion tokens/s'));
-    console.log(line('tollgate /v1/chat/completions', through.chat, 'completion tokens/s'));
-    const chatRatio = through.chat.perSecond / straight.chat.perSecond;
+    console.log(`\n== in-process llama.cpp: tiny fixtures, threads 1, greedy, ${ROUNDS} requests per side, taking turns`);
+    through = await throughTollgate(files, dir);
+    straight = await direct(files);
+    const line = (name: string, r: Rate, unit: string) =>
+      `  ${name.padEnd(32)} ${fmt(r.perSecond, 0).padStart(8)} ${unit} (median of requests; ${r.count} in ${fmt(r.seconds)} s)`;
+    const [chatDirect, chatThrough] = await compare(straight.chat, through.chat);
+    console.log(line('node-llama-cpp directly', chatDirect, 'completion tokens/s'));
+    console.log(line('tollgate /v1/chat/completions', chatThrough, 'completion tokens/s'));
+    const chatRatio = chatThrough.perSecond / chatDirect.perSecond;
     console.log(`  ratio ${fmt(chatRatio, 3)} (goal ≥ 0.95: ${chatRatio >= 0.95 ? 'met' : 'NOT met'})`);
-    console.log(line('node-llama-cpp directly', straight.embed, 'embeddings/s'));
-    console.log(line('tollgate /v1/embeddings', through.embed, 'embeddings/s'));
-    const embedRatio = through.embed.perSecond / straight.embed.perSecond;
+    const [embedDirect, embedThrough] = await compare(straight.embed, through.embed);
+    console.log(line('node-llama-cpp directly', embedDirect, 'embeddings/s'));
+    console.log(line('tollgate /v1/embeddings', embedThrough, 'embeddings/s'));
+    const embedRatio = embedThrough.perSecond / embedDirect.perSecond;
     console.log(`  ratio ${fmt(embedRatio, 3)} (goal ≥ 0.95: ${embedRatio >= 0.95 ? 'met' : 'NOT met'})`);
   } finally {
+    await straight?.close();
+    await through?.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }

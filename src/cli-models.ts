@@ -25,7 +25,7 @@ export interface ModelsCliContext {
 }
 
 function inProcessModels(models: ModelConfig[]): LlamaCppModel[] {
-  return models.filter((m) => (m.engine as { type: string }).type === 'llamacpp') as unknown as LlamaCppModel[];
+  return models.filter((m) => m.engine.type === 'llamacpp') as LlamaCppModel[];
 }
 
 const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MB`;

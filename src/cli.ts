@@ -7,6 +7,7 @@ import { closeDatabase, openDatabase } from './db/orm.js';
 import { AccountsService, TIERS, type AccountView, type ApiKeyView } from './domain/accounts/accounts-service.js';
 import { BillingService } from './domain/billing/billing-service.js';
 import { registerLedgerCommands, registerWalletCommands } from './cli-billing.js';
+import { registerModelCommands } from './cli-models.js';
 import { ConfigError, loadConfig, TIER_DEFAULTS, type AppConfig } from './config.js';
 import { createLogger } from './logger.js';
 import { DomainError } from './domain/errors.js';
@@ -32,6 +33,10 @@ export interface CliContext {
   /** Prints `value` as one line of JSON. */
   printJson(value: unknown): void;
   print(text: string): void;
+  /** Progress and notes, kept apart from the command's output (so --json stays one clean line). */
+  stderr(text: string): void;
+  /** The environment the command runs with (CONFIG, MODELS_DIR, …). */
+  env: NodeJS.ProcessEnv;
 }
 
 export type CommandGroup = (program: Command, ctx: CliContext) => void;
@@ -128,7 +133,7 @@ const registerKeyCommands: CommandGroup = (program, ctx) => {
 };
 
 /** Every command group, in help order. Later issues append theirs (wallet, models, …). */
-export const COMMAND_GROUPS: CommandGroup[] = [registerAccountCommands, registerKeyCommands, registerWalletCommands, registerLedgerCommands];
+export const COMMAND_GROUPS: CommandGroup[] = [registerAccountCommands, registerKeyCommands, registerWalletCommands, registerLedgerCommands, registerModelCommands];
 
 export function buildProgram(ctx: CliContext, io: Pick<CliIO, 'stdout' | 'stderr'>): Command {
   const program = new Command('tollgate')
@@ -156,6 +161,8 @@ export async function runCli(argv: readonly string[] = process.argv, io: CliIO =
     },
     printJson: (value) => io.stdout(`${JSON.stringify(value)}\n`),
     print: (text) => io.stdout(`${text}\n`),
+    stderr: io.stderr,
+    env: io.env,
   };
   const program = buildProgram(ctx, io);
   try {

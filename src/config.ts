@@ -35,7 +35,32 @@ const openaiEngine = z.strictObject({
   rerank_path: z.string().default('/rerank'),
 });
 
-const engine = z.discriminatedUnion('type', [openaiEngine]);
+/** In-process inference with llama.cpp on a GGUF file (src/domain/inference/llamacpp/). */
+const llamacppEngine = z.strictObject({
+  type: z.literal('llamacpp'),
+  /** The GGUF file; a relative path is taken from the working directory (`npx tollgate models pull` saves into MODELS_DIR, ./models). */
+  file: z.string().min(1),
+  /** Where the file comes from, for `models pull --defaults` and start-up messages: hf:owner/repo/file.gguf or an http(s) URL. */
+  source: z
+    .string()
+    .regex(/^(hf:[^/\s]+\/[^/\s]+\/\S+|https?:\/\/\S+)$/, 'hf:owner/repo/file.gguf or an http(s) URL')
+    .optional(),
+  /** Threads per context; default: the machine's cores. */
+  threads: positiveInt.optional(),
+  /** Calls served at once (sequences or contexts). */
+  parallel: positiveInt.default(1),
+  /** Tokens per context (per sequence); default: what the catalog entry needs. */
+  context_size: positiveInt.optional(),
+  batch_size: positiveInt.optional(),
+  /** The FIFO queue in front of the slots; beyond it, 503 model_overloaded with Retry-After. */
+  queue: z
+    .strictObject({ max_depth: z.number().int().nonnegative().default(16), max_wait_ms: positiveInt.default(30_000) })
+    .default({ max_depth: 16, max_wait_ms: 30_000 }),
+  /** eager: loaded at start-up (/readyz waits for it); lazy: on its first call. */
+  load: z.enum(['eager', 'lazy']).default('eager'),
+});
+
+const engine = z.discriminatedUnion('type', [openaiEngine, llamacppEngine]);
 
 const common = {
   id: z.string().min(1).regex(/^[A-Za-z0-9._:\-/]+$/, 'letters, digits and . _ : - / only'),

@@ -26,12 +26,15 @@ export interface Services {
 }
 
 export async function createServices(config: AppConfig, logger: Logger): Promise<Services> {
-  const orm = await openDatabase(config.databaseUrl);
   const catalog = new Catalog(config.models);
+  // First: it reads the in-process models' files, and a catalog that contradicts one stops start-up.
   const engines = new Engines(config.models, logger.child({ component: 'engine' }));
+  const orm = await openDatabase(config.databaseUrl);
   const billing = new BillingService({ orm, tiers: config.tiers, settings: config.billing, logger: logger.child({ component: 'billing' }) });
   // Releases what servers that died left held, before this one takes any call.
   await billing.start();
+  // Eager in-process models load in the background, one by one; /readyz waits for them.
+  void engines.startLoading();
   // Top-ups credit through billing's ledger; debits start automatic top-up checks.
   const { payments, autoTopups } = createPayments({ billing, settings: config.payments, stripe: config.stripe, publicUrl: () => config.publicUrl, logger });
   return {

@@ -61,8 +61,9 @@ export function createApp(services: Services) {
     res.json({ status: 'ok' });
   });
   app.get('/readyz', (_req, res) => {
-    const ready = state.ready && !state.shuttingDown;
-    res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : state.shuttingDown ? 'shutting_down' : 'starting' });
+    // Ready once listening and every eager in-process model has loaded (or failed to, which is logged).
+    const ready = state.ready && !state.shuttingDown && services.engines.ready;
+    res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : state.shuttingDown ? 'shutting_down' : services.engines.ready ? 'starting' : 'loading_models' });
   });
 
   const log = (reqId: string) => (err: unknown) => logger.error({ reqId, err }, 'unexpected error');

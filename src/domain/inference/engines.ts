@@ -18,7 +18,8 @@ export interface EngineLogger {
 }
 
 function asLlamaCpp(m: ModelConfig): LlamaCppModel | undefined {
-  return (m.engine as { type: string }).type === 'llamacpp' ? (m as unknown as LlamaCppModel) : undefined;
+  // The engine's type decides; TypeScript does not narrow the model by its engine's discriminant.
+  return m.engine.type === 'llamacpp' ? (m as LlamaCppModel) : undefined;
 }
 
 export class Engines implements EngineRegistry {

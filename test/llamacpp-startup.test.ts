@@ -1,0 +1,184 @@
+// The server process with in-process models, as an operator starts it: the start-up log says which
+// model files are missing (and the command that fetches each) or refused, the other models serve;
+// a catalog that contradicts a GGUF stops start-up. And the CLI's model commands (run in-process
+// through runCli, the same entry bin/tollgate.js calls): fixtures, and pull from a loopback server.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../src/cli.js';
+import { ADMIN_TOKEN } from './support/harness.js';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+let dir: string;
+
+beforeAll(() => {
+  dir = mkdtempSync(path.join(tmpdir(), 'tollgate-llama-start-'));
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function run(args: string[], env: Record<string, string>): { proc: ChildProcess; output: () => string; exited: Promise<number | null> } {
+  let out = '';
+  const proc = spawn(process.execPath, ['--import', 'tsx', ...args], {
+    cwd: ROOT,
+    env: { ...process.env, HOST: '127.0.0.1', ADMIN_TOKEN, LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  proc.stdout!.on('data', (d) => (out += d));
+  proc.stderr!.on('data', (d) => (out += d));
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  return { proc, output: () => out, exited };
+}
+
+/** The CLI in this process: its exit code and everything it printed. */
+async function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const code = await runCli(['node', 'tollgate', ...args], {
+    stdout: (t) => (stdout += t),
+    stderr: (t) => (stderr += t),
+    env: { ...process.env, TOLLGATE_PROGRESS: 'lines', ...env },
+  });
+  return { code, stdout, stderr };
+}
+
+async function waitReady(url: string) {
+  // Generous: on a busy 2-core machine the process compiles its sources and tests llama.cpp's binary first.
+  for (let i = 0; i < 600; i++) {
+    const ok = await fetch(`${url}/readyz`).then((r) => r.status === 200, () => false);
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('server did not become ready');
+}
+
+describe('tollgate models fixtures', () => {
+  it('writes the fixtures and a config that serves them', async () => {
+    const out = path.join(dir, 'fixtures');
+    const c = await cli(['models', 'fixtures', '--out', out, '--json']);
+    expect(c.code).toBe(0);
+    const written = JSON.parse(c.stdout);
+    for (const file of [written.chat, written.embedding, written.reranker, written.config]) expect(existsSync(file)).toBe(true);
+    expect(readFileSync(written.config, 'utf8')).toContain('type: llamacpp');
+  });
+});
+
+describe('the server process with in-process models', () => {
+  it('logs which pull command fetches a missing model, refuses a truncated one, and serves the rest', { timeout: 90_000 }, async () => {
+    const out = path.join(dir, 'serve');
+    expect((await cli(['models', 'fixtures', '--out', out])).code).toBe(0);
+    const base = readFileSync(path.join(out, 'tollgate.yaml'), 'utf8');
+    const cut = path.join(out, 'cut.gguf');
+    writeFileSync(cut, readFileSync(path.join(out, 'tiny-embed.gguf')).subarray(0, 50_000));
+    const config = path.join(out, 'broken.yaml');
+    writeFileSync(
+      config,
+      base
+        .replace(/(id: tiny-rerank[\s\S]*?file: )"[^"]+"/, `$1"${path.join(out, 'absent.gguf')}", source: "hf:acme/rerank-GGUF/absent.gguf"`)
+        .replace(/(id: tiny-embed[\s\S]*?file: )"[^"]+"/, `$1"${cut}"`),
+    );
+    const port = 30000 + Math.floor(Math.random() * 20000);
+    const url = `http://127.0.0.1:${port}`;
+    const server = run(['src/main.ts'], { CONFIG: config, PORT: String(port), DATABASE_URL: `sqlite:${path.join(out, 'db.sqlite')}`, MODELS_DIR: out });
+    try {
+      await waitReady(url);
+      const log = server.output();
+      expect(log).toContain('npx tollgate models pull hf:acme/rerank-GGUF/absent.gguf');
+      expect(log).toContain(`${cut}: refused: the file is truncated`);
+      expect(log).toMatch(/model \\"tiny-chat\\" loaded|"model":"tiny-chat".*loaded/);
+      const created = await fetch(`${url}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_TOKEN}` },
+        body: JSON.stringify({ query: 'mutation { createAccount(email: "llama@example.com", tier: enterprise) { apiKey } }' }),
+      }).then((r) => r.json());
+      const key = created.data.createAccount.apiKey;
+      const call = (route: string, body: unknown) =>
+        fetch(`${url}/v1/${route}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: JSON.stringify(body) });
+      expect((await call('rerank', { model: 'tiny-rerank', query: 'q', documents: ['d'] })).status).toBe(503);
+      expect((await call('embeddings', { model: 'tiny-embed', input: 'x' })).status).toBe(503);
+      const chat = await call('chat/completions', { model: 'tiny-chat', messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 });
+      expect(chat.status).toBe(200);
+      expect((await chat.json()).usage.completion_tokens).toBe(4);
+    } finally {
+      server.proc.kill('SIGTERM');
+      await server.exited;
+    }
+  });
+
+  it('stops start-up when the catalog contradicts a GGUF, naming the file and the key', { timeout: 90_000 }, async () => {
+    const out = path.join(dir, 'mismatch');
+    expect((await cli(['models', 'fixtures', '--out', out])).code).toBe(0);
+    const config = path.join(out, 'tollgate.yaml');
+    writeFileSync(config, readFileSync(config, 'utf8').replace('output_dimensions: 64', 'output_dimensions: 1024'));
+    const server = run(['src/main.ts'], { CONFIG: config, PORT: '0', DATABASE_URL: `sqlite:${path.join(out, 'db.sqlite')}` });
+    expect(await server.exited).toBe(1);
+    expect(server.output()).toContain(`${path.join(out, 'tiny-embed.gguf')}: "bert.embedding_length" is 64, but model "tiny-embed" declares specifications.output_dimensions: 1024`);
+  });
+});
+
+describe('tollgate models pull', () => {
+  let server: Server;
+  let base: string;
+  const body = Buffer.concat([Buffer.from('GGUF'), Buffer.alloc(300_000, 7)]);
+
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      if (req.url !== '/files/model.gguf') return void res.writeHead(404).end();
+      res.writeHead(200, { 'content-length': body.length }).end(req.method === 'HEAD' ? undefined : body);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(() => new Promise((r) => server.close(r)));
+
+  it('downloads into MODELS_DIR and reports the file, then finds it already there', async () => {
+    const models = path.join(dir, 'pulled');
+    const first = await cli(['models', 'pull', `${base}/files/model.gguf`, '--json'], { MODELS_DIR: models });
+    expect(first.code).toBe(0);
+    const result = JSON.parse(first.stdout);
+    expect(result).toEqual({ file: path.join(models, 'model.gguf'), bytes: body.length, resumed_from: 0, already_there: false });
+    expect(first.stderr).toContain('100%');
+    expect(readFileSync(result.file).equals(body)).toBe(true);
+    const second = await cli(['models', 'pull', `${base}/files/model.gguf`], { MODELS_DIR: models });
+    expect(second.code).toBe(0);
+    expect(second.stdout).toContain('is already there');
+  });
+
+  it('--defaults fetches every in-process model of the config that names a source, to its file', async () => {
+    const out = path.join(dir, 'defaults');
+    const config = path.join(dir, 'defaults.yaml');
+    const entry = (id: string, file: string, source: string) => `
+  - id: ${id}
+    category: embedding
+    owned_by: tests
+    created: 0
+    version: "1"
+    status: active
+    capabilities: { embeddings: true }
+    pricing: { price_per_million_tokens: 0, currency: usd }
+    specifications: { max_tokens: 512, output_dimensions: 64 }
+    engine: { type: llamacpp, file: "${file}"${source ? `, source: "${source}"` : ''} }`;
+    writeFileSync(
+      config,
+      `models:${entry('a', path.join(out, 'a.gguf'), `${base}/files/model.gguf`)}${entry('b', path.join(out, 'sub/b.gguf'), `${base}/files/model.gguf`)}${entry('c', path.join(out, 'c.gguf'), '')}\n`,
+    );
+    const c = await cli(['models', 'pull', '--defaults', '--json'], { CONFIG: config });
+    expect(c.code).toBe(0);
+    const results = JSON.parse(c.stdout);
+    expect(results.map((r: { model: string; file: string }) => [r.model, r.file])).toEqual([
+      ['a', path.join(out, 'a.gguf')],
+      ['b', path.join(out, 'sub/b.gguf')],
+    ]);
+    expect(readFileSync(path.join(out, 'sub/b.gguf')).equals(body)).toBe(true);
+    expect(existsSync(path.join(out, 'c.gguf'))).toBe(false);
+  });
+
+  it('fails with a message and exit code 1 when the file cannot be fetched', async () => {
+    const c = await cli(['models', 'pull', `${base}/files/absent.gguf`], { MODELS_DIR: path.join(dir, 'nothing') });
+    expect(c.code).toBe(1);
+    expect(c.stderr).toContain('HTTP 404');
+  });
+});
