@@ -15,7 +15,8 @@ export const PaymentCustomerSchema = new EntitySchema<PaymentCustomer>({
   class: PaymentCustomer,
   tableName: 'payment_customers',
   properties: {
-    account: { kind: 'm:1', entity: () => Account, fieldName: 'account_id', primary: true },
+    // No index of its own: the primary key starts with it.
+    account: { kind: 'm:1', entity: () => Account, fieldName: 'account_id', primary: true, index: false },
     processor: { type: 'string', length: 16, primary: true },
     customerId: { type: 'string', length: 255 },
     createdAt: { type: 'datetime', length: 3 },

@@ -43,7 +43,8 @@ export const TopUpSchema = new EntitySchema<TopUp>({
   ],
   properties: {
     id: { type: 'string', primary: true, length: 40 },
-    account: { kind: 'm:1', entity: () => Account, fieldName: 'account_id' },
+    // No index of its own: top_ups_account_created_index starts with it.
+    account: { kind: 'm:1', entity: () => Account, fieldName: 'account_id', index: false },
     source: { type: 'string', length: 16 },
     processor: { type: 'string', length: 16 },
     status: { type: 'string', length: 16 },
