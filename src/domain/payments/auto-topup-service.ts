@@ -57,6 +57,14 @@ export interface AutoTopupOptions {
   now?: () => Date;
 }
 
+/**
+ * How long a debit trusts what this process last read of the account's settings: a debit that
+ * leaves the balance at or above a known threshold (or hits an account known to have automatic
+ * top-up off) costs no query. A change made through another server is seen after at most this.
+ */
+const SETTINGS_TTL_MS = 5_000;
+const SETTINGS_CACHE_MAX = 50_000;
+
 export type CheckOutcome = 'disabled' | 'in_flight' | 'above_threshold' | 'capped' | 'credited' | 'failed' | 'pending';
 
 export class AutoTopupService {
@@ -64,6 +72,7 @@ export class AutoTopupService {
   /** Per account, the check running in this process; a debit meanwhile asks for one more round. */
   private readonly running = new Map<string, Promise<void>>();
   private readonly again = new Set<string>();
+  private readonly known = new Map<string, { enabled: boolean; threshold: bigint; readAt: number }>();
 
   constructor(private readonly o: AutoTopupOptions) {
     this.now = o.now ?? (() => new Date());
@@ -97,14 +106,18 @@ export class AutoTopupService {
       );
     }
     await saveAutoTopup(db, { accountId, enabled, threshold: threshold ?? 0n, amount: amount ?? 0n, resetFailures: enabled, now: this.now() });
+    this.known.delete(accountId);
     return this.getSettings(accountId);
   }
 
   /**
-   * Called after a debit committed (a usage charge, a fee): checks, in the background, whether
-   * the balance is now below the account's threshold. Errors are logged, never thrown.
+   * Called after a debit committed (a usage charge, a fee) with the balance it left: checks, in
+   * the background, whether the balance is now below the account's threshold. Errors are logged,
+   * never thrown.
    */
-  afterDebit(accountId: string): void {
+  afterDebit(accountId: string, balance: bigint): void {
+    const known = this.known.get(accountId);
+    if (known && Date.now() - known.readAt < SETTINGS_TTL_MS && (!known.enabled || balance >= known.threshold)) return;
     if (this.running.has(accountId)) {
       this.again.add(accountId);
       return;
@@ -133,10 +146,20 @@ export class AutoTopupService {
    */
   async check(accountId: string): Promise<CheckOutcome> {
     const quick = await findAutoTopup(this.o.db, accountId);
+    this.remember(accountId, quick?.enabled ?? false, quick?.threshold ?? 0n);
     if (!quick?.enabled) return 'disabled';
     const claim = await this.claim(accountId);
     if (typeof claim === 'string') return claim;
     return this.charge(claim.topUp, claim.customerId);
+  }
+
+  private remember(accountId: string, enabled: boolean, threshold: bigint): void {
+    if (this.known.size >= SETTINGS_CACHE_MAX) {
+      const stale = Date.now() - SETTINGS_TTL_MS;
+      for (const [id, entry] of this.known) if (entry.readAt < stale) this.known.delete(id);
+      if (this.known.size >= SETTINGS_CACHE_MAX) this.known.clear();
+    }
+    this.known.set(accountId, { enabled, threshold, readAt: Date.now() });
   }
 
   private async claim(accountId: string): Promise<CheckOutcome | { topUp: TopUpRecord; customerId: string | null }> {

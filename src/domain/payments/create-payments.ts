@@ -100,7 +100,7 @@ export function createPayments(o: {
   });
   // After a debit committed (usage, a fee), check the account's threshold in the background.
   billing.events.observe((change) => {
-    if (change.transaction.amount < 0n) autoTopups.afterDebit(change.accountId);
+    if (change.transaction.amount < 0n) autoTopups.afterDebit(change.accountId, change.balance);
   });
   logger.debug({ bonusTable: bonusTable.rows.map((r) => `${formatDecimal(r.minimum)}:${r.percent}%`) }, 'payments: bonus table');
   return { payments, autoTopups };
