@@ -45,7 +45,8 @@ describe('the fixtures', () => {
     const embed = inspectGgufFile(fixtures.files.embedding).facts;
     expect(embed).toMatchObject({ architecture: 'bert', contextLength: 512, embeddingLength: 64, poolingType: 1 });
     const rerank = inspectGgufFile(fixtures.files.reranker).facts;
-    expect(rerank).toMatchObject({ architecture: 'bert', poolingType: 4 });
+    expect(rerank).toMatchObject({ architecture: 'bert', poolingType: 4, hasClassifierHead: true });
+    expect(embed.hasClassifierHead).toBe(false);
   });
 });
 
@@ -165,6 +166,18 @@ describe('a model whose file cannot be served', () => {
     await expect(missing.embed(['x'], neverAborted())).rejects.toMatchObject({ code: 'model_unavailable' });
   });
 
+  it('serves a missing model once its file is there, without a restart', async () => {
+    const file = path.join(fixtures.dir, 'arrives-later.gguf');
+    const later = llamaEngine('embedding', { file });
+    await later.load();
+    await expect(later.embed(['x'], neverAborted())).rejects.toMatchObject({ code: 'model_unavailable' });
+    fixtures.write('arrives-later.gguf', readFileSync(fixtures.files.embedding));
+    const { embeddings } = await later.embed(['x'], neverAborted());
+    expect(embeddings[0]).toHaveLength(64);
+    expect(later.status).toBe('ready');
+    await later.close();
+  });
+
   it('names the --out path in the pull command when the file is not where a pull would put it', async () => {
     const missing = llamaEngine('embedding', { file: 'elsewhere/e.gguf', source: 'hf:acme/repo/other-name.gguf' }, { env: { MODELS_DIR: fixtures.dir } });
     await missing.load();
@@ -178,7 +191,7 @@ describe('a model whose file cannot be served', () => {
     const tooLong = llamaEngine('embedding', { file: fixtures.files.embedding }, { specifications: { max_tokens: 8192 } });
     expect(() => tooLong.preflight()).toThrow(/"bert.context_length" is 512, but model "embedding-test" declares specifications.max_tokens: 8192/);
     const notReranker = llamaEngine('reranking', { file: fixtures.files.embedding });
-    expect(() => notReranker.preflight()).toThrow(/"bert.pooling_type" is 1/);
+    expect(() => notReranker.preflight()).toThrow(/the GGUF has no classifier head \("cls.output.weight" or "cls.weight"\), but model "reranking-test" declares category: reranking/);
   });
 
   it('made from the writer with no token types count is refused by llama.cpp with an error, not a crash', async () => {

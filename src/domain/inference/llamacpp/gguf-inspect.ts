@@ -34,12 +34,17 @@ export interface GgufFileInfo {
 
 /** A model file that cannot be served: missing, unreadable, malformed, or one llama.cpp would crash on. */
 export class ModelFileError extends Error {
+  /** The file is not there at all (it may be pulled later). */
+  readonly missing: boolean;
+
   constructor(
     readonly file: string,
     readonly problem: string,
+    opts: { missing?: boolean } = {},
   ) {
     super(`${file}: ${problem}`);
     this.name = 'ModelFileError';
+    this.missing = opts.missing ?? false;
   }
 }
 
@@ -195,7 +200,8 @@ export function readGgufFile(file: string): GgufFileInfo {
     fd = openSync(file, 'r');
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    throw new ModelFileError(file, code === 'ENOENT' ? 'the model file is missing' : `cannot open the model file (${code ?? (e as Error).message})`);
+    if (code === 'ENOENT') throw new ModelFileError(file, 'the model file is missing', { missing: true });
+    throw new ModelFileError(file, `cannot open the model file (${code ?? (e as Error).message})`);
   }
   try {
     const size = fstatSync(fd).size;
@@ -316,6 +322,8 @@ export interface GgufFacts {
   poolingType: number | null;
   vocabularySize: number;
   hasChatTemplate: boolean;
+  /** A classifier head (cls.output.weight or cls.weight): what llama.cpp's ranking needs. */
+  hasClassifierHead: boolean;
 }
 
 /**
@@ -405,6 +413,7 @@ export function inspectGgufFile(file: string): { info: GgufFileInfo; facts: Gguf
       poolingType: num(`${arch}.pooling_type`),
       vocabularySize,
       hasChatTemplate: typeof m.get('tokenizer.chat_template') === 'string',
+      hasClassifierHead: info.tensors.some((t) => t.name === 'cls.output.weight' || t.name === 'cls.weight'),
     },
   };
 }

@@ -11,6 +11,7 @@
 // llama.cpp loads it (./gguf-inspect.ts); a model that cannot load answers 503 model_unavailable
 // while the others serve.
 import { randomInt } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import {
   LlamaGrammarEvaluationState,
@@ -225,7 +226,7 @@ export class LlamaCppEngine implements Engine {
 
   private missingFileHint(e: ModelFileError): ModelFileError {
     if (e.problem !== 'the model file is missing') return e;
-    return new ModelFileError(this.config.engine.file, `the model file is missing; fetch it with \`${pullCommandFor(this.config.engine, this.env)}\``);
+    return new ModelFileError(this.config.engine.file, `the model file is missing; fetch it with \`${pullCommandFor(this.config.engine, this.env)}\``, { missing: true });
   }
 
   private checkCatalog(facts: GgufFacts): void {
@@ -252,8 +253,9 @@ export class LlamaCppEngine implements Engine {
         throw mismatch(`${arch}.pooling_type`, facts.poolingType, 'category: embedding (an embedding model pools by mean, CLS or last token)');
       }
     }
-    if (config.category === 'reranking' && facts.poolingType !== 4) {
-      throw mismatch(`${arch}.pooling_type`, facts.poolingType ?? 'missing', 'category: reranking (a reranker has rank pooling, 4)');
+    // node-llama-cpp asks llama.cpp for rank pooling itself; what it needs is a classifier head.
+    if (config.category === 'reranking' && !facts.hasClassifierHead) {
+      throw new CatalogMismatchError(`${file}: the GGUF has no classifier head ("cls.output.weight" or "cls.weight"), but model "${config.id}" declares category: reranking`);
     }
   }
 
@@ -382,6 +384,12 @@ export class LlamaCppEngine implements Engine {
   }
 
   private async ready(): Promise<Runner> {
+    if (this.statusValue === 'failed' && this.failure instanceof ModelFileError && this.failure.missing && existsSync(this.file)) {
+      // The file was missing and is there now (`models pull` renames it into place when complete): load it.
+      this.statusValue = 'idle';
+      this.loading = undefined;
+      this.failure = undefined;
+    }
     if (this.statusValue === 'idle') await this.load().catch(() => {});
     else if (this.statusValue === 'loading') await this.loading?.catch(() => {});
     if (this.statusValue !== 'ready' || !this.runner) throw this.unavailable();
