@@ -8,6 +8,7 @@ import { AccountsService, TIERS, type AccountView, type ApiKeyView } from './dom
 import { BillingService } from './domain/billing/billing-service.js';
 import { registerLedgerCommands, registerWalletCommands } from './cli-billing.js';
 import { registerModelCommands } from './cli-models.js';
+import { registerRateLimitCommands } from './cli-ratelimits.js';
 import { ConfigError, loadConfig, TIER_DEFAULTS, type AppConfig } from './config.js';
 import { createLogger } from './logger.js';
 import { DomainError } from './domain/errors.js';
@@ -133,7 +134,14 @@ const registerKeyCommands: CommandGroup = (program, ctx) => {
 };
 
 /** Every command group, in help order. Later issues append theirs (wallet, models, …). */
-export const COMMAND_GROUPS: CommandGroup[] = [registerAccountCommands, registerKeyCommands, registerWalletCommands, registerLedgerCommands, registerModelCommands];
+export const COMMAND_GROUPS: CommandGroup[] = [
+  registerAccountCommands,
+  registerKeyCommands,
+  registerRateLimitCommands,
+  registerWalletCommands,
+  registerLedgerCommands,
+  registerModelCommands,
+];
 
 export function buildProgram(ctx: CliContext, io: Pick<CliIO, 'stdout' | 'stderr'>): Command {
   const program = new Command('tollgate')

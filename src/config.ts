@@ -120,6 +120,10 @@ const tierOverride = z.strictObject({
   overage: z.boolean().optional(),
   /** A subscription fee in currency units, charged from the wallet when the tier is taken and at each period start. */
   monthly_fee: price.optional(),
+  /** Requests per minute per account (rate limits, issue 5). */
+  rpm: positiveInt.optional(),
+  /** Tokens per minute per account: prompt + maximum output at admission, corrected to the real usage. */
+  tpm: positiveInt.optional(),
 });
 
 export interface TierPolicy {
@@ -128,15 +132,24 @@ export interface TierPolicy {
   monthly_fee: number;
 }
 
+/** A tier's rate limits, per account (README, "Rate limits"). */
+export interface TierRateLimits {
+  rpm: number;
+  tpm: number;
+}
+
+/** Everything the config says about one tier: billing's policy and the rate limits. */
+export type TierConfig = TierPolicy & TierRateLimits;
+
 export const TIER_NAMES = ['free', 'developer', 'startup', 'enterprise'] as const;
 export type TierName = (typeof TIER_NAMES)[number];
 
 /** The tiers of the contract (issue 3); operators may override any key of any tier. */
-export const TIER_DEFAULTS: Record<TierName, TierPolicy> = {
-  free: { monthly_tokens: 100_000, overage: false, monthly_fee: 0 },
-  developer: { monthly_tokens: 5_000_000, overage: true, monthly_fee: 0 },
-  startup: { monthly_tokens: 25_000_000, overage: true, monthly_fee: 0 },
-  enterprise: { monthly_tokens: null, overage: false, monthly_fee: 0 },
+export const TIER_DEFAULTS: Record<TierName, TierConfig> = {
+  free: { monthly_tokens: 100_000, overage: false, monthly_fee: 0, rpm: 20, tpm: 40_000 },
+  developer: { monthly_tokens: 5_000_000, overage: true, monthly_fee: 0, rpm: 500, tpm: 1_000_000 },
+  startup: { monthly_tokens: 25_000_000, overage: true, monthly_fee: 0, rpm: 2_000, tpm: 5_000_000 },
+  enterprise: { monthly_tokens: null, overage: false, monthly_fee: 0, rpm: 10_000, tpm: 20_000_000 },
 };
 
 const billingSchema = z.strictObject({
@@ -148,6 +161,27 @@ const billingSchema = z.strictObject({
   instance_timeout_seconds: z.number().positive().default(90),
 });
 export type BillingSettings = z.infer<typeof billingSchema>;
+
+const rateLimitsSchema = z.strictObject({
+  /**
+   * Where the per-account windows live: `memory` (one instance), `redis` (shared by every instance;
+   * needs REDIS_URL) or `none` (no rate limits). Default: `redis` when REDIS_URL is set, else `memory`.
+   */
+  backend: z.enum(['memory', 'redis', 'none']).optional(),
+  /** While Redis cannot be reached: false serves calls without limits (fail-open), true refuses them with 503. */
+  fail_closed: z.boolean().default(false),
+  /** The "frequent rate-limit hits" alert fires when an account gets more than this many 429s in 10 minutes. */
+  alert_threshold: positiveInt.default(100),
+  /** Prepended to every Redis key (several deployments may share one Redis). */
+  key_prefix: z.string().default('tollgate:'),
+});
+
+export interface RateLimitSettings {
+  backend: 'memory' | 'redis' | 'none';
+  fail_closed: boolean;
+  alert_threshold: number;
+  key_prefix: string;
+}
 
 const fileSchema = z.strictObject({
   server: z
@@ -176,6 +210,7 @@ const fileSchema = z.strictObject({
     .default({}),
   billing: billingSchema.default({ hold_expiry_seconds: 900, sweep_interval_seconds: 30, instance_timeout_seconds: 90 }),
   payments: paymentsSchema,
+  rate_limits: rateLimitsSchema.default({ fail_closed: false, alert_threshold: 100, key_prefix: 'tollgate:' }),
   models: z.array(z.unknown()).default([]),
 });
 
@@ -197,11 +232,14 @@ export interface AppConfig {
   nodeEnv: string;
   server: z.infer<typeof fileSchema>['server'];
   graphql: z.infer<typeof fileSchema>['graphql'];
-  tiers: Record<TierName, TierPolicy>;
+  tiers: Record<TierName, TierConfig>;
   billing: BillingSettings;
   payments: PaymentsSettings;
   /** STRIPE_SECRET_KEY, STRIPE_WEBHOOK_SECRET, STRIPE_API_BASE; null unless payments.processor is stripe. */
   stripe: StripeEnv | null;
+  rateLimits: RateLimitSettings;
+  /** REDIS_URL: the Redis that rate limits share across instances; null when unset. */
+  redisUrl: string | null;
   models: ModelConfig[];
 }
 
@@ -220,7 +258,11 @@ function describeIssue(issue: z.core.$ZodIssue, prefix: string): string {
 }
 
 /** Parses the config file's text; throws ConfigError naming the model and key at fault. */
-export function parseConfigText(text: string, source: string): Pick<AppConfig, 'server' | 'graphql' | 'tiers' | 'billing' | 'payments' | 'models'> {
+export function parseConfigText(
+  text: string,
+  source: string,
+  env: { REDIS_URL?: string } = {},
+): Pick<AppConfig, 'server' | 'graphql' | 'tiers' | 'billing' | 'payments' | 'rateLimits' | 'redisUrl' | 'models'> {
   let raw: unknown;
   try {
     raw = parseYaml(text) ?? {};
@@ -248,18 +290,25 @@ export function parseConfigText(text: string, source: string): Pick<AppConfig, '
     seen.add(m.id);
     models.push(m);
   });
-  const tiers = {} as Record<TierName, TierPolicy>;
+  const tiers = {} as Record<TierName, TierConfig>;
   for (const name of TIER_NAMES) {
     const given = top.data.tiers[name] ?? {};
     tiers[name] = {
       monthly_tokens: given.monthly_tokens === undefined ? TIER_DEFAULTS[name].monthly_tokens : given.monthly_tokens,
       overage: given.overage ?? TIER_DEFAULTS[name].overage,
       monthly_fee: given.monthly_fee ?? TIER_DEFAULTS[name].monthly_fee,
+      rpm: given.rpm ?? TIER_DEFAULTS[name].rpm,
+      tpm: given.tpm ?? TIER_DEFAULTS[name].tpm,
     };
   }
+  const redisUrl = env.REDIS_URL || null;
+  const limits = top.data.rate_limits;
+  const backend = limits.backend ?? (redisUrl ? 'redis' : 'memory');
+  if (backend === 'redis' && !redisUrl) throw new ConfigError(`${source}: rate_limits.backend: "redis" needs the REDIS_URL environment variable`);
+  const rateLimits: RateLimitSettings = { ...limits, backend };
   // Free is where an account falls back when it cannot pay a fee: it cannot have one itself.
   if (tiers.free.monthly_fee > 0) throw new ConfigError(`${source}: tiers.free.monthly_fee: the free tier cannot have a fee (accounts fall back to it when a fee is unpaid)`);
-  return { server: top.data.server, graphql: top.data.graphql, tiers, billing: top.data.billing, payments: top.data.payments, models };
+  return { server: top.data.server, graphql: top.data.graphql, tiers, billing: top.data.billing, payments: top.data.payments, rateLimits, redisUrl, models };
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
@@ -270,7 +319,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   } catch (e) {
     throw new ConfigError(`cannot read config file ${configPath} (env CONFIG): ${(e as Error).message}`);
   }
-  const file = parseConfigText(text, configPath);
+  const file = parseConfigText(text, configPath, env);
   const port = env.PORT === undefined || env.PORT === '' ? 8080 : Number(env.PORT);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError(`PORT: not a port number: ${env.PORT}`);
   const host = env.HOST || '0.0.0.0';

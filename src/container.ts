@@ -6,10 +6,14 @@ import { AccountsService } from './domain/accounts/accounts-service.js';
 import { BillingService } from './domain/billing/billing-service.js';
 import { Catalog } from './domain/catalog/catalog.js';
 import { Engines } from './domain/inference/engines.js';
-import { InferenceService } from './domain/inference/inference-service.js';
+import { InferenceService, type Metering } from './domain/inference/inference-service.js';
 import type { AutoTopupService } from './domain/payments/auto-topup-service.js';
 import { createPayments } from './domain/payments/create-payments.js';
 import type { PaymentsService } from './domain/payments/payments-service.js';
+import { createRateLimiter } from './domain/ratelimit/create-rate-limiter.js';
+import { OutboxNotificationSink } from './domain/ratelimit/outbox-sink.js';
+import { RateLimitMetering, tierLimits } from './domain/ratelimit/rate-limit-metering.js';
+import type { RateLimiter } from './domain/ratelimit/rate-limiter.js';
 import type { Logger } from './logger.js';
 
 export interface Services {
@@ -21,6 +25,8 @@ export interface Services {
   inference: InferenceService;
   accounts: AccountsService;
   billing: BillingService;
+  /** Null when `rate_limits.backend` is `none`. */
+  rateLimiter: RateLimiter | null;
   payments: PaymentsService;
   autoTopups: AutoTopupService;
 }
@@ -35,6 +41,13 @@ export async function createServices(config: AppConfig, logger: Logger): Promise
   await billing.start();
   // Eager in-process models load in the background, one by one; /readyz waits for them.
   void engines.startLoading();
+  const accounts = new AccountsService(orm);
+  const rateLimiter = await createRateLimiter(config.rateLimits, config.redisUrl, {
+    logger: logger.child({ component: 'ratelimit' }),
+    notifications: new OutboxNotificationSink(billing.db),
+  });
+  // Rate limits admit first: a call they refuse places no hold and is never billed.
+  const metering: Metering = rateLimiter ? new RateLimitMetering(billing, rateLimiter, tierLimits(config.tiers, (id) => accounts.rateLimitProfile(id))) : billing;
   // Top-ups credit through billing's ledger; debits start automatic top-up checks.
   const { payments, autoTopups } = createPayments({ billing, settings: config.payments, stripe: config.stripe, publicUrl: () => config.publicUrl, logger });
   return {
@@ -43,9 +56,10 @@ export async function createServices(config: AppConfig, logger: Logger): Promise
     orm,
     catalog,
     engines,
-    inference: new InferenceService(catalog, engines, billing),
-    accounts: new AccountsService(orm),
+    inference: new InferenceService(catalog, engines, metering),
+    accounts,
     billing,
+    rateLimiter,
     payments,
     autoTopups,
   };
@@ -55,6 +69,7 @@ export async function closeServices(services: Services): Promise<void> {
   // Automatic top-up checks running in the background finish before billing and the database close.
   await services.autoTopups.idle();
   await services.billing.stop();
+  await services.rateLimiter?.close();
   await services.engines.close();
   await closeDatabase(services.orm);
 }

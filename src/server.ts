@@ -12,6 +12,7 @@ import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import type { ExecutionArgs } from 'graphql';
 import { createCompatRouter } from '../compat/router.js';
+import { setWhileUnsent } from '../compat/context.js';
 import { sendError } from '../compat/errors.js';
 import type { Services } from './container.js';
 import { DomainError } from './domain/errors.js';
@@ -98,9 +99,10 @@ export function createApp(services: Services) {
     context: (initial) => {
       // Over HTTP the initial context has the fetch Request and express's req; over WebSocket,
       // what onSubscribe passes below (the key in connectionParams.authorization).
-      const extra = initial as unknown as { req?: express.Request; connectionParams?: Record<string, unknown> };
+      const extra = initial as unknown as { req?: express.Request; res?: express.Response; connectionParams?: Record<string, unknown> };
       const request = initial.request as Request | undefined;
       const req = extra.req;
+      const res = extra.res;
       const connectionParams = extra.connectionParams;
       const authorization =
         (typeof connectionParams?.authorization === 'string' ? connectionParams.authorization : null) ??
@@ -110,6 +112,8 @@ export function createApp(services: Services) {
         authorization,
         requestId: req?.requestId ?? randomUUID(),
         signal: request?.signal ?? new AbortController().signal,
+        // Over HTTP, on express's response: Node merges them into the head Yoga writes (a 429's too).
+        onRateLimit: res && !connectionParams ? (headers) => setWhileUnsent(res, headers) : undefined,
       });
     },
   });

@@ -4,11 +4,11 @@
 import { describe, expect, it } from 'vitest';
 import type { ModelConfig } from '../src/config.js';
 import { DomainError } from '../src/domain/errors.js';
-import type { CallOutcome, MeterRequest, MeterTicket, Metering } from '../src/domain/inference/inference-service.js';
+import type { Caller, CallOutcome, MeterRequest, MeterTicket, Metering } from '../src/domain/inference/inference-service.js';
 import type { Usage } from '../src/domain/inference/engine.js';
 import { MemoryRateLimitStore } from '../src/domain/ratelimit/memory-store.js';
 import { MemoryNotificationSink } from '../src/domain/ratelimit/notification-sink.js';
-import { RateLimitMetering, type RateLimitedCaller } from '../src/domain/ratelimit/rate-limit-metering.js';
+import { RateLimitMetering } from '../src/domain/ratelimit/rate-limit-metering.js';
 import { RateLimiter } from '../src/domain/ratelimit/rate-limiter.js';
 import type { RateLimits, RateLimitStore } from '../src/domain/ratelimit/types.js';
 import { manualClock } from './support/ratelimit-store-suite.js';
@@ -49,7 +49,7 @@ function setup(opts: { limits?: RateLimits; alertThreshold?: number; store?: Rat
   const limits = opts.limits ?? { rpm: 3, tpm: 10_000 };
   const metering = new RateLimitMetering(billing, limiter, () => limits);
   const headers: Record<string, string>[] = [];
-  const caller: RateLimitedCaller = { accountId: 'acct_1', requestId: 'req_1', onRateLimit: (h) => headers.push(h) };
+  const caller: Caller = { accountId: 'acct_1', requestId: 'req_1', onRateLimit: (h) => headers.push(h) };
   const request = (promptTokens: number, requestedOutputTokens: number | null, maxOutputTokens = 256): MeterRequest => ({
     caller,
     model,

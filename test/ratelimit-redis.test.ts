@@ -11,8 +11,8 @@ import { describeRateLimitStore } from './support/ratelimit-store-suite.js';
 const url = process.env.TEST_REDIS_URL;
 const prefix = `tollgate-test:${randomBytes(6).toString('hex')}:`;
 
-async function store(opts: { now?: () => number } = {}) {
-  const s = new RedisRateLimitStore(url!, { prefix, now: opts.now });
+async function store(opts: { now?: () => number; correctionDelayMs?: number } = {}) {
+  const s = new RedisRateLimitStore(url!, { prefix, now: opts.now, correctionDelayMs: opts.correctionDelayMs ?? 0 });
   if (!(await s.connect())) throw new Error(`cannot connect to TEST_REDIS_URL ${url}`);
   return s;
 }
@@ -48,6 +48,35 @@ describe.skipIf(!url)('Redis rate-limit store', () => {
     // 33 × 3000 = 99 000 fit; the 34th would make 102 000.
     expect(results.filter((r) => r.admitted)).toHaveLength(33);
     await Promise.all([a!.close(), b!.close()]);
+  });
+
+  it('sends a deferred correction with the account\'s next admission, before deciding it', async () => {
+    const s = await store({ correctionDelayMs: 60_000 });
+    const limits = { rpm: 100, tpm: 10_000 };
+    const first = await s.admit('acct_deferred', limits, 8_000, 100);
+    expect(first.admitted).toBe(true);
+    if (!first.admitted) return;
+    expect(await s.correct(first.ref, limits, -6_000)).toBeNull();
+    // Without the correction 8 000 + 7 000 would not fit in 10 000.
+    const second = await s.admit('acct_deferred', limits, 7_000, 100);
+    expect(second.admitted).toBe(true);
+    expect(second.state.tpm.remaining).toBe(1_000);
+    await s.close();
+  });
+
+  it('flushes deferred corrections on their own when no admission comes', async () => {
+    const s = await store({ correctionDelayMs: 60_000 });
+    const other = await store();
+    const limits = { rpm: 100, tpm: 10_000 };
+    const first = await s.admit('acct_flushed', limits, 9_000, 100);
+    if (!first.admitted) throw new Error('expected an admission');
+    await s.correct(first.ref, limits, -9_000);
+    // Another instance does not see it yet…
+    expect((await other.admit('acct_flushed', limits, 5_000, 100)).admitted).toBe(false);
+    await s.flush();
+    // …and does once it is flushed.
+    expect((await other.admit('acct_flushed', limits, 5_000, 100)).admitted).toBe(true);
+    await Promise.all([s.close(), other.close()]);
   });
 
   it('gives every key it writes a time to live of about a minute, and the alert marker about an hour', async () => {

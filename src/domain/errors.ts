@@ -46,6 +46,8 @@ export const ERROR_CODES = {
   model_unavailable: { status: 503, type: 'server_error' },
   model_overloaded: { status: 503, type: 'server_error' },
   shutting_down: { status: 503, type: 'server_error' },
+  /** Rate limits cannot be checked (Redis away) and `rate_limits.fail_closed` is set. */
+  rate_limiter_unavailable: { status: 503, type: 'server_error' },
   internal_error: { status: 500, type: 'server_error' },
 } as const satisfies Record<string, { status: number; type: string }>;
 

@@ -1,13 +1,15 @@
 // The per-request (or per-subscription) context of GraphQL operations, built the same way for
 // Yoga over HTTP, graphql-ws over WebSocket and compat's in-process execution.
 import type { Services } from '../container.js';
-import type { AccountView } from '../domain/accounts/accounts-service.js';
+import type { AccountView, RateLimitOverride } from '../domain/accounts/accounts-service.js';
 import { DomainError } from '../domain/errors.js';
+import type { Caller } from '../domain/inference/inference-service.js';
 import { timingSafeEqual } from 'node:crypto';
 
 export interface Principal {
   account: AccountView;
   keyId: string;
+  rateLimitOverride: RateLimitOverride;
 }
 
 export interface GraphQLContext {
@@ -17,22 +19,38 @@ export interface GraphQLContext {
   signal: AbortSignal;
   /** The caller's account; throws `invalid_api_key` when the Authorization header does not hold a valid key. */
   principal(): Promise<Principal>;
+  /** Who makes a metered call, for the inference service: the principal and where its rate-limit headers go. */
+  caller(): Promise<Caller>;
   /** Throws unless the Authorization header holds the operator's ADMIN_TOKEN. */
   requireAdmin(): void;
 }
 
 export function createContext(
   services: Services,
-  opts: { authorization: string | null | undefined; requestId: string; signal: AbortSignal },
+  opts: {
+    authorization: string | null | undefined;
+    requestId: string;
+    signal: AbortSignal;
+    /** Sets X-RateLimit-* headers on the HTTP response while it has not started (none over WebSocket). */
+    onRateLimit?: (headers: Record<string, string>) => void;
+  },
 ): GraphQLContext {
-  let principal: Promise<Principal> | undefined;
+  let authenticated: Promise<Principal> | undefined;
+  const principal = () => (authenticated ??= services.accounts.authenticate(opts.authorization));
   return {
     services,
     requestId: opts.requestId,
     signal: opts.signal,
-    principal() {
-      principal ??= services.accounts.authenticate(opts.authorization);
-      return principal;
+    principal,
+    async caller() {
+      const { account, keyId, rateLimitOverride } = await principal();
+      return {
+        accountId: account.id,
+        keyId,
+        requestId: opts.requestId,
+        rateLimitProfile: { tier: account.tier, ...rateLimitOverride },
+        onRateLimit: opts.onRateLimit,
+      };
     },
     requireAdmin() {
       const token = services.config.adminToken;

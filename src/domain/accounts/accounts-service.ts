@@ -28,9 +28,17 @@ export interface ApiKeyView {
   revokedAt: Date | null;
 }
 
+/** The operator's per-account rate limits; null keeps the tier's. */
+export interface RateLimitOverride {
+  rpm: number | null;
+  tpm: number | null;
+}
+
 export interface AuthenticatedKey {
   account: AccountView;
   keyId: string;
+  /** Read with the key, so rate limits need no query of their own. */
+  rateLimitOverride: RateLimitOverride;
 }
 
 export interface CreatedAccount {
@@ -56,8 +64,8 @@ const MESSAGES = {
 
 // Plain SQL that reads the same on SQLite and PostgreSQL: one lookup on the unique digest index.
 const AUTHENTICATE_SQL =
-  'select k.id as key_id, k.digest, k.revoked_at, k.expires_at, a.id as account_id, a.email, a.tier, a.created_at ' +
-  'from api_keys k join accounts a on a.id = k.account_id where k.digest = ?';
+  'select k.id as key_id, k.digest, k.revoked_at, k.expires_at, a.id as account_id, a.email, a.tier, a.created_at, o.rpm as rpm_limit, o.tpm as tpm_limit ' +
+  'from api_keys k join accounts a on a.id = k.account_id left join rate_limit_overrides o on o.account_id = a.id where k.digest = ?';
 
 interface AuthenticateRow {
   key_id: string;
@@ -68,7 +76,12 @@ interface AuthenticateRow {
   email: string;
   tier: Tier;
   created_at: string | number | Date;
+  rpm_limit: number | string | null;
+  tpm_limit: number | string | null;
 }
+
+/** Counts as the drivers return them (PostgreSQL gives bigints as text). */
+const countOrNull = (v: unknown): number | null => (v == null ? null : Number(v));
 
 const EMAIL_PATTERN = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 const MAX_EMAIL_LENGTH = 320;
@@ -159,7 +172,52 @@ export class AccountsService {
     return {
       keyId: row.key_id,
       account: { id: row.account_id, email: row.email, tier: row.tier, createdAt: this.parseDate(row.created_at) },
+      rateLimitOverride: { rpm: countOrNull(row.rpm_limit), tpm: countOrNull(row.tpm_limit) },
     };
+  }
+
+  /** The account's tier and rate-limit override (for calls made without a key, e.g. by tools). */
+  async rateLimitProfile(accountId: string): Promise<{ tier: Tier } & RateLimitOverride> {
+    const found = await getKnex(this.orm)
+      .select('a.tier', 'o.rpm', 'o.tpm')
+      .from('accounts as a')
+      .leftJoin('rate_limit_overrides as o', 'o.account_id', 'a.id')
+      .where('a.id', accountId);
+    const row = found[0] as { tier: Tier; rpm: unknown; tpm: unknown } | undefined;
+    if (!row) throw accountNotFound(accountId);
+    return { tier: row.tier, rpm: countOrNull(row.rpm), tpm: countOrNull(row.tpm) };
+  }
+
+  /**
+   * Sets the operator's override of an account's RPM and TPM: a number replaces the tier's value,
+   * null goes back to it, undefined keeps what is set. Applies from the account's next request on.
+   */
+  async setRateLimits(accountId: string, limits: { rpm?: number | null; tpm?: number | null }): Promise<RateLimitOverride> {
+    for (const param of ['rpm', 'tpm'] as const) {
+      const v = limits[param];
+      if (v != null && (!Number.isSafeInteger(v) || v < 1)) {
+        throw new DomainError('invalid_value', `${param} must be a positive integer, or null for the tier's limit.`, { param });
+      }
+    }
+    const knex = getKnex(this.orm);
+    return knex.transaction(async (trx) => {
+      const accounts = await trx('accounts').select('id').where('id', accountId);
+      if (accounts.length === 0) throw accountNotFound(accountId);
+      const current = (await trx('rate_limit_overrides').select('rpm', 'tpm').where('account_id', accountId))[0] as { rpm: unknown; tpm: unknown } | undefined;
+      const next: RateLimitOverride = {
+        rpm: limits.rpm === undefined ? countOrNull(current?.rpm) : limits.rpm,
+        tpm: limits.tpm === undefined ? countOrNull(current?.tpm) : limits.tpm,
+      };
+      if (next.rpm === null && next.tpm === null) {
+        await trx('rate_limit_overrides').where('account_id', accountId).delete();
+      } else {
+        await trx('rate_limit_overrides')
+          .insert({ account_id: accountId, rpm: next.rpm, tpm: next.tpm, updated_at: this.now() })
+          .onConflict('account_id')
+          .merge(['rpm', 'tpm', 'updated_at']);
+      }
+      return next;
+    });
   }
 
   async getAccount(id: string): Promise<AccountView> {

@@ -21,6 +21,16 @@ export interface Caller {
   /** The API key of the call, for usage events; null for callers without one (tests, tools). */
   keyId?: string | null;
   requestId: string;
+  /**
+   * The account's tier and the operator's rate-limit override, as read with the key; rate limits
+   * look them up when absent (callers without a key).
+   */
+  rateLimitProfile?: { tier: string; rpm: number | null; tpm: number | null };
+  /**
+   * Hears the call's X-RateLimit-* headers when it is admitted or refused (before the engine runs)
+   * and again when its token count is corrected; a door sets them on its response while it can.
+   */
+  onRateLimit?: (headers: Record<string, string>) => void;
 }
 
 export interface ChatInput {

@@ -1,11 +1,11 @@
 // The notifications outbox: alerts (low balance, 80% of the monthly allocation, spending limit,
-// unpaid subscription fee) are written here in the same database transaction as the change that
-// caused them, once per occasion (a unique dedupe key). Sending them (e-mail) is a later issue:
-// a sender reads the rows with sent_at null and marks them sent.
+// unpaid subscription fee, frequent rate-limit hits) are written here in the same database
+// transaction as the change that caused them, once per occasion (a unique dedupe key). Sending
+// them (e-mail) is a later issue: a sender reads the rows with sent_at null and marks them sent.
 import { newId } from '../keys/key-format.js';
 import { date, exec, rows, type Db } from '../billing/sql.js';
 
-export type NotificationKind = 'low_balance' | 'allocation_80' | 'spending_limit' | 'subscription_unpaid'
+export type NotificationKind = 'low_balance' | 'allocation_80' | 'spending_limit' | 'subscription_unpaid' | 'rate_limit_hits'
   // payments: an automatic top-up failed, was turned off after failing 3 times, hit the monthly cap
   | 'auto_topup_failed'
   | 'auto_topup_disabled'

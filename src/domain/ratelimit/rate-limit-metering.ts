@@ -8,9 +8,6 @@ import type { Caller, MeterRequest, MeterTicket, Metering } from '../inference/i
 import type { RateLimiter } from './rate-limiter.js';
 import { type LimiterState, type RateLimits, rateLimitHeaders } from './types.js';
 
-/** A caller that wants to hear about rate-limit state (the doors set it; see README, "Rate limits"). */
-export type RateLimitedCaller = Caller & { onRateLimit?: (headers: Record<string, string>) => void };
-
 /** The limits of the account making a call (its tier's, or the operator's override). */
 export type LimitsResolver = (caller: Caller) => RateLimits | Promise<RateLimits>;
 
@@ -22,12 +19,13 @@ export class RateLimitMetering implements Metering {
   ) {}
 
   async admit(req: MeterRequest): Promise<MeterTicket> {
-    const caller = req.caller as RateLimitedCaller;
+    const caller = req.caller;
     const limits = await this.limitsFor(caller);
     // A client that gave no max_tokens gets at most what one minute's TPM leaves beside its prompt,
     // so the call can be admitted at all; an explicit max_tokens is counted as given.
     const outputCap = req.requestedOutputTokens ?? Math.min(req.maxOutputTokens, Math.max(0, limits.tpm - req.promptTokens));
-    const onState = caller.onRateLimit ? (s: LimiterState) => caller.onRateLimit!(rateLimitHeaders(s)) : undefined;
+    const onRateLimit = caller.onRateLimit;
+    const onState = onRateLimit ? (s: LimiterState) => onRateLimit(rateLimitHeaders(s)) : undefined;
     const admission = await this.limiter.admit(caller.accountId, limits, req.promptTokens + outputCap, onState);
 
     let ticket: MeterTicket;
@@ -47,4 +45,24 @@ export class RateLimitMetering implements Metering {
       },
     };
   }
+}
+
+/** What a caller's account is, for its limits: its tier and the operator's override (null: the tier's). */
+export interface RateLimitProfile {
+  tier: string;
+  rpm: number | null;
+  tpm: number | null;
+}
+
+/**
+ * Limits from the tiers of the config and the account's override, taken from the caller (read
+ * with its key) or else looked up.
+ */
+export function tierLimits(tiers: Record<string, RateLimits>, lookup: (accountId: string) => Promise<RateLimitProfile>): LimitsResolver {
+  const limitsOf = (p: RateLimitProfile): RateLimits => {
+    // A tier the config does not know (renamed since) gets the most restrictive contract tier's.
+    const tier = tiers[p.tier] ?? tiers.free!;
+    return { rpm: p.rpm ?? tier.rpm, tpm: p.tpm ?? tier.tpm };
+  };
+  return (caller) => (caller.rateLimitProfile ? limitsOf(caller.rateLimitProfile) : lookup(caller.accountId).then(limitsOf));
 }

@@ -89,9 +89,16 @@ export class RateLimiter {
     return this.store.close();
   }
 
+  /** Reports a store error met in the background (a deferred correction the store gave up on). */
+  backgroundError(err: unknown): void {
+    this.stats.storeErrors++;
+    this.warn(err, 'rate limiter: could not correct a token count; the estimate stays counted');
+  }
+
   private admission(ref: AdmissionRef, limits: RateLimits, tokens: number, state: LimiterState, onState?: (state: LimiterState) => void): Admission {
     const limiter = this;
     let counted = tokens;
+    let known = state;
     return {
       state,
       get counted() {
@@ -102,7 +109,10 @@ export class RateLimiter {
         if (delta === 0) return null;
         counted = real;
         try {
-          const after = await limiter.store.correct(ref, limits, delta);
+          // A store that applies the correction later answers null: the call's own change is
+          // applied to the last state it saw (other calls' meanwhile are not in it).
+          const after = (await limiter.store.correct(ref, limits, delta)) ?? withTokens(known, delta);
+          known = after;
           onState?.(after);
           return after;
         } catch (err) {
@@ -122,8 +132,7 @@ export class RateLimiter {
     this.stats.storeErrors++;
     if (this.failClosed) {
       this.warn(err, 'rate limiter: store unreachable; refusing calls (rate_limits.fail_closed)');
-      // TODO(phase 2): a dedicated error code once errors.ts can be edited.
-      throw new DomainError('model_overloaded', 'Rate limiting is unavailable right now, so calls are refused; retry shortly.', { retryAfter: 1, cause: err });
+      throw new DomainError('rate_limiter_unavailable', 'Rate limiting is unavailable right now, so calls are refused; retry shortly.', { retryAfter: 1, cause: err });
     }
     this.stats.failOpen++;
     this.warn(err, 'rate limiter: store unreachable; serving calls without rate limits (fail-open)');
@@ -145,6 +154,11 @@ export class RateLimiter {
     this.lastWarnMs = now;
     this.unwarned = 0;
   }
+}
+
+function withTokens(state: LimiterState, delta: number): LimiterState {
+  const remaining = Math.min(state.tpm.limit, Math.max(0, state.tpm.remaining - delta));
+  return { ...state, tpm: { ...state.tpm, remaining } };
 }
 
 function refusal(exceeded: Dimension[], retryAfter: number | null, limits: RateLimits, tokens: number, state: LimiterState): DomainError {

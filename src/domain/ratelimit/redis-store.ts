@@ -1,9 +1,15 @@
 // The Redis backend: any number of tollgate instances share one limit per account. Each account
-// has a hash of per-second slots (`r<slot>` requests, `t<slot>` tokens), a hash of per-minute 429
-// counts and an alert marker, all under one hash tag (one cluster slot) and all with a TTL, so
-// idle state disappears on its own. Every operation is one Lua script, so a check and its count
-// are atomic however many instances admit at once. Time is Redis's own clock (TIME), so the
-// instances' clocks need not agree; tests may pass a clock instead.
+// has a hash of per-second slots (`r<slot>` requests, `t<slot>` tokens) with running totals of the
+// window (`R`, `T`), the oldest slot that may still hold counts (`O`) and the newest admission's
+// slot (`N`); a hash of per-minute 429 counts; and an alert marker. All of an account's keys share
+// one hash tag (one cluster slot) and have a TTL, so idle state disappears on its own.
+//
+// Every operation is one Lua script, so a check and its count are atomic however many instances
+// admit at once. The totals make the hot path O(1): a call only deletes the slots that left the
+// window since the last one (usually none or one) instead of reading the whole window, and the
+// reply is a handful of integers; the per-slot counts are read only to compute a refusal's
+// Retry-After. Time is Redis's own clock (TIME), so the instances' clocks need not agree; tests
+// may pass a clock instead.
 import { Redis, type RedisOptions } from 'ioredis';
 import {
   ALERT_INTERVAL_SECONDS,
@@ -16,11 +22,15 @@ import {
   type RateLimits,
   type RateLimitStore,
   WINDOW_SECONDS,
+  WINDOW_SLOTS,
 } from './types.js';
-import { retryAfterSeconds, type SlotCount, windowState } from './window.js';
 
-// Shared prelude: the clock (ARGV[1] in ms, or Redis's TIME when empty) and the reading of the
-// window hash, which deletes slots that have left the window and returns the rest.
+const WINDOW_TTL_MS = (WINDOW_SLOTS + 1) * 1000;
+const HITS_TTL_MS = (HITS_WINDOW_SECONDS + 2 * HITS_SLOT_SECONDS) * 1000;
+const HIT_SLOTS_BACK = HITS_WINDOW_SECONDS / HITS_SLOT_SECONDS;
+
+// Shared prelude: the clock (ARGV[1] in ms, or Redis's TIME when empty), and `prune`, which
+// removes from the totals and deletes the slots that have left the window.
 const PRELUDE = `
 local now
 if ARGV[1] ~= '' then
@@ -31,49 +41,101 @@ else
 end
 local cur = math.floor(now / 1000)
 local oldest = cur - ${WINDOW_SECONDS}
-local function read_window(key)
-  local raw = redis.call('HGETALL', key)
-  local live, stale = {}, {}
-  local used_r, used_t = 0, 0
-  for i = 1, #raw, 2 do
-    local field = raw[i]
-    local slot = tonumber(string.sub(field, 2))
-    local value = tonumber(raw[i + 1])
-    if slot < oldest then
-      stale[#stale + 1] = field
-    else
-      live[#live + 1] = field
-      live[#live + 1] = value
-      if string.sub(field, 1, 1) == 'r' then used_r = used_r + value else used_t = used_t + value end
+local function prune(key)
+  local head = redis.call('HMGET', key, 'O', 'N', 'R', 'T')
+  local o, n = tonumber(head[1]), tonumber(head[2])
+  if not o or not n then return 0, 0, -1 end
+  if n < oldest then
+    -- Even the newest admission has left the window: nothing of this state counts any more.
+    redis.call('DEL', key)
+    return 0, 0, -1
+  end
+  local used_r, used_t = tonumber(head[3]) or 0, tonumber(head[4]) or 0
+  if o < oldest then
+    local fields = {}
+    for s = o, oldest - 1 do
+      fields[#fields + 1] = 'r' .. s
+      fields[#fields + 1] = 't' .. s
+    end
+    local values = redis.call('HMGET', key, unpack(fields))
+    local gone_r, gone_t = 0, 0
+    for i = 1, #fields, 2 do
+      gone_r = gone_r + (tonumber(values[i]) or 0)
+      gone_t = gone_t + (tonumber(values[i + 1]) or 0)
+    end
+    redis.call('HDEL', key, unpack(fields))
+    if gone_r ~= 0 then used_r = redis.call('HINCRBY', key, 'R', -gone_r) end
+    if gone_t ~= 0 then used_t = redis.call('HINCRBY', key, 'T', -gone_t) end
+    redis.call('HSET', key, 'O', oldest)
+  end
+  return used_r, used_t, n
+end
+-- Applies the corrections in ARGV[from], ARGV[from + 1], … (slot, delta pairs) to the token
+-- counts, never below zero; slots that left the window are skipped. No TTL to refresh: the key
+-- lives at least a window past its newest admission, so past any slot still in the window.
+-- Returns the new token total.
+local function apply_corrections(key, from, used_t, newest)
+  if newest < 0 then return used_t end
+  for i = from, #ARGV - 1, 2 do
+    local slot, delta = tonumber(ARGV[i]), tonumber(ARGV[i + 1])
+    if slot >= oldest and slot <= cur and delta ~= 0 then
+      local field = 't' .. slot
+      local after = redis.call('HINCRBY', key, field, delta)
+      -- Below zero: only what the slot held is given back.
+      if after <= 0 then
+        redis.call('HDEL', key, field)
+        delta = delta - after
+      end
+      if delta ~= 0 then used_t = redis.call('HINCRBY', key, 'T', delta) end
     end
   end
-  if #stale > 0 then redis.call('HDEL', key, unpack(stale)) end
-  return live, used_r, used_t
+  return used_t
 end
 `;
 
-const WINDOW_TTL_MS = (WINDOW_SECONDS + 2) * 1000;
-const HITS_TTL_MS = (HITS_WINDOW_SECONDS + 2 * HITS_SLOT_SECONDS) * 1000;
-const HIT_SLOTS_BACK = HITS_WINDOW_SECONDS / HITS_SLOT_SECONDS;
-
-// KEYS: window, hits, alert. ARGV: now|'', rpm, tpm, tokens, alert threshold.
-// Returns {admitted, now, slot, recent hits, alert, field, value, field, value, …} (the live slots
-// after the admission).
+// KEYS: window, hits, alert. ARGV: now|'', rpm, tpm, tokens, alert threshold, then the account's
+// pending corrections (slot, delta pairs), applied first. Admitted: {1, now, R, T, N}. Refused: {0, now, R, T, N, recent hits, alert, wait ms for RPM, wait
+// ms for TPM} (a wait of -1: never; 0: that limit was not exceeded).
 const ADMIT = `${PRELUDE}
 local rpm, tpm, tokens, threshold = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-local live, used_r, used_t = read_window(KEYS[1])
+local key = KEYS[1]
+local used_r, used_t, newest = prune(key)
+used_t = apply_corrections(key, 6, used_t, newest)
 if used_r + 1 <= rpm and used_t + tokens <= tpm then
-  redis.call('HINCRBY', KEYS[1], 'r' .. cur, 1)
-  if tokens > 0 then redis.call('HINCRBY', KEYS[1], 't' .. cur, tokens) end
-  redis.call('PEXPIRE', KEYS[1], ${WINDOW_TTL_MS})
-  live[#live + 1] = 'r' .. cur
-  live[#live + 1] = 1
-  live[#live + 1] = 't' .. cur
-  live[#live + 1] = tokens
-  local out = {1, now, cur, 0, 0}
-  for i = 1, #live do out[#out + 1] = live[i] end
-  return out
+  redis.call('HINCRBY', key, 'r' .. cur, 1)
+  redis.call('HINCRBY', key, 'R', 1)
+  if tokens > 0 then
+    redis.call('HINCRBY', key, 't' .. cur, tokens)
+    redis.call('HINCRBY', key, 'T', tokens)
+  end
+  if newest < 0 then redis.call('HSET', key, 'O', cur) end
+  -- The TTL follows the newest admission: refreshed once per second is enough.
+  if newest ~= cur then
+    redis.call('HSET', key, 'N', cur)
+    redis.call('PEXPIRE', key, ${WINDOW_TTL_MS})
+  end
+  return {1, now, used_r + 1, used_t + tokens, cur}
 end
+-- How long until enough has left the window, per exceeded limit: walk the slots oldest first.
+local fields = {}
+for s = oldest, cur do
+  fields[#fields + 1] = 'r' .. s
+  fields[#fields + 1] = 't' .. s
+end
+local values = redis.call('HMGET', key, unpack(fields))
+local function wait_for(offset, used, cost, limit)
+  if used + cost <= limit then return 0 end
+  if cost > limit then return -1 end
+  local left, wait = used, 0
+  for i = 1, #fields, 2 do
+    if left + cost <= limit then break end
+    left = left - (tonumber(values[i + offset]) or 0)
+    wait = (oldest + (i - 1) / 2 + ${WINDOW_SLOTS}) * 1000 - now
+  end
+  return wait
+end
+local wait_r = wait_for(0, used_r, 1, rpm)
+local wait_t = wait_for(1, used_t, tokens, tpm)
 local h = math.floor(now / ${HITS_SLOT_SECONDS * 1000})
 redis.call('HINCRBY', KEYS[2], h, 1)
 redis.call('PEXPIRE', KEYS[2], ${HITS_TTL_MS})
@@ -92,23 +154,15 @@ if hits > threshold then
     alert = 1
   end
 end
-local out = {0, now, cur, hits, alert}
-for i = 1, #live do out[#out + 1] = live[i] end
-return out
+return {0, now, used_r, used_t, newest, hits, alert, wait_r, wait_t}
 `;
 
-// KEYS: window. ARGV: now|'', slot, delta tokens. Returns {now, field, value, …}.
+// KEYS: window. ARGV: now|'', then corrections (slot, delta pairs). Returns {now, R, T, N}.
 const CORRECT = `${PRELUDE}
-local slot, delta = tonumber(ARGV[2]), tonumber(ARGV[3])
-if slot >= oldest and slot <= cur and delta ~= 0 then
-  local field = 't' .. slot
-  local v = redis.call('HINCRBY', KEYS[1], field, delta)
-  if v <= 0 then redis.call('HDEL', KEYS[1], field) else redis.call('PEXPIRE', KEYS[1], ${WINDOW_TTL_MS}) end
-end
-local live = read_window(KEYS[1])
-local out = {now}
-for i = 1, #live do out[#out + 1] = live[i] end
-return out
+local key = KEYS[1]
+local used_r, used_t, newest = prune(key)
+used_t = apply_corrections(key, 2, used_t, newest)
+return {now, used_r, used_t, newest}
 `;
 
 // KEYS: hits. ARGV: now|''. Returns the 429s of the hits window.
@@ -122,27 +176,22 @@ end
 return hits
 `;
 
-type ScriptReply = (string | number)[];
-
 interface ScriptedRedis extends Redis {
-  tollgateAdmit(window: string, hits: string, alert: string, now: string, rpm: number, tpm: number, tokens: number, threshold: number): Promise<ScriptReply>;
-  tollgateCorrect(window: string, now: string, slot: number, delta: number): Promise<ScriptReply>;
+  tollgateAdmit(window: string, hits: string, alert: string, now: string, rpm: number, tpm: number, tokens: number, threshold: number, ...corrections: number[]): Promise<number[]>;
+  tollgateCorrect(window: string, now: string, ...corrections: number[]): Promise<number[]>;
   tollgateHits(hits: string, now: string): Promise<number>;
 }
 
-/** The live slots of a script reply, from `from` on: field/value pairs. */
-function slotsOf(reply: ScriptReply, from: number): SlotCount[] {
-  const bySlot = new Map<number, SlotCount>();
-  for (let i = from; i + 1 < reply.length; i += 2) {
-    const field = String(reply[i]);
-    const slot = Number(field.slice(1));
-    const value = Number(reply[i + 1]);
-    let s = bySlot.get(slot);
-    if (!s) bySlot.set(slot, (s = { slot, requests: 0, tokens: 0 }));
-    if (field[0] === 'r') s.requests += value;
-    else s.tokens += value;
-  }
-  return [...bySlot.values()];
+/**
+ * The header state from the window's totals. Reset: when the newest admission leaves the window,
+ * after which everything counted now has left it.
+ */
+function stateOf(limits: RateLimits, nowMs: number, usedR: number, usedT: number, newest: number): LimiterState {
+  const reset = (used: number) => (used > 0 && newest >= 0 ? newest + WINDOW_SLOTS : Math.floor(nowMs / 1000));
+  return {
+    rpm: { limit: limits.rpm, remaining: Math.max(0, limits.rpm - usedR), reset: reset(usedR) },
+    tpm: { limit: limits.tpm, remaining: Math.max(0, limits.tpm - usedT), reset: reset(usedT) },
+  };
 }
 
 export interface RedisStoreOptions {
@@ -150,10 +199,17 @@ export interface RedisStoreOptions {
   prefix?: string;
   /** Milliseconds since the epoch; by default Redis's own clock. */
   now?: () => number;
-  /** Passed to ioredis after tollgate's defaults (fail fast, no offline queue). */
+  /** Passed to ioredis after tollgate's defaults (fail fast, no offline queue, auto-pipelining). */
   redis?: RedisOptions;
   /** Connection errors (ioredis emits them while Redis is away); by default ignored here. */
   onConnectionError?: (err: Error) => void;
+  /**
+   * How long a correction may wait to ride along with the account's next admission (one script
+   * call per request instead of two under load) before it is sent on its own. 0: sent at once.
+   */
+  correctionDelayMs?: number;
+  /** A deferred correction that could not be sent (the limiter counts and logs it). */
+  onDeferredError?: (err: unknown) => void;
 }
 
 export class RedisRateLimitStore implements RateLimitStore {
@@ -162,16 +218,25 @@ export class RedisRateLimitStore implements RateLimitStore {
   private readonly scripted: ScriptedRedis;
   private readonly prefix: string;
   private readonly now: (() => number) | undefined;
+  private readonly correctionDelayMs: number;
+  private readonly onDeferredError: (err: unknown) => void;
+  /** Corrections not sent yet, per account: slot → delta. */
+  private readonly pending = new Map<string, Map<number, number>>();
+  private flushTimer: NodeJS.Timeout | undefined;
 
   constructor(url: string, opts: RedisStoreOptions = {}) {
     this.prefix = opts.prefix ?? 'tollgate:';
     this.now = opts.now;
+    this.correctionDelayMs = opts.correctionDelayMs ?? 20;
+    this.onDeferredError = opts.onDeferredError ?? (() => {});
     // A limiter must not make requests wait on a Redis that is away: commands fail at once while
     // disconnected (no offline queue, no retries) and after a short timeout when Redis hangs, and
     // the limiter fails open or closed by config. The connection keeps retrying in the background.
+    // Auto-pipelining sends the scripts of one event-loop turn in one write.
     this.client = new Redis(url, {
       lazyConnect: true,
       enableOfflineQueue: false,
+      enableAutoPipelining: true,
       maxRetriesPerRequest: 0,
       commandTimeout: 1000,
       connectTimeout: 2000,
@@ -209,29 +274,90 @@ export class RedisRateLimitStore implements RateLimitStore {
   async admit(key: string, limits: RateLimits, estimate: number, alertThreshold: number): Promise<AdmitResult> {
     const k = this.keys(key);
     const tokens = Math.max(0, Math.round(estimate));
-    const reply = await this.scripted.tollgateAdmit(k.window, k.hits, k.alert, this.clock(), limits.rpm, limits.tpm, tokens, alertThreshold);
-    const [admitted, nowMs, slot, hits, alert] = reply.slice(0, 5).map(Number) as [number, number, number, number, number];
-    const live = slotsOf(reply, 5);
-    if (admitted === 1) return { admitted: true, ref: { key, slot }, state: windowState(live, nowMs, limits) };
-    // The refused request was not counted: the live slots are the state it met.
+    const corrections = this.takePending(key);
+    let reply: number[];
+    try {
+      reply = (await this.scripted.tollgateAdmit(k.window, k.hits, k.alert, this.clock(), limits.rpm, limits.tpm, tokens, alertThreshold, ...corrections)).map(Number);
+    } catch (err) {
+      this.restorePending(key, corrections);
+      throw err;
+    }
+    const [admitted, nowMs, usedR, usedT, newest] = reply as [number, number, number, number, number];
+    const state = stateOf(limits, nowMs, usedR, usedT, newest);
+    if (admitted === 1) return { admitted: true, ref: { key, slot: newest }, state };
+    const [, , , , , hits, alert, waitR, waitT] = reply as number[];
     const exceeded: Dimension[] = [];
-    const usedR = live.reduce((a, s) => a + s.requests, 0);
-    const usedT = live.reduce((a, s) => a + s.tokens, 0);
-    if (usedR + 1 > limits.rpm) exceeded.push('rpm');
-    if (usedT + tokens > limits.tpm) exceeded.push('tpm');
+    if (waitR !== 0) exceeded.push('rpm');
+    if (waitT !== 0) exceeded.push('tpm');
+    const never = waitR! < 0 || waitT! < 0;
     return {
       admitted: false,
       exceeded,
-      retryAfter: retryAfterSeconds(live, nowMs, limits, tokens, exceeded),
-      state: windowState(live, nowMs, limits),
-      recentHits: hits,
+      retryAfter: never ? null : Math.max(1, Math.ceil(Math.max(waitR!, waitT!) / 1000)),
+      state,
+      recentHits: hits!,
       alert: alert === 1,
     };
   }
 
-  async correct(ref: AdmissionRef, limits: RateLimits, deltaTokens: number): Promise<LimiterState> {
-    const reply = await this.scripted.tollgateCorrect(this.keys(ref.key).window, this.clock(), ref.slot, Math.round(deltaTokens));
-    return windowState(slotsOf(reply, 1), Number(reply[0]), limits);
+  /**
+   * Sends the correction at once (correctionDelayMs 0), or queues it for the account's next
+   * admission, or for the flush a moment later, and resolves null: the limiter then derives the
+   * state from the admission's.
+   */
+  async correct(ref: AdmissionRef, limits: RateLimits, deltaTokens: number): Promise<LimiterState | null> {
+    const delta = Math.round(deltaTokens);
+    if (delta === 0) return null;
+    if (this.correctionDelayMs > 0) {
+      let slots = this.pending.get(ref.key);
+      if (!slots) this.pending.set(ref.key, (slots = new Map()));
+      slots.set(ref.slot, (slots.get(ref.slot) ?? 0) + delta);
+      this.flushTimer ??= setTimeout(() => void this.flush(), this.correctionDelayMs);
+      return null;
+    }
+    return this.sendCorrections(ref.key, limits, [ref.slot, delta]);
+  }
+
+  /** Sends every queued correction now (each account's in one call). */
+  async flush(): Promise<void> {
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    const keys = [...this.pending.keys()];
+    await Promise.all(
+      keys.map(async (key) => {
+        const corrections = this.takePending(key);
+        if (corrections.length === 0) return;
+        try {
+          await this.sendCorrections(key, null, corrections);
+        } catch (err) {
+          // Given up: these calls stay counted at their estimates until their slots leave the window.
+          this.onDeferredError(err);
+        }
+      }),
+    );
+  }
+
+  private async sendCorrections(key: string, limits: RateLimits | null, corrections: number[]): Promise<LimiterState | null> {
+    const reply = (await this.scripted.tollgateCorrect(this.keys(key).window, this.clock(), ...corrections)).map(Number);
+    const [nowMs, usedR, usedT, newest] = reply as [number, number, number, number];
+    return limits ? stateOf(limits, nowMs, usedR, usedT, newest) : null;
+  }
+
+  private takePending(key: string): number[] {
+    const slots = this.pending.get(key);
+    if (!slots) return [];
+    this.pending.delete(key);
+    const out: number[] = [];
+    for (const [slot, delta] of slots) if (delta !== 0) out.push(slot, delta);
+    return out;
+  }
+
+  private restorePending(key: string, corrections: number[]) {
+    if (corrections.length === 0) return;
+    let slots = this.pending.get(key);
+    if (!slots) this.pending.set(key, (slots = new Map()));
+    for (let i = 0; i < corrections.length; i += 2) slots.set(corrections[i]!, (slots.get(corrections[i]!) ?? 0) + corrections[i + 1]!);
+    this.flushTimer ??= setTimeout(() => void this.flush(), this.correctionDelayMs);
   }
 
   async recentHits(key: string): Promise<number> {
@@ -239,6 +365,7 @@ export class RedisRateLimitStore implements RateLimitStore {
   }
 
   async close(): Promise<void> {
+    await this.flush();
     if (this.client.status === 'ready') {
       await this.client.quit().catch(() => this.client.disconnect());
     } else {

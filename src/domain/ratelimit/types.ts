@@ -81,9 +81,10 @@ export interface RateLimitStore {
   admit(key: string, limits: RateLimits, tokens: number, alertThreshold: number): Promise<AdmitResult>;
   /**
    * Adds `deltaTokens` (negative: gives tokens back) to the slot of an admission, never below zero;
-   * nothing when the slot has already left the window. Returns the state afterwards.
+   * nothing when the slot has already left the window. Returns the state afterwards, or null when
+   * the store applies the correction a moment later (Redis batches it with the next admission).
    */
-  correct(ref: AdmissionRef, limits: RateLimits, deltaTokens: number): Promise<LimiterState>;
+  correct(ref: AdmissionRef, limits: RateLimits, deltaTokens: number): Promise<LimiterState | null>;
   /** 429s of the key in the last HITS_WINDOW_SECONDS. */
   recentHits(key: string): Promise<number>;
   close(): Promise<void>;

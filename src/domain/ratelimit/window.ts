@@ -28,19 +28,17 @@ export function used(slots: readonly SlotCount[], d: Dimension): number {
   return sum;
 }
 
-/** The header state of both dimensions. `slots` holds only slots in the window, in any order. */
+/**
+ * The header state of both dimensions. `slots` holds only slots in the window, in any order. Reset
+ * is when the newest admission leaves the window: by then everything counted now has left it.
+ */
 export function windowState(slots: readonly SlotCount[], nowMs: number, limits: RateLimits): LimiterState {
+  let newest = -Infinity;
+  for (const s of slots) if (s.requests > 0 && s.slot > newest) newest = s.slot;
   const dimension = (d: Dimension) => {
-    let total = 0;
-    let newest = -Infinity;
-    for (const s of slots) {
-      const a = amount(s, d);
-      if (a <= 0) continue;
-      total += a;
-      if (s.slot > newest) newest = s.slot;
-    }
+    const total = used(slots, d);
     const limit = limits[d];
-    return { limit, remaining: Math.max(0, limit - total), reset: total > 0 ? slotExpiry(newest) : slotOf(nowMs) };
+    return { limit, remaining: Math.max(0, limit - total), reset: total > 0 && newest > -Infinity ? slotExpiry(newest) : slotOf(nowMs) };
   };
   return { rpm: dimension('rpm'), tpm: dimension('tpm') };
 }

@@ -96,8 +96,8 @@ async function* streamWithErrorsAsItems(ctx: GraphQLContext, input: ChatInput): 
   const onAbort = () => controller.abort(ctx.signal.reason);
   ctx.signal.addEventListener('abort', onAbort, { once: true });
   try {
-    const { account, keyId } = await ctx.principal();
-    yield* ctx.services.inference.chatCompletionStream({ accountId: account.id, keyId, requestId: ctx.requestId }, input, controller.signal);
+    const caller = await ctx.caller();
+    yield* ctx.services.inference.chatCompletionStream(caller, input, controller.signal);
   } catch (streamError) {
     // Yielded, not thrown: graphql-ws would otherwise close the whole socket instead of ending
     // this one operation with a GraphQL error.
@@ -113,8 +113,8 @@ builder.mutationField('createChatCompletion', (t) =>
     type: ChatCompletionRef,
     args: { input: t.arg({ type: ChatCompletionInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
-      const { account, keyId } = await ctx.principal();
-      return ctx.services.inference.createChatCompletion({ accountId: account.id, keyId, requestId: ctx.requestId }, input, ctx.signal);
+      const caller = await ctx.caller();
+      return ctx.services.inference.createChatCompletion(caller, input, ctx.signal);
     },
   }),
 );

@@ -35,8 +35,8 @@ builder.mutationField('createEmbeddings', (t) =>
     type: EmbeddingsRef,
     args: { input: t.arg({ type: EmbeddingsInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
-      const { account, keyId } = await ctx.principal();
-      return ctx.services.inference.createEmbeddings({ accountId: account.id, keyId, requestId: ctx.requestId }, input, ctx.signal);
+      const caller = await ctx.caller();
+      return ctx.services.inference.createEmbeddings(caller, input, ctx.signal);
     },
   }),
 );

@@ -39,8 +39,8 @@ builder.mutationField('moderate', (t) =>
     type: ModerationResultRef,
     args: { input: t.arg({ type: ModerationInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
-      const { account, keyId } = await ctx.principal();
-      return ctx.services.inference.moderate({ accountId: account.id, keyId, requestId: ctx.requestId }, input, ctx.signal);
+      const caller = await ctx.caller();
+      return ctx.services.inference.moderate(caller, input, ctx.signal);
     },
   }),
 );

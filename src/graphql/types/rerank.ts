@@ -39,8 +39,8 @@ builder.mutationField('rerank', (t) =>
     type: RerankResultRef,
     args: { input: t.arg({ type: RerankInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
-      const { account, keyId } = await ctx.principal();
-      return ctx.services.inference.rerank({ accountId: account.id, keyId, requestId: ctx.requestId }, input, ctx.signal);
+      const caller = await ctx.caller();
+      return ctx.services.inference.rerank(caller, input, ctx.signal);
     },
   }),
 );
