@@ -11,6 +11,7 @@
 import { benchConfig, createAccount, fmt, startFakeUpstream, startTollgate } from './lib.js';
 import { openLoop, type OpenLoopResult } from './openloop.js';
 import { benchLlamaCpp } from './llamacpp.js';
+import { benchRateLimit } from './ratelimit.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const RATE = Number(process.env.BENCH_RATE ?? 500);
@@ -100,6 +101,7 @@ async function main() {
     await upstream.stop();
   }
   await benchLlamaCpp();
+  await benchRateLimit();
 }
 
 main().catch((err) => {

@@ -1,0 +1,129 @@
+// What the rate limiter costs: saturation throughput of non-streamed chat through tollgate with
+// the limiter off, on the in-memory store and on Redis, with limits so high that nothing is refused,
+// printed as ratios to the run without it (budget: Redis costs at most 10% of throughput).
+// Each setting is its own tollgate process; rounds run every setting back to back and the ratio
+// is the median over rounds of the same-round ratios, so a noisy neighbour hurts all settings
+// alike. BENCH_SECONDS sets each run's length, BENCH_RL_ROUNDS the rounds (default 3), REDIS_URL
+// the Redis (default 127.0.0.1:6379).
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { Redis } from 'ioredis';
+import { benchConfig, createAccount, fmt, startFakeUpstream, startTollgate, type Child } from './lib.js';
+import { openLoop, type OpenLoopResult } from './openloop.js';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const ROUNDS = Number(process.env.BENCH_RL_ROUNDS ?? 3);
+const CONNECTIONS = 32;
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+// High enough that a 2-core machine never reaches them in a minute.
+const HIGH_LIMITS = `tiers:
+  enterprise: { rpm: 100000000, tpm: 100000000000 }
+`;
+
+async function redisReachable(url: string): Promise<boolean> {
+  const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    await client.ping();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    client.disconnect();
+  }
+}
+
+function row(name: string, r: OpenLoopResult) {
+  return `${name.padEnd(24)} ${fmt(r.rps, 0).padStart(7)} req/s  p50 ${fmt(r.p50).padStart(6)} ms  p99 ${fmt(r.p99).padStart(6)} ms  failed ${r.failed}`;
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+/** CPU milliseconds a process has used (Linux /proc; NaN elsewhere). Less noisy than throughput. */
+function cpuMs(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10; // utime + stime, in 100 Hz ticks
+  } catch {
+    return NaN;
+  }
+}
+
+/** CPU milliseconds Redis has used (all its clients, so other work on it counts too). */
+async function redisCpuMs(client: Redis | undefined): Promise<number> {
+  if (!client) return NaN;
+  const info = await client.info('cpu');
+  const value = (name: string) => Number(new RegExp(`${name}:([\\d.]+)`).exec(info)?.[1] ?? NaN);
+  return (value('used_cpu_user') + value('used_cpu_sys')) * 1000;
+}
+
+export async function benchRateLimit(): Promise<void> {
+  const upstream = await startFakeUpstream();
+  const prefix = `tollgate-bench:${randomBytes(4).toString('hex')}:`;
+  const withRedis = await redisReachable(REDIS_URL);
+  const settings: { name: string; yaml: string; env?: Record<string, string> }[] = [
+    { name: 'limiter off', yaml: `${HIGH_LIMITS}rate_limits: { backend: none }\n` },
+    { name: 'limiter in memory', yaml: `${HIGH_LIMITS}rate_limits: { backend: memory }\n` },
+  ];
+  if (withRedis) settings.push({ name: 'limiter on Redis', yaml: `${HIGH_LIMITS}rate_limits: { backend: redis, key_prefix: "${prefix}" }\n`, env: { REDIS_URL } });
+  const servers: (Child & { url: string; apiKey: string })[] = [];
+  try {
+    for (const s of settings) {
+      const tollgate = await startTollgate({ CONFIG: benchConfig(upstream.url, s.yaml), ...s.env });
+      const { apiKey } = await createAccount(tollgate.url, 'enterprise');
+      servers.push({ ...tollgate, apiKey });
+    }
+    const load = (i: number) => ({
+      url: `${servers[i]!.url}/v1/chat/completions`,
+      body: { model: 'chat-bench', max_tokens: 16, messages: [{ role: 'user', content: 'Say something short. #tokens=16' }] },
+      headers: { authorization: `Bearer ${servers[i]!.apiKey}` },
+    });
+    console.log(`\nrate-limiter cost: saturation (${CONNECTIONS} in flight), ${ROUNDS} interleaved rounds of ${SECONDS}s per setting`);
+    if (!withRedis) console.log(`  (Redis at ${REDIS_URL} is unreachable: its run is skipped)`);
+    for (let i = 0; i < servers.length; i++) await openLoop({ ...load(i), seconds: 2, rate: 300 }); // warm-up
+
+    const runs: OpenLoopResult[][] = settings.map(() => []);
+    // CPU per answered request: tollgate's process, and Redis's.
+    const cpu: { tollgate: number; redis: number }[][] = settings.map(() => []);
+    const redis = withRedis ? new Redis(REDIS_URL) : undefined;
+    for (let round = 0; round < ROUNDS; round++) {
+      for (let i = 0; i < servers.length; i++) {
+        const [t0, r0] = [cpuMs(servers[i]!.proc.pid), await redisCpuMs(redis)];
+        const r = await openLoop({ ...load(i), seconds: SECONDS, rate: 0, concurrency: CONNECTIONS });
+        const [t1, r1] = [cpuMs(servers[i]!.proc.pid), await redisCpuMs(redis)];
+        runs[i]!.push(r);
+        cpu[i]!.push({ tollgate: ((t1 - t0) * 1000) / r.ok, redis: ((r1 - r0) * 1000) / r.ok });
+      }
+    }
+    redis?.disconnect();
+    const ratios = settings.map((_, i) => median(runs[i]!.map((r, round) => r.rps / runs[0]![round]!.rps)));
+    settings.forEach((s, i) => {
+      const rps = median(runs[i]!.map((r) => r.rps));
+      const typical = runs[i]!.find((r) => r.rps === rps)!;
+      console.log(`${row(`  ${s.name}`, typical)}${i === 0 ? '' : `  ratio ${fmt(ratios[i]!, 3)}`}`);
+    });
+    console.log('  (each row: the median round; ratio: median over rounds of the same-round ratio to "limiter off")');
+    console.log('  CPU per request (median of rounds):');
+    settings.forEach((s, i) => {
+      const own = median(cpu[i]!.map((c) => c.tollgate));
+      const red = median(cpu[i]!.map((c) => c.redis));
+      const extra = i === 0 ? '' : `  (+${fmt(own - median(cpu[0]!.map((c) => c.tollgate)), 0)} µs)`;
+      console.log(`    ${s.name.padEnd(20)} tollgate ${fmt(own, 0).padStart(5)} µs${extra}${s.env?.REDIS_URL ? `, Redis ${fmt(red, 0)} µs` : ''}`);
+    });
+    if (withRedis) {
+      const cost = 1 - ratios[2]!;
+      console.log(`  Redis limiter cost: ${fmt(cost * 100, 1)}% of throughput (budget ≤ 10%): ${cost <= 0.1 ? 'within' : 'OVER'}`);
+    }
+  } finally {
+    for (const s of servers) await s.stop();
+    await upstream.stop();
+    if (withRedis) {
+      const client = new Redis(REDIS_URL);
+      const keys = await client.keys(`${prefix}*`);
+      if (keys.length) await client.del(...keys);
+      client.disconnect();
+    }
+  }
+}
