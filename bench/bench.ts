@@ -6,6 +6,7 @@
 // 2. billing: the same load billed (developer tier from its allocation; a tier paid from the wallet)
 //    against the same server without metering, on SQLite and on PostgreSQL;
 // then the sections other modules add (rate limits, in-process llama.cpp).
+// BENCH_ONLY picks sections (comma-separated: foundation, billing, llamacpp, ratelimit).
 // BENCH_SECONDS (default 10) sets the length of each run, BENCH_RATE (default 500) the fixed load,
 // BENCH_DATABASE_URL (default TEST_DATABASE_URL, else the local PostgreSQL) the PostgreSQL server.
 import { benchConfig, createAccount, fmt, startFakeUpstream, startTollgate } from './lib.js';
@@ -24,7 +25,8 @@ function row(name: string, r: OpenLoopResult) {
 }
 
 async function foundation(upstreamUrl: string) {
-  const tollgate = await startTollgate({ CONFIG: benchConfig(upstreamUrl) });
+  // The server as shipped (in-memory rate limiter), with limits this machine never reaches.
+  const tollgate = await startTollgate({ CONFIG: benchConfig(upstreamUrl, 'tiers:\n  enterprise: { rpm: 100000000, tpm: 100000000000 }\n') });
   try {
     const { apiKey } = await createAccount(tollgate.url, 'enterprise');
     const direct = { url: `${upstreamUrl}/chat/completions`, body: chatBody('upstream-chat') };
@@ -52,14 +54,18 @@ async function foundation(upstreamUrl: string) {
   }
 }
 
-// A tier paid wholly from the wallet: the startup tier without an allocation.
-const WALLET_TIER = 'tiers:\n  startup: { monthly_tokens: 0, overage: true }\n';
+// Billing alone: rate limits off (their cost is measured in their own section); the startup tier
+// without an allocation is paid wholly from the wallet.
+const BILLING_ONLY = `tiers:
+  startup: { monthly_tokens: 0, overage: true }
+rate_limits: { backend: none }
+`;
 
 async function billing(upstreamUrl: string, backend: 'SQLite' | 'PostgreSQL') {
   // Imported here: it reads TEST_DATABASE_URL when it loads, which main() sets first.
   const { createTestDatabase } = await import('../test/support/databases.js');
   const db = await createTestDatabase(backend);
-  const env = { CONFIG: benchConfig(upstreamUrl, WALLET_TIER), DATABASE_URL: db.url };
+  const env = { CONFIG: benchConfig(upstreamUrl, BILLING_ONLY), DATABASE_URL: db.url };
   const measure = async (entry: string, tier: string, credit?: string) => {
     const tollgate = await startTollgate(env, entry);
     try {
@@ -92,16 +98,20 @@ async function billing(upstreamUrl: string, backend: 'SQLite' | 'PostgreSQL') {
 async function main() {
   process.env.TEST_DATABASE_URL ??= process.env.BENCH_DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/test';
   console.log(`tollgate benchmark: ${SECONDS}s per run, node ${process.version}`);
+  // BENCH_ONLY=foundation,billing,llamacpp,ratelimit runs some sections only (default: all).
+  const only = new Set((process.env.BENCH_ONLY ?? 'foundation,billing,llamacpp,ratelimit').split(',').map((x) => x.trim()));
   const upstream = await startFakeUpstream();
   try {
-    await foundation(upstream.url);
-    await billing(upstream.url, 'SQLite');
-    await billing(upstream.url, 'PostgreSQL').catch((err) => console.log(`\n== billing on PostgreSQL: skipped (${(err as Error).message})`));
+    if (only.has('foundation')) await foundation(upstream.url);
+    if (only.has('billing')) {
+      await billing(upstream.url, 'SQLite');
+      await billing(upstream.url, 'PostgreSQL').catch((err) => console.log(`\n== billing on PostgreSQL: skipped (${(err as Error).message})`));
+    }
   } finally {
     await upstream.stop();
   }
-  await benchLlamaCpp();
-  await benchRateLimit();
+  if (only.has('llamacpp')) await benchLlamaCpp();
+  if (only.has('ratelimit')) await benchRateLimit();
 }
 
 main().catch((err) => {
