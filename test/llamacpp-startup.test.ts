@@ -11,6 +11,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../src/cli.js';
 import { ADMIN_TOKEN } from './support/harness.js';
+import { waitReady } from './support/ready.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 let dir: string;
@@ -45,15 +46,6 @@ async function cli(args: string[], env: Record<string, string> = {}): Promise<{ 
   return { code, stdout, stderr };
 }
 
-async function waitReady(url: string) {
-  // Generous: on a busy 2-core machine the process compiles its sources and tests llama.cpp's binary first.
-  for (let i = 0; i < 600; i++) {
-    const ok = await fetch(`${url}/readyz`).then((r) => r.status === 200, () => false);
-    if (ok) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('server did not become ready');
-}
 
 describe('tollgate models fixtures', () => {
   it('writes the fixtures and a config that serves them', async () => {

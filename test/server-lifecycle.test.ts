@@ -7,6 +7,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
 import { ADMIN_TOKEN, catalogYaml, startTestServer } from './support/harness.js';
+import { waitReady } from './support/ready.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 let upstream: FakeUpstream;
@@ -31,14 +32,6 @@ function startProcess(env: Record<string, string>): { proc: ChildProcess; output
   return { proc, output: () => out, exited };
 }
 
-async function waitReady(url: string) {
-  for (let i = 0; i < 150; i++) {
-    const ok = await fetch(`${url}/readyz`).then((r) => r.status === 200, () => false);
-    if (ok) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('server did not become ready');
-}
 
 describe('the server process', () => {
   it('finishes a stream in flight on SIGTERM, then exits 0 and accepts no more connections', async () => {
