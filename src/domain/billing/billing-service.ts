@@ -609,13 +609,25 @@ export class BillingService implements Metering {
     this.publish(effects);
   }
 
+  /** The alerts a change left due: past their line and not yet written for this crossing or period. */
+  private dueAlerts(w: WalletRow, monthlyTokens: number | null): { lowBalance: boolean; allocation: boolean; spending: boolean } {
+    return {
+      lowBalance: w.lowBalanceThreshold !== null && w.balance < w.lowBalanceThreshold && !w.lowBalanceAlerted,
+      allocation: monthlyTokens !== null && monthlyTokens > 0 && w.periodUsed * 5 >= monthlyTokens * 4 && w.allocationAlertPeriod !== w.period,
+      spending: w.spendingLimitEnabled && w.spendingLimit !== null && w.periodSpent > 0n && w.periodSpent >= w.spendingLimit && w.spendingAlertPeriod !== w.period,
+    };
+  }
+
   /** Whether a change left the wallet past an alert's line (see raiseAlerts). */
   private alertDue(w: WalletRow, monthlyTokens: number | null): boolean {
-    return (
-      (w.lowBalanceThreshold !== null && w.balance < w.lowBalanceThreshold && !w.lowBalanceAlerted) ||
-      (monthlyTokens !== null && monthlyTokens > 0 && w.periodUsed * 5 >= monthlyTokens * 4 && w.allocationAlertPeriod !== w.period) ||
-      (w.spendingLimitEnabled && w.spendingLimit !== null && w.periodSpent > 0n && w.periodSpent >= w.spendingLimit && w.spendingAlertPeriod !== w.period)
-    );
+    const due = this.dueAlerts(w, monthlyTokens);
+    return due.lowBalance || due.allocation || due.spending;
+  }
+
+  /** Marks a once-per-period alert as written for `period`; false when another change did first. */
+  private async claimPeriodAlert(trx: Db, column: 'allocation_alert_period' | 'spending_alert_period', accountId: string, period: string): Promise<boolean> {
+    const flipped = await run(trx, `update wallets set ${column} = ? where account_id = ? and (${column} is null or ${column} <> ?)`, [period, accountId, period]);
+    return flipped > 0;
   }
 
   /**
@@ -624,49 +636,36 @@ export class BillingService implements Metering {
    * two changes racing past the same line only one writes the notification.
    */
   private async raiseAlerts(trx: Db, accountId: string, w: WalletRow, monthlyTokens: number | null, now: Date, occasion: string): Promise<void> {
-    if (w.lowBalanceThreshold !== null && w.balance < w.lowBalanceThreshold && !w.lowBalanceAlerted) {
+    const due = this.dueAlerts(w, monthlyTokens);
+    if (due.lowBalance) {
       const flipped = await run(trx, 'update wallets set low_balance_alerted = ? where account_id = ? and low_balance_alerted = ?', [true, accountId, false]);
       if (flipped > 0) {
         await enqueueNotification(trx, {
           accountId,
           kind: 'low_balance',
           dedupeKey: `low_balance:${accountId}:${occasion}`,
-          payload: { balance: formatDecimal(w.balance), threshold: formatDecimal(w.lowBalanceThreshold), currency: WALLET_CURRENCY },
+          payload: { balance: formatDecimal(w.balance), threshold: formatDecimal(w.lowBalanceThreshold!), currency: WALLET_CURRENCY },
           now,
         });
       }
     }
-    if (monthlyTokens !== null && monthlyTokens > 0 && w.periodUsed * 5 >= monthlyTokens * 4 && w.allocationAlertPeriod !== w.period) {
-      const flipped = await run(trx, 'update wallets set allocation_alert_period = ? where account_id = ? and (allocation_alert_period is null or allocation_alert_period <> ?)', [
-        w.period,
+    if (due.allocation && (await this.claimPeriodAlert(trx, 'allocation_alert_period', accountId, w.period))) {
+      await enqueueNotification(trx, {
         accountId,
-        w.period,
-      ]);
-      if (flipped > 0) {
-        await enqueueNotification(trx, {
-          accountId,
-          kind: 'allocation_80',
-          dedupeKey: `allocation_80:${accountId}:${w.period}`,
-          payload: { period: w.period, used: w.periodUsed, monthly_tokens: monthlyTokens },
-          now,
-        });
-      }
+        kind: 'allocation_80',
+        dedupeKey: `allocation_80:${accountId}:${w.period}`,
+        payload: { period: w.period, used: w.periodUsed, monthly_tokens: monthlyTokens },
+        now,
+      });
     }
-    if (w.spendingLimitEnabled && w.spendingLimit !== null && w.periodSpent > 0n && w.periodSpent >= w.spendingLimit && w.spendingAlertPeriod !== w.period) {
-      const flipped = await run(trx, 'update wallets set spending_alert_period = ? where account_id = ? and (spending_alert_period is null or spending_alert_period <> ?)', [
-        w.period,
+    if (due.spending && (await this.claimPeriodAlert(trx, 'spending_alert_period', accountId, w.period))) {
+      await enqueueNotification(trx, {
         accountId,
-        w.period,
-      ]);
-      if (flipped > 0) {
-        await enqueueNotification(trx, {
-          accountId,
-          kind: 'spending_limit',
-          dedupeKey: `spending_limit:${accountId}:${w.period}:${w.spendingLimit}`,
-          payload: { period: w.period, spent: formatDecimal(w.periodSpent), limit: formatDecimal(w.spendingLimit), action: w.spendingLimitAction, currency: WALLET_CURRENCY },
-          now,
-        });
-      }
+        kind: 'spending_limit',
+        dedupeKey: `spending_limit:${accountId}:${w.period}:${w.spendingLimit}`,
+        payload: { period: w.period, spent: formatDecimal(w.periodSpent), limit: formatDecimal(w.spendingLimit!), action: w.spendingLimitAction, currency: WALLET_CURRENCY },
+        now,
+      });
     }
   }
 
