@@ -6,23 +6,13 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { BACKENDS, createTestDatabase, type TestDatabase } from './support/databases.js';
 import { startFakeStripe, type FakeStripe } from './support/fake-stripe.js';
-import { catalogYaml, startTestServer, type TestServer } from './support/harness.js';
+import { catalogYaml, chatModelYaml, startTestServer, type TestServer } from './support/harness.js';
 import { client, seed } from './support/seed.js';
 import { deliverStripeEvent, TEST_SECRET_KEY, TEST_WEBHOOK_SECRET } from './support/stripe-webhooks.js';
 
 // chat-auto bills only output, $25,000 per million tokens: a call of 10 tokens costs exactly 0.25.
 // Startup accounts have no monthly allocation here, so every call is paid from the wallet.
-const MODEL = (upstreamUrl: string) => `  - id: chat-auto
-    category: chat
-    owned_by: tests
-    created: 1735689600
-    version: "2025-01-01"
-    status: active
-    capabilities: { chat_completion: true, streaming: true, function_calling: false }
-    pricing: { input_price_per_million: 0, output_price_per_million: 25000, currency: usd }
-    specifications: { context_window: 4096, max_output_tokens: 64, training_cutoff: "2024-10" }
-    engine: { type: openai, base_url: "${upstreamUrl}", model: upstream-chat, timeout_ms: 10000 }
-tiers:
+const MODEL = (upstreamUrl: string) => `${chatModelYaml(upstreamUrl, { id: 'chat-auto', inputPrice: '0', outputPrice: '25000', maxOutputTokens: 64, timeoutMs: 10000 })}tiers:
   startup: { monthly_tokens: 0 }
 `;
 

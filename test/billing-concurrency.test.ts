@@ -15,7 +15,7 @@ import { formatDecimal, parseDecimal } from '../src/domain/billing/money.js';
 import { createLogger } from '../src/logger.js';
 import { BACKENDS, createTestDatabase, HAS_POSTGRES, type BackendName, type TestDatabase } from './support/databases.js';
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
-import { ADMIN_TOKEN, catalogYaml, startTestServer } from './support/harness.js';
+import { ADMIN_TOKEN, catalogYaml, chatModelYaml, startTestServer } from './support/harness.js';
 import { client, credit, seed } from './support/seed.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -26,17 +26,7 @@ const ROOT = path.resolve(import.meta.dirname, '..');
 const yaml = (upstreamUrl: string) =>
   catalogYaml(
     upstreamUrl,
-    `  - id: chat-conc
-    category: chat
-    owned_by: tests
-    created: 1735689600
-    version: "2025-01-01"
-    status: active
-    capabilities: { chat_completion: true, streaming: true, function_calling: false }
-    pricing: { input_price_per_million: 0, output_price_per_million: 2.0, currency: usd }
-    specifications: { context_window: 4096, max_output_tokens: 256, training_cutoff: "2024-10" }
-    engine: { type: openai, base_url: "${upstreamUrl}", model: upstream-chat, timeout_ms: 10000 }
-tiers:
+    `${chatModelYaml(upstreamUrl, { id: 'chat-conc', inputPrice: '0', outputPrice: '2.0', maxOutputTokens: 256, timeoutMs: 10000 })}tiers:
   startup: { monthly_tokens: 0 }
 `,
   );

@@ -11,20 +11,28 @@ import { startFakeUpstream, type FakeUpstream, type FakeUpstreamOptions } from '
 
 export const ADMIN_TOKEN = 'admin-test-token-0123456789';
 
-export function catalogYaml(upstreamUrl: string, extra = ''): string {
-  return `
-models:
-  - id: chat-test
+/** One chat model forwarding to the fake upstream, as an entry of the catalog's `models:` list. */
+export function chatModelYaml(
+  upstreamUrl: string,
+  m: { id: string; inputPrice: string; outputPrice: string; maxOutputTokens: number; timeoutMs: number },
+): string {
+  return `  - id: ${m.id}
     category: chat
     owned_by: tests
     created: 1735689600
     version: "2025-01-01"
     status: active
     capabilities: { chat_completion: true, streaming: true, function_calling: false }
-    pricing: { input_price_per_million: 1.0, output_price_per_million: 2.0, currency: usd }
-    specifications: { context_window: 4096, max_output_tokens: 256, training_cutoff: "2024-10" }
-    engine: { type: openai, base_url: "${upstreamUrl}", model: upstream-chat, timeout_ms: 5000 }
-  - id: chat-old
+    pricing: { input_price_per_million: ${m.inputPrice}, output_price_per_million: ${m.outputPrice}, currency: usd }
+    specifications: { context_window: 4096, max_output_tokens: ${m.maxOutputTokens}, training_cutoff: "2024-10" }
+    engine: { type: openai, base_url: "${upstreamUrl}", model: upstream-chat, timeout_ms: ${m.timeoutMs} }
+`;
+}
+
+export function catalogYaml(upstreamUrl: string, extra = ''): string {
+  return `
+models:
+${chatModelYaml(upstreamUrl, { id: 'chat-test', inputPrice: '1.0', outputPrice: '2.0', maxOutputTokens: 256, timeoutMs: 5000 })}  - id: chat-old
     category: chat
     owned_by: tests
     created: 1704067200
