@@ -72,6 +72,22 @@ async function rejection(p: Promise<unknown>): Promise<DomainError> {
   throw new Error('expected a refusal');
 }
 
+
+/** A store whose every call fails as an unreachable Redis does. */
+function unreachableStore(): RateLimitStore {
+  return {
+    name: 'redis',
+    admit: async () => {
+      throw new Error('connect ECONNREFUSED');
+    },
+    correct: async () => {
+      throw new Error('connect ECONNREFUSED');
+    },
+    recentHits: async () => 0,
+    close: async () => {},
+  };
+}
+
 describe('rate-limit metering', () => {
   it('refuses past the RPM limit with 429, Retry-After and a message naming RPM, without asking billing', async () => {
     const { metering, billing, request, headers, clock } = setup();
@@ -169,17 +185,7 @@ describe('rate-limit metering', () => {
   });
 
   it('serves calls unlimited, warns and counts, when the store cannot be reached (fail-open)', async () => {
-    const broken: RateLimitStore = {
-      name: 'redis',
-      admit: async () => {
-        throw new Error('connect ECONNREFUSED');
-      },
-      correct: async () => {
-        throw new Error('connect ECONNREFUSED');
-      },
-      recentHits: async () => 0,
-      close: async () => {},
-    };
+    const broken = unreachableStore();
     const { metering, request, billing, headers, limiter, warnings } = setup({ store: broken });
     for (let i = 0; i < 5; i++) {
       const ticket = await metering.admit(request(10, 10));
@@ -193,17 +199,7 @@ describe('rate-limit metering', () => {
   });
 
   it('refuses calls with 503 when the store cannot be reached and fail_closed is set', async () => {
-    const broken: RateLimitStore = {
-      name: 'redis',
-      admit: async () => {
-        throw new Error('connect ECONNREFUSED');
-      },
-      correct: async () => {
-        throw new Error('connect ECONNREFUSED');
-      },
-      recentHits: async () => 0,
-      close: async () => {},
-    };
+    const broken = unreachableStore();
     const { metering, request, billing } = setup({ store: broken, failClosed: true });
     const err = await rejection(metering.admit(request(10, 10)));
     expect(err.status).toBe(503);
