@@ -79,6 +79,42 @@ describe.skipIf(!url)('Redis rate-limit store', () => {
     await Promise.all([s.close(), other.close()]);
   });
 
+  it('decides admissions that waited for the same call one by one, in arrival order, each with its own state', async () => {
+    // The first call goes alone; the five that arrive while it is out go together in the next.
+    const s = await store({ now: () => 1_800_000_000_500, correctionDelayMs: 60_000 });
+    const limits = { rpm: 4, tpm: 10_000 };
+    const first = s.admit('acct_batch', limits, 1_000, 2);
+    const rest = [s.admit('acct_batch', limits, 9_500, 2), s.admit('acct_batch', limits, 2_000, 2), s.admit('acct_batch', limits, 3_000, 2), s.admit('acct_batch', limits, 1, 2), s.admit('acct_batch', limits, 1, 2)];
+    const [a, b, c, d, e, f] = await Promise.all([first, ...rest]);
+    expect([a, b, c, d, e, f].map((r) => r!.admitted)).toEqual([true, false, true, true, true, false]);
+    // Each state is the one right after its own decision.
+    expect(a!.state.tpm.remaining).toBe(9_000);
+    expect(b!.state.tpm.remaining).toBe(9_000);
+    expect(c!.state.tpm.remaining).toBe(7_000);
+    expect(d!.state.tpm.remaining).toBe(4_000);
+    expect([a, c, d, e].map((r) => r!.state.rpm.remaining)).toEqual([3, 2, 1, 0]);
+    if (b!.admitted || f!.admitted) throw new Error('expected refusals');
+    expect(b!.exceeded).toEqual(['tpm']);
+    expect(f!.exceeded).toEqual(['rpm']);
+    expect(f!.retryAfter).toBe(61);
+    expect(f!.state.rpm.remaining).toBe(0);
+    expect(f!.state.tpm.remaining).toBe(10_000 - 1_000 - 2_000 - 3_000 - 1);
+    // Hits are counted one by one too; the alert (more than 2) is not reached with 2.
+    expect([b!.recentHits, f!.recentHits]).toEqual([1, 2]);
+    expect([b!.alert, f!.alert]).toEqual([false, false]);
+    // A correction queued meanwhile rides with the next batch and is applied before it.
+    if (!c!.admitted) throw new Error('expected an admission');
+    await s.correct(c!.ref, limits, -2_000);
+    const [g, h, i] = await Promise.all([s.admit('acct_batch', limits, 1, 2), s.admit('acct_batch', limits, 1, 2), s.admit('acct_batch', limits, 1, 2)]);
+    expect([g, h, i].map((r) => r!.admitted)).toEqual([false, false, false]);
+    expect(g!.state.tpm.remaining).toBe(10_000 - 1_000 - 3_000 - 1);
+    // The third and fourth hits: the alert fires once, on the one that crossed the threshold.
+    if (g!.admitted || h!.admitted || i!.admitted) throw new Error('expected refusals');
+    expect([g!.recentHits, h!.recentHits, i!.recentHits]).toEqual([3, 4, 5]);
+    expect([g!.alert, h!.alert, i!.alert]).toEqual([true, false, false]);
+    await s.close();
+  });
+
   it('gives every key it writes a time to live of about a minute, and the alert marker about an hour', async () => {
     const s = await store();
     const limits = { rpm: 1, tpm: 1_000 };
