@@ -1,10 +1,11 @@
 // What the rate limiter costs: saturation throughput of non-streamed chat through tollgate with
 // the limiter off, on the in-memory store and on Redis, with limits so high that nothing is refused,
 // printed as ratios to the run without it (budget: Redis costs at most 10% of throughput).
-// Each setting is its own tollgate process; rounds run every setting back to back and the ratio
-// is the median over rounds of the same-round ratios, so a noisy neighbour hurts all settings
-// alike. BENCH_SECONDS sets each run's length, BENCH_RL_ROUNDS the rounds (default 3), REDIS_URL
-// the Redis (default 127.0.0.1:6379).
+// Each setting is its own tollgate process; rounds run every setting back to back (the order
+// rotating from round to round, so none always runs first or last) and the ratio is the median
+// over rounds of the same-round ratios, so a noisy neighbour hurts all settings alike; the
+// same-round ratios are printed too, to show the spread. BENCH_SECONDS sets each run's length,
+// BENCH_RL_ROUNDS the rounds (default 5), REDIS_URL the Redis (default 127.0.0.1:6379).
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
@@ -12,7 +13,7 @@ import { benchConfig, createAccount, fmt, startFakeUpstream, startTollgate, type
 import { openLoop, type OpenLoopResult } from './openloop.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
-const ROUNDS = Number(process.env.BENCH_RL_ROUNDS ?? 3);
+const ROUNDS = Number(process.env.BENCH_RL_ROUNDS ?? 5);
 const CONNECTIONS = 32;
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -89,7 +90,8 @@ export async function benchRateLimit(): Promise<void> {
     const cpu: { tollgate: number; redis: number }[][] = settings.map(() => []);
     const redis = withRedis ? new Redis(REDIS_URL) : undefined;
     for (let round = 0; round < ROUNDS; round++) {
-      for (let i = 0; i < servers.length; i++) {
+      for (let turn = 0; turn < servers.length; turn++) {
+        const i = (turn + round) % servers.length;
         const [t0, r0] = [cpuMs(servers[i]!.proc.pid), await redisCpuMs(redis)];
         const r = await openLoop({ ...load(i), seconds: SECONDS, rate: 0, concurrency: CONNECTIONS });
         const [t1, r1] = [cpuMs(servers[i]!.proc.pid), await redisCpuMs(redis)];
@@ -102,7 +104,8 @@ export async function benchRateLimit(): Promise<void> {
     settings.forEach((s, i) => {
       const rps = median(runs[i]!.map((r) => r.rps));
       const typical = runs[i]!.find((r) => r.rps === rps)!;
-      console.log(`${row(`  ${s.name}`, typical)}${i === 0 ? '' : `  ratio ${fmt(ratios[i]!, 3)}`}`);
+      const spread = i === 0 ? '' : `  ratio ${fmt(ratios[i]!, 3)} (rounds: ${runs[i]!.map((r, round) => fmt(r.rps / runs[0]![round]!.rps, 2)).join(' ')})`;
+      console.log(`${row(`  ${s.name}`, typical)}${spread}`);
     });
     console.log('  (each row: the median round; ratio: median over rounds of the same-round ratio to "limiter off")');
     console.log('  CPU per request (median of rounds):');
