@@ -1,11 +1,12 @@
 // What the rate limiter costs: saturation throughput of non-streamed chat through tollgate with
 // the limiter off, on the in-memory store and on Redis, with limits so high that nothing is refused,
 // printed as ratios to the run without it (budget: Redis costs at most 10% of throughput).
-// Each setting is its own tollgate process; rounds run every setting back to back (the order
-// rotating from round to round, so none always runs first or last) and the ratio is the median
-// over rounds of the same-round ratios, so a noisy neighbour hurts all settings alike; the
-// same-round ratios are printed too, to show the spread. BENCH_SECONDS sets each run's length,
-// BENCH_RL_ROUNDS the rounds (default 5), REDIS_URL the Redis (default 127.0.0.1:6379).
+// Each setting runs in its own tollgate process, started fresh for each round; a round runs every
+// setting back to back (the order rotating from round to round, so none always runs first or
+// last) and the ratio is the median over rounds of the same-round ratios, so a noisy neighbour
+// hurts all settings alike; the same-round ratios are printed too, to show the spread.
+// BENCH_SECONDS sets each run's length, BENCH_RL_ROUNDS the rounds (default 5), REDIS_URL the
+// Redis (default 127.0.0.1:6379).
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
@@ -69,32 +70,37 @@ export async function benchRateLimit(): Promise<void> {
     { name: 'limiter in memory', yaml: `${HIGH_LIMITS}rate_limits: { backend: memory }\n` },
   ];
   if (withRedis) settings.push({ name: 'limiter on Redis', yaml: `${HIGH_LIMITS}rate_limits: { backend: redis, key_prefix: "${prefix}" }\n`, env: { REDIS_URL } });
-  const servers: (Child & { url: string; apiKey: string })[] = [];
-  try {
-    for (const s of settings) {
-      const tollgate = await startTollgate({ CONFIG: benchConfig(upstream.url, s.yaml), ...s.env });
-      const { apiKey } = await createAccount(tollgate.url, 'enterprise');
-      servers.push({ ...tollgate, apiKey });
-    }
-    const load = (i: number) => ({
-      url: `${servers[i]!.url}/v1/chat/completions`,
+  // One process per setting and round, started fresh: two identical processes were seen to differ
+  // by 10 % in throughput here, so a process's own luck must not decide a setting's figure.
+  const start = async (i: number) => {
+    const tollgate = await startTollgate({ CONFIG: benchConfig(upstream.url, settings[i]!.yaml), ...settings[i]!.env });
+    const { apiKey } = await createAccount(tollgate.url, 'enterprise');
+    const load = {
+      url: `${tollgate.url}/v1/chat/completions`,
       body: { model: 'chat-bench', max_tokens: 16, messages: [{ role: 'user', content: 'Say something short. #tokens=16' }] },
-      headers: { authorization: `Bearer ${servers[i]!.apiKey}` },
-    });
-    console.log(`\nrate-limiter cost: saturation (${CONNECTIONS} in flight), ${ROUNDS} interleaved rounds of ${SECONDS}s per setting`);
+      headers: { authorization: `Bearer ${apiKey}` },
+    };
+    return { ...tollgate, load };
+  };
+  let running: Child | undefined;
+  try {
+    console.log(`\nrate-limiter cost: saturation (${CONNECTIONS} in flight), ${ROUNDS} interleaved rounds of ${SECONDS}s per setting, a fresh process each`);
     if (!withRedis) console.log(`  (Redis at ${REDIS_URL} is unreachable: its run is skipped)`);
-    for (let i = 0; i < servers.length; i++) await openLoop({ ...load(i), seconds: 2, rate: 300 }); // warm-up
-
     const runs: OpenLoopResult[][] = settings.map(() => []);
     // CPU per answered request: tollgate's process, and Redis's.
     const cpu: { tollgate: number; redis: number }[][] = settings.map(() => []);
     const redis = withRedis ? new Redis(REDIS_URL) : undefined;
     for (let round = 0; round < ROUNDS; round++) {
-      for (let turn = 0; turn < servers.length; turn++) {
-        const i = (turn + round) % servers.length;
-        const [t0, r0] = [cpuMs(servers[i]!.proc.pid), await redisCpuMs(redis)];
-        const r = await openLoop({ ...load(i), seconds: SECONDS, rate: 0, concurrency: CONNECTIONS });
-        const [t1, r1] = [cpuMs(servers[i]!.proc.pid), await redisCpuMs(redis)];
+      for (let turn = 0; turn < settings.length; turn++) {
+        const i = (turn + round) % settings.length;
+        const server = await start(i);
+        running = server;
+        await openLoop({ ...server.load, seconds: 2, rate: 300 }); // warm-up: JIT, pools, SQLite pages
+        const [t0, r0] = [cpuMs(server.proc.pid), await redisCpuMs(redis)];
+        const r = await openLoop({ ...server.load, seconds: SECONDS, rate: 0, concurrency: CONNECTIONS });
+        const [t1, r1] = [cpuMs(server.proc.pid), await redisCpuMs(redis)];
+        await server.stop();
+        running = undefined;
         runs[i]!.push(r);
         cpu[i]!.push({ tollgate: ((t1 - t0) * 1000) / r.ok, redis: ((r1 - r0) * 1000) / r.ok });
       }
@@ -120,7 +126,7 @@ export async function benchRateLimit(): Promise<void> {
       console.log(`  Redis limiter cost: ${fmt(cost * 100, 1)}% of throughput (budget ≤ 10%): ${cost <= 0.1 ? 'within' : 'OVER'}`);
     }
   } finally {
-    for (const s of servers) await s.stop();
+    await running?.stop();
     await upstream.stop();
     if (withRedis) {
       const client = new Redis(REDIS_URL);
