@@ -109,6 +109,32 @@ describe('chat on the in-process engine', () => {
     for (const d of deltas) expect(Buffer.byteLength(d)).toBeLessThanOrEqual(12);
   });
 
+  it("answers with the text of exactly the tokens it generated, as the model's detokenizer reads them", async () => {
+    // An independent greedy run on the same file and prompt: node-llama-cpp, every token decoded at once.
+    const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error });
+    const model = await llama.loadModel({ modelPath: fixtures.files.chat });
+    const context = await model.createContext({ contextSize: 1024, threads: 1 });
+    const { contextText } = resolveChatWrapper(model).generateContextState({
+      chatHistory: [{ type: 'system', text: messages[0]!.content }, { type: 'user', text: messages[1]!.content }, { type: 'model', response: [] }],
+    });
+    const tokens = [];
+    for await (const token of context.getSequence().evaluate(contextText.tokenize(model.tokenizer), { temperature: 0, yieldEogToken: true })) {
+      if (model.isEogToken(token)) break;
+      tokens.push(token);
+      if (tokens.length === 120) break;
+    }
+    const expected = model.detokenize(tokens);
+    await context.dispose();
+    await model.dispose();
+
+    // Random weights: the answer is mostly bytes that are no character, some that are multi-byte ones.
+    const result = await engine.chat(greedy({ maxTokens: 120 }), neverAborted());
+    expect(result.usage.completionTokens).toBe(tokens.length);
+    expect(result.content).toBe(expected);
+    const { deltas } = await collect(engine.chatStream(greedy({ maxTokens: 120 }), neverAborted()));
+    expect(deltas.join('')).toBe(expected);
+  });
+
   it('accepts sampling parameters and penalties and still honours max_tokens', async () => {
     const result = await engine.chat(
       { messages, maxTokens: 16, temperature: 1.3, topP: 0.9, presencePenalty: 1.5, frequencyPenalty: -0.5 },
@@ -152,6 +178,19 @@ describe('a caller that goes away', () => {
     const ctl = new AbortController();
     ctl.abort();
     await expect(engine.chat(greedy({ maxTokens: 50 }), ctl.signal)).rejects.toMatchObject({ name: 'AbortError' });
+  });
+
+  it('stops a non-streamed call at once when its signal aborts during generation', async () => {
+    const ctl = new AbortController();
+    const before = engine.stats.generatedTokens;
+    const call = engine.chat(greedy({ maxTokens: 500 }), ctl.signal);
+    while (engine.stats.generatedTokens - before < 3) await new Promise((r) => setImmediate(r));
+    ctl.abort();
+    await expect(call).rejects.toMatchObject({ name: 'AbortError' });
+    const atAbort = engine.stats.generatedTokens;
+    expect(atAbort - before).toBeLessThan(500);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(engine.stats.generatedTokens - atAbort).toBe(0);
   });
 });
 

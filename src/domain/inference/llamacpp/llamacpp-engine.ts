@@ -42,6 +42,7 @@ import type {
   EngineStreamEvent,
   FinishReason,
 } from '../engine.js';
+import { CompletionText, decodesWithoutContext } from './completion-text.js';
 import { inspectGgufFile, ModelFileError, type GgufFacts } from './gguf-inspect.js';
 import { CODE_DIGITS_GRAMMAR, HAZARD_CODES, UNSAFE_PREFIX, VERDICT_GRAMMAR, guardPrompt, moderationFromVerdict, parseVerdict } from './guard.js';
 import { pullCommandFor, resolveModelFile } from './model-files.js';
@@ -93,37 +94,11 @@ export type EngineStatus = 'idle' | 'loading' | 'ready' | 'failed' | 'closed';
 export const DEFAULT_QUEUE = { max_depth: 16, max_wait_ms: 30_000 } as const;
 /** The verdict is at most "unsafe\nS10,S11,S12" (18 characters): a byte tokenizer needs 18 tokens. */
 const VERDICT_MAX_TOKENS = 32;
-/** Tokens a UTF-8 character may be split into (byte tokens): hold them back until the character completes. */
-const MAX_PARTIAL_CHARACTER_TOKENS = 4;
 
 const noopLogger: LlamaCppLogger = { info() {}, warn() {}, error() {} };
 
 function abortReason(signal: AbortSignal): unknown {
   return signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
-}
-
-/** Where the earliest stop sequence starts in `text` at or after `from`, or -1. */
-function findStop(text: string, from: number, stops: readonly string[]): number {
-  let best = -1;
-  for (const s of stops) {
-    const i = text.indexOf(s, from);
-    if (i >= 0 && (best < 0 || i < best)) best = i;
-  }
-  return best;
-}
-
-/** How far `text` may be sent: up to the start of a tail that could still grow into a stop sequence. */
-function safeEnd(text: string, from: number, stops: readonly string[]): number {
-  let end = text.length;
-  for (const s of stops) {
-    for (let k = Math.min(s.length - 1, text.length - from); k > 0; k--) {
-      if (text.endsWith(s.slice(0, k))) {
-        end = Math.min(end, text.length - k);
-        break;
-      }
-    }
-  }
-  return Math.max(end, from);
 }
 
 function l2normalise(v: readonly number[]): number[] {
@@ -143,6 +118,8 @@ interface ChatRunner {
   stopTokens: Set<Token>;
   /** Plain-text stop triggers of the template. */
   stopTexts: string[];
+  /** Each token's text, when it does not depend on the tokens before it (./completion-text.ts); else null. */
+  pieces: Map<Token, string> | null;
   contextSize: number;
   guard?: { verdict: LlamaGrammar; digits: LlamaGrammar; llama3Headers: boolean };
 }
@@ -164,6 +141,17 @@ interface RankingRunner {
 }
 
 type Runner = ChatRunner | EmbeddingRunner | RankingRunner;
+
+/** One chat call's generation: the model's tokens and what becomes of each. */
+interface Generation {
+  tokens: AsyncIterable<Token>;
+  completion: CompletionText;
+  /** Set by `take` when the token it took ends generation. */
+  finishReason: FinishReason | undefined;
+  /** Takes the next token; returns the text that may be sent now ('' when none). */
+  take(token: Token): string;
+  usage(): EngineChatResult['usage'];
+}
 
 export class LlamaCppEngine implements Engine {
   readonly modelId: string;
@@ -376,7 +364,8 @@ export class LlamaCppEngine implements Engine {
         stopTokens.add(tokens[0]!);
       }
     }
-    return { kind: 'chat', model, context, pool: new SlotPool(sequences, this.queue, this.modelId), wrapper, stopTokens, stopTexts, contextSize, guard };
+    const pieces = decodesWithoutContext(model) ? new Map<Token, string>() : null;
+    return { kind: 'chat', model, context, pool: new SlotPool(sequences, this.queue, this.modelId), wrapper, stopTokens, stopTexts, pieces, contextSize, guard };
   }
 
   private unavailable(): DomainError {
@@ -433,18 +422,55 @@ export class LlamaCppEngine implements Engine {
 
   // ---- chat ----
 
+  // The non-streamed call runs the same steps as the stream (./completion-text.ts does the text),
+  // without an async-generator hop per token.
   async chat(req: EngineChatRequest, signal: AbortSignal): Promise<EngineChatResult> {
-    let content = '';
-    for await (const event of this.chatStream(req, signal)) {
-      if (event.type === 'delta') content += event.content;
-      else return { content, finishReason: event.finishReason, usage: event.usage };
+    if (signal.aborted) throw abortReason(signal);
+    const runner = await this.runnerOf('chat');
+    const prompt = this.chatPrompt(runner, req);
+    const lease = await runner.pool.acquire(signal);
+    try {
+      const generation = await this.startGeneration(runner, lease.slot, prompt, req);
+      let content = '';
+      for await (const token of generation.tokens) {
+        if (signal.aborted) throw abortReason(signal);
+        content += generation.take(token);
+        if (generation.finishReason) break;
+      }
+      if (signal.aborted) throw abortReason(signal);
+      content += generation.completion.finish();
+      return { content, finishReason: generation.finishReason ?? 'stop', usage: generation.usage() };
+    } finally {
+      lease.release();
     }
-    throw new DomainError('internal_error', 'The model stopped without finishing its answer.');
   }
 
   async *chatStream(req: EngineChatRequest, signal: AbortSignal): AsyncGenerator<EngineStreamEvent> {
     if (signal.aborted) throw abortReason(signal);
     const runner = await this.runnerOf('chat');
+    const prompt = this.chatPrompt(runner, req);
+    const lease = await runner.pool.acquire(signal);
+    try {
+      const generation = await this.startGeneration(runner, lease.slot, prompt, req);
+      for await (const token of generation.tokens) {
+        if (signal.aborted) throw abortReason(signal);
+        const content = generation.take(token);
+        if (content) yield { type: 'delta', content };
+        if (generation.finishReason) break;
+        // The consumer may have gone away while it held the delta: no further token for it.
+        if (signal.aborted) throw abortReason(signal);
+      }
+      if (signal.aborted) throw abortReason(signal);
+      const tail = generation.completion.finish();
+      if (tail) yield { type: 'delta', content: tail };
+      yield { type: 'finish', finishReason: generation.finishReason ?? 'stop', usage: generation.usage() };
+    } finally {
+      lease.release();
+    }
+  }
+
+  /** The request's prompt tokens, refused when they and max_tokens do not fit the context. */
+  private chatPrompt(runner: ChatRunner, req: EngineChatRequest): Token[] {
     const prompt = this.renderChat(runner, req.messages);
     if (prompt.length + req.maxTokens > runner.contextSize) {
       throw new DomainError(
@@ -453,21 +479,17 @@ export class LlamaCppEngine implements Engine {
         { param: 'max_tokens' },
       );
     }
-    const lease = await runner.pool.acquire(signal);
-    try {
-      yield* this.generate(runner, lease.slot, prompt, req, signal);
-    } finally {
-      lease.release();
-    }
+    return prompt;
   }
 
-  private async *generate(runner: ChatRunner, seq: LlamaContextSequence, prompt: Token[], req: EngineChatRequest, signal: AbortSignal): AsyncGenerator<EngineStreamEvent> {
-    const { model } = runner;
+  private async startGeneration(runner: ChatRunner, seq: LlamaContextSequence, prompt: Token[], req: EngineChatRequest): Promise<Generation> {
+    const { model, stopTokens } = runner;
+    const stats = this.stats;
     // Every call starts from an empty sequence: one caller's cache never shapes another's output,
     // and the same request with temperature 0 gives the same tokens.
     await seq.eraseContextTokenRanges([{ start: 0, end: seq.nextTokenIndex }]);
     const stops = [...(req.stop ?? []).filter((s) => s.length > 0), ...runner.stopTexts];
-    const generated: Token[] = [];
+    const completion = new CompletionText(model, stops, runner.pieces);
     const penalised = (req.presencePenalty ?? 0) !== 0 || (req.frequencyPenalty ?? 0) !== 0;
     const tokens = seq.evaluate(prompt, {
       temperature: req.temperature ?? 1,
@@ -476,10 +498,11 @@ export class LlamaCppEngine implements Engine {
       minP: 0,
       seed: randomInt(2 ** 31),
       yieldEogToken: true,
+      // Without penalties no callback runs per token.
       ...(penalised
         ? {
             repeatPenalty: {
-              punishTokens: () => generated,
+              punishTokens: () => completion.tokens,
               maxPunishTokens: req.maxTokens,
               penalty: 1,
               presencePenalty: req.presencePenalty ?? 0,
@@ -488,64 +511,24 @@ export class LlamaCppEngine implements Engine {
           }
         : {}),
     });
-
-    let text = '';
-    let sent = 0;
-    let undecoded: Token[] = [];
-    let finishReason: FinishReason | undefined;
-    let stoppedBySequence = false;
-    const decode = (force: boolean) => {
-      if (undecoded.length === 0) return;
-      const piece = model.detokenize(undecoded, false, generated.slice(Math.max(0, generated.length - undecoded.length - 8), generated.length - undecoded.length));
-      if (!force && piece.endsWith('\uFFFD') && undecoded.length < MAX_PARTIAL_CHARACTER_TOKENS) return;
-      text += piece;
-      undecoded = [];
+    const generation: Generation = {
+      tokens,
+      completion,
+      finishReason: undefined,
+      take(token) {
+        if (model.isEogToken(token) || stopTokens.has(token)) {
+          generation.finishReason = 'stop';
+          return '';
+        }
+        stats.generatedTokens++;
+        const text = completion.push(token);
+        if (completion.stopped) generation.finishReason = 'stop';
+        else if (completion.tokens.length >= req.maxTokens) generation.finishReason = 'length';
+        return text;
+      },
+      usage: () => ({ promptTokens: prompt.length, completionTokens: completion.tokens.length, totalTokens: prompt.length + completion.tokens.length }),
     };
-
-    for await (const token of tokens) {
-      if (signal.aborted) throw abortReason(signal);
-      if (model.isEogToken(token) || runner.stopTokens.has(token)) {
-        finishReason = 'stop';
-        break;
-      }
-      generated.push(token);
-      this.stats.generatedTokens++;
-      undecoded.push(token);
-      decode(false);
-      const hit = findStop(text, sent, stops);
-      if (hit >= 0) {
-        if (hit > sent) yield { type: 'delta', content: text.slice(sent, hit) };
-        sent = hit;
-        text = text.slice(0, hit);
-        finishReason = 'stop';
-        stoppedBySequence = true;
-        break;
-      }
-      const end = safeEnd(text, sent, stops);
-      if (end > sent) {
-        yield { type: 'delta', content: text.slice(sent, end) };
-        sent = end;
-      }
-      if (generated.length >= req.maxTokens) {
-        finishReason = 'length';
-        break;
-      }
-      // The consumer may have gone away while it held the delta: no further token for it.
-      if (signal.aborted) throw abortReason(signal);
-    }
-    if (signal.aborted) throw abortReason(signal);
-    if (!stoppedBySequence) {
-      // The end: what was held back (a partial character, a tail that never became a stop sequence) goes out.
-      decode(true);
-      const hit = findStop(text, sent, stops);
-      const end = hit >= 0 ? hit : text.length;
-      if (end > sent) yield { type: 'delta', content: text.slice(sent, end) };
-    }
-    yield {
-      type: 'finish',
-      finishReason: finishReason ?? 'stop',
-      usage: { promptTokens: prompt.length, completionTokens: generated.length, totalTokens: prompt.length + generated.length },
-    };
+    return generation;
   }
 
   // ---- embeddings and rerank ----
