@@ -15,7 +15,7 @@ const config: CodegenConfig = {
         emitLegacyCommonJSImports: false,
         useTypeImports: true,
         enumsAsTypes: true,
-        scalars: { DateTime: 'string', Decimal: 'string', SafeInt: 'number' },
+        scalars: { DateTime: 'string', Decimal: 'string', SafeInt: 'number', EmbeddingVector: 'number[]' },
       },
     },
   },

@@ -2,7 +2,7 @@
 // graphql-ws, with errors carrying the same type, code and HTTP status as /v1.
 import { readFileSync } from 'node:fs';
 import { createClient } from 'graphql-ws';
-import { print } from 'graphql';
+import { GraphQLScalarType, parseValue, print } from 'graphql';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -15,6 +15,7 @@ import {
   ViewerDocument,
 } from '../src/generated/graphql.js';
 import { printedSchema } from '../src/graphql/print-schema.js';
+import { schema } from '../src/graphql/schema.js';
 import { ADMIN_TOKEN, catalogYaml, startTestServer, type TestServer } from './support/harness.js';
 
 let s: TestServer;
@@ -89,11 +90,28 @@ describe('GraphQL over HTTP', () => {
     const e = await s.graphql(print(CreateEmbeddingsDocument), { input: { model: 'embed-test', input: ['a', 'b'] } }, key);
     expect(e.body.data.createEmbeddings.data).toHaveLength(2);
     expect(e.body.data.createEmbeddings.data[1].embedding).toHaveLength(768);
+    for (const d of e.body.data.createEmbeddings.data) for (const x of d.embedding) expect(typeof x).toBe('number');
     const r = await s.graphql(print(RerankDocument), { input: { model: 'rerank-test', query: 'green tea', documents: ['coffee', 'green tea leaves'], topN: 1 } }, key);
     expect(r.body.data.rerank.results).toEqual([{ index: 1, relevanceScore: expect.any(Number), document: { text: 'green tea leaves' } }]);
     const m = await s.graphql(print(ModerateDocument), { input: { model: 'guard-test', input: ['hello there'] } }, key);
     expect(m.body.data.moderate.results[0].flagged).toBe(false);
     expect(m.body.data.moderate.results[0].categories.map((c: any) => c.name)).toEqual(expect.arrayContaining(['hate', 'harassment', 'self-harm', 'sexual', 'violence']));
+  });
+
+  it('the EmbeddingVector scalar passes a list of finite numbers through as it is and refuses anything else', () => {
+    const scalar = schema.getType('EmbeddingVector');
+    expect(scalar).toBeInstanceOf(GraphQLScalarType);
+    const vector = scalar as GraphQLScalarType;
+    const v = [0.25, -1, 3e-8, 0];
+    expect(vector.serialize(v)).toEqual(v);
+    expect(JSON.parse(JSON.stringify(vector.serialize(v)))).toEqual(v);
+    expect(vector.parseValue(v)).toEqual(v);
+    expect(vector.parseLiteral(parseValue('[0.25, -1, 3e-8, 0]'))).toEqual(v);
+    for (const bad of [[1, Number.NaN], [1, Number.POSITIVE_INFINITY], [1, '2'], 'x', 1, null, { 0: 1 }]) {
+      expect(() => vector.serialize(bad)).toThrow(/EmbeddingVector/);
+      expect(() => vector.parseValue(bad)).toThrow(/EmbeddingVector/);
+    }
+    for (const bad of ['1.5', '"1"', '[1, "2"]', '[[1]]', '{a: 1}']) expect(() => vector.parseLiteral(parseValue(bad))).toThrow(/EmbeddingVector/);
   });
 
   it('carries type, code and HTTP status of domain errors in extensions', async () => {

@@ -142,7 +142,7 @@ export type CreateEmbeddingsMutationVariables = Exact<{
 }>;
 
 
-export type CreateEmbeddingsMutation = { createEmbeddings: { object: string, model: string, data: Array<{ object: string, index: number, embedding: Array<number> }>, usage: { promptTokens: number, totalTokens: number } } };
+export type CreateEmbeddingsMutation = { createEmbeddings: { object: string, model: string, data: Array<{ object: string, index: number, embedding: number[] }>, usage: { promptTokens: number, totalTokens: number } } };
 
 export type ModelFieldsFragment = { id: string, object: string, created: number, ownedBy: string, category: ModelCategory, version: string, status: ModelStatus, capabilities: { chatCompletion: boolean | null, streaming: boolean | null, functionCalling: boolean | null, embeddings: boolean | null, rerank: boolean | null, moderation: boolean | null }, pricing: { inputPricePerMillion: number | null, outputPricePerMillion: number | null, pricePerMillionTokens: number | null, currency: string }, specifications: { contextWindow: number | null, maxOutputTokens: number | null, trainingCutoff: string | null, maxTokens: number | null, outputDimensions: number | null, maxDocuments: number | null } };
 

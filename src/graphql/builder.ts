@@ -12,6 +12,8 @@ export const builder = new SchemaBuilder<{
     Decimal: { Input: bigint; Output: bigint };
     /** Counters that can pass 2^31 (monthly token sums). */
     SafeInt: { Input: number; Output: number };
+    /** An embedding: a list of floats serialised as one value (types/embeddings.ts). */
+    EmbeddingVector: { Input: number[]; Output: readonly number[] };
   };
 }>({
   plugins: [DataloaderPlugin],
