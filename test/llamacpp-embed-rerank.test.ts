@@ -54,6 +54,19 @@ describe('embeddings on the in-process engine', () => {
   it('refuses an input longer than the model reads', async () => {
     await expect(embed.embed(['a'.repeat(600)], neverAborted())).rejects.toMatchObject({ code: 'input_too_long' });
   });
+
+  it('embeds a text the same whether or not it was counted first (the count keeps its tokens for the embedding)', async () => {
+    const texts = ['counted first', 'not counted', 'counted first', 'many '.repeat(40)];
+    const alone = await embed.embed(texts, neverAborted());
+    for (const t of [texts[0]!, texts[0]!, texts[3]!]) await embed.countTokens(t);
+    const afterCount = await embed.embed(texts, neverAborted());
+    expect(afterCount).toEqual(alone);
+    // Counting many texts that are never embedded keeps the engine serving the same.
+    for (let i = 0; i < 500; i++) await embed.countTokens(`never embedded ${i}`);
+    expect(await embed.embed(texts, neverAborted())).toEqual(alone);
+    await expect(embed.countTokens('a'.repeat(600))).resolves.toBe(602);
+    await expect(embed.embed(['a'.repeat(600)], neverAborted())).rejects.toMatchObject({ code: 'input_too_long' });
+  });
 });
 
 describe('rerank on the in-process engine', () => {

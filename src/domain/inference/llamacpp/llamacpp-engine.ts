@@ -94,6 +94,8 @@ export type EngineStatus = 'idle' | 'loading' | 'ready' | 'failed' | 'closed';
 export const DEFAULT_QUEUE = { max_depth: 16, max_wait_ms: 30_000 } as const;
 /** The verdict is at most "unsafe\nS10,S11,S12" (18 characters): a byte tokenizer needs 18 tokens. */
 const VERDICT_MAX_TOKENS = 32;
+/** The most inputs one embeddings request carries (the specification's limit). */
+const MAX_KEPT_EMBEDDING_INPUTS = 100;
 
 const noopLogger: LlamaCppLogger = { info() {}, warn() {}, error() {} };
 
@@ -130,6 +132,8 @@ interface EmbeddingRunner {
   contexts: LlamaEmbeddingContext[];
   pool: SlotPool<LlamaEmbeddingContext>;
   maxInputTokens: number;
+  /** Inputs counted and not yet embedded: their tokens and length (see `embeddingInput`). */
+  counted: Map<string, { tokens: Token[]; length: number }>;
 }
 
 interface RankingRunner {
@@ -320,7 +324,7 @@ export class LlamaCppEngine implements Engine {
       if (config.category === 'embedding') {
         const contexts: LlamaEmbeddingContext[] = [];
         for (let i = 0; i < this.parallel; i++) contexts.push(await model.createEmbeddingContext(opts));
-        return { kind: 'embedding', model, contexts, pool: new SlotPool(contexts, this.queue, this.modelId), maxInputTokens };
+        return { kind: 'embedding', model, contexts, pool: new SlotPool(contexts, this.queue, this.modelId), maxInputTokens, counted: new Map() };
       }
       const contexts: LlamaRankingContext[] = [];
       for (let i = 0; i < this.parallel; i++) contexts.push(await model.createRankingContext(opts));
@@ -412,7 +416,7 @@ export class LlamaCppEngine implements Engine {
     switch (runner.kind) {
       case 'embedding':
         // What the model reads: the text with its [CLS] and [SEP].
-        return runner.contexts[0]!.calculateInputLength(text);
+        return this.embeddingInput(runner, text, true).length;
       case 'reranking':
         return runner.model.tokenize(text, false, 'trimLeadingSpace').length;
       default:
@@ -533,6 +537,27 @@ export class LlamaCppEngine implements Engine {
 
   // ---- embeddings and rerank ----
 
+  /**
+   * An embedding input's tokens and the length the model reads. The service counts every input
+   * before it embeds them (to refuse input_too_long before any work and to place the hold), so the
+   * count keeps its tokens for the embedding that follows instead of tokenizing each text twice.
+   */
+  private embeddingInput(runner: EmbeddingRunner, text: string, keep: boolean): { tokens: Token[]; length: number } {
+    const counted = runner.counted.get(text);
+    if (counted) {
+      if (!keep) runner.counted.delete(text);
+      return counted;
+    }
+    const tokens = runner.model.tokenize(text, false);
+    const input = { tokens, length: runner.contexts[0]!.calculateInputLength(tokens) };
+    if (keep) {
+      // Bounded: the most inputs one request carries, twice over; the oldest goes first.
+      if (runner.counted.size >= 2 * MAX_KEPT_EMBEDDING_INPUTS) runner.counted.delete(runner.counted.keys().next().value!);
+      runner.counted.set(text, input);
+    }
+    return input;
+  }
+
   async embed(input: string[], signal: AbortSignal): Promise<EngineEmbedResult> {
     const runner = await this.runnerOf('embedding');
     const lease = await runner.pool.acquire(signal);
@@ -542,8 +567,7 @@ export class LlamaCppEngine implements Engine {
       let promptTokens = 0;
       for (let i = 0; i < input.length; i++) {
         if (signal.aborted) throw abortReason(signal);
-        const tokens = runner.model.tokenize(input[i]!, false);
-        const length = context.calculateInputLength(tokens);
+        const { tokens, length } = this.embeddingInput(runner, input[i]!, false);
         if (length > runner.maxInputTokens) {
           throw new DomainError('input_too_long', `'input[${i}]' has ${length} tokens; the model '${this.modelId}' takes at most ${runner.maxInputTokens}.`, { param: 'input' });
         }
