@@ -5,7 +5,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { MikroORM } from '@mikro-orm/core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { closeDatabase, databaseKind, getKnex, openDatabase, parseDatabaseUrl } from '../src/db/orm.js';
 import { MIGRATIONS } from '../src/db/migrations/index.js';
 import { AccountsService, type Tier } from '../src/domain/accounts/accounts-service.js';
@@ -55,6 +56,9 @@ if (adminUrl) {
     },
   });
 }
+
+const originalRun = AsyncLocalStorage.prototype.run;
+const originalEnterWith = AsyncLocalStorage.prototype.enterWith;
 
 /** Runs `fn` and returns how many SQL statements went to the database meanwhile. */
 async function countQueries(orm: MikroORM, fn: () => Promise<unknown>): Promise<number> {
@@ -273,6 +277,34 @@ describe.each(backends)('accounts and API keys on $name', (backend) => {
     for (const secret of [apiKey, second.apiKey]) expect(text).not.toContain(secret.slice(12, -4));
     expect(text).not.toMatch(/[0-9a-f]{64}/);
     await expect(accounts.listKeys('acct_doesnotexist000000')).rejects.toMatchObject({ code: 'not_found' });
+  });
+
+  it('writes accounts, keys and tiers without entering an AsyncLocalStorage (which would switch on async hooks for good)', async () => {
+    // On Node 20 the first AsyncLocalStorage run enables a promise hook for the rest of the
+    // process; a unit-of-work flush does one. The writes must not.
+    const entered: string[] = [];
+    const record = () => {
+      const stack = new Error().stack ?? '';
+      if (stack.includes('@mikro-orm') || stack.includes('accounts-service')) entered.push(stack);
+    };
+    const run = vi.spyOn(AsyncLocalStorage.prototype, 'run').mockImplementation(function (this: AsyncLocalStorage<unknown>, ...args: unknown[]) {
+      record();
+      return Reflect.apply(originalRun, this, args) as never;
+    });
+    const enterWith = vi.spyOn(AsyncLocalStorage.prototype, 'enterWith').mockImplementation(function (this: AsyncLocalStorage<unknown>, store: unknown) {
+      record();
+      Reflect.apply(originalEnterWith, this, [store]);
+    });
+    try {
+      const { account } = await seedAccount('free');
+      const { id: keyId } = await accounts.createKey(account.id, { name: 'ci' });
+      expect((await accounts.setTier(account.id, 'startup')).tier).toBe('startup');
+      await accounts.revokeKey(keyId);
+    } finally {
+      run.mockRestore();
+      enterWith.mockRestore();
+    }
+    expect(entered).toEqual([]);
   });
 
   it('creates 50 keys concurrently for one account, all distinct and all usable', async () => {
