@@ -4,7 +4,7 @@
 // its keys afterwards.
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { RedisRateLimitStore } from '../src/domain/ratelimit/redis-store.js';
 import { describeRateLimitStore } from './support/ratelimit-store-suite.js';
 
@@ -113,6 +113,55 @@ describe.skipIf(!url)('Redis rate-limit store', () => {
     expect([g!.recentHits, h!.recentHits, i!.recentHits]).toEqual([3, 4, 5]);
     expect([g!.alert, h!.alert, i!.alert]).toEqual([true, false, false]);
     await s.close();
+  });
+
+  it('sends a waiting correction on its own once its delay is over, and not when an admission took it first', async () => {
+    const s = await store({ correctionDelayMs: 30 });
+    const other = await store();
+    // The store's one way of sending corrections without an admission.
+    const sentAlone = vi.spyOn(s as unknown as { sendCorrections: (key: string, limits: unknown, corrections: number[]) => Promise<unknown> }, 'sendCorrections');
+    const limits = { rpm: 100, tpm: 10_000 };
+    // Taken by the next admission: never sent on its own.
+    const a = await s.admit('acct_timer', limits, 4_000, 100);
+    if (!a.admitted) throw new Error('expected an admission');
+    await s.correct(a.ref, limits, -4_000);
+    const b = await s.admit('acct_timer', limits, 9_000, 100);
+    expect(b.admitted).toBe(true);
+    if (!b.admitted) return;
+    // Left waiting: the timer sends it, and another instance sees 9 000 tokens given back.
+    await s.correct(b.ref, limits, -9_000);
+    await vi.waitFor(async () => expect((await other.admit('acct_timer', limits, 1, 100)).state.tpm.remaining).toBeGreaterThan(9_000), { timeout: 5_000, interval: 20 });
+    expect(sentAlone).toHaveBeenCalledTimes(1);
+    expect(sentAlone.mock.calls[0]![2]).toEqual([b.ref.slot, -9_000]);
+    await Promise.all([s.close(), other.close()]);
+  });
+
+  it('does not send a correction on its own while the account keeps admitting within the delay', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+    try {
+      const s = await store({ correctionDelayMs: 30 });
+      const sentAlone = vi.spyOn(s as unknown as { sendCorrections: (key: string, limits: unknown, corrections: number[]) => Promise<unknown> }, 'sendCorrections');
+      const limits = { rpm: 100, tpm: 10_000 };
+      const admitted = async () => {
+        const r = await s.admit('acct_busy', limits, 1_000, 100);
+        if (!r.admitted) throw new Error('expected an admission');
+        return r;
+      };
+      const a = await admitted();
+      await s.correct(a.ref, limits, -500); // waits from 0 ms: the timer is set for 30 ms
+      const b = await admitted(); // takes it
+      await vi.advanceTimersByTimeAsync(25);
+      await s.correct(b.ref, limits, -500); // waits from 25 ms
+      await vi.advanceTimersByTimeAsync(10); // 35 ms: the timer finds nothing that has waited 30 ms
+      const c = await admitted(); // takes it
+      await vi.advanceTimersByTimeAsync(100);
+      expect(sentAlone).not.toHaveBeenCalled();
+      // Both corrections reached Redis with the admissions: 3 000 counted, 1 000 given back.
+      expect(c.state.tpm.remaining).toBe(10_000 - 3_000 + 1_000);
+      await s.close();
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('gives every key it writes a time to live of about a minute, and the alert marker about an hour', async () => {

@@ -328,8 +328,11 @@ export class RedisRateLimitStore implements RateLimitStore {
   private readonly now: (() => number) | undefined;
   private readonly correctionDelayMs: number;
   private readonly onDeferredError: (err: unknown) => void;
-  /** Corrections not sent yet, per account: slot → delta. */
-  private readonly pending = new Map<string, Map<number, number>>();
+  /**
+   * Corrections not sent yet, per account: slot → delta, and since when the oldest has waited
+   * (performance.now()). In insertion order, so the first entry has waited longest.
+   */
+  private readonly pending = new Map<string, { since: number; slots: Map<number, number> }>();
   /** Admissions per account waiting for that account's call to Redis. */
   private readonly admitQueues = new Map<string, AdmitQueue>();
   private flushTimer: NodeJS.Timeout | undefined;
@@ -409,7 +412,7 @@ export class RedisRateLimitStore implements RateLimitStore {
       try {
         reply = (await this.scripted.tollgateAdmit(k.window, k.hits, k.alert, this.clock(), ...args, ...corrections)).map(Number);
       } catch (err) {
-        this.restorePending(key, corrections);
+        this.addPending(key, corrections);
         for (const a of batch) a.reject(err);
         continue;
       }
@@ -428,23 +431,39 @@ export class RedisRateLimitStore implements RateLimitStore {
     const delta = Math.round(deltaTokens);
     if (delta === 0) return null;
     if (this.correctionDelayMs > 0) {
-      let slots = this.pending.get(ref.key);
-      if (!slots) this.pending.set(ref.key, (slots = new Map()));
-      slots.set(ref.slot, (slots.get(ref.slot) ?? 0) + delta);
-      this.flushTimer ??= setTimeout(() => void this.flush(), this.correctionDelayMs);
+      this.addPending(ref.key, [ref.slot, delta]);
       return null;
     }
     return this.sendCorrections(ref.key, limits, [ref.slot, delta]);
   }
 
   /** Sends every queued correction now (each account's in one call). */
-  async flush(): Promise<void> {
+  flush(): Promise<void> {
+    return this.sendPending(Infinity);
+  }
+
+  /**
+   * Sends the corrections that have waited correctionDelayMs (those of an account still admitting
+   * calls ride with its next admission instead and are gone from the queue by now), then waits for
+   * the next to come due.
+   */
+  private async flushDue(): Promise<void> {
+    this.flushTimer = undefined;
+    await this.sendPending(performance.now() - this.correctionDelayMs);
+  }
+
+  private async sendPending(waitingSince: number): Promise<void> {
     if (this.flushTimer) clearTimeout(this.flushTimer);
     this.flushTimer = undefined;
-    const keys = [...this.pending.keys()];
+    const due: [string, number[]][] = [];
+    for (const [key, entry] of this.pending) {
+      if (entry.since > waitingSince) break;
+      due.push([key, []]);
+    }
+    for (const item of due) item[1] = this.takePending(item[0]);
+    this.armFlush();
     await Promise.all(
-      keys.map(async (key) => {
-        const corrections = this.takePending(key);
+      due.map(async ([key, corrections]) => {
         if (corrections.length === 0) return;
         try {
           await this.sendCorrections(key, null, corrections);
@@ -456,6 +475,15 @@ export class RedisRateLimitStore implements RateLimitStore {
     );
   }
 
+  /** Sets the timer for the correction that has waited longest, unless one is set. */
+  private armFlush() {
+    if (this.flushTimer) return;
+    const first = this.pending.values().next();
+    if (first.done) return;
+    const wait = Math.max(0, first.value.since + this.correctionDelayMs - performance.now());
+    this.flushTimer = setTimeout(() => void this.flushDue(), wait);
+  }
+
   private async sendCorrections(key: string, limits: RateLimits | null, corrections: number[]): Promise<LimiterState | null> {
     const reply = (await this.scripted.tollgateCorrect(this.keys(key).window, this.clock(), ...corrections)).map(Number);
     const [nowMs, usedR, usedT, newest] = reply as [number, number, number, number];
@@ -463,20 +491,21 @@ export class RedisRateLimitStore implements RateLimitStore {
   }
 
   private takePending(key: string): number[] {
-    const slots = this.pending.get(key);
-    if (!slots) return [];
+    const entry = this.pending.get(key);
+    if (!entry) return [];
     this.pending.delete(key);
     const out: number[] = [];
-    for (const [slot, delta] of slots) if (delta !== 0) out.push(slot, delta);
+    for (const [slot, delta] of entry.slots) if (delta !== 0) out.push(slot, delta);
     return out;
   }
 
-  private restorePending(key: string, corrections: number[]) {
+  /** Queues corrections (slot, delta pairs) for the account's next call, or the flush. */
+  private addPending(key: string, corrections: number[]) {
     if (corrections.length === 0) return;
-    let slots = this.pending.get(key);
-    if (!slots) this.pending.set(key, (slots = new Map()));
-    for (let i = 0; i < corrections.length; i += 2) slots.set(corrections[i]!, (slots.get(corrections[i]!) ?? 0) + corrections[i + 1]!);
-    this.flushTimer ??= setTimeout(() => void this.flush(), this.correctionDelayMs);
+    let entry = this.pending.get(key);
+    if (!entry) this.pending.set(key, (entry = { since: performance.now(), slots: new Map() }));
+    for (let i = 0; i < corrections.length; i += 2) entry.slots.set(corrections[i]!, (entry.slots.get(corrections[i]!) ?? 0) + corrections[i + 1]!);
+    this.armFlush();
   }
 
   async recentHits(key: string): Promise<number> {
