@@ -1,26 +1,18 @@
 // The in-process engine's cost: completion tokens per second and embeddings per second through
 // tollgate's /v1 API (a child process serving the project's tiny GGUF fixtures with llama.cpp) against
-// node-llama-cpp called directly on the same files, in the same run, with the same settings
-// (threads 1, greedy decoding, the same chat template and prompt). Prints both and the ratio; the
+// node-llama-cpp called directly on the same files (in a child process of its own too), in the same
+// run, with the same settings (threads 1, greedy decoding, the same chat template and prompt). Prints both and the ratio; the
 // goal is at least 0.95. BENCH_LLAMA_ROUNDS (default 24) sets how many requests each side makes.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { getLlama, LlamaLogLevel, resolveChatWrapper } from 'node-llama-cpp';
+import { fork } from 'node:child_process';
 import { writeFixtures } from '../src/domain/inference/llamacpp/fixtures.js';
 import { createAccount, fmt, startTollgate } from './lib.js';
+import { EMBED_INPUTS, type Fixtures, MAX_TOKENS, MESSAGES } from './llamacpp-shared.js';
 
 const ROUNDS = Number(process.env.BENCH_LLAMA_ROUNDS ?? 24);
-// Long answers: the tiny model makes a token in about half a millisecond, so the fixed cost of an HTTP
-// request (auth, GraphQL, billing; about 10–15 ms here) would otherwise dominate in a way it never
-// does with a real model (tens of milliseconds per token).
-const MAX_TOKENS = 768;
-// The most inputs one request may carry (section 4.4): what a throughput-minded client sends.
-const EMBED_BATCH = 100;
-const MESSAGES = [{ role: 'user' as const, content: 'Write a long story about a lighthouse keeper and the sea.' }];
-const EMBED_INPUTS = Array.from({ length: EMBED_BATCH }, (_, i) => `document number ${i}: a short text about topic ${i % 7} to embed`);
-
-function catalog(files: ReturnType<typeof writeFixtures>): string {
+function catalog(files: Fixtures): string {
   const common = 'owned_by: bench\n    created: 1735689600\n    version: "2025-01-01"\n    status: active';
   return `models:
   - id: chat-local
@@ -98,45 +90,42 @@ async function compare(a: () => Promise<number>, b: () => Promise<number>): Prom
   return [rate(runs[0]), rate(runs[1]), median(roundRatios)];
 }
 
-/** node-llama-cpp on its own: the same prompt, template, sampling and context sizes as the engine uses. */
-async function direct(files: ReturnType<typeof writeFixtures>): Promise<Side> {
-  const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error });
-  const model = await llama.loadModel({ modelPath: files.chat });
-  const context = await model.createContext({ contextSize: 1024, threads: 1 });
-  const sequence = context.getSequence();
-  const { contextText } = resolveChatWrapper(model).generateContextState({
-    chatHistory: [{ type: 'user', text: MESSAGES[0].content }, { type: 'model', response: [] }],
-  });
-  const prompt = contextText.tokenize(model.tokenizer);
-  const embedModel = await llama.loadModel({ modelPath: files.embedding });
-  // The engine's context for max_tokens 512 on a 512-token model: 512, one batch.
-  const embedContext = await embedModel.createEmbeddingContext({ contextSize: 512, batchSize: 512, threads: 1 });
+/**
+ * node-llama-cpp on its own, in a child process like tollgate (./llamacpp-direct-main.ts): the same
+ * prompt, template, sampling and context sizes as the engine uses. Its own process, not the
+ * benchmark's: the two sides then differ only in what tollgate adds, not in which process the
+ * work runs in (in one process, engine and direct loop take the same time).
+ */
+async function direct(files: Fixtures): Promise<Side> {
+  const child = fork(path.join(import.meta.dirname, 'llamacpp-direct-main.ts'), [JSON.stringify(files)], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const next = () =>
+    new Promise<{ count?: number }>((resolve, reject) => {
+      const onExit = (code: number | null) => reject(new Error(`the direct side exited with ${code}`));
+      child.once('exit', onExit);
+      child.once('message', (m) => {
+        child.off('exit', onExit);
+        resolve(m as { count?: number });
+      });
+    });
+  await next(); // ready: models loaded
+  const ask = async (run: 'chat' | 'embed') => {
+    const reply = next();
+    child.send({ run });
+    return (await reply).count!;
+  };
   return {
-    async chat() {
-      await sequence.eraseContextTokenRanges([{ start: 0, end: sequence.nextTokenIndex }]);
-      let n = 0;
-      for await (const token of sequence.evaluate(prompt, { temperature: 0, yieldEogToken: true })) {
-        if (model.isEogToken(token)) break;
-        model.detokenize([token]);
-        if (++n >= MAX_TOKENS) break;
-      }
-      return n;
-    },
-    async embed() {
-      for (const text of EMBED_INPUTS) await embedContext.getEmbeddingFor(text);
-      return EMBED_INPUTS.length;
-    },
+    chat: () => ask('chat'),
+    embed: () => ask('embed'),
     async close() {
-      await context.dispose();
-      await model.dispose();
-      await embedContext.dispose();
-      await embedModel.dispose();
+      const done = next().catch(() => ({}));
+      child.send({ run: 'close' });
+      await done;
     },
   };
 }
 
 /** The same work through tollgate's /v1 API (a child process), one request at a time. */
-async function throughTollgate(files: ReturnType<typeof writeFixtures>, dir: string): Promise<Side> {
+async function throughTollgate(files: Fixtures, dir: string): Promise<Side> {
   const config = path.join(dir, 'config.yaml');
   writeFileSync(config, catalog(files));
   const tollgate = await startTollgate({ CONFIG: config });
