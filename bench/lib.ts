@@ -57,9 +57,23 @@ ${extra}`,
   return file;
 }
 
-/** Starts tollgate (`src/main.ts`) as a child process and waits until /readyz answers. */
+/**
+ * Starts tollgate (`src/main.ts`) as a child process and waits until /readyz answers. The port is
+ * picked at random; one that turns out to be taken (by another program or one of this machine's
+ * outgoing connections) is tried again with another.
+ */
 export async function startTollgate(env: Record<string, string>, entry = 'src/main.ts'): Promise<Child & { url: string }> {
-  const port = 20000 + Math.floor(Math.random() * 20000);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startTollgateOnce(env, entry);
+    } catch (err) {
+      if (attempt >= 3) throw err;
+    }
+  }
+}
+
+async function startTollgateOnce(env: Record<string, string>, entry: string): Promise<Child & { url: string }> {
+  const port = 20000 + Math.floor(Math.random() * 12000);
   const dir = mkdtempSync(path.join(tmpdir(), 'tollgate-bench-db-'));
   const proc = spawn(process.execPath, ['--import', 'tsx', entry], {
     cwd: ROOT,
