@@ -209,16 +209,16 @@ describe('server processes', () => {
     try {
       servers.push(...(await Promise.all([startServerProcess({ CONFIG: config, DATABASE_URL: db.url }), startServerProcess({ CONFIG: config, DATABASE_URL: db.url })])));
       const account = await createFundedAccount(servers[0]!.url, formatDecimal(CALL_COST * BigInt(PAYABLE)));
+      // One paid call through each process first (which of them wins the race below is up to the
+      // scheduler), then the rest all at once, spread over both.
+      for (const s of servers) expect((await fireAll([s.url], account.apiKey, 1))[0]!.status).toBe(200);
       const results = await fireAll(
         servers.map((s) => s.url),
         account.apiKey,
-        CALLS,
+        CALLS - 2,
       );
-      expect(results.filter((r) => r.status === 200)).toHaveLength(PAYABLE);
+      expect(results.filter((r) => r.status === 200)).toHaveLength(PAYABLE - 2);
       expect(results.filter((r) => r.status === 402 && r.code === 'insufficient_balance')).toHaveLength(CALLS - PAYABLE);
-      // Both processes served some of the paid calls.
-      const served = [0, 1].map((k) => results.filter((r, i) => i % 2 === k && r.status === 200).length);
-      expect(served.every((n) => n > 0)).toBe(true);
       for (const s of servers) await stop(s);
       const { orm, billing } = await inspect(db.url);
       try {
