@@ -2,7 +2,6 @@
 // model files are missing (and the command that fetches each) or refused, the other models serve;
 // a catalog that contradicts a GGUF stops start-up. And the CLI's model commands (run in-process
 // through runCli, the same entry bin/tollgate.js calls): fixtures, and pull from a loopback server.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -11,9 +10,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../src/cli.js';
 import { ADMIN_TOKEN } from './support/harness.js';
-import { waitReady } from './support/ready.js';
+import { spawnTollgate, waitReady } from './support/ready.js';
 
-const ROOT = path.resolve(import.meta.dirname, '..');
 let dir: string;
 
 beforeAll(() => {
@@ -21,18 +19,6 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-function run(args: string[], env: Record<string, string>): { proc: ChildProcess; output: () => string; exited: Promise<number | null> } {
-  let out = '';
-  const proc = spawn(process.execPath, ['--import', 'tsx', ...args], {
-    cwd: ROOT,
-    env: { ...process.env, HOST: '127.0.0.1', ADMIN_TOKEN, LOG_LEVEL: 'info', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  proc.stdout!.on('data', (d) => (out += d));
-  proc.stderr!.on('data', (d) => (out += d));
-  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
-  return { proc, output: () => out, exited };
-}
 
 /** The CLI in this process: its exit code and everything it printed. */
 async function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -74,7 +60,7 @@ describe('the server process with in-process models', () => {
     );
     const port = 30000 + Math.floor(Math.random() * 20000);
     const url = `http://127.0.0.1:${port}`;
-    const server = run(['src/main.ts'], { CONFIG: config, PORT: String(port), DATABASE_URL: `sqlite:${path.join(out, 'db.sqlite')}`, MODELS_DIR: out });
+    const server = spawnTollgate(['src/main.ts'], { CONFIG: config, PORT: String(port), DATABASE_URL: `sqlite:${path.join(out, 'db.sqlite')}`, MODELS_DIR: out });
     try {
       await waitReady(url);
       const log = server.output();
@@ -105,7 +91,7 @@ describe('the server process with in-process models', () => {
     expect((await cli(['models', 'fixtures', '--out', out])).code).toBe(0);
     const config = path.join(out, 'tollgate.yaml');
     writeFileSync(config, readFileSync(config, 'utf8').replace('output_dimensions: 64', 'output_dimensions: 1024'));
-    const server = run(['src/main.ts'], { CONFIG: config, PORT: '0', DATABASE_URL: `sqlite:${path.join(out, 'db.sqlite')}` });
+    const server = spawnTollgate(['src/main.ts'], { CONFIG: config, PORT: '0', DATABASE_URL: `sqlite:${path.join(out, 'db.sqlite')}` });
     expect(await server.exited).toBe(1);
     expect(server.output()).toContain(`${path.join(out, 'tiny-embed.gguf')}: "bert.embedding_length" is 64, but model "tiny-embed" declares specifications.output_dimensions: 1024`);
   });

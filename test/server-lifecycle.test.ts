@@ -1,15 +1,13 @@
 // The server as a process: readiness, graceful shutdown with a stream in flight, a bad config
 // refused at start-up, and a client that goes away stopping the upstream call.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
 import { ADMIN_TOKEN, catalogYaml, startTestServer } from './support/harness.js';
-import { waitReady } from './support/ready.js';
+import { spawnTollgate, waitReady } from './support/ready.js';
 
-const ROOT = path.resolve(import.meta.dirname, '..');
 let upstream: FakeUpstream;
 let dir: string;
 
@@ -19,18 +17,6 @@ beforeAll(async () => {
 });
 afterAll(() => upstream.close());
 
-function startProcess(env: Record<string, string>): { proc: ChildProcess; output: () => string; exited: Promise<number | null> } {
-  let out = '';
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    cwd: ROOT,
-    env: { ...process.env, HOST: '127.0.0.1', ADMIN_TOKEN, LOG_LEVEL: 'info', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  proc.stdout!.on('data', (d) => (out += d));
-  proc.stderr!.on('data', (d) => (out += d));
-  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
-  return { proc, output: () => out, exited };
-}
 
 
 describe('the server process', () => {
@@ -39,7 +25,7 @@ describe('the server process', () => {
     writeFileSync(config, catalogYaml(upstream.url));
     const port = 30000 + Math.floor(Math.random() * 20000);
     const url = `http://127.0.0.1:${port}`;
-    const server = startProcess({ CONFIG: config, PORT: String(port), DATABASE_URL: `sqlite:${path.join(dir, 'life.db')}` });
+    const server = spawnTollgate(['src/main.ts'], { CONFIG: config, PORT: String(port), DATABASE_URL: `sqlite:${path.join(dir, 'life.db')}` });
     await waitReady(url);
     expect(await (await fetch(`${url}/healthz`)).json()).toEqual({ status: 'ok' });
 
@@ -70,7 +56,7 @@ describe('the server process', () => {
   it('refuses a bad config at start-up with a message naming the model and the key', async () => {
     const config = path.join(dir, 'bad.yaml');
     writeFileSync(config, catalogYaml(upstream.url).replace('owned_by: tests\n    created: 1735689600\n    version: "2025-01-01"\n    status: beta', 'owned_by: tests\n    created: 1735689600\n    version: "2025-01-01"\n    status: beta\n    speed: fast'));
-    const server = startProcess({ CONFIG: config, PORT: '0', DATABASE_URL: `sqlite:${path.join(dir, 'bad.db')}` });
+    const server = spawnTollgate(['src/main.ts'], { CONFIG: config, PORT: '0', DATABASE_URL: `sqlite:${path.join(dir, 'bad.db')}` });
     expect(await server.exited).toBe(1);
     expect(server.output()).toContain('model "rerank-test"');
     expect(server.output()).toContain('"speed"');

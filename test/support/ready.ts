@@ -1,4 +1,33 @@
-// Waits for a tollgate started as a child process to answer /readyz with 200.
+// Tollgate as a child process, the way an operator starts it: spawning it with its output captured,
+// and waiting for it to answer /readyz with 200.
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { ADMIN_TOKEN } from './harness.js';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+
+export interface TollgateProcess {
+  proc: ChildProcess;
+  /** Everything it wrote so far, stdout and stderr. */
+  output: () => string;
+  exited: Promise<number | null>;
+}
+
+/** Runs `node --import tsx …args` from the project's root (e.g. `src/main.ts`), logging at info. */
+export function spawnTollgate(args: string[], env: Record<string, string>): TollgateProcess {
+  let out = '';
+  const proc = spawn(process.execPath, ['--import', 'tsx', ...args], {
+    cwd: ROOT,
+    env: { ...process.env, HOST: '127.0.0.1', ADMIN_TOKEN, LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  proc.stdout!.on('data', (d) => (out += d));
+  proc.stderr!.on('data', (d) => (out += d));
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  return { proc, output: () => out, exited };
+}
+
+/** Waits for a tollgate started as a child process to answer /readyz with 200. */
 export async function waitReady(url: string, attempts = 600): Promise<void> {
   // Generous: on a busy 2-core machine the process compiles its sources (and may load models) first.
   for (let i = 0; i < attempts; i++) {
