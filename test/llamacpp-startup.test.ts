@@ -19,7 +19,6 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-
 /** The CLI in this process: its exit code and everything it printed. */
 async function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = '';
@@ -31,7 +30,6 @@ async function cli(args: string[], env: Record<string, string> = {}): Promise<{ 
   });
   return { code, stdout, stderr };
 }
-
 
 describe('tollgate models fixtures', () => {
   it('writes the fixtures and a config that serves them', async () => {

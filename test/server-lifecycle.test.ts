@@ -17,8 +17,6 @@ beforeAll(async () => {
 });
 afterAll(() => upstream.close());
 
-
-
 describe('the server process', () => {
   it('finishes a stream in flight on SIGTERM, then exits 0 and accepts no more connections', async () => {
     const config = path.join(dir, 'ok.yaml');
