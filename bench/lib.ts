@@ -28,12 +28,18 @@ function track(proc: ChildProcess): Child {
 }
 
 export async function startFakeUpstream(): Promise<Child & { url: string }> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'test/support/fake-upstream-main.ts', '--port', '0'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+  const { child, line } = await startReporting('test/support/fake-upstream-main.ts', ['--port', '0']);
+  return { ...child, url: (line as { url: string }).url };
+}
+
+/** Starts a TypeScript entry point that prints one JSON line when it is ready; returns it parsed. */
+export async function startReporting(entry: string, args: string[] = [], env: Record<string, string> = {}): Promise<{ child: Child; line: unknown }> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', entry, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
   const line = await new Promise<string>((resolve, reject) => {
     createInterface({ input: proc.stdout! }).once('line', resolve);
-    proc.once('exit', (code) => reject(new Error(`fake upstream exited with ${code}`)));
+    proc.once('exit', (code) => reject(new Error(`${entry} exited with ${code}`)));
   });
-  return { ...track(proc), url: JSON.parse(line).url };
+  return { child: track(proc), line: JSON.parse(line) };
 }
 
 export function benchConfig(upstreamUrl: string, extra = ''): string {

@@ -1,23 +1,28 @@
 // What the rate limiter costs: saturation throughput of non-streamed chat through tollgate with
 // the limiter off, on the in-memory store and on Redis, with limits so high that nothing is refused,
 // printed as ratios to the run without it (budget: Redis costs at most 10% of throughput).
-// The machine's noise comes in bursts of seconds (other work on the host), and two processes of
-// the same setting can differ by 10 % (seen here), so: each setting runs in its own process, the
-// processes are started afresh BENCH_RL_GROUPS times (default 6), and with each group of processes
-// the settings take turns in short slices (BENCH_RL_SLICES per group, default 3, of
-// BENCH_RL_SLICE_SECONDS, default 2 s; the order rotating). A slice's ratio compares settings
-// measured seconds apart; the figure is the median over all slices' ratios, and the spread (the
-// quartiles) is printed beside it. REDIS_URL names the Redis (default 127.0.0.1:6379).
+// The three settings are three servers in one process (`ratelimit-main.ts`), each built as
+// `src/main.ts` builds it, so they share the JIT, the heap and the process's luck on this VM (two
+// processes of the same code differ here by up to 10 %, more than the effect measured). The
+// machine's noise comes in bursts of seconds, so the settings take turns in short slices
+// (BENCH_RL_SLICES rounds, default 8, of BENCH_RL_SLICE_SECONDS, default 1.5 s; the order rotating)
+// and a slice's ratio compares settings measured seconds apart; the process is started afresh
+// BENCH_RL_GROUPS times (default 3). The figure is the median over all slices' ratios, with the
+// quartiles beside it. REDIS_URL names the Redis (default 127.0.0.1:6379).
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { Redis } from 'ioredis';
-import { benchConfig, createAccount, fmt, startFakeUpstream, startTollgate, type Child } from './lib.js';
+import { ADMIN_TOKEN, benchConfig, createAccount, fmt, startFakeUpstream, startReporting, type Child } from './lib.js';
 import { openLoop, type OpenLoopResult } from './openloop.js';
 
-const GROUPS = Number(process.env.BENCH_RL_GROUPS ?? 6);
-const SLICES = Number(process.env.BENCH_RL_SLICES ?? 3);
-const SLICE_SECONDS = Number(process.env.BENCH_RL_SLICE_SECONDS ?? 2);
+const GROUPS = Number(process.env.BENCH_RL_GROUPS ?? 3);
+const SLICES = Number(process.env.BENCH_RL_SLICES ?? 8);
+const SLICE_SECONDS = Number(process.env.BENCH_RL_SLICE_SECONDS ?? 1.5);
 const CONNECTIONS = 32;
+/** BENCH_RL_VERBOSE=1 prints every slice. */
+const VERBOSE = process.env.BENCH_RL_VERBOSE === '1';
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 // High enough that a 2-core machine never reaches them in a minute.
@@ -74,25 +79,36 @@ export async function benchRateLimit(): Promise<void> {
   const upstream = await startFakeUpstream();
   const prefix = `tollgate-bench:${randomBytes(4).toString('hex')}:`;
   const withRedis = await redisReachable(REDIS_URL);
-  const settings: { name: string; yaml: string; env?: Record<string, string> }[] = [
+  const settings: { name: string; yaml: string; redis?: boolean }[] = [
     { name: 'limiter off', yaml: `${HIGH_LIMITS}rate_limits: { backend: none }\n` },
     { name: 'limiter in memory', yaml: `${HIGH_LIMITS}rate_limits: { backend: memory }\n` },
   ];
-  if (withRedis) settings.push({ name: 'limiter on Redis', yaml: `${HIGH_LIMITS}rate_limits: { backend: redis, key_prefix: "${prefix}" }\n`, env: { REDIS_URL } });
-  const start = async (i: number) => {
-    const tollgate = await startTollgate({ CONFIG: benchConfig(upstream.url, settings[i]!.yaml), ...settings[i]!.env });
-    const { apiKey } = await createAccount(tollgate.url, 'enterprise');
-    const load = {
-      url: `${tollgate.url}/v1/chat/completions`,
-      body: { model: 'chat-bench', max_tokens: 16, messages: [{ role: 'user', content: 'Say something short. #tokens=16' }] },
-      headers: { authorization: `Bearer ${apiKey}` },
-    };
-    return { ...tollgate, load };
+  if (process.env.BENCH_RL_AA === '1') settings.splice(1, 1, { name: 'limiter off (again)', yaml: `${HIGH_LIMITS}rate_limits: { backend: none }\n` });
+  if (withRedis) settings.push({ name: 'limiter on Redis', yaml: `${HIGH_LIMITS}rate_limits: { backend: redis, key_prefix: "${prefix}" }\n`, redis: true });
+  // One process serving every setting; an account on each.
+  const start = async () => {
+    const { child, line } = await startReporting('bench/ratelimit-main.ts', [], {
+      RL_BENCH_CONFIGS: JSON.stringify(settings.map((s) => benchConfig(upstream.url, s.yaml))),
+      RL_BENCH_DIR: mkdtempSync(path.join(tmpdir(), 'tollgate-bench-db-')),
+      ADMIN_TOKEN,
+      ...(withRedis ? { REDIS_URL } : {}),
+    });
+    const urls = (line as { urls: string[] }).urls;
+    const loads = [];
+    for (const url of urls) {
+      const { apiKey } = await createAccount(url, 'enterprise');
+      loads.push({
+        url: `${url}/v1/chat/completions`,
+        body: { model: 'chat-bench', max_tokens: 16, messages: [{ role: 'user', content: 'Say something short. #tokens=16' }] },
+        headers: { authorization: `Bearer ${apiKey}` },
+      });
+    }
+    return { ...child, loads };
   };
   let running: Child[] = [];
   try {
     console.log(
-      `\nrate-limiter cost: saturation (${CONNECTIONS} in flight); ${GROUPS} groups of fresh processes, each with ${SLICES} rounds of ${SLICE_SECONDS}s slices per setting, taking turns`,
+      `\nrate-limiter cost: saturation (${CONNECTIONS} in flight); the settings as servers in one process, started ${GROUPS} times, each time taking turns in ${SLICES} rounds of ${SLICE_SECONDS}s slices`,
     );
     if (!withRedis) console.log(`  (Redis at ${REDIS_URL} is unreachable: its run is skipped)`);
     const runs: OpenLoopResult[][] = settings.map(() => []);
@@ -100,25 +116,21 @@ export async function benchRateLimit(): Promise<void> {
     const cpu: { tollgate: number; redis: number }[][] = settings.map(() => []);
     const redis = withRedis ? new Redis(REDIS_URL) : undefined;
     for (let group = 0; group < GROUPS; group++) {
-      const servers = [];
-      for (let i = 0; i < settings.length; i++) {
-        const server = await start(i);
-        running.push(server);
-        servers.push(server);
-      }
-      for (const server of servers) await openLoop({ ...server.load, seconds: 2, rate: 300 }); // warm-up: JIT, pools, SQLite pages
+      const server = await start();
+      running.push(server);
+      for (const load of server.loads) await openLoop({ ...load, seconds: 2, rate: 300 }); // warm-up: JIT, pools, SQLite pages
       for (let round = 0; round < SLICES; round++) {
         for (let turn = 0; turn < settings.length; turn++) {
           const i = (turn + round) % settings.length;
-          const server = servers[i]!;
           const [t0, r0] = [cpuMs(server.proc.pid), await redisCpuMs(redis)];
-          const r = await openLoop({ ...server.load, seconds: SLICE_SECONDS, rate: 0, concurrency: CONNECTIONS });
+          const r = await openLoop({ ...server.loads[i]!, seconds: SLICE_SECONDS, rate: 0, concurrency: CONNECTIONS });
           const [t1, r1] = [cpuMs(server.proc.pid), await redisCpuMs(redis)];
           runs[i]!.push(r);
           cpu[i]!.push({ tollgate: ((t1 - t0) * 1000) / r.ok, redis: ((r1 - r0) * 1000) / r.ok });
+          if (VERBOSE) console.log(`    group ${group} round ${round} ${settings[i]!.name.padEnd(18)} ${fmt(r.rps, 0).padStart(6)} req/s  tollgate ${fmt(cpu[i]!.at(-1)!.tollgate, 0)} µs/req`);
         }
       }
-      for (const server of servers) await server.stop();
+      await server.stop();
       running = [];
     }
     redis?.disconnect();
@@ -136,7 +148,7 @@ export async function benchRateLimit(): Promise<void> {
       const own = median(cpu[i]!.map((c) => c.tollgate));
       const red = median(cpu[i]!.map((c) => c.redis));
       const extra = i === 0 ? '' : `  (+${fmt(own - median(cpu[0]!.map((c) => c.tollgate)), 0)} µs)`;
-      console.log(`    ${s.name.padEnd(20)} tollgate ${fmt(own, 0).padStart(5)} µs${extra}${s.env?.REDIS_URL ? `, Redis ${fmt(red, 0)} µs` : ''}`);
+      console.log(`    ${s.name.padEnd(20)} tollgate ${fmt(own, 0).padStart(5)} µs${extra}${s.redis ? `, Redis ${fmt(red, 0)} µs` : ''}`);
     });
     if (withRedis) {
       const cost = 1 - ratios[2]!;

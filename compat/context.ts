@@ -1,8 +1,12 @@
 // The GraphQL context of one /v1 request: its key, its request id, an abort signal that fires
-// when the client goes away before the response is finished, and the rate-limit headers, set on
-// the response as the limiter reports them (admission comes before the first byte, streams too).
+// when the client goes away before the response is finished, and the rate-limit headers, sent with
+// the response's head (admission comes before the first byte, streams too).
+import type { ServerResponse } from 'node:http';
 import type { Request, Response } from 'express';
+import onHeaders from 'on-headers';
 import type { Services } from '../src/container.js';
+import { setRateLimitHeaders } from '../src/domain/ratelimit/types.js';
+import type { LimiterState } from '../src/domain/ratelimit/types.js';
 import { createContext, type GraphQLContext } from '../src/graphql/context.js';
 
 export function contextFor(services: Services, req: Request, res: Response): GraphQLContext {
@@ -14,12 +18,20 @@ export function contextFor(services: Services, req: Request, res: Response): Gra
     authorization: req.headers.authorization ?? null,
     requestId: req.requestId,
     signal: controller.signal,
-    onRateLimit: (headers) => setWhileUnsent(res, headers),
+    onRateLimit: rateLimitHeadersOn(res),
   });
 }
 
-/** Sets headers unless the response has started (a stream's later corrections are dropped). */
-export function setWhileUnsent(res: Response, headers: Record<string, string>): void {
-  if (res.headersSent) return;
-  for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+/**
+ * What hears a call's rate-limit states and sends the latest as X-RateLimit-* headers, once, when
+ * the response's head is written (so a non-streamed call's headers include its correction; a
+ * stream's head goes out after admission, and later corrections are not sent).
+ */
+export function rateLimitHeadersOn(res: ServerResponse): (state: LimiterState) => void {
+  let latest: LimiterState | undefined;
+  return (state) => {
+    if (res.headersSent) return;
+    if (!latest) onHeaders(res, () => setRateLimitHeaders(res, latest!));
+    latest = state;
+  };
 }

@@ -12,7 +12,7 @@ import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import type { ExecutionArgs } from 'graphql';
 import { createCompatRouter } from '../compat/router.js';
-import { setWhileUnsent } from '../compat/context.js';
+import { rateLimitHeadersOn } from '../compat/context.js';
 import { sendError } from '../compat/errors.js';
 import type { Services } from './container.js';
 import { DomainError } from './domain/errors.js';
@@ -112,8 +112,8 @@ export function createApp(services: Services) {
         authorization,
         requestId: req?.requestId ?? randomUUID(),
         signal: request?.signal ?? new AbortController().signal,
-        // Over HTTP, on express's response: Node merges them into the head Yoga writes (a 429's too).
-        onRateLimit: res && !connectionParams ? (headers) => setWhileUnsent(res, headers) : undefined,
+        // Over HTTP, on express's response: set when Yoga writes the head (a 429's too).
+        onRateLimit: res && !connectionParams ? rateLimitHeadersOn(res) : undefined,
       });
     },
   });

@@ -10,8 +10,15 @@ import { MemoryRateLimitStore } from '../src/domain/ratelimit/memory-store.js';
 import { MemoryNotificationSink } from '../src/domain/ratelimit/notification-sink.js';
 import { RateLimitMetering } from '../src/domain/ratelimit/rate-limit-metering.js';
 import { RateLimiter } from '../src/domain/ratelimit/rate-limiter.js';
-import type { RateLimits, RateLimitStore } from '../src/domain/ratelimit/types.js';
+import { type LimiterState, type RateLimits, type RateLimitStore, setRateLimitHeaders } from '../src/domain/ratelimit/types.js';
 import { manualClock } from './support/ratelimit-store-suite.js';
+
+/** The headers a door sends for a state. */
+function headersOf(state: LimiterState): Record<string, string> {
+  const headers: Record<string, string> = {};
+  setRateLimitHeaders({ setHeader: (name: string, value: string) => (headers[name] = value) }, state);
+  return headers;
+}
 
 /** A billing stand-in that records what it was asked and can refuse or lower the output. */
 class RecordingMetering implements Metering {
@@ -49,7 +56,7 @@ function setup(opts: { limits?: RateLimits; alertThreshold?: number; store?: Rat
   const limits = opts.limits ?? { rpm: 3, tpm: 10_000 };
   const metering = new RateLimitMetering(billing, limiter, () => limits);
   const headers: Record<string, string>[] = [];
-  const caller: Caller = { accountId: 'acct_1', requestId: 'req_1', onRateLimit: (h) => headers.push(h) };
+  const caller: Caller = { accountId: 'acct_1', requestId: 'req_1', onRateLimit: (state) => headers.push(headersOf(state)) };
   const request = (promptTokens: number, requestedOutputTokens: number | null, maxOutputTokens = 256): MeterRequest => ({
     caller,
     model,

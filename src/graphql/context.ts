@@ -4,6 +4,7 @@ import type { Services } from '../container.js';
 import type { AccountView, RateLimitOverride } from '../domain/accounts/accounts-service.js';
 import { DomainError } from '../domain/errors.js';
 import type { Caller } from '../domain/inference/inference-service.js';
+import type { LimiterState } from '../domain/ratelimit/types.js';
 import { timingSafeEqual } from 'node:crypto';
 
 export interface Principal {
@@ -31,8 +32,8 @@ export function createContext(
     authorization: string | null | undefined;
     requestId: string;
     signal: AbortSignal;
-    /** Sets X-RateLimit-* headers on the HTTP response while it has not started (none over WebSocket). */
-    onRateLimit?: (headers: Record<string, string>) => void;
+    /** Hears the rate-limit state, for X-RateLimit-* headers on the HTTP response (none over WebSocket). */
+    onRateLimit?: (state: LimiterState) => void;
   },
 ): GraphQLContext {
   let authenticated: Promise<Principal> | undefined;

@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import type { ChatModelConfig, ModelConfig } from '../../config.js';
 import type { Catalog } from '../catalog/catalog.js';
 import { DomainError } from '../errors.js';
+import type { LimiterState } from '../ratelimit/types.js';
 import type { ChatMessage, Engine, EngineChatRequest, EngineStreamEvent, FinishReason, Role, Usage } from './engine.js';
 
 export const LIMITS = {
@@ -27,10 +28,11 @@ export interface Caller {
    */
   rateLimitProfile?: { tier: string; rpm: number | null; tpm: number | null };
   /**
-   * Hears the call's X-RateLimit-* headers when it is admitted or refused (before the engine runs)
-   * and again when its token count is corrected; a door sets them on its response while it can.
+   * Hears the call's rate-limit state when it is admitted or refused (before the engine runs) and
+   * again when its token count is corrected; a door sends the latest as X-RateLimit-* headers with
+   * its response's head.
    */
-  onRateLimit?: (headers: Record<string, string>) => void;
+  onRateLimit?: (state: LimiterState) => void;
 }
 
 export interface ChatInput {

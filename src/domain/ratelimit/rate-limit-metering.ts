@@ -2,11 +2,11 @@
 // refuses (429) places no hold and is never billed; then the inner metering admits; when the call
 // ends, the tokens counted at admission (prompt + maximum output) are corrected to the real usage
 // before the inner settlement runs. Every state the limiter reaches is handed to the caller's
-// `onRateLimit` as X-RateLimit-* headers, before the engine runs, so both doors can set them
-// before the first byte of a response (a stream's included).
+// `onRateLimit`, the first before the engine runs, so both doors can send X-RateLimit-* headers
+// with the head of any response (a stream's included).
 import type { Caller, MeterRequest, MeterTicket, Metering } from '../inference/inference-service.js';
 import type { RateLimiter } from './rate-limiter.js';
-import { type LimiterState, type RateLimits, rateLimitHeaders } from './types.js';
+import type { RateLimits } from './types.js';
 
 /** The limits of the account making a call (its tier's, or the operator's override). */
 export type LimitsResolver = (caller: Caller) => RateLimits | Promise<RateLimits>;
@@ -24,9 +24,7 @@ export class RateLimitMetering implements Metering {
     // A client that gave no max_tokens gets at most what one minute's TPM leaves beside its prompt,
     // so the call can be admitted at all; an explicit max_tokens is counted as given.
     const outputCap = req.requestedOutputTokens ?? Math.min(req.maxOutputTokens, Math.max(0, limits.tpm - req.promptTokens));
-    const onRateLimit = caller.onRateLimit;
-    const onState = onRateLimit ? (s: LimiterState) => onRateLimit(rateLimitHeaders(s)) : undefined;
-    const admission = await this.limiter.admit(caller.accountId, limits, req.promptTokens + outputCap, onState);
+    const admission = await this.limiter.admit(caller.accountId, limits, req.promptTokens + outputCap, caller.onRateLimit);
 
     let ticket: MeterTicket;
     try {

@@ -90,14 +90,12 @@ export interface RateLimitStore {
   close(): Promise<void>;
 }
 
-/** The contract's header names (specification section 8). */
-export function rateLimitHeaders(state: LimiterState): Record<string, string> {
-  return {
-    'X-RateLimit-Limit-RPM': String(state.rpm.limit),
-    'X-RateLimit-Limit-TPM': String(state.tpm.limit),
-    'X-RateLimit-Remaining-RPM': String(state.rpm.remaining),
-    'X-RateLimit-Remaining-TPM': String(state.tpm.remaining),
-    'X-RateLimit-Reset-RPM': String(state.rpm.reset),
-    'X-RateLimit-Reset-TPM': String(state.tpm.reset),
-  };
+/** Sets the contract's headers (specification section 8) on a response whose head is not written. */
+export function setRateLimitHeaders(res: { setHeader(name: string, value: string): unknown }, state: LimiterState): void {
+  res.setHeader('X-RateLimit-Limit-RPM', String(state.rpm.limit));
+  res.setHeader('X-RateLimit-Limit-TPM', String(state.tpm.limit));
+  res.setHeader('X-RateLimit-Remaining-RPM', String(state.rpm.remaining));
+  res.setHeader('X-RateLimit-Remaining-TPM', String(state.tpm.remaining));
+  res.setHeader('X-RateLimit-Reset-RPM', String(state.rpm.reset));
+  res.setHeader('X-RateLimit-Reset-TPM', String(state.tpm.reset));
 }

@@ -1,0 +1,16 @@
+import { randomBytes } from 'node:crypto';
+import { benchConfig, createAccount, startFakeUpstream, startTollgate } from './lib.js';
+import { openLoop } from './openloop.js';
+const HIGH = `tiers:\n  enterprise: { rpm: 100000000, tpm: 100000000000 }\n`;
+const backend = process.argv[2] ?? 'memory';
+const nodeOpts = process.argv[3] ?? '';
+const upstream = await startFakeUpstream();
+const yaml = backend === 'redis' ? `${HIGH}rate_limits: { backend: redis, key_prefix: "prof:${randomBytes(3).toString('hex')}:" }\n` : `${HIGH}rate_limits: { backend: ${backend} }\n`;
+const t = await startTollgate({ CONFIG: benchConfig(upstream.url, yaml), REDIS_URL: 'redis://127.0.0.1:6379', NODE_OPTIONS: nodeOpts });
+const { apiKey } = await createAccount(t.url, 'enterprise');
+const load = { url: `${t.url}/v1/chat/completions`, body: { model: 'chat-bench', max_tokens: 16, messages: [{ role: 'user', content: 'Say something short. #tokens=16' }] }, headers: { authorization: `Bearer ${apiKey}` } };
+await openLoop({ ...load, seconds: 2, rate: 300 });
+t.proc.kill('SIGUSR2');
+const r = await openLoop({ ...load, seconds: Number(process.env.SECS ?? 6), rate: 0, concurrency: 32 });
+console.log(backend, Math.round(r.rps), 'req/s');
+await t.stop(); await upstream.stop();
