@@ -5,7 +5,7 @@
 // `src/main.ts` builds it, so they share the JIT, the heap and the process's luck on this VM (two
 // processes of the same code differ here by up to 10 %, more than the effect measured). The
 // machine's noise comes in bursts of seconds, so the settings take turns in short slices
-// (BENCH_RL_SLICES rounds, default 8, of BENCH_RL_SLICE_SECONDS, default 1.5 s; the order rotating)
+// (BENCH_RL_SLICES rounds, default 16, of BENCH_RL_SLICE_SECONDS, default 1 s; the order rotating)
 // and a slice's ratio compares settings measured seconds apart; the process is started afresh
 // BENCH_RL_GROUPS times (default 3). The figure is the median over all slices' ratios, with the
 // quartiles beside it. REDIS_URL names the Redis (default 127.0.0.1:6379).
@@ -15,11 +15,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { ADMIN_TOKEN, benchConfig, createAccount, fmt, startFakeUpstream, startReporting, type Child } from './lib.js';
-import { openLoop, type OpenLoopResult } from './openloop.js';
+import { openLoop, type OpenLoopResult, openPool } from './openloop.js';
 
 const GROUPS = Number(process.env.BENCH_RL_GROUPS ?? 3);
-const SLICES = Number(process.env.BENCH_RL_SLICES ?? 8);
-const SLICE_SECONDS = Number(process.env.BENCH_RL_SLICE_SECONDS ?? 1.5);
+const SLICES = Number(process.env.BENCH_RL_SLICES ?? 16);
+const SLICE_SECONDS = Number(process.env.BENCH_RL_SLICE_SECONDS ?? 1);
 const CONNECTIONS = 32;
 /** BENCH_RL_VERBOSE=1 prints every slice. */
 const VERBOSE = process.env.BENCH_RL_VERBOSE === '1';
@@ -101,6 +101,8 @@ export async function benchRateLimit(): Promise<void> {
         url: `${url}/v1/chat/completions`,
         body: { model: 'chat-bench', max_tokens: 16, messages: [{ role: 'user', content: 'Say something short. #tokens=16' }] },
         headers: { authorization: `Bearer ${apiKey}` },
+        // The same connections for every slice, so slices measure requests, not connecting.
+        pool: openPool(url),
       });
     }
     return { ...child, loads };
@@ -130,6 +132,7 @@ export async function benchRateLimit(): Promise<void> {
           if (VERBOSE) console.log(`    group ${group} round ${round} ${settings[i]!.name.padEnd(18)} ${fmt(r.rps, 0).padStart(6)} req/s  tollgate ${fmt(cpu[i]!.at(-1)!.tollgate, 0)} µs/req`);
         }
       }
+      for (const load of server.loads) await load.pool.close();
       await server.stop();
       running = [];
     }

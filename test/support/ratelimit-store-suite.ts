@@ -165,6 +165,36 @@ export function describeRateLimitStore(name: string, make: (clock: Clock) => Pro
         expect(again.state.rpm.reset).toBe(Math.floor(opensAt / 1000) + 61);
       }));
 
+    it('keeps exact totals as seconds leave the window one by one, and after an idle spell starts from zero', () =>
+      withStore(async (store, clock) => {
+        const key = uniqueKey();
+        const limits = { rpm: 100, tpm: 100_000 };
+        // One admission per second for 10 s, each of 100 + i tokens.
+        for (let i = 0; i < 10; i++) {
+          admitted(await store.admit(key, limits, 100 + i, 100));
+          clock.advance(1_000);
+        }
+        // 61 s after the first: it has left, the other nine still count.
+        clock.advance(51_000);
+        let r = await store.admit(key, limits, 1, 100);
+        admitted(r);
+        const nine = 9 * 100 + (1 + 2 + 3 + 4 + 5 + 6 + 7 + 8 + 9);
+        expect(r.state.rpm.remaining).toBe(100 - 10);
+        expect(r.state.tpm.remaining).toBe(100_000 - nine - 1);
+        // Five seconds later five more have left (the second to the sixth); four remain.
+        clock.advance(5_000);
+        r = await store.admit(key, limits, 1, 100);
+        admitted(r);
+        expect(r.state.rpm.remaining).toBe(100 - 6);
+        expect(r.state.tpm.remaining).toBe(100_000 - (106 + 107 + 108 + 109) - 2);
+        // Ten idle minutes later nothing of before counts.
+        clock.advance(600_000);
+        r = await store.admit(key, limits, 7, 100);
+        admitted(r);
+        expect(r.state.rpm.remaining).toBe(99);
+        expect(r.state.tpm.remaining).toBe(100_000 - 7);
+      }));
+
     it('never admits more than the limit in any 60-second span, even at window edges', () =>
       withStore(async (store, clock) => {
         const key = uniqueKey();

@@ -16,7 +16,7 @@ import {
   WINDOW_SECONDS,
   WINDOW_SLOTS,
 } from './types.js';
-import { exceededLimits, retryAfterSeconds, type SlotCount, slotOf, windowState } from './window.js';
+import { exceededLimits, retryAfterSeconds, type SlotCount, slotOf, stateFromTotals } from './window.js';
 
 const HIT_SLOTS = HITS_WINDOW_SECONDS / HITS_SLOT_SECONDS + 1;
 
@@ -25,6 +25,13 @@ class AccountWindow {
   readonly slotIds = new Float64Array(WINDOW_SLOTS).fill(-1);
   readonly requests = new Float64Array(WINDOW_SLOTS);
   readonly tokens = new Float64Array(WINDOW_SLOTS);
+  /** What the slots from `oldest` on hold, in total (kept as they change: admitting is O(1)). */
+  usedRequests = 0;
+  usedTokens = 0;
+  /** The oldest slot the totals may still include. */
+  oldest = -1;
+  /** The slot of the newest admission (-1: none yet). */
+  newest = -1;
   readonly hitSlotIds = new Float64Array(HIT_SLOTS).fill(-1);
   readonly hits = new Float64Array(HIT_SLOTS);
   alertUntilMs = 0;
@@ -42,20 +49,53 @@ class AccountWindow {
     return out;
   }
 
-  add(slot: number, requests: number, tokens: number) {
+  /** Takes the slots that have left the window at `nowMs` out of the totals. */
+  advance(nowMs: number) {
+    const oldest = slotOf(nowMs) - WINDOW_SECONDS;
+    if (oldest <= this.oldest) return;
+    if (oldest - this.oldest >= WINDOW_SLOTS) {
+      // Everything counted has left (an idle minute): start over.
+      this.usedRequests = 0;
+      this.usedTokens = 0;
+    } else {
+      for (let slot = this.oldest; slot < oldest; slot++) {
+        const i = slot % WINDOW_SLOTS;
+        if (this.slotIds[i] !== slot) continue;
+        this.usedRequests -= this.requests[i]!;
+        this.usedTokens -= this.tokens[i]!;
+        this.slotIds[i] = -1;
+      }
+    }
+    this.oldest = oldest;
+  }
+
+  /** The header state at `nowMs` (after `advance`). */
+  state(nowMs: number, limits: RateLimits): LimiterState {
+    return stateFromTotals(limits, nowMs, this.usedRequests, this.usedTokens, this.newest);
+  }
+
+  /** Counts an admission in the current slot (after `advance`). */
+  admit(slot: number, tokens: number) {
     const i = slot % WINDOW_SLOTS;
     if (this.slotIds[i] !== slot) {
       this.slotIds[i] = slot;
       this.requests[i] = 0;
       this.tokens[i] = 0;
     }
-    this.requests[i]! += requests;
-    this.tokens[i] = Math.max(0, this.tokens[i]! + tokens);
+    this.requests[i]! += 1;
+    this.tokens[i]! += tokens;
+    this.usedRequests += 1;
+    this.usedTokens += tokens;
+    this.newest = slot;
   }
 
-  /** Whether the slot is still held by the ring (it may have been overwritten by a newer one). */
-  holds(slot: number) {
-    return this.slotIds[slot % WINDOW_SLOTS] === slot;
+  /** Adds `delta` tokens to a slot still in the window (after `advance`), never below zero. */
+  correct(slot: number, delta: number) {
+    const i = slot % WINDOW_SLOTS;
+    if (slot < this.oldest || this.slotIds[i] !== slot) return;
+    const after = Math.max(0, this.tokens[i]! + delta);
+    this.usedTokens += after - this.tokens[i]!;
+    this.tokens[i] = after;
   }
 
   recordHit(nowMs: number): number {
@@ -116,14 +156,16 @@ export class MemoryRateLimitStore implements RateLimitStore {
   async admit(key: string, limits: RateLimits, tokens: number, alertThreshold: number): Promise<AdmitResult> {
     const nowMs = this.now();
     const w = this.touch(key);
+    w.advance(nowMs);
+    if (w.usedRequests + 1 <= limits.rpm && w.usedTokens + tokens <= limits.tpm) {
+      const slot = slotOf(nowMs);
+      w.admit(slot, tokens);
+      w.keepUntil((slot + WINDOW_SLOTS) * 1000);
+      return { admitted: true, ref: { key, slot }, state: w.state(nowMs, limits) };
+    }
+    // Refused: the per-slot counts tell how long until it would fit.
     const live = w.live(nowMs);
     const exceeded = exceededLimits(live, limits, tokens);
-    if (exceeded.length === 0) {
-      const slot = slotOf(nowMs);
-      w.add(slot, 1, tokens);
-      w.keepUntil((slot + WINDOW_SLOTS) * 1000);
-      return { admitted: true, ref: { key, slot }, state: windowState(w.live(nowMs), nowMs, limits) };
-    }
     const recentHits = w.recordHit(nowMs);
     w.keepUntil(nowMs + (HITS_WINDOW_SECONDS + HITS_SLOT_SECONDS) * 1000);
     let alert = false;
@@ -136,7 +178,7 @@ export class MemoryRateLimitStore implements RateLimitStore {
       admitted: false,
       exceeded,
       retryAfter: retryAfterSeconds(live, nowMs, limits, tokens, exceeded),
-      state: windowState(live, nowMs, limits),
+      state: w.state(nowMs, limits),
       recentHits,
       alert,
     };
@@ -145,9 +187,10 @@ export class MemoryRateLimitStore implements RateLimitStore {
   async correct(ref: AdmissionRef, limits: RateLimits, deltaTokens: number): Promise<LimiterState> {
     const nowMs = this.now();
     const w = this.windows.get(ref.key);
-    if (!w) return windowState([], nowMs, limits);
-    if (ref.slot >= slotOf(nowMs) - WINDOW_SECONDS && w.holds(ref.slot)) w.add(ref.slot, 0, deltaTokens);
-    return windowState(w.live(nowMs), nowMs, limits);
+    if (!w) return stateFromTotals(limits, nowMs, 0, 0, -1);
+    w.advance(nowMs);
+    w.correct(ref.slot, deltaTokens);
+    return w.state(nowMs, limits);
   }
 
   async recentHits(key: string): Promise<number> {

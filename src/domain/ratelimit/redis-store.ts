@@ -27,6 +27,7 @@ import {
   WINDOW_SECONDS,
   WINDOW_SLOTS,
 } from './types.js';
+import { stateFromTotals } from './window.js';
 
 const WINDOW_TTL_MS = (WINDOW_SLOTS + 1) * 1000;
 const HITS_TTL_MS = (HITS_WINDOW_SECONDS + 2 * HITS_SLOT_SECONDS) * 1000;
@@ -259,22 +260,10 @@ interface ScriptedRedis extends Redis {
   tollgateHits(hits: string, now: string): Promise<number>;
 }
 
-/**
- * The header state from the window's totals. Reset: when the newest admission leaves the window,
- * after which everything counted now has left it.
- */
-function stateOf(limits: RateLimits, nowMs: number, usedR: number, usedT: number, newest: number): LimiterState {
-  const reset = (used: number) => (used > 0 && newest >= 0 ? newest + WINDOW_SLOTS : Math.floor(nowMs / 1000));
-  return {
-    rpm: { limit: limits.rpm, remaining: Math.max(0, limits.rpm - usedR), reset: reset(usedR) },
-    tpm: { limit: limits.tpm, remaining: Math.max(0, limits.tpm - usedT), reset: reset(usedT) },
-  };
-}
-
 /** One admission's part of the admit script's reply. */
 function admitResult(key: string, limits: RateLimits, reply: number[]): AdmitResult {
   const [admitted, nowMs, usedR, usedT, newest, hits, alert, waitR, waitT] = reply as [number, number, number, number, number, number, number, number, number];
-  const state = stateOf(limits, nowMs, usedR, usedT, newest);
+  const state = stateFromTotals(limits, nowMs, usedR, usedT, newest);
   if (admitted === 1) return { admitted: true, ref: { key, slot: newest }, state };
   const exceeded: Dimension[] = [];
   if (waitR !== 0) exceeded.push('rpm');
@@ -487,7 +476,7 @@ export class RedisRateLimitStore implements RateLimitStore {
   private async sendCorrections(key: string, limits: RateLimits | null, corrections: number[]): Promise<LimiterState | null> {
     const reply = (await this.scripted.tollgateCorrect(this.keys(key).window, this.clock(), ...corrections)).map(Number);
     const [nowMs, usedR, usedT, newest] = reply as [number, number, number, number];
-    return limits ? stateOf(limits, nowMs, usedR, usedT, newest) : null;
+    return limits ? stateFromTotals(limits, nowMs, usedR, usedT, newest) : null;
   }
 
   private takePending(key: string): number[] {

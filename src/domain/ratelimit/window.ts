@@ -1,8 +1,8 @@
 // The arithmetic of the sliding window, shared by both backends: given the per-second slots of an
 // account still in the window, what the client is told (remaining, reset) and how long a refused
 // request must wait. The admission decision itself happens inside each store (atomically); the
-// Redis store's Lua script returns the slots and this module derives the rest, so both backends
-// report the same numbers for the same counts.
+// stores keep running totals and this module derives the rest, so both backends report the same
+// numbers for the same counts.
 import { type Dimension, type LimiterState, type RateLimits, WINDOW_SECONDS, WINDOW_SLOTS } from './types.js';
 
 /** One second of the window: what was admitted during it. */
@@ -29,18 +29,16 @@ export function used(slots: readonly SlotCount[], d: Dimension): number {
 }
 
 /**
- * The header state of both dimensions. `slots` holds only slots in the window, in any order. Reset
- * is when the newest admission leaves the window: by then everything counted now has left it.
+ * The header state of both dimensions from what the window holds in total and the slot of the newest
+ * admission (-1: none). Reset is when the newest admission leaves the window: by then everything
+ * counted now has left it.
  */
-export function windowState(slots: readonly SlotCount[], nowMs: number, limits: RateLimits): LimiterState {
-  let newest = -Infinity;
-  for (const s of slots) if (s.requests > 0 && s.slot > newest) newest = s.slot;
-  const dimension = (d: Dimension) => {
-    const total = used(slots, d);
-    const limit = limits[d];
-    return { limit, remaining: Math.max(0, limit - total), reset: total > 0 && newest > -Infinity ? slotExpiry(newest) : slotOf(nowMs) };
+export function stateFromTotals(limits: RateLimits, nowMs: number, usedRequests: number, usedTokens: number, newest: number): LimiterState {
+  const reset = (used: number) => (used > 0 && newest >= 0 ? slotExpiry(newest) : slotOf(nowMs));
+  return {
+    rpm: { limit: limits.rpm, remaining: Math.max(0, limits.rpm - usedRequests), reset: reset(usedRequests) },
+    tpm: { limit: limits.tpm, remaining: Math.max(0, limits.tpm - usedTokens), reset: reset(usedTokens) },
   };
-  return { rpm: dimension('rpm'), tpm: dimension('tpm') };
 }
 
 /** Which limits a request of `tokens` would break now (empty: it fits). */
