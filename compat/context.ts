@@ -2,8 +2,7 @@
 // when the client goes away before the response is finished, and the rate-limit headers, sent with
 // the response's head (admission comes before the first byte, streams too).
 import type { ServerResponse } from 'node:http';
-import type { Request, Response } from 'express';
-import onHeaders from 'on-headers';
+import type { Express, Request, Response } from 'express';
 import type { Services } from '../src/container.js';
 import { setRateLimitHeaders } from '../src/domain/ratelimit/types.js';
 import type { LimiterState } from '../src/domain/ratelimit/types.js';
@@ -22,16 +21,31 @@ export function contextFor(services: Services, req: Request, res: Response): Gra
   });
 }
 
+const RATE_LIMIT_STATE = Symbol('tollgate.rateLimitState');
+type WithRateLimit = ServerResponse & { [RATE_LIMIT_STATE]?: LimiterState };
+
 /**
- * What hears a call's rate-limit states and sends the latest as X-RateLimit-* headers, once, when
- * the response's head is written (so a non-streamed call's headers include its correction; a
- * stream's head goes out after admission, and later corrections are not sent).
+ * What hears a call's rate-limit states: the latest is kept on the response and sent as
+ * X-RateLimit-* headers when its head is written (so a non-streamed call's headers include its
+ * correction; a stream's head goes out after admission, and later corrections are not sent).
  */
 export function rateLimitHeadersOn(res: ServerResponse): (state: LimiterState) => void {
-  let latest: LimiterState | undefined;
   return (state) => {
-    if (res.headersSent) return;
-    if (!latest) onHeaders(res, () => setRateLimitHeaders(res, latest!));
-    latest = state;
+    (res as WithRateLimit)[RATE_LIMIT_STATE] = state;
   };
+}
+
+/**
+ * Makes every response of `app` write the headers of its call's latest rate-limit state with its
+ * head, through express's `app.response` (the prototype of every `res`): one method for all
+ * responses rather than a wrapper per response. Every head goes through `writeHead` (an implicit
+ * one too), and headers set before it merge with any it is given.
+ */
+export function sendRateLimitHeaders(app: Express): void {
+  const writeHead = app.response.writeHead;
+  app.response.writeHead = function (this: WithRateLimit, ...args: Parameters<ServerResponse['writeHead']>) {
+    const state = this[RATE_LIMIT_STATE];
+    if (state && !this.headersSent) setRateLimitHeaders(this, state);
+    return writeHead.apply(this, args);
+  } as typeof writeHead;
 }

@@ -12,7 +12,7 @@ import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import type { ExecutionArgs } from 'graphql';
 import { createCompatRouter } from '../compat/router.js';
-import { rateLimitHeadersOn } from '../compat/context.js';
+import { rateLimitHeadersOn, sendRateLimitHeaders } from '../compat/context.js';
 import { sendError } from '../compat/errors.js';
 import type { Services } from './container.js';
 import { DomainError } from './domain/errors.js';
@@ -42,6 +42,7 @@ export function createApp(services: Services) {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+  sendRateLimitHeaders(app);
 
   app.use((req, res, next) => {
     if (state.shuttingDown) res.setHeader('Connection', 'close');

@@ -4,8 +4,9 @@
 // before the inner settlement runs. Every state the limiter reaches is handed to the caller's
 // `onRateLimit`, the first before the engine runs, so both doors can send X-RateLimit-* headers
 // with the head of any response (a stream's included).
-import type { Caller, MeterRequest, MeterTicket, Metering } from '../inference/inference-service.js';
-import type { RateLimiter } from './rate-limiter.js';
+import type { Caller, CallOutcome, MeterRequest, MeterTicket, Metering } from '../inference/inference-service.js';
+import type { Usage } from '../inference/engine.js';
+import type { Admission, RateLimiter } from './rate-limiter.js';
 import type { RateLimits } from './types.js';
 
 /** The limits of the account making a call (its tier's, or the operator's override). */
@@ -35,13 +36,24 @@ export class RateLimitMetering implements Metering {
     }
     // Billing may have lowered the maximum output to what the account can pay: count that instead.
     if (req.promptTokens + ticket.maxOutputTokens < admission.counted) await admission.recount(req.promptTokens + ticket.maxOutputTokens);
-    return {
-      maxOutputTokens: ticket.maxOutputTokens,
-      settle: async (usage, outcome) => {
-        await admission.recount(usage.totalTokens);
-        await ticket.settle(usage, outcome);
-      },
-    };
+    return new RateLimitedTicket(admission, ticket);
+  }
+}
+
+/** The inner ticket, with the rate-limit count corrected to the real usage before it settles. */
+class RateLimitedTicket implements MeterTicket {
+  readonly maxOutputTokens: number;
+
+  constructor(
+    private readonly admission: Admission,
+    private readonly inner: MeterTicket,
+  ) {
+    this.maxOutputTokens = inner.maxOutputTokens;
+  }
+
+  async settle(usage: Usage, outcome: CallOutcome): Promise<void> {
+    await this.admission.recount(usage.totalTokens);
+    await this.inner.settle(usage, outcome);
   }
 }
 

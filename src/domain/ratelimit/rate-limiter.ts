@@ -73,7 +73,7 @@ export class RateLimiter {
     onState?.(result.state);
     if (result.admitted) {
       this.stats.admitted++;
-      return this.admission(result.ref, limits, tokens, result.state, onState);
+      return new CountedAdmission(this, result.ref, limits, tokens, result.state, onState);
     }
     this.stats.refused++;
     if (result.alert) this.raiseAlert(accountId, result.recentHits);
@@ -89,43 +89,10 @@ export class RateLimiter {
     return this.store.close();
   }
 
-  /** Reports a store error met in the background (a deferred correction the store gave up on). */
+  /** Reports a correction the store could not make (at once, or deferred and given up on). */
   backgroundError(err: unknown): void {
     this.stats.storeErrors++;
     this.warn(err, 'rate limiter: could not correct a token count; the estimate stays counted');
-  }
-
-  private admission(ref: AdmissionRef, limits: RateLimits, tokens: number, state: LimiterState, onState?: (state: LimiterState) => void): Admission {
-    const limiter = this;
-    let counted = tokens;
-    let known = state;
-    return {
-      state,
-      get counted() {
-        return counted;
-      },
-      async recount(real) {
-        const delta = real - counted;
-        if (delta === 0) return null;
-        counted = real;
-        try {
-          // A store that applies the correction later answers null: the call's own change is
-          // applied to the last state it saw (other calls' meanwhile are not in it).
-          const after = (await limiter.store.correct(ref, limits, delta)) ?? withTokens(known, delta);
-          known = after;
-          onState?.(after);
-          return after;
-        } catch (err) {
-          // The call itself went through; only its count stays at the estimate (or misses a rise).
-          limiter.stats.storeErrors++;
-          limiter.warn(err, 'rate limiter: could not correct a token count; the estimate stays counted');
-          return null;
-        }
-      },
-      refund() {
-        return this.recount(0);
-      },
-    };
   }
 
   private storeUnavailable(err: unknown): Admission {
@@ -153,6 +120,42 @@ export class RateLimiter {
     this.opts.logger?.warn({ err, occurrences: this.unwarned, failOpenTotal: this.stats.failOpen }, msg);
     this.lastWarnMs = now;
     this.unwarned = 0;
+  }
+}
+
+/** An admission counted in the store (a class, not closures: one is made per call). */
+class CountedAdmission implements Admission {
+  constructor(
+    private readonly limiter: RateLimiter,
+    private readonly ref: AdmissionRef,
+    private readonly limits: RateLimits,
+    public counted: number,
+    public readonly state: LimiterState,
+    private readonly onState: ((state: LimiterState) => void) | undefined,
+    /** The last state this call saw. */
+    private known: LimiterState = state,
+  ) {}
+
+  async recount(real: number): Promise<LimiterState | null> {
+    const delta = real - this.counted;
+    if (delta === 0) return null;
+    this.counted = real;
+    try {
+      // A store that applies the correction later answers null: the call's own change is applied
+      // to the last state it saw (other calls' meanwhile are not in it).
+      const after = (await this.limiter.store.correct(this.ref, this.limits, delta)) ?? withTokens(this.known, delta);
+      this.known = after;
+      this.onState?.(after);
+      return after;
+    } catch (err) {
+      // The call itself went through; only its count stays at the estimate (or misses a rise).
+      this.limiter.backgroundError(err);
+      return null;
+    }
+  }
+
+  refund(): Promise<LimiterState | null> {
+    return this.recount(0);
   }
 }
 
