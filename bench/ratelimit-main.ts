@@ -12,8 +12,9 @@ import { type RunningServer, startServer } from '../src/server.js';
 
 const configs = JSON.parse(process.env.RL_BENCH_CONFIGS ?? '[]') as string[];
 const dir = process.env.RL_BENCH_DIR!;
-// Logs go to stderr (stdout carries the ready line), warnings and worse only.
-const logger = pino({ level: process.env.LOG_LEVEL ?? 'warn', base: { service: 'tollgate' } }, pino.destination(2));
+// Logs go to stderr (stdout carries the ready line), errors only (each server would warn that the
+// sandbox payment processor is active).
+const logger = pino({ level: process.env.LOG_LEVEL ?? 'error', base: { service: 'tollgate' } }, pino.destination(2));
 const running: { services: Services; server: RunningServer }[] = [];
 for (const [i, file] of configs.entries()) {
   const config = loadConfig({ ...process.env, CONFIG: file, HOST: '127.0.0.1', PORT: '0', DATABASE_URL: `sqlite:${path.join(dir, `bench-${i}.db`)}` });
