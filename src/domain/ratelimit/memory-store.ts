@@ -13,10 +13,9 @@ import {
   type LimiterState,
   type RateLimits,
   type RateLimitStore,
-  WINDOW_SECONDS,
   WINDOW_SLOTS,
 } from './types.js';
-import { exceededLimits, retryAfterSeconds, type SlotCount, slotOf, stateFromTotals } from './window.js';
+import { exceededLimits, oldestSlot, retryAfterSeconds, type SlotCount, slotExpiry, slotOf, stateFromTotals } from './window.js';
 
 const HIT_SLOTS = HITS_WINDOW_SECONDS / HITS_SLOT_SECONDS + 1;
 
@@ -41,17 +40,18 @@ class AccountWindow {
   /** The slots still in the window at `nowMs`. */
   live(nowMs: number): SlotCount[] {
     const cur = slotOf(nowMs);
+    const oldest = oldestSlot(nowMs);
     const out: SlotCount[] = [];
     for (let i = 0; i < WINDOW_SLOTS; i++) {
       const slot = this.slotIds[i]!;
-      if (slot >= cur - WINDOW_SECONDS && slot <= cur) out.push({ slot, requests: this.requests[i]!, tokens: this.tokens[i]! });
+      if (slot >= oldest && slot <= cur) out.push({ slot, requests: this.requests[i]!, tokens: this.tokens[i]! });
     }
     return out;
   }
 
   /** Takes the slots that have left the window at `nowMs` out of the totals. */
   advance(nowMs: number) {
-    const oldest = slotOf(nowMs) - WINDOW_SECONDS;
+    const oldest = oldestSlot(nowMs);
     if (oldest <= this.oldest) return;
     if (oldest - this.oldest >= WINDOW_SLOTS) {
       // Everything counted has left (an idle minute): start over.
@@ -160,7 +160,7 @@ export class MemoryRateLimitStore implements RateLimitStore {
     if (w.usedRequests + 1 <= limits.rpm && w.usedTokens + tokens <= limits.tpm) {
       const slot = slotOf(nowMs);
       w.admit(slot, tokens);
-      w.keepUntil((slot + WINDOW_SLOTS) * 1000);
+      w.keepUntil(slotExpiry(slot) * 1000);
       return { admitted: true, ref: { key, slot }, state: w.state(nowMs, limits) };
     }
     // Refused: the per-slot counts tell how long until it would fit.
