@@ -83,7 +83,7 @@ export async function benchRateLimit(): Promise<void> {
     { name: 'limiter off', yaml: `${HIGH_LIMITS}rate_limits: { backend: none }\n` },
     { name: 'limiter in memory', yaml: `${HIGH_LIMITS}rate_limits: { backend: memory }\n` },
   ];
-  if (process.env.BENCH_RL_AA === '1') settings.splice(1, 1, { name: 'limiter off (again)', yaml: `${HIGH_LIMITS}rate_limits: { backend: none }\n` });
+  if (process.env.BENCH_RL_AA === '1') settings.splice(1, 1, { ...settings[0]!, name: 'limiter off (again)' });
   if (withRedis) settings.push({ name: 'limiter on Redis', yaml: `${HIGH_LIMITS}rate_limits: { backend: redis, key_prefix: "${prefix}" }\n`, redis: true });
   // One process serving every setting; an account on each.
   const start = async () => {
@@ -150,7 +150,8 @@ export async function benchRateLimit(): Promise<void> {
     settings.forEach((s, i) => {
       const own = median(cpu[i]!.map((c) => c.tollgate));
       const red = median(cpu[i]!.map((c) => c.redis));
-      const extra = i === 0 ? '' : `  (+${fmt(own - median(cpu[0]!.map((c) => c.tollgate)), 0)} µs)`;
+      const delta = own - median(cpu[0]!.map((c) => c.tollgate));
+      const extra = i === 0 ? '' : `  (${delta < 0 ? '-' : '+'}${fmt(Math.abs(delta), 0)} µs)`;
       console.log(`    ${s.name.padEnd(20)} tollgate ${fmt(own, 0).padStart(5)} µs${extra}${s.redis ? `, Redis ${fmt(red, 0)} µs` : ''}`);
     });
     if (withRedis) {

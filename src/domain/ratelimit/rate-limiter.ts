@@ -132,9 +132,12 @@ class CountedAdmission implements Admission {
     public counted: number,
     public readonly state: LimiterState,
     private readonly onState: ((state: LimiterState) => void) | undefined,
-    /** The last state this call saw. */
-    private known: LimiterState = state,
-  ) {}
+  ) {
+    this.known = state;
+  }
+
+  /** The last state this call saw. */
+  private known: LimiterState;
 
   async recount(real: number): Promise<LimiterState | null> {
     const delta = real - this.counted;
