@@ -33,6 +33,15 @@ export function parseBody<S extends z.ZodType>(req: Request, schema: S): z.infer
 
 /** A number field that may also be null (clients send null for "default"). */
 export const optionalNumber = z.number().nullish();
-export const optionalInt = z.number().int().nullish();
+/**
+ * An integer field that may also be null. GraphQL's Int, which these values travel in, is 32-bit:
+ * anything outside it is refused here, naming the parameter (every limit it meets is far lower).
+ */
+export const optionalInt = z
+  .number()
+  .int()
+  .min(-(2 ** 31))
+  .max(2 ** 31 - 1)
+  .nullish();
 export const stringOrList = z.union([z.string(), z.array(z.string())]);
 export const toList = (v: string | string[]) => (Array.isArray(v) ? v : [v]);

@@ -16,6 +16,7 @@ export function contextFor(services: Services, req: Request, res: Response): Gra
   return createContext(services, {
     authorization: req.headers.authorization ?? null,
     requestId: req.requestId,
+    path: req.originalUrl.split('?', 1)[0]!,
     signal: controller.signal,
     onRateLimit: rateLimitHeadersOn(res),
   });

@@ -2,6 +2,7 @@
 // A bad config stops start-up with a message that names the model (when there is one) and the key.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { parse as parseBytes } from 'bytes';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { parseDecimal } from './domain/billing/money.js';
@@ -186,10 +187,19 @@ export interface RateLimitSettings {
 const fileSchema = z.strictObject({
   server: z
     .strictObject({
-      body_limit: z.string().default('1mb'),
+      /** The largest request body on every door (/v1, /graphql, WebSocket frames), e.g. 1mb, 512kb. */
+      body_limit: z
+        .string()
+        .refine((v) => (parseBytes(v) ?? 0) > 0, 'a size such as 1mb, 512kb or 100000 (bytes)')
+        .default('1mb'),
       shutdown_timeout_ms: positiveInt.default(10_000),
+      /**
+       * Origins whose pages may call the API from a browser (CORS), e.g. https://app.example.com;
+       * "*" allows any origin, without credentials. Empty: no cross-origin access.
+       */
+      cors_origins: z.array(z.union([z.literal('*'), z.string().regex(/^https?:\/\/[^/\s]+$/, 'an origin such as https://app.example.com (no path)')])).default([]),
     })
-    .default({ body_limit: '1mb', shutdown_timeout_ms: 10_000 }),
+    .default({ body_limit: '1mb', shutdown_timeout_ms: 10_000, cors_origins: [] }),
   graphql: z
     .strictObject({
       introspection: z.boolean().default(true),
@@ -322,8 +332,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const file = parseConfigText(text, configPath, env);
   const port = env.PORT === undefined || env.PORT === '' ? 8080 : Number(env.PORT);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError(`PORT: not a port number: ${env.PORT}`);
-  const host = env.HOST || '0.0.0.0';
-  const publicUrl = (env.PUBLIC_URL || `http://${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host}:${port}`).replace(/\/+$/, '');
+  // Loopback by default: the sandbox processor mints credits for anyone who can reach it.
+  const host = env.HOST || '127.0.0.1';
+  if (file.payments.processor === 'sandbox' && !file.payments.allow_sandbox && !isLoopback(host)) {
+    throw new ConfigError(
+      `HOST=${host}: the sandbox payment processor (top-ups credit wallets without charging anyone) only serves on a loopback address; ` +
+        'configure payments.processor: stripe, or set payments.allow_sandbox: true to serve it on other interfaces anyway',
+    );
+  }
+  const publicUrl = (env.PUBLIC_URL || `http://${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, '');
   return {
     configPath,
     port,
@@ -336,6 +353,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     ...file,
     stripe: paymentsEnv(env, file.payments),
   };
+}
+
+/** 127.0.0.0/8, ::1 and localhost: addresses no other machine can reach. */
+export function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host === '[::1]' || /^127(\.\d{1,3}){3}$/.test(host);
 }
 
 function paymentsEnv(env: NodeJS.ProcessEnv, payments: PaymentsSettings): StripeEnv | null {

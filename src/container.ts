@@ -3,6 +3,7 @@ import type { MikroORM } from '@mikro-orm/core';
 import type { AppConfig } from './config.js';
 import { openDatabase, closeDatabase } from './db/orm.js';
 import { AccountsService } from './domain/accounts/accounts-service.js';
+import { KeyWatch } from './domain/accounts/key-watch.js';
 import { BillingService } from './domain/billing/billing-service.js';
 import { Catalog } from './domain/catalog/catalog.js';
 import { Engines } from './domain/inference/engines.js';
@@ -24,6 +25,8 @@ export interface Services {
   engines: Engines;
   inference: InferenceService;
   accounts: AccountsService;
+  /** Ends open subscriptions and streams of keys revoked or expired since they opened. */
+  keyWatch: KeyWatch;
   billing: BillingService;
   /** Null when `rate_limits.backend` is `none`. */
   rateLimiter: RateLimiter | null;
@@ -58,6 +61,7 @@ export async function createServices(config: AppConfig, logger: Logger): Promise
     engines,
     inference: new InferenceService(catalog, engines, metering),
     accounts,
+    keyWatch: new KeyWatch(accounts, { logger: logger.child({ component: 'keys' }) }),
     billing,
     rateLimiter,
     payments,
@@ -67,6 +71,7 @@ export async function createServices(config: AppConfig, logger: Logger): Promise
 
 export async function closeServices(services: Services): Promise<void> {
   // Automatic top-up checks running in the background finish before billing and the database close.
+  services.keyWatch.close();
   await services.autoTopups.idle();
   await services.billing.stop();
   await services.rateLimiter?.close();

@@ -3,21 +3,23 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { parse as parseBytes } from 'bytes';
+import cors from 'cors';
 import express from 'express';
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
 import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention';
 import { useDisableIntrospection } from '@graphql-yoga/plugin-disable-introspection';
-import { createYoga, type Plugin } from 'graphql-yoga';
+import { createYoga, type Plugin, useErrorHandler } from 'graphql-yoga';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
-import type { ExecutionArgs } from 'graphql';
+import { GraphQLError, type ExecutionArgs } from 'graphql';
 import { createCompatRouter } from '../compat/router.js';
 import { rateLimitHeadersOn, sendRateLimitHeaders } from '../compat/context.js';
 import { sendError } from '../compat/errors.js';
 import type { Services } from './container.js';
 import { DomainError } from './domain/errors.js';
 import { createContext, type GraphQLContext } from './graphql/context.js';
-import { toPublicGraphQLError } from './graphql/errors.js';
+import { isUnexpectedError, publicErrorBody, toPublicGraphQLError } from './graphql/errors.js';
 import { schema } from './graphql/schema.js';
 import { createPaymentsRouter } from './web/payments-router.js';
 
@@ -36,8 +38,39 @@ export interface RunningServer {
   shutdown(): Promise<void>;
 }
 
+/** The path of a request with its mount (/v1/…, /graphql), without the query string. */
+const fullPath = (req: express.Request) => req.originalUrl.split('?', 1)[0]!;
+
+/**
+ * CORS for the API doors: only the origins of `server.cors_origins` (none by default) get the
+ * headers and their preflights answered; "*" allows any origin, never with credentials.
+ */
+function corsFor(origins: string[]) {
+  const any = origins.includes('*');
+  return cors({
+    origin: any ? '*' : origins.length > 0 ? origins : false,
+    credentials: !any && origins.length > 0,
+    methods: ['GET', 'POST', 'OPTIONS'],
+    allowedHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'X-Request-Id', 'X-GraphQL-Yoga-CSRF', 'Apollo-Require-Preflight'],
+    exposedHeaders: [
+      'X-Request-Id',
+      'Retry-After',
+      'Deprecation',
+      'Sunset',
+      'X-RateLimit-Limit-RPM',
+      'X-RateLimit-Limit-TPM',
+      'X-RateLimit-Remaining-RPM',
+      'X-RateLimit-Remaining-TPM',
+      'X-RateLimit-Reset-RPM',
+      'X-RateLimit-Reset-TPM',
+    ],
+    maxAge: 600,
+  });
+}
+
 export function createApp(services: Services) {
   const { config, logger } = services;
+  const bodyLimit = parseBytes(config.server.body_limit)!;
   const state = { ready: false, shuttingDown: false };
   const app = express();
   app.disable('x-powered-by');
@@ -52,7 +85,7 @@ export function createApp(services: Services) {
     const started = process.hrtime.bigint();
     res.on('finish', () => {
       logger.info(
-        { reqId: req.requestId, method: req.method, path: req.path, status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6 },
+        { reqId: req.requestId, method: req.method, path: fullPath(req), status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6 },
         'request',
       );
     });
@@ -68,8 +101,8 @@ export function createApp(services: Services) {
     res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : state.shuttingDown ? 'shutting_down' : services.engines.ready ? 'starting' : 'loading_models' });
   });
 
-  const log = (reqId: string) => (err: unknown) => logger.error({ reqId, err }, 'unexpected error');
-  app.use('/v1', createCompatRouter(services, { onUnexpected: (req, err) => log(req.requestId)(err) }));
+  app.use(['/v1', '/graphql'], corsFor(config.server.cors_origins));
+  app.use('/v1', createCompatRouter(services, { onUnexpected: (req, err) => logger.error({ reqId: req.requestId, path: fullPath(req), err }, 'unexpected error') }));
   // Checkout pages and the processor's webhooks (the webhook reads its body raw, for the signature).
   app.use(createPaymentsRouter({ payments: services.payments, logger, bodyLimit: config.server.body_limit }));
 
@@ -83,6 +116,14 @@ export function createApp(services: Services) {
       blockFieldSuggestion: { enabled: !config.graphql.introspection },
     }) as Plugin,
     useCSRFPrevention({ requestHeaders: ['x-graphql-yoga-csrf', 'apollo-require-preflight'] }),
+    // Unexpected errors are logged here, where the request's id and path are known (they are
+    // masked for the client in maskError below); client mistakes are not logged.
+    useErrorHandler(({ errors, context }) => {
+      const ctx = context as Partial<GraphQLContext>;
+      for (const err of errors) {
+        if (isUnexpectedError(err)) logger.error({ reqId: ctx.requestId, path: ctx.path, err: (err as GraphQLError).originalError ?? err }, 'unexpected GraphQL error');
+      }
+    }) as Plugin,
   ];
   if (!config.graphql.introspection) plugins.push(useDisableIntrospection());
 
@@ -94,9 +135,9 @@ export function createApp(services: Services) {
     batching: false,
     logging: false,
     plugins,
-    maskedErrors: {
-      maskError: (error) => toPublicGraphQLError(error, (err) => logger.error({ err }, 'unexpected GraphQL error')),
-    },
+    // Cross-origin access is decided by `server.cors_origins` (above), not by Yoga.
+    cors: false,
+    maskedErrors: { maskError: (error) => toPublicGraphQLError(error) },
     context: (initial) => {
       // Over HTTP the initial context has the fetch Request and express's req; over WebSocket,
       // what onSubscribe passes below (the key in connectionParams.authorization).
@@ -111,12 +152,27 @@ export function createApp(services: Services) {
         null;
       return createContext(services, {
         authorization,
-        requestId: req?.requestId ?? randomUUID(),
+        requestId: req?.requestId ?? (extra as { requestId?: string }).requestId ?? randomUUID(),
+        path: connectionParams ? '/graphql (WebSocket)' : '/graphql',
         signal: request?.signal ?? new AbortController().signal,
         // Over HTTP, on express's response: set when Yoga writes the head (a 429's too).
         onRateLimit: res && !connectionParams ? rateLimitHeadersOn(res) : undefined,
       });
     },
+  });
+  // The body limit of every door, before authentication and before any parsing.
+  const readBody = express.raw({ limit: bodyLimit, type: () => true });
+  app.use('/graphql', (req, res, next) => {
+    if (req.method !== 'POST') return next();
+    readBody(req, res, (err?: unknown) => {
+      if (!err) return next();
+      const e = err as { type?: string };
+      const error =
+        e.type === 'entity.too.large'
+          ? new DomainError('request_too_large', `The request body is larger than the limit of ${config.server.body_limit}.`)
+          : new DomainError('invalid_request', 'The request body could not be read (check Content-Encoding and charset).');
+      res.status(error.status).json({ errors: [publicErrorBody(toPublicGraphQLError(error))] });
+    });
   });
   app.use('/graphql', yoga);
 
@@ -133,30 +189,41 @@ export async function startServer(services: Services, opts: { port?: number; hos
   const server = createServer(app);
   server.keepAliveTimeout = 65_000;
 
-  const wss = new WebSocketServer({ server, path: '/graphql' });
+  // Frames over the body limit close their socket with 1009 (message too big) before being parsed.
+  const wss = new WebSocketServer({ server, path: '/graphql', maxPayload: parseBytes(config.server.body_limit)! });
   useServer(
     {
       execute: (args) => (args.rootValue as { execute: (a: ExecutionArgs) => unknown }).execute(args) as never,
       subscribe: (args) => (args.rootValue as { subscribe: (a: ExecutionArgs) => unknown }).subscribe(args) as never,
+      // Whatever refuses an operation (a parse error, a limit of the armor, validation, a context
+      // that cannot be built) answers that operation with an error; the socket and its other
+      // operations go on.
       onSubscribe: async (ctx, _id, payload) => {
-        const { schema: s, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped({
-          ...ctx,
-          req: ctx.extra.request,
-          socket: ctx.extra.socket,
-          params: payload,
-          connectionParams: ctx.connectionParams,
-        });
-        const args = {
-          schema: s,
-          operationName: payload.operationName,
-          document: parse(payload.query),
-          variableValues: payload.variables,
-          contextValue: await contextFactory(),
-          rootValue: { execute, subscribe },
-        };
-        const errors = validate(args.schema, args.document);
-        if (errors.length) return errors;
-        return args as ExecutionArgs;
+        try {
+          const { schema: s, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped({
+            ...ctx,
+            req: ctx.extra.request,
+            socket: ctx.extra.socket,
+            params: payload,
+            connectionParams: ctx.connectionParams,
+            requestId: randomUUID(),
+          });
+          const document = parse(payload.query);
+          const errors = validate(s, document);
+          if (errors.length) return errors.map((e: GraphQLError) => toPublicGraphQLError(e));
+          const args = {
+            schema: s,
+            operationName: payload.operationName,
+            document,
+            variableValues: payload.variables,
+            contextValue: await contextFactory(),
+            rootValue: { execute, subscribe },
+          };
+          return args as ExecutionArgs;
+        } catch (err) {
+          if (isUnexpectedError(err)) logger.error({ path: '/graphql (WebSocket)', err }, 'unexpected GraphQL error');
+          return [toPublicGraphQLError(err)];
+        }
       },
     },
     wss,
@@ -183,8 +250,9 @@ export async function startServer(services: Services, opts: { port?: number; hos
     server.once('error', reject);
     server.listen(opts.port ?? config.port, opts.host ?? config.host, () => resolve());
   });
+  // The address actually bound (0.0.0.0 says: every interface).
   const address = server.address() as AddressInfo;
-  const host = address.family === 'IPv6' ? `[${address.address === '::' ? '::1' : address.address}]` : address.address === '0.0.0.0' ? '127.0.0.1' : address.address;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}`;
   state.ready = true;
 

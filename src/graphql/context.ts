@@ -16,6 +16,8 @@ export interface Principal {
 export interface GraphQLContext {
   services: Services;
   requestId: string;
+  /** Where the operation came in, for logs: /graphql, /graphql (WebSocket) or a /v1 path. */
+  path: string;
   /** Aborted when the client goes away (HTTP) or the operation ends. */
   signal: AbortSignal;
   /** The caller's account; throws `invalid_api_key` when the Authorization header does not hold a valid key. */
@@ -31,6 +33,7 @@ export function createContext(
   opts: {
     authorization: string | null | undefined;
     requestId: string;
+    path: string;
     signal: AbortSignal;
     /** Hears the rate-limit state, for X-RateLimit-* headers on the HTTP response (none over WebSocket). */
     onRateLimit?: (state: LimiterState) => void;
@@ -41,6 +44,7 @@ export function createContext(
   return {
     services,
     requestId: opts.requestId,
+    path: opts.path,
     signal: opts.signal,
     principal,
     async caller() {

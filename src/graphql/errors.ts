@@ -20,6 +20,31 @@ function domainErrorOf(error: unknown): DomainError | undefined {
   return undefined;
 }
 
+/** graphql-js's variable coercion errors: 'Variable "$f" got invalid value …', '… was not provided.' */
+const VARIABLE_ERROR = /^Variable "\$([_A-Za-z][_0-9A-Za-z]*)"/;
+
+/**
+ * A mistake of the request rather than of the server: GraphQL's own errors before execution
+ * (syntax, validation, the armor's limits: no original error) and variable coercion (the value a
+ * client sent for a variable). An error with a path was raised while executing a field.
+ */
+function isRequestError(gql: GraphQLError): boolean {
+  if (gql.path) return false;
+  return !gql.originalError || VARIABLE_ERROR.test(gql.message);
+}
+
+/** True for errors masked as internal_error: neither a DomainError nor a mistake of the request. */
+export function isUnexpectedError(error: unknown): boolean {
+  if (domainErrorOf(error)) return false;
+  return !(error instanceof GraphQLError && isRequestError(error));
+}
+
+/** An error as a response body lists it: message and the public extensions (no `http`, no stack). */
+export function publicErrorBody(error: GraphQLError): { message: string; extensions: PublicErrorExtensions } {
+  const { http: _http, ...extensions } = error.extensions as unknown as PublicErrorExtensions & { http?: unknown };
+  return { message: error.message, extensions };
+}
+
 /** Maps any error met during an operation to the GraphQL error clients see. */
 export function toPublicGraphQLError(error: unknown, log?: (err: unknown) => void): GraphQLError {
   const gql = error instanceof GraphQLError ? error : undefined;
@@ -36,14 +61,14 @@ export function toPublicGraphQLError(error: unknown, log?: (err: unknown) => voi
     return new GraphQLError(domain.message, { nodes: gql?.nodes, path: gql?.path, extensions });
   }
   // Errors of GraphQL itself (syntax, validation, variable coercion) and of the armor plugins are
-  // the client's: they keep their message.
-  if (gql && !gql.originalError) {
-    const code = typeof gql.extensions?.code === 'string' ? gql.extensions.code : 'invalid_request';
-    return new GraphQLError(gql.message, {
-      nodes: gql.nodes,
-      path: gql.path,
-      extensions: { ...gql.extensions, code, type: 'invalid_request_error', status: 400, http: { status: 400 } },
-    });
+  // the client's: they keep their message (never a stack) and get a 400-class status.
+  if (gql && isRequestError(gql)) {
+    const variable = VARIABLE_ERROR.exec(gql.message)?.[1];
+    const given = (gql.extensions?.http as { status?: unknown } | undefined)?.status;
+    const status = typeof given === 'number' && given >= 400 && given < 500 ? given : 400;
+    const code = variable ? 'invalid_value' : typeof gql.extensions?.code === 'string' ? gql.extensions.code : 'invalid_request';
+    const extensions: Record<string, unknown> & PublicErrorExtensions = { code, type: 'invalid_request_error', status, param: variable ?? null, http: { status } };
+    return new GraphQLError(gql.message, { nodes: gql.nodes, path: gql.path, extensions });
   }
   log?.(error);
   const { status, type } = ERROR_CODES.internal_error;

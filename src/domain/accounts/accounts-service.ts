@@ -181,6 +181,29 @@ export class AccountsService {
     };
   }
 
+  /**
+   * Which of `keyIds` can no longer be used (revoked, expired, or gone), each with the message an
+   * operation of that key ends with: one indexed query.
+   */
+  async unusableKeys(keyIds: readonly string[]): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    if (keyIds.length === 0) return out;
+    const rows = (await getKnex(this.orm).select('id', 'revoked_at', 'expires_at').from('api_keys').whereIn('id', keyIds)) as {
+      id: string;
+      revoked_at: unknown;
+      expires_at: unknown;
+    }[];
+    const now = this.now().getTime();
+    const found = new Set<string>();
+    for (const row of rows) {
+      found.add(row.id);
+      if (row.revoked_at != null) out.set(row.id, MESSAGES.revoked);
+      else if (row.expires_at != null && this.parseDate(row.expires_at).getTime() <= now) out.set(row.id, MESSAGES.expired);
+    }
+    for (const id of keyIds) if (!found.has(id)) out.set(id, MESSAGES.incorrect);
+    return out;
+  }
+
   /** The account's tier and rate-limit override (for calls made without a key, e.g. by tools). */
   async rateLimitProfile(accountId: string): Promise<{ tier: Tier } & RateLimitOverride> {
     const found = await getKnex(this.orm)

@@ -6,6 +6,7 @@ import type { ChatModelConfig, ModelConfig } from '../../config.js';
 import type { Catalog } from '../catalog/catalog.js';
 import { DomainError } from '../errors.js';
 import type { LimiterState } from '../ratelimit/types.js';
+import { countWithin, PIECE_CHARS, provablyOver } from './bounded-count.js';
 import type { ChatMessage, Engine, EngineChatRequest, EngineStreamEvent, FinishReason, Role, Usage } from './engine.js';
 
 export const LIMITS = {
@@ -147,6 +148,47 @@ export interface MeterTicket {
  */
 export interface Metering {
   admit(req: MeterRequest): Promise<MeterTicket>;
+  /**
+   * Before any work on a call: refuses at once (429) a caller already known to be over a limit, so
+   * a key that is refused costs the server next to nothing.
+   */
+  precheck?(caller: Caller): void;
+  /**
+   * A call refused before admission (its input, 4xx): counted as one request against the caller's
+   * RPM, so refusals are not free.
+   */
+  countRefused?(caller: Caller): Promise<void>;
+}
+
+/** Inputs up to this many characters are counted whole, exactly as the engine counts them. */
+const EXACT_COUNT_CHARS = 4 * PIECE_CHARS;
+/** Chat requests with more messages than this are counted in pieces too. */
+const EXACT_COUNT_MESSAGES = 256;
+
+/**
+ * The prompt tokens of `messages`, or any number above `limit` when they cannot fit: exact for
+ * ordinary requests; for long ones, the framing (the messages without their text) plus the text
+ * counted in pieces, stopping past the limit (./bounded-count.ts).
+ */
+async function countPrompt(engine: Engine, messages: ChatMessage[], limit: number): Promise<number> {
+  let chars = 0;
+  for (const m of messages) chars += m.content.length;
+  if (chars <= EXACT_COUNT_CHARS && messages.length <= EXACT_COUNT_MESSAGES) return engine.countChatTokens(messages);
+  // Every chat template spends at least one token on each message.
+  if (messages.length > limit || provablyOver(chars, limit)) return limit + 1;
+  const framing = await engine.countChatTokens(messages.map((m) => ({ role: m.role, content: '' })));
+  return countWithin(
+    messages.map((m) => m.content),
+    limit,
+    (piece) => engine.countTokens(piece),
+    framing,
+  );
+}
+
+/** The tokens of one input text, or any number above `limit` when it cannot fit (as countPrompt). */
+async function countInput(engine: Engine, text: string, limit: number): Promise<number> {
+  if (text.length <= EXACT_COUNT_CHARS) return engine.countTokens(text);
+  return countWithin([text], limit, (piece) => engine.countTokens(piece));
 }
 
 /** No billing, no limits: every call runs. */
@@ -193,6 +235,21 @@ export class InferenceService {
     return result.value;
   }
 
+  /**
+   * Runs a call's checks (its input against the specification and the model, tokens counted): a
+   * caller already known to be over its limits is refused before any of that work, and an input
+   * refused here still counts as a request against the caller's RPM.
+   */
+  private async screen<T>(caller: Caller, check: () => Promise<T>): Promise<T> {
+    this.metering.precheck?.(caller);
+    try {
+      return await check();
+    } catch (err) {
+      if (err instanceof DomainError && err.status < 500) await this.metering.countRefused?.(caller);
+      throw err;
+    }
+  }
+
   /** Validates a chat request and resolves what the engine runs: the messages and the effective max_tokens. */
   async prepareChat(input: ChatInput): Promise<{ model: ChatModelConfig; request: EngineChatRequest; engine: Engine; promptTokens: number; requestedOutputTokens: number | null }> {
     const model = this.catalog.require(input.model, 'chat');
@@ -225,9 +282,11 @@ export class InferenceService {
       }
     }
     const engine = this.engines.get(model.id);
-    const promptTokens = await engine.countChatTokens(messages);
+    const promptTokens = await countPrompt(engine, messages, contextWindow - 1);
     if (promptTokens >= contextWindow) {
-      throw new DomainError('input_too_long', `The messages take ${promptTokens} tokens; the model's context window is ${contextWindow} tokens, output included.`, {
+      // Counting stops once the window is passed: the figure is exact only up to it.
+      const taken = promptTokens === contextWindow ? `${contextWindow} tokens` : `more than ${contextWindow - 1} tokens`;
+      throw new DomainError('input_too_long', `The messages take ${taken}; the model's context window is ${contextWindow} tokens, output included.`, {
         param: 'messages',
       });
     }
@@ -259,7 +318,7 @@ export class InferenceService {
   }
 
   async createChatCompletion(caller: Caller, input: ChatInput, signal: AbortSignal): Promise<ChatCompletion> {
-    const { model, request, engine, promptTokens, requestedOutputTokens } = await this.prepareChat(input);
+    const { model, request, engine, promptTokens, requestedOutputTokens } = await this.screen(caller, () => this.prepareChat(input));
     const meter: MeterRequest = { caller, model, promptTokens, requestedOutputTokens, maxOutputTokens: request.maxTokens };
     return this.metered(meter, signal, async (ticket) => {
       const result = await engine.chat({ ...request, maxTokens: ticket.maxOutputTokens }, signal);
@@ -281,7 +340,7 @@ export class InferenceService {
    * The final chunk (no choices) carries the usage; doors decide whether to show it.
    */
   async *chatCompletionStream(caller: Caller, input: ChatInput, signal: AbortSignal): AsyncGenerator<ChatChunk> {
-    const { model, request, engine, promptTokens, requestedOutputTokens } = await this.prepareChat(input);
+    const { model, request, engine, promptTokens, requestedOutputTokens } = await this.screen(caller, () => this.prepareChat(input));
     const ticket = await this.metering.admit({ caller, model, promptTokens, requestedOutputTokens, maxOutputTokens: request.maxTokens });
     const id = newId('chatcmpl');
     const created = now();
@@ -334,23 +393,7 @@ export class InferenceService {
   }
 
   async createEmbeddings(caller: Caller, input: EmbeddingsInput, signal: AbortSignal): Promise<Embeddings> {
-    const model = this.catalog.require(input.model, 'embedding');
-    if (input.input.length === 0) throw new DomainError('invalid_value', "'input' must not be empty.", { param: 'input' });
-    if (input.input.length > LIMITS.maxEmbeddingInputs) {
-      throw new DomainError('too_many_inputs', `'input' takes at most ${LIMITS.maxEmbeddingInputs} strings; got ${input.input.length}.`, { param: 'input' });
-    }
-    const engine = this.engines.get(model.id);
-    const limit = model.specifications.max_tokens;
-    let promptTokens = 0;
-    for (let i = 0; i < input.input.length; i++) {
-      const text = input.input[i]!;
-      if (text.length === 0) throw new DomainError('invalid_value', `'input[${i}]' is an empty string.`, { param: 'input' });
-      const tokens = await engine.countTokens(text);
-      if (tokens > limit) {
-        throw new DomainError('input_too_long', `'input[${i}]' has ${tokens} tokens; the model '${model.id}' takes at most ${limit}.`, { param: 'input' });
-      }
-      promptTokens += tokens;
-    }
+    const { model, engine, promptTokens } = await this.screen(caller, () => this.checkEmbeddings(input));
     return this.metered({ caller, model, promptTokens, requestedOutputTokens: null, maxOutputTokens: 0 }, signal, async () => {
       const result = await engine.embed(input.input, signal);
       const dims = model.specifications.output_dimensions;
@@ -367,33 +410,29 @@ export class InferenceService {
     });
   }
 
-  async rerank(caller: Caller, input: RerankInput, signal: AbortSignal): Promise<RerankResult> {
-    const model = this.catalog.require(input.model, 'reranking');
-    if (input.query.trim().length === 0) throw new DomainError('empty_query', "'query' must not be empty.", { param: 'query' });
-    const maxDocs = model.specifications.max_documents;
-    if (input.documents.length > Math.min(maxDocs, LIMITS.maxRerankDocuments)) {
-      throw new DomainError('too_many_documents', `'documents' takes at most ${Math.min(maxDocs, LIMITS.maxRerankDocuments)} documents; got ${input.documents.length}.`, {
-        param: 'documents',
-      });
-    }
-    if (input.documents.length === 0) throw new DomainError('invalid_value', "'documents' must not be empty.", { param: 'documents' });
-    if (input.topN !== null && input.topN !== undefined && (!Number.isInteger(input.topN) || input.topN < 1)) {
-      throw new DomainError('invalid_value', `'top_n' must be a positive integer; got ${input.topN}.`, { param: 'top_n' });
+  private async checkEmbeddings(input: EmbeddingsInput) {
+    const model = this.catalog.require(input.model, 'embedding');
+    if (input.input.length === 0) throw new DomainError('invalid_value', "'input' must not be empty.", { param: 'input' });
+    if (input.input.length > LIMITS.maxEmbeddingInputs) {
+      throw new DomainError('too_many_inputs', `'input' takes at most ${LIMITS.maxEmbeddingInputs} strings; got ${input.input.length}.`, { param: 'input' });
     }
     const engine = this.engines.get(model.id);
     const limit = model.specifications.max_tokens;
-    const queryTokens = await engine.countTokens(input.query);
-    // Each document is scored with the query: that pair is what the model reads.
-    let estimate = 0;
-    for (let i = 0; i < input.documents.length; i++) {
-      const tokens = queryTokens + (await engine.countTokens(input.documents[i]!));
+    let promptTokens = 0;
+    for (let i = 0; i < input.input.length; i++) {
+      const text = input.input[i]!;
+      if (text.length === 0) throw new DomainError('invalid_value', `'input[${i}]' is an empty string.`, { param: 'input' });
+      const tokens = await countInput(engine, text, limit);
       if (tokens > limit) {
-        throw new DomainError('input_too_long', `The query with 'documents[${i}]' has ${tokens} tokens; the model '${model.id}' takes at most ${limit}.`, {
-          param: 'documents',
-        });
+        throw new DomainError('input_too_long', `'input[${i}]' has more than ${limit} tokens, the most the model '${model.id}' takes.`, { param: 'input' });
       }
-      estimate += tokens;
+      promptTokens += tokens;
     }
+    return { model, engine, promptTokens };
+  }
+
+  async rerank(caller: Caller, input: RerankInput, signal: AbortSignal): Promise<RerankResult> {
+    const { model, engine, estimate } = await this.screen(caller, () => this.checkRerank(input));
     return this.metered({ caller, model, promptTokens: estimate, requestedOutputTokens: null, maxOutputTokens: 0 }, signal, async () => {
       const { scores, promptTokens } = await engine.rerank(input.query, input.documents, signal);
       const returnDocuments = input.returnDocuments ?? true;
@@ -411,20 +450,41 @@ export class InferenceService {
     });
   }
 
-  async moderate(caller: Caller, input: ModerationInput, signal: AbortSignal): Promise<ModerationResult> {
-    const model = this.catalog.require(input.model, 'moderation');
-    if (input.input.length === 0) throw new DomainError('invalid_value', "'input' must not be empty.", { param: 'input' });
-    if (input.input.length > LIMITS.maxModerationInputs) {
-      throw new DomainError('too_many_inputs', `'input' takes at most ${LIMITS.maxModerationInputs} strings; got ${input.input.length}.`, { param: 'input' });
+  private async checkRerank(input: RerankInput) {
+    const model = this.catalog.require(input.model, 'reranking');
+    if (input.query.trim().length === 0) throw new DomainError('empty_query', "'query' must not be empty.", { param: 'query' });
+    const maxDocs = model.specifications.max_documents;
+    if (input.documents.length > Math.min(maxDocs, LIMITS.maxRerankDocuments)) {
+      throw new DomainError('too_many_documents', `'documents' takes at most ${Math.min(maxDocs, LIMITS.maxRerankDocuments)} documents; got ${input.documents.length}.`, {
+        param: 'documents',
+      });
+    }
+    if (input.documents.length === 0) throw new DomainError('invalid_value', "'documents' must not be empty.", { param: 'documents' });
+    if (input.topN !== null && input.topN !== undefined && (!Number.isInteger(input.topN) || input.topN < 1)) {
+      throw new DomainError('invalid_value', `'top_n' must be a positive integer; got ${input.topN}.`, { param: 'top_n' });
     }
     const engine = this.engines.get(model.id);
     const limit = model.specifications.max_tokens;
+    const queryTokens = await countInput(engine, input.query, limit);
+    if (queryTokens > limit) {
+      throw new DomainError('input_too_long', `'query' has more than ${limit} tokens, the most the model '${model.id}' takes.`, { param: 'query' });
+    }
+    // Each document is scored with the query: that pair is what the model reads.
     let estimate = 0;
-    for (let i = 0; i < input.input.length; i++) {
-      const tokens = await engine.countTokens(input.input[i]!);
-      if (tokens > limit) throw new DomainError('input_too_long', `'input[${i}]' has ${tokens} tokens; the model '${model.id}' takes at most ${limit}.`, { param: 'input' });
+    for (let i = 0; i < input.documents.length; i++) {
+      const tokens = queryTokens + (await countInput(engine, input.documents[i]!, limit - queryTokens));
+      if (tokens > limit) {
+        throw new DomainError('input_too_long', `The query with 'documents[${i}]' has more than ${limit} tokens, the most the model '${model.id}' takes.`, {
+          param: 'documents',
+        });
+      }
       estimate += tokens;
     }
+    return { model, engine, estimate };
+  }
+
+  async moderate(caller: Caller, input: ModerationInput, signal: AbortSignal): Promise<ModerationResult> {
+    const { model, engine, estimate } = await this.screen(caller, () => this.checkModeration(input));
     return this.metered({ caller, model, promptTokens: estimate, requestedOutputTokens: null, maxOutputTokens: 0 }, signal, async () => {
       let promptTokens = 0;
       const results: ModerationResult['results'] = [];
@@ -440,5 +500,22 @@ export class InferenceService {
       const value: ModerationResult = { id: newId('modr'), model: model.id, results, usage: { promptTokens, totalTokens: promptTokens } };
       return { value, usage: zeroUsage(promptTokens) };
     });
+  }
+
+  private async checkModeration(input: ModerationInput) {
+    const model = this.catalog.require(input.model, 'moderation');
+    if (input.input.length === 0) throw new DomainError('invalid_value', "'input' must not be empty.", { param: 'input' });
+    if (input.input.length > LIMITS.maxModerationInputs) {
+      throw new DomainError('too_many_inputs', `'input' takes at most ${LIMITS.maxModerationInputs} strings; got ${input.input.length}.`, { param: 'input' });
+    }
+    const engine = this.engines.get(model.id);
+    const limit = model.specifications.max_tokens;
+    let estimate = 0;
+    for (let i = 0; i < input.input.length; i++) {
+      const tokens = await countInput(engine, input.input[i]!, limit);
+      if (tokens > limit) throw new DomainError('input_too_long', `'input[${i}]' has more than ${limit} tokens, the most the model '${model.id}' takes.`, { param: 'input' });
+      estimate += tokens;
+    }
+    return { model, engine, estimate };
   }
 }

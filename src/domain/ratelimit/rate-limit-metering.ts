@@ -4,6 +4,7 @@
 // before the inner settlement runs. Every state the limiter reaches is handed to the caller's
 // `onRateLimit`, the first before the engine runs, so both doors can send X-RateLimit-* headers
 // with the head of any response (a stream's included).
+import { DomainError } from '../errors.js';
 import type { Caller, CallOutcome, MeterRequest, MeterTicket, Metering } from '../inference/inference-service.js';
 import type { Usage } from '../inference/engine.js';
 import type { Admission, RateLimiter } from './rate-limiter.js';
@@ -18,6 +19,19 @@ export class RateLimitMetering implements Metering {
     private readonly limiter: RateLimiter,
     private readonly limitsFor: LimitsResolver,
   ) {}
+
+  precheck(caller: Caller): void {
+    this.limiter.precheck(caller.accountId, caller.onRateLimit);
+  }
+
+  /** One request with no tokens; a refusal of it only marks the account over its RPM for `precheck`. */
+  async countRefused(caller: Caller): Promise<void> {
+    try {
+      await this.limiter.admit(caller.accountId, await this.limitsFor(caller), 0, caller.onRateLimit);
+    } catch (err) {
+      if (!(err instanceof DomainError)) throw err;
+    }
+  }
 
   async admit(req: MeterRequest): Promise<MeterTicket> {
     const caller = req.caller;

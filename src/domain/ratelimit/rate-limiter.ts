@@ -43,6 +43,16 @@ const NAMES: Record<Dimension, string> = { rpm: 'requests per minute (RPM)', tpm
 /** How long between two "store unreachable" warnings in the log. */
 const WARN_EVERY_MS = 10_000;
 
+/** The most accounts remembered as over their RPM (the oldest entry goes first beyond it). */
+const MAX_BLOCKED = 10_000;
+
+/** An account the store refused for its RPM alone, until its oldest request leaves the window. */
+interface Blocked {
+  untilMs: number;
+  rpm: number;
+  state: LimiterState;
+}
+
 export class RateLimiter {
   /** Counters since start (for metrics and tests). */
   readonly stats = { admitted: 0, refused: 0, failOpen: 0, storeErrors: 0, alerts: 0 };
@@ -50,6 +60,12 @@ export class RateLimiter {
   private readonly alertThreshold: number;
   private lastWarnMs = -Infinity;
   private unwarned = 0;
+  /**
+   * Accounts this instance saw refused for RPM: until the Retry-After it was given passes, another
+   * call of theirs cannot fit (counts only grow meanwhile, on every instance), so `precheck`
+   * refuses it without asking the store and before the call does any work.
+   */
+  private readonly blocked = new Map<string, Blocked>();
 
   constructor(
     readonly store: RateLimitStore,
@@ -77,7 +93,29 @@ export class RateLimiter {
     }
     this.stats.refused++;
     if (result.alert) this.raiseAlert(accountId, result.recentHits);
+    if (result.retryAfter !== null && result.exceeded.length === 1 && result.exceeded[0] === 'rpm') {
+      if (this.blocked.size >= MAX_BLOCKED) this.blocked.delete(this.blocked.keys().next().value!);
+      this.blocked.set(accountId, { untilMs: Date.now() + result.retryAfter * 1000, rpm: limits.rpm, state: result.state });
+    }
     throw refusal(result.exceeded, result.retryAfter, limits, tokens, result.state);
+  }
+
+  /**
+   * Refuses (429) a call of an account this instance knows to be over its RPM, without the store;
+   * does nothing otherwise. An operator's raised limit takes effect from the next Retry-After.
+   */
+  precheck(accountId: string, onState?: (state: LimiterState) => void): void {
+    const blocked = this.blocked.get(accountId);
+    if (!blocked) return;
+    const left = blocked.untilMs - Date.now();
+    if (left <= 0) {
+      this.blocked.delete(accountId);
+      return;
+    }
+    this.stats.refused++;
+    onState?.(blocked.state);
+    const retryAfter = Math.ceil(left / 1000);
+    throw new DomainError('rate_limit_exceeded', `Rate limit reached: this account's ${NAMES.rpm} limit of ${blocked.rpm}. Retry after ${retryAfter} s.`, { retryAfter });
   }
 
   /** 429s of the account in the last 10 minutes. */

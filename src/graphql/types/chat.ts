@@ -4,6 +4,7 @@ import type { Usage } from '../../domain/inference/engine.js';
 import { DomainError } from '../../domain/errors.js';
 import { builder } from '../builder.js';
 import type { GraphQLContext } from '../context.js';
+import { type StreamItem, untilKeyInvalid, unwrapStreamItem } from '../key-guard.js';
 
 export const FinishReasonEnum = builder.enumType('FinishReason', { values: ['stop', 'length', 'content_filter'] as const });
 
@@ -87,24 +88,13 @@ const ChatChunkRef = builder.objectRef<ChatChunk>('ChatCompletionChunk').impleme
   }),
 });
 
-/** What the subscription's source yields: a chunk, or the error that ends the stream. */
-type StreamItem = ChatChunk | { streamError: unknown };
-
-async function* streamWithErrorsAsItems(ctx: GraphQLContext, input: ChatInput): AsyncGenerator<StreamItem> {
-  // The stream has its own abort: ending the subscription (client gone) stops the engine at once.
-  const controller = new AbortController();
-  const onAbort = () => controller.abort(ctx.signal.reason);
-  ctx.signal.addEventListener('abort', onAbort, { once: true });
+/** The stream of one call; its errors become items (./key-guard.ts says why). */
+async function* chatStream(ctx: GraphQLContext, input: ChatInput, signal: AbortSignal): AsyncGenerator<StreamItem<ChatChunk>> {
   try {
     const caller = await ctx.caller();
-    yield* ctx.services.inference.chatCompletionStream(caller, input, controller.signal);
+    yield* ctx.services.inference.chatCompletionStream(caller, input, signal);
   } catch (streamError) {
-    // Yielded, not thrown: graphql-ws would otherwise close the whole socket instead of ending
-    // this one operation with a GraphQL error.
     yield { streamError };
-  } finally {
-    ctx.signal.removeEventListener('abort', onAbort);
-    controller.abort();
   }
 }
 
@@ -123,11 +113,8 @@ builder.subscriptionField('chatCompletionStream', (t) =>
   t.field({
     type: ChatChunkRef,
     args: { input: t.arg({ type: ChatCompletionInput, required: true }) },
-    subscribe: (_root, { input }, ctx) => streamWithErrorsAsItems(ctx, input) as AsyncIterable<unknown> as AsyncIterable<ChatChunk>,
-    resolve: (item) => {
-      const i = item as StreamItem;
-      if ('streamError' in i) throw i.streamError instanceof Error ? i.streamError : new DomainError('internal_error', 'The stream failed.');
-      return i;
-    },
+    // The stream ends when the client goes, the operation completes, or the key is revoked or expires.
+    subscribe: (_root, { input }, ctx) => untilKeyInvalid(ctx, (signal) => chatStream(ctx, input, signal)) as AsyncIterable<unknown> as AsyncIterable<ChatChunk>,
+    resolve: (item) => unwrapStreamItem(item as StreamItem<ChatChunk>),
   }),
 );

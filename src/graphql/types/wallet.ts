@@ -6,6 +6,7 @@ import type { WalletView } from '../../domain/billing/billing-service.js';
 import { TRANSACTION_PAGE, TRANSACTION_TYPES, type TransactionView } from '../../domain/ledger/ledger.js';
 import { requireAccountAccess } from '../access.js';
 import { builder } from '../builder.js';
+import { type StreamItem, untilKeyInvalid, unwrapStreamItem } from '../key-guard.js';
 import { AccountRef } from './account.js';
 import { DecimalScalar } from './money.js';
 import { PageInfoRef } from './page-info.js';
@@ -108,11 +109,10 @@ builder.subscriptionField('walletUpdated', (t) =>
   t.field({
     type: WalletUpdateRef,
     description: "The key's wallet after each committed change (credits, usage charges, fees). Changes made by other server processes are not seen.",
-    subscribe: async (_root, _args, ctx) => {
-      const { account } = await ctx.principal();
-      return ctx.services.billing.events.subscribe(account.id, ctx.signal);
-    },
-    resolve: (change) => change,
+    // Ends when the operation completes, the client goes, or the key is revoked or expires.
+    subscribe: (_root, _args, ctx) =>
+      untilKeyInvalid<WalletChange>(ctx, (signal, { account }) => ctx.services.billing.events.subscribe(account.id, signal)) as AsyncIterable<unknown> as AsyncIterable<WalletChange>,
+    resolve: (item) => unwrapStreamItem(item as StreamItem<WalletChange>),
   }),
 );
 
