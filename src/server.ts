@@ -102,6 +102,13 @@ export function createApp(services: Services) {
   });
 
   app.use(['/v1', '/graphql'], corsFor(config.server.cors_origins));
+  // A body the client declares over the limit is refused before authentication and unread; one
+  // sent without a length is cut off at the limit while it is read (below, and in compat).
+  const tooLarge = () => new DomainError('request_too_large', `The request body is larger than the limit of ${config.server.body_limit}.`);
+  app.use('/v1', (req, res, next) => {
+    if (Number(req.headers['content-length'] ?? 0) > bodyLimit) return sendError(res.setHeader('Connection', 'close'), tooLarge());
+    next();
+  });
   app.use('/v1', createCompatRouter(services, { onUnexpected: (req, err) => logger.error({ reqId: req.requestId, path: fullPath(req), err }, 'unexpected error') }));
   // Checkout pages and the processor's webhooks (the webhook reads its body raw, for the signature).
   app.use(createPaymentsRouter({ payments: services.payments, logger, bodyLimit: config.server.body_limit }));
@@ -116,10 +123,17 @@ export function createApp(services: Services) {
       blockFieldSuggestion: { enabled: !config.graphql.introspection },
     }) as Plugin,
     useCSRFPrevention({ requestHeaders: ['x-graphql-yoga-csrf', 'apollo-require-preflight'] }),
+    // Validation errors (and the armor's limits) in the public shape, with their 400.
+    {
+      onValidate: () => ({ result, setResult }) => {
+        if (result.length > 0) setResult(result.map((e) => toPublicGraphQLError(e)));
+      },
+    } as Plugin,
     // Unexpected errors are logged here, where the request's id and path are known (they are
     // masked for the client in maskError below); client mistakes are not logged.
     useErrorHandler(({ errors, context }) => {
-      const ctx = context as Partial<GraphQLContext>;
+      // Execution errors come with the execution's arguments, the others with the context itself.
+      const ctx = ((context as { contextValue?: unknown }).contextValue ?? context) as Partial<GraphQLContext>;
       for (const err of errors) {
         if (isUnexpectedError(err)) logger.error({ reqId: ctx.requestId, path: ctx.path, err: (err as GraphQLError).originalError ?? err }, 'unexpected GraphQL error');
       }
@@ -162,16 +176,14 @@ export function createApp(services: Services) {
   });
   // The body limit of every door, before authentication and before any parsing.
   const readBody = express.raw({ limit: bodyLimit, type: () => true });
+  const refuseGraphQL = (res: express.Response, error: DomainError) => res.status(error.status).json({ errors: [publicErrorBody(toPublicGraphQLError(error))] });
   app.use('/graphql', (req, res, next) => {
     if (req.method !== 'POST') return next();
+    if (Number(req.headers['content-length'] ?? 0) > bodyLimit) return refuseGraphQL(res.setHeader('Connection', 'close'), tooLarge());
     readBody(req, res, (err?: unknown) => {
       if (!err) return next();
       const e = err as { type?: string };
-      const error =
-        e.type === 'entity.too.large'
-          ? new DomainError('request_too_large', `The request body is larger than the limit of ${config.server.body_limit}.`)
-          : new DomainError('invalid_request', 'The request body could not be read (check Content-Encoding and charset).');
-      res.status(error.status).json({ errors: [publicErrorBody(toPublicGraphQLError(error))] });
+      refuseGraphQL(res, e.type === 'entity.too.large' ? tooLarge() : new DomainError('invalid_request', 'The request body could not be read (check Content-Encoding and charset).'));
     });
   });
   app.use('/graphql', yoga);

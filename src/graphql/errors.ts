@@ -67,7 +67,9 @@ export function toPublicGraphQLError(error: unknown, log?: (err: unknown) => voi
     const given = (gql.extensions?.http as { status?: unknown } | undefined)?.status;
     const status = typeof given === 'number' && given >= 400 && given < 500 ? given : 400;
     const code = variable ? 'invalid_value' : typeof gql.extensions?.code === 'string' ? gql.extensions.code : 'invalid_request';
-    const extensions: Record<string, unknown> & PublicErrorExtensions = { code, type: 'invalid_request_error', status, param: variable ?? null, http: { status } };
+    // `spec: false`: Yoga would otherwise answer validation errors 200 to application/json clients
+    // (the GraphQL-over-HTTP spec's legacy rule); this server answers every mistake with its 4xx.
+    const extensions: Record<string, unknown> & PublicErrorExtensions = { code, type: 'invalid_request_error', status, param: variable ?? null, http: { status, spec: false } };
     return new GraphQLError(gql.message, { nodes: gql.nodes, path: gql.path, extensions });
   }
   log?.(error);

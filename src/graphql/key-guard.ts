@@ -74,9 +74,10 @@ export function untilKeyInvalid<T>(ctx: GraphQLContext, open: (signal: AbortSign
         // The item a source produces after the key's end is dropped; so is its error.
         pending.catch(() => {});
         const next = await Promise.race([pending, ended.then((e) => ({ value: e, done: false as const, ending: true }))]);
-        if (!('ending' in next)) {
+        // The key's end aborts the source too, which may then end first: the error still goes out.
+        if (!ending) {
           if (next.done) return finish();
-          return next;
+          return next as IteratorResult<StreamItem<T>>;
         }
       }
       const error = ending!;

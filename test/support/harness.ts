@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../../src/config.js';
 import { closeServices, createServices, type Services } from '../../src/container.js';
-import { createLogger } from '../../src/logger.js';
+import { createLogger, type Logger } from '../../src/logger.js';
 import { startServer } from '../../src/server.js';
 import { startFakeUpstream, type FakeUpstream, type FakeUpstreamOptions } from './fake-upstream.js';
 
@@ -95,6 +95,8 @@ export async function startTestServer(
     yaml?: (upstreamUrl: string) => string;
     /** Another database than a fresh SQLite file (e.g. one from support/databases.ts); the caller drops it. */
     databaseUrl?: string;
+    /** The server's logger (default: silent, or TEST_LOG_LEVEL). */
+    logger?: Logger;
   } = {},
 ): Promise<TestServer> {
   const upstream = await startFakeUpstream(opts.upstream);
@@ -109,7 +111,7 @@ export async function startTestServer(
     HOST: '127.0.0.1',
     ...opts.env,
   });
-  const services = await createServices(config, createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'));
+  const services = await createServices(config, opts.logger ?? createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'));
   const running = await startServer(services, { port: 0, host: '127.0.0.1' });
   const url = running.url;
   // Checkout links point at the server as clients reach it: the port is only known now.

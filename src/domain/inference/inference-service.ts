@@ -152,7 +152,7 @@ export interface Metering {
    * Before any work on a call: refuses at once (429) a caller already known to be over a limit, so
    * a key that is refused costs the server next to nothing.
    */
-  precheck?(caller: Caller): void;
+  precheck?(caller: Caller): void | Promise<void>;
   /**
    * A call refused before admission (its input, 4xx): counted as one request against the caller's
    * RPM, so refusals are not free.
@@ -241,7 +241,7 @@ export class InferenceService {
    * refused here still counts as a request against the caller's RPM.
    */
   private async screen<T>(caller: Caller, check: () => Promise<T>): Promise<T> {
-    this.metering.precheck?.(caller);
+    await this.metering.precheck?.(caller);
     try {
       return await check();
     } catch (err) {

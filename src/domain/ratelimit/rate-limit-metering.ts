@@ -20,8 +20,8 @@ export class RateLimitMetering implements Metering {
     private readonly limitsFor: LimitsResolver,
   ) {}
 
-  precheck(caller: Caller): void {
-    this.limiter.precheck(caller.accountId, caller.onRateLimit);
+  async precheck(caller: Caller): Promise<void> {
+    this.limiter.precheck(caller.accountId, await this.limitsFor(caller), caller.onRateLimit);
   }
 
   /** One request with no tokens; a refusal of it only marks the account over its RPM for `precheck`. */

@@ -101,10 +101,11 @@ export class RateLimiter {
   }
 
   /**
-   * Refuses (429) a call of an account this instance knows to be over its RPM, without the store;
-   * does nothing otherwise. An operator's raised limit takes effect from the next Retry-After.
+   * Refuses (429) a call of an account this instance knows to be over its RPM, before the call
+   * does any work; does nothing otherwise. The refusal still counts as a hit for the alert, in the
+   * background. An operator's raised limit takes effect from the next Retry-After.
    */
-  precheck(accountId: string, onState?: (state: LimiterState) => void): void {
+  precheck(accountId: string, limits: RateLimits, onState?: (state: LimiterState) => void): void {
     const blocked = this.blocked.get(accountId);
     if (!blocked) return;
     const left = blocked.untilMs - Date.now();
@@ -113,9 +114,23 @@ export class RateLimiter {
       return;
     }
     this.stats.refused++;
+    this.recordHit(accountId, limits);
     onState?.(blocked.state);
     const retryAfter = Math.ceil(left / 1000);
     throw new DomainError('rate_limit_exceeded', `Rate limit reached: this account's ${NAMES.rpm} limit of ${blocked.rpm}. Retry after ${retryAfter} s.`, { retryAfter });
+  }
+
+  /**
+   * Counts a 429 decided without the store: asks the store to admit more tokens than the TPM limit,
+   * which it always refuses, counting nothing but the hit (and raising the alert when due).
+   */
+  private recordHit(accountId: string, limits: RateLimits): void {
+    this.store.admit(accountId, limits, limits.tpm + 1, this.alertThreshold).then(
+      (result) => {
+        if (!result.admitted && result.alert) this.raiseAlert(accountId, result.recentHits);
+      },
+      (err) => this.backgroundError(err),
+    );
   }
 
   /** 429s of the account in the last 10 minutes. */

@@ -1,0 +1,446 @@
+// Hostile and careless clients: work bounded by the model rather than by the input, one body
+// limit on every door, keys that end their open operations when revoked or expired, client
+// mistakes answered 4xx (never 500, never logged with their values), WebSocket limits that refuse
+// one operation rather than the socket, and safe exposure (loopback by default, CORS allow-list).
+import { Writable } from 'node:stream';
+import { createClient, type Client } from 'graphql-ws';
+import { pino } from 'pino';
+import WebSocket from 'ws';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../src/config.js';
+import { startServer } from '../src/server.js';
+import { MAX_CHARS_PER_TOKEN } from '../src/domain/inference/bounded-count.js';
+import type { Engine } from '../src/domain/inference/engine.js';
+import { ADMIN_TOKEN, catalogYaml, startTestServer, type TestServer } from './support/harness.js';
+
+const CONTEXT_WINDOW = 4096; // chat-test's, in the harness catalog
+
+/** Random words, as the probe sent them: dense in tokens (about 0.6 a character). */
+const randomWords = (chars: number) => {
+  const words: string[] = [];
+  for (let n = 0; n < chars; n += 8) words.push(Math.random().toString(36).slice(2, 9).padEnd(7, 'x'));
+  return words.join(' ');
+};
+
+/** Counts what the engine of `model` is asked to tokenize. */
+function spyOnTokenizer(s: TestServer, model: string) {
+  const engine = s.services.engines.get(model) as Engine;
+  const counted = { calls: 0, chars: 0, tokens: 0 };
+  const countTokens = engine.countTokens.bind(engine);
+  const countChatTokens = engine.countChatTokens.bind(engine);
+  engine.countTokens = async (text: string) => {
+    const n = await countTokens(text);
+    counted.calls++;
+    counted.chars += text.length;
+    counted.tokens += n;
+    return n;
+  };
+  engine.countChatTokens = async (messages) => {
+    const n = await countChatTokens(messages);
+    counted.calls++;
+    for (const m of messages) counted.chars += m.content.length;
+    counted.tokens += n;
+    return n;
+  };
+  return {
+    counted,
+    reset: () => Object.assign(counted, { calls: 0, chars: 0, tokens: 0 }),
+    restore: () => Object.assign(engine, { countTokens, countChatTokens }),
+  };
+}
+
+const logLines: Record<string, unknown>[] = [];
+const logStream = new Writable({
+  write(chunk, _enc, done) {
+    for (const line of String(chunk).split('\n')) if (line) logLines.push(JSON.parse(line));
+    done();
+  },
+});
+
+let s: TestServer;
+
+beforeAll(async () => {
+  s = await startTestServer({ logger: pino({ level: 'info', base: { service: 'tollgate' } }, logStream) });
+});
+afterAll(() => s.close());
+
+const chat = (key: string, content: string, extra: Record<string, unknown> = {}) =>
+  fetch(`${s.v1}/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+    body: JSON.stringify({ model: 'chat-test', messages: [{ role: 'user', content }], ...extra }),
+  });
+
+function wsClient(key: string | null): Client {
+  return createClient({
+    url: s.url.replace('http', 'ws') + '/graphql',
+    webSocketImpl: WebSocket,
+    connectionParams: key ? { authorization: `Bearer ${key}` } : {},
+    retryAttempts: 0,
+    lazy: true,
+  });
+}
+
+/** Runs one operation on `client` and collects what it gets until it ends. */
+function operation(client: Client, query: string, variables: Record<string, unknown> = {}, onNext?: (v: any) => void) {
+  const events: any[] = [];
+  const ended = new Promise<{ events: any[]; error?: any }>((resolve) => {
+    client.subscribe(
+      { query, variables },
+      {
+        next: (v) => {
+          events.push(v);
+          onNext?.(v);
+        },
+        error: (error) => resolve({ events, error }),
+        complete: () => resolve({ events }),
+      },
+    );
+  });
+  return ended;
+}
+
+describe('work bounded by the model, not by the input', () => {
+  it('refuses an input that cannot fit after tokenizing no more than the context window, and counts the refusal against RPM', async () => {
+    const { apiKey } = await s.account('developer');
+    const spy = spyOnTokenizer(s, 'chat-test');
+    try {
+      const text = randomWords(300_000); // under the cheap length bound: counted, until the window is passed
+      expect(text.length).toBeLessThan(CONTEXT_WINDOW * MAX_CHARS_PER_TOKEN);
+      const first = await chat(apiKey, 'hello');
+      const before = Number(first.headers.get('x-ratelimit-remaining-rpm'));
+      spy.reset();
+      const res = await chat(apiKey, text);
+      expect(res.status).toBe(400);
+      expect((await res.json()).error).toMatchObject({ code: 'input_too_long', type: 'invalid_request_error', param: 'messages' });
+      // Counting stopped once the window was passed: at most the window and one piece more.
+      expect(spy.counted.tokens).toBeGreaterThan(CONTEXT_WINDOW - 1);
+      expect(spy.counted.tokens).toBeLessThanOrEqual(CONTEXT_WINDOW + 1024);
+      expect(spy.counted.chars).toBeLessThan(text.length / 10);
+      // The refusal counted as a request.
+      expect(Number(res.headers.get('x-ratelimit-remaining-rpm'))).toBe(before - 1);
+    } finally {
+      spy.restore();
+    }
+  });
+
+  it('refuses an input whose length alone proves it cannot fit without tokenizing any of it', async () => {
+    const { apiKey } = await s.account('developer');
+    const spy = spyOnTokenizer(s, 'chat-test');
+    try {
+      const res = await chat(apiKey, 'a'.repeat(CONTEXT_WINDOW * MAX_CHARS_PER_TOKEN + 1));
+      expect(res.status).toBe(400);
+      expect((await res.json()).error.code).toBe('input_too_long');
+      expect(spy.counted.chars).toBe(0);
+    } finally {
+      spy.restore();
+    }
+  });
+
+  it('counts one unbroken 200 KB word in pieces instead of one call', async () => {
+    const { apiKey } = await s.account('developer');
+    const spy = spyOnTokenizer(s, 'chat-test');
+    try {
+      const res = await chat(apiKey, 'ab'.repeat(100_000));
+      expect(res.status).toBe(400);
+      expect(spy.counted.calls).toBeGreaterThan(1);
+      expect(spy.counted.chars).toBeLessThan(200_000 / 4);
+    } finally {
+      spy.restore();
+    }
+  });
+
+  it('refuses a key past its RPM with 429 before tokenizing anything, when its earlier calls were all refused inputs', async () => {
+    const { apiKey } = await s.account('free'); // 20 RPM, and no balance
+    const spy = spyOnTokenizer(s, 'chat-test');
+    try {
+      const text = randomWords(100_000);
+      const statuses: number[] = [];
+      for (let i = 0; i < 21; i++) statuses.push((await chat(apiKey, text)).status);
+      expect(statuses.filter((st) => st === 400)).toHaveLength(21);
+      spy.reset();
+      const res = await chat(apiKey, text);
+      expect(res.status).toBe(429);
+      expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect((await res.json()).error).toMatchObject({ code: 'rate_limit_exceeded', type: 'rate_limit_error' });
+      expect(spy.counted.calls).toBe(0);
+      // An ordinary call of that key is refused the same way.
+      expect((await chat(apiKey, 'hello')).status).toBe(429);
+    } finally {
+      spy.restore();
+    }
+  });
+
+  it('refuses oversize embedding, rerank and moderation inputs after bounded counting', async () => {
+    const { apiKey } = await s.account('developer');
+    const post = (path: string, body: unknown) =>
+      fetch(`${s.v1}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` }, body: JSON.stringify(body) });
+    const big = randomWords(200_000);
+    const r1 = await post('/embeddings', { model: 'embed-test', input: [big] });
+    expect(r1.status).toBe(400);
+    expect((await r1.json()).error).toMatchObject({ code: 'input_too_long', param: 'input' });
+    const r2 = await post('/rerank', { model: 'rerank-test', query: 'q', documents: ['short', big] });
+    expect(r2.status).toBe(400);
+    expect((await r2.json()).error).toMatchObject({ code: 'input_too_long', param: 'documents' });
+    const r3 = await post('/moderations', { model: 'guard-test', input: big });
+    expect(r3.status).toBe(400);
+    expect((await r3.json()).error).toMatchObject({ code: 'input_too_long', param: 'input' });
+  });
+});
+
+describe('one body limit on every door', () => {
+  const overLimit = () => JSON.stringify({ query: '{ models { id } }', variables: { pad: 'x'.repeat(1_100_000) } });
+
+  it('answers a /graphql body over server.body_limit with 413 request_too_large, before authentication', async () => {
+    const res = await fetch(`${s.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: overLimit() });
+    expect(res.status).toBe(413);
+    const body = await res.json();
+    expect(body.errors[0].extensions).toEqual({ code: 'request_too_large', type: 'invalid_request_error', status: 413, param: null });
+  });
+
+  it('answers a /v1 body over the limit with 413 in the /v1 error body', async () => {
+    const res = await fetch(`${s.v1}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: overLimit() });
+    expect(res.status).toBe(413);
+    expect((await res.json()).error.code).toBe('request_too_large');
+  });
+
+  it('still serves /graphql bodies under the limit', async () => {
+    const res = await s.graphql('{ models { id } }');
+    expect(res.status).toBe(200);
+    expect(res.body.data.models.length).toBeGreaterThan(0);
+  });
+
+  it('closes a WebSocket that sends a frame over the limit with 1009, without a key', async () => {
+    const ws = new WebSocket(s.url.replace('http', 'ws') + '/graphql', 'graphql-transport-ws');
+    await new Promise((resolve, reject) => {
+      ws.once('open', resolve);
+      ws.once('error', reject);
+    });
+    const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
+    ws.send('x'.repeat(1_100_000));
+    expect(await closed).toBe(1009);
+  });
+});
+
+describe('revocation and expiry reach open operations', () => {
+  const WALLET = 'subscription { walletUpdated { balance } }';
+
+  it('ends an open walletUpdated subscription with invalid_api_key when its key is revoked, and refuses later operations on that socket', async () => {
+    const { apiKey, keyId } = await s.account('developer');
+    const client = wsClient(apiKey);
+    try {
+      const open = operation(client, WALLET);
+      // The subscription is registered once the server watches the key.
+      await waitUntil(() => s.services.keyWatch.size > 0);
+      const r = await s.graphql('mutation($id: ID!) { revokeApiKey(id: $id) }', { id: keyId }, ADMIN_TOKEN);
+      expect(r.body.data.revokeApiKey).toBe(true);
+      const ended = await open;
+      const errors = ended.error ?? ended.events.flatMap((e) => e.errors ?? []);
+      expect(JSON.stringify(errors)).toContain('invalid_api_key');
+      const later = await operation(client, '{ viewer { id } }');
+      expect(JSON.stringify(later.error ?? later.events)).toContain('invalid_api_key');
+    } finally {
+      await client.dispose();
+    }
+  });
+
+  it('ends an open subscription when its key expires', async () => {
+    const { id } = await s.account('developer');
+    const created = await s.graphql(
+      'mutation($a: ID!, $e: DateTime) { createApiKey(accountId: $a, expiresAt: $e) { apiKey } }',
+      { a: id, e: new Date(Date.now() + 1500).toISOString() },
+      ADMIN_TOKEN,
+    );
+    const apiKey = created.body.data.createApiKey.apiKey as string;
+    const client = wsClient(apiKey);
+    try {
+      const ended = await operation(client, WALLET);
+      expect(JSON.stringify(ended.error ?? ended.events)).toContain('has expired');
+    } finally {
+      await client.dispose();
+    }
+  });
+
+  it('ends a long /v1 chat stream with an invalid_api_key error event when its key is revoked', async () => {
+    const { apiKey, keyId } = await s.account('enterprise');
+    const res = await chat(apiKey, 'a long answer #tokens=200 #delay=50', { stream: true, max_tokens: 250 });
+    expect(res.status).toBe(200);
+    const reader = res.body!.getReader();
+    const decoder = new TextDecoder();
+    let text = '';
+    let revoked = false;
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value, { stream: true });
+      if (!revoked && text.split('data: ').length > 3) {
+        revoked = true;
+        await s.services.accounts.revokeKey(keyId);
+      }
+    }
+    expect(revoked).toBe(true);
+    expect(text).toContain('"code":"invalid_api_key"');
+    expect(text).not.toContain('[DONE]');
+  });
+});
+
+describe('client mistakes are 4xx', () => {
+  it('answers a GraphQL variable of the wrong type with 400 invalid_value naming the variable, and logs no unexpected error', async () => {
+    const { apiKey } = await s.account('developer');
+    logLines.length = 0;
+    const res = await s.graphql('query($f: Int) { viewer { wallet { transactions(first: $f) { nodes { id } } } } }', { f: 'x-secret-value' }, apiKey);
+    expect(res.status).toBe(400);
+    expect(res.body.errors[0].extensions).toMatchObject({ code: 'invalid_value', type: 'invalid_request_error', status: 400, param: 'f' });
+    expect(JSON.stringify(res.body)).not.toContain('stack');
+    await waitUntil(() => logLines.some((l) => l.msg === 'request'));
+    expect(logLines.filter((l) => l.level === 50)).toEqual([]);
+    expect(JSON.stringify(logLines)).not.toContain('x-secret-value');
+    const line = logLines.find((l) => l.msg === 'request')!;
+    expect(line).toMatchObject({ path: '/graphql', status: 400 });
+    expect(typeof line.reqId).toBe('string');
+  });
+
+  it('answers parse and validation errors with 400 and the same extensions shape', async () => {
+    for (const query of ['{ viewer {', '{ nope }', '{ models { id nope } }']) {
+      const res = await s.graphql(query);
+      expect({ query, status: res.status }).toEqual({ query, status: 400 });
+      const ext = res.body.errors[0].extensions;
+      expect(ext.type).toBe('invalid_request_error');
+      expect(ext.status).toBe(400);
+      expect(typeof ext.code).toBe('string');
+      expect(ext).toHaveProperty('param');
+    }
+  });
+
+  it('answers /v1 integers beyond 32 bits with 400 naming the parameter', async () => {
+    const { apiKey } = await s.account('developer');
+    for (const field of ['max_tokens', 'max_completion_tokens']) {
+      const res = await chat(apiKey, 'hi', { [field]: 2 ** 31 });
+      expect(res.status).toBe(400);
+      expect((await res.json()).error).toMatchObject({ type: 'invalid_request_error', param: field });
+    }
+    const res = await fetch(`${s.v1}/rerank`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` },
+      body: JSON.stringify({ model: 'rerank-test', query: 'q', documents: ['a'], top_n: 2 ** 40 }),
+    });
+    expect(res.status).toBe(400);
+    expect((await res.json()).error.param).toBe('top_n');
+  });
+
+  it('logs an unexpected error once, with the request id and the path with its mount', async () => {
+    const { apiKey } = await s.account('developer');
+    const billing = s.services.billing as unknown as { getWallet: (...a: unknown[]) => unknown };
+    const wallet = billing.getWallet;
+    billing.getWallet = () => {
+      throw new TypeError('injected fault');
+    };
+    try {
+      logLines.length = 0;
+      const v1 = await fetch(`${s.v1}/wallet/balance`, { headers: { authorization: `Bearer ${apiKey}` } });
+      expect(v1.status).toBe(500);
+      const gql = await s.graphql('{ viewer { wallet { balance } } }', {}, apiKey);
+      expect(gql.body.errors[0].extensions.code).toBe('internal_error');
+      await waitUntil(() => logLines.filter((l) => l.level === 50).length >= 2);
+      const errors = logLines.filter((l) => l.level === 50);
+      expect(errors.map((l) => l.path).sort()).toEqual(['/graphql', '/v1/wallet/balance']);
+      for (const l of errors) expect(typeof l.reqId).toBe('string');
+    } finally {
+      billing.getWallet = wallet;
+    }
+  });
+});
+
+describe('over WebSocket, limits refuse the operation, not the socket', () => {
+  it('answers an operation over the alias limit with an error for that operation while another subscription on the socket goes on', async () => {
+    const { id, apiKey } = await s.account('developer');
+    const client = wsClient(apiKey);
+    try {
+      let got: () => void;
+      const gotEvent = new Promise<void>((resolve) => (got = resolve));
+      const wallet = operation(client, 'subscription { walletUpdated { balance } }', {}, () => got());
+      await waitUntil(() => s.services.keyWatch.size > 0);
+      const aliases = Array.from({ length: 40 }, (_, i) => `a${i}: models { id }`).join(' ');
+      const refused = await operation(client, `{ ${aliases} }`);
+      expect(JSON.stringify(refused.error ?? refused.events)).toMatch(/alias/i);
+      const fine = await operation(client, '{ viewer { id } }');
+      expect(fine.events[0].data.viewer.id).toBe(id);
+      const credit = await s.graphql(
+        'mutation($a: ID!) { creditWallet(input: {accountId: $a, amount: "1", type: bonus, description: "test"}) { id } }',
+        { a: id },
+        ADMIN_TOKEN,
+      );
+      expect(credit.body.errors).toBeUndefined();
+      await gotEvent;
+      await client.dispose();
+      const ended = await wallet;
+      expect(Number(ended.events[0].data.walletUpdated.balance)).toBe(1);
+    } finally {
+      await client.dispose();
+    }
+  });
+});
+
+describe('safe exposure', () => {
+  const baseEnv = (extra: Record<string, string>) => ({ CONFIG: 'config/default.yaml', PORT: '0', ...extra });
+
+  it('binds loopback by default and refuses the sandbox processor on another address unless allowed', () => {
+    expect(loadConfig(baseEnv({})).host).toBe('127.0.0.1');
+    expect(() => loadConfig(baseEnv({ HOST: '0.0.0.0' }))).toThrow(ConfigError);
+    expect(() => loadConfig(baseEnv({ HOST: '0.0.0.0' }))).toThrow(/allow_sandbox/);
+    expect(loadConfig(baseEnv({ HOST: '::1' })).host).toBe('::1');
+  });
+
+  it('sends no CORS headers to an origin that is not allowed (the default allows none)', async () => {
+    const res = await fetch(`${s.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: 'https://evil.example' },
+      body: JSON.stringify({ query: '{ models { id } }' }),
+    });
+    expect(res.headers.get('access-control-allow-origin')).toBeNull();
+    expect(res.headers.get('access-control-allow-credentials')).toBeNull();
+    const v1 = await fetch(`${s.v1}/models`, { headers: { origin: 'https://evil.example' } });
+    expect(v1.headers.get('access-control-allow-origin')).toBeNull();
+  });
+
+  it('answers preflights and sends CORS headers for allowed origins on /v1 and /graphql, never credentials for *', async () => {
+    const allowed = await startTestServer({ yaml: (u) => `server: { cors_origins: ["https://app.example.com"] }\n${catalogYaml(u)}` });
+    const any = await startTestServer({ yaml: (u) => `server: { cors_origins: ["*"] }\n${catalogYaml(u)}` });
+    try {
+      for (const path of ['/v1/chat/completions', '/graphql']) {
+        const pre = await fetch(`${allowed.url}${path}`, {
+          method: 'OPTIONS',
+          headers: { origin: 'https://app.example.com', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization,content-type' },
+        });
+        expect(pre.status).toBeLessThan(300);
+        expect(pre.headers.get('access-control-allow-origin')).toBe('https://app.example.com');
+        expect(pre.headers.get('access-control-allow-headers')?.toLowerCase()).toContain('authorization');
+        const other = await fetch(`${allowed.url}${path}`, { method: 'OPTIONS', headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } });
+        expect(other.headers.get('access-control-allow-origin')).toBeNull();
+      }
+      const models = await fetch(`${allowed.v1}/models`, { headers: { origin: 'https://app.example.com' } });
+      expect(models.headers.get('access-control-allow-origin')).toBe('https://app.example.com');
+      expect(models.headers.get('access-control-expose-headers')?.toLowerCase()).toContain('x-ratelimit-remaining-rpm');
+      const star = await fetch(`${any.v1}/models`, { headers: { origin: 'https://whoever.example' } });
+      expect(star.headers.get('access-control-allow-origin')).toBe('*');
+      expect(star.headers.get('access-control-allow-credentials')).toBeNull();
+    } finally {
+      await allowed.close();
+      await any.close();
+    }
+  });
+
+  it('names the address actually bound', async () => {
+    const everywhere = await startServer(s.services, { port: 0, host: '0.0.0.0' });
+    try {
+      expect(everywhere.url).toMatch(/^http:\/\/0\.0\.0\.0:\d+$/);
+    } finally {
+      await everywhere.shutdown();
+    }
+  });
+});
+
+async function waitUntil(check: () => boolean, tries = 200) {
+  for (let i = 0; i < tries && !check(); i++) await new Promise((r) => setTimeout(r, 25));
+  expect(check()).toBe(true);
+}
