@@ -358,4 +358,40 @@ describe('OpenAIEngine', () => {
     expect((err as DomainError).code).toBe('context_length_exceeded');
     expect((err as DomainError).message).not.toContain('4096');
   });
+
+  it('answers model_unavailable with Retry-After at once, without calling, when every base URL is ejected', async () => {
+    const f = await fake();
+    f.setFault('hang');
+    const { e, warnings } = engine([f.url], { first_byte_timeout_ms: 200, circuit_breaker: { failure_threshold: 1, cooldown_ms: 60_000 } });
+    expect((await rejection(e.chat(req('hi'), signal())) as DomainError).code).toBe('upstream_timeout');
+    expect(e.health()).toMatchObject([{ index: 0, state: 'open', failures: 1 }]);
+    expect(warnings.some((w) => w.msg === 'upstream ejected: its circuit breaker opened')).toBe(true);
+
+    const plain = (await rejection(e.chat(req('hi'), signal()))) as DomainError;
+    const streamed = (await rejection(collect(e.chatStream(req('hi'), signal())))) as DomainError;
+    for (const err of [plain, streamed]) {
+      expect(err.code).toBe('model_unavailable');
+      expect(err.retryAfter).toBeGreaterThan(1);
+      expect(err.retryAfter).toBeLessThanOrEqual(60);
+      expectNoLeak(err, [f.port]);
+    }
+    expect(f.requests).toHaveLength(1);
+  });
+
+  it("passes an upstream 503's Retry-After on as model_overloaded: seconds or an HTTP date, within 1 s to 10 min", async () => {
+    const f = await fake();
+    const { e } = engine([f.url]);
+    const overloaded = async (retryAfter?: string) => {
+      f.setFault({ status: 503, retryAfter });
+      const err = (await rejection(e.chat(req('hi'), signal()))) as DomainError;
+      expect(err.code).toBe('model_overloaded');
+      return err.retryAfter;
+    };
+    expect(await overloaded('7')).toBe(7);
+    expect(await overloaded(new Date(Date.now() + 3_600_000).toUTCString())).toBe(600);
+    expect(await overloaded(undefined)).toBe(1);
+    expect(await overloaded('soon')).toBe(1);
+    // A busy server is not a broken one: it stays in rotation.
+    expect(e.health()[0]!.state).toBe('closed');
+  });
 });

@@ -379,7 +379,8 @@ export class OpenAIEngine implements Engine {
               last = worthReporting(last, err.error);
               continue;
             }
-            throw err.error.code === 'upstream_timeout' ? err.error : new DomainError('upstream_error', msg.brokenStream, { cause: e });
+            const broken = err.error.message === msg.unreachable || err.error.message === msg.brokenAnswer;
+            throw broken ? new DomainError('upstream_error', msg.brokenStream, { cause: e }) : err.error;
           }
           throw err;
         } finally {
