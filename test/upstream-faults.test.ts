@@ -237,6 +237,21 @@ ${chatModel('slow', 'base_url: "http://127.0.0.1:1/v1", max_duration_ms: 60000')
       expect(() => parseConfigText(yaml.replace(', max_duration_ms: 60000', ''), 'config.yaml')).toThrow(/engine\.max_duration_ms \(300000 ms\)/);
       expect(parseConfigText(yaml.replace('60000', '59999'), 'config.yaml').models).toHaveLength(1);
     });
+
+    it('the new engine keys have defaults and are validated, naming the key', () => {
+      const yaml = (engine: string) => `
+models:
+${chatModel('m', `base_url: "http://127.0.0.1:1/v1"${engine}`)}`;
+      expect(parseConfigText(yaml(''), 'config.yaml').models[0]!.engine).toMatchObject({
+        timeout_ms: 60_000,
+        max_duration_ms: 300_000,
+        connect_timeout_ms: 3_000,
+        circuit_breaker: { failure_threshold: 3, cooldown_ms: 30_000 },
+      });
+      expect(() => parseConfigText(yaml(', circuit_breaker: { failure_threshold: 0 }'), 'config.yaml')).toThrow(/model "m": engine\.circuit_breaker\.failure_threshold/);
+      expect(() => parseConfigText(yaml(', connect_timeout_ms: -1'), 'config.yaml')).toThrow(/model "m": engine\.connect_timeout_ms/);
+      expect(() => parseConfigText(yaml(', first_byte_timeout_ms: 1.5'), 'config.yaml')).toThrow(/model "m": engine\.first_byte_timeout_ms/);
+    });
   });
 
   describe('4. failover works on hangs and garbage, and ejects the base URL', () => {
