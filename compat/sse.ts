@@ -1,7 +1,11 @@
 // A GraphQL subscription turned into Server-Sent Events: `data: <JSON>\n\n` per event and a final
 // `data: [DONE]\n\n`. The first event is pulled before any byte is written, so errors met before
-// the stream starts still get their HTTP status. A stream that fails later ends with an event
-// carrying the error body and no [DONE], so no client can take a cut stream for a finished one.
+// the stream starts still get their HTTP status. For a chat stream that first event is the role
+// chunk, which the inference service yields once the call is admitted and an upstream has accepted
+// it (its response head), not after the first token: validation, 402, 429 and an upstream's 503
+// with Retry-After keep their status, and a slow first token does not hold the head back. A stream
+// that fails later ends with an event carrying the error body and no [DONE], so no client can take
+// a cut stream for a finished one.
 import { once } from 'node:events';
 import type { Response } from 'express';
 import { errorResponse } from './errors.js';

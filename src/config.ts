@@ -9,6 +9,8 @@ import { parseDecimal } from './domain/billing/money.js';
 import { paymentsSchema, readPaymentsEnv, type PaymentsSettings, type StripeEnv } from './config-payments.js';
 
 const positiveInt = z.number().int().positive();
+/** engine.max_duration_ms when the config gives none: 5 minutes, well inside the default hold expiry of 15. */
+export const DEFAULT_MAX_DURATION_MS = 300_000;
 const isExactDecimal = (n: number) => {
   try {
     parseDecimal(n);
@@ -31,7 +33,18 @@ const openaiEngine = z.strictObject({
   base_urls: z.array(z.string().url()).min(1).optional(),
   model: z.string().min(1),
   api_key_env: z.string().min(1).optional(),
+  /** Idle timeout: the longest wait for the upstream's answer to start, and between two events of a stream (comments and keep-alives are not progress). */
   timeout_ms: positiveInt.default(60_000),
+  /** Total deadline of one call, failover included: a call still running then ends (a stream with an error event, billed for what was delivered). */
+  max_duration_ms: positiveInt.default(DEFAULT_MAX_DURATION_MS),
+  /** How long a TCP (and TLS) connection to a base URL may take before the call moves to the next one. */
+  connect_timeout_ms: positiveInt.default(3_000),
+  /** How long a base URL may take to send its response head; past it the call moves to the next base URL. Default: `timeout_ms`. */
+  first_byte_timeout_ms: positiveInt.optional(),
+  /** Ejection of a failing base URL: after `failure_threshold` failures in a row it is skipped for `cooldown_ms`, then one call probes it (half-open). */
+  circuit_breaker: z
+    .strictObject({ failure_threshold: positiveInt.default(3), cooldown_ms: positiveInt.default(30_000) })
+    .default({ failure_threshold: 3, cooldown_ms: 30_000 }),
   /** Upstream rerank path, relative to the base URL (vLLM, llama.cpp's server and Infinity serve /rerank). */
   rerank_path: z.string().default('/rerank'),
 });
@@ -300,6 +313,15 @@ export function parseConfigText(
     seen.add(m.id);
     models.push(m);
   });
+  // A call that outlives its hold is released by the sweeper and billed nothing: refuse the config.
+  const holdMs = top.data.billing.hold_expiry_seconds * 1000;
+  for (const m of models) {
+    if (m.engine.type === 'openai' && m.engine.max_duration_ms >= holdMs) {
+      throw new ConfigError(
+        `${source}: model "${m.id}": engine.max_duration_ms (${m.engine.max_duration_ms} ms) must be below billing.hold_expiry_seconds (${top.data.billing.hold_expiry_seconds} s): a call could outlive its hold and go unbilled`,
+      );
+    }
+  }
   const tiers = {} as Record<TierName, TierConfig>;
   for (const name of TIER_NAMES) {
     const given = top.data.tiers[name] ?? {};

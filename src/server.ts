@@ -98,7 +98,9 @@ export function createApp(services: Services) {
   app.get('/readyz', (_req, res) => {
     // Ready once listening and every eager in-process model has loaded (or failed to, which is logged).
     const ready = state.ready && !state.shuttingDown && services.engines.ready;
-    res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : state.shuttingDown ? 'shutting_down' : services.engines.ready ? 'starting' : 'loading_models' });
+    const status = ready ? 'ready' : state.shuttingDown ? 'shutting_down' : services.engines.ready ? 'starting' : 'loading_models';
+    // The upstreams' circuit breakers are shown, not judged: an ejected base URL is the upstream's trouble, not this instance's.
+    res.status(ready ? 200 : 503).json({ status, upstreams: services.engines.upstreamHealth() });
   });
 
   app.use(['/v1', '/graphql'], corsFor(config.server.cors_origins));

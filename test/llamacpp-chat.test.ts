@@ -33,7 +33,7 @@ async function collect(events: AsyncIterable<EngineStreamEvent>) {
     if (e.type === 'delta') {
       expect(finishes).toHaveLength(0); // nothing after the finish
       deltas.push(e.content);
-    } else {
+    } else if (e.type === 'finish') {
       finishes.push(e);
     }
   }

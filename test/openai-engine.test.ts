@@ -25,9 +25,11 @@ interface Warning {
   msg?: string;
 }
 
+const ENGINE_DEFAULTS = { max_duration_ms: 30_000, connect_timeout_ms: 3_000, circuit_breaker: { failure_threshold: 3, cooldown_ms: 30_000 } };
+
 function engine(baseUrls: string[], extra: Partial<OpenAIEngineConfig> = {}, env: NodeJS.ProcessEnv = {}) {
   const warnings: Warning[] = [];
-  const config: OpenAIEngineConfig = { type: 'openai', base_urls: baseUrls, model: 'up-model', timeout_ms: 5_000, rerank_path: '/rerank', ...extra };
+  const config: OpenAIEngineConfig = { type: 'openai', base_urls: baseUrls, model: 'up-model', timeout_ms: 5_000, rerank_path: '/rerank', ...ENGINE_DEFAULTS, ...extra };
   const e = new OpenAIEngine(config, { logger: { warn: (obj, msg) => warnings.push({ obj, msg }) }, env });
   cleanups.push(() => e.close());
   return { e, warnings };
@@ -48,10 +50,12 @@ function req(content: string, extra: Partial<EngineChatRequest> = {}): EngineCha
 
 const signal = () => new AbortController().signal;
 
+/** A stream's events after its `started` (checked to come first, once). */
 async function collect(it: AsyncIterable<EngineStreamEvent>): Promise<EngineStreamEvent[]> {
   const out: EngineStreamEvent[] = [];
   for await (const ev of it) out.push(ev);
-  return out;
+  if (out[0]?.type !== 'started' || out.filter((e) => e.type === 'started').length !== 1) throw new Error(`expected one started event first: ${JSON.stringify(out)}`);
+  return out.slice(1);
 }
 
 async function rejection(p: Promise<unknown>): Promise<unknown> {
@@ -264,7 +268,7 @@ describe('OpenAIEngine', () => {
     const seen: EngineStreamEvent[] = [];
     const err = await rejection(
       (async () => {
-        for await (const ev of e.chatStream(req('go #tokens=10 #fail=midstream'), signal())) seen.push(ev);
+        for await (const ev of e.chatStream(req('go #tokens=10 #fail=midstream'), signal())) if (ev.type !== 'started') seen.push(ev);
       })(),
     );
     expect((err as DomainError).code).toBe('upstream_error');
@@ -300,13 +304,14 @@ describe('OpenAIEngine', () => {
       events.push(ev);
       await new Promise((r) => setTimeout(r, 250));
     }
-    expect(events.map((ev) => ev.type)).toEqual(['delta', 'delta', 'delta', 'finish']);
+    expect(events.map((ev) => ev.type)).toEqual(['started', 'delta', 'delta', 'delta', 'finish']);
   });
 
   it('closes the upstream request when the consumer stops iterating', async () => {
     const f = await fake();
     const { e } = engine([f.url]);
     const it = e.chatStream(req('long #tokens=200 #delay=20'), signal())[Symbol.asyncIterator]();
+    expect((await it.next()).value).toEqual({ type: 'started' });
     const first = await it.next();
     expect(first.value).toEqual({ type: 'delta', content: 'w0' });
     await it.return?.(undefined);
@@ -352,5 +357,41 @@ describe('OpenAIEngine', () => {
     const err = await rejection(e.chat(req('hi'), signal()));
     expect((err as DomainError).code).toBe('context_length_exceeded');
     expect((err as DomainError).message).not.toContain('4096');
+  });
+
+  it('answers model_unavailable with Retry-After at once, without calling, when every base URL is ejected', async () => {
+    const f = await fake();
+    f.setFault('hang');
+    const { e, warnings } = engine([f.url], { first_byte_timeout_ms: 200, circuit_breaker: { failure_threshold: 1, cooldown_ms: 60_000 } });
+    expect((await rejection(e.chat(req('hi'), signal())) as DomainError).code).toBe('upstream_timeout');
+    expect(e.health()).toMatchObject([{ index: 0, state: 'open', failures: 1 }]);
+    expect(warnings.some((w) => w.msg === 'upstream ejected: its circuit breaker opened')).toBe(true);
+
+    const plain = (await rejection(e.chat(req('hi'), signal()))) as DomainError;
+    const streamed = (await rejection(collect(e.chatStream(req('hi'), signal())))) as DomainError;
+    for (const err of [plain, streamed]) {
+      expect(err.code).toBe('model_unavailable');
+      expect(err.retryAfter).toBeGreaterThan(1);
+      expect(err.retryAfter).toBeLessThanOrEqual(60);
+      expectNoLeak(err, [f.port]);
+    }
+    expect(f.requests).toHaveLength(1);
+  });
+
+  it("passes an upstream 503's Retry-After on as model_overloaded: seconds or an HTTP date, within 1 s to 10 min", async () => {
+    const f = await fake();
+    const { e } = engine([f.url]);
+    const overloaded = async (retryAfter?: string) => {
+      f.setFault({ status: 503, retryAfter });
+      const err = (await rejection(e.chat(req('hi'), signal()))) as DomainError;
+      expect(err.code).toBe('model_overloaded');
+      return err.retryAfter;
+    };
+    expect(await overloaded('7')).toBe(7);
+    expect(await overloaded(new Date(Date.now() + 3_600_000).toUTCString())).toBe(600);
+    expect(await overloaded(undefined)).toBe(1);
+    expect(await overloaded('soon')).toBe(1);
+    // A busy server is not a broken one: it stays in rotation.
+    expect(e.health()[0]!.state).toBe('closed');
   });
 });

@@ -8,6 +8,31 @@ import type { AddressInfo, Socket } from 'node:net';
 /** '500'/'503': answer that status; 'reset': destroy the socket before headers; 'hang': never answer. */
 export type FailMode = '500' | '503' | 'reset' | 'hang';
 
+/**
+ * A misbehaving upstream, for chat completions (`setFault`); status faults and 'hang' apply to
+ * every route. Each models something a real server or network does:
+ * - 'stall'              the 200 head, then nothing (a server wedged after accepting)
+ * - 'trickle'            streamed: the role and two content chunks, then a `: ping` comment every
+ *                        `pingMs` forever; plain: the head and a byte of JSON every `pingMs`, never done
+ * - 'garbage'            200 with a body that is not JSON (streamed: `data:` lines that are not JSON)
+ * - 'ignore-max-tokens'  produce the `#tokens=N` words (400 without a marker) whatever max_tokens says
+ * - 'reset-mid'          plain: the head and half the body, then the socket is destroyed;
+ *                        streamed: as `#fail=midstream`
+ * - { status, retryAfter } answer 429 or 503 with that Retry-After header
+ * - { usage: N }         report N prompt and N completion tokens whatever was produced
+ * - { gate }             streamed: the head at once, then the chunks only once `gate` resolves
+ */
+export type Fault =
+  | FailMode
+  | 'stall'
+  | 'trickle'
+  | 'garbage'
+  | 'ignore-max-tokens'
+  | 'reset-mid'
+  | { status: 429 | 503; retryAfter?: string }
+  | { usage: number }
+  | { gate: Promise<void> };
+
 export interface FakeUpstreamOptions {
   port?: number;
   host?: string;
@@ -49,6 +74,10 @@ export interface FakeUpstream {
   readonly aborted: number;
   /** Fails the next `count` requests (all of them when count is omitted) that way; null clears. */
   setFailMode(mode: FailMode | null, count?: number): void;
+  /** Every request from now on misbehaves this way (a function: chosen per request, e.g. at random); null clears. */
+  setFault(fault: Fault | null | (() => Fault | null)): void;
+  /** Requests answered, by the fault applied to them (JSON of the fault; 'none' for none). */
+  readonly faults: Record<string, number>;
   /** Clears `requests` and the `aborted` counter. */
   reset(): void;
   close(): Promise<void>;
@@ -194,6 +223,22 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
   let failCount = Infinity;
   let seq = 0;
   const sockets = new Set<Socket>();
+  let fault: Fault | null | (() => Fault | null) = null;
+  const faults: Record<string, number> = {};
+  const pingMs = 50;
+  function takeFault(): Fault | null {
+    const f = typeof fault === 'function' ? fault() : fault;
+    const name = f === null ? 'none' : typeof f === 'string' ? f : 'gate' in f ? 'gate' : JSON.stringify(f);
+    faults[name] = (faults[name] ?? 0) + 1;
+    return f;
+  }
+  /** Writes `piece` every pingMs until the client goes away. */
+  async function trickle(res: ServerResponse, piece: string) {
+    while (!res.destroyed) {
+      res.write(piece);
+      await sleep(pingMs);
+    }
+  }
 
   function dimensionsFor(model: unknown, requested: unknown): number {
     if (typeof requested === 'number' && requested > 0) return requested;
@@ -217,8 +262,26 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
     return null;
   }
 
-  async function chat(req: IncomingMessage, res: ServerResponse, body: Record<string, unknown>, state: { selfDestroyed: boolean }) {
+  async function chat(req: IncomingMessage, res: ServerResponse, body: Record<string, unknown>, state: { selfDestroyed: boolean }, fault: Fault | null) {
     const markers = readMarkers(body.messages);
+    const streamed = body.stream === true;
+    if (fault === 'stall') {
+      res.writeHead(200, { 'content-type': streamed ? 'text/event-stream' : 'application/json' });
+      res.flushHeaders();
+      return;
+    }
+    if (fault === 'garbage') {
+      const text = streamed ? 'data: {"choices": [{"delta": {"content": "w0"\n\ndata: <html>oops</html>\n\n' : '<html>502 Bad Gateway</html>';
+      res.writeHead(200, { 'content-type': streamed ? 'text/event-stream' : 'application/json' });
+      res.end(text);
+      return;
+    }
+    if (fault === 'trickle' && !streamed) {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write('{"id": "chatcmpl-trickle", ');
+      return trickle(res, ' ');
+    }
+    if (fault === 'reset-mid' && streamed) markers.fail = 'midstream';
     const delay = markers.delay ?? opts.delayMs ?? 0;
     if (markers.fail === '500') return sendError(res, 500, 'simulated failure');
     if (markers.fail === 'reset') {
@@ -227,14 +290,19 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
       return;
     }
     const maxTokens = (body.max_tokens ?? body.max_completion_tokens) as number | undefined;
-    const wanted = markers.tokens ?? defaultTokens;
-    const cap = typeof maxTokens === 'number' ? maxTokens : 16;
+    const ignoresMax = fault === 'ignore-max-tokens';
+    const wanted = markers.tokens ?? (ignoresMax ? 400 : defaultTokens);
+    const cap = ignoresMax ? Infinity : typeof maxTokens === 'number' ? maxTokens : 16;
     const n = Math.min(cap, wanted);
     const finishReason = cap < wanted ? 'length' : 'stop';
     const id = `chatcmpl-fake${++seq}`;
     const created = Math.floor(Date.now() / 1000);
     const model = typeof body.model === 'string' ? body.model : 'fake';
     const usage = markers.noUsage ? undefined : { prompt_tokens: promptTokensOf(body.messages), completion_tokens: n, total_tokens: 0 };
+    if (usage && fault !== null && typeof fault === 'object' && 'usage' in fault) {
+      usage.prompt_tokens = fault.usage;
+      usage.completion_tokens = fault.usage;
+    }
     if (usage) usage.total_tokens = usage.prompt_tokens + usage.completion_tokens;
 
     if (body.stream !== true) {
@@ -250,6 +318,15 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
         choices: [{ index: 0, message: { role: 'assistant', content }, logprobs: null, finish_reason: finishReason }],
       };
       if (usage) out.usage = usage;
+      if (fault === 'reset-mid') {
+        const text = JSON.stringify(out);
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+        res.write(text.slice(0, text.length >> 1));
+        await sleep(20);
+        state.selfDestroyed = true;
+        req.socket.destroy();
+        return;
+      }
       return sendJson(res, 200, out);
     }
 
@@ -271,6 +348,16 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
     }
 
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    if (fault === 'trickle') {
+      res.flushHeaders();
+      res.write(frames.slice(0, 3).join(''));
+      return trickle(res, ': ping\n\n');
+    }
+    if (fault !== null && typeof fault === 'object' && 'gate' in fault) {
+      res.flushHeaders();
+      await fault.gate;
+      if (res.destroyed) return;
+    }
     if (delay === 0 && markers.fail !== 'midstream') {
       res.end(frames.join(''));
       return;
@@ -366,7 +453,14 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
       }
       if (record) requests.push({ method: req.method ?? 'GET', path, body, headers: req.headers });
 
-      const failure = takeFailure();
+      const chosen = takeFault();
+      if (chosen !== null && typeof chosen === 'object' && 'status' in chosen) {
+        const text = JSON.stringify({ error: { message: 'simulated overload', type: 'server_error', code: null } });
+        res.writeHead(chosen.status, { 'content-type': 'application/json', ...(chosen.retryAfter ? { 'retry-after': chosen.retryAfter } : {}) });
+        res.end(text);
+        return;
+      }
+      const failure = takeFailure() ?? (chosen === 'hang' || chosen === 'reset' || chosen === '500' || chosen === '503' ? chosen : null);
       if (failure === 'hang') return;
       if (failure === 'reset') {
         state.selfDestroyed = true;
@@ -385,7 +479,7 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
       if (req.method !== 'POST') return sendError(res, 404, 'not found');
       switch (path) {
         case '/v1/chat/completions':
-          chat(req, res, body, state).catch(() => res.destroy());
+          chat(req, res, body, state, chosen).catch(() => res.destroy());
           return;
         case '/v1/embeddings':
           return embeddings(res, body);
@@ -427,6 +521,10 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
       failMode = mode;
       failCount = mode === null ? 0 : count ?? Infinity;
     },
+    setFault(f) {
+      fault = f;
+    },
+    faults,
     reset() {
       requests.length = 0;
       aborted = 0;

@@ -33,8 +33,13 @@ export interface EngineChatResult {
   usage: Usage;
 }
 
-/** A stream yields content deltas, then exactly one `finish` event; anything else ends it by throwing. */
+/**
+ * A stream yields content deltas, then exactly one `finish` event; anything else ends it by throwing.
+ * An engine may first yield `started` when the call is accepted (an upstream answered 2xx): the
+ * door can send its response head then, before the first token.
+ */
 export type EngineStreamEvent =
+  | { type: 'started' }
   | { type: 'delta'; content: string }
   | { type: 'finish'; finishReason: FinishReason; usage: Usage };
 

@@ -8,7 +8,7 @@ import type { Engine } from './engine.js';
 import type { EngineRegistry } from './inference-service.js';
 import { LlamaCppEngine, type LlamaCppModel } from './llamacpp/llamacpp-engine.js';
 import { setRuntimeLogger } from './llamacpp/runtime.js';
-import { OpenAIEngine } from './openai/openai-engine.js';
+import { OpenAIEngine, type UpstreamHealth } from './openai/openai-engine.js';
 
 export interface EngineLogger {
   info(obj: object, msg?: string): void;
@@ -73,6 +73,16 @@ export class Engines implements EngineRegistry {
     const engine = this.byModel.get(modelId);
     if (!engine) throw new DomainError('model_unavailable', `The model '${modelId}' is not available right now.`);
     return engine;
+  }
+
+  /**
+   * The circuit breaker of each base URL of each forwarding model, by model id, for /readyz.
+   * Base URLs are named by their index in the config: addresses stay in the logs.
+   */
+  upstreamHealth(): Record<string, UpstreamHealth[]> {
+    const out: Record<string, UpstreamHealth[]> = {};
+    for (const [id, engine] of this.byModel) if (engine instanceof OpenAIEngine) out[id] = engine.health();
+    return out;
   }
 
   /** The in-process engine of a model, for tests and diagnostics. */

@@ -8,6 +8,7 @@ import { DomainError } from '../errors.js';
 import type { LimiterState } from '../ratelimit/types.js';
 import { countWithin, PIECE_CHARS, provablyOver } from './bounded-count.js';
 import type { ChatMessage, Engine, EngineChatRequest, EngineStreamEvent, FinishReason, Role, Usage } from './engine.js';
+import { truncateTextTokens } from './tokenizer.js';
 
 export const LIMITS = {
   maxStopSequences: 4,
@@ -114,14 +115,14 @@ export interface EngineRegistry {
 export type CallOutcome =
   /** The engine answered in full. */
   | 'completed'
-  /** The engine failed before any output: nothing is charged. */
+  /** The engine failed before any output reached the client: nothing is charged. */
   | 'failed'
   /**
-   * The client went away: mid-stream, prompt plus the tokens generated until the engine stopped;
-   * before a non-streamed answer, nothing (the engine is stopped and nothing was delivered).
+   * The client went away: mid-stream, prompt plus the tokens delivered until then; before any of
+   * the answer was delivered (streamed or not), nothing.
    */
   | 'client_disconnected'
-  /** The engine failed mid-stream: prompt plus the tokens generated until then. */
+  /** The engine failed (or ran out of time) mid-stream: prompt plus the tokens delivered until then. */
   | 'failed_mid_stream';
 
 export interface MeterRequest {
@@ -199,6 +200,25 @@ export const unmetered: Metering = {
 };
 
 const zeroUsage = (promptTokens = 0): Usage => ({ promptTokens, completionTokens: 0, totalTokens: promptTokens });
+
+/** A count an engine reported, kept within [0, max] (anything that is not a count is taken as 0). */
+const within = (n: number, max: number) => (Number.isFinite(n) && n > 0 ? Math.min(Math.floor(n), max) : 0);
+
+/**
+ * A chat call's usage as it is reported, billed and counted by the rate limiter: the engine's
+ * figures clamped to what was possible and to what reached the client. Prompt tokens: at most the
+ * prompt as counted at admission. Completion tokens: at most `max_tokens` (the ticket's), and at
+ * most the bytes of text delivered plus one (every token but the end-of-sequence one decodes to at
+ * least a byte), so an upstream claiming output it never sent is not believed.
+ */
+export function clampChatUsage(reported: Usage, limits: { promptTokens: number; maxTokens: number; delivered: string }): Usage {
+  const promptTokens = within(reported.promptTokens, limits.promptTokens);
+  const completionTokens = within(reported.completionTokens, Math.min(limits.maxTokens, Buffer.byteLength(limits.delivered, 'utf8') + 1));
+  return { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens };
+}
+
+/** Input tokens an engine reported for a non-chat call, at most the count admission held for. */
+const clampInput = (reported: number, counted: number) => within(reported, counted);
 
 const newId = (prefix: string) => `${prefix}-${randomBytes(15).toString('base64url')}`;
 const now = () => Math.floor(Date.now() / 1000);
@@ -321,27 +341,41 @@ export class InferenceService {
     const { model, request, engine, promptTokens, requestedOutputTokens } = await this.screen(caller, () => this.prepareChat(input));
     const meter: MeterRequest = { caller, model, promptTokens, requestedOutputTokens, maxOutputTokens: request.maxTokens };
     return this.metered(meter, signal, async (ticket) => {
-      const result = await engine.chat({ ...request, maxTokens: ticket.maxOutputTokens }, signal);
+      const maxTokens = ticket.maxOutputTokens;
+      const result = await engine.chat({ ...request, maxTokens }, signal);
+      let { content, finishReason } = result;
+      if (result.usage.completionTokens > maxTokens) {
+        // The engine produced more than max_tokens (an upstream that ignores it): the client gets
+        // the first max_tokens of it, as a model that stopped there would have answered.
+        content = truncateTextTokens(content, maxTokens);
+        finishReason = 'length';
+      }
+      const usage = clampChatUsage(result.usage, { promptTokens, maxTokens, delivered: content });
       const value: ChatCompletion = {
         id: newId('chatcmpl'),
         object: 'chat.completion',
         created: now(),
         model: model.id,
-        choices: [{ index: 0, message: { role: 'assistant', content: result.content }, finishReason: result.finishReason }],
-        usage: result.usage,
+        choices: [{ index: 0, message: { role: 'assistant', content }, finishReason }],
+        usage,
       };
-      return { value, usage: result.usage };
+      return { value, usage };
     });
   }
 
   /**
-   * A chat completion as chunks. Validation and the engine's first event happen before the first
-   * chunk is yielded, so a caller that pulls once can still answer an error with a proper status.
-   * The final chunk (no choices) carries the usage; doors decide whether to show it.
+   * A chat completion as chunks. Validation, admission and the engine's acceptance of the call (its
+   * `started` event, or its first event) come before the first chunk, so a caller that pulls once
+   * can still answer those errors with a proper status; the first chunk (the role) comes before
+   * the first token, so the door can send its head at once. At most max_tokens content chunks are
+   * relayed (a chunk carries at least one token): beyond that the engine is stopped and the stream
+   * ends with finish reason `length`. The final chunk (no choices) carries the usage; doors decide
+   * whether to show it.
    */
   async *chatCompletionStream(caller: Caller, input: ChatInput, signal: AbortSignal): AsyncGenerator<ChatChunk> {
     const { model, request, engine, promptTokens, requestedOutputTokens } = await this.screen(caller, () => this.prepareChat(input));
     const ticket = await this.metering.admit({ caller, model, promptTokens, requestedOutputTokens, maxOutputTokens: request.maxTokens });
+    const maxTokens = ticket.maxOutputTokens;
     const id = newId('chatcmpl');
     const created = now();
     const chunk = (delta: ChatChunk['choices'][0]['delta'], finishReason: FinishReason | null): ChatChunk => ({
@@ -352,24 +386,51 @@ export class InferenceService {
       choices: [{ index: 0, delta, finishReason }],
       usage: null,
     });
-    // What the engine produced so far: a stream that does not finish is billed from it, never as zero.
-    let produced = '';
+    const usageChunk = (usage: Usage): ChatChunk => ({ id, object: 'chat.completion.chunk', created, model: model.id, choices: [], usage });
+    // What was handed to the client so far: a stream that does not finish is billed from it, and
+    // a stream that delivered none of its answer is billed nothing.
+    let delivered = '';
+    let contentChunks = 0;
+    let overran = false;
     let settled: { usage: Usage; outcome: CallOutcome } | undefined;
     let failure: unknown;
-    const events = engine.chatStream({ ...request, maxTokens: ticket.maxOutputTokens }, signal)[Symbol.asyncIterator]();
+    const countDelivered = async (): Promise<Usage> => {
+      const completionTokens = delivered ? await engine.countTokens(delivered) : 0;
+      return clampChatUsage({ promptTokens, completionTokens, totalTokens: promptTokens + completionTokens }, { promptTokens, maxTokens, delivered });
+    };
+    const events = engine.chatStream({ ...request, maxTokens }, signal)[Symbol.asyncIterator]();
     try {
-      let next: IteratorResult<EngineStreamEvent> = await events.next();
-      yield chunk({ role: 'assistant', content: '' }, null);
-      for (; !next.done; next = await events.next()) {
+      let headSent = false;
+      for (let next: IteratorResult<EngineStreamEvent> = await events.next(); !next.done; next = await events.next()) {
         const event = next.value;
+        if (!headSent) {
+          headSent = true;
+          yield chunk({ role: 'assistant', content: '' }, null);
+        }
+        if (event.type === 'started') continue;
         if (event.type === 'delta') {
-          produced += event.content;
-          if (event.content) yield chunk({ content: event.content }, null);
+          if (!event.content) continue;
+          if (contentChunks >= maxTokens) {
+            overran = true;
+            break;
+          }
+          contentChunks++;
+          delivered += event.content;
+          yield chunk({ content: event.content }, null);
           continue;
         }
-        settled = { usage: event.usage, outcome: 'completed' };
+        settled = { usage: clampChatUsage(event.usage, { promptTokens, maxTokens, delivered }), outcome: 'completed' };
         yield chunk({}, event.finishReason);
-        yield { id, object: 'chat.completion.chunk', created, model: model.id, choices: [], usage: event.usage };
+        yield usageChunk(settled.usage);
+        return;
+      }
+      if (overran) {
+        // The engine went on past max_tokens: stop it (closing the upstream request) and end the
+        // stream as a model that stopped there would have.
+        await events.return?.();
+        settled = { usage: await countDelivered(), outcome: 'completed' };
+        yield chunk({}, 'length');
+        yield usageChunk(settled.usage);
         return;
       }
       throw new DomainError('upstream_error', 'The model stopped without finishing its answer.');
@@ -380,13 +441,9 @@ export class InferenceService {
       // Runs on normal end, on error and when the consumer stops early (client disconnect).
       await events.return?.();
       if (!settled) {
-        const outcome: CallOutcome = failure === undefined || signal.aborted ? 'client_disconnected' : produced ? 'failed_mid_stream' : 'failed';
-        if (outcome === 'failed') {
-          settled = { usage: zeroUsage(), outcome };
-        } else {
-          const completionTokens = produced ? await engine.countTokens(produced) : 0;
-          settled = { usage: { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens }, outcome };
-        }
+        const left = failure === undefined || signal.aborted;
+        if (!delivered) settled = { usage: zeroUsage(), outcome: left ? 'client_disconnected' : 'failed' };
+        else settled = { usage: await countDelivered(), outcome: left ? 'client_disconnected' : 'failed_mid_stream' };
       }
       await ticket.settle(settled.usage, settled.outcome);
     }
@@ -396,6 +453,7 @@ export class InferenceService {
     const { model, engine, promptTokens } = await this.screen(caller, () => this.checkEmbeddings(input));
     return this.metered({ caller, model, promptTokens, requestedOutputTokens: null, maxOutputTokens: 0 }, signal, async () => {
       const result = await engine.embed(input.input, signal);
+      const tokens = clampInput(result.promptTokens, promptTokens);
       const dims = model.specifications.output_dimensions;
       if (result.embeddings.length !== input.input.length || result.embeddings.some((e) => e.length !== dims)) {
         throw new DomainError('upstream_error', `The model returned embeddings of the wrong count or dimensions (expected ${input.input.length} × ${dims}).`);
@@ -404,9 +462,9 @@ export class InferenceService {
         object: 'list',
         model: model.id,
         data: result.embeddings.map((embedding, index) => ({ object: 'embedding', index, embedding })),
-        usage: { promptTokens: result.promptTokens, totalTokens: result.promptTokens },
+        usage: { promptTokens: tokens, totalTokens: tokens },
       };
-      return { value, usage: zeroUsage(result.promptTokens) };
+      return { value, usage: zeroUsage(tokens) };
     });
   }
 
@@ -434,7 +492,8 @@ export class InferenceService {
   async rerank(caller: Caller, input: RerankInput, signal: AbortSignal): Promise<RerankResult> {
     const { model, engine, estimate } = await this.screen(caller, () => this.checkRerank(input));
     return this.metered({ caller, model, promptTokens: estimate, requestedOutputTokens: null, maxOutputTokens: 0 }, signal, async () => {
-      const { scores, promptTokens } = await engine.rerank(input.query, input.documents, signal);
+      const { scores, promptTokens: reported } = await engine.rerank(input.query, input.documents, signal);
+      const promptTokens = clampInput(reported, estimate);
       const returnDocuments = input.returnDocuments ?? true;
       const ranked = scores
         .map((relevanceScore, index) => ({ index, relevanceScore, document: returnDocuments ? { text: input.documents[index]! } : null }))
@@ -497,6 +556,7 @@ export class InferenceService {
           categories: names.map((name) => ({ name, flagged: r.categories[name] ?? false, score: r.categoryScores[name] ?? 0 })),
         });
       }
+      promptTokens = clampInput(promptTokens, estimate);
       const value: ModerationResult = { id: newId('modr'), model: model.id, results, usage: { promptTokens, totalTokens: promptTokens } };
       return { value, usage: zeroUsage(promptTokens) };
     });

@@ -1,7 +1,7 @@
 // Token counting for engines that cannot count themselves (OpenAI-compatible upstreams that omit
 // usage) and for pre-flight checks: o200k_base, with OpenAI's chat framing overhead.
 // It runs on the hot path, so it does no allocation beyond what the BPE encoder needs.
-import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
+import { countTokens, decode, encode } from 'gpt-tokenizer/encoding/o200k_base';
 import type { ChatMessage } from './engine.js';
 
 // User text that happens to contain "<|endoftext|>" and the like is plain text to us: the default
@@ -34,4 +34,10 @@ export function countChatTokens(messages: ChatMessage[]): number {
     total += TOKENS_PER_MESSAGE + countRole(m.role) + countTextTokens(m.content);
   }
   return total;
+}
+
+/** The text's first `max` tokens (all of it when it has no more). */
+export function truncateTextTokens(text: string, max: number): string {
+  const tokens = encode(text, AS_PLAIN_TEXT);
+  return tokens.length <= max ? text : decode(tokens.slice(0, max));
 }

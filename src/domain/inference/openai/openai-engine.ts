@@ -2,6 +2,14 @@
 // Infinity): chat (plain and SSE), embeddings, rerank and moderation, over keep-alive undici pools,
 // with round-robin and failover across several base URLs.
 //
+// Every call is bounded: a connect timeout, a first-byte timeout (the response head), an idle
+// timeout between stream events (comments and keep-alives are not progress) and a total deadline
+// across every base URL tried. A base URL that cannot be reached, sends no head in time, breaks
+// off or answers garbage is failed over (while nothing reached the consumer) and counts towards
+// its circuit breaker, which ejects it for a while (circuit-breaker.ts). An upstream 429 or 503
+// becomes 503 model_overloaded with the upstream's Retry-After, once no other base URL can take
+// the call.
+//
 // Error policy: callers see only fixed messages. Upstream addresses, ports, keys and upstream error
 // bodies go to the logger, never into a DomainError, because those messages reach API clients.
 import { Pool } from 'undici';
@@ -9,6 +17,7 @@ import type { Dispatcher } from 'undici';
 import { createParser } from 'eventsource-parser';
 import type { OpenAIEngineConfig } from '../../../config.js';
 import { DomainError } from '../../errors.js';
+import { CircuitBreaker, type BreakerSnapshot, type BreakerState } from './circuit-breaker.js';
 import type {
   ChatMessage,
   Engine,
@@ -25,6 +34,7 @@ import { countChatTokens, countTextTokens } from '../tokenizer.js';
 
 export interface OpenAIEngineLogger {
   warn(obj: object, msg?: string): void;
+  info?(obj: object, msg?: string): void;
 }
 
 export interface OpenAIEngineOptions {
@@ -38,33 +48,78 @@ interface Upstream {
   prefix: string;
   /** Origin and path, for logs only (URL.origin drops any user:password). */
   label: string;
+  /** Its place in base_urls: how /readyz names it (addresses stay in the logs). */
+  index: number;
+  breaker: CircuitBreaker;
+}
+
+/** A base URL's circuit breaker as /readyz shows it. */
+export interface UpstreamHealth extends BreakerSnapshot {
+  /** The base URL's index in the model's engine.base_urls (0 for base_url). */
+  index: number;
 }
 
 type ResponseData = Dispatcher.ResponseData;
 
-/** A failure another base URL may not have: the caller tries the next one, or throws `error` when none is left. */
+/**
+ * A failure another base URL may not have: the caller tries the next one, or throws `error` when
+ * none is left. `ejects`: the failure counts towards the URL's circuit breaker (the URL is broken,
+ * not merely busy or refusing this request).
+ */
 class Retryable {
-  constructor(readonly error: DomainError) {}
+  constructor(
+    readonly error: DomainError,
+    readonly ejects: boolean,
+  ) {}
+}
+
+/** The whole call's deadline (engine.max_duration_ms), across every base URL it tries; never paused. */
+class CallDeadline {
+  private readonly ctl = new AbortController();
+  private readonly timer: NodeJS.Timeout;
+  expired = false;
+
+  constructor(ms: number) {
+    this.timer = setTimeout(() => {
+      this.expired = true;
+      this.ctl.abort(new DOMException('call deadline', 'TimeoutError'));
+    }, ms);
+  }
+
+  get signal(): AbortSignal {
+    return this.ctl.signal;
+  }
+
+  dispose(): void {
+    clearTimeout(this.timer);
+  }
 }
 
 /**
- * One attempt's timeout and abort wiring. Both the caller's signal and the timer abort the upstream
- * request through `signal`. The timer covers the wait for headers, then each gap between body
- * chunks; it is paused while the consumer holds a delta, since a slow reader is not a slow upstream.
- * (undici's own headersTimeout/bodyTimeout tick at about one second, too coarse for short timeouts.)
+ * One attempt's timers and abort wiring. The caller's signal, the call's deadline and the
+ * attempt's own timer all abort the upstream request through `signal`. The timer first covers
+ * the wait for the response head (first byte), then each gap between events; it is paused while
+ * the consumer holds an event, since a slow reader is not a slow upstream. (undici's own
+ * headersTimeout/bodyTimeout tick at about one second, too coarse for short timeouts.)
  */
-class Deadline {
+class Attempt {
   private readonly ctl = new AbortController();
-  private readonly timer: NodeJS.Timeout;
+  private timer: NodeJS.Timeout;
   private paused = false;
-  expired = false;
+  /** The response head arrived: the timer now measures gaps between events. */
+  headSeen = false;
+  expired: 'first_byte' | 'idle' | undefined;
 
   constructor(
     private readonly caller: AbortSignal,
-    ms: number,
+    private readonly call: CallDeadline,
+    firstByteMs: number,
+    private readonly idleMs: number,
   ) {
-    this.timer = setTimeout(this.onTimer, ms);
+    this.timer = setTimeout(this.onTimer, firstByteMs);
     caller.addEventListener('abort', this.onCallerAbort);
+    call.signal.addEventListener('abort', this.onCallExpired);
+    if (call.expired) this.onCallExpired();
   }
 
   get signal(): AbortSignal {
@@ -75,20 +130,32 @@ class Deadline {
     return this.caller.aborted;
   }
 
+  get callExpired(): boolean {
+    return this.call.expired;
+  }
+
   callerReason(): unknown {
     return abortReason(this.caller);
   }
 
   private readonly onTimer = () => {
     if (this.paused) return;
-    this.expired = true;
+    this.expired = this.headSeen ? 'idle' : 'first_byte';
     this.ctl.abort(new DOMException('upstream timeout', 'TimeoutError'));
   };
 
   private readonly onCallerAbort = () => this.ctl.abort(this.caller.reason);
+  private readonly onCallExpired = () => this.ctl.abort(this.call.signal.reason);
 
-  /** Data arrived: the next gap starts now. */
-  touch(): void {
+  /** The response head arrived: from now on the timer is the idle timeout. */
+  headReceived(): void {
+    this.headSeen = true;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(this.onTimer, this.idleMs);
+  }
+
+  /** An event arrived (not a comment, not a keep-alive): the next gap starts now. */
+  progress(): void {
     this.timer.refresh();
   }
 
@@ -105,6 +172,7 @@ class Deadline {
   dispose(): void {
     clearTimeout(this.timer);
     this.caller.removeEventListener('abort', this.onCallerAbort);
+    this.call.signal.removeEventListener('abort', this.onCallExpired);
   }
 }
 
@@ -114,12 +182,18 @@ const FINISH_REASONS: ReadonlySet<string> = new Set<FinishReason>(['stop', 'leng
 const ERROR_BODY_LIMIT = 16 * 1024;
 const CONTEXT_LENGTH_RE = /context[ _-]?(length|window)|maximum context|too many tokens|prompt is too long/i;
 const noopLogger: OpenAIEngineLogger = { warn() {} };
+/** An upstream's Retry-After is passed on, within reason: at least 1 s, at most 10 min. */
+const MAX_RETRY_AFTER_S = 600;
 
 const msg = {
   unreachable: "The model's upstream server could not be reached.",
   timeout: "The model's upstream server did not answer in time.",
+  deadline: 'The call ran past its time limit and was ended.',
   invalid: "The model's upstream server sent an invalid response.",
+  brokenAnswer: "The model's upstream server broke off its answer.",
   brokenStream: "The model's upstream server broke off the stream.",
+  overloaded: "The model's upstream servers are busy; retry after the time given in Retry-After.",
+  ejected: "The model's upstream servers are failing and are being given time to recover; retry after the time given in Retry-After.",
   status: (status: number) => `The model's upstream server failed to answer (HTTP ${status}).`,
   contextLength: "The request exceeds the model's context length.",
 };
@@ -158,8 +232,30 @@ function decodeEmbedding(value: unknown): number[] | undefined {
   return undefined;
 }
 
+/** Seconds from an upstream's Retry-After (delta-seconds or an HTTP date), clamped; 1 when absent or unreadable. */
+function retryAfterSeconds(header: string | string[] | undefined): number {
+  const value = (Array.isArray(header) ? header[0] : header)?.trim();
+  let seconds = Number.NaN;
+  if (value && /^\d+$/.test(value)) seconds = Number(value);
+  else if (value) seconds = Math.ceil((Date.parse(value) - Date.now()) / 1000);
+  if (!Number.isFinite(seconds)) return 1;
+  return Math.min(MAX_RETRY_AFTER_S, Math.max(1, seconds));
+}
+
+/**
+ * The error to report when no base URL is left: an overloaded answer wins over the others (its
+ * Retry-After is the advice worth passing on), the soonest Retry-After among them; else the latest.
+ */
+function worthReporting(previous: DomainError | undefined, next: DomainError): DomainError {
+  if (previous?.code !== 'model_overloaded') return next;
+  if (next.code !== 'model_overloaded') return previous;
+  return (next.retryAfter ?? 1) < (previous.retryAfter ?? 1) ? next : previous;
+}
+
 interface StreamState {
   yielded: boolean;
+  /** A well-formed event arrived: the base URL works (its breaker is told once). */
+  healthy: boolean;
   content: string;
   finishReason: FinishReason | undefined;
   usage: Record<string, unknown> | undefined;
@@ -174,6 +270,8 @@ export class OpenAIEngine implements Engine {
   private readonly jsonHeaders: Record<string, string>;
   private readonly sseHeaders: Record<string, string>;
   private readonly timeoutMs: number;
+  private readonly firstByteMs: number;
+  private readonly maxDurationMs: number;
   private next = 0;
 
   constructor(config: OpenAIEngineConfig, opts: OpenAIEngineOptions = {}) {
@@ -185,24 +283,32 @@ export class OpenAIEngine implements Engine {
 
     const baseUrls = config.base_urls ?? (config.base_url ? [config.base_url] : []);
     if (baseUrls.length === 0) throw new Error(`OpenAIEngine for model "${config.model}": no base_url`);
-    const timeout = config.timeout_ms ?? 60_000;
-    this.timeoutMs = timeout;
-    this.upstreams = baseUrls.map((raw) => {
+    this.timeoutMs = config.timeout_ms ?? 60_000;
+    this.firstByteMs = config.first_byte_timeout_ms ?? this.timeoutMs;
+    this.maxDurationMs = config.max_duration_ms ?? 300_000;
+    const backstop = Math.max(this.timeoutMs, this.firstByteMs) + 5_000;
+    const breaker = config.circuit_breaker ?? { failure_threshold: 3, cooldown_ms: 30_000 };
+    this.upstreams = baseUrls.map((raw, index) => {
       const url = new URL(raw);
       const prefix = url.pathname.replace(/\/+$/, '');
+      const label = url.origin + prefix;
       return {
         // One keep-alive pool per base URL: undici reuses sockets and honours the server's
-        // Keep-Alive hint. The per-call timeout is Deadline's; undici's own timeouts only back
-        // it up, set past it so they never decide first.
+        // Keep-Alive hint. The per-call timeouts are Attempt's; undici's own header and body
+        // timeouts only back them up, set past them so they never decide first.
         pool: new Pool(url.origin, {
-          headersTimeout: timeout + 5_000,
-          bodyTimeout: timeout + 5_000,
+          headersTimeout: backstop,
+          bodyTimeout: backstop,
           keepAliveTimeout: 30_000,
-          // Shorter than the call's timeout, so that an unreachable server leaves time to fail over.
-          connect: { timeout: Math.min(Math.ceil(timeout / 2), 10_000) },
+          // Short and separate from the first-byte timeout: a host that drops packets is failed over quickly.
+          connect: { timeout: config.connect_timeout_ms ?? 3_000 },
         }),
         prefix,
-        label: url.origin + prefix,
+        label,
+        index,
+        breaker: new CircuitBreaker({ failureThreshold: breaker.failure_threshold, cooldownMs: breaker.cooldown_ms }, (state, failures) =>
+          this.logBreaker(config.model, label, index, state, failures, breaker.cooldown_ms),
+        ),
       };
     });
 
@@ -217,62 +323,94 @@ export class OpenAIEngine implements Engine {
   }
 
   async chat(req: EngineChatRequest, signal: AbortSignal): Promise<EngineChatResult> {
-    const data = await this.postJson('/chat/completions', this.chatPayload(req, false), signal, 'chat');
-    return this.chatResultFrom(data, req);
+    return this.postJson('/chat/completions', this.chatPayload(req, false), signal, 'chat', (data) => this.chatResultFrom(data, req));
   }
 
   async *chatStream(req: EngineChatRequest, signal: AbortSignal): AsyncGenerator<EngineStreamEvent> {
     if (signal.aborted) throw abortReason(signal);
     const body = JSON.stringify(this.chatPayload(req, true));
+    const call = new CallDeadline(this.maxDurationMs);
+    const order = this.order();
     let last: DomainError | undefined;
-    for (const up of this.order()) {
-      // A fresh state per attempt: we only move on to another server while nothing was yielded.
-      const state: StreamState = { yielded: false, content: '', finishReason: undefined, usage: undefined, done: false };
-      const deadline = new Deadline(signal, this.timeoutMs);
-      let res: ResponseData;
-      try {
-        res = await this.open(up, '/chat/completions', body, deadline, 'chat.stream', this.sseHeaders);
-      } catch (e) {
-        deadline.dispose();
-        if (e instanceof Retryable) {
-          last = e.error;
+    let attempted = false;
+    let started = false;
+    try {
+      for (const up of order) {
+        if (call.expired) break;
+        if (!up.breaker.tryAcquire()) continue;
+        attempted = true;
+        // A fresh state per attempt: we only move on to another server while nothing was yielded.
+        const state: StreamState = { yielded: false, healthy: false, content: '', finishReason: undefined, usage: undefined, done: false };
+        const attempt = new Attempt(signal, call, this.firstByteMs, this.timeoutMs);
+        let res: ResponseData;
+        try {
+          res = await this.open(up, '/chat/completions', body, attempt, 'chat.stream', this.sseHeaders);
+        } catch (e) {
+          attempt.dispose();
+          if (e instanceof Retryable) {
+            this.judge(up, e);
+            last = worthReporting(last, e.error);
+            continue;
+          }
+          up.breaker.released();
+          throw e;
+        }
+        let judged = false;
+        try {
+          if (!started) {
+            // An upstream took the call: the door may send its head now, before the first token.
+            started = true;
+            attempt.pause();
+            yield { type: 'started' };
+            attempt.resume();
+          }
+          yield* this.relay(res, state, attempt, () => {
+            judged = true;
+            up.breaker.succeeded();
+          });
+        } catch (e) {
+          const err = this.translate(e, attempt, up, 'chat.stream');
+          if (err instanceof Retryable) {
+            if (!judged) this.judge(up, err);
+            judged = true;
+            // Once the consumer has seen a delta, another server would produce a different text:
+            // the only honest outcome is an error.
+            if (!state.yielded) {
+              last = worthReporting(last, err.error);
+              continue;
+            }
+            const broken = err.error.message === msg.unreachable || err.error.message === msg.brokenAnswer;
+            throw broken ? new DomainError('upstream_error', msg.brokenStream, { cause: e }) : err.error;
+          }
+          throw err;
+        } finally {
+          // Reached with the body unfinished when the consumer called return() or an error struck:
+          // destroying it aborts the request, which closes the upstream socket and stops generation.
+          if (!res.body.readableEnded) res.body.destroy();
+          attempt.dispose();
+          if (!judged) up.breaker.released();
+        }
+        if (!state.finishReason && !state.done) {
+          this.logger.warn({ upstream: up.label, op: 'chat.stream' }, 'upstream stream ended without finish_reason or [DONE]');
+          const err = new DomainError('upstream_error', msg.brokenStream);
+          if (state.yielded) throw err;
+          last = worthReporting(last, err);
           continue;
         }
-        throw e;
+        yield { type: 'finish', finishReason: state.finishReason ?? 'stop', usage: this.usageFrom(state.usage, req, state.content) };
+        return;
       }
-      try {
-        yield* this.relay(res, state, deadline);
-      } catch (e) {
-        const err = this.translate(e, deadline, up, 'chat.stream');
-        // Once the consumer has seen a delta, another server would produce a different text:
-        // the only honest outcome is an error.
-        if (err instanceof Retryable && !state.yielded) {
-          last = err.error;
-          continue;
-        }
-        if (err instanceof Retryable) throw new DomainError('upstream_error', msg.brokenStream, { cause: e });
-        throw err;
-      } finally {
-        // Reached with the body unfinished when the consumer called return() or an error struck:
-        // destroying it aborts the request, which closes the upstream socket and stops generation.
-        if (!res.body.readableEnded) res.body.destroy();
-        deadline.dispose();
-      }
-      if (!state.finishReason && !state.done) {
-        this.logger.warn({ upstream: up.label, op: 'chat.stream' }, 'upstream stream ended without finish_reason or [DONE]');
-        const err = new DomainError('upstream_error', msg.brokenStream);
-        if (state.yielded) throw err;
-        last = err;
-        continue;
-      }
-      yield { type: 'finish', finishReason: state.finishReason ?? 'stop', usage: this.usageFrom(state.usage, req, state.content) };
-      return;
+      throw this.noneLeft(call, attempted, last, order);
+    } finally {
+      call.dispose();
     }
-    throw last ?? new DomainError('upstream_error', msg.unreachable);
   }
 
   async embed(input: string[], signal: AbortSignal): Promise<EngineEmbedResult> {
-    const data = await this.postJson('/embeddings', { model: this.model, input, encoding_format: 'float' }, signal, 'embed');
+    return this.postJson('/embeddings', { model: this.model, input, encoding_format: 'float' }, signal, 'embed', (data) => this.embedResultFrom(data, input));
+  }
+
+  private embedResultFrom(data: Record<string, unknown>, input: string[]): EngineEmbedResult {
     const items = data.data;
     if (!Array.isArray(items) || items.length !== input.length) throw invalidResponse();
     const embeddings: number[][] = new Array(input.length);
@@ -291,7 +429,10 @@ export class OpenAIEngine implements Engine {
 
   async rerank(query: string, documents: string[], signal: AbortSignal): Promise<EngineRerankResult> {
     const payload = { model: this.model, query, documents, top_n: documents.length, return_documents: false };
-    const data = await this.postJson(this.rerankPath, payload, signal, 'rerank');
+    return this.postJson(this.rerankPath, payload, signal, 'rerank', (data) => this.rerankResultFrom(data, query, documents));
+  }
+
+  private rerankResultFrom(data: Record<string, unknown>, query: string, documents: string[]): EngineRerankResult {
     // TEI's native /rerank answers a bare array of {index, score}; the others wrap {index, relevance_score}.
     const results = Array.isArray(data) ? (data as unknown[]) : data.results;
     if (!Array.isArray(results)) throw invalidResponse();
@@ -320,7 +461,10 @@ export class OpenAIEngine implements Engine {
   }
 
   async moderate(input: string, signal: AbortSignal): Promise<EngineModerationResult> {
-    const data = await this.postJson('/moderations', { model: this.model, input }, signal, 'moderate');
+    return this.postJson('/moderations', { model: this.model, input }, signal, 'moderate', (data) => this.moderationResultFrom(data, input));
+  }
+
+  private moderationResultFrom(data: Record<string, unknown>, input: string): EngineModerationResult {
     const first = Array.isArray(data.results) ? asRecord(data.results[0]) : undefined;
     if (!first) throw invalidResponse();
     const categories: Record<string, boolean> = {};
@@ -347,6 +491,11 @@ export class OpenAIEngine implements Engine {
 
   async close(): Promise<void> {
     await Promise.all(this.upstreams.map((u) => u.pool.close()));
+  }
+
+  /** Each base URL's circuit breaker, for /readyz. */
+  health(): UpstreamHealth[] {
+    return this.upstreams.map((u) => ({ index: u.index, ...u.breaker.snapshot() }));
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -385,14 +534,18 @@ export class OpenAIEngine implements Engine {
     return { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens };
   }
 
-  /** Reads one SSE response into the state, yielding content deltas as they come. */
-  private async *relay(res: ResponseData, state: StreamState, deadline: Deadline): AsyncGenerator<EngineStreamEvent> {
+  /**
+   * Reads one SSE response into the state, yielding content deltas as they come. `healthy` is
+   * called once, at the first well-formed event (the base URL works).
+   */
+  private async *relay(res: ResponseData, state: StreamState, attempt: Attempt, healthy: () => void): AsyncGenerator<EngineStreamEvent> {
     const type = res.headers['content-type'];
     if (typeof type === 'string' && type.includes('application/json')) {
       // The server ignored stream: true and answered in one piece: relay it as a one-delta stream.
       const data = asRecord(parseJson(await res.body.text()));
       const choice = data && Array.isArray(data.choices) ? asRecord(data.choices[0]) : undefined;
-      if (!data || !choice) throw invalidResponse();
+      if (!data || !choice) throw new Retryable(invalidResponse(), true);
+      healthy();
       const message = asRecord(choice.message);
       const content = typeof message?.content === 'string' ? message.content : '';
       state.usage = asRecord(data.usage);
@@ -401,21 +554,22 @@ export class OpenAIEngine implements Engine {
       if (content) {
         state.content = content;
         state.yielded = true;
-        deadline.pause();
+        attempt.pause();
         yield { type: 'delta', content };
       }
       return;
     }
 
     const events: string[] = [];
+    // Comments (": ping") and retry fields are not events: they do not count as progress.
     const parser = createParser({ onEvent: (e) => events.push(e.data) });
     // undici's body ignores setEncoding; a streaming decoder keeps characters split across chunks whole.
     const decoder = new TextDecoder();
     try {
       for await (const chunk of res.body as AsyncIterable<Buffer>) {
-        deadline.touch();
         if (state.done) continue; // drain to the end so the socket goes back to the pool
         parser.feed(decoder.decode(chunk, { stream: true }));
+        if (events.length > 0) attempt.progress();
         for (let i = 0; i < events.length; i++) {
           const data = events[i]!;
           if (data === '[DONE]') {
@@ -423,12 +577,16 @@ export class OpenAIEngine implements Engine {
             break;
           }
           const delta = this.readChunk(data, state);
+          if (!state.healthy) {
+            state.healthy = true;
+            healthy();
+          }
           if (delta) {
             state.content += delta;
             state.yielded = true;
-            deadline.pause();
+            attempt.pause();
             yield { type: 'delta', content: delta };
-            deadline.resume();
+            attempt.resume();
           }
         }
         events.length = 0;
@@ -442,7 +600,7 @@ export class OpenAIEngine implements Engine {
   /** Applies one chunk to the state; returns its content delta, if any. */
   private readChunk(data: string, state: StreamState): string | undefined {
     const chunk = asRecord(parseJson(data));
-    if (!chunk) throw invalidResponse();
+    if (!chunk) throw new Retryable(invalidResponse(), true);
     if (chunk.error !== undefined) {
       this.logger.warn({ op: 'chat.stream', detail: truncate(data) }, 'upstream sent an error inside the stream');
       throw new DomainError('upstream_error', msg.brokenStream);
@@ -457,60 +615,87 @@ export class OpenAIEngine implements Engine {
     return typeof content === 'string' && content.length > 0 ? content : undefined;
   }
 
-  /** POSTs with failover and returns the parsed JSON body of the first 2xx answer. */
-  private async postJson(path: string, payload: unknown, signal: AbortSignal, op: string): Promise<Record<string, unknown>> {
+  /**
+   * POSTs with failover and returns what `read` makes of the first 2xx answer's JSON body. An
+   * answer that is not JSON, or that `read` refuses (it throws a DomainError), is garbage: the
+   * next base URL is tried, as for a connection that failed.
+   */
+  private async postJson<T>(path: string, payload: unknown, signal: AbortSignal, op: string, read: (data: Record<string, unknown>) => T): Promise<T> {
     if (signal.aborted) throw abortReason(signal);
     const body = JSON.stringify(payload);
+    const call = new CallDeadline(this.maxDurationMs);
+    const order = this.order();
     let last: DomainError | undefined;
-    for (const up of this.order()) {
-      const deadline = new Deadline(signal, this.timeoutMs);
-      try {
-        const res = await this.open(up, path, body, deadline, op, this.jsonHeaders);
-        let text: string;
+    let attempted = false;
+    try {
+      for (const up of order) {
+        if (call.expired) break;
+        if (!up.breaker.tryAcquire()) continue;
+        attempted = true;
+        const attempt = new Attempt(signal, call, this.firstByteMs, this.timeoutMs);
         try {
-          text = await res.body.text();
+          const res = await this.open(up, path, body, attempt, op, this.jsonHeaders);
+          let text: string;
+          try {
+            text = await res.body.text();
+          } catch (e) {
+            throw this.translate(e, attempt, up, op);
+          }
+          // Arrays are let through for the bare-array rerank answer; `read` checks shapes.
+          const data = parseJson(text);
+          let value: T;
+          try {
+            if (data === null || typeof data !== 'object') throw invalidResponse();
+            value = read(data as Record<string, unknown>);
+          } catch (e) {
+            if (!(e instanceof DomainError)) throw e;
+            this.logger.warn({ upstream: up.label, op, detail: truncate(text) }, 'upstream answered with something that is not a valid answer');
+            throw new Retryable(e, true);
+          }
+          up.breaker.succeeded();
+          return value;
         } catch (e) {
-          throw this.translate(e, deadline, up, op);
+          if (e instanceof Retryable) {
+            this.judge(up, e);
+            last = worthReporting(last, e.error);
+            continue;
+          }
+          up.breaker.released();
+          throw e;
+        } finally {
+          attempt.dispose();
         }
-        // Arrays are let through for the bare-array rerank answer; callers check shapes.
-        const data = parseJson(text);
-        if (data === null || typeof data !== 'object') {
-          this.logger.warn({ upstream: up.label, op, detail: truncate(text) }, 'upstream answered with something that is not JSON');
-          throw invalidResponse();
-        }
-        return data as Record<string, unknown>;
-      } catch (e) {
-        if (e instanceof Retryable) {
-          last = e.error;
-          continue;
-        }
-        throw e;
-      } finally {
-        deadline.dispose();
       }
+      throw this.noneLeft(call, attempted, last, order);
+    } finally {
+      call.dispose();
     }
-    throw last ?? new DomainError('upstream_error', msg.unreachable);
   }
 
   /**
    * Sends one request to one upstream and returns its 2xx response with the body unread.
-   * Throws Retryable for what the next base URL may not suffer (connection failures, 5xx, 429),
-   * a DomainError for the rest, or the signal's reason on abort.
+   * Throws Retryable for what the next base URL may not suffer (connection failures, no head in
+   * time, 5xx, 429), a DomainError for the rest, or the signal's reason on abort.
    */
-  private async open(up: Upstream, path: string, body: string, deadline: Deadline, op: string, headers: Record<string, string>): Promise<ResponseData> {
+  private async open(up: Upstream, path: string, body: string, attempt: Attempt, op: string, headers: Record<string, string>): Promise<ResponseData> {
     let res: ResponseData;
     try {
-      res = await up.pool.request({ method: 'POST', path: up.prefix + path, headers, body, signal: deadline.signal });
+      res = await up.pool.request({ method: 'POST', path: up.prefix + path, headers, body, signal: attempt.signal });
     } catch (e) {
-      throw this.translate(e, deadline, up, op);
+      throw this.translate(e, attempt, up, op);
     }
+    attempt.headReceived();
     const status = res.statusCode;
     if (status >= 200 && status < 300) return res;
 
     const detail = await readErrorBody(res);
     this.logger.warn({ upstream: up.label, op, status, detail }, 'upstream answered with an error status');
-    if (deadline.callerAborted || deadline.expired) throw this.translate(undefined, deadline, up, op);
-    if (status >= 500 || status === 429) throw new Retryable(new DomainError('upstream_error', msg.status(status)));
+    if (attempt.callerAborted || attempt.callExpired || attempt.expired) throw this.translate(undefined, attempt, up, op);
+    // Busy, not broken: passed on with its back-off once no other base URL can take the call.
+    if (status === 429 || status === 503) {
+      throw new Retryable(new DomainError('model_overloaded', msg.overloaded, { retryAfter: retryAfterSeconds(res.headers['retry-after']) }), false);
+    }
+    if (status >= 500) throw new Retryable(new DomainError('upstream_error', msg.status(status)), false);
     if (status === 400 && CONTEXT_LENGTH_RE.test(detail)) {
       throw new DomainError('context_length_exceeded', msg.contextLength, { param: 'messages' });
     }
@@ -518,11 +703,16 @@ export class OpenAIEngine implements Engine {
   }
 
   /** Maps a transport error to what the caller should see, logging the details. */
-  private translate(e: unknown, deadline: Deadline, up: Upstream, op: string): unknown {
-    if (deadline.callerAborted) return deadline.callerReason();
-    if (deadline.expired) {
-      this.logger.warn({ upstream: up.label, op, timeoutMs: this.timeoutMs }, 'upstream did not answer in time');
-      return new DomainError('upstream_timeout', msg.timeout);
+  private translate(e: unknown, attempt: Attempt, up: Upstream, op: string): unknown {
+    if (attempt.callerAborted) return attempt.callerReason();
+    if (attempt.callExpired) {
+      this.logger.warn({ upstream: up.label, op, maxDurationMs: this.maxDurationMs }, 'call ran past engine.max_duration_ms');
+      return new DomainError('upstream_timeout', msg.deadline);
+    }
+    if (attempt.expired) {
+      const timeoutMs = attempt.expired === 'first_byte' ? this.firstByteMs : this.timeoutMs;
+      this.logger.warn({ upstream: up.label, op, timeoutMs, waitingFor: attempt.expired === 'first_byte' ? 'response head' : 'next event' }, 'upstream did not answer in time');
+      return new Retryable(new DomainError('upstream_timeout', msg.timeout), true);
     }
     if (e instanceof DomainError || e instanceof Retryable) return e;
     const code = (e as { code?: unknown })?.code;
@@ -530,12 +720,37 @@ export class OpenAIEngine implements Engine {
     // and dressing it up as an upstream failure would hide it.
     if (typeof code !== 'string') return e;
     this.logger.warn({ upstream: up.label, op, err: { code, message: (e as Error)?.message } }, 'upstream request failed');
-    if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
-      return new DomainError('upstream_timeout', msg.timeout);
+    if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT') {
+      return new Retryable(new DomainError('upstream_timeout', msg.timeout), true);
     }
-    if (code === 'UND_ERR_CONNECT_TIMEOUT') return new Retryable(new DomainError('upstream_timeout', msg.timeout));
-    // Refused, reset, closed before or during the response, DNS failures: another server may do better.
-    return new Retryable(new DomainError('upstream_error', msg.unreachable));
+    // Refused, reset or closed, DNS failures: another server may do better. After the head, the
+    // server was reached and broke off its answer; before, it could not be reached.
+    return new Retryable(new DomainError('upstream_error', attempt.headSeen ? msg.brokenAnswer : msg.unreachable), true);
+  }
+
+  /** Tells a base URL's breaker how an attempt that can be failed over went. */
+  private judge(up: Upstream, failure: Retryable): void {
+    if (failure.ejects) up.breaker.failed();
+    else up.breaker.released();
+  }
+
+  /** What a call that found no base URL to answer it throws. */
+  private noneLeft(call: CallDeadline, attempted: boolean, last: DomainError | undefined, order: Upstream[]): DomainError {
+    if (call.expired) return new DomainError('upstream_timeout', msg.deadline);
+    if (last) return last;
+    if (!attempted) {
+      // Every base URL is ejected: answer at once rather than wait on servers known to fail.
+      const waitMs = Math.min(...order.map((u) => u.breaker.waitMs()));
+      return new DomainError('model_unavailable', msg.ejected, { retryAfter: Math.min(MAX_RETRY_AFTER_S, Math.max(1, Math.ceil(waitMs / 1000))) });
+    }
+    return new DomainError('upstream_error', msg.unreachable);
+  }
+
+  private logBreaker(model: string, upstream: string, index: number, state: BreakerState, failures: number, cooldownMs: number): void {
+    const fields = { model, upstream, index, breaker: state, failures };
+    if (state === 'open') this.logger.warn({ ...fields, cooldownMs }, 'upstream ejected: its circuit breaker opened');
+    else if (state === 'half_open') (this.logger.info ?? this.logger.warn).call(this.logger, fields, 'upstream circuit breaker half-open: the next call probes it');
+    else (this.logger.info ?? this.logger.warn).call(this.logger, fields, 'upstream restored: its circuit breaker closed');
   }
 
   /** The base URLs in the order this call tries them: round-robin start, then the others. */
