@@ -6,13 +6,15 @@
 // 2. billing: the same load billed (developer tier from its allocation; a tier paid from the wallet)
 //    against the same server without metering, on SQLite and on PostgreSQL;
 // then the sections other modules add (rate limits, in-process llama.cpp).
-// BENCH_ONLY picks sections (comma-separated: foundation, billing, llamacpp, ratelimit).
+// 3. hostile input: /healthz latency while one key sends oversize requests, against idle.
+// BENCH_ONLY picks sections (comma-separated: foundation, billing, hostile, llamacpp, ratelimit).
 // BENCH_SECONDS (default 10) sets the length of each run, BENCH_RATE (default 500) the fixed load,
 // BENCH_DATABASE_URL (default TEST_DATABASE_URL, else the local PostgreSQL) the PostgreSQL server.
 import { benchConfig, createAccount, fmt, startFakeUpstream, startTollgate } from './lib.js';
 import { openLoop, type OpenLoopResult } from './openloop.js';
 import { benchLlamaCpp } from './llamacpp.js';
 import { benchRateLimit } from './ratelimit.js';
+import { benchHostile } from './hostile.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const RATE = Number(process.env.BENCH_RATE ?? 500);
@@ -99,7 +101,7 @@ async function main() {
   process.env.TEST_DATABASE_URL ??= process.env.BENCH_DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/test';
   console.log(`tollgate benchmark: ${SECONDS}s per run, node ${process.version}`);
   // BENCH_ONLY=foundation,billing,llamacpp,ratelimit runs some sections only (default: all).
-  const only = new Set((process.env.BENCH_ONLY ?? 'foundation,billing,llamacpp,ratelimit').split(',').map((x) => x.trim()));
+  const only = new Set((process.env.BENCH_ONLY ?? 'foundation,billing,hostile,llamacpp,ratelimit').split(',').map((x) => x.trim()));
   const upstream = await startFakeUpstream();
   try {
     if (only.has('foundation')) await foundation(upstream.url);
@@ -107,6 +109,7 @@ async function main() {
       await billing(upstream.url, 'SQLite');
       await billing(upstream.url, 'PostgreSQL').catch((err) => console.log(`\n== billing on PostgreSQL: skipped (${(err as Error).message})`));
     }
+    if (only.has('hostile')) await benchHostile(upstream.url);
   } finally {
     await upstream.stop();
   }

@@ -111,7 +111,7 @@ export async function admin<T>(url: string, query: string, variables: Record<str
 export async function createAccount(url: string, tier = 'enterprise', credit?: string): Promise<{ id: string; apiKey: string }> {
   const data = await admin<{ createAccount: { account: { id: string }; apiKey: string } }>(
     url,
-    `mutation { createAccount(email: "bench@example.com", tier: ${tier}) { account { id } apiKey } }`,
+    `mutation { createAccount(email: "bench-${Math.random().toString(36).slice(2, 10)}@example.com", tier: ${tier}) { account { id } apiKey } }`,
   );
   const id = data.createAccount.account.id;
   if (credit) {

@@ -1,0 +1,83 @@
+// `npm run bench` section "hostile input": /healthz latency while one key sends oversize chat
+// requests (900 KB of random words, under the body limit, far over the context window), against
+// the same server idle, in one run. Two attackers: a free-tier key (20 RPM, no balance: after its
+// first refusals it is refused before any work) and an enterprise key with limits it never reaches
+// (every request is counted, up to the context window, and refused). Goal: p99 within 20 ms of idle.
+import { benchConfig, createAccount, fmt, startTollgate } from './lib.js';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+/** Requests in flight from the attacking key. */
+const ATTACKERS = 4;
+const PROBE_EVERY_MS = 20;
+
+const words = () => Array.from({ length: 112_500 }, () => Math.random().toString(36).slice(2, 9)).join(' ');
+
+function percentile(sorted: number[], p: number) {
+  return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! : Number.NaN;
+}
+
+/** GET /healthz every PROBE_EVERY_MS for `seconds`; latencies in ms. */
+async function probe(url: string, seconds: number) {
+  const latencies: number[] = [];
+  const end = performance.now() + seconds * 1000;
+  while (performance.now() < end) {
+    const started = performance.now();
+    const res = await fetch(`${url}/healthz`);
+    await res.arrayBuffer();
+    latencies.push(performance.now() - started);
+    const wait = PROBE_EVERY_MS - (performance.now() - started);
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+  }
+  latencies.sort((a, b) => a - b);
+  return { n: latencies.length, p50: percentile(latencies, 50), p99: percentile(latencies, 99), max: latencies[latencies.length - 1] ?? Number.NaN };
+}
+
+/** Sends oversize chat requests from `apiKey` until `stop` resolves; counts answers by status. */
+async function attack(url: string, apiKey: string, stop: Promise<void>) {
+  const body = JSON.stringify({ model: 'chat-bench', messages: [{ role: 'user', content: words() }] });
+  const statuses = new Map<number, number>();
+  let done = false;
+  void stop.then(() => (done = true));
+  await Promise.all(
+    Array.from({ length: ATTACKERS }, async () => {
+      while (!done) {
+        const res = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` }, body });
+        await res.arrayBuffer();
+        statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+      }
+    }),
+  );
+  return statuses;
+}
+
+export async function benchHostile(upstreamUrl: string) {
+  const tollgate = await startTollgate({ CONFIG: benchConfig(upstreamUrl, 'tiers:\n  enterprise: { rpm: 100000000, tpm: 100000000000 }\n'), LOG_LEVEL: 'warn' });
+  try {
+    const free = await createAccount(tollgate.url, 'free');
+    const enterprise = await createAccount(tollgate.url, 'enterprise');
+    await probe(tollgate.url, 1); // warm-up
+    const runs: [string, string | null][] = [
+      ['idle', null],
+      ['free key (20 RPM) sending 900 KB', free.apiKey],
+      ['idle again', null],
+      ['enterprise key sending 900 KB', enterprise.apiKey],
+    ];
+    console.log(`\n== hostile input: /healthz every ${PROBE_EVERY_MS} ms while ${ATTACKERS} oversize chat requests are in flight from one key (900 KB each)`);
+    const idle: number[] = [];
+    for (const [name, key] of runs) {
+      let stop!: () => void;
+      const stopped = new Promise<void>((r) => (stop = r));
+      const attacking = key ? attack(tollgate.url, key, stopped) : Promise.resolve(new Map<number, number>());
+      const r = await probe(tollgate.url, SECONDS);
+      stop();
+      const statuses = await attacking;
+      if (!key) idle.push(r.p99);
+      const answered = [...statuses].map(([st, n]) => `${n}× ${st}`).join(', ');
+      const baseline = Math.min(...idle);
+      const verdict = key ? `  p99 vs idle +${fmt(r.p99 - baseline)} ms (goal ≤ 20 ms): ${r.p99 - baseline <= 20 ? 'within' : 'OVER'}` : '';
+      console.log(`  ${name.padEnd(36)} healthz p50 ${fmt(r.p50).padStart(6)} ms  p99 ${fmt(r.p99).padStart(6)} ms  max ${fmt(r.max).padStart(7)} ms  (${r.n} probes)${answered ? `  attacker got ${answered}` : ''}${verdict}`);
+    }
+  } finally {
+    await tollgate.stop();
+  }
+}
