@@ -3,14 +3,14 @@
 // the same server idle, in one run. Two attackers: a free-tier key (20 RPM, no balance: after its
 // first refusals it is refused before any work) and an enterprise key with limits it never reaches
 // (every request is counted, up to the context window, and refused). Goal: p99 within 20 ms of idle.
-import { benchConfig, createAccount, fmt, startTollgate } from './lib.js';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { benchConfig, createAccount, fmt, ROOT, startTollgate } from './lib.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 /** Requests in flight from the attacking key. */
 const ATTACKERS = 4;
 const PROBE_EVERY_MS = 20;
-
-const words = () => Array.from({ length: 112_500 }, () => Math.random().toString(36).slice(2, 9)).join(' ');
 
 function percentile(sorted: number[], p: number) {
   return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! : Number.NaN;
@@ -32,22 +32,15 @@ async function probe(url: string, seconds: number) {
   return { n: latencies.length, p50: percentile(latencies, 50), p99: percentile(latencies, 99), max: latencies[latencies.length - 1] ?? Number.NaN };
 }
 
-/** Sends oversize chat requests from `apiKey` until `stop` resolves; counts answers by status. */
-async function attack(url: string, apiKey: string, stop: Promise<void>) {
-  const body = JSON.stringify({ model: 'chat-bench', messages: [{ role: 'user', content: words() }] });
-  const statuses = new Map<number, number>();
-  let done = false;
-  void stop.then(() => (done = true));
-  await Promise.all(
-    Array.from({ length: ATTACKERS }, async () => {
-      while (!done) {
-        const res = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` }, body });
-        await res.arrayBuffer();
-        statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
-      }
-    }),
-  );
-  return statuses;
+/** Runs the attacker (./hostile-attacker.ts) from `apiKey` until `stop` resolves; its answers by status. */
+async function attack(url: string, apiKey: string, stop: Promise<void>): Promise<Map<number, number>> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', 'bench/hostile-attacker.ts', url, apiKey, String(ATTACKERS)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  proc.stdout!.on('data', (d) => (out += d));
+  await stop;
+  proc.kill('SIGTERM');
+  await once(proc, 'exit');
+  return new Map(Object.entries(JSON.parse(out || '{}') as Record<string, number>).map(([k, v]) => [Number(k), v]));
 }
 
 export async function benchHostile(upstreamUrl: string) {
@@ -68,6 +61,7 @@ export async function benchHostile(upstreamUrl: string) {
       let stop!: () => void;
       const stopped = new Promise<void>((r) => (stop = r));
       const attacking = key ? attack(tollgate.url, key, stopped) : Promise.resolve(new Map<number, number>());
+      if (key) await new Promise((r) => setTimeout(r, 1000)); // the attacker's start-up
       const r = await probe(tollgate.url, SECONDS);
       stop();
       const statuses = await attacking;

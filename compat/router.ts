@@ -19,10 +19,13 @@ type Handler = (req: Request, res: Response, ctx: GraphQLContext) => Promise<voi
 export function createCompatRouter(services: Services, opts: { onUnexpected: (req: Request, err: unknown) => void }) {
   const router = express.Router();
   // `keyRequired`: the key is checked before the body, so a bad key is a 401 whatever the body says.
-  const route = (handler: Handler, keyRequired = true) => async (req: Request, res: Response) => {
+  // `metered`: an account already known to be over its RPM is refused (429) before its body is
+  // read, so a refused key costs next to nothing however large its requests.
+  const route = (handler: Handler, keyRequired = true, metered = false) => async (req: Request, res: Response) => {
     try {
       const ctx = contextFor(services, req, res);
       if (keyRequired) await ctx.principal();
+      if (metered) await services.inference.precheck(await ctx.caller());
       if (req.method === 'POST') await readJson(req, res);
       await handler(req, res, ctx);
     } catch (err) {
@@ -50,11 +53,11 @@ export function createCompatRouter(services: Services, opts: { onUnexpected: (re
 
   router.get('/models', route(listModels(services), false));
   router.get('/models/*id', route(getModel(services), false));
-  router.post('/chat/completions', route(chatCompletions(services, opts.onUnexpected)));
-  router.post('/embeddings', route(embeddings(services)));
-  router.post('/rerank', route(rerank(services)));
-  router.post('/moderate', route(moderate(services)));
-  router.post('/moderations', route(moderate(services)));
+  router.post('/chat/completions', route(chatCompletions(services, opts.onUnexpected), true, true));
+  router.post('/embeddings', route(embeddings(services), true, true));
+  router.post('/rerank', route(rerank(services), true, true));
+  router.post('/moderate', route(moderate(services), true, true));
+  router.post('/moderations', route(moderate(services), true, true));
   router.get('/wallet/balance', route(walletBalance(services)));
   router.get('/wallet/transactions', route(walletTransactions(services)));
   router.post('/wallet/top-up', route(walletTopUp(services)));

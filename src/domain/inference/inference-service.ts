@@ -255,6 +255,11 @@ export class InferenceService {
     return result.value;
   }
 
+  /** Refuses (429) a caller already known to be over its limits; doors may ask before reading a request. */
+  async precheck(caller: Caller): Promise<void> {
+    await this.metering.precheck?.(caller);
+  }
+
   /**
    * Runs a call's checks (its input against the specification and the model, tokens counted): a
    * caller already known to be over its limits is refused before any of that work, and an input
