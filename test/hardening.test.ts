@@ -124,6 +124,21 @@ describe('work bounded by the model, not by the input', () => {
     }
   });
 
+  it('bounds the same work through the GraphQL mutation', async () => {
+    const { apiKey } = await s.account('developer');
+    const spy = spyOnTokenizer(s, 'chat-test');
+    try {
+      const text = randomWords(300_000);
+      const res = await s.graphql('mutation($i: ChatCompletionInput!) { createChatCompletion(input: $i) { id } }', { i: { model: 'chat-test', messages: [{ role: 'user', content: text }] } }, apiKey);
+      expect(res.status).toBe(400);
+      expect(res.body.errors[0].extensions).toMatchObject({ code: 'input_too_long', status: 400 });
+      expect(spy.counted.tokens).toBeLessThanOrEqual(CONTEXT_WINDOW + 1024);
+      expect(spy.counted.chars).toBeLessThan(text.length / 10);
+    } finally {
+      spy.restore();
+    }
+  });
+
   it('refuses an input whose length alone proves it cannot fit without tokenizing any of it', async () => {
     const { apiKey } = await s.account('developer');
     const spy = spyOnTokenizer(s, 'chat-test');
