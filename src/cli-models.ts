@@ -86,41 +86,55 @@ function describe(r: PullResult): string {
 
 const pullResultJson = (r: PullResult) => ({ file: r.file, bytes: r.bytes, resumed_from: r.resumedFrom, already_there: r.alreadyThere });
 
+/**
+ * The ids of the offline catalog: the same as config/default.yaml's, so that every README example
+ * runs unchanged on the tiny models (`npx tollgate models fixtures`) and on the real ones.
+ */
+export const FIXTURE_MODEL_IDS = { chat: 'chat-fast', embedding: 'embed-small', reranking: 'rerank-base', moderation: 'guard-mini' } as const;
+
 /** The catalog that serves the fixtures, for `models fixtures`. */
 export function fixturesConfigYaml(files: ReturnType<typeof writeFixtures>): string {
   const common = `owned_by: tollgate\n    created: 1735689600\n    version: "fixture"\n    status: beta`;
   const engine = (file: string) => `{ type: llamacpp, file: ${JSON.stringify(file)}, threads: 1 }`;
+  const ids = FIXTURE_MODEL_IDS;
   return `# tollgate serving the project's tiny random-weight GGUF models (made by \`npx tollgate models fixtures\`).
-# Their text is gibberish: they exist to run the whole service offline. Use: CONFIG=<this file> npm start
+# Their text is gibberish: they exist to run the whole service offline, under the ids of
+# config/default.yaml. Use: CONFIG=<this file> npm start
+#
+# Prices are high enough to see (a short chat costs about 0.0001 USD), and the developer tier has
+# no monthly allocation here, so its usage is paid from the wallet and shows as \`usage\`
+# transactions at once. Credit the wallet first (a sandbox top-up, or \`npx tollgate wallet credit\`).
+tiers:
+  developer: { monthly_tokens: 0 }
 models:
-  - id: tiny-chat
+  - id: ${ids.chat}
     category: chat
     ${common}
     capabilities: { chat_completion: true, streaming: true, function_calling: false }
-    pricing: { input_price_per_million: 0, output_price_per_million: 0, currency: usd }
+    pricing: { input_price_per_million: 2, output_price_per_million: 4, currency: usd }
     specifications: { context_window: 1024, max_output_tokens: 256, training_cutoff: "2025-01" }
     engine: ${engine(files.chat)}
-  - id: tiny-embed
+  - id: ${ids.embedding}
     category: embedding
     ${common}
     capabilities: { embeddings: true }
-    pricing: { price_per_million_tokens: 0, currency: usd }
+    pricing: { price_per_million_tokens: 1, currency: usd }
     specifications: { max_tokens: ${FIXTURES.embedding.contextLength}, output_dimensions: ${FIXTURES.embedding.dimensions} }
     engine: ${engine(files.embedding)}
-  - id: tiny-rerank
+  - id: ${ids.reranking}
     category: reranking
     ${common}
     capabilities: { rerank: true }
-    pricing: { price_per_million_tokens: 0, currency: usd }
+    pricing: { price_per_million_tokens: 1, currency: usd }
     specifications: { max_tokens: ${FIXTURES.reranker.contextLength} }
     engine: ${engine(files.reranker)}
-  - id: tiny-guard
+  - id: ${ids.moderation}
     category: moderation
     ${common}
     capabilities: { moderation: true }
-    pricing: { price_per_million_tokens: 0, currency: usd }
+    pricing: { price_per_million_tokens: 1, currency: usd }
     specifications: { max_tokens: 512 }
-    engine: ${engine(files.chat)}
+    engine: ${engine(files.guard)}
 `;
 }
 

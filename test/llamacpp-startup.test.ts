@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../src/cli.js';
+import { parseConfigText } from '../src/config.js';
 import { ADMIN_TOKEN } from './support/harness.js';
 import { spawnTollgate, waitReady } from './support/ready.js';
 
@@ -40,6 +41,23 @@ describe('tollgate models fixtures', () => {
     for (const file of [written.chat, written.embedding, written.reranker, written.config]) expect(existsSync(file)).toBe(true);
     expect(readFileSync(written.config, 'utf8')).toContain('type: llamacpp');
   });
+
+  it("serves the fixtures under the README's model ids, each from the file --json reports, at prices that reach the wallet", async () => {
+    const out = path.join(dir, 'fixtures-catalog');
+    const written = JSON.parse((await cli(['models', 'fixtures', '--out', out, '--json'])).stdout);
+    const config = parseConfigText(readFileSync(written.config, 'utf8'), written.config);
+    const byId = Object.fromEntries(config.models.map((m) => [m.id, m]));
+    expect(Object.keys(byId).sort()).toEqual(['chat-fast', 'embed-small', 'guard-mini', 'rerank-base']);
+    const fileOf = (id: string) => (byId[id]!.engine as { file: string }).file;
+    expect([fileOf('chat-fast'), fileOf('embed-small'), fileOf('rerank-base'), fileOf('guard-mini')]).toEqual([written.chat, written.embedding, written.reranker, written.guard]);
+    for (const m of config.models) {
+      const prices = Object.entries(m.pricing).filter(([k]) => k !== 'currency').map(([, v]) => v);
+      expect(prices.every((p) => typeof p === 'number' && p > 0), m.id).toBe(true);
+    }
+    // The developer tier the README's account uses pays from the wallet from its first call.
+    expect(config.tiers.developer.monthly_tokens).toBe(0);
+    expect(config.tiers.developer.overage).toBe(true);
+  });
 });
 
 describe('the server process with in-process models', () => {
@@ -53,8 +71,8 @@ describe('the server process with in-process models', () => {
     writeFileSync(
       config,
       base
-        .replace(/(id: tiny-rerank[\s\S]*?file: )"[^"]+"/, `$1"${path.join(out, 'absent.gguf')}", source: "hf:acme/rerank-GGUF/absent.gguf"`)
-        .replace(/(id: tiny-embed[\s\S]*?file: )"[^"]+"/, `$1"${cut}"`),
+        .replace(/(id: rerank-base[\s\S]*?file: )"[^"]+"/, `$1"${path.join(out, 'absent.gguf')}", source: "hf:acme/rerank-GGUF/absent.gguf"`)
+        .replace(/(id: embed-small[\s\S]*?file: )"[^"]+"/, `$1"${cut}"`),
     );
     const port = 30000 + Math.floor(Math.random() * 20000);
     const url = `http://127.0.0.1:${port}`;
@@ -64,7 +82,7 @@ describe('the server process with in-process models', () => {
       const log = server.output();
       expect(log).toContain('npx tollgate models pull hf:acme/rerank-GGUF/absent.gguf');
       expect(log).toContain(`${cut}: refused: the file is truncated`);
-      expect(log).toMatch(/model \\"tiny-chat\\" loaded|"model":"tiny-chat".*loaded/);
+      expect(log).toMatch(/model \\"chat-fast\\" loaded|"model":"chat-fast".*loaded/);
       const created = await fetch(`${url}/graphql`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_TOKEN}` },
@@ -73,9 +91,9 @@ describe('the server process with in-process models', () => {
       const key = created.data.createAccount.apiKey;
       const call = (route: string, body: unknown) =>
         fetch(`${url}/v1/${route}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: JSON.stringify(body) });
-      expect((await call('rerank', { model: 'tiny-rerank', query: 'q', documents: ['d'] })).status).toBe(503);
-      expect((await call('embeddings', { model: 'tiny-embed', input: 'x' })).status).toBe(503);
-      const chat = await call('chat/completions', { model: 'tiny-chat', messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 });
+      expect((await call('rerank', { model: 'rerank-base', query: 'q', documents: ['d'] })).status).toBe(503);
+      expect((await call('embeddings', { model: 'embed-small', input: 'x' })).status).toBe(503);
+      const chat = await call('chat/completions', { model: 'chat-fast', messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 });
       expect(chat.status).toBe(200);
       expect((await chat.json()).usage.completion_tokens).toBe(4);
     } finally {
@@ -91,7 +109,7 @@ describe('the server process with in-process models', () => {
     writeFileSync(config, readFileSync(config, 'utf8').replace('output_dimensions: 64', 'output_dimensions: 1024'));
     const server = spawnTollgate(['src/main.ts'], { CONFIG: config, PORT: '0', DATABASE_URL: `sqlite:${path.join(out, 'db.sqlite')}` });
     expect(await server.exited).toBe(1);
-    expect(server.output()).toContain(`${path.join(out, 'tiny-embed.gguf')}: "bert.embedding_length" is 64, but model "tiny-embed" declares specifications.output_dimensions: 1024`);
+    expect(server.output()).toContain(`${path.join(out, 'tiny-embed.gguf')}: "bert.embedding_length" is 64, but model "embed-small" declares specifications.output_dimensions: 1024`);
   });
 });
 
