@@ -7,7 +7,8 @@ import express from 'express';
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
 import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention';
 import { useDisableIntrospection } from '@graphql-yoga/plugin-disable-introspection';
-import { createYoga, type Plugin } from 'graphql-yoga';
+import { createYoga, type GraphiQLOptions, type Plugin } from 'graphql-yoga';
+import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import type { ExecutionArgs } from 'graphql';
@@ -90,7 +91,9 @@ export function createApp(services: Services) {
     schema,
     graphqlEndpoint: '/graphql',
     landingPage: false,
-    graphiql: { subscriptionsProtocol: 'WS' },
+    graphiql: { subscriptionsProtocol: 'WS', title: 'tollgate GraphiQL' },
+    // GraphiQL's scripts, styles and workers inlined from the package, not a CDN: it works offline.
+    renderGraphiQL: localGraphiQL,
     batching: false,
     logging: false,
     plugins,
@@ -126,6 +129,10 @@ export function createApp(services: Services) {
 
   return { app, yoga, state };
 }
+
+let graphiqlPage: string | undefined;
+/** The GraphiQL page (about 9 MB, every asset inline), rendered once: its options never change. */
+const localGraphiQL = (opts?: GraphiQLOptions) => (graphiqlPage ??= renderGraphiQL(opts));
 
 export async function startServer(services: Services, opts: { port?: number; host?: string } = {}): Promise<RunningServer> {
   const { config, logger } = services;
