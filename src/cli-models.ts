@@ -10,10 +10,10 @@ import type { Command } from 'commander';
 import cliProgress from 'cli-progress';
 import { loadConfig, type ModelConfig } from './config.js';
 import { DomainError } from './domain/errors.js';
-import { pullModel, type PullResult } from './domain/inference/llamacpp/downloader.js';
+import { PullError, pullModel, type PullResult } from './domain/inference/llamacpp/downloader.js';
 import { FIXTURES, writeFixtures } from './domain/inference/llamacpp/fixtures.js';
 import type { LlamaCppModel } from './domain/inference/llamacpp/llamacpp-engine.js';
-import { modelsDir } from './domain/inference/llamacpp/model-files.js';
+import { huggingFaceEndpoint, modelsDir } from './domain/inference/llamacpp/model-files.js';
 
 /** What the model commands need from the CLI (a subset of its CliContext). */
 export interface ModelsCliContext {
@@ -78,6 +78,17 @@ async function pullOne(ctx: ModelsCliContext, source: string, out: string | unde
   } finally {
     progress.stop();
   }
+}
+
+/** What to try when a download fails: a proxy, a mirror, or the offline fixtures. */
+function pullHints(env: NodeJS.ProcessEnv): string {
+  const proxy = env.HTTPS_PROXY || env.https_proxy || env.HTTP_PROXY || env.http_proxy;
+  return [
+    '',
+    proxy ? `  The proxy in HTTPS_PROXY/HTTP_PROXY (${proxy}) was used.` : '  Behind a proxy? Set HTTPS_PROXY (e.g. HTTPS_PROXY=http://proxy:3128).',
+    `  A Hugging Face mirror: set HF_ENDPOINT (now ${huggingFaceEndpoint(env)}).`,
+    '  No network? Run on the tiny offline models: npx tollgate models fixtures --out fixtures && CONFIG=fixtures/tollgate.yaml npm start',
+  ].join('\n');
 }
 
 function describe(r: PullResult): string {
@@ -157,16 +168,27 @@ export function registerModelCommands(program: Command, ctx: ModelsCliContext): 
           return;
         }
         const results: (PullResult & { model: string })[] = [];
+        const failed: string[] = [];
+        // Every model is tried: one that cannot be fetched is named with its file, the others still come.
         for (const m of wanted) {
-          const r = await pullOne(ctx, m.engine.source!, m.engine.file, m.id);
-          results.push({ ...r, model: m.id });
-          if (!opts.json) ctx.print(`${m.id}: ${describe(r)}`);
+          try {
+            const r = await pullOne(ctx, m.engine.source!, m.engine.file, m.id);
+            results.push({ ...r, model: m.id });
+            if (!opts.json) ctx.print(`${m.id}: ${describe(r)}`);
+          } catch (e) {
+            if (!(e instanceof PullError)) throw e;
+            failed.push(m.id);
+            ctx.stderr(`model "${m.id}": cannot pull ${m.engine.source} into ${m.engine.file}: ${e.message}\n`);
+          }
         }
         if (opts.json) ctx.printJson(results.map((r) => ({ model: r.model, ...pullResultJson(r) })));
+        if (failed.length > 0) throw new PullError(`${failed.length} of ${wanted.length} models could not be pulled (${failed.join(', ')}).${pullHints(ctx.env)}`);
         return;
       }
       if (!source) throw new DomainError('missing_required_parameter', 'Give a source (hf:owner/repo/file.gguf or an https URL), or --defaults.');
-      const r = await pullOne(ctx, source, opts.out, path.basename(opts.out ?? source));
+      const r = await pullOne(ctx, source, opts.out, path.basename(opts.out ?? source)).catch((e: unknown) => {
+        throw e instanceof PullError ? new PullError(`cannot pull ${source}: ${e.message}.${pullHints(ctx.env)}`) : e;
+      });
       if (opts.json) ctx.printJson(pullResultJson(r));
       else ctx.print(describe(r));
     });

@@ -4,7 +4,7 @@
 // through runCli, the same entry bin/tollgate.js calls): fixtures, and pull from a loopback server.
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -120,7 +120,8 @@ describe('tollgate models pull', () => {
 
   beforeAll(async () => {
     server = createServer((req, res) => {
-      if (req.url !== '/files/model.gguf') return void res.writeHead(404).end();
+      // The file, at a path of its own and where a Hugging Face mirror (HF_ENDPOINT) keeps it.
+      if (!['/files/model.gguf', '/acme/tiny-GGUF/resolve/main/model.gguf'].includes(req.url ?? '')) return void res.writeHead(404).end();
       res.writeHead(200, { 'content-length': body.length }).end(req.method === 'HEAD' ? undefined : body);
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -168,6 +169,76 @@ describe('tollgate models pull', () => {
     ]);
     expect(readFileSync(path.join(out, 'sub/b.gguf')).equals(body)).toBe(true);
     expect(existsSync(path.join(out, 'c.gguf'))).toBe(false);
+  });
+
+  it('fetches hf: sources from the mirror HF_ENDPOINT names', async () => {
+    const models = path.join(dir, 'mirror');
+    const c = await cli(['models', 'pull', 'hf:acme/tiny-GGUF/model.gguf', '--json'], { MODELS_DIR: models, HF_ENDPOINT: `${base}/` });
+    expect(c.code).toBe(0);
+    expect(readFileSync(path.join(models, 'model.gguf')).equals(body)).toBe(true);
+  });
+
+  it('goes through the proxy HTTP_PROXY and HTTPS_PROXY name', async () => {
+    // A forward proxy on loopback: it tunnels models.example.invalid:80 to the file server above
+    // (the name is never resolved) and refuses everything else.
+    const seen: string[] = [];
+    const proxy = createServer((_req, res) => void res.writeHead(405).end());
+    proxy.on('connect', (req, socket: Socket) => {
+      seen.push(`CONNECT ${req.url}`);
+      if (req.url !== 'models.example.invalid:80') return void socket.end('HTTP/1.1 403 Forbidden\r\n\r\n');
+      const upstream = connect(Number(new URL(base).port), '127.0.0.1', () => {
+        socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+        upstream.pipe(socket).pipe(upstream);
+      });
+      upstream.on('error', () => socket.destroy());
+      socket.on('error', () => upstream.destroy());
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    const proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    try {
+      const models = path.join(dir, 'proxied');
+      const plain = await cli(['models', 'pull', 'http://models.example.invalid/files/model.gguf', '--json'], { MODELS_DIR: models, HTTP_PROXY: proxyUrl, NO_PROXY: '' });
+      expect(plain.code).toBe(0);
+      expect(seen).toContain('CONNECT models.example.invalid:80');
+      expect(readFileSync(path.join(models, 'model.gguf')).equals(body)).toBe(true);
+      const secure = await cli(['models', 'pull', 'https://models.example.invalid/files/other.gguf'], { MODELS_DIR: models, HTTPS_PROXY: proxyUrl, NO_PROXY: '' });
+      expect(secure.code).toBe(1);
+      expect(seen).toContain('CONNECT models.example.invalid:443');
+      expect(secure.stderr).toContain(`through the proxy 127.0.0.1:${(proxy.address() as AddressInfo).port}`);
+    } finally {
+      await new Promise((r) => proxy.close(r));
+    }
+  });
+
+  it('--defaults names each model and file it could not fetch and points to the offline fixtures', async () => {
+    const closed = createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+    const nowhere = `http://127.0.0.1:${(closed.address() as AddressInfo).port}`;
+    await new Promise((r) => closed.close(r)); // nothing listens there now: connection refused
+    const config = path.join(dir, 'unreachable.yaml');
+    const file = path.join(dir, 'unreachable', 'chat.gguf');
+    writeFileSync(
+      config,
+      `models:
+  - id: chat-fast
+    category: chat
+    owned_by: tests
+    created: 0
+    version: "1"
+    status: active
+    capabilities: { chat_completion: true, streaming: true, function_calling: false }
+    pricing: { input_price_per_million: 1, output_price_per_million: 1, currency: usd }
+    specifications: { context_window: 1024, max_output_tokens: 64, training_cutoff: "2025-01" }
+    engine: { type: llamacpp, file: "${file}", source: "${nowhere}/chat.gguf" }
+`,
+    );
+    const c = await cli(['models', 'pull', '--defaults'], { CONFIG: config });
+    expect(c.code).toBe(1);
+    expect(c.stderr).toContain(`model "chat-fast": cannot pull ${nowhere}/chat.gguf into ${file}: cannot reach ${nowhere}: ECONNREFUSED`);
+    expect(c.stderr).toContain('1 of 1 models could not be pulled (chat-fast)');
+    expect(c.stderr).toContain('HTTPS_PROXY');
+    expect(c.stderr).toContain('HF_ENDPOINT');
+    expect(c.stderr).toContain('npx tollgate models fixtures --out fixtures && CONFIG=fixtures/tollgate.yaml npm start');
   });
 
   it('fails with a message and exit code 1 when the file cannot be fetched', async () => {
