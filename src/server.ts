@@ -141,6 +141,8 @@ export async function startServer(services: Services, opts: { port?: number; hos
   server.keepAliveTimeout = 65_000;
 
   const wss = new WebSocketServer({ server, path: '/graphql' });
+  // ws re-emits the HTTP server's errors (a port in use); the listen below reports them itself.
+  wss.on('error', () => {});
   useServer(
     {
       execute: (args) => (args.rootValue as { execute: (a: ExecutionArgs) => unknown }).execute(args) as never,

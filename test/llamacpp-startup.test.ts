@@ -102,6 +102,34 @@ describe('the server process with in-process models', () => {
     }
   });
 
+  it('checks the port before any model loads: a taken port is one line naming PORT, with no stack trace', { timeout: 90_000 }, async () => {
+    const out = path.join(dir, 'port');
+    expect((await cli(['models', 'fixtures', '--out', out])).code).toBe(0);
+    const taken = createServer();
+    await new Promise<void>((r) => taken.listen(0, '127.0.0.1', r));
+    const port = (taken.address() as AddressInfo).port;
+    try {
+      const server = spawnTollgate(['src/main.ts'], { CONFIG: path.join(out, 'tollgate.yaml'), PORT: String(port), DATABASE_URL: `sqlite:${path.join(out, 'db.sqlite')}` });
+      expect(await server.exited).toBe(1);
+      const lines = server.output().trim().split('\n');
+      expect(lines).toEqual([`tollgate: port ${port} on 127.0.0.1 is already in use: stop what listens there, or choose another port with PORT (e.g. PORT=${port + 1} npm start)`]);
+      expect(existsSync(path.join(out, 'db.sqlite'))).toBe(false); // nothing opened, nothing loaded
+    } finally {
+      await new Promise((r) => taken.close(r));
+    }
+  });
+
+  it('prints a config error once, naming the key and suggesting the one meant', { timeout: 90_000 }, async () => {
+    const out = path.join(dir, 'typo');
+    expect((await cli(['models', 'fixtures', '--out', out])).code).toBe(0);
+    const config = path.join(out, 'tollgate.yaml');
+    writeFileSync(config, readFileSync(config, 'utf8').replace('owned_by: tollgate', 'owned_by: tollgate\n    ownd_by: x'));
+    const server = spawnTollgate(['src/main.ts'], { CONFIG: config, PORT: '0', DATABASE_URL: `sqlite:${path.join(out, 'db.sqlite')}` });
+    expect(await server.exited).toBe(1);
+    const output = server.output();
+    expect(output.trim().split('\n')).toEqual([`tollgate: ${config}: model "chat-fast": unknown key "ownd_by" (did you mean "owned_by"?)`]);
+  });
+
   it('stops start-up when the catalog contradicts a GGUF, naming the file and the key', { timeout: 90_000 }, async () => {
     const out = path.join(dir, 'mismatch');
     expect((await cli(['models', 'fixtures', '--out', out])).code).toBe(0);
