@@ -30,7 +30,7 @@ const Pricing = builder.objectRef<Bag>('ModelPricing').implement({
     inputPricePerMillion: t.float({ nullable: true, resolve: (o) => num(o, 'input_price_per_million') }),
     outputPricePerMillion: t.float({ nullable: true, resolve: (o) => num(o, 'output_price_per_million') }),
     pricePerMillionTokens: t.float({ nullable: true, resolve: (o) => num(o, 'price_per_million_tokens') }),
-    currency: t.string({ resolve: (o) => str(o, 'currency') ?? 'usd' }),
+    currency: t.string({ description: 'Lower case (usd), as the specification writes model pricing; wallet amounts carry the upper-case code (USD).', resolve: (o) => str(o, 'currency') ?? 'usd' }),
   }),
 });
 

@@ -33,7 +33,7 @@ const TopUpRef = builder.objectRef<TopUpView>('TopUp').implement({
     bonus: t.field({ type: DecimalScalar, description: 'Bonus credits added on top (the bonus table).', resolve: (x) => x.bonus }),
     bonusPercent: t.float({ resolve: (x) => Number(x.bonusPercent) }),
     credits: t.field({ type: DecimalScalar, description: 'amount + bonus: what the wallet receives once paid.', resolve: (x) => x.credits }),
-    currency: t.exposeString('currency'),
+    currency: t.exposeString('currency', { description: 'Upper case, e.g. USD, as the wallet writes it.' }),
     checkoutUrl: t.exposeString('checkoutUrl', { nullable: true, description: "The processor's hosted payment page; null for automatic top-ups." }),
     failureReason: t.exposeString('failureReason', { nullable: true }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
