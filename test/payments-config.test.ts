@@ -39,6 +39,7 @@ describe('payments configuration', () => {
       allow_sandbox: false,
       success_url: null,
       cancel_url: null,
+      return_url: null,
       checkout_expires_after_minutes: 1440,
       bonus_table: [
         { min_amount: 50, percent: 5 },
