@@ -1,5 +1,6 @@
 // Benchmark plumbing: child processes for the fake upstream and tollgate (the load generator is
 // ./openloop.ts).
+import { randomUUID } from 'node:crypto';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -111,7 +112,8 @@ export async function admin<T>(url: string, query: string, variables: Record<str
 export async function createAccount(url: string, tier = 'enterprise', credit?: string): Promise<{ id: string; apiKey: string }> {
   const data = await admin<{ createAccount: { account: { id: string }; apiKey: string } }>(
     url,
-    `mutation { createAccount(email: "bench-${Math.random().toString(36).slice(2, 10)}@example.com", tier: ${tier}) { account { id } apiKey } }`,
+    // One account per e-mail address: each benchmark account gets its own.
+    `mutation { createAccount(email: "bench-${randomUUID()}@example.com", tier: ${tier}) { account { id } apiKey } }`,
   );
   const id = data.createAccount.account.id;
   if (credit) {

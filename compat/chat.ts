@@ -11,8 +11,26 @@ import { documents, run, stream } from './operations.js';
 import { sendSse } from './sse.js';
 import { deprecationHeaders, setHeaders, usageWire } from './wire.js';
 
-// OpenAI clients may send content as a list of text parts.
-const content = z.union([z.string(), z.array(z.object({ type: z.literal('text'), text: z.string() }).loose())]);
+// OpenAI clients may send content as a list of parts; this server takes text parts only, and
+// refuses any other (image_url, input_audio, file, …) by its type rather than dropping it.
+const part = z.object({ type: z.string(), text: z.unknown().optional() }).loose();
+const content = z.union([z.string(), z.array(part)]);
+
+function textOf(parts: z.infer<typeof part>[], i: number): string {
+  return parts
+    .map((p, j) => {
+      if (p.type !== 'text') {
+        throw new DomainError('invalid_value', `'messages[${i}].content[${j}]' is a part of type '${p.type.slice(0, 40)}', which this server cannot take: content parts must be of type 'text'.`, {
+          param: `messages[${i}].content[${j}].type`,
+        });
+      }
+      if (typeof p.text !== 'string') {
+        throw new DomainError('invalid_type', `'messages[${i}].content[${j}].text' must be a string.`, { param: `messages[${i}].content[${j}].text` });
+      }
+      return p.text;
+    })
+    .join('');
+}
 
 const body = z
   .object({
@@ -55,7 +73,7 @@ function refuseUnsupported(b: Body, services: Services) {
 function toInput(b: Body): ChatCompletionInput {
   return {
     model: b.model,
-    messages: b.messages.map((m) => ({ role: m.role, content: typeof m.content === 'string' ? m.content : m.content.map((p) => p.text).join('') })),
+    messages: b.messages.map((m, i) => ({ role: m.role, content: typeof m.content === 'string' ? m.content : textOf(m.content, i) })),
     maxTokens: b.max_tokens ?? b.max_completion_tokens ?? null,
     temperature: b.temperature ?? null,
     topP: b.top_p ?? null,

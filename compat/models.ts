@@ -20,6 +20,9 @@ export const modelWire = (m: ModelFieldsFragment) => ({
   pricing: snakeWithoutNulls(m.pricing),
   specifications: snakeWithoutNulls(m.specifications),
   status: m.status,
+  // Beyond section 2.4: whether the model can serve now (`status` is the catalog's lifecycle).
+  available: m.available,
+  unavailable_reason: m.unavailableReason ?? null,
 });
 
 function sendCacheable(req: Request, res: Response, payload: unknown) {

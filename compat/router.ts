@@ -62,6 +62,33 @@ export function createCompatRouter(services: Services, opts: { onUnexpected: (re
   router.get('/wallet/transactions', route(walletTransactions(services)));
   router.post('/wallet/top-up', route(walletTopUp(services)));
   router.get('/usage', route(usage(services)));
+  // Anything else under /v1: a 404 that says what does exist (OpenAI clients often try these two).
+  router.use((req: Request, res: Response) => sendError(res, unknownEndpoint(req.method, req.path)));
 
   return router;
+}
+
+/** Every /v1 endpoint, for the 404 of any other path (keep in step with the routes above). */
+export const V1_ENDPOINTS = [
+  'GET /v1/models',
+  'GET /v1/models/{id}',
+  'POST /v1/chat/completions',
+  'POST /v1/embeddings',
+  'POST /v1/rerank',
+  'POST /v1/moderate',
+  'POST /v1/moderations',
+  'GET /v1/wallet/balance',
+  'GET /v1/wallet/transactions',
+  'POST /v1/wallet/top-up',
+  'GET /v1/usage',
+] as const;
+
+const NOT_SERVED: Record<string, string> = {
+  '/completions': 'the legacy completions endpoint is not served; send the prompt as a user message to POST /v1/chat/completions',
+  '/responses': 'the Responses API is not served; use POST /v1/chat/completions',
+};
+
+function unknownEndpoint(method: string, path: string): DomainError {
+  const why = NOT_SERVED[path.replace(/\/+$/, '')] ?? `there is no endpoint ${method} /v1${path}`;
+  return new DomainError('not_found', `Not found: ${why}. This server's endpoints: ${V1_ENDPOINTS.join(', ')}.`);
 }

@@ -10,10 +10,10 @@ import type { Command } from 'commander';
 import cliProgress from 'cli-progress';
 import { loadConfig, type ModelConfig } from './config.js';
 import { DomainError } from './domain/errors.js';
-import { pullModel, type PullResult } from './domain/inference/llamacpp/downloader.js';
+import { PullError, pullModel, type PullResult } from './domain/inference/llamacpp/downloader.js';
 import { FIXTURES, writeFixtures } from './domain/inference/llamacpp/fixtures.js';
 import type { LlamaCppModel } from './domain/inference/llamacpp/llamacpp-engine.js';
-import { modelsDir } from './domain/inference/llamacpp/model-files.js';
+import { huggingFaceEndpoint, modelsDir } from './domain/inference/llamacpp/model-files.js';
 
 /** What the model commands need from the CLI (a subset of its CliContext). */
 export interface ModelsCliContext {
@@ -80,47 +80,72 @@ async function pullOne(ctx: ModelsCliContext, source: string, out: string | unde
   }
 }
 
+/** What to try when a download fails: a proxy, a mirror, or the offline fixtures. */
+function pullHints(env: NodeJS.ProcessEnv): string {
+  const proxy = env.HTTPS_PROXY || env.https_proxy || env.HTTP_PROXY || env.http_proxy;
+  return [
+    '',
+    proxy ? `  The proxy in HTTPS_PROXY/HTTP_PROXY (${proxy}) was used.` : '  Behind a proxy? Set HTTPS_PROXY (e.g. HTTPS_PROXY=http://proxy:3128).',
+    `  A Hugging Face mirror: set HF_ENDPOINT (now ${huggingFaceEndpoint(env)}).`,
+    '  No network? Run on the tiny offline models: npx tollgate models fixtures --out fixtures && CONFIG=fixtures/tollgate.yaml npm start',
+  ].join('\n');
+}
+
 function describe(r: PullResult): string {
   return r.alreadyThere ? `${r.file} is already there (${mb(r.bytes)}).` : `Saved ${r.file} (${mb(r.bytes)}${r.resumedFrom > 0 ? `, resumed at ${mb(r.resumedFrom)}` : ''}).`;
 }
 
 const pullResultJson = (r: PullResult) => ({ file: r.file, bytes: r.bytes, resumed_from: r.resumedFrom, already_there: r.alreadyThere });
 
+/**
+ * The ids of the offline catalog: the same as config/default.yaml's, so that every README example
+ * runs unchanged on the tiny models (`npx tollgate models fixtures`) and on the real ones.
+ */
+export const FIXTURE_MODEL_IDS = { chat: 'chat-fast', embedding: 'embed-small', reranking: 'rerank-base', moderation: 'guard-mini' } as const;
+
 /** The catalog that serves the fixtures, for `models fixtures`. */
 export function fixturesConfigYaml(files: ReturnType<typeof writeFixtures>): string {
   const common = `owned_by: tollgate\n    created: 1735689600\n    version: "fixture"\n    status: beta`;
   const engine = (file: string) => `{ type: llamacpp, file: ${JSON.stringify(file)}, threads: 1 }`;
+  const ids = FIXTURE_MODEL_IDS;
   return `# tollgate serving the project's tiny random-weight GGUF models (made by \`npx tollgate models fixtures\`).
-# Their text is gibberish: they exist to run the whole service offline. Use: CONFIG=<this file> npm start
+# Their text is gibberish: they exist to run the whole service offline, under the ids of
+# config/default.yaml. Use: CONFIG=<this file> npm start
+#
+# Prices are high enough to see (a short chat costs about 0.0001 USD), and the developer tier has
+# no monthly allocation here, so its usage is paid from the wallet and shows as \`usage\`
+# transactions at once. Credit the wallet first (a sandbox top-up, or \`npx tollgate wallet credit\`).
+tiers:
+  developer: { monthly_tokens: 0 }
 models:
-  - id: tiny-chat
+  - id: ${ids.chat}
     category: chat
     ${common}
     capabilities: { chat_completion: true, streaming: true, function_calling: false }
-    pricing: { input_price_per_million: 0, output_price_per_million: 0, currency: usd }
+    pricing: { input_price_per_million: 2, output_price_per_million: 4, currency: usd }
     specifications: { context_window: 1024, max_output_tokens: 256, training_cutoff: "2025-01" }
     engine: ${engine(files.chat)}
-  - id: tiny-embed
+  - id: ${ids.embedding}
     category: embedding
     ${common}
     capabilities: { embeddings: true }
-    pricing: { price_per_million_tokens: 0, currency: usd }
+    pricing: { price_per_million_tokens: 1, currency: usd }
     specifications: { max_tokens: ${FIXTURES.embedding.contextLength}, output_dimensions: ${FIXTURES.embedding.dimensions} }
     engine: ${engine(files.embedding)}
-  - id: tiny-rerank
+  - id: ${ids.reranking}
     category: reranking
     ${common}
     capabilities: { rerank: true }
-    pricing: { price_per_million_tokens: 0, currency: usd }
+    pricing: { price_per_million_tokens: 1, currency: usd }
     specifications: { max_tokens: ${FIXTURES.reranker.contextLength} }
     engine: ${engine(files.reranker)}
-  - id: tiny-guard
+  - id: ${ids.moderation}
     category: moderation
     ${common}
     capabilities: { moderation: true }
-    pricing: { price_per_million_tokens: 0, currency: usd }
+    pricing: { price_per_million_tokens: 1, currency: usd }
     specifications: { max_tokens: 512 }
-    engine: ${engine(files.chat)}
+    engine: ${engine(files.guard)}
 `;
 }
 
@@ -143,16 +168,27 @@ export function registerModelCommands(program: Command, ctx: ModelsCliContext): 
           return;
         }
         const results: (PullResult & { model: string })[] = [];
+        const failed: string[] = [];
+        // Every model is tried: one that cannot be fetched is named with its file, the others still come.
         for (const m of wanted) {
-          const r = await pullOne(ctx, m.engine.source!, m.engine.file, m.id);
-          results.push({ ...r, model: m.id });
-          if (!opts.json) ctx.print(`${m.id}: ${describe(r)}`);
+          try {
+            const r = await pullOne(ctx, m.engine.source!, m.engine.file, m.id);
+            results.push({ ...r, model: m.id });
+            if (!opts.json) ctx.print(`${m.id}: ${describe(r)}`);
+          } catch (e) {
+            if (!(e instanceof PullError)) throw e;
+            failed.push(m.id);
+            ctx.stderr(`model "${m.id}": cannot pull ${m.engine.source} into ${m.engine.file}: ${e.message}\n`);
+          }
         }
         if (opts.json) ctx.printJson(results.map((r) => ({ model: r.model, ...pullResultJson(r) })));
+        if (failed.length > 0) throw new PullError(`${failed.length} of ${wanted.length} models could not be pulled (${failed.join(', ')}).${pullHints(ctx.env)}`);
         return;
       }
       if (!source) throw new DomainError('missing_required_parameter', 'Give a source (hf:owner/repo/file.gguf or an https URL), or --defaults.');
-      const r = await pullOne(ctx, source, opts.out, path.basename(opts.out ?? source));
+      const r = await pullOne(ctx, source, opts.out, path.basename(opts.out ?? source)).catch((e: unknown) => {
+        throw e instanceof PullError ? new PullError(`cannot pull ${source}: ${e.message}.${pullHints(ctx.env)}`) : e;
+      });
       if (opts.json) ctx.printJson(pullResultJson(r));
       else ctx.print(describe(r));
     });

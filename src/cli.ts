@@ -1,7 +1,10 @@
 // The operator CLI (`tollgate …`, started by bin/tollgate.js): accounts and API keys today; later
 // groups (wallet, models) add a register function to COMMAND_GROUPS. It works on the server's
 // database (DATABASE_URL) through the same domain services, and opens it only when a command runs.
+import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
+import { formatDecimal } from './domain/billing/money.js';
+import { exactNanos, stringifyExact } from './exact-json.js';
 import type { MikroORM } from '@mikro-orm/core';
 import { closeDatabase, openDatabase } from './db/orm.js';
 import { AccountsService, TIERS, type AccountView, type ApiKeyView } from './domain/accounts/accounts-service.js';
@@ -14,6 +17,9 @@ import { createLogger } from './logger.js';
 import { DomainError } from './domain/errors.js';
 
 const DEFAULT_DATABASE_URL = 'sqlite:./data/tollgate.db';
+
+/** The package's version (package.json), for `tollgate --version`. */
+export const TOLLGATE_VERSION: string = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version;
 
 export interface CliServices {
   orm: MikroORM;
@@ -63,6 +69,56 @@ const registerAccountCommands: CommandGroup = (program, ctx) => {
           `Created account ${created.account.id} (${created.account.email}, tier ${created.account.tier}).`,
           `API key ${created.keyId}: ${created.apiKey}`,
           'Store the key now: it is not shown again.',
+        ].join('\n'),
+      );
+    });
+
+  accounts
+    .command('list')
+    .description('List accounts, oldest first (id, e-mail, tier, created)')
+    .option('--limit <n>', 'at most this many (1 to 1000)', '100')
+    .option('--after <id>', 'start after this account id (the last one of the previous page)')
+    .option('--json', 'print JSON')
+    .action(async (opts: { limit: string; after?: string; json?: boolean }) => {
+      const { accounts: service } = await ctx.services();
+      const page = await service.listAccounts({ limit: parseIntOption(opts.limit, '--limit'), after: opts.after ?? null });
+      if (opts.json) {
+        ctx.printJson({ accounts: page.accounts.map(accountJson), has_more: page.hasMore });
+        return;
+      }
+      if (page.accounts.length === 0) {
+        ctx.print('No accounts.');
+        return;
+      }
+      const rows = page.accounts.map((a) => [a.id, a.email, a.tier, a.createdAt.toISOString()]);
+      const more = page.hasMore ? `\nMore: --after ${page.accounts.at(-1)!.id}` : '';
+      ctx.print(formatTable(['ID', 'EMAIL', 'TIER', 'CREATED'], rows) + more);
+    });
+
+  accounts
+    .command('show')
+    .description('Show one account: its tier, wallet balance and API keys')
+    .argument('<account>', 'account id (acct_…) or e-mail address')
+    .option('--json', 'print JSON')
+    .action(async (ref: string, opts: { json?: boolean }) => {
+      const { accounts: service, billing } = await ctx.services();
+      const account = ref.includes('@') ? await service.findByEmail(ref) : await service.getAccount(ref);
+      if (!account) throw new DomainError('not_found', `No account with the e-mail address ${ref}.`, { param: 'email' });
+      const [wallet, keys] = await Promise.all([billing.getWallet(account.id), service.listKeys(account.id)]);
+      if (opts.json) {
+        printExactJson(ctx, { account: accountJson(account), wallet: { balance: exactNanos(wallet.balance), held: exactNanos(wallet.held), currency: wallet.currency }, api_keys: keys.map(keyJson) });
+        return;
+      }
+      const active = keys.filter((k) => keyStatus(k) === 'active').length;
+      ctx.print(
+        [
+          `Account ${account.id}`,
+          `  e-mail   ${account.email}`,
+          `  tier     ${account.tier}`,
+          `  created  ${account.createdAt.toISOString()}`,
+          `  wallet   ${formatDecimal(wallet.balance)} ${wallet.currency}${wallet.held > 0n ? ` (${formatDecimal(wallet.held)} held by calls in flight)` : ''}`,
+          `  API keys ${keys.length} (${active} active)`,
+          ...(keys.length ? ['', formatTable(['ID', 'KEY', 'STATUS', 'CREATED', 'EXPIRES', 'NAME'], keys.map(keyRow))] : []),
         ].join('\n'),
       );
     });
@@ -128,8 +184,7 @@ const registerKeyCommands: CommandGroup = (program, ctx) => {
         ctx.printJson(list.map(keyJson));
         return;
       }
-      const rows = list.map((k) => [k.id, k.display, keyStatus(k), k.createdAt.toISOString(), k.expiresAt?.toISOString() ?? '-', k.name ?? '']);
-      ctx.print(formatTable(['ID', 'KEY', 'STATUS', 'CREATED', 'EXPIRES', 'NAME'], rows));
+      ctx.print(list.length === 0 ? 'No API keys.' : formatTable(['ID', 'KEY', 'STATUS', 'CREATED', 'EXPIRES', 'NAME'], list.map(keyRow)));
     });
 };
 
@@ -146,6 +201,7 @@ export const COMMAND_GROUPS: CommandGroup[] = [
 export function buildProgram(ctx: CliContext, io: Pick<CliIO, 'stdout' | 'stderr'>): Command {
   const program = new Command('tollgate')
     .description('Operate a tollgate server: accounts and API keys (uses DATABASE_URL, default sqlite:./data/tollgate.db)')
+    .version(TOLLGATE_VERSION, '-V, --version', 'print the version of tollgate')
     // Set before adding commands: subcommands inherit them.
     .exitOverride()
     .configureOutput({ writeOut: io.stdout, writeErr: io.stderr })
@@ -245,8 +301,22 @@ function keyStatus(k: ApiKeyView, now = new Date()): string {
   return 'active';
 }
 
+function keyRow(k: ApiKeyView): string[] {
+  return [k.id, k.display, keyStatus(k), k.createdAt.toISOString(), k.expiresAt?.toISOString() ?? '-', k.name ?? ''];
+}
+
+function parseIntOption(value: string, flag: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n)) throw new DomainError('invalid_value', `${flag} must be a whole number, got '${value}'.`);
+  return n;
+}
+
+/** JSON whose money fields are exact decimals (nanos written as numbers without rounding). */
+function printExactJson(ctx: CliContext, value: unknown): void {
+  ctx.print(stringifyExact(value));
+}
+
 function formatTable(header: string[], rows: string[][]): string {
-  if (rows.length === 0) return 'No API keys.';
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   return [header, ...rows].map((r) => r.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd()).join('\n');
 }

@@ -45,6 +45,8 @@ export const paymentsSchema = z
     success_url: url.nullable().default(null),
     /** Where the processor sends the customer after canceling; `{CHECKOUT_ID}` is replaced. Default: tollgate's status page. */
     cancel_url: url.nullable().default(null),
+    /** The link back from tollgate's checkout status page (your app's account page). Default: GraphiQL on PUBLIC_URL. */
+    return_url: url.nullable().default(null),
     /** How long a checkout can be paid (Stripe accepts 30 minutes to 24 hours). */
     checkout_expires_after_minutes: z.number().int().min(30).max(1440).default(1440),
     /** Bonus credits by amount (the specification's section 8), highest threshold reached wins. */
@@ -65,6 +67,7 @@ export const paymentsSchema = z
     allow_sandbox: false,
     success_url: null,
     cancel_url: null,
+    return_url: null,
     checkout_expires_after_minutes: 1440,
     bonus_table: DEFAULT_BONUS_TABLE.map((r) => ({ ...r })),
     auto_topup: { max_monthly: null, max_consecutive_failures: 3, retry_after_seconds: 300 },

@@ -273,9 +273,56 @@ export class ConfigError extends Error {
   }
 }
 
-function describeIssue(issue: z.core.$ZodIssue, prefix: string): string {
+/** Every key name a schema accepts, at any depth (for "did you mean" on an unknown key). */
+function keyNames(schema: z.ZodType, into = new Set<string>(), seen = new Set<unknown>()): Set<string> {
+  if (seen.has(schema)) return into;
+  seen.add(schema);
+  const def = (schema as unknown as { _zod: { def: Record<string, unknown> } })._zod.def;
+  const visit = (s: unknown) => s && typeof s === 'object' && '_zod' in s && keyNames(s as z.ZodType, into, seen);
+  if (def.type === 'object') {
+    for (const [key, child] of Object.entries(def.shape as Record<string, unknown>)) {
+      into.add(key);
+      visit(child);
+    }
+  }
+  for (const k of ['innerType', 'element', 'in', 'out']) visit(def[k]);
+  if (Array.isArray(def.options)) def.options.forEach(visit);
+  return into;
+}
+
+function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) row[j] = Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    prev = row;
+  }
+  return prev[b.length]!;
+}
+
+/** The known key closest to an unknown one, when it is a near miss (a typo, another case, - for _). */
+export function nearestKey(unknown: string, known: Iterable<string>): string | null {
+  let best: { key: string; distance: number } | null = null;
+  const normal = (k: string) => k.toLowerCase().replace(/-/g, '_');
+  for (const key of known) {
+    const distance = normal(key) === normal(unknown) ? 0 : editDistance(normal(unknown), normal(key));
+    if (!best || distance < best.distance) best = { key, distance };
+  }
+  return best && best.distance <= Math.max(1, Math.floor(unknown.length / 4)) ? best.key : null;
+}
+
+let fileKeys: Set<string> | undefined;
+let modelKeys: Set<string> | undefined;
+
+function describeIssue(issue: z.core.$ZodIssue, prefix: string, known: () => Set<string> = () => new Set()): string {
   const where = [prefix, ...issue.path.map(String)].filter(Boolean).join('.');
-  if (issue.code === 'unrecognized_keys') return `${where ? `${where}: ` : ''}unknown key(s) ${issue.keys.map((k) => `"${k}"`).join(', ')}`;
+  if (issue.code === 'unrecognized_keys') {
+    const keys = issue.keys.map((k) => {
+      const near = nearestKey(k, known());
+      return near ? `"${k}" (did you mean "${near}"?)` : `"${k}"`;
+    });
+    return `${where ? `${where}: ` : ''}unknown key${keys.length > 1 ? 's' : ''} ${keys.join(', ')}`;
+  }
   if (issue.code === 'invalid_type' && issue.input === undefined) return `${where}: required field is missing`;
   return `${where}: ${issue.message}`;
 }
@@ -293,26 +340,39 @@ export function parseConfigText(
     throw new ConfigError(`${source}: not valid YAML: ${(e as Error).message}`);
   }
   const top = fileSchema.safeParse(raw, { reportInput: true });
-  if (!top.success) throw new ConfigError(`${source}: ${top.error.issues.map((i) => describeIssue(i, '')).join('; ')}`);
+  const fileKnown = () => (fileKeys ??= keyNames(fileSchema));
+  const modelKnown = () => (modelKeys ??= keyNames(modelSchema));
+  if (!top.success) throw new ConfigError(`${source}: ${top.error.issues.map((i) => describeIssue(i, '', fileKnown)).join('; ')}`);
+  // Every model's problems are gathered, so that one start-up shows them all (each once).
+  const problems: string[] = [];
   const models: ModelConfig[] = [];
   const seen = new Set<string>();
   top.data.models.forEach((entry, index) => {
     const id = entry && typeof entry === 'object' && 'id' in entry ? String((entry as { id: unknown }).id) : `#${index + 1}`;
     const parsed = modelSchema.safeParse(entry, { reportInput: true });
     if (!parsed.success) {
-      throw new ConfigError(`${source}: model "${id}": ${parsed.error.issues.map((i) => describeIssue(i, '')).join('; ')}`);
+      const lines = [...new Set(parsed.error.issues.map((i) => describeIssue(i, '', modelKnown)))];
+      problems.push(`model "${id}": ${lines.join('; ')}`);
+      return;
     }
     const m = parsed.data;
     if (m.engine.type === 'openai' && !m.engine.base_url && !m.engine.base_urls) {
-      throw new ConfigError(`${source}: model "${id}": engine.base_url or engine.base_urls is required`);
+      problems.push(`model "${id}": engine.base_url or engine.base_urls is required`);
+      return;
     }
     if (m.engine.type === 'openai' && m.engine.base_url && m.engine.base_urls) {
-      throw new ConfigError(`${source}: model "${id}": give engine.base_url or engine.base_urls, not both`);
+      problems.push(`model "${id}": give engine.base_url or engine.base_urls, not both`);
+      return;
     }
-    if (seen.has(m.id)) throw new ConfigError(`${source}: model "${id}": duplicate id`);
+    if (seen.has(m.id)) {
+      problems.push(`model "${id}": duplicate id`);
+      return;
+    }
     seen.add(m.id);
     models.push(m);
   });
+  if (problems.length === 1) throw new ConfigError(`${source}: ${problems[0]}`);
+  if (problems.length > 1) throw new ConfigError(`${source}: ${problems.length} problems:\n${problems.map((p) => `  ${p}`).join('\n')}`);
   // A call that outlives its hold is released by the sweeper and billed nothing: refuse the config.
   const holdMs = top.data.billing.hold_expiry_seconds * 1000;
   for (const m of models) {

@@ -1,4 +1,7 @@
-// `npm start`: loads the config, opens the database, serves the API until SIGTERM/SIGINT.
+// `npm start`: loads the config, checks that the port is free, opens the database, serves the API
+// until SIGTERM/SIGINT. A problem an operator can fix (a bad config, a port in use) is one line on
+// stderr, printed once, without a stack trace.
+import { createServer } from 'node:net';
 import { ConfigError, loadConfig } from './config.js';
 import { closeServices, createServices } from './container.js';
 import { createLogger } from './logger.js';
@@ -6,10 +9,32 @@ import { startServer } from './server.js';
 
 const logger = createLogger();
 
+/** Thrown when the port is taken: the message says what to do. */
+class PortInUseError extends Error {}
+
+function portInUse(host: string, port: number): PortInUseError {
+  return new PortInUseError(`port ${port} on ${host} is already in use: stop what listens there, or choose another port with PORT (e.g. PORT=${port === 65535 ? 8081 : port + 1} npm start)`);
+}
+
+/** Binds the address and lets it go, before any model loads or the database opens. */
+async function checkPortFree(host: string, port: number): Promise<void> {
+  if (port === 0) return;
+  await new Promise<void>((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', (e: NodeJS.ErrnoException) => reject(e.code === 'EADDRINUSE' ? portInUse(host, port) : e));
+    probe.listen({ port, host, exclusive: true }, () => probe.close(() => resolve()));
+  });
+}
+
 async function main() {
   const config = loadConfig();
+  await checkPortFree(config.host, config.port);
   const services = await createServices(config, logger);
-  const running = await startServer(services);
+  const running = await startServer(services).catch(async (e: NodeJS.ErrnoException) => {
+    // Taken between the check and now.
+    await closeServices(services).catch(() => {});
+    throw e.code === 'EADDRINUSE' ? portInUse(config.host, config.port) : e;
+  });
   logger.info({ url: running.url, publicUrl: config.publicUrl, models: config.models.length, config: config.configPath }, 'tollgate is serving');
 
   let stopping = false;
@@ -29,8 +54,8 @@ async function main() {
 process.on('unhandledRejection', (err) => logger.error({ err }, 'unhandled rejection'));
 
 main().catch((err) => {
-  if (err instanceof ConfigError) {
-    logger.fatal(err.message);
+  if (err instanceof ConfigError || err instanceof PortInUseError) {
+    // Once, for a person: the JSON log would only say it again.
     console.error(`tollgate: ${err.message}`);
   } else {
     logger.fatal({ err }, 'start-up failed');

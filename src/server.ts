@@ -9,7 +9,8 @@ import express from 'express';
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
 import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention';
 import { useDisableIntrospection } from '@graphql-yoga/plugin-disable-introspection';
-import { createYoga, type Plugin, useErrorHandler } from 'graphql-yoga';
+import { createYoga, type GraphiQLOptions, type Plugin, useErrorHandler } from 'graphql-yoga';
+import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import { GraphQLError, type ExecutionArgs } from 'graphql';
@@ -147,7 +148,9 @@ export function createApp(services: Services) {
     schema,
     graphqlEndpoint: '/graphql',
     landingPage: false,
-    graphiql: { subscriptionsProtocol: 'WS' },
+    graphiql: { subscriptionsProtocol: 'WS', title: 'tollgate GraphiQL' },
+    // GraphiQL's scripts, styles and workers inlined from the package, not a CDN: it works offline.
+    renderGraphiQL: localGraphiQL,
     batching: false,
     logging: false,
     plugins,
@@ -197,6 +200,10 @@ export function createApp(services: Services) {
   return { app, yoga, state };
 }
 
+let graphiqlPage: string | undefined;
+/** The GraphiQL page (about 9 MB, every asset inline), rendered once: its options never change. */
+const localGraphiQL = (opts?: GraphiQLOptions) => (graphiqlPage ??= renderGraphiQL(opts));
+
 export async function startServer(services: Services, opts: { port?: number; host?: string } = {}): Promise<RunningServer> {
   const { config, logger } = services;
   const { app, yoga, state } = createApp(services);
@@ -205,6 +212,8 @@ export async function startServer(services: Services, opts: { port?: number; hos
 
   // Frames over the body limit close their socket with 1009 (message too big) before being parsed.
   const wss = new WebSocketServer({ server, path: '/graphql', maxPayload: parseBytes(config.server.body_limit)! });
+  // ws re-emits the HTTP server's errors (a port in use); the listen below reports them itself.
+  wss.on('error', () => {});
   useServer(
     {
       execute: (args) => (args.rootValue as { execute: (a: ExecutionArgs) => unknown }).execute(args) as never,

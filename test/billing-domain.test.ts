@@ -56,7 +56,9 @@ describe.each(BACKENDS)('BillingService on %s', (backend) => {
     requestedOutputTokens: maxTokens,
     maxOutputTokens: 256,
   });
-  const newAccount = async (tier: TierName) => (await accounts.createAccount({ email: 'x@example.com', tier })).account.id;
+  // One account per e-mail address: each gets its own.
+  let made = 0;
+  const newAccount = async (tier: TierName) => (await accounts.createAccount({ email: `x${++made}@example.com`, tier })).account.id;
 
   beforeAll(async () => {
     db = await createTestDatabase(backend);

@@ -1,7 +1,7 @@
 // The operator CLI as an operator runs it: `node bin/tollgate.js …` in its own process, on the
 // SQLite file named by DATABASE_URL, checked against the domain service the server uses.
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -122,6 +122,56 @@ describe('tollgate CLI', () => {
       expect(result).toMatchObject({ code: 0, stderr: '' });
       expect((await accounts.getAccount(created.account.id)).tier).toBe('enterprise');
     });
+  });
+
+  it('prints its version with --version', async () => {
+    const r = await tollgate(url, '--version');
+    expect(r).toMatchObject({ code: 0, stderr: '' });
+    const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+    expect(r.stdout.trim()).toBe(version);
+  });
+
+  it('lists accounts and shows one, as text and as JSON, by id or by e-mail address', async () => {
+    const listUrl = `sqlite:${path.join(dir, 'list', 'tollgate.db')}`;
+    const a = await tollgateJson<CreatedAccountJson>(listUrl, 'accounts', 'create', '--email', 'ada@example.com', '--tier', 'developer', '--json');
+    const b = await tollgateJson<CreatedAccountJson>(listUrl, 'accounts', 'create', '--email', 'bob@example.com', '--tier', 'free', '--json');
+    const listed = await tollgateJson<{ accounts: { id: string; email: string; tier: string; created_at: string }[]; has_more: boolean }>(listUrl, 'accounts', 'list', '--json');
+    expect(listed.accounts.map((x) => [x.id, x.email, x.tier])).toEqual([
+      [a.account.id, 'ada@example.com', 'developer'],
+      [b.account.id, 'bob@example.com', 'free'],
+    ]);
+    expect(listed.has_more).toBe(false);
+    const firstPage = await tollgateJson<{ accounts: { id: string }[]; has_more: boolean }>(listUrl, 'accounts', 'list', '--limit', '1', '--json');
+    expect(firstPage).toEqual({ accounts: [expect.objectContaining({ id: a.account.id })], has_more: true });
+    const text = await tollgate(listUrl, 'accounts', 'list');
+    expect(text.code).toBe(0);
+    expect(text.stdout).toMatch(/^ID\s+EMAIL\s+TIER\s+CREATED/);
+    expect(text.stdout).toContain(`${b.account.id}  bob@example.com`);
+
+    const shown = await tollgateJson<any>(listUrl, 'accounts', 'show', 'ADA@example.com', '--json');
+    expect(shown.account).toMatchObject({ id: a.account.id, email: 'ada@example.com', tier: 'developer' });
+    expect(shown.wallet).toEqual({ balance: 0, held: 0, currency: 'USD' });
+    expect(shown.api_keys).toEqual([expect.objectContaining({ id: a.key_id, revoked_at: null })]);
+    const shownText = await tollgate(listUrl, 'accounts', 'show', a.account.id);
+    expect(shownText.code).toBe(0);
+    expect(shownText.stdout).toContain('ada@example.com');
+    expect(shownText.stdout).toContain('wallet   0 USD');
+    expect(shownText.stdout).toContain(a.key_id);
+    expect(shownText.stdout).not.toContain(a.api_key);
+    const unknown = await tollgate(listUrl, 'accounts', 'show', 'acct_nope');
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toBe("error: No account with id 'acct_nope'.\n");
+  });
+
+  it('refuses a second account with the same e-mail address in another case, with one clear line', async () => {
+    const dupUrl = `sqlite:${path.join(dir, 'dup', 'tollgate.db')}`;
+    await tollgateJson<CreatedAccountJson>(dupUrl, 'accounts', 'create', '--email', 'Same@Example.com', '--tier', 'free', '--json');
+    const again = await tollgate(dupUrl, 'accounts', 'create', '--email', 'same@example.COM', '--tier', 'developer', '--json');
+    expect(again.code).toBe(1);
+    expect(again.stdout).toBe('');
+    expect(again.stderr).toBe('error: An account with the e-mail address same@example.COM already exists (addresses are compared without regard to case).\n');
+    const listed = await tollgateJson<{ accounts: unknown[] }>(dupUrl, 'accounts', 'list', '--json');
+    expect(listed.accounts).toHaveLength(1);
   });
 
   it('reports errors as one line on stderr with exit code 1 and no stack trace', async () => {

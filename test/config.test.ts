@@ -74,4 +74,20 @@ describe('the config file', () => {
     expect(fails(chat() + 'extra: 1\n')).toContain('"extra"');
     expect(fails('models: [')).toContain('not valid YAML');
   });
+
+  it('suggests the key meant for a near miss, and nothing for a key unlike any', () => {
+    expect(fails(chat().replace('status: active', 'status: active\n    owned-by: acme').replace('    owned_by: acme\n', ''))).toContain('"owned-by" (did you mean "owned_by"?)');
+    expect(fails(chat().replace('base_url:', 'base_ulr:'))).toContain('"base_ulr" (did you mean "base_url"?)');
+    expect(fails(chat() + 'sever:\n  body_limit: 2mb\n')).toContain('unknown key "sever" (did you mean "server"?)');
+    expect(fails(chat() + 'colour: blue\n')).toMatch(/unknown key "colour"$/);
+  });
+
+  it('reports the problems of every model in one message, each once', () => {
+    const second = chat().replace('models:\n', '').replace('chat-a', 'chat-b').replace('status: active', 'status: retired');
+    const msg = fails(chat().replace('status: active', 'status: active\n    colour: blue') + second);
+    expect(msg).toContain('2 problems');
+    expect(msg).toContain('model "chat-a": unknown key "colour"');
+    expect(msg).toContain('model "chat-b": status');
+    expect(msg.split('model "chat-a"')).toHaveLength(2);
+  });
 });

@@ -116,6 +116,26 @@ describe('the server with in-process models', () => {
     expect(missing.failureReason).toContain('npx tollgate models pull hf:acme/tiny-GGUF/not-pulled.gguf');
   });
 
+  it('shows in /v1/models and GraphQL which models can serve now and why not, while status keeps the catalog state', async () => {
+    const listing = await fetch(`${s.v1}/models`).then((r) => r.json());
+    const byId = Object.fromEntries(listing.data.map((m: any) => [m.id, m]));
+    expect(byId['tiny-chat']).toMatchObject({ status: 'beta', available: true, unavailable_reason: null });
+    expect(byId['tiny-guard']).toMatchObject({ available: true }); // lazy: loads on its first call
+    expect(byId['tiny-chat-missing']).toMatchObject({ status: 'beta', available: false });
+    expect(byId['tiny-chat-missing'].unavailable_reason).toContain('not on the server');
+    expect(byId['tiny-chat-broken']).toMatchObject({ status: 'beta', available: false });
+    expect(byId['tiny-chat-broken'].unavailable_reason).toContain('could not be loaded');
+    expect(JSON.stringify(listing)).not.toContain(fixtures.dir); // no file paths to clients
+    expect(violations('ListModelsResponse', listing)).toEqual([]);
+    const one = await fetch(`${s.v1}/models/tiny-chat-missing`).then((r) => r.json());
+    expect(one.available).toBe(false);
+    const g = await s.graphql('{ models { id status available unavailableReason } }');
+    const gById = Object.fromEntries(g.body.data.models.map((m: any) => [m.id, m]));
+    expect(gById['tiny-chat']).toEqual({ id: 'tiny-chat', status: 'beta', available: true, unavailableReason: null });
+    expect(gById['tiny-chat-broken'].available).toBe(false);
+    expect(gById['tiny-chat-broken'].unavailableReason).toBe(byId['tiny-chat-broken'].unavailable_reason);
+  });
+
   it('answers 503 model_unavailable for a model whose file was refused, while the others serve', async () => {
     for (const id of ['tiny-chat-broken', 'tiny-chat-missing']) {
       const res = await post('chat/completions', { model: id, messages });

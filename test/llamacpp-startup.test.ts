@@ -4,11 +4,12 @@
 // through runCli, the same entry bin/tollgate.js calls): fixtures, and pull from a loopback server.
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../src/cli.js';
+import { parseConfigText } from '../src/config.js';
 import { ADMIN_TOKEN } from './support/harness.js';
 import { spawnTollgate, waitReady } from './support/ready.js';
 
@@ -40,6 +41,23 @@ describe('tollgate models fixtures', () => {
     for (const file of [written.chat, written.embedding, written.reranker, written.config]) expect(existsSync(file)).toBe(true);
     expect(readFileSync(written.config, 'utf8')).toContain('type: llamacpp');
   });
+
+  it("serves the fixtures under the README's model ids, each from the file --json reports, at prices that reach the wallet", async () => {
+    const out = path.join(dir, 'fixtures-catalog');
+    const written = JSON.parse((await cli(['models', 'fixtures', '--out', out, '--json'])).stdout);
+    const config = parseConfigText(readFileSync(written.config, 'utf8'), written.config);
+    const byId = Object.fromEntries(config.models.map((m) => [m.id, m]));
+    expect(Object.keys(byId).sort()).toEqual(['chat-fast', 'embed-small', 'guard-mini', 'rerank-base']);
+    const fileOf = (id: string) => (byId[id]!.engine as { file: string }).file;
+    expect([fileOf('chat-fast'), fileOf('embed-small'), fileOf('rerank-base'), fileOf('guard-mini')]).toEqual([written.chat, written.embedding, written.reranker, written.guard]);
+    for (const m of config.models) {
+      const prices = Object.entries(m.pricing).filter(([k]) => k !== 'currency').map(([, v]) => v);
+      expect(prices.every((p) => typeof p === 'number' && p > 0), m.id).toBe(true);
+    }
+    // The developer tier the README's account uses pays from the wallet from its first call.
+    expect(config.tiers.developer.monthly_tokens).toBe(0);
+    expect(config.tiers.developer.overage).toBe(true);
+  });
 });
 
 describe('the server process with in-process models', () => {
@@ -53,8 +71,8 @@ describe('the server process with in-process models', () => {
     writeFileSync(
       config,
       base
-        .replace(/(id: tiny-rerank[\s\S]*?file: )"[^"]+"/, `$1"${path.join(out, 'absent.gguf')}", source: "hf:acme/rerank-GGUF/absent.gguf"`)
-        .replace(/(id: tiny-embed[\s\S]*?file: )"[^"]+"/, `$1"${cut}"`),
+        .replace(/(id: rerank-base[\s\S]*?file: )"[^"]+"/, `$1"${path.join(out, 'absent.gguf')}", source: "hf:acme/rerank-GGUF/absent.gguf"`)
+        .replace(/(id: embed-small[\s\S]*?file: )"[^"]+"/, `$1"${cut}"`),
     );
     const port = 30000 + Math.floor(Math.random() * 20000);
     const url = `http://127.0.0.1:${port}`;
@@ -64,7 +82,7 @@ describe('the server process with in-process models', () => {
       const log = server.output();
       expect(log).toContain('npx tollgate models pull hf:acme/rerank-GGUF/absent.gguf');
       expect(log).toContain(`${cut}: refused: the file is truncated`);
-      expect(log).toMatch(/model \\"tiny-chat\\" loaded|"model":"tiny-chat".*loaded/);
+      expect(log).toMatch(/model \\"chat-fast\\" loaded|"model":"chat-fast".*loaded/);
       const created = await fetch(`${url}/graphql`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_TOKEN}` },
@@ -73,15 +91,43 @@ describe('the server process with in-process models', () => {
       const key = created.data.createAccount.apiKey;
       const call = (route: string, body: unknown) =>
         fetch(`${url}/v1/${route}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: JSON.stringify(body) });
-      expect((await call('rerank', { model: 'tiny-rerank', query: 'q', documents: ['d'] })).status).toBe(503);
-      expect((await call('embeddings', { model: 'tiny-embed', input: 'x' })).status).toBe(503);
-      const chat = await call('chat/completions', { model: 'tiny-chat', messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 });
+      expect((await call('rerank', { model: 'rerank-base', query: 'q', documents: ['d'] })).status).toBe(503);
+      expect((await call('embeddings', { model: 'embed-small', input: 'x' })).status).toBe(503);
+      const chat = await call('chat/completions', { model: 'chat-fast', messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 });
       expect(chat.status).toBe(200);
       expect((await chat.json()).usage.completion_tokens).toBe(4);
     } finally {
       server.proc.kill('SIGTERM');
       await server.exited;
     }
+  });
+
+  it('checks the port before any model loads: a taken port is one line naming PORT, with no stack trace', { timeout: 90_000 }, async () => {
+    const out = path.join(dir, 'port');
+    expect((await cli(['models', 'fixtures', '--out', out])).code).toBe(0);
+    const taken = createServer();
+    await new Promise<void>((r) => taken.listen(0, '127.0.0.1', r));
+    const port = (taken.address() as AddressInfo).port;
+    try {
+      const server = spawnTollgate(['src/main.ts'], { CONFIG: path.join(out, 'tollgate.yaml'), PORT: String(port), DATABASE_URL: `sqlite:${path.join(out, 'db.sqlite')}` });
+      expect(await server.exited).toBe(1);
+      const lines = server.output().trim().split('\n');
+      expect(lines).toEqual([`tollgate: port ${port} on 127.0.0.1 is already in use: stop what listens there, or choose another port with PORT (e.g. PORT=${port + 1} npm start)`]);
+      expect(existsSync(path.join(out, 'db.sqlite'))).toBe(false); // nothing opened, nothing loaded
+    } finally {
+      await new Promise((r) => taken.close(r));
+    }
+  });
+
+  it('prints a config error once, naming the key and suggesting the one meant', { timeout: 90_000 }, async () => {
+    const out = path.join(dir, 'typo');
+    expect((await cli(['models', 'fixtures', '--out', out])).code).toBe(0);
+    const config = path.join(out, 'tollgate.yaml');
+    writeFileSync(config, readFileSync(config, 'utf8').replace('owned_by: tollgate', 'owned_by: tollgate\n    ownd_by: x'));
+    const server = spawnTollgate(['src/main.ts'], { CONFIG: config, PORT: '0', DATABASE_URL: `sqlite:${path.join(out, 'db.sqlite')}` });
+    expect(await server.exited).toBe(1);
+    const output = server.output();
+    expect(output.trim().split('\n')).toEqual([`tollgate: ${config}: model "chat-fast": unknown key "ownd_by" (did you mean "owned_by"?)`]);
   });
 
   it('stops start-up when the catalog contradicts a GGUF, naming the file and the key', { timeout: 90_000 }, async () => {
@@ -91,7 +137,7 @@ describe('the server process with in-process models', () => {
     writeFileSync(config, readFileSync(config, 'utf8').replace('output_dimensions: 64', 'output_dimensions: 1024'));
     const server = spawnTollgate(['src/main.ts'], { CONFIG: config, PORT: '0', DATABASE_URL: `sqlite:${path.join(out, 'db.sqlite')}` });
     expect(await server.exited).toBe(1);
-    expect(server.output()).toContain(`${path.join(out, 'tiny-embed.gguf')}: "bert.embedding_length" is 64, but model "tiny-embed" declares specifications.output_dimensions: 1024`);
+    expect(server.output()).toContain(`${path.join(out, 'tiny-embed.gguf')}: "bert.embedding_length" is 64, but model "embed-small" declares specifications.output_dimensions: 1024`);
   });
 });
 
@@ -102,7 +148,8 @@ describe('tollgate models pull', () => {
 
   beforeAll(async () => {
     server = createServer((req, res) => {
-      if (req.url !== '/files/model.gguf') return void res.writeHead(404).end();
+      // The file, at a path of its own and where a Hugging Face mirror (HF_ENDPOINT) keeps it.
+      if (!['/files/model.gguf', '/acme/tiny-GGUF/resolve/main/model.gguf'].includes(req.url ?? '')) return void res.writeHead(404).end();
       res.writeHead(200, { 'content-length': body.length }).end(req.method === 'HEAD' ? undefined : body);
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -150,6 +197,76 @@ describe('tollgate models pull', () => {
     ]);
     expect(readFileSync(path.join(out, 'sub/b.gguf')).equals(body)).toBe(true);
     expect(existsSync(path.join(out, 'c.gguf'))).toBe(false);
+  });
+
+  it('fetches hf: sources from the mirror HF_ENDPOINT names', async () => {
+    const models = path.join(dir, 'mirror');
+    const c = await cli(['models', 'pull', 'hf:acme/tiny-GGUF/model.gguf', '--json'], { MODELS_DIR: models, HF_ENDPOINT: `${base}/` });
+    expect(c.code).toBe(0);
+    expect(readFileSync(path.join(models, 'model.gguf')).equals(body)).toBe(true);
+  });
+
+  it('goes through the proxy HTTP_PROXY and HTTPS_PROXY name', async () => {
+    // A forward proxy on loopback: it tunnels models.example.invalid:80 to the file server above
+    // (the name is never resolved) and refuses everything else.
+    const seen: string[] = [];
+    const proxy = createServer((_req, res) => void res.writeHead(405).end());
+    proxy.on('connect', (req, socket: Socket) => {
+      seen.push(`CONNECT ${req.url}`);
+      if (req.url !== 'models.example.invalid:80') return void socket.end('HTTP/1.1 403 Forbidden\r\n\r\n');
+      const upstream = connect(Number(new URL(base).port), '127.0.0.1', () => {
+        socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+        upstream.pipe(socket).pipe(upstream);
+      });
+      upstream.on('error', () => socket.destroy());
+      socket.on('error', () => upstream.destroy());
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    const proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    try {
+      const models = path.join(dir, 'proxied');
+      const plain = await cli(['models', 'pull', 'http://models.example.invalid/files/model.gguf', '--json'], { MODELS_DIR: models, HTTP_PROXY: proxyUrl, NO_PROXY: '' });
+      expect(plain.code).toBe(0);
+      expect(seen).toContain('CONNECT models.example.invalid:80');
+      expect(readFileSync(path.join(models, 'model.gguf')).equals(body)).toBe(true);
+      const secure = await cli(['models', 'pull', 'https://models.example.invalid/files/other.gguf'], { MODELS_DIR: models, HTTPS_PROXY: proxyUrl, NO_PROXY: '' });
+      expect(secure.code).toBe(1);
+      expect(seen).toContain('CONNECT models.example.invalid:443');
+      expect(secure.stderr).toContain(`through the proxy 127.0.0.1:${(proxy.address() as AddressInfo).port}`);
+    } finally {
+      await new Promise((r) => proxy.close(r));
+    }
+  });
+
+  it('--defaults names each model and file it could not fetch and points to the offline fixtures', async () => {
+    const closed = createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+    const nowhere = `http://127.0.0.1:${(closed.address() as AddressInfo).port}`;
+    await new Promise((r) => closed.close(r)); // nothing listens there now: connection refused
+    const config = path.join(dir, 'unreachable.yaml');
+    const file = path.join(dir, 'unreachable', 'chat.gguf');
+    writeFileSync(
+      config,
+      `models:
+  - id: chat-fast
+    category: chat
+    owned_by: tests
+    created: 0
+    version: "1"
+    status: active
+    capabilities: { chat_completion: true, streaming: true, function_calling: false }
+    pricing: { input_price_per_million: 1, output_price_per_million: 1, currency: usd }
+    specifications: { context_window: 1024, max_output_tokens: 64, training_cutoff: "2025-01" }
+    engine: { type: llamacpp, file: "${file}", source: "${nowhere}/chat.gguf" }
+`,
+    );
+    const c = await cli(['models', 'pull', '--defaults'], { CONFIG: config });
+    expect(c.code).toBe(1);
+    expect(c.stderr).toContain(`model "chat-fast": cannot pull ${nowhere}/chat.gguf into ${file}: cannot reach ${nowhere}: ECONNREFUSED`);
+    expect(c.stderr).toContain('1 of 1 models could not be pulled (chat-fast)');
+    expect(c.stderr).toContain('HTTPS_PROXY');
+    expect(c.stderr).toContain('HF_ENDPOINT');
+    expect(c.stderr).toContain('npx tollgate models fixtures --out fixtures && CONFIG=fixtures/tollgate.yaml npm start');
   });
 
   it('fails with a message and exit code 1 when the file cannot be fetched', async () => {

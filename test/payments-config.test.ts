@@ -39,6 +39,7 @@ describe('payments configuration', () => {
       allow_sandbox: false,
       success_url: null,
       cancel_url: null,
+      return_url: null,
       checkout_expires_after_minutes: 1440,
       bonus_table: [
         { min_amount: 50, percent: 5 },
@@ -71,7 +72,7 @@ describe('payments configuration', () => {
     expect(bad('payments: { checkout_expires_after_minutes: 10 }')).toMatch(/payments\.checkout_expires_after_minutes/);
     expect(bad('payments: { success_url: "not a url" }')).toMatch(/payments\.success_url/);
     expect(bad('payments: { auto_topup: { max_monthly: -5 } }')).toMatch(/payments\.auto_topup\.max_monthly/);
-    expect(bad('payments: { colour: blue }')).toMatch(/payments: unknown key\(s\) "colour"/);
+    expect(bad('payments: { colour: blue }')).toMatch(/payments: unknown key "colour"/);
     expect(parseConfigText('payments: { bonus_table: [] , auto_topup: { max_monthly: 200 } }', 't').payments).toMatchObject({ bonus_table: [], auto_topup: { max_monthly: 200 } });
   });
 

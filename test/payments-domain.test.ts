@@ -43,7 +43,9 @@ describe.each(BACKENDS)('payments services on %s', (backend) => {
     await db?.drop();
   });
 
-  const newAccount = async () => (await accounts.createAccount({ email: 'pay@example.com', tier: 'developer' })).account;
+  // One account per e-mail address: each gets its own.
+  let made = 0;
+  const newAccount = async () => (await accounts.createAccount({ email: `pay${++made}@example.com`, tier: 'developer' })).account;
 
   it('expires a sandbox checkout left unpaid past its hour: Pay is then refused and nothing is credited', async () => {
     const a = await newAccount();

@@ -79,8 +79,8 @@ describe.each(BACKENDS)('sandbox top-ups on %s', (backend) => {
     const t = started.body.data.topUp;
     expect(t).toMatchObject({ status: 'open', amount: '50', bonus: '2.5', bonusPercent: 5, credits: '52.5', source: 'checkout', processor: 'sandbox' });
 
-    const listed = await c.graphql('{ viewer { topUps { id status } } }');
-    expect(listed.body.data.viewer.topUps).toEqual([{ id: t.id, status: 'open' }]);
+    const listed = await c.graphql('{ viewer { topUps { nodes { id status } } } }');
+    expect(listed.body.data.viewer.topUps.nodes).toEqual([{ id: t.id, status: 'open' }]);
 
     // A browser's form post: 303 to the status page, which then shows the top-up paid.
     const form = await post(`${t.checkoutUrl}/complete`, 'text/html,application/xhtml+xml');
@@ -88,11 +88,19 @@ describe.each(BACKENDS)('sandbox top-ups on %s', (backend) => {
     const landing = form.headers.get('location')!;
     expect(landing).toBe(`${s.url}/checkout/${t.id}`);
     const status = await fetch(landing, { headers: { accept: 'text/html' } });
-    expect(await status.text()).toMatch(/data-status="paid"/);
+    const html = await status.text();
+    expect(html).toMatch(/data-status="paid"/);
+    // After paying, the page says what was paid and credited, the new balance, when, and links back.
+    expect(html).not.toContain('Amount to pay');
+    expect(html).toMatch(/<th>Paid<\/th><td data-field="amount">50\.00 USD/);
+    expect(html).toMatch(/<th>Credited to your wallet<\/th><td data-field="credits">52\.50 USD/);
+    expect(html).toMatch(/data-field="balance">52\.50 USD/);
+    expect(html).toMatch(/Paid on <time datetime="[^"]+">\d{1,2} [A-Z][a-z]+ \d{4} at \d{2}:\d{2} UTC<\/time>/);
+    expect(html).toContain(`<a class="back" href="${s.url}/graphql">`);
 
     expect(await c.balance()).toBe('52.5');
-    const after = await c.graphql('{ viewer { topUps { id status settledAt } wallet { transactions { nodes { type amount } } } } }');
-    expect(after.body.data.viewer.topUps[0]).toMatchObject({ id: t.id, status: 'paid' });
+    const after = await c.graphql('{ viewer { topUps { nodes { id status settledAt } } wallet { transactions { nodes { type amount } } } } }');
+    expect(after.body.data.viewer.topUps.nodes[0]).toMatchObject({ id: t.id, status: 'paid' });
     expect(after.body.data.viewer.wallet.transactions.nodes).toEqual([
       { type: 'topup', amount: '50' },
       { type: 'bonus', amount: '2.5' },
@@ -150,7 +158,7 @@ describe.each(BACKENDS)('sandbox top-ups on %s', (backend) => {
     expect(noKey.status).toBe(401);
     const gql = await client(s, a.apiKey).graphql('mutation { topUp(amount: "600") { id } }');
     expect(gql.body.errors[0].extensions).toMatchObject({ code: 'amount_requires_sales', status: 400 });
-    expect((await client(s, a.apiKey).graphql('{ viewer { topUps { id } } }')).body.data.viewer.topUps).toEqual([]);
+    expect((await client(s, a.apiKey).graphql('{ viewer { topUps { nodes { id } } } }')).body.data.viewer.topUps.nodes).toEqual([]);
   });
 
   it('answers the same Idempotency-Key and amount with the same checkout, and another amount with 422', async () => {
@@ -171,18 +179,44 @@ describe.each(BACKENDS)('sandbox top-ups on %s', (backend) => {
     const theirs = await topUp(b.apiKey, { amount: 41 }, { 'idempotency-key': key });
     expect(theirs.status).toBe(200);
     expect(theirs.body.checkout_url).not.toBe(first.body.checkout_url);
-    const mine = await client(s, a.apiKey).graphql('{ viewer { topUps { amount } } }');
-    expect(mine.body.data.viewer.topUps.map((t: any) => t.amount).sort()).toEqual(['40', '60']);
+    const mine = await client(s, a.apiKey).graphql('{ viewer { topUps { nodes { amount } } } }');
+    expect(mine.body.data.viewer.topUps.nodes.map((t: any) => t.amount).sort()).toEqual(['40', '60']);
+  });
+
+  it("shows an open checkout's expiry in words, and pages viewer.topUps as a connection, newest first", async () => {
+    const a = await seed(s).account();
+    const c = client(s, a.apiKey);
+    const ids: string[] = [];
+    for (const amount of [10, 20, 30]) ids.push((await topUp(a.apiKey, { amount })).body.id);
+    const page = await (await fetch(`${s.url}/checkout/sandbox/${ids[0]}`)).text();
+    expect(page).toMatch(/can be paid until <time datetime="[^"]+">\d{1,2} [A-Z][a-z]+ \d{4} at \d{2}:\d{2} UTC<\/time>/);
+    expect(page).not.toMatch(/\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z</);
+    const q = 'query($after: String) { viewer { topUps(first: 2, after: $after) { edges { cursor node { id amount } } nodes { id } pageInfo { hasNextPage hasPreviousPage endCursor } } } }';
+    const first = (await c.graphql(q)).body.data.viewer.topUps;
+    expect(first.nodes.map((n: any) => n.id)).toEqual([ids[2], ids[1]]);
+    expect(first.edges[0]).toEqual({ cursor: ids[2], node: { id: ids[2], amount: '30' } });
+    expect(first.pageInfo).toEqual({ hasNextPage: true, hasPreviousPage: false, endCursor: ids[1] });
+    const second = (await c.graphql(q, { after: first.pageInfo.endCursor })).body.data.viewer.topUps;
+    expect(second.nodes.map((n: any) => n.id)).toEqual([ids[0]]);
+    expect(second.pageInfo).toEqual({ hasNextPage: false, hasPreviousPage: true, endCursor: ids[0] });
   });
 
   it('shows another account nothing of a checkout but its public page, and 404 for unknown ids', async () => {
     const a = await seed(s).account();
     const b = await seed(s).account();
     await topUp(a.apiKey, { amount: 30 });
-    const theirs = await client(s, b.apiKey).graphql(`{ viewer { topUps { id } } }`);
-    expect(theirs.body.data.viewer.topUps).toEqual([]);
+    const theirs = await client(s, b.apiKey).graphql(`{ viewer { topUps { nodes { id } } } }`);
+    expect(theirs.body.data.viewer.topUps.nodes).toEqual([]);
     expect((await fetch(`${s.url}/checkout/sandbox/chk_doesnotexist`)).status).toBe(404);
     expect((await post(`${s.url}/checkout/sandbox/chk_doesnotexist/complete`)).status).toBe(404);
+    // In a browser: a styled page that says what is wrong and links back, not a bare "Error 404".
+    const missing = await fetch(`${s.url}/checkout/chk_doesnotexist`, { headers: { accept: 'text/html' } });
+    expect(missing.status).toBe(404);
+    const page = await missing.text();
+    expect(page).toContain('<title>Checkout not found</title>');
+    expect(page).toContain('<style>');
+    expect(page).toContain('There is no checkout at this address');
+    expect(page).toContain(`href="${s.url}/graphql"`);
     expect((await fetch(`${s.url}/webhooks/stripe`, { method: 'POST', body: '{}' })).status).toBe(404);
   });
 });

@@ -205,7 +205,7 @@ describe.each(BACKENDS)('Stripe top-ups on %s', (backend) => {
     expect(retried.status).toBe(200);
     const body = (await retried.json()) as any;
     expect(body.checkout_url).toBe(sessionOf(body.id).url);
-    const mine = await client(s, a.apiKey).graphql('{ viewer { topUps { id status } } }');
-    expect(mine.body.data.viewer.topUps).toEqual([{ id: body.id, status: 'open' }]);
+    const mine = await client(s, a.apiKey).graphql('{ viewer { topUps { nodes { id status } } } }');
+    expect(mine.body.data.viewer.topUps.nodes).toEqual([{ id: body.id, status: 'open' }]);
   });
 });

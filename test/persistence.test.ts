@@ -117,6 +117,17 @@ describe.each(backends)('accounts and API keys on $name', (backend) => {
     await db?.drop();
   });
 
+  it('keeps one account per e-mail address whatever its case, also when two are created at once', async () => {
+    const first = await accounts.createAccount({ email: 'Case@Example.com', tier: 'free' });
+    await expect(accounts.createAccount({ email: 'case@example.com', tier: 'free' })).rejects.toMatchObject({ code: 'email_taken', param: 'email' });
+    expect((await accounts.findByEmail('CASE@EXAMPLE.COM'))?.id).toBe(first.account.id);
+    // Past the service's own check, the unique index on lower(email) decides a race.
+    const raced = await Promise.allSettled(['Race@example.com', 'race@EXAMPLE.com', 'RACE@example.com'].map((email) => accounts.createAccount({ email, tier: 'free' })));
+    expect(raced.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    for (const r of raced) if (r.status === 'rejected') expect(r.reason).toMatchObject({ code: 'email_taken' });
+    await expect(getKnex(orm).raw("insert into accounts (id, email, tier, created_at) values ('acct_raw', 'RACE@example.COM', 'free', ?)", [new Date()])).rejects.toThrow(/unique|duplicate/i);
+  });
+
   it('runs the migrations at open, records them, and finds nothing to do on the next open', async () => {
     expect(databaseKind(orm)).toBe(backend.name === 'SQLite' ? 'sqlite' : 'postgresql');
     const knex = getKnex(orm);

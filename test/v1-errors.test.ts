@@ -84,6 +84,24 @@ describe('chat request rules', () => {
   it("refuses max_tokens over the model's max_output_tokens", () => bad({ max_tokens: 257 }, 'invalid_value', 'max_tokens'));
   it('refuses a non-integer max_tokens', () => bad({ max_tokens: 1.5 }, 'invalid_type', 'max_tokens'));
   it('refuses a role outside system/user/assistant', () => bad({ messages: [{ role: 'tool', content: 'x' }] }, 'invalid_value', 'messages[0].role'));
+  it("reads OpenAI's developer role as a system message", async () => {
+    s.upstream.reset();
+    const r = await post('/chat/completions', chat({ messages: [{ role: 'developer', content: 'Be brief.' }, { role: 'user', content: 'hi' }] }));
+    expect(r.status).toBe(200);
+    const sent = s.upstream.requests.find((q) => q.path.endsWith('/chat/completions'))!.body as { messages: { role: string }[] };
+    expect(sent.messages.map((m) => m.role)).toEqual(['system', 'user']);
+  });
+  for (const [type, extra] of [['image_url', { image_url: { url: 'https://example.com/a.png' } }], ['input_audio', { input_audio: { data: 'AAAA', format: 'wav' } }], ['file', { file: { file_id: 'f' } }]] as const) {
+    it(`refuses a content part of type ${type}, naming the type`, async () => {
+      const parts = [{ type: 'text', text: 'What is this?' }, { type, ...extra }];
+      const r = await bad({ messages: [{ role: 'user', content: parts }] }, 'invalid_value', 'messages[0].content[1].type');
+      expect(r.body.error.message).toContain(`type '${type}'`);
+    });
+  }
+  it('accepts content as a list of text parts', async () => {
+    const r = await post('/chat/completions', chat({ messages: [{ role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }] }] }));
+    expect(r.status).toBe(200);
+  });
   it('refuses empty messages', () => bad({ messages: [] }, 'invalid_value', 'messages'));
   it('refuses a missing model', () => expectError(post('/chat/completions', { messages: [] }), 400, 'invalid_request_error', 'missing_required_parameter', 'model'));
   it('refuses a string temperature', () => bad({ temperature: 'hot' }, 'invalid_type', 'temperature'));
@@ -149,10 +167,21 @@ describe('malformed requests', () => {
     expect(r.status).toBe(413);
     expect(r.body.error.code).toBe('request_too_large');
   });
-  it('answers an unknown path with a 404 error body', async () => {
+  it('answers an unknown path with a 404 error body that lists the endpoints there are', async () => {
     const res = await fetch(`${s.v1}/nothing-here`);
     expect(res.status).toBe(404);
-    expect((await res.json()).error.type).toBe('invalid_request_error');
+    const body = await res.json();
+    expect(body.error.type).toBe('invalid_request_error');
+    expect(body.error.message).toContain('there is no endpoint GET /v1/nothing-here');
+    for (const endpoint of ['POST /v1/chat/completions', 'POST /v1/embeddings', 'GET /v1/models', 'POST /v1/wallet/top-up']) expect(body.error.message).toContain(endpoint);
+    expect(violations('ErrorResponse', body)).toEqual([]);
+  });
+  it('answers /v1/completions and /v1/responses with a 404 that points to chat completions', async () => {
+    for (const path of ['/completions', '/responses']) {
+      const r = await expectError(post(path, { model: 'chat-test', prompt: 'hi', input: 'hi' }), 404, 'invalid_request_error', 'not_found');
+      expect(r.body.error.message).toContain('is not served');
+      expect(r.body.error.message).toContain('POST /v1/chat/completions');
+    }
   });
 });
 

@@ -32,6 +32,8 @@ describe('the openai SDK against /v1', () => {
       pricing: { input_price_per_million: 1, output_price_per_million: 2, currency: 'usd' },
       specifications: { context_window: 4096, max_output_tokens: 256, training_cutoff: '2024-10' },
       status: 'active',
+      available: true,
+      unavailable_reason: null,
     });
     const embed = page.data[2] as unknown as Record<string, unknown>;
     expect(embed.capabilities).toEqual({ embeddings: true });

@@ -33,6 +33,8 @@ export const ERROR_CODES = {
   // 409 / 422: a checkout no longer open; an Idempotency-Key reused with another body (422, not
   // 409, which the OpenAI SDKs retry).
   checkout_not_open: { status: 409, type: 'invalid_request_error' },
+  /** Another account has this e-mail address (compared case-insensitively). */
+  email_taken: { status: 409, type: 'invalid_request_error' },
   idempotency_key_reused: { status: 422, type: 'invalid_request_error' },
   // 402 / 429
   monthly_allocation_exhausted: { status: 402, type: 'insufficient_quota' },

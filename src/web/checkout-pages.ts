@@ -18,7 +18,13 @@ const STYLE = `
   button.pay { background: #1b5e20; color: #fff; border-color: #1b5e20; }
   .state { font-weight: 600; }
   .muted { color: #666; font-size: .9rem; }
+  .back { display: inline-block; margin-top: 1rem; }
 `;
+
+/** A date in words, e.g. "27 November 2026 at 13:20 UTC". */
+export function dateInWords(d: Date): string {
+  return `${new Intl.DateTimeFormat('en-GB', { dateStyle: 'long', timeStyle: 'short', timeZone: 'UTC' }).format(d)} UTC`;
+}
 
 export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
@@ -42,13 +48,20 @@ ${body}
 `;
 }
 
-function amounts(t: TopUpView): string {
+function amounts(t: TopUpView, balance: bigint | null = null): string {
   const bonus = t.bonus > 0n ? `+${formatMoney(t.bonus)} ${t.currency} (${escapeHtml(t.bonusPercent)}%)` : 'none';
+  const paid = t.status === 'paid';
+  // Once paid, the page says what happened rather than what is to come.
   return `<table>
-<tr><th>Amount to pay</th><td data-field="amount">${formatMoney(t.amount)} ${escapeHtml(t.currency)}</td></tr>
+<tr><th>${paid ? 'Paid' : 'Amount to pay'}</th><td data-field="amount">${formatMoney(t.amount)} ${escapeHtml(t.currency)}</td></tr>
 <tr><th>Bonus</th><td data-field="bonus">${bonus}</td></tr>
-<tr class="total"><th>Credits added to your wallet</th><td data-field="credits">${formatMoney(t.credits)} ${escapeHtml(t.currency)}</td></tr>
+<tr class="total"><th>${paid ? 'Credited to your wallet' : 'Credits added to your wallet'}</th><td data-field="credits">${formatMoney(t.credits)} ${escapeHtml(t.currency)}</td></tr>
+${paid && balance !== null ? `<tr class="total"><th>Your wallet's balance now</th><td data-field="balance">${formatMoney(balance)} ${escapeHtml(t.currency)}</td></tr>` : ''}
 </table>`;
+}
+
+function backLink(href: string): string {
+  return `<p><a class="back" href="${escapeHtml(href)}">← Back to your account</a></p>`;
 }
 
 const TEST_BANNER = `<div class="test" role="alert"><strong>TEST PROCESSOR — NO REAL MONEY</strong>
@@ -71,7 +84,7 @@ export function sandboxCheckoutPage(t: TopUpView, actionBase: string): string {
 <form method="post" action="${escapeHtml(actionBase)}/complete"><button class="pay" type="submit">Pay ${formatMoney(t.amount)} ${escapeHtml(t.currency)} (simulated)</button></form>
 <form method="post" action="${escapeHtml(actionBase)}/cancel"><button type="submit">Cancel</button></form>
 </div>
-${t.expiresAt ? `<p class="muted">This checkout expires at ${escapeHtml(t.expiresAt.toISOString())}.</p>` : ''}`
+${t.expiresAt ? `<p class="muted">This checkout can be paid until <time datetime="${t.expiresAt.toISOString()}">${escapeHtml(dateInWords(t.expiresAt))}</time>.</p>` : ''}`
     : '';
   return page(
     'Sandbox checkout (test processor)',
@@ -84,21 +97,37 @@ ${actions}
   );
 }
 
-/** Where a customer lands after a checkout (any processor): its state, refreshed while the payment is being confirmed. */
-export function checkoutStatusPage(t: TopUpView, opts: { simulated: boolean }): string {
+/**
+ * Where a customer lands after a checkout (any processor): its state, refreshed while the payment
+ * is being confirmed; once paid, what was paid and credited and the wallet's new balance.
+ */
+export function checkoutStatusPage(t: TopUpView, opts: { simulated: boolean; balance: bigint | null; backUrl: string }): string {
   const waiting = t.status === 'open';
+  const when =
+    t.status === 'paid' && t.settledAt
+      ? `<p class="muted">Paid on <time datetime="${t.settledAt.toISOString()}">${escapeHtml(dateInWords(t.settledAt))}</time>.</p>`
+      : waiting && t.expiresAt
+        ? `<p class="muted">This checkout can be paid until <time datetime="${t.expiresAt.toISOString()}">${escapeHtml(dateInWords(t.expiresAt))}</time>.</p>`
+        : '';
   return page(
-    'Top-up status',
+    t.status === 'paid' ? 'Top-up paid' : 'Top-up status',
     `${opts.simulated ? TEST_BANNER : ''}
-<h1>Wallet top-up</h1>
-${amounts(t)}
+<h1>${t.status === 'paid' ? 'Thank you: your wallet is topped up' : 'Wallet top-up'}</h1>
+${amounts(t, opts.balance)}
 <p>Status: <span class="state" data-field="status" data-status="${t.status}">${escapeHtml(STATE_TEXT[t.status])}</span></p>
+${when}
 ${waiting ? '<p class="muted">If you just paid, the payment is being confirmed: this page refreshes by itself, and the credits appear within moments.</p>' : ''}
+${backLink(opts.backUrl)}
 <p class="muted">Checkout ${escapeHtml(t.id)}</p>`,
     { refreshSeconds: waiting ? 3 : undefined },
   );
 }
 
-export function errorPage(status: number, message: string): string {
-  return page(`Error ${status}`, `<h1>Error ${status}</h1><p>${escapeHtml(message)}</p>`);
+/** An error as a page of its own, styled like the others; a 404 says the checkout is unknown. */
+export function errorPage(status: number, message: string, backUrl?: string): string {
+  const [title, text] =
+    status === 404
+      ? ['Checkout not found', 'There is no checkout at this address. Check the link you followed, or start a new top-up from your account.']
+      : [status >= 500 ? 'Something went wrong' : 'This request could not be completed', message];
+  return page(title, `<h1>${escapeHtml(title)}</h1>\n<p>${escapeHtml(text)}</p>\n<p class="muted">Error ${status}</p>\n${backUrl ? backLink(backUrl) : ''}`);
 }

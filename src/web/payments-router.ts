@@ -44,7 +44,7 @@ export function createPaymentsRouter(o: PaymentsRouterOptions) {
   const fail = (req: Request, res: Response, err: unknown) => {
     const { status, body } = errorResponse(err, (e) => o.logger.error({ reqId: req.requestId, err: e }, 'unexpected error'));
     if (wantsHtml(req)) {
-      res.status(status).type('html').send(errorPage(status, body.error.message));
+      res.status(status).type('html').send(errorPage(status, body.error.message, payments.backUrl));
       return;
     }
     res.status(status).json(body);
@@ -90,11 +90,11 @@ export function createPaymentsRouter(o: PaymentsRouterOptions) {
 
   router.get('/checkout/:id', async (req, res) => {
     try {
-      const t = await payments.getTopUp(String(req.params.id));
+      const { topUp: t, balance } = await payments.checkoutStatus(String(req.params.id));
       if (t.source !== 'checkout') throw notFound(String(req.params.id));
       if (!wantsHtml(req)) return void res.json(topUpJson(t));
       pageHeaders(res);
-      res.type('html').send(checkoutStatusPage(t, { simulated: payments.simulated }));
+      res.type('html').send(checkoutStatusPage(t, { simulated: payments.simulated, balance, backUrl: payments.backUrl }));
     } catch (err) {
       fail(req, res, err);
     }

@@ -1,9 +1,10 @@
-// Validates our /v1 responses against the OpenAI API's own response schemas (shared/oracles).
+// Validates our /v1 responses against the OpenAI API's own response schemas, vendored in
+// test/oracles/openai-schemas.json (its README says where they come from and how to refresh them).
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 
-const file = path.resolve(import.meta.dirname, '../../../shared/oracles/openai-schemas.json');
+const file = path.resolve(import.meta.dirname, '../oracles/openai-schemas.json');
 const doc = JSON.parse(readFileSync(file, 'utf8'));
 const ajv = new Ajv2020({ strict: false, allErrors: true });
 ajv.addSchema(doc, 'openai');

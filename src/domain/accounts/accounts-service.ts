@@ -6,7 +6,7 @@
 // Node 20 the first one switches async hooks on for the life of the process, after which every
 // promise (dozens per generated token in llama.cpp, several per request everywhere) costs more.
 import { timingSafeEqual } from 'node:crypto';
-import type { MikroORM } from '@mikro-orm/core';
+import { UniqueConstraintViolationException, type MikroORM } from '@mikro-orm/core';
 import { getKnex } from '../../db/orm.js';
 import { Account, ApiKey } from '../../entities/index.js';
 import { DomainError } from '../errors.js';
@@ -113,12 +113,40 @@ export class AccountsService {
     const now = this.now();
     const account = new Account({ id: newId('acct'), email, tier, createdAt: now });
     const { key, apiKey } = this.newKey(account, { createdAt: now });
+    // Checked first for a clear message; the unique index on lower(email) settles a race.
+    if (await this.findByEmail(email)) throw emailTaken(email);
     // One transaction: an account never exists without its first key.
-    await em.getConnection().transactional(async (trx) => {
-      await em.insert(Account, account, { ctx: trx });
-      await em.insert(ApiKey, key, { ctx: trx });
-    });
+    try {
+      await em.getConnection().transactional(async (trx) => {
+        await em.insert(Account, account, { ctx: trx });
+        await em.insert(ApiKey, key, { ctx: trx });
+      });
+    } catch (e) {
+      if (e instanceof UniqueConstraintViolationException && /email/i.test(e.message)) throw emailTaken(email);
+      throw e;
+    }
     return { account: accountView(account), apiKey, keyId: key.id };
+  }
+
+  /** The account with this e-mail address (compared case-insensitively), or null. */
+  async findByEmail(email: string): Promise<AccountView | null> {
+    const rows: { id: string }[] = await getKnex(this.orm).select('id').from('accounts').whereRaw('lower(email) = ?', [email.trim().toLowerCase()]);
+    return rows[0] ? this.getAccount(rows[0].id) : null;
+  }
+
+  /** Accounts, oldest first: at most `limit` (default 100, at most 1000), after the account id `after`. */
+  async listAccounts(opts: { limit?: number | null; after?: string | null } = {}): Promise<{ accounts: AccountView[]; hasMore: boolean }> {
+    const limit = opts.limit ?? 100;
+    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new DomainError('invalid_value', 'limit must be an integer from 1 to 1000.', { param: 'limit' });
+    const em = this.orm.em.fork();
+    let where: object = {};
+    if (opts.after) {
+      const cursor = await em.findOne(Account, { id: opts.after });
+      if (!cursor) throw accountNotFound(opts.after);
+      where = { $or: [{ createdAt: { $gt: cursor.createdAt } }, { createdAt: cursor.createdAt, id: { $gt: cursor.id } }] };
+    }
+    const found = await em.find(Account, where, { orderBy: { createdAt: 'asc', id: 'asc' }, limit: limit + 1 });
+    return { accounts: found.slice(0, limit).map(accountView), hasMore: found.length > limit };
   }
 
   async createKey(accountId: string, opts: { name?: string | null; expiresAt?: Date | null } = {}): Promise<CreatedKey> {
@@ -365,4 +393,8 @@ function validateExpiry(value: unknown, now: Date): Date | null {
     throw new DomainError('invalid_value', 'expires_at must be in the future.', { param: 'expires_at' });
   }
   return value;
+}
+
+function emailTaken(email: string): DomainError {
+  return new DomainError('email_taken', `An account with the e-mail address ${email} already exists (addresses are compared without regard to case).`, { param: 'email' });
 }

@@ -73,3 +73,12 @@ export interface Engine {
   countTokens(text: string): number | Promise<number>;
   close?(): Promise<void>;
 }
+
+/**
+ * Whether a model can serve a call now (GET /v1/models, GraphQL Model.available). The reason is
+ * shown to clients: it names no file or address.
+ */
+export interface ModelAvailability {
+  available: boolean;
+  reason: string | null;
+}

@@ -4,7 +4,7 @@
 // answers 503. Eager models then load one after another in the background; `ready` says when.
 import type { ModelConfig } from '../../config.js';
 import { DomainError } from '../errors.js';
-import type { Engine } from './engine.js';
+import type { Engine, ModelAvailability } from './engine.js';
 import type { EngineRegistry } from './inference-service.js';
 import { LlamaCppEngine, type LlamaCppModel } from './llamacpp/llamacpp-engine.js';
 import { setRuntimeLogger } from './llamacpp/runtime.js';
@@ -83,6 +83,16 @@ export class Engines implements EngineRegistry {
     const out: Record<string, UpstreamHealth[]> = {};
     for (const [id, engine] of this.byModel) if (engine instanceof OpenAIEngine) out[id] = engine.health();
     return out;
+  }
+
+  /**
+   * Whether a model can serve a call now: an in-process model whose file is missing or refused
+   * cannot; a forwarding model is taken as available (its upstream is only known when called).
+   */
+  availability(modelId: string): ModelAvailability {
+    const local = this.local(modelId);
+    if (local) return local.availability;
+    return this.byModel.has(modelId) ? { available: true, reason: null } : { available: false, reason: 'no engine serves it' };
   }
 
   /** The in-process engine of a model, for tests and diagnostics. */

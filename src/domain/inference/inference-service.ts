@@ -18,6 +18,8 @@ export const LIMITS = {
 } as const;
 
 const ROLES: readonly Role[] = ['system', 'user', 'assistant'];
+/** OpenAI's newer name for system instructions (o1 and later): read as `system`. */
+const ROLE_ALIASES: Readonly<Record<string, Role>> = { developer: 'system' };
 
 export interface Caller {
   accountId: string;
@@ -282,12 +284,13 @@ export class InferenceService {
       throw new DomainError('invalid_value', "'messages' must be a non-empty array.", { param: 'messages' });
     }
     const messages: ChatMessage[] = input.messages.map((m, i) => {
-      if (!ROLES.includes(m.role as Role)) {
-        throw new DomainError('invalid_value', `'messages[${i}].role' must be one of system, user, assistant; got '${String(m.role).slice(0, 40)}'.`, {
+      const role = ROLE_ALIASES[m.role] ?? m.role;
+      if (!ROLES.includes(role as Role)) {
+        throw new DomainError('invalid_value', `'messages[${i}].role' must be one of system (or developer), user, assistant; got '${String(m.role).slice(0, 40)}'.`, {
           param: `messages[${i}].role`,
         });
       }
-      return { role: m.role as Role, content: m.content };
+      return { role: role as Role, content: m.content };
     });
     checkRange(input.temperature, 0, 2, 'temperature');
     checkRange(input.topP, 0, 1, 'top_p');

@@ -83,6 +83,8 @@ export function createPayments(o: {
     successUrl: settings.success_url,
     cancelUrl: settings.cancel_url,
     checkoutTtlSeconds: settings.checkout_expires_after_minutes * 60,
+    returnUrl: settings.return_url,
+    walletBalance: async (accountId) => (await billing.getWallet(accountId)).balance,
     logger: logger.child({ component: 'payments' }),
     now,
   });

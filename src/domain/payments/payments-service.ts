@@ -84,6 +84,10 @@ export interface PaymentsOptions {
   cancelUrl: string | null;
   /** How long a checkout stays payable (Stripe accepts 30 minutes to 24 hours). */
   checkoutTtlSeconds: number;
+  /** The customer's way back from the status page (payments.return_url); default: GraphiQL on PUBLIC_URL. */
+  returnUrl?: string | null;
+  /** The wallet's balance, shown on the status page once a top-up is paid. */
+  walletBalance?: (accountId: string) => Promise<bigint>;
   logger: Logger;
   now?: () => Date;
 }
@@ -218,6 +222,19 @@ export class PaymentsService {
     return base.replaceAll('{CHECKOUT_ID}', encodeURIComponent(topUpId));
   }
 
+  /** A top-up for its status page, with the wallet's balance once it is paid (null before). */
+  async checkoutStatus(id: string): Promise<{ topUp: TopUpView; balance: bigint | null }> {
+    const t = await findTopUp(this.o.db, id);
+    if (!t) throw topUpNotFound(id);
+    const balance = t.status === 'paid' && this.o.walletBalance ? await this.o.walletBalance(t.accountId) : null;
+    return { topUp: topUpView(t), balance };
+  }
+
+  /** Where the status page links back to. */
+  get backUrl(): string {
+    return this.o.returnUrl ?? `${this.o.publicUrl().replace(/\/+$/, '')}/graphql`;
+  }
+
   async getTopUp(id: string): Promise<TopUpView> {
     const t = await findTopUp(this.o.db, id);
     if (!t) throw topUpNotFound(id);
@@ -226,12 +243,24 @@ export class PaymentsService {
 
   /** An account's top-ups, newest first. */
   async listTopUps(accountId: string, opts: { limit?: number | null; status?: string | null } = {}): Promise<TopUpView[]> {
+    return (await this.pageTopUps(accountId, opts)).topUps;
+  }
+
+  /** A page of an account's top-ups, newest first, after the top-up id `after` (a cursor). */
+  async pageTopUps(accountId: string, opts: { limit?: number | null; status?: string | null; after?: string | null } = {}): Promise<{ topUps: TopUpView[]; hasMore: boolean }> {
     const limit = opts.limit ?? LIST_LIMIT.default;
     if (!Number.isInteger(limit) || limit < 1 || limit > LIST_LIMIT.max) {
       throw new DomainError('invalid_value', `'limit' must be an integer from 1 to ${LIST_LIMIT.max}; got ${limit}.`, { param: 'limit' });
     }
     if (opts.status != null && !isTopUpState(opts.status)) throw new DomainError('invalid_value', `'status' must be one of open, paid, expired, canceled, failed.`, { param: 'status' });
-    return (await listTopUps(this.o.db, accountId, { limit, status: opts.status ?? null })).map(topUpView);
+    let after: { createdAt: Date; id: string } | null = null;
+    if (opts.after) {
+      const cursor = await findTopUp(this.o.db, opts.after);
+      if (!cursor || cursor.accountId !== accountId) throw new DomainError('invalid_value', `'after' must be the id of one of the account's top-ups.`, { param: 'after' });
+      after = { createdAt: cursor.createdAt, id: cursor.id };
+    }
+    const found = await listTopUps(this.o.db, accountId, { limit: limit + 1, status: opts.status ?? null, after });
+    return { topUps: found.slice(0, limit).map(topUpView), hasMore: found.length > limit };
   }
 
   // ---------------------------------------------------------------------------------------------

@@ -112,12 +112,21 @@ export async function findTopUpByPaymentId(db: Db, paymentId: string): Promise<T
 }
 
 /** An account's top-ups, newest first. */
-export async function listTopUps(db: Db, accountId: string, opts: { limit: number; status?: TopUpState | null }): Promise<TopUpRecord[]> {
+export async function listTopUps(
+  db: Db,
+  accountId: string,
+  opts: { limit: number; status?: TopUpState | null; after?: { createdAt: Date; id: string } | null },
+): Promise<TopUpRecord[]> {
   const where = ['account_id = ?'];
-  const bindings: (string | number)[] = [accountId];
+  const bindings: (string | number | Date)[] = [accountId];
   if (opts.status) {
     where.push('status = ?');
     bindings.push(opts.status);
+  }
+  if (opts.after) {
+    // Newest first: the page after a cursor holds what is older than it (ties broken by id).
+    where.push('(created_at < ? or (created_at = ? and id < ?))');
+    bindings.push(opts.after.createdAt, opts.after.createdAt, opts.after.id);
   }
   const found = await rows<Record<string, unknown>>(db, `select ${COLUMNS} from top_ups where ${where.join(' and ')} order by created_at desc, id desc limit ?`, [
     ...bindings,

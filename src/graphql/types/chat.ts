@@ -10,7 +10,7 @@ export const FinishReasonEnum = builder.enumType('FinishReason', { values: ['sto
 
 const ChatMessageInput = builder.inputType('ChatMessageInput', {
   fields: (t) => ({
-    role: t.string({ required: true, description: 'system, user or assistant' }),
+    role: t.string({ required: true, description: 'system (or developer, read as system), user or assistant' }),
     content: t.string({ required: true }),
   }),
 });

@@ -30,7 +30,7 @@ const Pricing = builder.objectRef<Bag>('ModelPricing').implement({
     inputPricePerMillion: t.float({ nullable: true, resolve: (o) => num(o, 'input_price_per_million') }),
     outputPricePerMillion: t.float({ nullable: true, resolve: (o) => num(o, 'output_price_per_million') }),
     pricePerMillionTokens: t.float({ nullable: true, resolve: (o) => num(o, 'price_per_million_tokens') }),
-    currency: t.string({ resolve: (o) => str(o, 'currency') ?? 'usd' }),
+    currency: t.string({ description: 'Lower case (usd), as the specification writes model pricing; wallet amounts carry the upper-case code (USD).', resolve: (o) => str(o, 'currency') ?? 'usd' }),
   }),
 });
 
@@ -53,7 +53,16 @@ export const ModelRef = builder.objectRef<ModelConfig>('Model').implement({
     ownedBy: t.exposeString('owned_by'),
     category: t.field({ type: ModelCategoryEnum, resolve: (m) => m.category }),
     version: t.exposeString('version'),
-    status: t.field({ type: ModelStatusEnum, resolve: (m) => m.status }),
+    status: t.field({ type: ModelStatusEnum, description: "The catalog's lifecycle state (active, beta, deprecated); whether the model can serve now is `available`.", resolve: (m) => m.status }),
+    available: t.boolean({
+      description: 'Whether a call to this model can be served now (false, for example, when its in-process model file is missing or was refused; such calls answer 503 model_unavailable).',
+      resolve: (m, _args, ctx) => ctx.services.engines.availability(m.id).available,
+    }),
+    unavailableReason: t.string({
+      nullable: true,
+      description: 'Why the model cannot serve now; null when it can.',
+      resolve: (m, _args, ctx) => ctx.services.engines.availability(m.id).reason,
+    }),
     sunset: t.field({
       type: 'DateTime',
       nullable: true,

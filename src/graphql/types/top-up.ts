@@ -9,6 +9,7 @@ import { requireAccountAccess } from '../access.js';
 import { builder } from '../builder.js';
 import { AccountRef } from './account.js';
 import { DecimalScalar } from './money.js';
+import { PageInfoRef } from './page-info.js';
 import { AccountSettingsRef } from './settings.js';
 
 const TopUpStatusEnum = builder.enumType('TopUpStatus', {
@@ -32,7 +33,7 @@ const TopUpRef = builder.objectRef<TopUpView>('TopUp').implement({
     bonus: t.field({ type: DecimalScalar, description: 'Bonus credits added on top (the bonus table).', resolve: (x) => x.bonus }),
     bonusPercent: t.float({ resolve: (x) => Number(x.bonusPercent) }),
     credits: t.field({ type: DecimalScalar, description: 'amount + bonus: what the wallet receives once paid.', resolve: (x) => x.credits }),
-    currency: t.exposeString('currency'),
+    currency: t.exposeString('currency', { description: 'Upper case, e.g. USD, as the wallet writes it.' }),
     checkoutUrl: t.exposeString('checkoutUrl', { nullable: true, description: "The processor's hosted payment page; null for automatic top-ups." }),
     failureReason: t.exposeString('failureReason', { nullable: true }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
@@ -78,14 +79,40 @@ builder.mutationField('topUp', (t) =>
   }),
 );
 
+const TopUpEdgeRef = builder.objectRef<TopUpView>('TopUpEdge').implement({
+  fields: (t) => ({
+    cursor: t.string({ resolve: (x) => x.id }),
+    node: t.field({ type: TopUpRef, resolve: (x) => x }),
+  }),
+});
+
+interface TopUpConnectionShape {
+  topUps: TopUpView[];
+  hasMore: boolean;
+  after: string | null;
+}
+
+// A Relay connection, as WalletTransactionConnection is: the same edges, nodes and pageInfo.
+const TopUpConnectionRef = builder.objectRef<TopUpConnectionShape>('TopUpConnection').implement({
+  fields: (t) => ({
+    edges: t.field({ type: [TopUpEdgeRef], resolve: (c) => c.topUps }),
+    nodes: t.field({ type: [TopUpRef], resolve: (c) => c.topUps }),
+    pageInfo: t.field({
+      type: PageInfoRef,
+      resolve: (c) => ({ hasNextPage: c.hasMore, hasPreviousPage: c.after !== null, startCursor: c.topUps[0]?.id ?? null, endCursor: c.topUps.at(-1)?.id ?? null }),
+    }),
+  }),
+});
+
 builder.objectField(AccountRef, 'topUps', (t) =>
   t.field({
-    type: [TopUpRef],
-    description: 'Top-ups, newest first. first: 1 to 200, default 50.',
-    args: { first: t.arg.int({ required: false }), status: t.arg({ type: TopUpStatusEnum, required: false }) },
+    type: TopUpConnectionRef,
+    description: 'Top-ups (checkouts and automatic ones), newest first; after takes a top-up id (a cursor). first: 1 to 200, default 50.',
+    args: { first: t.arg.int({ required: false }), after: t.arg.string({ required: false }), status: t.arg({ type: TopUpStatusEnum, required: false }) },
     resolve: async (account, args, ctx) => {
       await requireAccountAccess(ctx, account.id);
-      return ctx.services.payments.listTopUps(account.id, { limit: args.first, status: args.status });
+      const page = await ctx.services.payments.pageTopUps(account.id, { limit: args.first, status: args.status, after: args.after });
+      return { ...page, after: args.after ?? null };
     },
   }),
 );

@@ -7,7 +7,8 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
-import { parseModelSource } from './model-files.js';
+import { EnvHttpProxyAgent, fetch as undiciFetch, type Dispatcher, type Response } from 'undici';
+import { huggingFaceEndpoint, parseModelSource } from './model-files.js';
 
 export interface PullProgress {
   received: number;
@@ -50,7 +51,25 @@ function authHeaders(url: string, env: NodeJS.ProcessEnv): Record<string, string
   // Gated Hugging Face repositories (Llama Guard, for one) need an access token; fetch drops it on
   // the redirect to the CDN, which is another origin.
   const token = env.HF_TOKEN || env.HUGGING_FACE_HUB_TOKEN;
-  return token && new URL(url).hostname === 'huggingface.co' ? { authorization: `Bearer ${token}` } : {};
+  return token && new URL(url).host === new URL(huggingFaceEndpoint(env)).host ? { authorization: `Bearer ${token}` } : {};
+}
+
+/** The proxy variables curl and pip read (HTTPS_PROXY, HTTP_PROXY, NO_PROXY, also lower case); undefined without any. */
+export function proxyDispatcher(env: NodeJS.ProcessEnv): Dispatcher | undefined {
+  const httpsProxy = env.HTTPS_PROXY || env.https_proxy;
+  const httpProxy = env.HTTP_PROXY || env.http_proxy;
+  if (!httpsProxy && !httpProxy) return undefined;
+  return new EnvHttpProxyAgent({ httpsProxy: httpsProxy || httpProxy, httpProxy: httpProxy || httpsProxy, noProxy: env.NO_PROXY ?? env.no_proxy ?? '' });
+}
+
+function viaProxy(env: NodeJS.ProcessEnv): string {
+  const proxy = env.HTTPS_PROXY || env.https_proxy || env.HTTP_PROXY || env.http_proxy;
+  if (!proxy) return '';
+  try {
+    return ` through the proxy ${new URL(proxy).host}`;
+  } catch {
+    return ` through the proxy ${proxy}`;
+  }
 }
 
 /** The total size a response announces: Content-Range's "/total", else Content-Length (+ the resumed offset). */
@@ -79,18 +98,19 @@ function describeFetchError(e: unknown): string {
 
 export async function pullModel(opts: PullOptions): Promise<PullResult> {
   const env = opts.env ?? process.env;
-  const source = parseModelSource(opts.source);
+  const source = parseModelSource(opts.source, env);
   const target = path.resolve(opts.out ?? path.join(opts.modelsDir, source.fileName));
   const partial = `${target}.part`;
   mkdirSync(path.dirname(target), { recursive: true });
   const headers = authHeaders(source.url, env);
+  const dispatcher = proxyDispatcher(env);
 
-  const request = async (extra: Record<string, string>, method = 'GET') => {
+  const request = async (extra: Record<string, string>, method = 'GET'): Promise<Response> => {
     try {
-      return await fetch(source.url, { method, headers: { ...headers, ...extra }, redirect: 'follow', signal: opts.signal });
+      return await undiciFetch(source.url, { method, headers: { ...headers, ...extra }, redirect: 'follow', signal: opts.signal, dispatcher });
     } catch (e) {
       if (opts.signal?.aborted) throw e;
-      throw new PullError(`cannot reach ${new URL(source.url).origin}: ${describeFetchError(e)}`);
+      throw new PullError(`cannot reach ${new URL(source.url).origin}${viaProxy(env)}: ${describeFetchError(e)}`);
     }
   };
 

@@ -281,7 +281,7 @@ export function rerankerFixtureSpec(opts: Omit<BertFixtureOptions, 'pooling'> = 
   return bertSpec('tollgate tiny reranker (random weights)', opts.seed ?? 3, opts, 'rank');
 }
 
-/** Writes the three fixtures into `dir` and returns their paths. */
+/** Writes the four fixtures into `dir` and returns their paths (the guard is its own file, served as the moderation model). */
 export function writeFixtures(dir: string): { chat: string; embedding: string; reranker: string; guard: string } {
   mkdirSync(dir, { recursive: true });
   const files = {

@@ -41,6 +41,7 @@ import type {
   EngineRerankResult,
   EngineStreamEvent,
   FinishReason,
+  ModelAvailability,
 } from '../engine.js';
 import { CompletionText, decodesWithoutContext } from './completion-text.js';
 import { inspectGgufFile, ModelFileError, type GgufFacts } from './gguf-inspect.js';
@@ -164,6 +165,8 @@ export class LlamaCppEngine implements Engine {
   readonly stats = { generatedTokens: 0 };
   private statusValue: EngineStatus = 'idle';
   private failure: ModelFileError | CatalogMismatchError | undefined;
+  /** What the last preflight found wrong with the file (a lazy model is not loaded until called). */
+  private fileProblem: ModelFileError | undefined;
   private loading: Promise<void> | undefined;
   private runner: Runner | undefined;
   private readonly logger: LlamaCppLogger;
@@ -196,6 +199,19 @@ export class LlamaCppEngine implements Engine {
     return this.config.engine.load ?? 'eager';
   }
 
+  /** Whether a call would be served now; the reason names no path (clients see it). */
+  get availability(): ModelAvailability {
+    const missing = { available: false, reason: 'its model file is not on the server (not downloaded yet)' };
+    if (this.statusValue === 'closed') return { available: false, reason: 'the server is shutting down' };
+    if (this.statusValue === 'failed' || (this.statusValue === 'idle' && this.fileProblem)) {
+      const problem = this.statusValue === 'failed' ? this.failure : this.fileProblem;
+      // A missing file that has arrived since loads on the next call.
+      if (problem instanceof ModelFileError && problem.missing) return existsSync(this.file) ? { available: true, reason: null } : missing;
+      return { available: false, reason: 'its model file could not be loaded (see the server log)' };
+    }
+    return { available: true, reason: null };
+  }
+
   /** Why the model is not serving, for logs and tests (clients get a fixed message). */
   get failureReason(): string | undefined {
     return this.failure?.message;
@@ -209,9 +225,13 @@ export class LlamaCppEngine implements Engine {
     try {
       const { facts } = inspectGgufFile(this.file);
       this.checkCatalog(facts);
+      this.fileProblem = undefined;
       return { facts };
     } catch (e) {
-      if (e instanceof ModelFileError) return { error: this.missingFileHint(e) };
+      if (e instanceof ModelFileError) {
+        this.fileProblem = this.missingFileHint(e);
+        return { error: this.fileProblem };
+      }
       throw e;
     }
   }

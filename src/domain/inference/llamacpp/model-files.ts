@@ -22,11 +22,17 @@ export interface ModelSource {
   fileName: string;
 }
 
+/** Hugging Face, or the mirror HF_ENDPOINT names (the variable huggingface_hub reads too). */
+export function huggingFaceEndpoint(env: NodeJS.ProcessEnv = process.env): string {
+  return (env.HF_ENDPOINT || 'https://huggingface.co').replace(/\/+$/, '');
+}
+
 /**
  * `hf:owner/repo/path/file.gguf` (the main branch; `hf:owner/repo@rev/file.gguf` for another
- * revision) becomes Hugging Face's resolve URL; an https URL is taken as it is.
+ * revision) becomes Hugging Face's resolve URL (on HF_ENDPOINT when set); an https URL is taken
+ * as it is.
  */
-export function parseModelSource(spec: string): ModelSource {
+export function parseModelSource(spec: string, env: NodeJS.ProcessEnv = process.env): ModelSource {
   if (spec.startsWith('hf:')) {
     const rest = spec.slice(3).replace(/^\/+/, '');
     const parts = rest.split('/');
@@ -36,7 +42,7 @@ export function parseModelSource(spec: string): ModelSource {
     const [owner, repoWithRev, ...fileParts] = parts as [string, string, ...string[]];
     const [repo, revision = 'main'] = repoWithRev.split('@') as [string, string?];
     const filePath = fileParts.join('/');
-    const url = `https://huggingface.co/${owner}/${repo}/resolve/${encodeURIComponent(revision)}/${fileParts.map(encodeURIComponent).join('/')}`;
+    const url = `${huggingFaceEndpoint(env)}/${owner}/${repo}/resolve/${encodeURIComponent(revision)}/${fileParts.map(encodeURIComponent).join('/')}`;
     return { spec, url, fileName: path.posix.basename(filePath) };
   }
   let url: URL;
