@@ -5,6 +5,7 @@ import type { ServerResponse } from 'node:http';
 import type { Express, Request, Response } from 'express';
 import type { Services } from '../src/container.js';
 import { setRateLimitHeaders } from '../src/domain/ratelimit/types.js';
+import type { Usage } from '../src/domain/inference/engine.js';
 import type { LimiterState } from '../src/domain/ratelimit/types.js';
 import { createContext, type GraphQLContext } from '../src/graphql/context.js';
 
@@ -19,6 +20,7 @@ export function contextFor(services: Services, req: Request, res: Response): Gra
     path: req.originalUrl.split('?', 1)[0]!,
     signal: controller.signal,
     onRateLimit: rateLimitHeadersOn(res),
+    onSettled: settledOn(res),
   });
 }
 
@@ -49,4 +51,31 @@ export function sendRateLimitHeaders(app: Express): void {
     if (state && !this.headersSent) setRateLimitHeaders(this, state);
     return writeHead.apply(this, args);
   } as typeof writeHead;
+}
+
+/** What the calls of a response were settled at, for its access line: the model and tokens. */
+export interface SettledUsage {
+  model: string;
+  promptTokens: number;
+  completionTokens: number;
+}
+
+const SETTLED = Symbol('tollgate.settled');
+type WithSettled = ServerResponse & { [SETTLED]?: SettledUsage };
+
+/** Keeps the model and tokens of the response's metered call (the sum, should there be several). */
+export function settledOn(res: ServerResponse): (model: string, usage: Usage) => void {
+  return (model, usage) => {
+    const r = res as WithSettled;
+    const before = r[SETTLED];
+    r[SETTLED] = {
+      model: before && before.model !== model ? `${before.model},${model}` : model,
+      promptTokens: (before?.promptTokens ?? 0) + usage.promptTokens,
+      completionTokens: (before?.completionTokens ?? 0) + usage.completionTokens,
+    };
+  };
+}
+
+export function settledUsage(res: ServerResponse): SettledUsage | undefined {
+  return (res as WithSettled)[SETTLED];
 }

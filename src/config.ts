@@ -251,6 +251,8 @@ export interface AppConfig {
   publicUrl: string;
   databaseUrl: string;
   adminToken: string | null;
+  /** Bearer token for GET /metrics; null: served to loopback clients only. */
+  metricsToken: string | null;
   logLevel: string;
   nodeEnv: string;
   server: z.infer<typeof fileSchema>['server'];
@@ -430,6 +432,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     publicUrl,
     databaseUrl: env.DATABASE_URL || 'sqlite:./data/tollgate.db',
     adminToken: env.ADMIN_TOKEN || null,
+    metricsToken: env.METRICS_TOKEN || null,
     logLevel: env.LOG_LEVEL || 'info',
     nodeEnv: env.NODE_ENV || 'development',
     ...file,

@@ -16,6 +16,8 @@ import { OutboxNotificationSink } from './domain/ratelimit/outbox-sink.js';
 import { RateLimitMetering, tierLimits } from './domain/ratelimit/rate-limit-metering.js';
 import type { RateLimiter } from './domain/ratelimit/rate-limiter.js';
 import type { Logger } from './logger.js';
+import { getKnex } from './db/orm.js';
+import { Metrics, MetricsMetering, TimedEngines } from './metrics.js';
 
 export interface Services {
   config: AppConfig;
@@ -32,6 +34,7 @@ export interface Services {
   rateLimiter: RateLimiter | null;
   payments: PaymentsService;
   autoTopups: AutoTopupService;
+  metrics: Metrics;
 }
 
 export async function createServices(config: AppConfig, logger: Logger): Promise<Services> {
@@ -50,7 +53,23 @@ export async function createServices(config: AppConfig, logger: Logger): Promise
     notifications: new OutboxNotificationSink(billing.db),
   });
   // Rate limits admit first: a call they refuse places no hold and is never billed.
-  const metering: Metering = rateLimiter ? new RateLimitMetering(billing, rateLimiter, tierLimits(config.tiers, (id) => accounts.rateLimitProfile(id))) : billing;
+  const limited: Metering = rateLimiter ? new RateLimitMetering(billing, rateLimiter, tierLimits(config.tiers, (id) => accounts.rateLimitProfile(id))) : billing;
+  const knex = getKnex(orm);
+  // SQLite answers rows, PostgreSQL a result with `rows`.
+  const count = async (sql: string) => {
+    const result: unknown = await knex.raw(sql);
+    const rows = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as { n: unknown }[];
+    return Number(rows[0]?.n ?? 0);
+  };
+  const metrics = new Metrics({
+    holdsOpen: () => count('select count(*) as n from holds'),
+    outboxPending: () => count('select count(*) as n from notifications where sent_at is null'),
+    queueDepths: () => Object.fromEntries(config.models.flatMap((m) => (engines.local(m.id) ? [[m.id, engines.local(m.id)!.queueDepth]] : []))),
+    rateLimiter,
+  });
+  // Metrics outermost: they count what each call was settled at, after limits and billing.
+  const metering: Metering = new MetricsMetering(limited, metrics);
+  const forwarding = new Set(config.models.filter((m) => m.engine.type === 'openai').map((m) => m.id));
   // Top-ups credit through billing's ledger; debits start automatic top-up checks.
   const { payments, autoTopups } = createPayments({ billing, settings: config.payments, stripe: config.stripe, publicUrl: () => config.publicUrl, logger });
   return {
@@ -59,13 +78,14 @@ export async function createServices(config: AppConfig, logger: Logger): Promise
     orm,
     catalog,
     engines,
-    inference: new InferenceService(catalog, engines, metering),
+    inference: new InferenceService(catalog, new TimedEngines(engines, metrics, forwarding), metering),
     accounts,
     keyWatch: new KeyWatch(accounts, { logger: logger.child({ component: 'keys' }) }),
     billing,
     rateLimiter,
     payments,
     autoTopups,
+    metrics,
   };
 }
 

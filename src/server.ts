@@ -1,6 +1,6 @@
 // The HTTP server: express with the two doors (/graphql through graphql-yoga and graphql-ws,
 // /v1 through compat), health probes, request ids, and graceful shutdown.
-import { randomUUID } from 'node:crypto';
+import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { parse as parseBytes } from 'bytes';
@@ -15,7 +15,7 @@ import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import { GraphQLError, type ExecutionArgs } from 'graphql';
 import { createCompatRouter } from '../compat/router.js';
-import { rateLimitHeadersOn, sendRateLimitHeaders } from '../compat/context.js';
+import { rateLimitHeadersOn, sendRateLimitHeaders, settledOn, settledUsage } from '../compat/context.js';
 import { sendError } from '../compat/errors.js';
 import type { Services } from './container.js';
 import { DomainError } from './domain/errors.js';
@@ -37,6 +37,22 @@ export interface RunningServer {
   url: string;
   /** Stops accepting, lets in-flight requests and streams finish (up to the configured timeout), closes services' sockets. */
   shutdown(): Promise<void>;
+}
+
+/** Which door a path came in through, a label of the access line and the metrics. */
+function doorOf(path: string): 'v1' | 'graphql' | 'ops' | 'web' {
+  if (path.startsWith('/v1/') || path === '/v1') return 'v1';
+  if (path === '/graphql') return 'graphql';
+  if (path === '/healthz' || path === '/readyz' || path === '/metrics' || path === '/openapi.json' || path === '/docs') return 'ops';
+  return 'web';
+}
+
+const isLoopbackAddress = (address: string | undefined) => address === '::1' || address === '::ffff:127.0.0.1' || /^(::ffff:)?127\./.test(address ?? '');
+
+function safeEqual(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
 }
 
 /** The path of a request with its mount (/v1/…, /graphql), without the query string. */
@@ -84,13 +100,42 @@ export function createApp(services: Services) {
     req.requestId = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     res.setHeader('x-request-id', req.requestId);
     const started = process.hrtime.bigint();
+    // The access line and the request metrics: door, route (the pattern, so labels stay few),
+    // status, duration, and the model and tokens of a metered call; never keys or bodies.
     res.on('finish', () => {
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      const path = fullPath(req);
+      const door = doorOf(path);
+      const route = req.route ? `${req.baseUrl}${req.route.path as string}` : req.baseUrl || 'unmatched';
+      services.metrics.observeHttp(door, route, res.statusCode, ms / 1000);
+      const settled = settledUsage(res);
       logger.info(
-        { reqId: req.requestId, method: req.method, path: fullPath(req), status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6 },
+        {
+          reqId: req.requestId,
+          method: req.method,
+          door,
+          route,
+          path,
+          status: res.statusCode,
+          ms,
+          ...(settled ? { model: settled.model, prompt_tokens: settled.promptTokens, completion_tokens: settled.completionTokens } : {}),
+        },
         'request',
       );
     });
     next();
+  });
+
+  // Metrics: with METRICS_TOKEN set, for its Bearer only; without, for loopback clients only.
+  app.get('/metrics', async (req, res) => {
+    const token = config.metricsToken;
+    const given = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '')?.[1]?.trim();
+    const allowed = token ? given !== undefined && safeEqual(given, token) : isLoopbackAddress(req.socket.remoteAddress);
+    if (!allowed) {
+      res.status(token ? 401 : 403).type('text/plain').send(token ? 'metrics: send Authorization: Bearer $METRICS_TOKEN\n' : 'metrics: served to loopback clients only; set METRICS_TOKEN to scrape from elsewhere\n');
+      return;
+    }
+    res.type(services.metrics.registry.contentType).send(await services.metrics.registry.metrics());
   });
 
   app.get('/healthz', (_req, res) => {
@@ -176,6 +221,7 @@ export function createApp(services: Services) {
         signal: request?.signal ?? new AbortController().signal,
         // Over HTTP, on express's response: set when Yoga writes the head (a 429's too).
         onRateLimit: res && !connectionParams ? rateLimitHeadersOn(res) : undefined,
+        onSettled: res && !connectionParams ? settledOn(res) : undefined,
       });
     },
   });

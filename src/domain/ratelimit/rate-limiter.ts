@@ -55,7 +55,7 @@ interface Blocked {
 
 export class RateLimiter {
   /** Counters since start (for metrics and tests). */
-  readonly stats = { admitted: 0, refused: 0, failOpen: 0, storeErrors: 0, alerts: 0 };
+  readonly stats = { admitted: 0, refused: 0, failOpen: 0, storeErrors: 0, alerts: 0, refusedBy: { rpm: 0, tpm: 0 } };
   private readonly failClosed: boolean;
   private readonly alertThreshold: number;
   private lastWarnMs = -Infinity;
@@ -92,6 +92,7 @@ export class RateLimiter {
       return new CountedAdmission(this, result.ref, limits, tokens, result.state, onState);
     }
     this.stats.refused++;
+    for (const limit of result.exceeded) this.stats.refusedBy[limit]++;
     if (result.alert) this.raiseAlert(accountId, result.recentHits);
     if (result.retryAfter !== null && result.exceeded.length === 1 && result.exceeded[0] === 'rpm') {
       if (this.blocked.size >= MAX_BLOCKED) this.blocked.delete(this.blocked.keys().next().value!);
@@ -114,6 +115,7 @@ export class RateLimiter {
       return;
     }
     this.stats.refused++;
+    this.stats.refusedBy.rpm++;
     this.recordHit(accountId, limits);
     onState?.(blocked.state);
     const retryAfter = Math.ceil(left / 1000);
