@@ -8,7 +8,7 @@ import type { GraphQLContext } from '../src/graphql/context.js';
 import { documents, run } from './operations.js';
 import { deprecationHeaders, setHeaders } from './wire.js';
 
-const body = z.object({ model: z.string(), input: stringOrList }).loose();
+export const body = z.object({ model: z.string(), input: stringOrList }).loose();
 
 export function moderate(services: Services) {
   return async (req: Request, res: Response, ctx: GraphQLContext) => {

@@ -7,7 +7,7 @@ import type { GraphQLContext } from '../src/graphql/context.js';
 import { documents, run } from './operations.js';
 import { deprecationHeaders, setHeaders, usageWire } from './wire.js';
 
-const body = z
+export const body = z
   .object({
     model: z.string(),
     query: z.string(),

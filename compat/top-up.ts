@@ -11,7 +11,7 @@ import { parseBody } from './body.js';
 import { exact, sendExactJson } from './money.js';
 import { documents, run } from './operations.js';
 
-const TopUpBody = z.object({ amount: z.number() });
+export const TopUpBody = z.object({ amount: z.number() });
 
 export function walletTopUp(_services: Services) {
   return async (req: Request, res: Response, ctx: GraphQLContext) => {

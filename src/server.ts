@@ -2,6 +2,8 @@
 // /v1 through compat), health probes, request ids, and graceful shutdown.
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
+import { createRequire } from 'node:module';
+import path from 'node:path';
 import type { AddressInfo, Socket } from 'node:net';
 import { parse as parseBytes } from 'bytes';
 import cors from 'cors';
@@ -15,6 +17,7 @@ import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import { GraphQLError, type ExecutionArgs } from 'graphql';
 import { createCompatRouter } from '../compat/router.js';
+import { buildOpenApiDocument } from '../compat/openapi.js';
 import { rateLimitHeadersOn, sendRateLimitHeaders, settledOn, settledUsage } from '../compat/context.js';
 import { sendError } from '../compat/errors.js';
 import type { Services } from './container.js';
@@ -38,6 +41,25 @@ export interface RunningServer {
   /** Stops accepting, lets in-flight requests and streams finish (up to the configured timeout), closes services' sockets. */
   shutdown(): Promise<void>;
 }
+
+const swaggerUiAssets = path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
+const DOCS_PAGE = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>tollgate /v1 reference</title>
+<link rel="stylesheet" href="/docs/assets/swagger-ui.css">
+</head>
+<body>
+<div id="reference"></div>
+<script src="/docs/assets/swagger-ui-bundle.js"></script>
+<script>
+window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#reference', deepLinking: true, tryItOutEnabled: false });
+</script>
+</body>
+</html>
+`;
 
 /** Which door a path came in through, a label of the access line and the metrics. */
 function doorOf(path: string): 'v1' | 'graphql' | 'ops' | 'web' {
@@ -124,6 +146,18 @@ export function createApp(services: Services) {
       );
     });
     next();
+  });
+
+  // The /v1 contract (OpenAPI 3.1, generated from the schemas compat validates with) and a
+  // reference page rendered from local assets (swagger-ui-dist; nothing comes from a CDN).
+  let openApi: string | undefined;
+  app.get('/openapi.json', (_req, res) => {
+    openApi ??= JSON.stringify(buildOpenApiDocument(config.publicUrl));
+    res.type('application/json').setHeader('Cache-Control', 'public, max-age=300').send(openApi);
+  });
+  app.use('/docs/assets', express.static(swaggerUiAssets, { index: false, maxAge: '1d' }));
+  app.get('/docs', (_req, res) => {
+    res.type('html').send(DOCS_PAGE);
   });
 
   // Metrics: with METRICS_TOKEN set, for its Bearer only; without, for loopback clients only.
