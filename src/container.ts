@@ -10,6 +10,7 @@ import { Engines } from './domain/inference/engines.js';
 import { InferenceService, type Metering } from './domain/inference/inference-service.js';
 import type { AutoTopupService } from './domain/payments/auto-topup-service.js';
 import { createPayments } from './domain/payments/create-payments.js';
+import { createAlerts, type Alerts } from './domain/notifications/create-alerts.js';
 import type { PaymentsService } from './domain/payments/payments-service.js';
 import { createRateLimiter } from './domain/ratelimit/create-rate-limiter.js';
 import { OutboxNotificationSink } from './domain/ratelimit/outbox-sink.js';
@@ -32,6 +33,8 @@ export interface Services {
   rateLimiter: RateLimiter | null;
   payments: PaymentsService;
   autoTopups: AutoTopupService;
+  /** E-mail delivery of the notifications outbox, unusual-usage detection, alert settings and the feed. */
+  alerts: Alerts;
 }
 
 export async function createServices(config: AppConfig, logger: Logger): Promise<Services> {
@@ -53,6 +56,9 @@ export async function createServices(config: AppConfig, logger: Logger): Promise
   const metering: Metering = rateLimiter ? new RateLimitMetering(billing, rateLimiter, tierLimits(config.tiers, (id) => accounts.rateLimitProfile(id))) : billing;
   // Top-ups credit through billing's ledger; debits start automatic top-up checks.
   const { payments, autoTopups } = createPayments({ billing, settings: config.payments, stripe: config.stripe, publicUrl: () => config.publicUrl, logger });
+  // Alerts: sends the outbox by e-mail (leases owned by billing's instance) and watches for unusual usage.
+  const alerts = createAlerts({ billing, settings: config.alerts, mail: config.mail, publicUrl: () => config.publicUrl, logger });
+  alerts.start();
   return {
     config,
     logger,
@@ -66,6 +72,7 @@ export async function createServices(config: AppConfig, logger: Logger): Promise
     rateLimiter,
     payments,
     autoTopups,
+    alerts,
   };
 }
 
@@ -73,6 +80,7 @@ export async function closeServices(services: Services): Promise<void> {
   // Automatic top-up checks running in the background finish before billing and the database close.
   services.keyWatch.close();
   await services.autoTopups.idle();
+  await services.alerts.stop();
   await services.billing.stop();
   await services.rateLimiter?.close();
   await services.engines.close();

@@ -7,10 +7,12 @@ import { Migration0001AccountsAndKeys } from './0001-accounts-and-keys.js';
 import { Migration0002Billing } from './0002-billing.js';
 import { Migration0003Payments } from './0003-payments.js';
 import { Migration0004RateLimitOverrides } from './0004-rate-limit-overrides.js';
+import { Migration0005AlertDelivery } from './0005-alert-delivery.js';
 
 export const MIGRATIONS: { name: string; class: Constructor<Migration> }[] = [
   { name: '0001-accounts-and-keys', class: Migration0001AccountsAndKeys },
   { name: '0002-billing', class: Migration0002Billing },
   { name: '0003-payments', class: Migration0003Payments },
   { name: '0004-rate-limit-overrides', class: Migration0004RateLimitOverrides },
+  { name: '0005-alert-delivery', class: Migration0005AlertDelivery },
 ];
