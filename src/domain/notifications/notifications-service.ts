@@ -125,6 +125,13 @@ export class NotificationsService {
     return iterator;
   }
 
+  /** Subscribers listening now (tests, metrics). */
+  get listening(): number {
+    let n = 0;
+    for (const set of this.listeners.values()) n += set.size;
+    return n;
+  }
+
   /** Ready to see notifications written from now on (the first subscriber's poll has its starting point). */
   async ready(): Promise<void> {
     await this.started;
