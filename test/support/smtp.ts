@@ -20,6 +20,8 @@ export interface TestSmtp {
   messages: CapturedMail[];
   /** While set, every message is refused with this reply code (e.g. 451, 550). */
   refuseWith: number | null;
+  /** Each message is answered this much later (a slow server, to stop a sender mid-batch). */
+  delayMs: number;
   stop(): Promise<void>;
   start(): Promise<void>;
   close(): Promise<void>;
@@ -43,6 +45,7 @@ export async function startTestSmtp(): Promise<TestSmtp> {
     port: 0,
     messages: [],
     refuseWith: null,
+    delayMs: 0,
     async start() {
       server = new SMTPServer({
         secure: false,
@@ -53,7 +56,8 @@ export async function startTestSmtp(): Promise<TestSmtp> {
           let raw = '';
           stream.setEncoding('utf8');
           stream.on('data', (d: string) => (raw += d));
-          stream.on('end', () => {
+          stream.on('end', async () => {
+            if (smtp.delayMs > 0) await new Promise((r) => setTimeout(r, smtp.delayMs));
             if (smtp.refuseWith !== null) {
               const err = new Error(`refused by the test server (${smtp.refuseWith})`) as Error & { responseCode: number };
               err.responseCode = smtp.refuseWith;
