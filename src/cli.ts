@@ -12,6 +12,7 @@ import { BillingService } from './domain/billing/billing-service.js';
 import { registerLedgerCommands, registerWalletCommands } from './cli-billing.js';
 import { registerModelCommands } from './cli-models.js';
 import { registerRateLimitCommands } from './cli-ratelimits.js';
+import { registerMailCommands } from './cli-mail.js';
 import { ConfigError, loadConfig, TIER_DEFAULTS, type AppConfig } from './config.js';
 import { createLogger } from './logger.js';
 import { DomainError } from './domain/errors.js';
@@ -196,6 +197,7 @@ export const COMMAND_GROUPS: CommandGroup[] = [
   registerWalletCommands,
   registerLedgerCommands,
   registerModelCommands,
+  registerMailCommands,
 ];
 
 export function buildProgram(ctx: CliContext, io: Pick<CliIO, 'stdout' | 'stderr'>): Command {

@@ -10,6 +10,7 @@ import { Engines } from './domain/inference/engines.js';
 import { InferenceService, type Metering } from './domain/inference/inference-service.js';
 import type { AutoTopupService } from './domain/payments/auto-topup-service.js';
 import { createPayments } from './domain/payments/create-payments.js';
+import { createAlerts, type Alerts } from './domain/notifications/create-alerts.js';
 import type { PaymentsService } from './domain/payments/payments-service.js';
 import { createRateLimiter } from './domain/ratelimit/create-rate-limiter.js';
 import { OutboxNotificationSink } from './domain/ratelimit/outbox-sink.js';
@@ -35,6 +36,8 @@ export interface Services {
   payments: PaymentsService;
   autoTopups: AutoTopupService;
   metrics: Metrics;
+  /** E-mail delivery of the notifications outbox, unusual-usage detection, alert settings and the feed. */
+  alerts: Alerts;
 }
 
 export async function createServices(config: AppConfig, logger: Logger): Promise<Services> {
@@ -63,7 +66,7 @@ export async function createServices(config: AppConfig, logger: Logger): Promise
   };
   const metrics = new Metrics({
     holdsOpen: () => count('select count(*) as n from holds'),
-    outboxPending: () => count('select count(*) as n from notifications where sent_at is null'),
+    outboxPending: () => count("select count(*) as n from notifications where delivery = 'pending'"),
     queueDepths: () => Object.fromEntries(config.models.flatMap((m) => (engines.local(m.id) ? [[m.id, engines.local(m.id)!.queueDepth]] : []))),
     rateLimiter,
   });
@@ -72,6 +75,9 @@ export async function createServices(config: AppConfig, logger: Logger): Promise
   const forwarding = new Set(config.models.filter((m) => m.engine.type === 'openai').map((m) => m.id));
   // Top-ups credit through billing's ledger; debits start automatic top-up checks.
   const { payments, autoTopups } = createPayments({ billing, settings: config.payments, stripe: config.stripe, publicUrl: () => config.publicUrl, logger });
+  // Alerts: sends the outbox by e-mail (leases owned by billing's instance) and watches for unusual usage.
+  const alerts = createAlerts({ billing, settings: config.alerts, mail: config.mail, publicUrl: () => config.publicUrl, logger });
+  alerts.start();
   return {
     config,
     logger,
@@ -86,6 +92,7 @@ export async function createServices(config: AppConfig, logger: Logger): Promise
     payments,
     autoTopups,
     metrics,
+    alerts,
   };
 }
 
@@ -93,6 +100,7 @@ export async function closeServices(services: Services): Promise<void> {
   // Automatic top-up checks running in the background finish before billing and the database close.
   services.keyWatch.close();
   await services.autoTopups.idle();
+  await services.alerts.stop();
   await services.billing.stop();
   await services.rateLimiter?.close();
   await services.engines.close();

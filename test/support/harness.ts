@@ -110,6 +110,8 @@ export async function startTestServer(
     ADMIN_TOKEN,
     PORT: '0',
     HOST: '127.0.0.1',
+    // Mail without SMTP_URL goes to .eml files here, never into the working directory.
+    MAIL_DIR: path.join(dir, 'mail'),
     ...opts.env,
   });
   const services = await createServices(config, opts.logger ?? createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'));
