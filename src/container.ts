@@ -19,6 +19,7 @@ import type { RateLimiter } from './domain/ratelimit/rate-limiter.js';
 import type { Logger } from './logger.js';
 import { getKnex } from './db/orm.js';
 import { Metrics, MetricsMetering, TimedEngines } from './metrics.js';
+import { bridgeWalletEvents, type WalletBus } from './events/redis-wallet-events.js';
 
 export interface Services {
   config: AppConfig;
@@ -36,6 +37,8 @@ export interface Services {
   payments: PaymentsService;
   autoTopups: AutoTopupService;
   metrics: Metrics;
+  /** With REDIS_URL: wallet events shared with the other instances (null without). */
+  walletBus: WalletBus | null;
   /** E-mail delivery of the notifications outbox, unusual-usage detection, alert settings and the feed. */
   alerts: Alerts;
 }
@@ -93,12 +96,14 @@ export async function createServices(config: AppConfig, logger: Logger): Promise
     autoTopups,
     metrics,
     alerts,
+    walletBus: config.redisUrl ? bridgeWalletEvents(billing.events, config.redisUrl, { prefix: config.rateLimits.key_prefix, logger: logger.child({ component: 'events' }) }) : null,
   };
 }
 
 export async function closeServices(services: Services): Promise<void> {
   // Automatic top-up checks running in the background finish before billing and the database close.
   services.keyWatch.close();
+  await services.walletBus?.close();
   await services.autoTopups.idle();
   await services.alerts.stop();
   await services.billing.stop();
