@@ -5,7 +5,11 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import { loadConfig } from '../src/config.js';
+import { spawnTollgate, waitReady } from './support/ready.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
@@ -63,4 +67,29 @@ describe('Dockerfile', () => {
     const cmd = JSON.parse(/^CMD (\[.*\])$/m.exec(dockerfile)![1]!) as string[];
     expect(cmd.join(' ')).toBe(start);
   });
+});
+
+describe('logs for people', () => {
+  it('prints readable lines, not JSON, with LOG_FORMAT=pretty', async () => {
+    const port = await new Promise<number>((resolve) => {
+      const srv = createServer().listen(0, '127.0.0.1', () => {
+        const { port: p } = srv.address() as { port: number };
+        srv.close(() => resolve(p));
+      });
+    });
+    const dir = mkdtempSync(path.join(tmpdir(), 'tollgate-pretty-'));
+    const tollgate = spawnTollgate(['src/main.ts'], { PORT: String(port), LOG_FORMAT: 'pretty', DATABASE_URL: `sqlite:${path.join(dir, 'db.sqlite')}`, CONFIG: 'config/default.yaml' });
+    try {
+      await waitReady(`http://127.0.0.1:${port}`);
+      await (await fetch(`http://127.0.0.1:${port}/healthz`)).text();
+      for (let i = 0; i < 100 && !tollgate.output().includes('/healthz'); i++) await new Promise((r) => setTimeout(r, 50));
+      const lines = tollgate.output().split('\n').filter((l) => l.includes('tollgate is serving') || l.includes('/healthz'));
+      expect(lines.length).toBeGreaterThanOrEqual(2);
+      for (const line of lines) expect(line.trimStart().startsWith('{')).toBe(false);
+    } finally {
+      tollgate.proc.kill('SIGTERM');
+      await tollgate.exited;
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
