@@ -4,6 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { ADMIN_TOKEN } from './harness.js';
+import { tollgateOrigins } from './openapi-contract.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -16,6 +17,8 @@ export interface TollgateProcess {
 
 /** Runs `node --import tsx …args` from the project's root (e.g. `src/main.ts`), logging at info. */
 export function spawnTollgate(args: string[], env: Record<string, string>): TollgateProcess {
+  // Its /v1 answers are checked against the OpenAPI document too.
+  if (env.PORT) tollgateOrigins.add(`http://127.0.0.1:${env.PORT}`);
   let out = '';
   const proc = spawn(process.execPath, ['--import', 'tsx', ...args], {
     cwd: ROOT,
