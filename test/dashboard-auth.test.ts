@@ -6,6 +6,7 @@ import path from 'node:path';
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../src/cli.js';
 import { ADMIN_TOKEN, catalogYaml, startTestServer, type TestServer } from './support/harness.js';
 
 const PASSWORD = 'correct horse battery';
@@ -133,6 +134,21 @@ describe('dashboard sign-in (open sign-up)', () => {
     expect(twice.body.errors?.[0].extensions.code).toBe('invalid_token');
     const signIn = await gql(s, 'mutation($e: String!, $p: String!) { signIn(email: $e, password: $p) { id } }', { e: 'forgot@example.com', p: 'a brand new password' });
     expect(signIn.body.errors).toBeUndefined();
+  });
+
+  it('prints a set-password link for an account an operator creates with the CLI; set-admin makes its sign-ins operator sessions', async () => {
+    let out = '';
+    const io = { stdout: (t: string) => void (out += t), stderr: () => {}, env: { DATABASE_URL: `sqlite:${path.join(s.dir, 'tollgate.db')}`, PUBLIC_URL: s.url, CONFIG: path.join(s.dir, 'config.yaml') } };
+    expect(await runCli(['node', 'tollgate', 'accounts', 'create', '--email', 'made@example.com', '--tier', 'developer'], io)).toBe(0);
+    const token = /reset-password\?token=(tgp_[\w-]+)/.exec(out)![1]!;
+    const set = await gql(s, 'mutation($t: String!, $p: String!) { resetPassword(token: $t, password: $p) { operator account { id email tier } } }', { t: token, p: PASSWORD });
+    expect(set.body.data.resetPassword).toMatchObject({ operator: false, account: { email: 'made@example.com', tier: 'developer' } });
+    const id = set.body.data.resetPassword.account.id;
+    expect(await runCli(['node', 'tollgate', 'accounts', 'set-admin', '--account', id], io)).toBe(0);
+    const again = await gql(s, 'mutation($e: String!, $p: String!) { signIn(email: $e, password: $p) { operator } }', { e: 'made@example.com', p: PASSWORD });
+    expect(again.body.data.signIn.operator).toBe(true);
+    const list = await gql(s, '{ accounts(search: "made@") { email } }', {}, { cookie: cookieOf(again.setCookie) });
+    expect(list.body.data.accounts).toEqual([{ email: 'made@example.com' }]);
   });
 
   it('exchanges ADMIN_TOKEN for an operator session that lists accounts and changes a tier', async () => {
