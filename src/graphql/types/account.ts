@@ -4,7 +4,7 @@ import { builder } from '../builder.js';
 
 export const TierEnum = builder.enumType('Tier', { values: TIERS });
 
-const ApiKeyRef = builder.objectRef<ApiKeyView>('ApiKey').implement({
+export const ApiKeyRef = builder.objectRef<ApiKeyView>('ApiKey').implement({
   description: 'An API key, shown as its prefix and last four characters; the secret is shown once, at creation.',
   fields: (t) => ({
     id: t.exposeID('id'),
@@ -46,7 +46,7 @@ const CreateAccountPayload = builder
     }),
   });
 
-const CreateApiKeyPayload = builder.objectRef<{ id: string; apiKey: string }>('CreateApiKeyPayload').implement({
+export const CreateApiKeyPayload = builder.objectRef<{ id: string; apiKey: string }>('CreateApiKeyPayload').implement({
   fields: (t) => ({
     id: t.exposeID('id'),
     apiKey: t.exposeString('apiKey', { description: 'The secret key; shown this once.' }),
