@@ -2,7 +2,7 @@
 // in pieces gives the same figure as counting whole on ordinary text, and it stops past the limit.
 import { decode } from 'gpt-tokenizer/encoding/o200k_base';
 import { describe, expect, it } from 'vitest';
-import { countWithin, MAX_CHARS_PER_TOKEN, PIECE_CHARS, provablyOver } from '../src/domain/inference/bounded-count.js';
+import { countWithin, countWords, MAX_CHARS_PER_TOKEN, PIECE_CHARS, provablyOver } from '../src/domain/inference/bounded-count.js';
 import { countTextTokens } from '../src/domain/inference/tokenizer.js';
 
 const prose = (words: number) =>
@@ -38,14 +38,15 @@ describe('bounded token counting', () => {
   });
 
   it('stops counting soon after the limit is passed', async () => {
-    const text = prose(50_000);
+    // Few words (so the word bound does not decide), many tokens.
+    const text = Array.from({ length: 500 }, (_, i) => `${'xq'.repeat(40)}${i}`).join(' ');
     let chars = 0;
     const total = await countWithin([text], 1000, (p) => {
       chars += p.length;
       return countTextTokens(p);
     });
     expect(total).toBeGreaterThan(1000);
-    expect(chars).toBeLessThan(1000 * MAX_CHARS_PER_TOKEN / 10);
+    expect(chars).toBeGreaterThan(0);
     expect(chars).toBeLessThan(text.length / 20);
   });
 
@@ -58,6 +59,18 @@ describe('bounded token counting', () => {
     });
     expect(pieces.join('')).toBe(text);
     for (const p of pieces) expect(p).toMatch(/^(😀)+$/u);
+  });
+
+  it('refuses more words than the limit without counting, and counts when the words fit', async () => {
+    expect(countWords(['a b  c\n\td', ' e '], 100)).toBe(5);
+    expect(countWords(['w '.repeat(10_000)], 10)).toBe(11); // stops as soon as the limit is passed
+    let calls = 0;
+    expect(await countWithin([prose(2000)], 1000, () => ++calls)).toBeGreaterThan(1000);
+    expect(calls).toBe(0);
+    const fits = prose(300);
+    expect(await countWithin([fits], 1000, countTextTokens)).toBe(countTextTokens(fits));
+    // The bound is sound for o200k: each word costs at least one token.
+    expect(countTextTokens(prose(5000))).toBeGreaterThanOrEqual(countWords([prose(5000)], Infinity));
   });
 
   it('refuses by length alone only what cannot fit', async () => {

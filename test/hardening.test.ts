@@ -22,6 +22,13 @@ const randomWords = (chars: number) => {
   return words.join(' ');
 };
 
+/** Words of 100 random letters: few words, many tokens (about one per two letters). */
+const longWords = (chars: number) => {
+  const words: string[] = [];
+  for (let n = 0; n < chars; n += 101) words.push(Array.from({ length: 100 }, () => String.fromCharCode(97 + Math.floor(Math.random() * 26))).join(''));
+  return words.join(' ');
+};
+
 /** Counts what the engine of `model` is asked to tokenize. */
 function spyOnTokenizer(s: TestServer, model: string) {
   const engine = s.services.engines.get(model) as Engine;
@@ -105,8 +112,10 @@ describe('work bounded by the model, not by the input', () => {
     const { apiKey } = await s.account('developer');
     const spy = spyOnTokenizer(s, 'chat-test');
     try {
-      const text = randomWords(300_000); // under the cheap length bound: counted, until the window is passed
+      // Under the length bound, and fewer words than the window: counted, until the window is passed.
+      const text = longWords(300_000);
       expect(text.length).toBeLessThan(CONTEXT_WINDOW * MAX_CHARS_PER_TOKEN);
+      expect(text.split(' ').length).toBeLessThan(CONTEXT_WINDOW);
       const first = await chat(apiKey, 'hello');
       const before = Number(first.headers.get('x-ratelimit-remaining-rpm'));
       spy.reset();
@@ -124,11 +133,24 @@ describe('work bounded by the model, not by the input', () => {
     }
   });
 
+  it('refuses more words than the window holds without tokenizing any of their text', async () => {
+    const { apiKey } = await s.account('developer');
+    const spy = spyOnTokenizer(s, 'chat-test');
+    try {
+      const res = await chat(apiKey, randomWords(300_000));
+      expect(res.status).toBe(400);
+      expect((await res.json()).error.code).toBe('input_too_long');
+      expect(spy.counted.chars).toBe(0);
+    } finally {
+      spy.restore();
+    }
+  });
+
   it('bounds the same work through the GraphQL mutation', async () => {
     const { apiKey } = await s.account('developer');
     const spy = spyOnTokenizer(s, 'chat-test');
     try {
-      const text = randomWords(300_000);
+      const text = longWords(300_000);
       const res = await s.graphql('mutation($i: ChatCompletionInput!) { createChatCompletion(input: $i) { id } }', { i: { model: 'chat-test', messages: [{ role: 'user', content: text }] } }, apiKey);
       expect(res.status).toBe(400);
       expect(res.body.errors[0].extensions).toMatchObject({ code: 'input_too_long', status: 400 });

@@ -1,6 +1,7 @@
 // Token counting bounded by the model, not by the input. A request's text is refused without any
 // tokenizing when its length alone proves it cannot fit (no token covers more than
-// MAX_CHARS_PER_TOKEN characters); otherwise it is counted in pieces of about PIECE_CHARS
+// MAX_CHARS_PER_TOKEN characters), or its words do (no token spans two words); otherwise it is
+// counted in pieces of about PIECE_CHARS
 // characters, counting stops as soon as the limit is passed, and the event loop gets a turn every
 // few milliseconds, so one request never holds the process for longer than that (BPE time grows
 // with the square of an unbroken run's length: a 900 KB word took minutes in one call).
@@ -21,6 +22,27 @@ const SLICE_MS = 2;
 
 /** Counts one piece of text (an engine's tokenizer). */
 export type CountPiece = (text: string) => number | Promise<number>;
+
+/**
+ * The words of `texts` (runs of characters between ASCII whitespace), counted until there are more
+ * than `stopAbove`. Every tokenizer served here splits words at whitespace (o200k's pre-tokenizer,
+ * llama.cpp's BPE and SentencePiece vocabularies, BERT's WordPiece), so no token spans two words:
+ * more words than the limit is more tokens than the limit, found by a scan that costs next to
+ * nothing beside tokenizing.
+ */
+export function countWords(texts: readonly string[], stopAbove: number): number {
+  let words = 0;
+  for (const text of texts) {
+    let inWord = false;
+    for (let i = 0; i < text.length; i++) {
+      const c = text.charCodeAt(i);
+      const space = c === 32 || c === 10 || c === 9 || c === 13;
+      if (!space && !inWord && ++words > stopAbove) return words;
+      inWord = !space;
+    }
+  }
+  return words;
+}
 
 /** True when `chars` characters cannot fit in `limit` tokens, whatever the tokenizer. */
 export function provablyOver(chars: number, limit: number): boolean {
@@ -53,7 +75,8 @@ export async function countWithin(texts: readonly string[], limit: number, count
   let total = overhead;
   let chars = 0;
   for (const t of texts) chars += t.length;
-  if (provablyOver(chars, Math.max(0, limit - overhead))) return Math.max(limit + 1, total);
+  const room = Math.max(0, limit - overhead);
+  if (provablyOver(chars, room) || countWords(texts, room) > room) return Math.max(limit + 1, total);
   let sliceStart = performance.now();
   for (const text of texts) {
     for (let start = 0; start < text.length; ) {
