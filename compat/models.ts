@@ -31,14 +31,14 @@ function sendCacheable(req: Request, res: Response, payload: unknown) {
   res.setHeader('Cache-Control', 'public, max-age=300');
   res.setHeader('ETag', etag);
   const ifNoneMatch = req.headers['if-none-match'];
-  if (ifNoneMatch && ifNoneMatch.split(',').some((t) => t.trim().replace(/^W\//, '') === etag || t.trim() === '*')) {
+  if (ifNoneMatch?.split(',').some((t) => t.trim().replace(/^W\//, '') === etag || t.trim() === '*')) {
     res.status(304).end();
     return;
   }
   res.type('application/json').send(body);
 }
 
-export function listModels(services: Services) {
+export function listModels() {
   return async (req: Request, res: Response, ctx: GraphQLContext) => {
     const data = await run(documents.listModels, {}, ctx);
     sendCacheable(req, res, { object: 'list', data: data.models.map(modelWire) });

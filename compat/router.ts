@@ -51,7 +51,7 @@ export function createCompatRouter(services: Services, opts: { onUnexpected: (re
       }),
     );
 
-  router.get('/models', route(listModels(services), false));
+  router.get('/models', route(listModels(), false));
   router.get('/models/*id', route(getModel(services), false));
   router.post('/chat/completions', route(chatCompletions(services, opts.onUnexpected), true, true));
   router.post('/embeddings', route(embeddings(services), true, true));

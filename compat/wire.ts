@@ -20,7 +20,7 @@ export const usageWire = (u: { promptTokens: number; completionTokens?: number; 
 
 /** Deprecation and Sunset headers for a deprecated model with a sunset date (at least 3 months' notice). */
 export function deprecationHeaders(model: ModelConfig | undefined): Record<string, string> {
-  if (!model || model.status !== 'deprecated') return {};
+  if (model?.status !== 'deprecated') return {};
   const sunset = sunsetOf(model);
   return sunset ? { Deprecation: 'true', Sunset: sunset } : { Deprecation: 'true' };
 }

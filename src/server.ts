@@ -13,7 +13,7 @@ import { createYoga, type GraphiQLOptions, type Plugin, useErrorHandler } from '
 import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
-import { GraphQLError, type ExecutionArgs } from 'graphql';
+import type { GraphQLError, ExecutionArgs } from 'graphql';
 import { createCompatRouter } from '../compat/router.js';
 import { rateLimitHeadersOn, sendRateLimitHeaders } from '../compat/context.js';
 import { sendError } from '../compat/errors.js';
@@ -30,7 +30,7 @@ declare module 'express-serve-static-core' {
   }
 }
 
-const REQUEST_ID = /^[\w.:\-]{1,128}$/;
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
 export interface RunningServer {
   server: Server;
@@ -144,6 +144,7 @@ export function createApp(services: Services) {
   ];
   if (!config.graphql.introspection) plugins.push(useDisableIntrospection());
 
+  // biome-ignore lint/complexity/noBannedTypes: yoga's server context is empty here; `{}` is what its Express typing accepts.
   const yoga = createYoga<{}, GraphQLContext>({
     schema,
     graphqlEndpoint: '/graphql',

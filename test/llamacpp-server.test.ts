@@ -276,7 +276,7 @@ describe('embeddings, rerank and moderation through /v1 and GraphQL', () => {
     const bytes = Buffer.from(b64.data[0].embedding, 'base64');
     const decoded = Array.from(new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4));
     expect(decoded).toHaveLength(64);
-    decoded.forEach((x, i) => expect(x).toBeCloseTo(float.data[0].embedding[i], 6));
+    for (const [i, x] of decoded.entries()) expect(x).toBeCloseTo(float.data[0].embedding[i], 6);
   });
 
   it('refuses an input over the model limit with input_too_long before any work', async () => {
@@ -320,6 +320,6 @@ describe('embeddings, rerank and moderation through /v1 and GraphQL', () => {
   it('embeds through GraphQL with the same vectors as /v1', async () => {
     const g = await s.graphql(print(CreateEmbeddingsDocument), { input: { model: 'tiny-embed', input: ['green tea'] } }, key);
     const v1 = await client.embeddings.create({ model: 'tiny-embed', input: 'green tea', encoding_format: 'float' });
-    g.body.data.createEmbeddings.data[0].embedding.forEach((x: number, i: number) => expect(x).toBeCloseTo(v1.data[0]!.embedding[i]!, 6));
+    for (const [i, x] of (g.body.data.createEmbeddings.data[0].embedding as number[]).entries()) expect(x).toBeCloseTo(v1.data[0]!.embedding[i]!, 6);
   });
 });

@@ -13,5 +13,5 @@ export { AutoTopup, AutoTopupSchema } from './AutoTopup.js';
 export { PaymentCustomer, PaymentCustomerSchema } from './PaymentCustomer.js';
 export { TopUp, TopUpSchema } from './TopUp.js';
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: schemas of different entity types in one list, as MikroORM's own typing does.
 export const ENTITIES: EntitySchema<any, any>[] = [AccountSchema, ApiKeySchema, TopUpSchema, PaymentCustomerSchema, AutoTopupSchema];

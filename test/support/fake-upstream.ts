@@ -116,7 +116,7 @@ function readMarkers(messages: unknown): Markers {
     }
   }
   // Most requests carry no marker: skip the regexes then.
-  if (!text || !text.includes('#')) return out;
+  if (!text?.includes('#')) return out;
   const tokens = /#tokens=(\d+)/.exec(text);
   if (tokens) out.tokens = Number(tokens[1]);
   const delay = /#delay=(\d+)/.exec(text);

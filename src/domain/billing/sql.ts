@@ -254,7 +254,11 @@ class SqliteDatabase implements BillingDatabase {
       for (const job of batch) job.reject(e);
       return;
     }
-    batch.forEach((job, i) => (outcomes[i]!.ok ? job.resolve(outcomes[i]!.value) : job.reject(outcomes[i]!.value)));
+    for (const [i, job] of batch.entries()) {
+      const outcome = outcomes[i]!;
+      if (outcome.ok) job.resolve(outcome.value);
+      else job.reject(outcome.value);
+    }
   }
 }
 

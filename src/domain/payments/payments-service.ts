@@ -295,7 +295,7 @@ export class PaymentsService {
 
   private async sandboxTopUp(id: string): Promise<TopUpRecord> {
     const t = await findTopUp(this.o.db, id);
-    if (!t || t.processor !== 'sandbox' || t.source !== 'checkout') throw topUpNotFound(id);
+    if (t?.processor !== 'sandbox' || t.source !== 'checkout') throw topUpNotFound(id);
     return t;
   }
 

@@ -124,7 +124,7 @@ export class TopUpSettlement {
         await finishAutoTopUp(trx, t.accountId, t.id, 'failed', now);
         const settings = await findAutoTopup(trx, t.accountId);
         const failures = settings?.consecutiveFailures ?? 1;
-        const turnOff = settings !== null && settings.enabled && failures >= this.o.maxConsecutiveFailures;
+        const turnOff = settings?.enabled && failures >= this.o.maxConsecutiveFailures;
         const payload = {
           top_up_id: t.id,
           amount: formatMoney(t.amount),

@@ -4,7 +4,7 @@
 // unlimited, warn in the log, count it) or, with `failClosed`, refuse with 503.
 import { DomainError } from '../errors.js';
 import type { NotificationSink } from './notification-sink.js';
-import { type AdmissionRef, type Dimension, HITS_WINDOW_SECONDS, type LimiterState, type RateLimits, type RateLimitStore } from './types.js';
+import { type AdmissionRef, type AdmitResult, type Dimension, HITS_WINDOW_SECONDS, type LimiterState, type RateLimits, type RateLimitStore } from './types.js';
 
 /** The subset of a pino logger the limiter uses. */
 export interface WarnLogger {
@@ -80,7 +80,7 @@ export class RateLimiter {
    * sees the state the client is told about: after the admission, or the one that refused it.
    */
   async admit(accountId: string, limits: RateLimits, tokens: number, onState?: (state: LimiterState) => void): Promise<Admission> {
-    let result;
+    let result: AdmitResult;
     try {
       result = await this.store.admit(accountId, limits, tokens, this.alertThreshold);
     } catch (err) {

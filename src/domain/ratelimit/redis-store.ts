@@ -405,7 +405,7 @@ export class RedisRateLimitStore implements RateLimitStore {
         for (const a of batch) a.reject(err);
         continue;
       }
-      batch.forEach((a, i) => a.resolve(admitResult(key, a.limits, reply.slice(i * REPLY_SIZE, (i + 1) * REPLY_SIZE))));
+      for (const [i, a] of batch.entries()) a.resolve(admitResult(key, a.limits, reply.slice(i * REPLY_SIZE, (i + 1) * REPLY_SIZE)));
     }
     queue.sending = false;
     this.admitQueues.delete(key);

@@ -1,7 +1,6 @@
 // Chat completions: Mutation.createChatCompletion and Subscription.chatCompletionStream.
 import type { ChatChunk, ChatCompletion, ChatInput } from '../../domain/inference/inference-service.js';
 import type { Usage } from '../../domain/inference/engine.js';
-import { DomainError } from '../../domain/errors.js';
 import { builder } from '../builder.js';
 import type { GraphQLContext } from '../context.js';
 import { type StreamItem, untilKeyInvalid, unwrapStreamItem } from '../key-guard.js';
