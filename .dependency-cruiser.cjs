@@ -57,7 +57,8 @@ module.exports = {
       name: 'not-to-unresolvable',
       severity: 'error',
       from: {},
-      to: { couldNotResolve: true, dependencyTypesNot: ['type-only'] },
+      // A types-only package (no main) that the resolver cannot place.
+      to: { couldNotResolve: true, pathNot: '^@graphql-typed-document-node/core$' },
     },
   ],
   options: {

@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { BonusTable, DEFAULT_BONUS_TABLE } from './domain/payments/amounts.js';
 import { parseDecimal } from './domain/billing/money.js';
-import { stripeHostOptions } from './domain/payments/stripe-processor.js';
+import { stripeHostOptions, type PaymentsSettings, type StripeEnv } from './domain/payments/settings.js';
 
 const url = z.string().url().refine((u) => /^https?:\/\//.test(u), 'an http(s) URL');
 
@@ -73,14 +73,10 @@ export const paymentsSchema = z
     auto_topup: { max_monthly: null, max_consecutive_failures: 3, retry_after_seconds: 300 },
   });
 
-export type PaymentsSettings = z.infer<typeof paymentsSchema>;
-
-/** STRIPE_SECRET_KEY, STRIPE_WEBHOOK_SECRET and STRIPE_API_BASE, when the processor is stripe. */
-export interface StripeEnv {
-  secretKey: string;
-  webhookSecret: string;
-  apiBase: string | null;
-}
+// The domain's type (src/domain/payments/settings.ts) is what the section is read onto.
+export type { PaymentsSettings, StripeEnv };
+const paymentsAgree: (parsed: z.infer<typeof paymentsSchema>) => PaymentsSettings = (parsed) => parsed;
+void paymentsAgree;
 
 /**
  * The environment payments need, checked against the section: Stripe's secrets when the

@@ -7,6 +7,11 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { parseDecimal } from './domain/billing/money.js';
 import { paymentsSchema, readPaymentsEnv, type PaymentsSettings, type StripeEnv } from './config-payments.js';
+import { TIER_DEFAULTS, TIERS, type Tier, type TierConfig } from './domain/accounts/tiers.js';
+import type { BillingSettings } from './domain/billing/settings.js';
+import { MODEL_CATEGORIES, type ChatModelConfig, type EngineConfig, type ModelCategory, type ModelConfig, type OpenAIEngineConfig } from './domain/catalog/model.js';
+import { ConfigError } from './domain/errors.js';
+import type { RateLimitSettings } from './domain/ratelimit/types.js';
 
 const positiveInt = z.number().int().positive();
 /** engine.max_duration_ms when the config gives none: 5 minutes, well inside the default hold expiry of 15. */
@@ -140,31 +145,10 @@ const tierOverride = z.strictObject({
   tpm: positiveInt.optional(),
 });
 
-export interface TierPolicy {
-  monthly_tokens: number | null;
-  overage: boolean;
-  monthly_fee: number;
-}
-
-/** A tier's rate limits, per account (README, "Rate limits"). */
-export interface TierRateLimits {
-  rpm: number;
-  tpm: number;
-}
-
-/** Everything the config says about one tier: billing's policy and the rate limits. */
-export type TierConfig = TierPolicy & TierRateLimits;
-
-export const TIER_NAMES = ['free', 'developer', 'startup', 'enterprise'] as const;
-export type TierName = (typeof TIER_NAMES)[number];
-
-/** The tiers of the contract (issue 3); operators may override any key of any tier. */
-export const TIER_DEFAULTS: Record<TierName, TierConfig> = {
-  free: { monthly_tokens: 100_000, overage: false, monthly_fee: 0, rpm: 20, tpm: 40_000 },
-  developer: { monthly_tokens: 5_000_000, overage: true, monthly_fee: 0, rpm: 500, tpm: 1_000_000 },
-  startup: { monthly_tokens: 25_000_000, overage: true, monthly_fee: 0, rpm: 2_000, tpm: 5_000_000 },
-  enterprise: { monthly_tokens: null, overage: false, monthly_fee: 0, rpm: 10_000, tpm: 20_000_000 },
-};
+export { TIER_DEFAULTS, type TierConfig, type TierPolicy, type TierRateLimits } from './domain/accounts/tiers.js';
+/** The tier names, defined by the domain (src/domain/accounts/tiers.ts). */
+export const TIER_NAMES = TIERS;
+export type TierName = Tier;
 
 const billingSchema = z.strictObject({
   /** A hold older than this is released (charging nothing) by the sweeper and at start-up. */
@@ -174,7 +158,8 @@ const billingSchema = z.strictObject({
   /** A server whose heartbeat is older than this is taken as dead, and its holds are released. */
   instance_timeout_seconds: z.number().positive().default(90),
 });
-export type BillingSettings = z.infer<typeof billingSchema>;
+export type { BillingSettings };
+const billingAgrees: (parsed: z.infer<typeof billingSchema>) => BillingSettings = (parsed) => parsed;
 
 const rateLimitsSchema = z.strictObject({
   /**
@@ -190,12 +175,7 @@ const rateLimitsSchema = z.strictObject({
   key_prefix: z.string().default('tollgate:'),
 });
 
-export interface RateLimitSettings {
-  backend: 'memory' | 'redis' | 'none';
-  fail_closed: boolean;
-  alert_threshold: number;
-  key_prefix: string;
-}
+export type { RateLimitSettings };
 
 const fileSchema = z.strictObject({
   server: z
@@ -237,12 +217,12 @@ const fileSchema = z.strictObject({
   models: z.array(z.unknown()).default([]),
 });
 
-export type ModelConfig = z.infer<typeof modelSchema>;
-export type ChatModelConfig = z.infer<typeof chatModel>;
-export type OpenAIEngineConfig = z.infer<typeof openaiEngine>;
-export type EngineConfig = z.infer<typeof engine>;
-export type ModelCategory = ModelConfig['category'];
-export const MODEL_CATEGORIES = ['chat', 'embedding', 'moderation', 'reranking'] as const;
+// The domain's types (src/domain/catalog/model.ts) are what the YAML is read onto; these
+// functions only compile while the schemas produce values of those types.
+export { MODEL_CATEGORIES, type ChatModelConfig, type EngineConfig, type ModelCategory, type ModelConfig, type OpenAIEngineConfig };
+const modelAgrees: (parsed: z.infer<typeof modelSchema>) => ModelConfig = (parsed) => parsed;
+void modelAgrees;
+void billingAgrees;
 
 export interface AppConfig {
   configPath: string;
@@ -266,12 +246,7 @@ export interface AppConfig {
   models: ModelConfig[];
 }
 
-export class ConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'ConfigError';
-  }
-}
+export { ConfigError };
 
 /** Every key name a schema accepts, at any depth (for "did you mean" on an unknown key). */
 function keyNames(schema: z.ZodType, into = new Set<string>(), seen = new Set<unknown>()): Set<string> {

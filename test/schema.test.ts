@@ -2,7 +2,7 @@
 // difference from the entities in MikroORM's schema diff, on SQLite and on PostgreSQL. A column,
 // index or table added to one side only fails here.
 import type { MikroORM } from '@mikro-orm/core';
-import { DatabaseSchema, SchemaComparator, type AbstractSqlPlatform, type Column, type ForeignKey } from '@mikro-orm/knex';
+import { DatabaseSchema, SchemaComparator, type AbstractSqlPlatform, type Column, type ForeignKey } from '@mikro-orm/better-sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeDatabase, openDatabase } from '../src/db/orm.js';
 import { ENTITIES } from '../src/entities/index.js';

@@ -1,6 +1,7 @@
-// An account: who pays and whose keys call the API. Its wallet and ledger live in their own entities.
+// An account: who pays and whose keys call the API. Its wallet (Wallet) and ledger
+// (WalletTransaction) are entities of their own.
 import { EntitySchema } from '@mikro-orm/core';
-import type { Tier } from '../domain/accounts/accounts-service.js';
+import type { Tier } from '../domain/accounts/tiers.js';
 
 export class Account {
   id: string;

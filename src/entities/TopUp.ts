@@ -3,9 +3,8 @@
 // plain SQL inside the ledger's transactions (src/domain/payments/top-up-store.ts); the entity
 // gives the ORM (and its tooling) the same table.
 import { BigIntType, EntitySchema } from '@mikro-orm/core';
-import type { TopUpState } from '../domain/payments/checkout-state.js';
+import type { TopUpSource, TopUpState } from '../domain/payments/checkout-state.js';
 import type { ProcessorName } from '../domain/payments/processor.js';
-import type { TopUpSource } from '../domain/payments/top-up-store.js';
 import type { Account } from './Account.js';
 import { accountRef } from './columns.js';
 

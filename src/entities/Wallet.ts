@@ -3,7 +3,7 @@
 // limit and low-balance alert settings. One row per account, so admitting a call is one conditional
 // update of it (src/domain/billing/). Money in nanos (BigInt); token counters as numbers.
 import { BigIntType, EntitySchema } from '@mikro-orm/core';
-import { Account } from './Account.js';
+import type { Account } from './Account.js';
 import { accountRef, bigintColumn, timestamp, tokenColumn } from './columns.js';
 
 export class Wallet {

@@ -80,3 +80,19 @@ export function toPublicGraphQLError(error: unknown, log?: (err: unknown) => voi
     extensions: { code: 'internal_error', type, status, param: null, http: { status } },
   });
 }
+
+/** The OpenAI-style error body that the HTTP routes (/v1, the payment pages and webhooks) send. */
+export interface HttpErrorBody {
+  error: { message: string; type: string; param: string | null; code: string | null };
+}
+
+/** Any error as an HTTP status and the OpenAI-style body (unexpected errors masked and logged). */
+export function httpError(thrown: unknown, log?: (err: unknown) => void): { status: number; body: HttpErrorBody; retryAfter?: number } {
+  const pub = thrown instanceof GraphQLError && typeof thrown.extensions?.status === 'number' ? thrown : toPublicGraphQLError(thrown, log);
+  const ext = pub.extensions as { code?: string; type?: string; status?: number; param?: string | null; retryAfter?: number };
+  return {
+    status: ext.status ?? 500,
+    body: { error: { message: pub.message, type: ext.type ?? 'server_error', param: ext.param ?? null, code: ext.code ?? null } },
+    retryAfter: ext.retryAfter,
+  };
+}

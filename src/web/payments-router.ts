@@ -6,7 +6,7 @@
 //   GET  /checkout/{id}                    the status page (the default success and cancel URL)
 //   POST /webhooks/stripe                  Stripe's events, verified against the raw body
 import express, { type Request, type Response } from 'express';
-import { errorResponse } from '../../compat/errors.js';
+import { httpError as errorResponse } from '../graphql/errors.js';
 import { DomainError } from '../domain/errors.js';
 import type { Logger } from '../logger.js';
 import { formatMoney } from '../domain/payments/amounts.js';

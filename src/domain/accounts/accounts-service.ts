@@ -7,13 +7,14 @@
 // promise (dozens per generated token in llama.cpp, several per request everywhere) costs more.
 import { timingSafeEqual } from 'node:crypto';
 import { UniqueConstraintViolationException, type MikroORM } from '@mikro-orm/core';
-import { getKnex } from '../../db/orm.js';
+import { getKnex } from '../../db/connection.js';
 import { Account, ApiKey } from '../../entities/index.js';
 import { DomainError } from '../errors.js';
 import { digestApiKey, displayKey, generateApiKey, hasValidChecksum, keyDisplayParts, newId } from '../keys/key-format.js';
 
-export const TIERS = ['free', 'developer', 'startup', 'enterprise'] as const;
-export type Tier = (typeof TIERS)[number];
+import { isTier, TIERS, type Tier } from './tiers.js';
+
+export { isTier, TIERS, type Tier };
 
 export interface AccountView {
   id: string;
@@ -90,10 +91,6 @@ const countOrNull = (v: unknown): number | null => (v == null ? null : Number(v)
 const EMAIL_PATTERN = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 const MAX_EMAIL_LENGTH = 320;
 const MAX_KEY_NAME_LENGTH = 255;
-
-export function isTier(value: unknown): value is Tier {
-  return typeof value === 'string' && (TIERS as readonly string[]).includes(value);
-}
 
 export class AccountsService {
   private readonly now: () => Date;

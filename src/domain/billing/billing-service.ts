@@ -9,7 +9,9 @@
 // Wallet changes are published (Subscription.walletUpdated) only after their transaction commits.
 import { hostname } from 'node:os';
 import type { MikroORM } from '@mikro-orm/core';
-import type { BillingSettings, ModelConfig, TierName, TierPolicy } from '../../config.js';
+import type { ModelConfig } from '../catalog/model.js';
+import type { Tier as TierName, TierPolicy } from '../accounts/tiers.js';
+import type { BillingSettings } from './settings.js';
 import type { Logger } from '../../logger.js';
 import { isTier, type Tier } from '../accounts/accounts-service.js';
 import { DomainError } from '../errors.js';

@@ -1,7 +1,7 @@
 // The arithmetic of admission and settlement, free of I/O so each rule is tested on its own:
 // how much of a call's worst case the allocation and the wallet hold, whether it fits, why not,
 // and how the real usage is split between them afterwards.
-import type { ModelConfig } from '../../config.js';
+import type { ModelConfig } from '../catalog/model.js';
 import { affordableCompletionTokens, costNanos, formatDecimal, parseDecimal, WALLET_CURRENCY, type Prices } from './money.js';
 
 export type RefusalCode = 'monthly_allocation_exhausted' | 'insufficient_balance' | 'spending_limit_reached';

@@ -1,7 +1,7 @@
 // The model catalog: the configured models, looked up by id and category, and rendered exactly as
 // section 2.4 of the specification shows them.
 import { createHash } from 'node:crypto';
-import type { ModelCategory, ModelConfig } from '../../config.js';
+import type { ModelCategory, ModelConfig } from './model.js';
 import { DomainError } from '../errors.js';
 
 export type { ModelConfig, ModelCategory };

@@ -2,7 +2,7 @@
 // the specification's rules and the catalog, run it on the model's engine, shape the result.
 // Billing and rate limiting wrap these calls through the `Metering` hooks.
 import { randomBytes } from 'node:crypto';
-import type { ChatModelConfig, ModelConfig } from '../../config.js';
+import type { ChatModelConfig, ModelConfig } from '../catalog/model.js';
 import type { Catalog } from '../catalog/catalog.js';
 import { DomainError } from '../errors.js';
 import type { LimiterState } from '../ratelimit/types.js';

@@ -1,7 +1,7 @@
 // Builds payments on top of billing: the configured processor, the two seams (crediting inside
 // billing's transactions, the notifications outbox), the services, and the hook that starts an
 // automatic top-up check after every committed debit. Called once by the composition root.
-import type { PaymentsSettings, StripeEnv } from '../../config-payments.js';
+import type { PaymentsSettings, StripeEnv } from './settings.js';
 import type { Logger } from '../../logger.js';
 import type { BillingService } from '../billing/billing-service.js';
 import { formatDecimal, parseDecimal } from '../billing/money.js';

@@ -4,6 +4,7 @@
 // Every create call carries an idempotency key derived from our top-up id, so a retried request
 // (ours, or the SDK's own network retries) returns the first result and never charges twice.
 import Stripe from 'stripe';
+import { stripeHostOptions } from './settings.js';
 import {
   ProcessorError,
   WebhookSignatureError,
@@ -18,6 +19,8 @@ import {
 } from './processor.js';
 
 /** Metadata keys on sessions and payment intents: how Stripe's events find their top-up. */
+export { stripeHostOptions };
+
 export const METADATA = { topUpId: 'tollgate_top_up_id', accountId: 'tollgate_account_id' } as const;
 
 export interface StripeSettings {
@@ -33,19 +36,6 @@ export interface StripeSettings {
 }
 
 /** host/port/protocol for the SDK from a base URL such as http://127.0.0.1:12111. */
-export function stripeHostOptions(apiBase: string): { host: string; port: number; protocol: 'http' | 'https' } {
-  let url: URL;
-  try {
-    url = new URL(apiBase);
-  } catch {
-    throw new Error(`STRIPE_API_BASE: not a URL: ${apiBase}`);
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`STRIPE_API_BASE: must be http:// or https://, got ${url.protocol}`);
-  // The SDK appends /v1/… to the host itself; it has no base path.
-  if (url.pathname !== '/' && url.pathname !== '') throw new Error(`STRIPE_API_BASE: give the origin only (scheme, host, port), without a path: ${apiBase}`);
-  const protocol = url.protocol === 'http:' ? 'http' : 'https';
-  return { host: url.hostname.replace(/^\[|\]$/g, ''), port: url.port ? Number(url.port) : protocol === 'http' ? 80 : 443, protocol };
-}
 
 export class StripeProcessor implements PaymentProcessor, WebhookVerifier {
   readonly name = 'stripe' as const;

@@ -6,7 +6,8 @@ import { big, bool, date, exec, int, rows, run, type Db } from '../billing/sql.j
 import { isTopUpState, type TopUpState } from './checkout-state.js';
 import type { ProcessorName } from './processor.js';
 
-export type TopUpSource = 'checkout' | 'auto';
+export type { TopUpSource } from './checkout-state.js';
+import type { TopUpSource } from './checkout-state.js';
 
 export interface TopUpRecord {
   id: string;

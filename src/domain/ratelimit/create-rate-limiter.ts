@@ -1,5 +1,5 @@
 // Builds the rate limiter the config asks for: none, in memory, or on Redis (REDIS_URL).
-import type { RateLimitSettings } from '../../config.js';
+import type { RateLimitSettings } from './types.js';
 import { MemoryRateLimitStore } from './memory-store.js';
 import type { NotificationSink } from './notification-sink.js';
 import { RateLimiter, type WarnLogger } from './rate-limiter.js';

@@ -99,3 +99,11 @@ export function setRateLimitHeaders(res: { setHeader(name: string, value: string
   res.setHeader('X-RateLimit-Reset-RPM', String(state.rpm.reset));
   res.setHeader('X-RateLimit-Reset-TPM', String(state.tpm.reset));
 }
+
+/** The config's `rate_limits:` section, with the backend resolved (src/config.ts). */
+export interface RateLimitSettings {
+  backend: 'memory' | 'redis' | 'none';
+  fail_closed: boolean;
+  alert_threshold: number;
+  key_prefix: string;
+}

@@ -29,8 +29,7 @@ import {
   type LlamaRankingContext,
   type Token,
 } from 'node-llama-cpp';
-import { ConfigError } from '../../../config.js';
-import { DomainError } from '../../errors.js';
+import { ConfigError, DomainError } from '../../errors.js';
 import type {
   ChatMessage,
   Engine,

@@ -15,7 +15,7 @@
 import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import { createParser } from 'eventsource-parser';
-import type { OpenAIEngineConfig } from '../../../config.js';
+import type { OpenAIEngineConfig } from '../../catalog/model.js';
 import { DomainError } from '../../errors.js';
 import { CircuitBreaker, type BreakerSnapshot, type BreakerState } from './circuit-breaker.js';
 import type {
