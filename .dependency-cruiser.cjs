@@ -15,7 +15,7 @@ module.exports = {
         path: [
           '^src/(config|config-payments|container|server|main|cli[^/]*)\\.ts$',
           '^src/db/(orm\\.ts|migrations/)',
-          '^src/(graphql|web|generated)/',
+          '^src/(graphql|web|generated|fixtures)/',
           '^compat/',
           '^node_modules/(express|graphql|graphql-yoga|graphql-ws|@graphql-yoga|@pothos|cors|ws|zod|yaml|better-sqlite3|pg|knex|@mikro-orm/(better-sqlite|postgresql|migrations))/',
         ],

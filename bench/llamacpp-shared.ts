@@ -1,6 +1,6 @@
 // What both sides of the in-process llama.cpp benchmark send: the same prompt, answer length and
 // embedding inputs (./llamacpp.ts runs tollgate, ./llamacpp-direct-main.ts node-llama-cpp itself).
-import type { writeFixtures } from '../src/domain/inference/llamacpp/fixtures.js';
+import type { writeFixtures } from '../src/fixtures/gguf-fixtures.js';
 
 export type Fixtures = ReturnType<typeof writeFixtures>;
 

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fork } from 'node:child_process';
-import { writeFixtures } from '../src/domain/inference/llamacpp/fixtures.js';
+import { writeFixtures } from '../src/fixtures/gguf-fixtures.js';
 import { createAccount, fmt, startTollgate } from './lib.js';
 import { EMBED_INPUTS, type Fixtures, MAX_TOKENS, MESSAGES } from './llamacpp-shared.js';
 

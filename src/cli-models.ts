@@ -11,7 +11,7 @@ import cliProgress from 'cli-progress';
 import { loadConfig, type ModelConfig } from './config.js';
 import { DomainError } from './domain/errors.js';
 import { PullError, pullModel, type PullResult } from './domain/inference/llamacpp/downloader.js';
-import { FIXTURES, writeFixtures } from './domain/inference/llamacpp/fixtures.js';
+import { FIXTURES, writeFixtures } from './fixtures/gguf-fixtures.js';
 import type { LlamaCppModel } from './domain/inference/llamacpp/llamacpp-engine.js';
 import { huggingFaceEndpoint, modelsDir } from './domain/inference/llamacpp/model-files.js';
 

@@ -5,9 +5,9 @@ import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DomainError } from '../src/domain/errors.js';
-import { chatFixtureSpec, embeddingFixtureSpec, rerankerFixtureSpec } from '../src/domain/inference/llamacpp/fixtures.js';
+import { chatFixtureSpec, embeddingFixtureSpec, rerankerFixtureSpec } from '../src/fixtures/gguf-fixtures.js';
 import { inspectGgufFile, ModelFileError } from '../src/domain/inference/llamacpp/gguf-inspect.js';
-import { writeGguf, type GgufSpec } from '../src/domain/inference/llamacpp/gguf-writer.js';
+import { writeGguf, type GgufSpec } from '../src/fixtures/gguf-writer.js';
 import { CatalogMismatchError } from '../src/domain/inference/llamacpp/llamacpp-engine.js';
 import { collectingLogger, llamaEngine, makeFixtureDir, neverAborted } from './support/llamacpp.js';
 

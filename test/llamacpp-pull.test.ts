@@ -7,8 +7,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pullModel, PullError, type PullProgress } from '../src/domain/inference/llamacpp/downloader.js';
-import { chatFixtureSpec } from '../src/domain/inference/llamacpp/fixtures.js';
-import { writeGguf } from '../src/domain/inference/llamacpp/gguf-writer.js';
+import { chatFixtureSpec } from '../src/fixtures/gguf-fixtures.js';
+import { writeGguf } from '../src/fixtures/gguf-writer.js';
 import { parseModelSource, pullCommandFor } from '../src/domain/inference/llamacpp/model-files.js';
 
 const model = writeGguf(chatFixtureSpec());

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { V1_ENDPOINTS } from '../compat/router.js';
 import { FIXTURE_MODEL_IDS, fixturesConfigYaml } from '../src/cli-models.js';
 import { parseDecimal } from '../src/domain/billing/money.js';
-import { writeFixtures } from '../src/domain/inference/llamacpp/fixtures.js';
+import { writeFixtures } from '../src/fixtures/gguf-fixtures.js';
 import { startTestServer, type TestServer } from './support/harness.js';
 import { findExecutable, missing } from './support/requirements.js';
 

@@ -8,7 +8,7 @@
 // its metadata that reader reads zeros past the end and reports success (checked with 3.21.1), and an
 // absurd array length makes it allocate before failing. This one never reads past the end.
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
-import { GGUF_MAGIC, GgufValueType } from './gguf-writer.js';
+import { GGUF_MAGIC, GgufValueType } from './gguf-format.js';
 
 export type GgufScalar = number | bigint | boolean | string;
 export type GgufMetadataValue = GgufScalar | GgufScalar[];
