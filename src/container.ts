@@ -34,12 +34,17 @@ export interface Services {
   autoTopups: AutoTopupService;
 }
 
-export async function createServices(config: AppConfig, logger: Logger): Promise<Services> {
+export interface ServiceOptions {
+  /** The clock billing reads (periods, fees, holds); tests fix it to a known date. */
+  now?: () => Date;
+}
+
+export async function createServices(config: AppConfig, logger: Logger, opts: ServiceOptions = {}): Promise<Services> {
   const catalog = new Catalog(config.models);
   // First: it reads the in-process models' files, and a catalog that contradicts one stops start-up.
   const engines = new Engines(config.models, logger.child({ component: 'engine' }));
   const orm = await openDatabase(config.databaseUrl);
-  const billing = new BillingService({ orm, tiers: config.tiers, settings: config.billing, logger: logger.child({ component: 'billing' }) });
+  const billing = new BillingService({ orm, tiers: config.tiers, settings: config.billing, logger: logger.child({ component: 'billing' }), now: opts.now });
   // Releases what servers that died left held, before this one takes any call.
   await billing.start();
   // Eager in-process models load in the background, one by one; /readyz waits for them.

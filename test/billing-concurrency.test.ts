@@ -92,13 +92,16 @@ describe.each(BACKENDS)('concurrent calls on %s', (backend) => {
     const s = await startTestServer({ databaseUrl: db.url, yaml: (u) => catalogYaml(u, 'tiers:\n  developer: { monthly_tokens: 400 }\n') });
     try {
       // The first account can pay for everything; the second runs dry part-way (402s among the rest).
-      const accounts = await Promise.all([seed(s).account({ tier: 'developer' }).wallet('0.05'), seed(s).account({ tier: 'developer' }).wallet('0.001')]);
+      const accounts = await Promise.all([seed(s).account({ tier: 'developer' }).wallet('0.05'), seed(s).account({ tier: 'developer' }).wallet('0.0001')]);
       const kinds = ['plain', 'stream', 'fail', 'midstream', 'cut', 'embed'] as const;
       const jobs = Array.from({ length: 120 }, async (_, i) => {
         const a = accounts[i % 2]!;
         const kind = kinds[Math.floor(i / 2) % kinds.length]!;
         const headers = { authorization: `Bearer ${a.apiKey}`, 'content-type': 'application/json' };
-        if (kind === 'embed') return fetch(`${s.v1}/embeddings`, { method: 'POST', headers, body: JSON.stringify({ model: 'embed-test', input: ['a b c', 'd'] }) }).then((r) => r.text());
+        if (kind === 'embed') {
+          const r = await fetch(`${s.v1}/embeddings`, { method: 'POST', headers, body: JSON.stringify({ model: 'embed-test', input: ['a b c', 'd'] }) });
+          return { account: i % 2, status: r.status, body: await r.text() };
+        }
         const content = { plain: 'x #tokens=12', stream: 'x #tokens=12', fail: 'x #fail=500', midstream: 'x #tokens=9 #fail=midstream', cut: 'x #tokens=40 #delay=15' }[kind];
         const controller = new AbortController();
         const res = await fetch(`${s.v1}/chat/completions`, {
@@ -110,20 +113,30 @@ describe.each(BACKENDS)('concurrent calls on %s', (backend) => {
         if (kind === 'cut' && res.status === 200) {
           await res.body!.getReader().read();
           controller.abort();
-          return;
+          return { account: i % 2, status: res.status, body: '' };
         }
-        await res.text();
+        return { account: i % 2, status: res.status, body: await res.text() };
       });
       const credits = Array.from({ length: 10 }, (_, i) => credit(s, accounts[i % 2]!.id, '0.00002'));
-      await Promise.all([...jobs, ...credits]);
+      const [responses] = await Promise.all([Promise.all(jobs), Promise.all(credits)]);
       // Cut streams settle once the engine has stopped.
       for (let i = 0; i < 100 && (await s.services.billing.countOpenHolds()) > 0; i++) await new Promise((r) => setTimeout(r, 50));
       expect(await s.services.billing.countOpenHolds()).toBe(0);
       expect(await s.services.billing.verifyLedger()).toEqual([]);
       const outcomes = new Set((await s.services.billing.listUsageEvents(accounts[0]!.id)).map((e) => e.outcome));
       expect([...outcomes].sort()).toEqual(['client_disconnected', 'completed', 'failed', 'failed_mid_stream']);
+      // The poor account ran dry: some of its calls were refused for the balance, none of the rich one's.
+      const refused = (account: number) => responses.filter((r) => r.account === account && r.status === 402 && r.body.includes('insufficient_balance'));
+      expect(refused(1).length).toBeGreaterThan(0);
+      expect(refused(0)).toHaveLength(0);
+      // Its balance is what it was credited less what it was charged, and never below zero.
       const poor = await s.services.billing.getWallet(accounts[1]!.id);
-      expect(poor.balance).toBeLessThan(parseDecimal('0.0012'));
+      const { transactions } = await s.services.billing.listTransactions(accounts[1]!.id, { limit: 1000 });
+      const charged = transactions.filter((t) => t.type === 'usage').reduce((sum, t) => sum - t.amount, 0n);
+      expect(charged).toBeGreaterThan(0n);
+      // Credited: 0.0001 at the start and five credits of 0.00002 during the load.
+      expect(poor.balance).toBe(parseDecimal('0.0002') - charged);
+      expect(poor.balance >= 0n).toBe(true);
     } finally {
       await s.close();
     }

@@ -155,9 +155,10 @@ describe('a caller that goes away', () => {
     for (let i = 0; i < 3; i++) expect((await stream.next()).done).toBe(false);
     const atClose = engine.stats.generatedTokens;
     await stream.return?.(undefined);
-    // Whatever was in flight is done once return() resolves; give stray work a chance to show.
-    await new Promise((r) => setTimeout(r, 50));
-    expect(engine.stats.generatedTokens - atClose).toBe(0);
+    // The one slot is free at once, and the next call's tokens are the only ones generated since.
+    const after = await engine.chat(greedy({ maxTokens: 3 }), neverAborted());
+    expect(after.usage.completionTokens).toBe(3);
+    expect(engine.stats.generatedTokens - atClose).toBe(3);
   });
 
   it('stops generation at once when its signal aborts', async () => {
@@ -167,11 +168,10 @@ describe('a caller that goes away', () => {
     const atAbort = engine.stats.generatedTokens;
     ctl.abort();
     await expect(stream.next()).rejects.toMatchObject({ name: 'AbortError' });
-    await new Promise((r) => setTimeout(r, 50));
-    expect(engine.stats.generatedTokens - atAbort).toBe(0);
-    // The slot is free again.
+    // The slot is free again, and the next call's tokens are the only ones generated since.
     const after = await engine.chat(greedy({ maxTokens: 3 }), neverAborted());
     expect(after.usage.completionTokens).toBe(3);
+    expect(engine.stats.generatedTokens - atAbort).toBe(3);
   });
 
   it('stops a non-streamed call too', async () => {
@@ -189,8 +189,9 @@ describe('a caller that goes away', () => {
     await expect(call).rejects.toMatchObject({ name: 'AbortError' });
     const atAbort = engine.stats.generatedTokens;
     expect(atAbort - before).toBeLessThan(500);
-    await new Promise((r) => setTimeout(r, 50));
-    expect(engine.stats.generatedTokens - atAbort).toBe(0);
+    const after = await engine.chat(greedy({ maxTokens: 3 }), neverAborted());
+    expect(after.usage.completionTokens).toBe(3);
+    expect(engine.stats.generatedTokens - atAbort).toBe(3);
   });
 });
 

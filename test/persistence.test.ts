@@ -13,6 +13,7 @@ import { AccountsService, type Tier } from '../src/domain/accounts/accounts-serv
 import { DomainError } from '../src/domain/errors.js';
 import { generateApiKey } from '../src/domain/keys/key-format.js';
 import { ENTITIES } from '../src/entities/index.js';
+import { missing } from './support/requirements.js';
 
 interface TestDatabase {
   url: string;
@@ -36,6 +37,7 @@ const backends: Backend[] = [
 ];
 
 const adminUrl = process.env.TEST_DATABASE_URL;
+missing('PostgreSQL (set TEST_DATABASE_URL)', Boolean(adminUrl));
 if (adminUrl) {
   backends.push({
     name: 'PostgreSQL',

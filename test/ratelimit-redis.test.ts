@@ -7,6 +7,7 @@ import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { RedisRateLimitStore } from '../src/domain/ratelimit/redis-store.js';
 import { describeRateLimitStore } from './support/ratelimit-store-suite.js';
+import { missing } from './support/requirements.js';
 
 const url = process.env.TEST_REDIS_URL;
 const prefix = `tollgate-test:${randomBytes(6).toString('hex')}:`;
@@ -17,7 +18,7 @@ async function store(opts: { now?: () => number; correctionDelayMs?: number } = 
   return s;
 }
 
-describe.skipIf(!url)('Redis rate-limit store', () => {
+describe.skipIf(missing('Redis (set TEST_REDIS_URL)', Boolean(url)))('Redis rate-limit store', () => {
   afterAll(async () => {
     const admin = new Redis(url!);
     const keys = await admin.keys(`${prefix}*`);

@@ -230,7 +230,7 @@ async function startProcess(env: Record<string, string>): Promise<{ url: string;
   };
 }
 
-describe.skipIf(!REDIS)('rate limits across server processes', () => {
+describe.skipIf(missing('Redis (set TEST_REDIS_URL)', Boolean(REDIS)))('rate limits across server processes', () => {
   let upstream: FakeUpstream;
   let dir: string;
   const servers: Awaited<ReturnType<typeof startProcess>>[] = [];

@@ -192,7 +192,7 @@ describe('deprecated models', () => {
     expect(r.headers.get('deprecation')).toBe('true');
     expect(new Date(r.headers.get('sunset')!).toISOString()).toBe('2027-03-01T00:00:00.000Z');
     const m = await fetch(`${s.v1}/models/chat-old`);
-    expect(m.headers.get('sunset')).toBeTruthy();
+    expect(m.headers.get('sunset')).toBe(r.headers.get('sunset'));
     const active = await fetch(`${s.v1}/models/chat-test`);
     expect(active.headers.get('deprecation')).toBeNull();
   });

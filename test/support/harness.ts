@@ -97,6 +97,8 @@ export async function startTestServer(
     databaseUrl?: string;
     /** The server's logger (default: silent, or TEST_LOG_LEVEL). */
     logger?: Logger;
+    /** Billing's clock (default: the real one); see `clockFrom`. */
+    now?: () => Date;
   } = {},
 ): Promise<TestServer> {
   const upstream = await startFakeUpstream(opts.upstream);
@@ -111,7 +113,7 @@ export async function startTestServer(
     HOST: '127.0.0.1',
     ...opts.env,
   });
-  const services = await createServices(config, opts.logger ?? createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'));
+  const services = await createServices(config, opts.logger ?? createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'), { now: opts.now });
   const running = await startServer(services, { port: 0, host: '127.0.0.1' });
   const url = running.url;
   // Checkout links point at the server as clients reach it: the port is only known now.
@@ -151,4 +153,13 @@ export async function startTestServer(
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * A clock that starts at `start` and runs at the real pace: tests that name the billing period
+ * or the day get a known one, and cannot fail by running across a month boundary.
+ */
+export function clockFrom(start: string): () => Date {
+  const offset = Date.parse(start) - Date.now();
+  return () => new Date(Date.now() + offset);
 }
