@@ -10,7 +10,10 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { closeDatabase, databaseKind, getKnex, openDatabase, parseDatabaseUrl } from '../src/db/orm.js';
 import { MIGRATIONS } from '../src/db/migrations/index.js';
 import { AccountsService, type Tier } from '../src/domain/accounts/accounts-service.js';
+import { TIER_DEFAULTS } from '../src/domain/accounts/tiers.js';
+import { BillingService } from '../src/domain/billing/billing-service.js';
 import { DomainError } from '../src/domain/errors.js';
+import { createLogger } from '../src/logger.js';
 import { generateApiKey } from '../src/domain/keys/key-format.js';
 import { ENTITIES } from '../src/entities/index.js';
 import { missing } from './support/requirements.js';
@@ -104,6 +107,7 @@ describe.each(backends)('accounts and API keys on $name', (backend) => {
   let db: TestDatabase;
   let orm: MikroORM;
   let accounts: AccountsService;
+  let billing: BillingService;
   let counter = 0;
 
   const seedAccount = (tier: Tier = 'developer') => accounts.createAccount({ email: `user${++counter}@example.com`, tier });
@@ -112,6 +116,7 @@ describe.each(backends)('accounts and API keys on $name', (backend) => {
     db = await backend.create();
     orm = await openDatabase(db.url);
     accounts = new AccountsService(orm);
+    billing = new BillingService({ orm, tiers: TIER_DEFAULTS, settings: { hold_expiry_seconds: 900, sweep_interval_seconds: 30, instance_timeout_seconds: 90 }, logger: createLogger('silent') });
   });
 
   afterAll(async () => {
@@ -311,7 +316,7 @@ describe.each(backends)('accounts and API keys on $name', (backend) => {
     try {
       const { account } = await seedAccount('free');
       const { id: keyId } = await accounts.createKey(account.id, { name: 'ci' });
-      expect((await accounts.setTier(account.id, 'startup')).tier).toBe('startup');
+      expect((await billing.setTier(account.id, 'startup')).tier).toBe('startup');
       await accounts.revokeKey(keyId);
     } finally {
       run.mockRestore();
@@ -346,10 +351,10 @@ describe.each(backends)('accounts and API keys on $name', (backend) => {
 
   it('changes the tier that the next authentication sees', async () => {
     const { account, apiKey } = await seedAccount('free');
-    expect(await accounts.setTier(account.id, 'enterprise')).toMatchObject({ id: account.id, tier: 'enterprise' });
+    expect(await billing.setTier(account.id, 'enterprise')).toMatchObject({ id: account.id, tier: 'enterprise' });
     expect((await accounts.authenticate(`Bearer ${apiKey}`)).account.tier).toBe('enterprise');
-    await expect(accounts.setTier(account.id, 'platinum')).rejects.toMatchObject({ code: 'invalid_value' });
-    await expect(accounts.setTier('acct_unknown0000000000000', 'free')).rejects.toMatchObject({ code: 'not_found' });
+    await expect(billing.setTier(account.id, 'platinum')).rejects.toMatchObject({ code: 'invalid_value' });
+    await expect(billing.setTier('acct_unknown0000000000000', 'free')).rejects.toMatchObject({ code: 'not_found' });
   });
 });
 

@@ -10,7 +10,8 @@ import { UniqueConstraintViolationException, type MikroORM } from '@mikro-orm/co
 import { getKnex } from '../../db/connection.js';
 import { Account, ApiKey } from '../../entities/index.js';
 import { DomainError } from '../errors.js';
-import { digestApiKey, displayKey, generateApiKey, hasValidChecksum, keyDisplayParts, newId } from '../keys/key-format.js';
+import { newId } from '../ids.js';
+import { digestApiKey, displayKey, generateApiKey, hasValidChecksum, keyDisplayParts } from '../keys/key-format.js';
 
 import { isTier, TIERS, type Tier } from './tiers.js';
 
@@ -292,15 +293,6 @@ export class AccountsService {
       const account = byId.get(id);
       return account ? [accountView(account)] : [];
     });
-  }
-
-  async setTier(accountId: string, tier: Tier | string): Promise<AccountView> {
-    const valid = validateTier(tier);
-    const em = this.orm.em.fork();
-    const account = await em.findOne(Account, { id: accountId });
-    if (!account) throw accountNotFound(accountId);
-    await em.nativeUpdate(Account, { id: accountId }, { tier: valid });
-    return { ...accountView(account), tier: valid };
   }
 
   private newKey(

@@ -17,7 +17,7 @@ import { isTier, type Tier } from '../accounts/accounts-service.js';
 import { DomainError } from '../errors.js';
 import type { CallOutcome, MeterRequest, MeterTicket, Metering } from '../inference/inference-service.js';
 import type { Usage } from '../inference/engine.js';
-import { newId } from '../keys/key-format.js';
+import { newId } from '../ids.js';
 import { appendTransaction, findByIdempotencyKey, listTransactions, verifyLedger, type TransactionPage, type TransactionQuery, type TransactionView } from '../ledger/ledger.js';
 import { enqueueNotification, listNotifications, type NotificationView } from '../notifications/outbox.js';
 import { planHold, pricesOf, split } from './hold-plan.js';

@@ -1,7 +1,7 @@
 // The inference use cases shared by both doors (GraphQL and /v1 compat): validate a request against
 // the specification's rules and the catalog, run it on the model's engine, shape the result.
 // Billing and rate limiting wrap these calls through the `Metering` hooks.
-import { randomBytes } from 'node:crypto';
+import { newId } from '../ids.js';
 import type { ChatModelConfig, ModelConfig } from '../catalog/model.js';
 import type { Catalog } from '../catalog/catalog.js';
 import { DomainError } from '../errors.js';
@@ -222,7 +222,7 @@ export function clampChatUsage(reported: Usage, limits: { promptTokens: number; 
 /** Input tokens an engine reported for a non-chat call, at most the count admission held for. */
 const clampInput = (reported: number, counted: number) => within(reported, counted);
 
-const newId = (prefix: string) => `${prefix}-${randomBytes(15).toString('base64url')}`;
+const responseId = (prefix: string) => newId(prefix, '-');
 const now = () => Math.floor(Date.now() / 1000);
 
 function checkRange(value: number | null | undefined, min: number, max: number, param: string) {
@@ -360,7 +360,7 @@ export class InferenceService {
       }
       const usage = clampChatUsage(result.usage, { promptTokens, maxTokens, delivered: content });
       const value: ChatCompletion = {
-        id: newId('chatcmpl'),
+        id: responseId('chatcmpl'),
         object: 'chat.completion',
         created: now(),
         model: model.id,
@@ -384,7 +384,7 @@ export class InferenceService {
     const { model, request, engine, promptTokens, requestedOutputTokens } = await this.screen(caller, () => this.prepareChat(input));
     const ticket = await this.metering.admit({ caller, model, promptTokens, requestedOutputTokens, maxOutputTokens: request.maxTokens });
     const maxTokens = ticket.maxOutputTokens;
-    const id = newId('chatcmpl');
+    const id = responseId('chatcmpl');
     const created = now();
     const chunk = (delta: ChatChunk['choices'][0]['delta'], finishReason: FinishReason | null): ChatChunk => ({
       id,
@@ -508,7 +508,7 @@ export class InferenceService {
         // Stable: equal scores keep input order.
         .sort((a, b) => b.relevanceScore - a.relevanceScore || a.index - b.index);
       const value: RerankResult = {
-        id: newId('rerank'),
+        id: responseId('rerank'),
         model: model.id,
         results: ranked.slice(0, input.topN ?? ranked.length),
         usage: { promptTokens, totalTokens: promptTokens },
@@ -565,7 +565,7 @@ export class InferenceService {
         });
       }
       promptTokens = clampInput(promptTokens, estimate);
-      const value: ModerationResult = { id: newId('modr'), model: model.id, results, usage: { promptTokens, totalTokens: promptTokens } };
+      const value: ModerationResult = { id: responseId('modr'), model: model.id, results, usage: { promptTokens, totalTokens: promptTokens } };
       return { value, usage: zeroUsage(promptTokens) };
     });
   }

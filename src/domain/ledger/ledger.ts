@@ -4,7 +4,7 @@
 // chain: balance_after = the previous balance_after + amount. `verifyLedger` checks that chain
 // and the other invariants (`tollgate ledger verify`, and the tests after every concurrency run).
 import { DomainError } from '../errors.js';
-import { newId } from '../keys/key-format.js';
+import { newId } from '../ids.js';
 import { big, date, exec, int, rows, type BillingDatabase, type Db } from '../billing/sql.js';
 import { formatDecimal } from '../billing/money.js';
 

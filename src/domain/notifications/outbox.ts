@@ -2,7 +2,7 @@
 // unpaid subscription fee, frequent rate-limit hits) are written here in the same database
 // transaction as the change that caused them, once per occasion (a unique dedupe key). Sending
 // them (e-mail) is a later issue: a sender reads the rows with sent_at null and marks them sent.
-import { newId } from '../keys/key-format.js';
+import { newId } from '../ids.js';
 import { date, exec, rows, type Db } from '../billing/sql.js';
 
 export type NotificationKind = 'low_balance' | 'allocation_80' | 'spending_limit' | 'subscription_unpaid' | 'rate_limit_hits'

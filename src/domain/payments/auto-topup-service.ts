@@ -8,7 +8,7 @@
 // bounds what automatic top-ups may add in a calendar month.
 import type { Logger } from '../../logger.js';
 import { DomainError } from '../errors.js';
-import { newId } from '../keys/key-format.js';
+import { newId } from '../ids.js';
 import { parseDecimal, WALLET_CURRENCY } from '../billing/money.js';
 import { periodBounds, periodOf } from '../billing/period.js';
 import type { BillingDatabase } from '../billing/sql.js';

@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from '../../logger.js';
 import { DomainError } from '../errors.js';
-import { newId } from '../keys/key-format.js';
+import { newId } from '../ids.js';
 import { formatDecimal, WALLET_CURRENCY } from '../billing/money.js';
 import { isUniqueViolation, type BillingDatabase } from '../billing/sql.js';
 import { formatMoney, parseTopUpAmount, percentText, quoteTopUp, toCents, type BonusTable, type TopUpQuote } from './amounts.js';
