@@ -52,8 +52,8 @@ export const registerRateLimitCommands: CommandGroup = (program, ctx) => {
     .requiredOption('--account <id>', 'account id (acct_…)')
     .option('--json', 'print JSON')
     .action(async (opts: { account: string; json?: boolean }) => {
-      const { accounts } = await ctx.services();
-      const { tier: _tier, ...override } = await accounts.rateLimitProfile(opts.account);
+      const { rateLimitOverrides } = await ctx.services();
+      const { tier: _tier, ...override } = await rateLimitOverrides.profile(opts.account);
       print(ctx, opts.json, await describe(ctx, opts.account, override));
     });
 
@@ -66,8 +66,8 @@ export const registerRateLimitCommands: CommandGroup = (program, ctx) => {
     .option('--json', 'print JSON')
     .action(async (opts: { account: string; rpm?: string; tpm?: string; json?: boolean }) => {
       if (opts.rpm === undefined && opts.tpm === undefined) throw new DomainError('invalid_value', 'give --rpm, --tpm or both.');
-      const { accounts } = await ctx.services();
-      const override = await accounts.setRateLimits(opts.account, {
+      const { rateLimitOverrides } = await ctx.services();
+      const override = await rateLimitOverrides.set(opts.account, {
         rpm: opts.rpm === undefined ? undefined : parseLimit(opts.rpm, '--rpm'),
         tpm: opts.tpm === undefined ? undefined : parseLimit(opts.tpm, '--tpm'),
       });

@@ -7,6 +7,7 @@ import { formatDecimal } from './domain/billing/money.js';
 import { exactNanos, stringifyExact } from './exact-json.js';
 import type { MikroORM } from '@mikro-orm/core';
 import { closeDatabase, openDatabase } from './db/orm.js';
+import { RateLimitOverrides } from './domain/ratelimit/overrides.js';
 import { AccountsService, TIERS, type AccountView, type ApiKeyView } from './domain/accounts/accounts-service.js';
 import { BillingService } from './domain/billing/billing-service.js';
 import { registerLedgerCommands, registerWalletCommands } from './cli-billing.js';
@@ -24,6 +25,7 @@ export const TOLLGATE_VERSION: string = JSON.parse(readFileSync(new URL('../pack
 export interface CliServices {
   orm: MikroORM;
   accounts: AccountsService;
+  rateLimitOverrides: RateLimitOverrides;
   /** Not started: the CLI registers no server instance and runs no sweeper. */
   billing: BillingService;
 }
@@ -219,7 +221,7 @@ export async function runCli(argv: readonly string[] = process.argv, io: CliIO =
         const billingConfig = readBillingConfig(io.env);
         const orm = await openDatabase(io.env.DATABASE_URL || DEFAULT_DATABASE_URL);
         const billing = new BillingService({ orm, tiers: billingConfig.tiers, settings: billingConfig.billing, logger: createLogger('silent') });
-        return { orm, accounts: new AccountsService(orm), billing };
+        return { orm, accounts: new AccountsService(orm), rateLimitOverrides: new RateLimitOverrides(orm), billing };
       })();
       return opened;
     },

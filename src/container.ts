@@ -13,6 +13,7 @@ import { createPayments } from './domain/payments/create-payments.js';
 import type { PaymentsService } from './domain/payments/payments-service.js';
 import { createRateLimiter } from './domain/ratelimit/create-rate-limiter.js';
 import { OutboxNotificationSink } from './domain/ratelimit/outbox-sink.js';
+import { RateLimitOverrides } from './domain/ratelimit/overrides.js';
 import { RateLimitMetering, tierLimits } from './domain/ratelimit/rate-limit-metering.js';
 import type { RateLimiter } from './domain/ratelimit/rate-limiter.js';
 import type { Logger } from './logger.js';
@@ -30,6 +31,8 @@ export interface Services {
   billing: BillingService;
   /** Null when `rate_limits.backend` is `none`. */
   rateLimiter: RateLimiter | null;
+  /** The operator's per-account RPM and TPM. */
+  rateLimitOverrides: RateLimitOverrides;
   payments: PaymentsService;
   autoTopups: AutoTopupService;
 }
@@ -50,12 +53,13 @@ export async function createServices(config: AppConfig, logger: Logger, opts: Se
   // Eager in-process models load in the background, one by one; /readyz waits for them.
   void engines.startLoading();
   const accounts = new AccountsService(orm);
+  const rateLimitOverrides = new RateLimitOverrides(orm);
   const rateLimiter = await createRateLimiter(config.rateLimits, config.redisUrl, {
     logger: logger.child({ component: 'ratelimit' }),
     notifications: new OutboxNotificationSink(billing.db),
   });
   // Rate limits admit first: a call they refuse places no hold and is never billed.
-  const metering: Metering = rateLimiter ? new RateLimitMetering(billing, rateLimiter, tierLimits(config.tiers, (id) => accounts.rateLimitProfile(id))) : billing;
+  const metering: Metering = rateLimiter ? new RateLimitMetering(billing, rateLimiter, tierLimits(config.tiers, (id) => rateLimitOverrides.profile(id))) : billing;
   // Top-ups credit through billing's ledger; debits start automatic top-up checks.
   const { payments, autoTopups } = createPayments({ billing, settings: config.payments, stripe: config.stripe, publicUrl: () => config.publicUrl, logger });
   return {
@@ -69,6 +73,7 @@ export async function createServices(config: AppConfig, logger: Logger, opts: Se
     keyWatch: new KeyWatch(accounts, { logger: logger.child({ component: 'keys' }) }),
     billing,
     rateLimiter,
+    rateLimitOverrides,
     payments,
     autoTopups,
   };

@@ -105,7 +105,7 @@ describe.each(backends)('rate limits $name', ({ backend, env }) => {
     const messages = [{ role: 'user' as const, content: 'A long answer, slowly. #tokens=250 #delay=300' }];
     const estimate = (await s.services.engines.get('chat-test').countChatTokens(messages)) + 250;
     // Room for three estimates but not four; RPM out of the way.
-    await s.services.accounts.setRateLimits(id, { rpm: 100, tpm: 4 * estimate - 1 });
+    await s.services.rateLimitOverrides.set(id, { rpm: 100, tpm: 4 * estimate - 1 });
     const results = await Promise.all(Array.from({ length: 4 }, () => post(s.v1, '/chat/completions', apiKey, { model: 'chat-test', messages, max_tokens: 250 })));
     expect(results.map((r) => r.status).sort()).toEqual([200, 200, 200, 429]);
     const refused = results.find((r) => r.status === 429)!;
@@ -162,7 +162,7 @@ describe.each(backends)('rate limits $name', ({ backend, env }) => {
 
   it("applies an operator's per-account override instead of the tier's limits", async () => {
     const { id, apiKey } = await s.account('enterprise');
-    await s.services.accounts.setRateLimits(id, { rpm: 2, tpm: null });
+    await s.services.rateLimitOverrides.set(id, { rpm: 2, tpm: null });
     const statuses: number[] = [];
     for (let i = 0; i < 3; i++) statuses.push((await post(s.v1, '/embeddings', apiKey, { model: 'embed-test', input: 'hello' })).status);
     expect(statuses).toEqual([200, 200, 429]);

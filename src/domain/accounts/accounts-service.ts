@@ -13,6 +13,7 @@ import { DomainError } from '../errors.js';
 import { newId } from '../ids.js';
 import { digestApiKey, displayKey, generateApiKey, hasValidChecksum, keyDisplayParts } from '../keys/key-format.js';
 
+import type { RateLimitOverride } from '../ratelimit/overrides.js';
 import { isTier, TIERS, type Tier } from './tiers.js';
 
 export { isTier, TIERS, type Tier };
@@ -34,11 +35,7 @@ export interface ApiKeyView {
   revokedAt: Date | null;
 }
 
-/** The operator's per-account rate limits; null keeps the tier's. */
-export interface RateLimitOverride {
-  rpm: number | null;
-  tpm: number | null;
-}
+export type { RateLimitOverride };
 
 export interface AuthenticatedKey {
   account: AccountView;
@@ -228,50 +225,6 @@ export class AccountsService {
     }
     for (const id of keyIds) if (!found.has(id)) out.set(id, MESSAGES.incorrect);
     return out;
-  }
-
-  /** The account's tier and rate-limit override (for calls made without a key, e.g. by tools). */
-  async rateLimitProfile(accountId: string): Promise<{ tier: Tier } & RateLimitOverride> {
-    const found = await getKnex(this.orm)
-      .select('a.tier', 'o.rpm', 'o.tpm')
-      .from('accounts as a')
-      .leftJoin('rate_limit_overrides as o', 'o.account_id', 'a.id')
-      .where('a.id', accountId);
-    const row = found[0] as { tier: Tier; rpm: unknown; tpm: unknown } | undefined;
-    if (!row) throw accountNotFound(accountId);
-    return { tier: row.tier, rpm: countOrNull(row.rpm), tpm: countOrNull(row.tpm) };
-  }
-
-  /**
-   * Sets the operator's override of an account's RPM and TPM: a number replaces the tier's value,
-   * null goes back to it, undefined keeps what is set. Applies from the account's next request on.
-   */
-  async setRateLimits(accountId: string, limits: { rpm?: number | null; tpm?: number | null }): Promise<RateLimitOverride> {
-    for (const param of ['rpm', 'tpm'] as const) {
-      const v = limits[param];
-      if (v != null && (!Number.isSafeInteger(v) || v < 1)) {
-        throw new DomainError('invalid_value', `${param} must be a positive integer, or null for the tier's limit.`, { param });
-      }
-    }
-    const knex = getKnex(this.orm);
-    return knex.transaction(async (trx) => {
-      const accounts = await trx('accounts').select('id').where('id', accountId);
-      if (accounts.length === 0) throw accountNotFound(accountId);
-      const current = (await trx('rate_limit_overrides').select('rpm', 'tpm').where('account_id', accountId))[0] as { rpm: unknown; tpm: unknown } | undefined;
-      const next: RateLimitOverride = {
-        rpm: limits.rpm === undefined ? countOrNull(current?.rpm) : limits.rpm,
-        tpm: limits.tpm === undefined ? countOrNull(current?.tpm) : limits.tpm,
-      };
-      if (next.rpm === null && next.tpm === null) {
-        await trx('rate_limit_overrides').where('account_id', accountId).delete();
-      } else {
-        await trx('rate_limit_overrides')
-          .insert({ account_id: accountId, rpm: next.rpm, tpm: next.tpm, updated_at: this.now() })
-          .onConflict('account_id')
-          .merge(['rpm', 'tpm', 'updated_at']);
-      }
-      return next;
-    });
   }
 
   async getAccount(id: string): Promise<AccountView> {
