@@ -2,12 +2,12 @@
 // is cacheable (Cache-Control public, max-age=300, a strong ETag, 304 on If-None-Match).
 import { createHash } from 'node:crypto';
 import type { Request, Response } from 'express';
-import type { Services } from '../src/container.js';
 import { DomainError } from '../src/domain/errors.js';
 import type { ModelFieldsFragment } from '../src/generated/graphql.js';
 import type { GraphQLContext } from '../src/graphql/context.js';
 import { documents, run } from './operations.js';
 import { deprecationHeaders, setHeaders, snakeWithoutNulls } from './wire.js';
+import type { CompatDoor } from './door.js';
 
 export const modelWire = (m: ModelFieldsFragment) => ({
   id: m.id,
@@ -45,13 +45,13 @@ export function listModels() {
   };
 }
 
-export function getModel(services: Services) {
+export function getModel(door: CompatDoor) {
   return async (req: Request, res: Response, ctx: GraphQLContext) => {
     const raw = (req.params as { id?: string | string[] }).id;
     const id = Array.isArray(raw) ? raw.join('/') : (raw ?? '');
     const data = await run(documents.getModel, { id }, ctx);
     if (!data.model) throw new DomainError('model_not_found', `The model '${id}' does not exist.`, { param: 'model' });
-    setHeaders(res, deprecationHeaders(services.catalog.find(id)));
+    setHeaders(res, deprecationHeaders(door.model(id)));
     sendCacheable(req, res, modelWire(data.model));
   };
 }

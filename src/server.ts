@@ -15,7 +15,9 @@ import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import type { GraphQLError, ExecutionArgs } from 'graphql';
 import { createCompatRouter } from '../compat/router.js';
-import { rateLimitHeadersOn, sendRateLimitHeaders } from '../compat/context.js';
+import type { CompatDoor } from '../compat/door.js';
+import { sunsetOf } from './domain/catalog/catalog.js';
+import { rateLimitHeadersOn, sendRateLimitHeaders } from './web/rate-limit-headers.js';
 import { sendError } from '../compat/errors.js';
 import type { Services } from './container.js';
 import { DomainError } from './domain/errors.js';
@@ -69,6 +71,33 @@ function corsFor(origins: string[]) {
   });
 }
 
+/** What the /v1 door gets from the server: contexts, the early RPM check, the body limit, model notices. */
+function compatDoor(services: Services): CompatDoor {
+  return {
+    context(req, res) {
+      // Aborted when the client goes away before the response is finished.
+      const controller = new AbortController();
+      res.once('close', () => {
+        if (!res.writableFinished) controller.abort(new Error('client disconnected'));
+      });
+      return createContext(services, {
+        authorization: req.headers.authorization ?? null,
+        requestId: req.requestId,
+        path: req.originalUrl.split('?', 1)[0]!,
+        signal: controller.signal,
+        onRateLimit: rateLimitHeadersOn(res),
+      });
+    },
+    precheck: async (ctx) => services.inference.precheck(await ctx.caller()),
+    bodyLimit: services.config.server.body_limit,
+    model(id) {
+      const m = services.catalog.find(id);
+      if (!m) return undefined;
+      return { deprecated: m.status === 'deprecated', sunset: sunsetOf(m), functionCalling: m.category === 'chat' ? m.capabilities.function_calling : null };
+    },
+  };
+}
+
 export function createApp(services: Services) {
   const { config, logger } = services;
   const bodyLimit = parseBytes(config.server.body_limit)!;
@@ -112,7 +141,7 @@ export function createApp(services: Services) {
     if (Number(req.headers['content-length'] ?? 0) > bodyLimit) return sendError(res.setHeader('Connection', 'close'), tooLarge());
     next();
   });
-  app.use('/v1', createCompatRouter(services, { onUnexpected: (req, err) => logger.error({ reqId: req.requestId, path: fullPath(req), err }, 'unexpected error') }));
+  app.use('/v1', createCompatRouter(compatDoor(services), { onUnexpected: (req, err) => logger.error({ reqId: req.requestId, path: fullPath(req), err }, 'unexpected error') }));
   // Checkout pages and the processor's webhooks (the webhook reads its body raw, for the signature).
   app.use(createPaymentsRouter({ payments: services.payments, logger, bodyLimit: config.server.body_limit }));
 

@@ -10,7 +10,8 @@ import { MemoryRateLimitStore } from '../src/domain/ratelimit/memory-store.js';
 import { MemoryNotificationSink } from '../src/domain/ratelimit/notification-sink.js';
 import { RateLimitMetering } from '../src/domain/ratelimit/rate-limit-metering.js';
 import { RateLimiter } from '../src/domain/ratelimit/rate-limiter.js';
-import { type LimiterState, type RateLimits, type RateLimitStore, setRateLimitHeaders } from '../src/domain/ratelimit/types.js';
+import type { LimiterState, RateLimits, RateLimitStore } from '../src/domain/ratelimit/types.js';
+import { setRateLimitHeaders } from '../src/web/rate-limit-headers.js';
 import { manualClock } from './support/ratelimit-store-suite.js';
 
 /** The headers a door sends for a state. */

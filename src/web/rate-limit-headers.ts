@@ -1,25 +1,17 @@
-// The GraphQL context of one /v1 request: its key, its request id, an abort signal that fires
-// when the client goes away before the response is finished, and the rate-limit headers, sent with
-// the response's head (admission comes before the first byte, streams too).
+// The X-RateLimit-* headers of every HTTP response of a metered call (/v1 and /graphql alike):
+// the latest limiter state a call reports is kept on its response and written with the head.
 import type { ServerResponse } from 'node:http';
-import type { Express, Request, Response } from 'express';
-import type { Services } from '../src/container.js';
-import { setRateLimitHeaders } from '../src/domain/ratelimit/types.js';
-import type { LimiterState } from '../src/domain/ratelimit/types.js';
-import { createContext, type GraphQLContext } from '../src/graphql/context.js';
+import type { Express } from 'express';
+import type { LimiterState } from '../domain/ratelimit/types.js';
 
-export function contextFor(services: Services, req: Request, res: Response): GraphQLContext {
-  const controller = new AbortController();
-  res.once('close', () => {
-    if (!res.writableFinished) controller.abort(new Error('client disconnected'));
-  });
-  return createContext(services, {
-    authorization: req.headers.authorization ?? null,
-    requestId: req.requestId,
-    path: req.originalUrl.split('?', 1)[0]!,
-    signal: controller.signal,
-    onRateLimit: rateLimitHeadersOn(res),
-  });
+/** Sets the contract's headers on a response whose head is not written. */
+export function setRateLimitHeaders(res: { setHeader(name: string, value: string): unknown }, state: LimiterState): void {
+  res.setHeader('X-RateLimit-Limit-RPM', String(state.rpm.limit));
+  res.setHeader('X-RateLimit-Limit-TPM', String(state.tpm.limit));
+  res.setHeader('X-RateLimit-Remaining-RPM', String(state.rpm.remaining));
+  res.setHeader('X-RateLimit-Remaining-TPM', String(state.tpm.remaining));
+  res.setHeader('X-RateLimit-Reset-RPM', String(state.rpm.reset));
+  res.setHeader('X-RateLimit-Reset-TPM', String(state.tpm.reset));
 }
 
 const RATE_LIMIT_STATE = Symbol('tollgate.rateLimitState');
