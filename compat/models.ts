@@ -25,9 +25,17 @@ export const modelWire = (m: ModelFieldsFragment) => ({
   unavailable_reason: m.unavailableReason ?? null,
 });
 
+/** The last body sent and its ETag: the catalog only changes with a restart, so it is hashed once. */
+let lastTagged: { body: string; etag: string } | undefined;
+
+function etagOf(body: string): string {
+  if (lastTagged?.body !== body) lastTagged = { body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` };
+  return lastTagged.etag;
+}
+
 function sendCacheable(req: Request, res: Response, payload: unknown) {
   const body = JSON.stringify(payload);
-  const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
+  const etag = etagOf(body);
   res.setHeader('Cache-Control', 'public, max-age=300');
   res.setHeader('ETag', etag);
   const ifNoneMatch = req.headers['if-none-match'];
