@@ -21,6 +21,7 @@ import {
   findTopUp,
   findTopUpByIdempotencyKey,
   findTopUpByPaymentId,
+  findTopUpsByPaymentIds,
   findTopUpByProcessorCheckoutId,
   insertTopUp,
   listTopUps,
@@ -239,6 +240,15 @@ export class PaymentsService {
     const t = await findTopUp(this.o.db, id);
     if (!t) throw topUpNotFound(id);
     return topUpView(t);
+  }
+
+  /**
+   * The top-up each payment paid, in the order asked (null for a reference that is no payment of
+   * a top-up): what a ledger page's top-up and bonus credits point at, in one query.
+   */
+  async topUpsByPaymentIds(paymentIds: readonly string[]): Promise<(TopUpView | null)[]> {
+    const byPayment = new Map((await findTopUpsByPaymentIds(this.o.db, [...new Set(paymentIds)])).map((t) => [t.paymentId, topUpView(t)]));
+    return paymentIds.map((id) => byPayment.get(id) ?? null);
   }
 
   /** An account's top-ups, newest first. */

@@ -112,6 +112,14 @@ export async function findTopUpByPaymentId(db: Db, paymentId: string): Promise<T
   return found[0] ? topUpRecord(found[0]) : null;
 }
 
+/** The top-ups paid by these payments, in one query (unknown ids left out). */
+export async function findTopUpsByPaymentIds(db: Db, paymentIds: readonly string[]): Promise<TopUpRecord[]> {
+  if (paymentIds.length === 0) return [];
+  const marks = paymentIds.map(() => '?').join(', ');
+  const found = await rows<Record<string, unknown>>(db, `select ${COLUMNS} from top_ups where payment_id in (${marks})`, [...paymentIds]);
+  return found.map(topUpRecord);
+}
+
 /** An account's top-ups, newest first. */
 export async function listTopUps(
   db: Db,

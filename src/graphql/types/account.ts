@@ -32,7 +32,8 @@ builder.queryField('viewer', (t) =>
   t.field({
     type: AccountRef,
     description: 'The account of the API key in the Authorization header.',
-    resolve: async (_root, _args, ctx) => (await ctx.principal()).account.id,
+    // The account authentication already read: given whole, the loader does not read it again.
+    resolve: async (_root, _args, ctx) => (await ctx.principal()).account,
   }),
 );
 

@@ -22,7 +22,7 @@ const TopUpSourceEnum = builder.enumType('TopUpSource', {
   values: ['checkout', 'auto'] as const,
 });
 
-const TopUpRef = builder.objectRef<TopUpView>('TopUp').implement({
+export const TopUpRef = builder.objectRef<TopUpView>('TopUp').implement({
   description: 'A wallet top-up (section 2.11): the amount paid, and the bonus credited on top of it (section 8).',
   fields: (t) => ({
     id: t.exposeID('id'),

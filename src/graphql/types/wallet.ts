@@ -10,6 +10,7 @@ import { type StreamItem, untilKeyInvalid, unwrapStreamItem } from '../key-guard
 import { AccountRef } from './account.js';
 import { DecimalScalar } from './money.js';
 import { PageInfoRef } from './page-info.js';
+import { TopUpRef } from './top-up.js';
 
 export const TransactionTypeEnum = builder.enumType('TransactionType', {
   description: 'topup: credits bought; usage: charged for API calls; refund: credits given back; subscription: a monthly fee; bonus: promotional credits.',
@@ -30,6 +31,14 @@ export const WalletTransactionRef = builder.objectRef<TransactionView>('WalletTr
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
     description: t.exposeString('description'),
     reference: t.exposeString('reference', { nullable: true, description: 'The request id of a usage charge, the payment of a top-up, the period of a fee.' }),
+    topUp: t.loadable({
+      type: TopUpRef,
+      nullable: true,
+      description: 'The top-up that paid for this credit (its amount or its bonus); null for other transactions.',
+      // One query for a whole page of transactions.
+      load: (paymentIds: string[], ctx) => ctx.services.payments.topUpsByPaymentIds(paymentIds),
+      resolve: (x) => ((x.type === 'topup' || x.type === 'bonus') && x.reference ? x.reference : null),
+    }),
   }),
 });
 
