@@ -8,6 +8,8 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // Every /v1 response of a harness server is checked against its OpenAPI document.
+    setupFiles: ['test/support/openapi-contract.ts'],
     reporters: ['default'],
   },
 });

@@ -32,7 +32,7 @@ function textOf(parts: z.infer<typeof part>[], i: number): string {
     .join('');
 }
 
-const body = z
+export const body = z
   .object({
     model: z.string(),
     messages: z.array(z.object({ role: z.string(), content }).loose()),

@@ -8,7 +8,7 @@ import { documents, run } from './operations.js';
 import { deprecationHeaders, setHeaders, usageWire } from './wire.js';
 import type { CompatDoor } from './door.js';
 
-const body = z
+export const body = z
   .object({
     model: z.string(),
     input: stringOrList,

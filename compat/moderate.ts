@@ -8,7 +8,7 @@ import { documents, run } from './operations.js';
 import { deprecationHeaders, setHeaders } from './wire.js';
 import type { CompatDoor } from './door.js';
 
-const body = z.object({ model: z.string(), input: stringOrList }).loose();
+export const body = z.object({ model: z.string(), input: stringOrList }).loose();
 
 export function moderate(door: CompatDoor) {
   return async (req: Request, res: Response, ctx: GraphQLContext) => {

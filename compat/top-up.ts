@@ -8,7 +8,7 @@ import { parseBody } from './body.js';
 import { exact, sendExactJson } from './money.js';
 import { documents, run } from './operations.js';
 
-const TopUpBody = z.object({ amount: z.number() });
+export const TopUpBody = z.object({ amount: z.number() });
 
 export function walletTopUp() {
   return async (req: Request, res: Response, ctx: GraphQLContext) => {

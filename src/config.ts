@@ -12,6 +12,7 @@ import type { BillingSettings } from './domain/billing/settings.js';
 import { MODEL_CATEGORIES, type ChatModelConfig, type EngineConfig, type ModelCategory, type ModelConfig, type OpenAIEngineConfig } from './domain/catalog/model.js';
 import { ConfigError } from './domain/errors.js';
 import type { RateLimitSettings } from './domain/ratelimit/types.js';
+import { alertsSchema, readMailEnv, type AlertsSettings, type MailEnv } from './config-alerts.js';
 
 const positiveInt = z.number().int().positive();
 /** engine.max_duration_ms when the config gives none: 5 minutes, well inside the default hold expiry of 15. */
@@ -214,6 +215,8 @@ const fileSchema = z.strictObject({
   billing: billingSchema.default({ hold_expiry_seconds: 900, sweep_interval_seconds: 30, instance_timeout_seconds: 90 }),
   payments: paymentsSchema,
   rate_limits: rateLimitsSchema.default({ fail_closed: false, alert_threshold: 100, key_prefix: 'tollgate:' }),
+  // Alerts (issue 14): unusual-usage detection and e-mail delivery (src/config-alerts.ts).
+  alerts: alertsSchema,
   models: z.array(z.unknown()).default([]),
 });
 
@@ -231,6 +234,8 @@ export interface AppConfig {
   publicUrl: string;
   databaseUrl: string;
   adminToken: string | null;
+  /** Bearer token for GET /metrics; null: served to loopback clients only. */
+  metricsToken: string | null;
   logLevel: string;
   nodeEnv: string;
   server: z.infer<typeof fileSchema>['server'];
@@ -243,6 +248,10 @@ export interface AppConfig {
   rateLimits: RateLimitSettings;
   /** REDIS_URL: the Redis that rate limits share across instances; null when unset. */
   redisUrl: string | null;
+  /** Unusual-usage detection and e-mail delivery (`alerts:`). */
+  alerts: AlertsSettings;
+  /** SMTP_URL, MAIL_FROM, MAIL_DIR. */
+  mail: MailEnv;
   models: ModelConfig[];
 }
 
@@ -307,7 +316,7 @@ export function parseConfigText(
   text: string,
   source: string,
   env: { REDIS_URL?: string } = {},
-): Pick<AppConfig, 'server' | 'graphql' | 'tiers' | 'billing' | 'payments' | 'rateLimits' | 'redisUrl' | 'models'> {
+): Pick<AppConfig, 'server' | 'graphql' | 'tiers' | 'billing' | 'payments' | 'rateLimits' | 'redisUrl' | 'alerts' | 'models'> {
   let raw: unknown;
   try {
     raw = parseYaml(text) ?? {};
@@ -375,7 +384,7 @@ export function parseConfigText(
   const rateLimits: RateLimitSettings = { ...limits, backend };
   // Free is where an account falls back when it cannot pay a fee: it cannot have one itself.
   if (tiers.free.monthly_fee > 0) throw new ConfigError(`${source}: tiers.free.monthly_fee: the free tier cannot have a fee (accounts fall back to it when a fee is unpaid)`);
-  return { server: top.data.server, graphql: top.data.graphql, tiers, billing: top.data.billing, payments: top.data.payments, rateLimits, redisUrl, models };
+  return { server: top.data.server, graphql: top.data.graphql, tiers, billing: top.data.billing, payments: top.data.payments, rateLimits, redisUrl, alerts: top.data.alerts, models };
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
@@ -404,7 +413,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     host,
     publicUrl,
     databaseUrl: env.DATABASE_URL || 'sqlite:./data/tollgate.db',
+    mail: mailEnv(env),
     adminToken: env.ADMIN_TOKEN || null,
+    metricsToken: env.METRICS_TOKEN || null,
     logLevel: env.LOG_LEVEL || 'info',
     nodeEnv: env.NODE_ENV || 'development',
     ...file,
@@ -415,6 +426,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
 /** 127.0.0.0/8, ::1 and localhost: addresses no other machine can reach. */
 export function isLoopback(host: string): boolean {
   return host === 'localhost' || host === '::1' || host === '[::1]' || /^127(\.\d{1,3}){3}$/.test(host);
+}
+
+function mailEnv(env: NodeJS.ProcessEnv): MailEnv {
+  try {
+    return readMailEnv(env, env.DATABASE_URL || 'sqlite:./data/tollgate.db');
+  } catch (e) {
+    throw new ConfigError((e as Error).message);
+  }
 }
 
 function paymentsEnv(env: NodeJS.ProcessEnv, payments: PaymentsSettings): StripeEnv | null {

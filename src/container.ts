@@ -10,6 +10,7 @@ import { Engines } from './domain/inference/engines.js';
 import { InferenceService, type Metering } from './domain/inference/inference-service.js';
 import type { AutoTopupService } from './domain/payments/auto-topup-service.js';
 import { createPayments } from './domain/payments/create-payments.js';
+import { createAlerts, type Alerts } from './domain/notifications/create-alerts.js';
 import type { PaymentsService } from './domain/payments/payments-service.js';
 import { createRateLimiter } from './domain/ratelimit/create-rate-limiter.js';
 import { OutboxNotificationSink } from './domain/ratelimit/outbox-sink.js';
@@ -17,6 +18,9 @@ import { RateLimitOverrides } from './domain/ratelimit/overrides.js';
 import { RateLimitMetering, tierLimits } from './domain/ratelimit/rate-limit-metering.js';
 import type { RateLimiter } from './domain/ratelimit/rate-limiter.js';
 import type { Logger } from './logger.js';
+import { getKnex } from './db/orm.js';
+import { Metrics, MetricsMetering, TimedEngines } from './metrics.js';
+import { bridgeWalletEvents, type WalletBus } from './events/redis-wallet-events.js';
 
 export interface Services {
   config: AppConfig;
@@ -35,6 +39,11 @@ export interface Services {
   rateLimitOverrides: RateLimitOverrides;
   payments: PaymentsService;
   autoTopups: AutoTopupService;
+  metrics: Metrics;
+  /** With REDIS_URL: wallet events shared with the other instances (null without). */
+  walletBus: WalletBus | null;
+  /** E-mail delivery of the notifications outbox, unusual-usage detection, alert settings and the feed. */
+  alerts: Alerts;
 }
 
 export interface ServiceOptions {
@@ -59,16 +68,35 @@ export async function createServices(config: AppConfig, logger: Logger, opts: Se
     notifications: new OutboxNotificationSink(billing.db),
   });
   // Rate limits admit first: a call they refuse places no hold and is never billed.
-  const metering: Metering = rateLimiter ? new RateLimitMetering(billing, rateLimiter, tierLimits(config.tiers, (id) => rateLimitOverrides.profile(id))) : billing;
+  const limited: Metering = rateLimiter ? new RateLimitMetering(billing, rateLimiter, tierLimits(config.tiers, (id) => rateLimitOverrides.profile(id))) : billing;
+  const knex = getKnex(orm);
+  // SQLite answers rows, PostgreSQL a result with `rows`.
+  const count = async (sql: string) => {
+    const result: unknown = await knex.raw(sql);
+    const rows = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as { n: unknown }[];
+    return Number(rows[0]?.n ?? 0);
+  };
+  const metrics = new Metrics({
+    holdsOpen: () => count('select count(*) as n from holds'),
+    outboxPending: () => count("select count(*) as n from notifications where delivery = 'pending'"),
+    queueDepths: () => Object.fromEntries(config.models.flatMap((m) => (engines.local(m.id) ? [[m.id, engines.local(m.id)!.queueDepth]] : []))),
+    rateLimiter,
+  });
+  // Metrics outermost: they count what each call was settled at, after limits and billing.
+  const metering: Metering = new MetricsMetering(limited, metrics);
+  const forwarding = new Set(config.models.filter((m) => m.engine.type === 'openai').map((m) => m.id));
   // Top-ups credit through billing's ledger; debits start automatic top-up checks.
   const { payments, autoTopups } = createPayments({ billing, settings: config.payments, stripe: config.stripe, publicUrl: () => config.publicUrl, logger });
+  // Alerts: sends the outbox by e-mail (leases owned by billing's instance) and watches for unusual usage.
+  const alerts = createAlerts({ billing, settings: config.alerts, mail: config.mail, publicUrl: () => config.publicUrl, logger });
+  alerts.start();
   return {
     config,
     logger,
     orm,
     catalog,
     engines,
-    inference: new InferenceService(catalog, engines, metering),
+    inference: new InferenceService(catalog, new TimedEngines(engines, metrics, forwarding), metering),
     accounts,
     keyWatch: new KeyWatch(accounts, { logger: logger.child({ component: 'keys' }) }),
     billing,
@@ -76,13 +104,18 @@ export async function createServices(config: AppConfig, logger: Logger, opts: Se
     rateLimitOverrides,
     payments,
     autoTopups,
+    metrics,
+    alerts,
+    walletBus: config.redisUrl ? bridgeWalletEvents(billing.events, config.redisUrl, { prefix: config.rateLimits.key_prefix, logger: logger.child({ component: 'events' }) }) : null,
   };
 }
 
 export async function closeServices(services: Services): Promise<void> {
   // Automatic top-up checks running in the background finish before billing and the database close.
   services.keyWatch.close();
+  await services.walletBus?.close();
   await services.autoTopups.idle();
+  await services.alerts.stop();
   await services.billing.stop();
   await services.rateLimiter?.close();
   await services.engines.close();

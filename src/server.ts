@@ -1,7 +1,9 @@
 // The HTTP server: express with the two doors (/graphql through graphql-yoga and graphql-ws,
 // /v1 through compat), health probes, request ids, and graceful shutdown.
-import { randomUUID } from 'node:crypto';
+import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
+import { createRequire } from 'node:module';
+import path from 'node:path';
 import type { AddressInfo, Socket } from 'node:net';
 import { parse as parseBytes } from 'bytes';
 import cors from 'cors';
@@ -16,8 +18,10 @@ import { WebSocketServer } from 'ws';
 import type { GraphQLError, ExecutionArgs } from 'graphql';
 import { createCompatRouter } from '../compat/router.js';
 import type { CompatDoor } from '../compat/door.js';
+import { buildOpenApiDocument } from '../compat/openapi.js';
 import { sunsetOf } from './domain/catalog/catalog.js';
 import { rateLimitHeadersOn, sendRateLimitHeaders } from './web/rate-limit-headers.js';
+import { settledOn, settledUsage } from './web/settled-usage.js';
 import { sendError } from '../compat/errors.js';
 import type { Services } from './container.js';
 import { DomainError } from './domain/errors.js';
@@ -39,6 +43,41 @@ export interface RunningServer {
   url: string;
   /** Stops accepting, lets in-flight requests and streams finish (up to the configured timeout), closes services' sockets. */
   shutdown(): Promise<void>;
+}
+
+const swaggerUiAssets = path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
+const DOCS_PAGE = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>tollgate /v1 reference</title>
+<link rel="stylesheet" href="/docs/assets/swagger-ui.css">
+</head>
+<body>
+<div id="reference"></div>
+<script src="/docs/assets/swagger-ui-bundle.js"></script>
+<script>
+window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#reference', deepLinking: true, tryItOutEnabled: false });
+</script>
+</body>
+</html>
+`;
+
+/** Which door a path came in through, a label of the access line and the metrics. */
+function doorOf(path: string): 'v1' | 'graphql' | 'ops' | 'web' {
+  if (path.startsWith('/v1/') || path === '/v1') return 'v1';
+  if (path === '/graphql') return 'graphql';
+  if (path === '/healthz' || path === '/readyz' || path === '/metrics' || path === '/openapi.json' || path === '/docs') return 'ops';
+  return 'web';
+}
+
+const isLoopbackAddress = (address: string | undefined) => address === '::1' || address === '::ffff:127.0.0.1' || /^(::ffff:)?127\./.test(address ?? '');
+
+function safeEqual(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
 }
 
 /** The path of a request with its mount (/v1/…, /graphql), without the query string. */
@@ -86,6 +125,7 @@ function compatDoor(services: Services): CompatDoor {
         path: req.originalUrl.split('?', 1)[0]!,
         signal: controller.signal,
         onRateLimit: rateLimitHeadersOn(res),
+        onSettled: settledOn(res),
       });
     },
     precheck: async (ctx) => services.inference.precheck(await ctx.caller()),
@@ -113,13 +153,54 @@ export function createApp(services: Services) {
     req.requestId = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     res.setHeader('x-request-id', req.requestId);
     const started = process.hrtime.bigint();
+    // The access line and the request metrics: door, route (the pattern, so labels stay few),
+    // status, duration, and the model and tokens of a metered call; never keys or bodies.
     res.on('finish', () => {
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      const path = fullPath(req);
+      const door = doorOf(path);
+      const route = req.route ? `${req.baseUrl}${req.route.path as string}` : req.baseUrl || 'unmatched';
+      services.metrics.observeHttp(door, route, res.statusCode, ms / 1000);
+      const settled = settledUsage(res);
       logger.info(
-        { reqId: req.requestId, method: req.method, path: fullPath(req), status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6 },
+        {
+          reqId: req.requestId,
+          method: req.method,
+          door,
+          route,
+          path,
+          status: res.statusCode,
+          ms,
+          ...(settled ? { model: settled.model, prompt_tokens: settled.promptTokens, completion_tokens: settled.completionTokens } : {}),
+        },
         'request',
       );
     });
     next();
+  });
+
+  // The /v1 contract (OpenAPI 3.1, generated from the schemas compat validates with) and a
+  // reference page rendered from local assets (swagger-ui-dist; nothing comes from a CDN).
+  let openApi: string | undefined;
+  app.get('/openapi.json', (_req, res) => {
+    openApi ??= JSON.stringify(buildOpenApiDocument(config.publicUrl));
+    res.type('application/json').setHeader('Cache-Control', 'public, max-age=300').send(openApi);
+  });
+  app.use('/docs/assets', express.static(swaggerUiAssets, { index: false, maxAge: '1d' }));
+  app.get('/docs', (_req, res) => {
+    res.type('html').send(DOCS_PAGE);
+  });
+
+  // Metrics: with METRICS_TOKEN set, for its Bearer only; without, for loopback clients only.
+  app.get('/metrics', async (req, res) => {
+    const token = config.metricsToken;
+    const given = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '')?.[1]?.trim();
+    const allowed = token ? given !== undefined && safeEqual(given, token) : isLoopbackAddress(req.socket.remoteAddress);
+    if (!allowed) {
+      res.status(token ? 401 : 403).type('text/plain').send(token ? 'metrics: send Authorization: Bearer $METRICS_TOKEN\n' : 'metrics: served to loopback clients only; set METRICS_TOKEN to scrape from elsewhere\n');
+      return;
+    }
+    res.type(services.metrics.registry.contentType).send(await services.metrics.registry.metrics());
   });
 
   app.get('/healthz', (_req, res) => {
@@ -206,6 +287,7 @@ export function createApp(services: Services) {
         signal: request?.signal ?? new AbortController().signal,
         // Over HTTP, on express's response: set when Yoga writes the head (a 429's too).
         onRateLimit: res && !connectionParams ? rateLimitHeadersOn(res) : undefined,
+        onSettled: res && !connectionParams ? settledOn(res) : undefined,
       });
     },
   });

@@ -121,7 +121,11 @@ describe.each(BACKENDS)('BillingService on %s', (backend) => {
     expect((await accounts.getAccount(id)).tier).toBe('free');
     expect((await billing.getWallet(id)).balance).toBe(usd('2'));
     const notes = await billing.listNotifications(id);
-    expect(notes.map((n) => [n.kind, n.payload.tier, n.payload.fee])).toEqual([['subscription_unpaid', 'developer', '5']]);
+    // March's fee was charged (and notified); April's could not be.
+    expect(notes.map((n) => [n.kind, n.payload.tier, n.payload.fee])).toEqual([
+      ['subscription_charged', 'developer', '5'],
+      ['subscription_unpaid', 'developer', '5'],
+    ]);
     expect((await billing.getAllocation(id)).monthlyTokens).toBe(100);
 
     // Paid again in April; in May the first call of the month charges the fee before it runs.

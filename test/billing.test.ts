@@ -252,8 +252,10 @@ describe.each(BACKENDS)('billing on %s', (backend) => {
       expect((await c.chat('a #tokens=2', { max_tokens: 2 })).status).toBe(200); // 44 of 50: 88%
       expect((await c.chat('a #tokens=2', { max_tokens: 2 })).status).toBe(200);
       const notes = await s.services.billing.listNotifications(a.id);
-      expect(notes.map((n) => n.kind)).toEqual(['allocation_80']);
+      // The third call also used the last of the 50 tokens: "monthly tokens used up", once too.
+      expect(notes.map((n) => n.kind)).toEqual(['allocation_80', 'allocation_100']);
       expect(notes[0]!.payload).toMatchObject({ used: 44, monthly_tokens: 50 });
+      expect(notes[1]!.payload).toMatchObject({ monthly_tokens: 50 });
     });
   });
 

@@ -315,6 +315,28 @@ describe('client mistakes are 4xx', () => {
     expect(typeof line.reqId).toBe('string');
   });
 
+  it('writes one access line per request with door, route, status, model and tokens, and no key', async () => {
+    const { apiKey } = await s.account('developer');
+    logLines.length = 0;
+    const res = await chat(apiKey, 'hello #tokens=3');
+    expect(res.status).toBe(200);
+    const { usage } = await res.json();
+    await waitUntil(() => logLines.some((l) => l.msg === 'request'));
+    const line = logLines.find((l) => l.msg === 'request')!;
+    expect(line).toMatchObject({
+      door: 'v1',
+      route: '/v1/chat/completions',
+      path: '/v1/chat/completions',
+      status: 200,
+      model: 'chat-test',
+      prompt_tokens: usage.prompt_tokens,
+      completion_tokens: usage.completion_tokens,
+    });
+    expect(typeof line.ms).toBe('number');
+    expect(JSON.stringify(logLines)).not.toContain(apiKey);
+    expect(JSON.stringify(logLines)).not.toContain('hello #tokens');
+  });
+
   it('answers parse and validation errors with 400 and the same extensions shape', async () => {
     for (const query of ['{ viewer {', '{ nope }', '{ models { id nope } }']) {
       const res = await s.graphql(query);

@@ -28,7 +28,11 @@ export const UsageEventSchema = new EntitySchema<UsageEvent>({
   class: UsageEvent,
   tableName: 'usage_events',
   uniques: [{ name: 'usage_events_id_unique', properties: ['id'] }],
-  indexes: [{ name: 'usage_events_account_day_index', properties: ['account', 'day'] }],
+  indexes: [
+    { name: 'usage_events_account_day_index', properties: ['account', 'day'] },
+    // Unusual-usage detection sums an account's last hour.
+    { name: 'usage_events_account_created_index', properties: ['account', 'createdAt'] },
+  ],
   properties: {
     seq: { ...bigintColumn, primary: true, autoincrement: true },
     id: { type: 'string', length: 40 },

@@ -24,6 +24,8 @@ export class Wallet {
   lowBalanceAlerted = false;
   allocationAlertPeriod: string | null = null;
   spendingAlertPeriod: string | null = null;
+  /** The period whose "monthly tokens used up" alert was raised. */
+  allocationFullPeriod: string | null = null;
   createdAt!: Date;
   updatedAt!: Date;
 }
@@ -48,6 +50,7 @@ export const WalletSchema = new EntitySchema<Wallet>({
     lowBalanceAlerted: { type: 'boolean', default: false },
     allocationAlertPeriod: { type: 'string', length: 7, nullable: true },
     spendingAlertPeriod: { type: 'string', length: 7, nullable: true },
+    allocationFullPeriod: { type: 'string', length: 7, nullable: true },
     createdAt: timestamp,
     updatedAt: timestamp,
   },

@@ -3,6 +3,7 @@
 // difference between these and the migrations' tables, so the two cannot drift.
 import type { EntitySchema } from '@mikro-orm/core';
 import { AccountSchema } from './Account.js';
+import { AlertSettingsSchema } from './AlertSettings.js';
 import { ApiKeySchema } from './ApiKey.js';
 import { AutoTopupSchema } from './AutoTopup.js';
 import { BillingInstanceSchema } from './BillingInstance.js';
@@ -16,6 +17,7 @@ import { WalletSchema } from './Wallet.js';
 import { WalletTransactionSchema } from './WalletTransaction.js';
 
 export { Account, AccountSchema } from './Account.js';
+export { AlertSettings, AlertSettingsSchema } from './AlertSettings.js';
 export { ApiKey, ApiKeySchema } from './ApiKey.js';
 export { AutoTopup, AutoTopupSchema } from './AutoTopup.js';
 export { BillingInstance, BillingInstanceSchema } from './BillingInstance.js';
@@ -42,4 +44,5 @@ export const ENTITIES: EntitySchema<any, any>[] = [
   PaymentCustomerSchema,
   AutoTopupSchema,
   RateLimitOverrideSchema,
+  AlertSettingsSchema,
 ];

@@ -4,6 +4,7 @@ import type { Services } from '../container.js';
 import type { AccountView, RateLimitOverride } from '../domain/accounts/accounts-service.js';
 import { DomainError } from '../domain/errors.js';
 import type { Caller } from '../domain/inference/inference-service.js';
+import type { Usage } from '../domain/inference/engine.js';
 import type { LimiterState } from '../domain/ratelimit/types.js';
 import { timingSafeEqual } from 'node:crypto';
 
@@ -37,6 +38,8 @@ export function createContext(
     signal: AbortSignal;
     /** Hears the rate-limit state, for X-RateLimit-* headers on the HTTP response (none over WebSocket). */
     onRateLimit?: (state: LimiterState) => void;
+    /** Hears what each metered call was settled at, for the HTTP access line. */
+    onSettled?: (model: string, usage: Usage) => void;
   },
 ): GraphQLContext {
   let authenticated: Promise<Principal> | undefined;
@@ -55,6 +58,7 @@ export function createContext(
         requestId: opts.requestId,
         rateLimitProfile: { tier: account.tier, ...rateLimitOverride },
         onRateLimit: opts.onRateLimit,
+        onSettled: opts.onSettled,
       };
     },
     requireAdmin() {

@@ -13,5 +13,6 @@ import './types/usage.js';
 import './types/settings.js';
 import './types/tier.js';
 import './types/top-up.js';
+import './types/notifications.js';
 
 export const schema = lexicographicSortSchema(builder.toSchema());

@@ -7,6 +7,7 @@ import { loadConfig } from '../../src/config.js';
 import { closeServices, createServices, type Services } from '../../src/container.js';
 import { createLogger, type Logger } from '../../src/logger.js';
 import { startServer } from '../../src/server.js';
+import { tollgateOrigins } from './openapi-contract.js';
 import { startFakeUpstream, type FakeUpstream, type FakeUpstreamOptions } from './fake-upstream.js';
 
 export const ADMIN_TOKEN = 'admin-test-token-0123456789';
@@ -111,11 +112,14 @@ export async function startTestServer(
     ADMIN_TOKEN,
     PORT: '0',
     HOST: '127.0.0.1',
+    // Mail without SMTP_URL goes to .eml files here, never into the working directory.
+    MAIL_DIR: path.join(dir, 'mail'),
     ...opts.env,
   });
   const services = await createServices(config, opts.logger ?? createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'), { now: opts.now });
   const running = await startServer(services, { port: 0, host: '127.0.0.1' });
   const url = running.url;
+  tollgateOrigins.add(url);
   // Checkout links point at the server as clients reach it: the port is only known now.
   if (!opts.env?.PUBLIC_URL) services.config.publicUrl = url;
 

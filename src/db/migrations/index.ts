@@ -8,6 +8,7 @@ import { Migration0002Billing } from './0002-billing.js';
 import { Migration0003Payments } from './0003-payments.js';
 import { Migration0004RateLimitOverrides } from './0004-rate-limit-overrides.js';
 import { Migration0005AccountEmailUnique } from './0005-account-email-unique.js';
+import { Migration0006AlertDelivery } from './0006-alert-delivery.js';
 
 export const MIGRATIONS: { name: string; class: Constructor<Migration> }[] = [
   { name: '0001-accounts-and-keys', class: Migration0001AccountsAndKeys },
@@ -15,4 +16,5 @@ export const MIGRATIONS: { name: string; class: Constructor<Migration> }[] = [
   { name: '0003-payments', class: Migration0003Payments },
   { name: '0004-rate-limit-overrides', class: Migration0004RateLimitOverrides },
   { name: '0005-account-email-unique', class: Migration0005AccountEmailUnique },
+  { name: '0006-alert-delivery', class: Migration0006AlertDelivery },
 ];

@@ -114,13 +114,15 @@ interface WalletRow {
   lowBalanceThreshold: bigint | null;
   lowBalanceAlerted: boolean;
   allocationAlertPeriod: string | null;
+  /** The period whose "monthly tokens used up" alert was written. */
+  allocationFullPeriod: string | null;
   spendingAlertPeriod: string | null;
 }
 
 const WALLET_COLUMNS =
   'cast(w.balance as text) as balance, cast(w.held as text) as held, w.period, w.period_used, w.period_held, cast(w.period_spent as text) as period_spent, ' +
   'w.fee_period, w.fee_tier, w.spending_limit_enabled, cast(w.spending_limit as text) as spending_limit, w.spending_limit_action, ' +
-  'cast(w.low_balance_threshold as text) as low_balance_threshold, w.low_balance_alerted, w.allocation_alert_period, w.spending_alert_period';
+  'cast(w.low_balance_threshold as text) as low_balance_threshold, w.low_balance_alerted, w.allocation_alert_period, w.allocation_full_period, w.spending_alert_period';
 
 function walletRow(r: Record<string, unknown>, tier: Tier): WalletRow {
   return {
@@ -139,6 +141,7 @@ function walletRow(r: Record<string, unknown>, tier: Tier): WalletRow {
     lowBalanceThreshold: bigOrNull(r.low_balance_threshold),
     lowBalanceAlerted: bool(r.low_balance_alerted),
     allocationAlertPeriod: (r.allocation_alert_period as string | null) ?? null,
+    allocationFullPeriod: (r.allocation_full_period as string | null) ?? null,
     spendingAlertPeriod: (r.spending_alert_period as string | null) ?? null,
   };
 }
@@ -612,10 +615,11 @@ export class BillingService implements Metering {
   }
 
   /** The alerts a change left due: past their line and not yet written for this crossing or period. */
-  private dueAlerts(w: WalletRow, monthlyTokens: number | null): { lowBalance: boolean; allocation: boolean; spending: boolean } {
+  private dueAlerts(w: WalletRow, monthlyTokens: number | null): { lowBalance: boolean; allocation: boolean; allocationFull: boolean; spending: boolean } {
     return {
       lowBalance: w.lowBalanceThreshold !== null && w.balance < w.lowBalanceThreshold && !w.lowBalanceAlerted,
       allocation: monthlyTokens !== null && monthlyTokens > 0 && w.periodUsed * 5 >= monthlyTokens * 4 && w.allocationAlertPeriod !== w.period,
+      allocationFull: monthlyTokens !== null && monthlyTokens > 0 && w.periodUsed >= monthlyTokens && w.allocationFullPeriod !== w.period,
       spending: w.spendingLimitEnabled && w.spendingLimit !== null && w.periodSpent > 0n && w.periodSpent >= w.spendingLimit && w.spendingAlertPeriod !== w.period,
     };
   }
@@ -623,11 +627,11 @@ export class BillingService implements Metering {
   /** Whether a change left the wallet past an alert's line (see raiseAlerts). */
   private alertDue(w: WalletRow, monthlyTokens: number | null): boolean {
     const due = this.dueAlerts(w, monthlyTokens);
-    return due.lowBalance || due.allocation || due.spending;
+    return due.lowBalance || due.allocation || due.allocationFull || due.spending;
   }
 
   /** Marks a once-per-period alert as written for `period`; false when another change did first. */
-  private async claimPeriodAlert(trx: Db, column: 'allocation_alert_period' | 'spending_alert_period', accountId: string, period: string): Promise<boolean> {
+  private async claimPeriodAlert(trx: Db, column: 'allocation_alert_period' | 'allocation_full_period' | 'spending_alert_period', accountId: string, period: string): Promise<boolean> {
     const flipped = await run(trx, `update wallets set ${column} = ? where account_id = ? and (${column} is null or ${column} <> ?)`, [period, accountId, period]);
     return flipped > 0;
   }
@@ -656,6 +660,15 @@ export class BillingService implements Metering {
         accountId,
         kind: 'allocation_80',
         dedupeKey: `allocation_80:${accountId}:${w.period}`,
+        payload: { period: w.period, used: w.periodUsed, monthly_tokens: monthlyTokens },
+        now,
+      });
+    }
+    if (due.allocationFull && (await this.claimPeriodAlert(trx, 'allocation_full_period', accountId, w.period))) {
+      await enqueueNotification(trx, {
+        accountId,
+        kind: 'allocation_100',
+        dedupeKey: `allocation_100:${accountId}:${w.period}`,
         payload: { period: w.period, used: w.periodUsed, monthly_tokens: monthlyTokens },
         now,
       });
@@ -765,6 +778,13 @@ export class BillingService implements Metering {
       createdAt: now,
     });
     effects.push({ accountId, balance, transaction });
+    await enqueueNotification(trx, {
+      accountId,
+      kind: 'subscription_charged',
+      dedupeKey: key,
+      payload: { period: w.period, tier, fee: formatDecimal(fee), balance: formatDecimal(balance), currency: WALLET_CURRENCY },
+      now,
+    });
     const next = { ...w, balance, feePeriod: w.period, feeTier: tier };
     await this.raiseAlerts(trx, accountId, next, null, now, transaction.id);
     return next;

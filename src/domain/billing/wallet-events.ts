@@ -1,6 +1,6 @@
 // In-process publish/subscribe of wallet changes, for Subscription.walletUpdated. Changes are
-// published only after their database transaction committed. Subscribers on another server
-// process do not see them (a shared bus, e.g. PostgreSQL LISTEN/NOTIFY, would be the next step).
+// published only after their database transaction committed. With REDIS_URL set, a bus
+// (src/events/redis-wallet-events.ts) carries them to the subscribers of every other process.
 import type { TransactionView } from '../ledger/ledger.js';
 
 export interface WalletChange {
@@ -15,9 +15,25 @@ export class WalletEvents {
   private readonly listeners = new Map<string, Set<Listener>>();
   private readonly observers = new Set<Listener>();
 
+  private forward: ((change: WalletChange) => void) | undefined;
+
   publish(change: WalletChange): void {
     for (const observer of this.observers) observer(change);
     for (const listener of this.listeners.get(change.accountId) ?? []) listener(change);
+    this.forward?.(change);
+  }
+
+  /**
+   * A change committed by another server process, brought by a shared bus (src/events/): this
+   * process's subscribers see it; observers do not (they react where the change was made).
+   */
+  deliverRemote(change: WalletChange): void {
+    for (const listener of this.listeners.get(change.accountId) ?? []) listener(change);
+  }
+
+  /** Hands every change published here to a bus that carries it to the other processes. */
+  forwardTo(forward: ((change: WalletChange) => void) | undefined): void {
+    this.forward = forward;
   }
 
   /**

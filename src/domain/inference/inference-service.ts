@@ -37,6 +37,8 @@ export interface Caller {
    * its response's head.
    */
   onRateLimit?: (state: LimiterState) => void;
+  /** Hears what a call was settled at (its model and usage), for the door's access line. */
+  onSettled?: (model: string, usage: Usage) => void;
 }
 
 export interface ChatInput {

@@ -1,15 +1,55 @@
-// The notifications outbox: alerts (low balance, 80% of the monthly allocation, spending limit,
-// unpaid subscription fee, frequent rate-limit hits) are written here in the same database
-// transaction as the change that caused them, once per occasion (a unique dedupe key). Sending
-// them (e-mail) is a later issue: a sender reads the rows with sent_at null and marks them sent.
+// The notifications outbox: alerts (low balance, 80% and 100% of the monthly allocation, spending
+// limit, monthly fee, frequent rate-limit hits, unusual usage, automatic top-up, receipts) are
+// written here in the same database transaction as the change that caused them, once per occasion
+// (a unique dedupe key). The delivery worker (delivery-worker.ts) e-mails them after the commit;
+// the feed (Account.notifications) reads them.
 import { newId } from '../ids.js';
 import { date, exec, rows, type Db } from '../billing/sql.js';
 
-export type NotificationKind = 'low_balance' | 'allocation_80' | 'spending_limit' | 'subscription_unpaid' | 'rate_limit_hits'
+export type NotificationKind = 'low_balance' | 'allocation_80' | 'allocation_100' | 'spending_limit' | 'subscription_charged' | 'subscription_unpaid' | 'rate_limit_hits'
+  | 'unusual_usage'
   // payments: an automatic top-up failed, was turned off after failing 3 times, hit the monthly cap
   | 'auto_topup_failed'
   | 'auto_topup_disabled'
-  | 'auto_topup_capped';
+  | 'auto_topup_capped'
+  // payments: a paid top-up (checkout or automatic): amount, bonus, credits, new balance
+  | 'receipt';
+
+export const NOTIFICATION_KINDS: readonly NotificationKind[] = [
+  'low_balance',
+  'allocation_80',
+  'allocation_100',
+  'spending_limit',
+  'subscription_charged',
+  'subscription_unpaid',
+  'rate_limit_hits',
+  'unusual_usage',
+  'auto_topup_failed',
+  'auto_topup_disabled',
+  'auto_topup_capped',
+  'receipt',
+];
+
+/** The alerts a person turns on or off; each kind belongs to one. Receipts cannot be turned off. */
+export const ALERTS = ['low_balance', 'allocation_80', 'allocation_100', 'spending_limit', 'rate_limit', 'unusual_usage', 'auto_topup', 'monthly_fee', 'receipt'] as const;
+export type Alert = (typeof ALERTS)[number];
+export const OPTIONAL_ALERTS: readonly Alert[] = ALERTS.filter((a) => a !== 'receipt');
+
+export function alertOf(kind: NotificationKind): Alert {
+  switch (kind) {
+    case 'rate_limit_hits':
+      return 'rate_limit';
+    case 'auto_topup_failed':
+    case 'auto_topup_disabled':
+    case 'auto_topup_capped':
+      return 'auto_topup';
+    case 'subscription_charged':
+    case 'subscription_unpaid':
+      return 'monthly_fee';
+    default:
+      return kind;
+  }
+}
 
 export interface NotificationView {
   id: string;

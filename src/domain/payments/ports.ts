@@ -28,7 +28,7 @@ export interface WalletPort {
   publish(effects: WalletChange[]): void;
 }
 
-export type PaymentNotificationKind = 'auto_topup_failed' | 'auto_topup_disabled' | 'auto_topup_capped';
+export type PaymentNotificationKind = 'auto_topup_failed' | 'auto_topup_disabled' | 'auto_topup_capped' | 'receipt';
 
 export interface NotifierPort {
   /** Queues a notification inside `db`'s transaction, once per `dedupeKey`. */

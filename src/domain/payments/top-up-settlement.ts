@@ -86,6 +86,23 @@ export class TopUpSettlement {
           );
         }
         if (t.source === 'auto') await finishAutoTopUp(trx, t.accountId, t.id, 'succeeded', now);
+        // The receipt (and, for an automatic top-up, its success notice), e-mailed after the commit.
+        await this.o.notifier.enqueue(trx, {
+          accountId: t.accountId,
+          kind: 'receipt',
+          dedupeKey: `receipt:${t.id}`,
+          payload: {
+            top_up_id: t.id,
+            source: t.source,
+            payment_id: t.processor === 'sandbox' ? null : payment.paymentId,
+            amount: formatMoney(t.amount),
+            bonus: formatMoney(t.bonus),
+            credits: formatMoney(t.amount + t.bonus),
+            balance: formatDecimal(effects.at(-1)?.balance ?? 0n),
+            currency: WALLET_CURRENCY,
+          },
+          now,
+        });
         if (payment.customerId) await saveCustomer(trx, t.accountId, t.processor, payment.customerId, now);
         return { outcome: 'credited' as const, topUp: { ...t, status: 'paid' as TopUpState, paymentId: payment.paymentId, settledAt: now } };
       });

@@ -21,7 +21,7 @@ export class RateLimitMetering implements Metering {
   ) {}
 
   async precheck(caller: Caller): Promise<void> {
-    this.limiter.precheck(caller.accountId, await this.limitsFor(caller), caller.onRateLimit);
+    await this.limiter.precheck(caller.accountId, await this.limitsFor(caller), caller.onRateLimit);
   }
 
   /** One request with no tokens; a refusal of it only marks the account over its RPM for `precheck`. */

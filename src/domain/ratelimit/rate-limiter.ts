@@ -55,7 +55,7 @@ interface Blocked {
 
 export class RateLimiter {
   /** Counters since start (for metrics and tests). */
-  readonly stats = { admitted: 0, refused: 0, failOpen: 0, storeErrors: 0, alerts: 0 };
+  readonly stats = { admitted: 0, refused: 0, failOpen: 0, storeErrors: 0, alerts: 0, refusedBy: { rpm: 0, tpm: 0 } };
   private readonly failClosed: boolean;
   private readonly alertThreshold: number;
   private lastWarnMs = -Infinity;
@@ -92,6 +92,7 @@ export class RateLimiter {
       return new CountedAdmission(this, result.ref, limits, tokens, result.state, onState);
     }
     this.stats.refused++;
+    for (const limit of result.exceeded) this.stats.refusedBy[limit]++;
     if (result.alert) this.raiseAlert(accountId, result.recentHits);
     if (result.retryAfter !== null && result.exceeded.length === 1 && result.exceeded[0] === 'rpm') {
       if (this.blocked.size >= MAX_BLOCKED) this.blocked.delete(this.blocked.keys().next().value!);
@@ -102,10 +103,11 @@ export class RateLimiter {
 
   /**
    * Refuses (429) a call of an account this instance knows to be over its RPM, before the call
-   * does any work; does nothing otherwise. The refusal still counts as a hit for the alert, in the
-   * background. An operator's raised limit takes effect from the next Retry-After.
+   * does any work; does nothing otherwise. The refusal is counted as a hit for the alert before
+   * it is answered, as a refusal by the store is. An operator's raised limit takes effect from the
+   * next Retry-After.
    */
-  precheck(accountId: string, limits: RateLimits, onState?: (state: LimiterState) => void): void {
+  async precheck(accountId: string, limits: RateLimits, onState?: (state: LimiterState) => void): Promise<void> {
     const blocked = this.blocked.get(accountId);
     if (!blocked) return;
     const left = blocked.untilMs - Date.now();
@@ -114,7 +116,8 @@ export class RateLimiter {
       return;
     }
     this.stats.refused++;
-    this.recordHit(accountId, limits);
+    this.stats.refusedBy.rpm++;
+    await this.recordHit(accountId, limits);
     onState?.(blocked.state);
     const retryAfter = Math.ceil(left / 1000);
     throw new DomainError('rate_limit_exceeded', `Rate limit reached: this account's ${NAMES.rpm} limit of ${blocked.rpm}. Retry after ${retryAfter} s.`, { retryAfter });
@@ -124,13 +127,13 @@ export class RateLimiter {
    * Counts a 429 decided without the store: asks the store to admit more tokens than the TPM limit,
    * which it always refuses, counting nothing but the hit (and raising the alert when due).
    */
-  private recordHit(accountId: string, limits: RateLimits): void {
-    this.store.admit(accountId, limits, limits.tpm + 1, this.alertThreshold).then(
-      (result) => {
-        if (!result.admitted && result.alert) this.raiseAlert(accountId, result.recentHits);
-      },
-      (err) => this.backgroundError(err),
-    );
+  private async recordHit(accountId: string, limits: RateLimits): Promise<void> {
+    try {
+      const result = await this.store.admit(accountId, limits, limits.tpm + 1, this.alertThreshold);
+      if (!result.admitted && result.alert) this.raiseAlert(accountId, result.recentHits);
+    } catch (err) {
+      this.backgroundError(err);
+    }
   }
 
   /** 429s of the account in the last 10 minutes. */

@@ -117,7 +117,7 @@ const WalletUpdateRef = builder.objectRef<WalletChange>('WalletUpdate').implemen
 builder.subscriptionField('walletUpdated', (t) =>
   t.field({
     type: WalletUpdateRef,
-    description: "The key's wallet after each committed change (credits, usage charges, fees). Changes made by other server processes are not seen.",
+    description: "The key's wallet after each committed change (credits, usage charges, fees). With REDIS_URL set, changes made through every instance are seen; without, those of this server process.",
     // Ends when the operation completes, the client goes, or the key is revoked or expires.
     subscribe: (_root, _args, ctx) =>
       untilKeyInvalid<WalletChange>(ctx, (signal, { account }) => ctx.services.billing.events.subscribe(account.id, signal)) as AsyncIterable<unknown> as AsyncIterable<WalletChange>,

@@ -96,6 +96,11 @@ export class LlamaCppEngine implements Engine {
     return this.statusValue;
   }
 
+  /** Calls waiting for a slot now (metrics). */
+  get queueDepth(): number {
+    return this.runner?.pool.queued ?? 0;
+  }
+
   get loadMode(): 'eager' | 'lazy' {
     return this.config.engine.load ?? 'eager';
   }

@@ -1,0 +1,28 @@
+# tollgate's container image: built in one stage (native modules compile there), run in another
+# as the unprivileged `node` user. Data (SQLite, .eml mail) and GGUF models live on volumes.
+#   docker build -t tollgate .
+#   docker run -p 8080:8080 -v tollgate-data:/data -v tollgate-models:/app/models tollgate
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
+COPY package.json package-lock.json ./
+RUN npm ci
+COPY . .
+# tsx runs the TypeScript sources; everything else the tests and the dashboard build need goes.
+RUN npm prune --omit=dev
+
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production \
+    HOST=0.0.0.0 \
+    PORT=8080 \
+    DATABASE_URL=sqlite:/data/tollgate.db \
+    MODELS_DIR=/app/models
+WORKDIR /app
+COPY --from=build --chown=node:node /app /app
+RUN mkdir -p /data /app/models && chown node:node /data /app/models
+USER node
+VOLUME ["/data", "/app/models"]
+EXPOSE 8080
+HEALTHCHECK --interval=15s --timeout=3s --start-period=120s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+CMD ["node", "--import", "tsx", "src/main.ts"]

@@ -1,0 +1,289 @@
+// The OpenAPI 3.1 document of /v1, served at GET /openapi.json (and rendered at GET /docs). The
+// request bodies are the very zod schemas the routes validate with, so the two cannot drift; the
+// responses are described here, and a test checks every /v1 response the test suite sees against
+// them. Unknown fields in requests are kept (not refused), as the routes do.
+import { OpenAPIRegistry, OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
+import { z } from 'zod';
+import { body as chatBody } from './chat.js';
+import { body as embeddingsBody } from './embeddings.js';
+import { body as moderateBody } from './moderate.js';
+import { body as rerankBody } from './rerank.js';
+import { TopUpBody } from './top-up.js';
+
+const ErrorBody = z
+  .object({
+    error: z.object({
+      message: z.string(),
+      type: z.string(),
+      param: z.string().nullable(),
+      code: z.string().nullable(),
+    }),
+  })
+  .meta({ id: 'Error', description: 'Every refusal: the HTTP status, and this body.' });
+
+const Usage = z.object({ prompt_tokens: z.int(), completion_tokens: z.int().optional(), total_tokens: z.int() }).meta({ id: 'Usage' });
+
+const Model = z
+  .object({
+    id: z.string(),
+    object: z.literal('model'),
+    created: z.int(),
+    owned_by: z.string(),
+    category: z.enum(['chat', 'embedding', 'moderation', 'reranking']),
+    version: z.string(),
+    capabilities: z.record(z.string(), z.boolean()),
+    pricing: z.record(z.string(), z.union([z.number(), z.string()])),
+    specifications: z.record(z.string(), z.union([z.number(), z.string(), z.array(z.number())])),
+    status: z.enum(['active', 'beta', 'deprecated']),
+    available: z.boolean().describe('Whether the model can serve a call now (status is its lifecycle).'),
+    unavailable_reason: z.string().nullable(),
+  })
+  .meta({ id: 'Model' });
+
+const FinishReason = z.enum(['stop', 'length', 'content_filter', 'tool_calls']);
+
+const ChatCompletion = z
+  .object({
+    id: z.string(),
+    object: z.literal('chat.completion'),
+    created: z.int(),
+    model: z.string(),
+    choices: z.array(
+      z.object({
+        index: z.int(),
+        message: z.object({ role: z.literal('assistant'), content: z.string().nullable() }).loose(),
+        logprobs: z.unknown().nullable().optional(),
+        finish_reason: FinishReason,
+      }),
+    ),
+    usage: Usage,
+  })
+  .meta({ id: 'ChatCompletion' });
+
+const ChatCompletionChunk = z
+  .object({
+    id: z.string(),
+    object: z.literal('chat.completion.chunk'),
+    created: z.int(),
+    model: z.string(),
+    choices: z.array(z.object({ index: z.int(), delta: z.object({ role: z.literal('assistant').optional(), content: z.string().optional() }).loose(), finish_reason: FinishReason.nullable() }).loose()),
+    usage: z.union([Usage, z.null()]).optional().describe('With stream_options.include_usage: null on content chunks, the usage on the last one (no choices).'),
+  })
+  .meta({ id: 'ChatCompletionChunk', description: 'One `data:` event of a stream; the stream ends with `data: [DONE]`, or with an Error event instead when it fails.' });
+
+const Embeddings = z
+  .object({
+    object: z.literal('list'),
+    data: z.array(z.object({ object: z.literal('embedding'), index: z.int(), embedding: z.union([z.array(z.number()), z.string().describe('base64 of little-endian float32s')]) })),
+    model: z.string(),
+    usage: Usage,
+  })
+  .meta({ id: 'Embeddings' });
+
+const RerankResult = z
+  .object({
+    id: z.string(),
+    model: z.string(),
+    results: z.array(z.object({ index: z.int(), relevance_score: z.number().min(0).max(1), document: z.object({ text: z.string() }).optional() })),
+    usage: Usage,
+  })
+  .meta({ id: 'RerankResult' });
+
+const ModerationResult = z
+  .object({
+    id: z.string(),
+    model: z.string(),
+    results: z.array(z.object({ flagged: z.boolean(), categories: z.record(z.string(), z.boolean()), category_scores: z.record(z.string(), z.number()) })),
+  })
+  .meta({ id: 'ModerationResult' });
+
+const Balance = z.object({ balance: z.number(), currency: z.string().regex(/^[A-Z]{3}$/) }).meta({ id: 'WalletBalance' });
+
+const Transaction = z
+  .object({
+    id: z.string(),
+    type: z.enum(['topup', 'usage', 'refund', 'subscription', 'bonus']),
+    amount: z.number(),
+    balance_after: z.number(),
+    created_at: z.string(),
+    description: z.string(),
+  })
+  .meta({ id: 'WalletTransaction' });
+
+const Checkout = z
+  .object({
+    checkout_url: z.string(),
+    amount: z.number(),
+    currency: z.string(),
+    id: z.string(),
+    status: z.string(),
+    bonus: z.number(),
+    credits: z.number(),
+    expires_at: z.string(),
+  })
+  .meta({ id: 'Checkout' });
+
+const UsageReport = z
+  .object({
+    object: z.literal('usage'),
+    period_start: z.string(),
+    period_end: z.string(),
+    allocation: z.object({ monthly_tokens: z.int().nullable(), used: z.int(), remaining: z.int().nullable() }),
+    data: z.array(
+      z.object({ date: z.string(), model: z.string(), requests: z.int(), prompt_tokens: z.int(), completion_tokens: z.int(), total_tokens: z.int(), cost: z.number() }).loose(),
+    ),
+  })
+  .meta({ id: 'UsageReport' });
+
+const int = z.string().regex(/^\d+$/);
+const rateLimitHeaders = z.object({
+  'X-RateLimit-Limit-RPM': int.describe('Requests per minute allowed'),
+  'X-RateLimit-Limit-TPM': int.describe('Tokens per minute allowed'),
+  'X-RateLimit-Remaining-RPM': int,
+  'X-RateLimit-Remaining-TPM': int,
+  'X-RateLimit-Reset-RPM': int.describe('Unix time when the requests counted now have left the window'),
+  'X-RateLimit-Reset-TPM': int,
+  'X-Request-Id': z.string(),
+});
+const retryHeaders = z.object({ 'Retry-After': int.describe('Seconds to wait before retrying'), 'X-Request-Id': z.string() });
+const requestIdHeader = z.object({ 'X-Request-Id': z.string() });
+
+const json = (schema: z.ZodType) => ({ 'application/json': { schema } });
+const error = (description: string, headers = requestIdHeader) => ({ description, headers, content: json(ErrorBody) });
+
+/** The refusals every call may meet, and those of metered calls (limits, wallet, models). */
+const commonErrors = {
+  400: error('Invalid request: a missing, mistyped or out-of-range parameter, an unknown model, an input too long, …'),
+  401: error('Missing, malformed, wrong, revoked or expired API key (invalid_api_key).'),
+  413: error('Body over server.body_limit (request_too_large).'),
+  500: error('Unexpected error (internal_error); logged with the request id.'),
+};
+const meteredErrors = {
+  ...commonErrors,
+  402: error('The wallet or the allocation cannot pay (insufficient_balance, monthly_allocation_exhausted, spending_limit_reached).'),
+  429: error('Rate limit (rate_limit_exceeded): RPM or TPM.', rateLimitHeaders.extend(retryHeaders.shape)),
+  502: error('The upstream failed or answered garbage (upstream_error).'),
+  503: error('The model is unavailable or overloaded (model_unavailable, model_overloaded), or the server is shutting down.', retryHeaders),
+  504: error('The upstream did not answer in time (upstream_timeout).'),
+};
+
+const bearer = [{ apiKey: [] }];
+
+export function buildOpenApiDocument(serverUrl: string) {
+  const registry = new OpenAPIRegistry();
+  registry.registerComponent('securitySchemes', 'apiKey', { type: 'http', scheme: 'bearer', description: 'An API key: `Authorization: Bearer ask_…`' });
+
+  const metered = (path: string, summary: string, request: z.ZodType, response: z.ZodType, extra: Record<string, unknown> = {}) =>
+    registry.registerPath({
+      method: 'post',
+      path,
+      summary,
+      security: bearer,
+      request: { body: { required: true, content: json(request) } },
+      responses: { 200: { description: 'The result.', headers: rateLimitHeaders, content: json(response) }, ...meteredErrors },
+      ...extra,
+    });
+
+  registry.registerPath({
+    method: 'get',
+    path: '/v1/models',
+    summary: 'The model catalog (no key needed).',
+    responses: {
+      200: {
+        description: 'Every model. Cacheable: Cache-Control public, max-age=300, and an ETag (304 on If-None-Match).',
+        headers: z.object({ 'Cache-Control': z.string(), ETag: z.string() }),
+        content: json(z.object({ object: z.literal('list'), data: z.array(Model) })),
+      },
+      500: commonErrors[500],
+    },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: '/v1/models/{model_id}',
+    summary: 'One model (no key needed).',
+    request: { params: z.object({ model_id: z.string() }) },
+    responses: { 200: { description: 'The model.', content: json(Model) }, 404: error('No such model (model_not_found).'), 500: commonErrors[500] },
+  });
+  registry.registerPath({
+    method: 'post',
+    path: '/v1/chat/completions',
+    summary: 'A chat completion; with `stream: true`, Server-Sent Events of chunks.',
+    security: bearer,
+    request: { body: { required: true, content: json(chatBody) } },
+    responses: {
+      200: {
+        description: 'The completion, or (stream: true) `data: <chunk>` events and a final `data: [DONE]`.',
+        headers: rateLimitHeaders,
+        content: { ...json(ChatCompletion), 'text/event-stream': { schema: ChatCompletionChunk } },
+      },
+      ...meteredErrors,
+    },
+  });
+  metered('/v1/embeddings', 'Embeddings of up to 100 inputs.', embeddingsBody, Embeddings);
+  metered('/v1/rerank', 'Documents ranked by relevance to a query.', rerankBody, RerankResult);
+  metered('/v1/moderate', 'Moderation of one input or a list.', moderateBody, ModerationResult);
+  metered('/v1/moderations', 'The same as /v1/moderate (the path OpenAI clients call).', moderateBody, ModerationResult);
+  registry.registerPath({
+    method: 'get',
+    path: '/v1/wallet/balance',
+    summary: "The key's wallet balance.",
+    security: bearer,
+    responses: { 200: { description: 'The balance.', headers: requestIdHeader, content: json(Balance) }, ...commonErrors },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: '/v1/wallet/transactions',
+    summary: "The wallet's ledger, paged.",
+    security: bearer,
+    request: {
+      query: z.object({
+        limit: z.string().optional().describe('1 to 100 (default 20)'),
+        after: z.string().optional().describe('a transaction id: the page after it'),
+        order: z.enum(['asc', 'desc']).optional(),
+        type: z.enum(['topup', 'usage', 'refund', 'subscription', 'bonus']).optional(),
+      }),
+    },
+    responses: {
+      200: { description: 'A page of transactions.', headers: requestIdHeader, content: json(z.object({ transactions: z.array(Transaction), has_more: z.boolean() })) },
+      ...commonErrors,
+    },
+  });
+  registry.registerPath({
+    method: 'post',
+    path: '/v1/wallet/top-up',
+    summary: "A checkout at the payment processor for the key's wallet.",
+    security: bearer,
+    request: {
+      headers: z.object({ 'Idempotency-Key': z.string().optional().describe('The same key returns the same checkout for the same amount (422 for another amount).') }),
+      body: { required: true, content: json(TopUpBody) },
+    },
+    responses: {
+      200: { description: 'The checkout; pay at checkout_url.', headers: requestIdHeader, content: json(Checkout) },
+      ...commonErrors,
+      409: error('The checkout is no longer open (checkout_not_open).'),
+      422: error('Idempotency-Key reused with another amount (idempotency_key_reused).'),
+      502: error('The payment processor failed (payment_processor_error).'),
+    },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: '/v1/usage',
+    summary: 'Daily usage per model, and the allocation of the current period.',
+    security: bearer,
+    request: { query: z.object({ start: z.string().optional().describe('UTC date YYYY-MM-DD'), end: z.string().optional().describe('UTC date YYYY-MM-DD') }) },
+    responses: { 200: { description: 'The usage report.', headers: requestIdHeader, content: json(UsageReport) }, ...commonErrors },
+  });
+
+  return new OpenApiGeneratorV31(registry.definitions).generateDocument({
+    openapi: '3.1.0',
+    info: {
+      title: 'tollgate /v1',
+      version: '1',
+      description: 'The OpenAI-compatible HTTP API of tollgate. Errors: the HTTP status and `{error: {message, type, param, code}}`.',
+    },
+    servers: [{ url: serverUrl }],
+  });
+}
+
+/** The error schema of any /v1 answer outside the document's paths (e.g. the 404 of an unknown path). */
+export const errorBodySchema = ErrorBody;

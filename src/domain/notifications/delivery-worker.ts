@@ -1,0 +1,146 @@
+// Sends the notifications outbox by e-mail, at least once and never lost:
+// - a message is claimed with a lease (claimDue) and marked sent only after the mailer resolved,
+//   i.e. the SMTP server accepted it; a crash before that leaves it pending, and the lease lapses
+//   (at once when the owner is no longer a registered instance), so a restart resumes it;
+// - a failed try (server down, 4xx/5xx, timeout) is retried after a doubling backoff, and after
+//   `max_attempts` kept as failed for an operator (`tollgate mail status|retry`);
+// - each message carries a Message-ID derived from its notification id, so the rare resend (a
+//   crash between the server's acceptance and the mark) is recognisable as the same message.
+// It polls the outbox every `poll_interval_ms` (alerts are written by this process, by other
+// instances and by the CLI alike), runs one round at a time, never throws, and stops cleanly.
+import type { DeliverySettings } from '../../config-alerts.js';
+import type { Logger } from '../../logger.js';
+import type { Mailer } from '../../mail/mailer.js';
+import { renderNotification } from '../../mail/templates.js';
+import { rows, type BillingDatabase } from '../billing/sql.js';
+import { getAlertSettings } from './alert-settings.js';
+import { anyDue, claimDue, markFailedTry, markSent, markSkipped, releaseLeases, type NotificationRecord } from './notification-store.js';
+import { alertOf } from './outbox.js';
+
+export interface DeliveryWorkerOptions {
+  db: BillingDatabase;
+  mailer: Mailer;
+  settings: DeliverySettings;
+  /** This server's billing instance id: the owner of its leases. */
+  owner: string;
+  /** Read when a message is rendered (the address clients reach). */
+  publicUrl: () => string;
+  logger: Logger;
+  now?: () => Date;
+}
+
+export class DeliveryWorker {
+  private readonly now: () => Date;
+  private timer: NodeJS.Timeout | undefined;
+  private round: Promise<void> | undefined;
+  private stopping = false;
+  private again = false;
+
+  constructor(private readonly o: DeliveryWorkerOptions) {
+    this.now = o.now ?? (() => new Date());
+  }
+
+  start(): void {
+    this.stopping = false;
+    this.timer = setInterval(() => this.wake(), this.o.settings.poll_interval_ms);
+    // Never keeps the process alive on its own.
+    this.timer.unref();
+    this.wake();
+  }
+
+  /** Runs a round now (or right after the one running): e.g. after this process wrote a notification. */
+  wake(): void {
+    if (this.stopping) return;
+    if (this.round) {
+      this.again = true;
+      return;
+    }
+    this.round = (async () => {
+      do {
+        this.again = false;
+        try {
+          await this.deliverDue();
+        } catch (err) {
+          this.o.logger.error({ err }, 'mail delivery round failed; will try again');
+        }
+      } while (this.again && !this.stopping);
+    })().finally(() => (this.round = undefined));
+  }
+
+  /** Resolves when no round is running (tests). */
+  async idle(): Promise<void> {
+    while (this.round) await this.round;
+  }
+
+  /** Stops polling, lets the message being sent finish, gives back the leases of the others. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    await this.round;
+    await releaseLeases(this.o.db, this.o.owner).catch((err) => this.o.logger.warn({ err }, 'mail: could not release leases at shutdown'));
+    this.o.mailer.close();
+  }
+
+  /** One round: claim batches of due messages and send them one by one, until none is due. */
+  async deliverDue(): Promise<number> {
+    let sent = 0;
+    const { settings } = this.o;
+    while (!this.stopping) {
+      const now = this.now();
+      if (!(await anyDue(this.o.db, now))) break;
+      const batch = await claimDue(this.o.db, { owner: this.o.owner, now, leaseUntil: new Date(now.getTime() + settings.lease_seconds * 1000), limit: settings.batch_size });
+      if (batch.length === 0) break;
+      for (const n of batch) {
+        // At shutdown the rest of the batch is released (stop), not sent half-way.
+        if (this.stopping) break;
+        if (await this.deliver(n)) sent++;
+      }
+    }
+    return sent;
+  }
+
+  private async deliver(n: NotificationRecord): Promise<boolean> {
+    const { db, logger } = this.o;
+    const alert = alertOf(n.kind);
+    const prefs = await getAlertSettings(db, n.accountId);
+    if (!prefs.enabled[alert]) {
+      await markSkipped(db, n.id, `the ${alert} alert is turned off in the account's alert settings`);
+      return false;
+    }
+    const owner = await rows<{ email: string }>(db, 'select email from accounts where id = ?', [n.accountId]);
+    const to = owner[0]?.email ? [owner[0].email] : [];
+    const cc = prefs.extraRecipients.filter((e) => !to.some((t) => t.toLowerCase() === e.toLowerCase()));
+    if (to.length + cc.length === 0) {
+      await markSkipped(db, n.id, 'the account has no e-mail address');
+      return false;
+    }
+    const message = renderNotification(n.kind, n.payload, { publicUrl: this.o.publicUrl(), accountId: n.accountId });
+    try {
+      const receipt = await this.o.mailer.send({ ...message, to, cc, messageId: `<${n.id}@${this.o.mailer.domain}>`, key: n.id });
+      if (receipt.rejected.length > 0) logger.warn({ notification: n.id, rejected: receipt.rejected }, 'mail: the server refused some recipients');
+      await markSent(db, n.id, this.now(), receipt.accepted.length > 0 ? receipt.accepted : [...to, ...cc]);
+      logger.info({ notification: n.id, kind: n.kind, to: [...to, ...cc], subject: message.subject, attempt: n.attempts }, 'mail sent');
+      return true;
+    } catch (err) {
+      const final = n.attempts >= this.o.settings.max_attempts;
+      const error = describeError(err);
+      const nextAttemptAt = final ? null : new Date(this.now().getTime() + this.backoffMs(n.attempts));
+      await markFailedTry(db, n.id, { owner: this.o.owner, error, nextAttemptAt, final });
+      logger.warn({ notification: n.id, kind: n.kind, attempt: n.attempts, error, next: nextAttemptAt?.toISOString() ?? null, failed: final }, final ? 'mail failed for good: see tollgate mail status' : 'mail not sent; will retry');
+      return false;
+    }
+  }
+
+  /** 10 s, 20 s, 40 s … up to max_backoff_seconds (by default). */
+  private backoffMs(attempts: number): number {
+    const { backoff_seconds, max_backoff_seconds } = this.o.settings;
+    return Math.min(backoff_seconds * 2 ** Math.max(0, attempts - 1), max_backoff_seconds) * 1000;
+  }
+}
+
+function describeError(err: unknown): string {
+  const e = err as { message?: string; responseCode?: number; code?: string };
+  const parts = [e?.code, e?.responseCode, e?.message ?? String(err)].filter((x) => x !== undefined && x !== null && x !== '');
+  return parts.join(' ').slice(0, 500);
+}

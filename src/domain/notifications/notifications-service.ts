@@ -1,0 +1,185 @@
+// What the doors call for notifications: the account's alert settings, its feed (a page, marking
+// read, the live feed of Subscription.notificationAdded), and the operator's delivery status and
+// retry. The live feed polls the table while anyone listens, so it shows notifications written by
+// any process (other instances, the CLI) and only once they are committed.
+import type { Logger } from '../../logger.js';
+import type { Db } from '../billing/sql.js';
+import { getAlertSettings, updateAlertSettings, type AlertSettingsInput, type AlertSettingsView } from './alert-settings.js';
+import {
+  countUnread,
+  deliveryCounts,
+  listByDelivery,
+  markRead,
+  maxSeq,
+  notificationsAfter,
+  pageNotifications,
+  retryFailed,
+  type DeliveryState,
+  type FeedPage,
+  type NotificationRecord,
+} from './notification-store.js';
+import { DomainError } from '../errors.js';
+
+/** A row committed late (a long transaction on PostgreSQL) can take a lower seq than one already seen: look back this long. */
+const LOOKBACK_MS = 10_000;
+const MAX_IDS = 100;
+
+type Listener = (n: NotificationRecord) => void;
+
+export class NotificationsService {
+  private readonly now: () => Date;
+  private readonly listeners = new Map<string, Set<Listener>>();
+  private timer: NodeJS.Timeout | undefined;
+  private polling: Promise<void> | undefined;
+  /** Seqs published, and the highest seq seen at each poll (for the look-back floor). */
+  private readonly published = new Set<number>();
+  private marks: { at: number; max: number }[] = [];
+  private started: Promise<void> | undefined;
+
+  constructor(private readonly o: { db: Db; logger: Logger; pollMs: number; now?: () => Date }) {
+    this.now = o.now ?? (() => new Date());
+  }
+
+  getSettings(accountId: string): Promise<AlertSettingsView> {
+    return getAlertSettings(this.o.db, accountId);
+  }
+
+  updateSettings(accountId: string, input: AlertSettingsInput): Promise<AlertSettingsView> {
+    return updateAlertSettings(this.o.db, accountId, input, this.now());
+  }
+
+  page(accountId: string, q: { first?: number | null; after?: string | null; unreadOnly?: boolean | null }): Promise<FeedPage> {
+    return pageNotifications(this.o.db, accountId, q);
+  }
+
+  unreadCount(accountId: string): Promise<number> {
+    return countUnread(this.o.db, accountId);
+  }
+
+  markRead(accountId: string, ids: string[]): Promise<NotificationRecord[]> {
+    if (ids.length > MAX_IDS) throw new DomainError('invalid_value', `At most ${MAX_IDS} ids at a time; got ${ids.length}.`, { param: 'ids' });
+    return markRead(this.o.db, accountId, ids, this.now());
+  }
+
+  // Operators ------------------------------------------------------------------------------------
+
+  deliveryStatus(): Promise<{ counts: Record<DeliveryState, number>; failed: NotificationRecord[]; pending: NotificationRecord[] }> {
+    return (async () => ({ counts: await deliveryCounts(this.o.db), failed: await listByDelivery(this.o.db, 'failed'), pending: await listByDelivery(this.o.db, 'pending') }))();
+  }
+
+  retryFailed(ids: string[] | null): Promise<number> {
+    return retryFailed(this.o.db, ids);
+  }
+
+  // The live feed --------------------------------------------------------------------------------
+
+  /** The account's new notifications, as they are committed, until the signal aborts or return() is called. */
+  subscribe(accountId: string, signal?: AbortSignal): AsyncIterableIterator<NotificationRecord> {
+    const queue: NotificationRecord[] = [];
+    let waiting: ((r: IteratorResult<NotificationRecord>) => void) | undefined;
+    let done = false;
+    const listener: Listener = (n) => {
+      if (waiting) {
+        const resolve = waiting;
+        waiting = undefined;
+        resolve({ value: n, done: false });
+        return;
+      }
+      if (queue.length >= 100) queue.shift();
+      queue.push(n);
+    };
+    let set = this.listeners.get(accountId);
+    if (!set) this.listeners.set(accountId, (set = new Set()));
+    set.add(listener);
+    this.ensurePolling();
+    const finish = (): Promise<IteratorResult<NotificationRecord>> => {
+      if (!done) {
+        done = true;
+        signal?.removeEventListener('abort', onAbort);
+        set.delete(listener);
+        if (set.size === 0 && this.listeners.get(accountId) === set) this.listeners.delete(accountId);
+        if (this.listeners.size === 0) this.stopPolling();
+        queue.length = 0;
+        waiting?.({ value: undefined, done: true });
+        waiting = undefined;
+      }
+      return Promise.resolve({ value: undefined, done: true });
+    };
+    const onAbort = () => void finish();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    if (signal?.aborted) void finish();
+    const iterator: AsyncIterableIterator<NotificationRecord> = {
+      next: () => {
+        if (done) return Promise.resolve({ value: undefined, done: true });
+        const n = queue.shift();
+        if (n) return Promise.resolve({ value: n, done: false });
+        return new Promise((resolve) => (waiting = resolve));
+      },
+      return: finish,
+      throw: async (err?: unknown) => {
+        await finish();
+        throw err;
+      },
+      [Symbol.asyncIterator]: () => iterator,
+    };
+    return iterator;
+  }
+
+  /** Subscribers listening now (tests, metrics). */
+  get listening(): number {
+    let n = 0;
+    for (const set of this.listeners.values()) n += set.size;
+    return n;
+  }
+
+  /** Ready to see notifications written from now on (the first subscriber's poll has its starting point). */
+  async ready(): Promise<void> {
+    await this.started;
+  }
+
+  async close(): Promise<void> {
+    this.stopPolling();
+    await this.polling;
+  }
+
+  private ensurePolling(): void {
+    if (this.timer) return;
+    this.started = (async () => {
+      const max = await maxSeq(this.o.db);
+      this.marks = [{ at: Date.now(), max }];
+    })().catch((err) => this.o.logger.error({ err }, 'notifications feed: could not start'));
+    this.timer = setInterval(() => {
+      this.polling ??= this.poll()
+        .catch((err) => this.o.logger.warn({ err }, 'notifications feed: poll failed'))
+        .finally(() => (this.polling = undefined));
+    }, this.o.pollMs);
+    this.timer.unref();
+  }
+
+  private stopPolling(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    this.published.clear();
+    this.marks = [];
+  }
+
+  private async poll(): Promise<void> {
+    await this.started;
+    if (this.listeners.size === 0 || this.marks.length === 0) return;
+    const cutoff = Date.now() - LOOKBACK_MS;
+    // The floor: the highest seq seen at the latest poll at least LOOKBACK_MS ago (or the start).
+    let floor = this.marks[0]!.max;
+    for (const m of this.marks) if (m.at <= cutoff) floor = m.max;
+    this.marks = this.marks.filter((m, i) => m.at > cutoff || this.marks[i + 1]?.at === undefined || this.marks[i + 1]!.at > cutoff);
+    const found = await notificationsAfter(this.o.db, [...this.listeners.keys()], floor);
+    let max = floor;
+    for (const n of found) {
+      max = Math.max(max, n.seq);
+      if (this.published.has(n.seq)) continue;
+      this.published.add(n.seq);
+      for (const listener of this.listeners.get(n.accountId) ?? []) listener(n);
+    }
+    for (const seq of this.published) if (seq <= floor) this.published.delete(seq);
+    this.marks.push({ at: Date.now(), max: Math.max(max, this.marks.at(-1)?.max ?? 0) });
+  }
+}

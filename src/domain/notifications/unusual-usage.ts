@@ -1,0 +1,123 @@
+// Unusual usage: every `check_interval_seconds`, each account's last hour (tokens, and wallet money
+// spent) is compared with the same hour of the previous 7 days. The usual is the median of those
+// 7 hours (a median, so one earlier spike does not make the next one usual); the last hour is
+// unusual when it is more than `factor` times the usual AND at least the floor (`min_tokens`,
+// `min_spend`), so a new account's first busy hour (a usual of 0) is not unusual unless it is big.
+// An account is alerted at most once a UTC day (the outbox's dedupe key), whichever instance
+// checks first.
+import type { UnusualUsageSettings } from '../../config-alerts.js';
+import type { Logger } from '../../logger.js';
+import { formatDecimal, parseDecimal, WALLET_CURRENCY } from '../billing/money.js';
+import { big, int, rows, type Db } from '../billing/sql.js';
+import { enqueueNotification } from './outbox.js';
+
+const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
+const BASELINE_DAYS = 7;
+
+export interface UsageSpike {
+  accountId: string;
+  tokens: number;
+  spend: bigint;
+  usualTokens: number;
+  usualSpend: bigint;
+}
+
+export class UnusualUsageDetector {
+  private readonly now: () => Date;
+  private readonly minSpend: bigint;
+  private timer: NodeJS.Timeout | undefined;
+  private checking: Promise<unknown> | undefined;
+
+  constructor(
+    private readonly o: { db: Db; settings: UnusualUsageSettings; logger: Logger; now?: () => Date },
+  ) {
+    this.now = o.now ?? (() => new Date());
+    this.minSpend = parseDecimal(o.settings.min_spend);
+  }
+
+  start(): void {
+    if (!this.o.settings.enabled) return;
+    this.timer = setInterval(() => {
+      this.checking ??= this.check()
+        .catch((err) => this.o.logger.error({ err }, 'unusual-usage check failed'))
+        .finally(() => (this.checking = undefined));
+    }, this.o.settings.check_interval_seconds * 1000);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    await this.checking;
+  }
+
+  /** Checks every account with usage in the last hour; writes an alert for each spike (once a day). Returns the spikes found. */
+  async check(): Promise<UsageSpike[]> {
+    const now = this.now();
+    const from = new Date(now.getTime() - HOUR_MS);
+    const recent = await rows<{ account_id: string; tokens: unknown; spend: unknown }>(
+      this.o.db,
+      'select account_id, sum(total_tokens) as tokens, cast(sum(wallet_nanos) as text) as spend from usage_events where created_at >= ? and created_at < ? group by account_id',
+      [from, now],
+    );
+    const spikes: UsageSpike[] = [];
+    for (const r of recent) {
+      const tokens = int(r.tokens);
+      const spend = big(String(r.spend ?? '0').split('.')[0]);
+      // Below both floors nothing can be unusual: no need to read the baseline.
+      if (tokens < this.o.settings.min_tokens && spend < this.minSpend) continue;
+      const usual = await this.usualHour(r.account_id, now);
+      const factorMilli = BigInt(Math.round(this.o.settings.factor * 1000));
+      const tokensUnusual = tokens >= this.o.settings.min_tokens && tokens > this.o.settings.factor * usual.tokens;
+      const spendUnusual = spend >= this.minSpend && spend * 1000n > factorMilli * usual.spend;
+      if (!tokensUnusual && !spendUnusual) continue;
+      const spike = { accountId: r.account_id, tokens, spend, usualTokens: usual.tokens, usualSpend: usual.spend };
+      spikes.push(spike);
+      const day = now.toISOString().slice(0, 10);
+      await enqueueNotification(this.o.db, {
+        accountId: r.account_id,
+        kind: 'unusual_usage',
+        dedupeKey: `unusual_usage:${r.account_id}:${day}`,
+        payload: {
+          tokens,
+          spend: formatDecimal(spend),
+          usual_tokens: usual.tokens,
+          usual_spend: formatDecimal(usual.spend),
+          factor: this.o.settings.factor,
+          on: [tokensUnusual ? 'tokens' : null, spendUnusual ? 'spend' : null].filter(Boolean),
+          hour_start: from.toISOString(),
+          hour_end: now.toISOString(),
+          currency: WALLET_CURRENCY,
+        },
+        now,
+      });
+    }
+    return spikes;
+  }
+
+  /** The median of the same hour on each of the previous 7 days (tokens and spend apart). */
+  private async usualHour(accountId: string, now: Date): Promise<{ tokens: number; spend: bigint }> {
+    const windows = Array.from({ length: BASELINE_DAYS }, (_, i) => {
+      const end = now.getTime() - (i + 1) * DAY_MS;
+      return [new Date(end - HOUR_MS), new Date(end)] as const;
+    });
+    const columns = windows
+      .map(
+        (_, i) =>
+          `sum(case when created_at >= ? and created_at < ? then total_tokens else 0 end) as t${i}, ` +
+          `cast(sum(case when created_at >= ? and created_at < ? then wallet_nanos else 0 end) as text) as s${i}`,
+      )
+      .join(', ');
+    const bindings = windows.flatMap(([a, b]) => [a, b, a, b]);
+    const [r] = await rows<Record<string, unknown>>(
+      this.o.db,
+      `select ${columns} from usage_events where account_id = ? and created_at >= ? and created_at < ?`,
+      [...bindings, accountId, windows.at(-1)![0], windows[0]![1]],
+    );
+    const tokens = windows.map((_, i) => int(r?.[`t${i}`])).sort((a, b) => a - b);
+    const spend = windows.map((_, i) => big(String(r?.[`s${i}`] ?? '0').split('.')[0])).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    const mid = Math.floor(BASELINE_DAYS / 2);
+    return { tokens: tokens[mid]!, spend: spend[mid]! };
+  }
+}

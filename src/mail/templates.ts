@@ -1,0 +1,163 @@
+// One template per notification kind: the subject (its words are part of the contract, see the
+// README's alert table), a plain-text body and an HTML body, amounts in the account's currency
+// with two decimals, and a link to PUBLIC_URL. Pure functions of the notification's payload.
+import { NANOS_PER_UNIT, parseDecimal, WALLET_CURRENCY } from '../domain/billing/money.js';
+import type { NotificationKind } from '../domain/notifications/outbox.js';
+
+export interface RenderedMail {
+  subject: string;
+  text: string;
+  html: string;
+}
+
+export interface TemplateContext {
+  publicUrl: string;
+  accountId: string;
+}
+
+type Payload = Record<string, unknown>;
+
+/** A decimal (as the payload keeps it) in currency units with two decimals: "12.5" → "12.50 USD". Rounded down, so a balance shown is never more than there is. */
+export function money(value: unknown, currency: unknown = WALLET_CURRENCY): string {
+  const cur = typeof currency === 'string' && currency ? currency.toUpperCase() : WALLET_CURRENCY;
+  let nanos: bigint;
+  try {
+    nanos = parseDecimal(typeof value === 'number' || typeof value === 'bigint' ? value : String(value ?? '0'));
+  } catch {
+    return `${String(value)} ${cur}`;
+  }
+  const negative = nanos < 0n;
+  const abs = negative ? -nanos : nanos;
+  const cents = abs / (NANOS_PER_UNIT / 100n);
+  return `${negative ? '-' : ''}${cents / 100n}.${(cents % 100n).toString().padStart(2, '0')} ${cur}`;
+}
+
+function tokens(value: unknown): string {
+  const n = Number(value ?? 0);
+  return Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : String(value);
+}
+
+interface Draft {
+  subject: string;
+  /** Paragraphs of the body. */
+  lines: string[];
+}
+
+const TEMPLATES: Record<NotificationKind, (p: Payload) => Draft> = {
+  low_balance: (p) => ({
+    subject: `Low balance: your wallet is at ${money(p.balance, p.currency)}`,
+    lines: [
+      `Your wallet balance is ${money(p.balance, p.currency)}, below your low-balance alert of ${money(p.threshold, p.currency)}.`,
+      'Top up the wallet to keep your API calls running: a paid call that the wallet cannot cover is refused (402).',
+    ],
+  }),
+  allocation_80: (p) => ({
+    subject: `80% of your monthly tokens are used (${p.period})`,
+    lines: [
+      `You have used ${tokens(p.used)} of your ${tokens(p.monthly_tokens)} monthly tokens for ${p.period}.`,
+      'Once they are used up, calls are paid from your wallet (or refused on the free tier).',
+    ],
+  }),
+  allocation_100: (p) => ({
+    subject: `Your monthly tokens used up (${p.period})`,
+    lines: [
+      `You have used all ${tokens(p.monthly_tokens)} monthly tokens of your allocation for ${p.period} (${tokens(p.used)} used).`,
+      'From now on until the next period, calls are paid from your wallet at the model prices (or refused on the free tier).',
+    ],
+  }),
+  spending_limit: (p) => {
+    const reached = p.action === 'block';
+    return {
+      subject: reached ? `Spending limit reached: ${money(p.spent, p.currency)} this month` : `Spending limit passed: ${money(p.spent, p.currency)} this month`,
+      lines: [
+        `Your usage spend for ${p.period} is ${money(p.spent, p.currency)}; your monthly spending limit is ${money(p.limit, p.currency)}.`,
+        reached
+          ? 'Calls the wallet would pay beyond the limit are refused (402 spending_limit_reached) until the next period or until you raise the limit.'
+          : 'Your limit is set to alert only: calls keep running.',
+      ],
+    };
+  },
+  subscription_charged: (p) => ({
+    subject: `Monthly fee charged: ${money(p.fee, p.currency)} for the ${p.tier} tier (${p.period})`,
+    lines: [`The ${p.tier} tier's monthly fee of ${money(p.fee, p.currency)} for ${p.period} was charged to your wallet.`, `Balance after the fee: ${money(p.balance, p.currency)}.`],
+  }),
+  subscription_unpaid: (p) => ({
+    subject: `Monthly fee failed: your account moved to the ${p.now_tier ?? 'free'} tier`,
+    lines: [
+      `The ${p.tier} tier's monthly fee of ${money(p.fee, p.currency)} for ${p.period} could not be paid: your wallet had ${money(p.available, p.currency)} available.`,
+      `Your account is now on the ${p.now_tier ?? 'free'} tier. Top up the wallet, then take the ${p.tier} tier again.`,
+    ],
+  }),
+  rate_limit_hits: (p) => ({
+    subject: `Rate limit hit ${tokens(p.recent_hits)} times in ${Math.round(Number(p.window_seconds ?? 600) / 60)} minutes`,
+    lines: [
+      `Your API calls were refused for exceeding your rate limit ${tokens(p.recent_hits)} times in the last ${Math.round(Number(p.window_seconds ?? 600) / 60)} minutes (this alert fires above ${tokens(p.threshold)}).`,
+      'Slow your calls down (the X-RateLimit-* headers say how much is left), or ask for a higher tier.',
+    ],
+  }),
+  unusual_usage: (p) => ({
+    subject: `Unusual usage: ${tokens(p.tokens)} tokens and ${money(p.spend, p.currency)} in the last hour`,
+    lines: [
+      `In the hour up to ${p.hour_end}, your account used ${tokens(p.tokens)} tokens and spent ${money(p.spend, p.currency)} from its wallet.`,
+      `The same hour on the previous 7 days used ${tokens(p.usual_tokens)} tokens and ${money(p.usual_spend, p.currency)} (the median): more than ${p.factor} times that is unusual.`,
+      'If you did not expect this, check which API keys are in use and revoke any you do not recognise.',
+    ],
+  }),
+  auto_topup_failed: (p) => ({
+    subject: `Automatic top-up failed: ${money(p.amount, p.currency)}`,
+    lines: [
+      `An automatic top-up of ${money(p.amount, p.currency)} could not be charged: ${p.reason}.`,
+      `Failed attempts in a row: ${p.consecutive_failures}. Check the card saved with your last checkout.`,
+    ],
+  }),
+  auto_topup_disabled: (p) => ({
+    subject: `Automatic top-up turned off after ${p.consecutive_failures} failures`,
+    lines: [
+      `An automatic top-up of ${money(p.amount, p.currency)} failed (${p.reason}), the ${p.consecutive_failures}th in a row, so automatic top-up is now turned off.`,
+      'Pay a top-up at the checkout with a working card, then turn automatic top-up on again.',
+    ],
+  }),
+  auto_topup_capped: (p) => ({
+    subject: `Automatic top-up skipped: the monthly cap of ${money(p.max_monthly, p.currency)} is reached`,
+    lines: [
+      `An automatic top-up of ${money(p.amount, p.currency)} was not started: automatic top-ups have added ${money(p.started, p.currency)} in ${p.period}, and the monthly cap is ${money(p.max_monthly, p.currency)}.`,
+      'Top up at the checkout if your wallet needs more this month.',
+    ],
+  }),
+  receipt: (p) => {
+    const auto = p.source === 'auto';
+    const lines = [
+      `${auto ? 'An automatic top-up' : 'Your top-up'} was paid. Thank you.`,
+      `Amount paid: ${money(p.amount, p.currency)}`,
+      `Bonus: ${money(p.bonus, p.currency)}`,
+      `Credits added: ${money(p.credits, p.currency)}`,
+      `New balance: ${money(p.balance, p.currency)}`,
+      `Reference: ${p.top_up_id}${p.payment_id ? ` (payment ${p.payment_id})` : ''}`,
+    ];
+    return {
+      subject: auto ? `Automatic top-up succeeded: Receipt for ${money(p.amount, p.currency)}` : `Receipt for your top-up of ${money(p.amount, p.currency)}`,
+      lines,
+    };
+  },
+};
+
+/** The message of one notification. */
+export function renderNotification(kind: NotificationKind, payload: Payload, ctx: TemplateContext): RenderedMail {
+  const template = TEMPLATES[kind];
+  const draft = template ? template(payload) : { subject: `Notification: ${kind}`, lines: [JSON.stringify(payload)] };
+  const link = ctx.publicUrl.replace(/\/+$/, '');
+  const footer = [`Your account: ${ctx.accountId}. Manage your alerts and wallet at ${link}`, 'You get this e-mail because of your tollgate alert settings; every alert but receipts can be turned off.'];
+  const text = [...draft.lines, '', ...footer].join('\n\n').replace(/\n{3,}/g, '\n\n') + '\n';
+  const html =
+    '<!doctype html><html><body style="font-family:sans-serif;line-height:1.4">' +
+    `<h2>${escapeHtml(draft.subject)}</h2>` +
+    draft.lines.map((l) => `<p>${escapeHtml(l)}</p>`).join('') +
+    `<hr><p style="color:#555;font-size:smaller">Your account: ${escapeHtml(ctx.accountId)}. Manage your alerts and wallet at <a href="${escapeHtml(link)}">${escapeHtml(link)}</a>.<br>` +
+    'You get this e-mail because of your tollgate alert settings; every alert but receipts can be turned off.</p>' +
+    '</body></html>';
+  return { subject: draft.subject, text, html };
+}
+
+function escapeHtml(s: string): string {
+  return s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+}

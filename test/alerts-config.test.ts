@@ -1,0 +1,32 @@
+// The mail environment and the `alerts:` config: where .eml files go without SMTP_URL, and
+// start-up refusing a wrong SMTP_URL, MAIL_FROM or alerts key with a message naming it.
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { readMailEnv } from '../src/config-alerts.js';
+import { parseConfigText } from '../src/config.js';
+
+describe('mail and alerts configuration', () => {
+  it('writes .eml files beside the SQLite file, in ./data/mail for PostgreSQL, or in MAIL_DIR', () => {
+    expect(readMailEnv({}, 'sqlite:./data/tollgate.db').dir).toBe(path.resolve('data/mail'));
+    expect(readMailEnv({}, 'sqlite:///var/lib/tollgate/t.db').dir).toBe('/var/lib/tollgate/mail');
+    expect(readMailEnv({}, 'postgres://u@db:5432/t').dir).toBe(path.resolve('data/mail'));
+    expect(readMailEnv({ MAIL_DIR: '/tmp/x' }, 'sqlite:a.db').dir).toBe('/tmp/x');
+    expect(readMailEnv({}, 'sqlite:a.db').smtpUrl).toBeNull();
+  });
+
+  it('refuses an SMTP_URL that is not smtp:// or smtps://, and a MAIL_FROM without an address', () => {
+    expect(readMailEnv({ SMTP_URL: 'smtps://u:p@smtp.example.com:465' }, 'sqlite:a.db').smtpUrl).toBe('smtps://u:p@smtp.example.com:465');
+    expect(() => readMailEnv({ SMTP_URL: 'http://smtp.example.com' }, 'sqlite:a.db')).toThrow(/SMTP_URL: the scheme must be smtp/);
+    expect(() => readMailEnv({ SMTP_URL: 'not a url' }, 'sqlite:a.db')).toThrow(/SMTP_URL/);
+    expect(() => readMailEnv({ MAIL_FROM: 'Tollgate' }, 'sqlite:a.db')).toThrow(/MAIL_FROM/);
+  });
+
+  it('reads alerts.unusual_usage and alerts.delivery with their defaults, and names a wrong key', () => {
+    const defaults = parseConfigText('', 'test.yaml').alerts;
+    expect(defaults.unusual_usage).toMatchObject({ factor: 5, min_tokens: 100_000, min_spend: 1 });
+    expect(defaults.delivery).toMatchObject({ max_attempts: 10, poll_interval_ms: 1000 });
+    expect(parseConfigText('alerts:\n  unusual_usage: { factor: 3, min_tokens: 5000, min_spend: 0.5 }\n', 'test.yaml').alerts.unusual_usage).toMatchObject({ factor: 3, min_tokens: 5000, min_spend: 0.5 });
+    expect(() => parseConfigText('alerts:\n  unusual_usage: { factor: 0.5 }\n', 'test.yaml')).toThrow(/alerts\.unusual_usage\.factor/);
+    expect(() => parseConfigText('alerts:\n  delivery: { poll_interval_ms: 5000 }\n', 'test.yaml')).toThrow(/alerts\.delivery\.poll_interval_ms/);
+  });
+});

@@ -1,0 +1,112 @@
+// A real SMTP server on loopback (the smtp-server package) that keeps every message it accepts,
+// for the e-mail tests: it can be stopped (the port refuses connections) and started again on the
+// same port, or told to refuse messages with a 4xx/5xx reply.
+import type { AddressInfo } from 'node:net';
+import { SMTPServer } from 'smtp-server';
+
+export interface CapturedMail {
+  /** Envelope recipients (RCPT TO). */
+  to: string[];
+  subject: string;
+  messageId: string;
+  /** The raw message with quoted-printable undone, for searching the bodies. */
+  body: string;
+  raw: string;
+}
+
+export interface TestSmtp {
+  url: string;
+  port: number;
+  messages: CapturedMail[];
+  /** While set, every message is refused with this reply code (e.g. 451, 550). */
+  refuseWith: number | null;
+  /** Each message is answered this much later (a slow server, to stop a sender mid-batch). */
+  delayMs: number;
+  stop(): Promise<void>;
+  start(): Promise<void>;
+  close(): Promise<void>;
+}
+
+function header(raw: string, name: string): string {
+  const head = raw.split(/\r?\n\r?\n/)[0] ?? '';
+  const unfolded = head.replace(/\r?\n[ \t]+/g, ' ');
+  const m = new RegExp(`^${name}:\\s*(.*)$`, 'im').exec(unfolded);
+  return m?.[1]?.trim() ?? '';
+}
+
+function decodeQuotedPrintable(s: string): string {
+  return s.replace(/=\r?\n/g, '').replace(/=([0-9A-F]{2})/g, (_, h: string) => String.fromCharCode(parseInt(h, 16)));
+}
+
+export async function startTestSmtp(): Promise<TestSmtp> {
+  let server: SMTPServer | null = null;
+  const smtp: TestSmtp = {
+    url: '',
+    port: 0,
+    messages: [],
+    refuseWith: null,
+    delayMs: 0,
+    async start() {
+      server = new SMTPServer({
+        secure: false,
+        authOptional: true,
+        disabledCommands: ['STARTTLS'],
+        logger: false,
+        onData(stream, session, callback) {
+          let raw = '';
+          stream.setEncoding('utf8');
+          stream.on('data', (d: string) => (raw += d));
+          stream.on('end', async () => {
+            if (smtp.delayMs > 0) await new Promise((r) => setTimeout(r, smtp.delayMs));
+            if (smtp.refuseWith !== null) {
+              const err = new Error(`refused by the test server (${smtp.refuseWith})`) as Error & { responseCode: number };
+              err.responseCode = smtp.refuseWith;
+              callback(err);
+              return;
+            }
+            smtp.messages.push({
+              to: session.envelope.rcptTo.map((r) => r.address),
+              subject: header(raw, 'Subject'),
+              messageId: header(raw, 'Message-ID'),
+              body: decodeQuotedPrintable(raw),
+              raw,
+            });
+            callback();
+          });
+        },
+      });
+      await new Promise<void>((resolve, reject) => {
+        server!.once('error', reject);
+        server!.listen(smtp.port, '127.0.0.1', () => resolve());
+      });
+      smtp.port = (server.server.address() as AddressInfo).port;
+      smtp.url = `smtp://127.0.0.1:${smtp.port}`;
+    },
+    async stop() {
+      const s = server;
+      server = null;
+      if (s) await new Promise<void>((resolve) => s.close(() => resolve()));
+    },
+    async close() {
+      await smtp.stop();
+    },
+  };
+  await smtp.start();
+  return smtp;
+}
+
+/** Polls until `check` returns a value that is not undefined/false (generous: a busy 2-core machine). */
+export async function eventually<T>(check: () => T | Promise<T>, what: string, timeoutMs = 30_000): Promise<Exclude<T, false | undefined | null>> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== undefined && value !== false && value !== null) return value as Exclude<T, false | undefined | null>;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
