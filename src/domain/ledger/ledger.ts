@@ -57,6 +57,11 @@ export function transactionView(r: TransactionRow): TransactionView {
   };
 }
 
+/** A ledger row's description as stored: the column holds 500 characters. Every writer cuts here. */
+export function ledgerDescription(text: string): string {
+  return text.slice(0, 500);
+}
+
 /**
  * Appends one row. Call it inside the transaction that moved the wallet's balance to
  * `balanceAfter`, after that update (which holds the wallet row's lock).
@@ -68,9 +73,9 @@ export async function appendTransaction(
   const id = newId('txn');
   await exec(db, 
     'insert into wallet_transactions (id, account_id, type, amount, balance_after, description, reference, idempotency_key, created_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?)',
-    [id, t.accountId, t.type, t.amount, t.balanceAfter, t.description.slice(0, 500), t.reference, t.idempotencyKey, t.createdAt],
+    [id, t.accountId, t.type, t.amount, t.balanceAfter, ledgerDescription(t.description), t.reference, t.idempotencyKey, t.createdAt],
   );
-  return { id, accountId: t.accountId, type: t.type, amount: t.amount, balanceAfter: t.balanceAfter, description: t.description.slice(0, 500), reference: t.reference, createdAt: t.createdAt };
+  return { id, accountId: t.accountId, type: t.type, amount: t.amount, balanceAfter: t.balanceAfter, description: ledgerDescription(t.description), reference: t.reference, createdAt: t.createdAt };
 }
 
 export async function findByIdempotencyKey(db: Db, key: string): Promise<TransactionView | null> {
