@@ -2,7 +2,10 @@
 import { TIERS, type AccountView, type ApiKeyView } from '../../domain/accounts/accounts-service.js';
 import { builder } from '../builder.js';
 
-export const TierEnum = builder.enumType('Tier', { values: TIERS });
+export const TierEnum = builder.enumType('Tier', {
+  description: "An account's pricing tier: its monthly token allocation, whether usage beyond it is paid from the wallet, any monthly fee, and its rate limits.",
+  values: TIERS,
+});
 
 const ApiKeyRef = builder.objectRef<ApiKeyView>('ApiKey').implement({
   description: 'An API key, shown as its prefix and last four characters; the secret is shown once, at creation.',
@@ -17,6 +20,7 @@ const ApiKeyRef = builder.objectRef<ApiKeyView>('ApiKey').implement({
 });
 
 export const AccountRef = builder.loadableObject('Account', {
+  description: 'An account: who pays (its wallet) and whose API keys call the API.',
   load: (ids: string[], ctx) => ctx.services.accounts.getAccountsByIds(ids),
   sort: (a: AccountView) => a.id,
   fields: (t) => ({

@@ -15,6 +15,7 @@ const ChatMessageInput = builder.inputType('ChatMessageInput', {
 });
 
 export const ChatCompletionInput = builder.inputType('ChatCompletionInput', {
+  description: 'A chat completion request: the model, the conversation so far, and how to sample the answer.',
   fields: (t) => ({
     model: t.string({ required: true }),
     messages: t.field({ type: [ChatMessageInput], required: true }),

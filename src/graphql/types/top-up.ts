@@ -23,7 +23,7 @@ const TopUpSourceEnum = builder.enumType('TopUpSource', {
 });
 
 export const TopUpRef = builder.objectRef<TopUpView>('TopUp').implement({
-  description: 'A wallet top-up (section 2.11): the amount paid, and the bonus credited on top of it (section 8).',
+  description: 'A wallet top-up: the amount paid, and the bonus credited on top of it (larger top-ups earn a bonus; see Query.topUpQuote).',
   fields: (t) => ({
     id: t.exposeID('id'),
     status: t.field({ type: TopUpStatusEnum, resolve: (x) => x.status }),
@@ -118,7 +118,7 @@ builder.objectField(AccountRef, 'topUps', (t) =>
 );
 
 const AutoTopupRef = builder.objectRef<AutoTopupView>('AutoTopup').implement({
-  description: 'Automatic top-up (section 2.12): when a charge leaves the balance below threshold, amount is added (charged to the card saved at checkout).',
+  description: 'Automatic top-up: when a charge leaves the balance below threshold, amount is added (charged to the card saved at checkout).',
   fields: (t) => ({
     enabled: t.exposeBoolean('enabled'),
     threshold: t.field({ type: DecimalScalar, nullable: true, resolve: (a) => a.threshold }),

@@ -17,12 +17,12 @@ export const TransactionTypeEnum = builder.enumType('TransactionType', {
   values: TRANSACTION_TYPES,
 });
 
-export const SortOrderEnum = builder.enumType('SortOrder', { values: ['asc', 'desc'] as const });
+export const SortOrderEnum = builder.enumType('SortOrder', { description: 'asc: oldest first; desc: newest first.', values: ['asc', 'desc'] as const });
 
-const CreditTypeEnum = builder.enumType('CreditType', { values: ['bonus', 'refund'] as const });
+const CreditTypeEnum = builder.enumType('CreditType', { description: 'bonus: promotional credits; refund: credits given back.', values: ['bonus', 'refund'] as const });
 
 export const WalletTransactionRef = builder.objectRef<TransactionView>('WalletTransaction').implement({
-  description: 'One entry of the append-only ledger (section 2.10).',
+  description: 'One entry of the wallet\'s ledger. Entries are never changed or removed: a correction is a new entry.',
   fields: (t) => ({
     id: t.exposeID('id'),
     type: t.field({ type: TransactionTypeEnum, resolve: (x) => x.type }),
@@ -72,7 +72,7 @@ const ConnectionRef = builder.objectRef<ConnectionShape>('WalletTransactionConne
 });
 
 export const WalletRef = builder.objectRef<WalletView>('Wallet').implement({
-  description: 'The prepaid wallet of an account (section 2.9).',
+  description: 'The prepaid wallet of an account: usage beyond the monthly allocation, and monthly fees, are paid from it.',
   fields: (t) => ({
     balance: t.field({ type: DecimalScalar, resolve: (w) => w.balance }),
     currency: t.exposeString('currency', { description: 'Upper case, e.g. USD.' }),
