@@ -7,7 +7,6 @@
 // promise (dozens per generated token in llama.cpp, several per request everywhere) costs more.
 import { timingSafeEqual } from 'node:crypto';
 import { UniqueConstraintViolationException, type MikroORM } from '@mikro-orm/core';
-import { getKnex } from '../../db/connection.js';
 import { Account, ApiKey } from '../../entities/index.js';
 import { DomainError } from '../errors.js';
 import { newId } from '../ids.js';
@@ -125,7 +124,7 @@ export class AccountsService {
 
   /** The account with this e-mail address (compared case-insensitively), or null. */
   async findByEmail(email: string): Promise<AccountView | null> {
-    const rows: { id: string }[] = await getKnex(this.orm).select('id').from('accounts').whereRaw('lower(email) = ?', [email.trim().toLowerCase()]);
+    const rows = await this.sql<{ id: string }>('select id from accounts where lower(email) = ?', [email.trim().toLowerCase()]);
     return rows[0] ? this.getAccount(rows[0].id) : null;
   }
 
@@ -187,9 +186,7 @@ export class AccountsService {
     if (!hasValidChecksum(key)) throw authError(MESSAGES.incorrect);
 
     const digest = digestApiKey(key);
-    const result: unknown = await getKnex(this.orm).raw(AUTHENTICATE_SQL, [digest]);
-    const rows = (Array.isArray(result) ? result : (result as { rows: AuthenticateRow[] }).rows) as AuthenticateRow[];
-    const row = rows[0];
+    const [row] = await this.sql<AuthenticateRow>(AUTHENTICATE_SQL, [digest]);
     // The index found the row by equality already; the constant-time comparison keeps the final
     // decision free of early-exit string comparison.
     if (!row || !digestsEqual(row.digest, digest)) throw authError(MESSAGES.incorrect);
@@ -211,11 +208,10 @@ export class AccountsService {
   async unusableKeys(keyIds: readonly string[]): Promise<Map<string, string>> {
     const out = new Map<string, string>();
     if (keyIds.length === 0) return out;
-    const rows = (await getKnex(this.orm).select('id', 'revoked_at', 'expires_at').from('api_keys').whereIn('id', keyIds)) as {
-      id: string;
-      revoked_at: unknown;
-      expires_at: unknown;
-    }[];
+    const rows = await this.sql<{ id: string; revoked_at: unknown; expires_at: unknown }>(
+      `select id, revoked_at, expires_at from api_keys where id in (${keyIds.map(() => '?').join(', ')})`,
+      [...keyIds],
+    );
     const now = this.now().getTime();
     const found = new Set<string>();
     for (const row of rows) {
@@ -272,6 +268,11 @@ export class AccountsService {
     if (value instanceof Date) return value;
     return this.orm.em.getPlatform().parseDate(value as string | number);
   }
+  /** Rows of one statement through MikroORM's connection (no unit of work, no identity map). */
+  private sql<T>(query: string, params: unknown[]): Promise<T[]> {
+    return this.orm.em.getConnection().execute<T[]>(query, params, 'all');
+  }
+
 }
 
 function accountView(account: Account): AccountView {

@@ -1,8 +1,9 @@
 // The operator's per-account overrides of the tier's requests and tokens per minute
 // (rate_limit_overrides): set from the CLI, read with the key at authentication (one left join in
 // the accounts store) or here for calls made without a key. Applies from the next request on.
+// Through MikroORM: native statements in a connection-level transaction, no unit of work.
 import type { MikroORM } from '@mikro-orm/core';
-import { getKnex } from '../../db/connection.js';
+import { Account, RateLimitOverride as OverrideRow } from '../../entities/index.js';
 import type { Tier } from '../accounts/tiers.js';
 import { DomainError } from '../errors.js';
 
@@ -25,12 +26,13 @@ export class RateLimitOverrides {
 
   /** The account's tier and override (for calls made without a key, e.g. by tools). */
   async profile(accountId: string): Promise<{ tier: Tier } & RateLimitOverride> {
-    const found = await getKnex(this.orm)
-      .select('a.tier', 'o.rpm', 'o.tpm')
-      .from('accounts as a')
-      .leftJoin('rate_limit_overrides as o', 'o.account_id', 'a.id')
-      .where('a.id', accountId);
-    const row = found[0] as { tier: Tier; rpm: unknown; tpm: unknown } | undefined;
+    const [row] = await this.orm.em
+      .getConnection()
+      .execute<{ tier: Tier; rpm: unknown; tpm: unknown }[]>(
+        'select a.tier, o.rpm, o.tpm from accounts a left join rate_limit_overrides o on o.account_id = a.id where a.id = ?',
+        [accountId],
+        'all',
+      );
     if (!row) throw accountNotFound(accountId);
     return { tier: row.tier, rpm: countOrNull(row.rpm), tpm: countOrNull(row.tpm) };
   }
@@ -46,21 +48,24 @@ export class RateLimitOverrides {
         throw new DomainError('invalid_value', `${param} must be a positive integer, or null for the tier's limit.`, { param });
       }
     }
-    return getKnex(this.orm).transaction(async (trx) => {
-      const accounts = await trx('accounts').select('id').where('id', accountId);
-      if (accounts.length === 0) throw accountNotFound(accountId);
-      const current = (await trx('rate_limit_overrides').select('rpm', 'tpm').where('account_id', accountId))[0] as { rpm: unknown; tpm: unknown } | undefined;
+    // A connection-level transaction and native statements: no unit of work, no flush (see
+    // test/persistence.test.ts on AsyncLocalStorage).
+    const em = this.orm.em.fork();
+    return em.getConnection().transactional(async (trx) => {
+      if ((await em.count(Account, { id: accountId }, { ctx: trx })) === 0) throw accountNotFound(accountId);
+      const current = await em.findOne(OverrideRow, { account: accountId }, { ctx: trx, disableIdentityMap: true });
       const next: RateLimitOverride = {
-        rpm: limits.rpm === undefined ? countOrNull(current?.rpm) : limits.rpm,
+        rpm: limits.rpm === undefined ? (current?.rpm ?? null) : limits.rpm,
         tpm: limits.tpm === undefined ? countOrNull(current?.tpm) : limits.tpm,
       };
       if (next.rpm === null && next.tpm === null) {
-        await trx('rate_limit_overrides').where('account_id', accountId).delete();
+        await em.nativeDelete(OverrideRow, { account: accountId }, { ctx: trx });
       } else {
-        await trx('rate_limit_overrides')
-          .insert({ account_id: accountId, rpm: next.rpm, tpm: next.tpm, updated_at: this.now() })
-          .onConflict('account_id')
-          .merge(['rpm', 'tpm', 'updated_at']);
+        await em.upsert(
+          OverrideRow,
+          { account: accountId, rpm: next.rpm, tpm: next.tpm, updatedAt: this.now() },
+          { ctx: trx, onConflictFields: ['account'], onConflictAction: 'merge', onConflictMergeFields: ['rpm', 'tpm', 'updatedAt'] },
+        );
       }
       return next;
     });
