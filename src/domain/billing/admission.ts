@@ -9,10 +9,11 @@ import { newId } from '../ids.js';
 import { planHold, } from './hold-plan.js';
 import type { Prices } from './money.js';
 import { periodBounds, periodOf } from './period.js';
-import { exec, rows, run, type Binding, } from './sql.js';
+import { rows, run, type Binding, } from './sql.js';
 import type { WalletChange } from './wallet-events.js';
 import type { CallBase, HeldCall, WalletRow } from './billing-types.js';
 import { HOLD_COLUMNS, OPTIMISTIC_ATTEMPTS, WALLET_COLUMNS, walletRow, } from './billing-types.js';
+import { insertHold } from './hold-store.js';
 import { Settlement } from './settlement.js';
 
 export abstract class Admission extends Settlement {
@@ -90,7 +91,7 @@ export abstract class Admission extends Settlement {
         [plan.walletNanos, plan.allocationTokens, now, base.accountId, w.period, plan.walletNanos, plan.allocationTokens, policy.monthly_tokens],
       );
       if (placed !== 1) throw new Error(`hold for ${base.accountId} did not fit its locked wallet row`);
-      await exec(trx, `insert into holds (${HOLD_COLUMNS}) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, this.holdRow(call, req, plan.outputTokens, now));
+      await insertHold(trx, this.holdRow(call, req, plan.outputTokens, now));
       return { call, outputTokens: plan.outputTokens };
     });
     this.publish(effects);

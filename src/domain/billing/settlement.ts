@@ -11,6 +11,7 @@ import { exec, rows, run, type Binding, type Db, } from './sql.js';
 import type { WalletChange } from './wallet-events.js';
 import type { HeldCall, } from './billing-types.js';
 import { SETTLE_ATTEMPTS, USAGE_EVENT_COLUMNS, USAGE_EVENT_INSERT, WALLET_COLUMNS, walletRow, } from './billing-types.js';
+import { deleteHold } from './hold-store.js';
 import { WalletLifecycle } from './wallet-lifecycle.js';
 
 export abstract class Settlement extends WalletLifecycle {
@@ -149,7 +150,7 @@ export abstract class Settlement extends WalletLifecycle {
       // Deleting the hold is what makes settlement happen once: of a settlement and the sweeper
       // releasing the same hold, only one deletes it. (Lock order: hold row, then wallet row;
       // admission locks the wallet row and only inserts new holds, so no cycle can form.)
-      if ((await run(trx, 'delete from holds where id = ?', [call.id])) === 0) return recordReleased(trx);
+      if (!(await deleteHold(trx, call.id))) return recordReleased(trx);
       const [after] = await rows<Record<string, unknown>>(trx, `${walletUpdate[0]} returning ${WALLET_COLUMNS.replaceAll('w.', '')}`, walletUpdate[1]);
       const row = walletRow(after!, 'free');
       if (charge > 0n) {

@@ -2,21 +2,17 @@
 // servers that are gone, or past their expiry, are released charging nothing (at start-up and on
 // every sweep), and monthly fees due at a period start are charged.
 import { dayOf, } from './period.js';
-import { big, date, exec, int, rows, run, } from './sql.js';
+import { exec, } from './sql.js';
 import { USAGE_EVENT_INSERT, } from './billing-types.js';
 import { Admission } from './admission.js';
+import { deleteHold, findStaleHolds, type StaleHold } from './hold-store.js';
+import { beatHeartbeat, forgetInstances, listInstances, registerInstance } from './instance-store.js';
 
 export abstract class Sweeper extends Admission {
   /** Registers this server, releases holds of dead servers and expired holds, starts the sweeper. */
   async start(): Promise<void> {
     const now = this.now();
-    await exec(this.db, 'insert into billing_instances (id, host, pid, started_at, heartbeat_at) values (?, ?, ?, ?, ?)', [
-      this.instanceId,
-      this.host,
-      process.pid,
-      now,
-      now,
-    ]);
+    await registerInstance(this.db, { id: this.instanceId, host: this.host, pid: process.pid, now });
     const released = await this.releaseStaleHolds();
     if (released > 0) this.logger.info({ released }, 'released holds left open by stopped servers or past their expiry');
     await this.chargeDueFees();
@@ -30,7 +26,7 @@ export abstract class Sweeper extends Admission {
     if (this.sweeper) clearInterval(this.sweeper);
     this.sweeper = undefined;
     await this.sweeping;
-    await exec(this.db, 'delete from billing_instances where id = ?', [this.instanceId]).catch(() => {});
+    await forgetInstances(this.db, [this.instanceId]).catch(() => {});
   }
 
   /** One sweeper round: heartbeat, release stale holds, charge fees due at a period start. */
@@ -38,10 +34,9 @@ export abstract class Sweeper extends Admission {
     this.sweeping ??= (async () => {
       try {
         const now = this.now();
-        const beat = await run(this.db, 'update billing_instances set heartbeat_at = ? where id = ?', [now, this.instanceId]);
-        if (beat === 0) {
+        if (!(await beatHeartbeat(this.db, this.instanceId, now))) {
           // Taken for dead by another server (a long pause): come back; our holds were released.
-          await exec(this.db, 'insert into billing_instances (id, host, pid, started_at, heartbeat_at) values (?, ?, ?, ?, ?)', [this.instanceId, this.host, process.pid, now, now]);
+          await registerInstance(this.db, { id: this.instanceId, host: this.host, pid: process.pid, now });
         }
         await this.releaseStaleHolds();
         await this.chargeDueFees();
@@ -61,44 +56,37 @@ export abstract class Sweeper extends Admission {
    */
   async releaseStaleHolds(): Promise<number> {
     const now = this.now();
-    const instances = await rows<{ id: string; host: string; pid: unknown; heartbeat_at: unknown }>(this.db, 'select id, host, pid, heartbeat_at from billing_instances');
+    const instances = await listInstances(this.db);
     const staleBefore = now.getTime() - this.settings.instance_timeout_seconds * 1000;
     const dead = instances.filter(
-      (i) => i.id !== this.instanceId && (date(i.heartbeat_at).getTime() < staleBefore || (i.host === this.host && (int(i.pid) === process.pid || !processRuns(int(i.pid))))),
+      (i) => i.id !== this.instanceId && (i.heartbeatAt.getTime() < staleBefore || (i.host === this.host && (i.pid === process.pid || !processRuns(i.pid)))),
     );
     const live = instances.filter((i) => !dead.includes(i)).map((i) => i.id);
     if (!live.includes(this.instanceId)) live.push(this.instanceId);
     let released = 0;
     for (;;) {
-      const stale = await rows<{ id: string; account_id: string; key_id: string | null; request_id: string; model: string; period: string; allocation_tokens: unknown; wallet_nanos: unknown }>(
-        this.db,
-        `select id, account_id, key_id, request_id, model, period, cast(allocation_tokens as text) as allocation_tokens, cast(wallet_nanos as text) as wallet_nanos
-           from holds where expires_at < ? or owner not in (${live.map(() => '?').join(', ')}) limit 500`,
-        [now, ...live],
-      );
+      const stale = await findStaleHolds(this.db, now, live, 500);
       for (const h of stale) {
         if (await this.releaseHold(h, now)) released++;
       }
       if (stale.length < 500) break;
     }
-    if (dead.length > 0) {
-      await exec(this.db, `delete from billing_instances where id in (${dead.map(() => '?').join(', ')})`, dead.map((d) => d.id));
-    }
+    await forgetInstances(
+      this.db,
+      dead.map((d) => d.id),
+    );
     return released;
   }
 
-  protected async releaseHold(
-    h: { id: string; account_id: string; key_id: string | null; request_id: string; model: string; period: string; allocation_tokens: unknown; wallet_nanos: unknown },
-    now: Date,
-  ): Promise<boolean> {
+  protected async releaseHold(h: StaleHold, now: Date): Promise<boolean> {
     return this.db.transaction(async (trx) => {
       // The hold row first, then the wallet row: the order settlement takes them in.
-      if ((await run(trx, 'delete from holds where id = ?', [h.id])) === 0) return false; // settled meanwhile
+      if (!(await deleteHold(trx, h.id))) return false; // settled meanwhile
       await exec(trx, 
         'update wallets set held = held - ?, period_held = case when period = ? then period_held - ? else period_held end, updated_at = ? where account_id = ?',
-        [big(h.wallet_nanos), h.period, big(h.allocation_tokens), now, h.account_id],
+        [h.walletNanos, h.period, h.allocationTokens, now, h.accountId],
       );
-      await exec(trx, USAGE_EVENT_INSERT, [h.id, h.account_id, h.key_id, h.model, h.request_id, 'abandoned', 0, 0, 0, 0, 0n, 'hold_released', dayOf(now), now]);
+      await exec(trx, USAGE_EVENT_INSERT, [h.id, h.accountId, h.keyId, h.model, h.requestId, 'abandoned', 0, 0, 0, 0, 0n, 'hold_released', dayOf(now), now]);
       return true;
     });
   }

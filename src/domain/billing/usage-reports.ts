@@ -7,6 +7,7 @@ import { isDay, periodDays, } from './period.js';
 import { big, date, int, rows, } from './sql.js';
 import { MAX_USAGE_REPORT_DAYS, type UsageOutcome, type UsageEventView, type UsageReport, } from './billing-types.js';
 import { AccountBilling } from './account-billing.js';
+import { countOpenHolds } from './hold-store.js';
 
 export abstract class UsageReports extends AccountBilling {
   /**
@@ -82,12 +83,7 @@ export abstract class UsageReports extends AccountBilling {
 
   /** Open holds (all accounts, or one). */
   async countOpenHolds(accountId?: string): Promise<number> {
-    const found = await rows<{ n: unknown }>(
-      this.db,
-      accountId ? 'select count(*) as n from holds where account_id = ?' : 'select count(*) as n from holds',
-      accountId ? [accountId] : [],
-    );
-    return int(found[0]?.n);
+    return countOpenHolds(this.db, accountId);
   }
 
   verifyLedger(): Promise<string[]> {
