@@ -4,10 +4,10 @@ import { DomainError } from '../errors.js';
 import { verifyLedger, } from '../ledger/ledger.js';
 import { listNotifications, type NotificationView } from '../notifications/outbox.js';
 import { isDay, periodDays, } from './period.js';
-import { big, date, int, rows, } from './sql.js';
-import { MAX_USAGE_REPORT_DAYS, type UsageOutcome, type UsageEventView, type UsageReport, } from './billing-types.js';
+import { MAX_USAGE_REPORT_DAYS, type UsageEventView, type UsageReport, } from './billing-types.js';
 import { AccountBilling } from './account-billing.js';
 import { countOpenHolds } from './hold-store.js';
+import { dailyUsage, listUsageEvents } from './usage-store.js';
 
 export abstract class UsageReports extends AccountBilling {
   /**
@@ -29,53 +29,20 @@ export abstract class UsageReports extends AccountBilling {
     if ((Date.parse(end) - Date.parse(start)) / 86_400_000 >= MAX_USAGE_REPORT_DAYS) {
       throw new DomainError('invalid_value', `The range from 'start' to 'end' covers at most ${MAX_USAGE_REPORT_DAYS} days.`, { param: 'end' });
     }
-    const found = await rows<Record<string, unknown>>(
-      this.db,
-      'select day, model, count(*) as requests, sum(prompt_tokens) as prompt_tokens, sum(completion_tokens) as completion_tokens, ' +
-        'sum(total_tokens) as total_tokens, cast(sum(wallet_nanos) as text) as cost ' +
-        'from usage_events where account_id = ? and day >= ? and day <= ? group by day, model order by day, model',
-      [accountId, start, end],
-    );
+    const data = await dailyUsage(this.db, accountId, start, end);
     return {
       start,
       end,
       allocation,
-      data: found.map((r) => ({
-        date: String(r.day),
-        model: String(r.model),
-        requests: int(r.requests),
-        promptTokens: int(r.prompt_tokens),
-        completionTokens: int(r.completion_tokens),
-        totalTokens: int(r.total_tokens),
-        cost: big(String(r.cost).split('.')[0]),
-      })),
+      data,
     };
   }
 
   /** The account's usage events, oldest first (operators and tests). */
-  async listUsageEvents(accountId: string): Promise<UsageEventView[]> {
-    const found = await rows<Record<string, unknown>>(
-      this.db,
-      'select id, account_id, key_id, model, request_id, outcome, prompt_tokens, completion_tokens, total_tokens, allocation_tokens, cast(wallet_nanos as text) as wallet_nanos, billing_note, created_at ' +
-        'from usage_events where account_id = ? order by seq',
-      [accountId],
-    );
-    return found.map((r) => ({
-      id: String(r.id),
-      accountId: String(r.account_id),
-      keyId: (r.key_id as string | null) ?? null,
-      model: String(r.model),
-      requestId: String(r.request_id),
-      outcome: r.outcome as UsageOutcome,
-      promptTokens: int(r.prompt_tokens),
-      completionTokens: int(r.completion_tokens),
-      totalTokens: int(r.total_tokens),
-      allocationTokens: int(r.allocation_tokens),
-      walletNanos: big(r.wallet_nanos),
-      billingNote: (r.billing_note as string | null) ?? null,
-      createdAt: date(r.created_at),
-    }));
+  listUsageEvents(accountId: string): Promise<UsageEventView[]> {
+    return listUsageEvents(this.db, accountId);
   }
+
 
   listNotifications(accountId: string): Promise<NotificationView[]> {
     return listNotifications(this.db, accountId);
