@@ -48,6 +48,13 @@ module.exports = {
       to: { path: '^compat/' },
     },
     {
+      name: 'the-dashboard-speaks-only-graphql',
+      comment: 'The dashboard is a browser app: it reaches the server through GraphQL, never by importing its code.',
+      severity: 'error',
+      from: { path: '^src/dashboard/' },
+      to: { path: ['^src/(?!dashboard/)', '^compat/'] },
+    },
+    {
       name: 'no-circular-entities',
       severity: 'error',
       from: { path: '^src/entities/' },

@@ -6,8 +6,10 @@ FROM node:20-bookworm-slim AS build
 WORKDIR /app
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
+# npm ci's prepare script builds the dashboard when its sources are there; here they come next.
 RUN npm ci
 COPY . .
+RUN npm run dashboard:build
 # tsx runs the TypeScript sources; everything else the tests and the dashboard build need goes.
 RUN npm prune --omit=dev
 

@@ -7,7 +7,7 @@
 //    against the same server without metering, on SQLite and on PostgreSQL;
 // then the sections other modules add (rate limits, in-process llama.cpp).
 // 3. hostile input: /healthz latency while one key sends oversize requests, against idle.
-// BENCH_ONLY picks sections (comma-separated: foundation, billing, hostile, llamacpp, ratelimit).
+// BENCH_ONLY picks sections (comma-separated: foundation, billing, hostile, llamacpp, ratelimit, dashboard).
 // BENCH_SECONDS (default 10) sets the length of each run, BENCH_RATE (default 500) the fixed load,
 // BENCH_DATABASE_URL (default TEST_DATABASE_URL, else the local PostgreSQL) the PostgreSQL server.
 import { benchConfig, createAccount, fmt, startFakeUpstream, startTollgate } from './lib.js';
@@ -15,6 +15,7 @@ import { openLoop, type OpenLoopResult } from './openloop.js';
 import { benchLlamaCpp } from './llamacpp.js';
 import { benchRateLimit } from './ratelimit.js';
 import { benchHostile } from './hostile.js';
+import { benchDashboard } from './dashboard.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const RATE = Number(process.env.BENCH_RATE ?? 500);
@@ -101,7 +102,7 @@ async function main() {
   process.env.TEST_DATABASE_URL ??= process.env.BENCH_DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/test';
   console.log(`tollgate benchmark: ${SECONDS}s per run, node ${process.version}`);
   // BENCH_ONLY=foundation,billing,llamacpp,ratelimit runs some sections only (default: all).
-  const only = new Set((process.env.BENCH_ONLY ?? 'foundation,billing,hostile,llamacpp,ratelimit').split(',').map((x) => x.trim()));
+  const only = new Set((process.env.BENCH_ONLY ?? 'foundation,billing,hostile,llamacpp,ratelimit,dashboard').split(',').map((x) => x.trim()));
   const upstream = await startFakeUpstream();
   try {
     if (only.has('foundation')) await foundation(upstream.url);
@@ -115,6 +116,7 @@ async function main() {
   }
   if (only.has('llamacpp')) await benchLlamaCpp();
   if (only.has('ratelimit')) await benchRateLimit();
+  if (only.has('dashboard')) await benchDashboard();
 }
 
 main().catch((err) => {

@@ -1,6 +1,7 @@
 // The operator CLI (`tollgate …`, started by bin/tollgate.js): accounts and API keys today; later
 // groups (wallet, models) add a register function to COMMAND_GROUPS. It works on the server's
 // database (DATABASE_URL) through the same domain services, and opens it only when a command runs.
+import { registerDashboardCommands, setPasswordLink } from './cli-dashboard.js';
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { formatDecimal } from './domain/billing/money.js';
@@ -73,6 +74,7 @@ const registerAccountCommands: CommandGroup = (program, ctx) => {
           `Created account ${created.account.id} (${created.account.email}, tier ${created.account.tier}).`,
           `API key ${created.keyId}: ${created.apiKey}`,
           'Store the key now: it is not shown again.',
+          `Set-password link for the dashboard (works once, for 7 days): ${await setPasswordLink(ctx, created.account.id)}`,
         ].join('\n'),
       );
     });
@@ -202,6 +204,7 @@ export const COMMAND_GROUPS: CommandGroup[] = [
   registerModelCommands,
   registerMailCommands,
   registerDbCommands,
+  registerDashboardCommands,
 ];
 
 export function buildProgram(ctx: CliContext, io: Pick<CliIO, 'stdout' | 'stderr'>): Command {

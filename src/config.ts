@@ -12,6 +12,7 @@ import type { BillingSettings } from './domain/billing/settings.js';
 import { MODEL_CATEGORIES, type ChatModelConfig, type EngineConfig, type ModelCategory, type ModelConfig, type OpenAIEngineConfig } from './domain/catalog/model.js';
 import { ConfigError } from './domain/errors.js';
 import type { RateLimitSettings } from './domain/ratelimit/types.js';
+import { accountsSchema, type AccountsSettings } from './config-accounts.js';
 import { alertsSchema, readMailEnv, type AlertsSettings, type MailEnv } from './config-alerts.js';
 
 const positiveInt = z.number().int().positive();
@@ -217,6 +218,8 @@ const fileSchema = z.strictObject({
   rate_limits: rateLimitsSchema.default({ fail_closed: false, alert_threshold: 100, key_prefix: 'tollgate:' }),
   // Alerts (issue 14): unusual-usage detection and e-mail delivery (src/config-alerts.ts).
   alerts: alertsSchema,
+  // Sign-up and sign-in for the dashboard (issue 15; src/config-accounts.ts).
+  accounts: accountsSchema,
   models: z.array(z.unknown()).default([]),
 });
 
@@ -250,6 +253,8 @@ export interface AppConfig {
   redisUrl: string | null;
   /** Unusual-usage detection and e-mail delivery (`alerts:`). */
   alerts: AlertsSettings;
+  /** Dashboard sign-up policy and sessions (`accounts:`). */
+  accounts: AccountsSettings;
   /** SMTP_URL, MAIL_FROM, MAIL_DIR. */
   mail: MailEnv;
   models: ModelConfig[];
@@ -316,7 +321,7 @@ export function parseConfigText(
   text: string,
   source: string,
   env: { REDIS_URL?: string } = {},
-): Pick<AppConfig, 'server' | 'graphql' | 'tiers' | 'billing' | 'payments' | 'rateLimits' | 'redisUrl' | 'alerts' | 'models'> {
+): Pick<AppConfig, 'server' | 'graphql' | 'tiers' | 'billing' | 'payments' | 'rateLimits' | 'redisUrl' | 'alerts' | 'accounts' | 'models'> {
   let raw: unknown;
   try {
     raw = parseYaml(text) ?? {};
@@ -384,7 +389,7 @@ export function parseConfigText(
   const rateLimits: RateLimitSettings = { ...limits, backend };
   // Free is where an account falls back when it cannot pay a fee: it cannot have one itself.
   if (tiers.free.monthly_fee > 0) throw new ConfigError(`${source}: tiers.free.monthly_fee: the free tier cannot have a fee (accounts fall back to it when a fee is unpaid)`);
-  return { server: top.data.server, graphql: top.data.graphql, tiers, billing: top.data.billing, payments: top.data.payments, rateLimits, redisUrl, alerts: top.data.alerts, models };
+  return { server: top.data.server, graphql: top.data.graphql, tiers, billing: top.data.billing, payments: top.data.payments, rateLimits, redisUrl, alerts: top.data.alerts, accounts: top.data.accounts, models };
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {

@@ -20,6 +20,8 @@ import type { RateLimiter } from './domain/ratelimit/rate-limiter.js';
 import type { Logger } from './logger.js';
 import { getKnex } from './db/orm.js';
 import { Metrics, MetricsMetering, TimedEngines } from './metrics.js';
+import { AuthService } from './domain/auth/auth-service.js';
+import { createMailer } from './mail/mailer.js';
 import { bridgeWalletEvents, type WalletBus } from './events/redis-wallet-events.js';
 
 export interface Services {
@@ -44,6 +46,8 @@ export interface Services {
   walletBus: WalletBus | null;
   /** E-mail delivery of the notifications outbox, unusual-usage detection, alert settings and the feed. */
   alerts: Alerts;
+  /** People in the dashboard: sign-up, sign-in, sessions, password reset (issue 15). */
+  auth: AuthService;
 }
 
 export interface ServiceOptions {
@@ -106,6 +110,15 @@ export async function createServices(config: AppConfig, logger: Logger, opts: Se
     autoTopups,
     metrics,
     alerts,
+    auth: new AuthService({
+      orm,
+      accounts,
+      settings: config.accounts,
+      adminToken: () => config.adminToken,
+      publicUrl: () => config.publicUrl,
+      mailer: createMailer(config.mail, logger.child({ component: 'auth' })),
+      logger: logger.child({ component: 'auth' }),
+    }),
     walletBus: config.redisUrl ? bridgeWalletEvents(billing.events, config.redisUrl, { prefix: config.rateLimits.key_prefix, logger: logger.child({ component: 'events' }) }) : null,
   };
 }

@@ -29,6 +29,8 @@ import { createContext, type GraphQLContext } from './graphql/context.js';
 import { isUnexpectedError, publicErrorBody, toPublicGraphQLError } from './graphql/errors.js';
 import { schema } from './graphql/schema.js';
 import { createPaymentsRouter } from './web/payments-router.js';
+import { createDashboardRouter } from './web/dashboard-router.js';
+import { clearedSessionCookie, isSecure, sessionCookie, sessionTokenOf } from './web/session-cookie.js';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -225,6 +227,8 @@ export function createApp(services: Services) {
   app.use('/v1', createCompatRouter(compatDoor(services), { onUnexpected: (req, err) => logger.error({ reqId: req.requestId, path: fullPath(req), err }, 'unexpected error') }));
   // Checkout pages and the processor's webhooks (the webhook reads its body raw, for the signature).
   app.use(createPaymentsRouter({ payments: services.payments, logger, bodyLimit: config.server.body_limit }));
+  // The customer dashboard (issue 15): the web app, served from dist/dashboard.
+  app.use(createDashboardRouter());
 
   const plugins: Plugin[] = [
     EnvelopArmorPlugin({
@@ -268,7 +272,7 @@ export function createApp(services: Services) {
     // Cross-origin access is decided by `server.cors_origins` (above), not by Yoga.
     cors: false,
     maskedErrors: { maskError: (error) => toPublicGraphQLError(error) },
-    context: (initial) => {
+    context: async (initial) => {
       // Over HTTP the initial context has the fetch Request and express's req; over WebSocket,
       // what onSubscribe passes below (the key in connectionParams.authorization).
       const extra = initial as unknown as { req?: express.Request; res?: express.Response; connectionParams?: Record<string, unknown> };
@@ -280,8 +284,22 @@ export function createApp(services: Services) {
         (typeof connectionParams?.authorization === 'string' ? connectionParams.authorization : null) ??
         request?.headers.get('authorization') ??
         null;
+      // A signed-in person's session cookie, believed from the server's own pages only (Origin checked).
+      const token = req?.headers ? sessionTokenOf(req.headers, config) : null;
+      const session = token && !authorization ? await services.auth.sessionOf(token) : null;
+      const secure = isSecure(config, Boolean(req?.secure));
       return createContext(services, {
         authorization,
+        session,
+        cookies:
+          res && !connectionParams
+            ? {
+                set: (value, expiresAt) => void res.append('Set-Cookie', sessionCookie(value, expiresAt, secure)),
+                clear: () => void res.append('Set-Cookie', clearedSessionCookie(secure)),
+                clientAddress: req?.socket.remoteAddress ?? null,
+                userAgent: typeof req?.headers['user-agent'] === 'string' ? req.headers['user-agent'] : null,
+              }
+            : null,
         requestId: req?.requestId ?? (extra as { requestId?: string }).requestId ?? randomUUID(),
         path: connectionParams ? '/graphql (WebSocket)' : '/graphql',
         signal: request?.signal ?? new AbortController().signal,

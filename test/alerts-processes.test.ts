@@ -3,7 +3,6 @@
 // started again loses nothing and duplicates nothing (after SIGKILL, at worst the one message in
 // flight is sent again, with the same Message-ID).
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { MikroORM } from '@mikro-orm/core';
@@ -13,16 +12,8 @@ import { AccountsService } from '../src/domain/accounts/accounts-service.js';
 import { billingDatabase, rows, type BillingDatabase } from '../src/domain/billing/sql.js';
 import { enqueueNotification } from '../src/domain/notifications/outbox.js';
 import { BACKENDS, createTestDatabase, HAS_POSTGRES, type TestDatabase } from './support/databases.js';
-import { spawnTollgate, waitReady, type TollgateProcess } from './support/ready.js';
+import { freePort, spawnTollgate, waitReady, type TollgateProcess } from './support/ready.js';
 import { eventually, startTestSmtp, type TestSmtp } from './support/smtp.js';
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const srv = createServer().listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(port));
-    });
-  });
 
 async function startProcess(env: Record<string, string>): Promise<{ p: TollgateProcess; url: string }> {
   const port = await freePort();

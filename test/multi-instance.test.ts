@@ -1,27 +1,16 @@
 // The production topology as processes: two tollgate instances on one PostgreSQL and one Redis.
 // A walletUpdated subscriber on instance A sees a credit made through instance B (the wallet
 // events travel through Redis); both serve the same accounts and limits.
-import { createServer } from 'node:net';
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, HAS_POSTGRES, type TestDatabase } from './support/databases.js';
 import { ADMIN_TOKEN } from './support/harness.js';
-import { spawnTollgate, waitReady, type TollgateProcess } from './support/ready.js';
+import { freePort, spawnTollgate, waitReady, type TollgateProcess } from './support/ready.js';
 import { missing } from './support/requirements.js';
 
 const REDIS_URL = process.env.TEST_REDIS_URL;
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 const skip = missing('PostgreSQL (TEST_DATABASE_URL)', HAS_POSTGRES) || missing('Redis (TEST_REDIS_URL)', Boolean(REDIS_URL));
 

@@ -6,10 +6,9 @@ import path from 'node:path';
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { loadConfig } from '../src/config.js';
-import { spawnTollgate, waitReady } from './support/ready.js';
+import { freePort, spawnTollgate, waitReady } from './support/ready.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
@@ -71,12 +70,7 @@ describe('Dockerfile', () => {
 
 describe('logs for people', () => {
   it('prints readable lines, not JSON, with LOG_FORMAT=pretty', async () => {
-    const port = await new Promise<number>((resolve) => {
-      const srv = createServer().listen(0, '127.0.0.1', () => {
-        const { port: p } = srv.address() as { port: number };
-        srv.close(() => resolve(p));
-      });
-    });
+    const port = await freePort();
     const dir = mkdtempSync(path.join(tmpdir(), 'tollgate-pretty-'));
     const tollgate = spawnTollgate(['src/main.ts'], { PORT: String(port), LOG_FORMAT: 'pretty', DATABASE_URL: `sqlite:${path.join(dir, 'db.sqlite')}`, CONFIG: 'config/default.yaml' });
     try {

@@ -96,7 +96,7 @@ describe.each(BACKENDS)('sandbox top-ups on %s', (backend) => {
     expect(html).toMatch(/<th>Credited to your wallet<\/th><td data-field="credits">52\.50 USD/);
     expect(html).toMatch(/data-field="balance">52\.50 USD/);
     expect(html).toMatch(/Paid on <time datetime="[^"]+">\d{1,2} [A-Z][a-z]+ \d{4} at \d{2}:\d{2} UTC<\/time>/);
-    expect(html).toContain(`<a class="back" href="${s.url}/graphql">`);
+    expect(html).toContain(`<a class="back" href="${s.url}/dashboard/top-up/return">`);
 
     expect(await c.balance()).toBe('52.5');
     const after = await c.graphql('{ viewer { topUps { nodes { id status settledAt } } wallet { transactions { nodes { type amount } } } } }');
@@ -216,7 +216,7 @@ describe.each(BACKENDS)('sandbox top-ups on %s', (backend) => {
     expect(page).toContain('<title>Checkout not found</title>');
     expect(page).toContain('<style>');
     expect(page).toContain('There is no checkout at this address');
-    expect(page).toContain(`href="${s.url}/graphql"`);
+    expect(page).toContain(`href="${s.url}/dashboard/top-up/return"`);
     expect((await fetch(`${s.url}/webhooks/stripe`, { method: 'POST', body: '{}' })).status).toBe(404);
   });
 });

@@ -4,7 +4,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
@@ -12,6 +11,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
 import { ADMIN_TOKEN, catalogYaml, startTestServer, type TestServer } from './support/harness.js';
+import { freePort } from './support/ready.js';
 import { findExecutable, missing } from './support/requirements.js';
 
 const REDIS = process.env.TEST_REDIS_URL;
@@ -185,17 +185,6 @@ describe.each(backends)('rate limits $name', ({ backend, env }) => {
   });
 });
 
-/** A free loopback port. */
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 async function waitFor(check: () => Promise<boolean>, what: string, tries = 200) {
   for (let i = 0; i < tries; i++) {

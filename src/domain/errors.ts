@@ -25,6 +25,13 @@ export const ERROR_CODES = {
   // 401 / 403
   invalid_api_key: { status: 401, type: 'authentication_error' },
   admin_required: { status: 403, type: 'permission_error' },
+  // Dashboard sign-in (issue 15): a wrong e-mail or password, an operation that needs a signed-in
+  // person (not an API key), sign-up turned off or needing an invitation, a used or expired link.
+  invalid_credentials: { status: 401, type: 'authentication_error' },
+  session_required: { status: 401, type: 'authentication_error' },
+  signup_closed: { status: 403, type: 'permission_error' },
+  invalid_token: { status: 400, type: 'invalid_request_error' },
+  too_many_attempts: { status: 429, type: 'rate_limit_error' },
   // 404
   model_not_found: { status: 404, type: 'invalid_request_error' },
   not_found: { status: 404, type: 'invalid_request_error' },

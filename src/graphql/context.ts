@@ -2,6 +2,7 @@
 // Yoga over HTTP, graphql-ws over WebSocket and compat's in-process execution.
 import type { Services } from '../container.js';
 import type { AccountView, RateLimitOverride } from '../domain/accounts/accounts-service.js';
+import type { SessionView } from '../domain/auth/auth-service.js';
 import { DomainError } from '../domain/errors.js';
 import type { Caller } from '../domain/inference/inference-service.js';
 import type { Usage } from '../domain/inference/engine.js';
@@ -10,8 +11,18 @@ import { timingSafeEqual } from 'node:crypto';
 
 export interface Principal {
   account: AccountView;
-  keyId: string;
+  /** The API key of the call; null when a person signed in to the dashboard makes it (a session). */
+  keyId: string | null;
   rateLimitOverride: RateLimitOverride;
+}
+
+/** What sets and clears the session cookie on the HTTP response (absent over WebSocket and in compat). */
+export interface SessionCookies {
+  set(token: string, expiresAt: Date): void;
+  clear(): void;
+  /** The client's address and user agent, for login throttling and the list of sessions. */
+  clientAddress: string | null;
+  userAgent: string | null;
 }
 
 export interface GraphQLContext {
@@ -25,8 +36,14 @@ export interface GraphQLContext {
   principal(): Promise<Principal>;
   /** Who makes a metered call, for the inference service: the principal and where its rate-limit headers go. */
   caller(): Promise<Caller>;
-  /** Throws unless the Authorization header holds the operator's ADMIN_TOKEN. */
+  /** Throws unless the Authorization header holds the operator's ADMIN_TOKEN, or an operator is signed in. */
   requireAdmin(): void;
+  /** The dashboard session of the request's cookie (null without one, or when an API key is sent). */
+  session: SessionView | null;
+  /** The session of a person signed in to an account; throws session_required otherwise (API keys cannot manage keys, passwords or sessions). */
+  requireSession(): SessionView & { accountId: string };
+  /** Sets and clears the session cookie (HTTP only). */
+  cookies: SessionCookies | null;
 }
 
 export function createContext(
@@ -40,10 +57,20 @@ export function createContext(
     onRateLimit?: (state: LimiterState) => void;
     /** Hears what each metered call was settled at, for the HTTP access line. */
     onSettled?: (model: string, usage: Usage) => void;
+    /** The signed-in session of the cookie, already checked (the Authorization header wins over it). */
+    session?: SessionView | null;
+    cookies?: SessionCookies | null;
   },
 ): GraphQLContext {
   let authenticated: Promise<Principal> | undefined;
-  const principal = () => (authenticated ??= services.accounts.authenticate(opts.authorization));
+  // An API key in the Authorization header decides; without one, a signed-in person's session.
+  const session = opts.authorization ? null : (opts.session ?? null);
+  const fromSession = async (accountId: string): Promise<Principal> => {
+    const [account, profile] = await Promise.all([services.accounts.getAccount(accountId), services.rateLimitOverrides.profile(accountId)]);
+    return { account, keyId: null, rateLimitOverride: { rpm: profile.rpm, tpm: profile.tpm } };
+  };
+  const principal = () =>
+    (authenticated ??= session?.accountId ? fromSession(session.accountId) : services.accounts.authenticate(opts.authorization));
   return {
     services,
     requestId: opts.requestId,
@@ -61,7 +88,16 @@ export function createContext(
         onSettled: opts.onSettled,
       };
     },
+    session,
+    cookies: opts.cookies ?? null,
+    requireSession() {
+      if (!session?.accountId) {
+        throw new DomainError('session_required', 'Sign in to the dashboard for this: API keys cannot manage keys, passwords or sessions.');
+      }
+      return session as SessionView & { accountId: string };
+    },
     requireAdmin() {
+      if (session?.operator) return;
       const token = services.config.adminToken;
       const given = /^Bearer\s+(.+)$/i.exec(opts.authorization ?? '')?.[1]?.trim();
       if (!token || !given || !safeEqual(given, token)) {

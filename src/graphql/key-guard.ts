@@ -57,7 +57,8 @@ export function untilKeyInvalid<T>(ctx: GraphQLContext, open: (signal: AbortSign
   const start = async () => {
     try {
       const principal = await ctx.principal();
-      unwatch = ctx.services.keyWatch.watch(principal.keyId, end);
+      // A signed-in person's subscription (no key) ends when they sign out and the socket closes.
+      if (principal.keyId) unwatch = ctx.services.keyWatch.watch(principal.keyId, end);
       source = open(controller.signal, principal)[Symbol.asyncIterator]();
     } catch (err) {
       end(err);

@@ -14,5 +14,6 @@ import './types/settings.js';
 import './types/tier.js';
 import './types/top-up.js';
 import './types/notifications.js';
+import './types/session.js';
 
 export const schema = lexicographicSortSchema(builder.toSchema());

@@ -9,6 +9,7 @@ import { Migration0003Payments } from './0003-payments.js';
 import { Migration0004RateLimitOverrides } from './0004-rate-limit-overrides.js';
 import { Migration0005AccountEmailUnique } from './0005-account-email-unique.js';
 import { Migration0006AlertDelivery } from './0006-alert-delivery.js';
+import { Migration0007SignIn } from './0007-sign-in.js';
 
 export const MIGRATIONS: { name: string; class: Constructor<Migration> }[] = [
   { name: '0001-accounts-and-keys', class: Migration0001AccountsAndKeys },
@@ -17,4 +18,5 @@ export const MIGRATIONS: { name: string; class: Constructor<Migration> }[] = [
   { name: '0004-rate-limit-overrides', class: Migration0004RateLimitOverrides },
   { name: '0005-account-email-unique', class: Migration0005AccountEmailUnique },
   { name: '0006-alert-delivery', class: Migration0006AlertDelivery },
+  { name: '0007-sign-in', class: Migration0007SignIn },
 ];

@@ -122,6 +122,35 @@ export class AccountsService {
     return { account: accountView(account), apiKey, keyId: key.id };
   }
 
+  /** An account without any API key (a person who signed up in the dashboard creates keys there). */
+  async createAccountWithoutKey(input: { email: string; tier: Tier | string }): Promise<AccountView> {
+    const email = validateEmail(input.email);
+    const tier = validateTier(input.tier);
+    const account = new Account({ id: newId('acct'), email, tier, createdAt: this.now() });
+    if (await this.findByEmail(email)) throw emailTaken(email);
+    try {
+      await this.orm.em.fork().insert(Account, account);
+    } catch (e) {
+      if (e instanceof UniqueConstraintViolationException && /email/i.test(e.message)) throw emailTaken(email);
+      throw e;
+    }
+    return accountView(account);
+  }
+
+  /** Changes an account's e-mail address (unique whatever its case). */
+  async changeEmail(accountId: string, newEmail: string): Promise<AccountView> {
+    const email = validateEmail(newEmail);
+    const other = await this.findByEmail(email);
+    if (other && other.id !== accountId) throw emailTaken(email);
+    try {
+      await this.orm.em.fork().nativeUpdate(Account, { id: accountId }, { email });
+    } catch (e) {
+      if (e instanceof UniqueConstraintViolationException && /email/i.test(e.message)) throw emailTaken(email);
+      throw e;
+    }
+    return this.getAccount(accountId);
+  }
+
   /** The account with this e-mail address (compared case-insensitively), or null. */
   async findByEmail(email: string): Promise<AccountView | null> {
     const rows = await this.sql<{ id: string }>('select id from accounts where lower(email) = ?', [email.trim().toLowerCase()]);

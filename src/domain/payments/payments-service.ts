@@ -85,7 +85,7 @@ export interface PaymentsOptions {
   cancelUrl: string | null;
   /** How long a checkout stays payable (Stripe accepts 30 minutes to 24 hours). */
   checkoutTtlSeconds: number;
-  /** The customer's way back from the status page (payments.return_url); default: GraphiQL on PUBLIC_URL. */
+  /** The customer's way back from the status page (payments.return_url); default: the dashboard's top-up result page on PUBLIC_URL. */
   returnUrl?: string | null;
   /** The wallet's balance, shown on the status page once a top-up is paid. */
   walletBalance?: (accountId: string) => Promise<bigint>;
@@ -233,7 +233,7 @@ export class PaymentsService {
 
   /** Where the status page links back to. */
   get backUrl(): string {
-    return this.o.returnUrl ?? `${this.o.publicUrl().replace(/\/+$/, '')}/graphql`;
+    return this.o.returnUrl ?? `${this.o.publicUrl().replace(/\/+$/, '')}/dashboard/top-up/return`;
   }
 
   async getTopUp(id: string): Promise<TopUpView> {

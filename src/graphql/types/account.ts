@@ -7,7 +7,7 @@ export const TierEnum = builder.enumType('Tier', {
   values: TIERS,
 });
 
-const ApiKeyRef = builder.objectRef<ApiKeyView>('ApiKey').implement({
+export const ApiKeyRef = builder.objectRef<ApiKeyView>('ApiKey').implement({
   description: 'An API key, shown as its prefix and last four characters; the secret is shown once, at creation.',
   fields: (t) => ({
     id: t.exposeID('id'),
@@ -51,7 +51,7 @@ const CreateAccountPayload = builder
     }),
   });
 
-const CreateApiKeyPayload = builder.objectRef<{ id: string; apiKey: string }>('CreateApiKeyPayload').implement({
+export const CreateApiKeyPayload = builder.objectRef<{ id: string; apiKey: string }>('CreateApiKeyPayload').implement({
   fields: (t) => ({
     id: t.exposeID('id'),
     apiKey: t.exposeString('apiKey', { description: 'The secret key; shown this once.' }),

@@ -1,0 +1,120 @@
+// The app's shell: who is signed in, which page the path names, and the layout around it. Pages
+// load on demand (one chunk each), so the first page needs only the shell and itself.
+import { lazy, Suspense, useEffect } from 'react';
+import { useQuery } from 'urql';
+import { Layout } from './components/Layout';
+import { ErrorMessage, Loading } from './components/States';
+import { graphql } from './gql';
+import { useRouter } from './router';
+import { SessionContext } from './session';
+
+const SessionQueryDoc = graphql(`
+  query Session {
+    session {
+      id
+      operator
+      account {
+        id
+        email
+        tier
+      }
+    }
+    signupPolicy
+  }
+`);
+
+const pages = {
+  login: lazy(() => import('./pages/LoginPage')),
+  signup: lazy(() => import('./pages/SignupPage')),
+  forgot: lazy(() => import('./pages/ForgotPasswordPage')),
+  reset: lazy(() => import('./pages/ResetPasswordPage')),
+  operatorLogin: lazy(() => import('./pages/OperatorLoginPage')),
+  overview: lazy(() => import('./pages/OverviewPage')),
+  usage: lazy(() => import('./pages/UsagePage')),
+  transactions: lazy(() => import('./pages/TransactionsPage')),
+  topUp: lazy(() => import('./pages/TopUpPage')),
+  topUpReturn: lazy(() => import('./pages/TopUpReturnPage')),
+  settings: lazy(() => import('./pages/SettingsPage')),
+  keys: lazy(() => import('./pages/ApiKeysPage')),
+  playground: lazy(() => import('./pages/PlaygroundPage')),
+  notifications: lazy(() => import('./pages/NotificationsPage')),
+  plan: lazy(() => import('./pages/PlanPage')),
+  models: lazy(() => import('./pages/ModelsPage')),
+  operator: lazy(() => import('./pages/OperatorPage')),
+  notFound: lazy(() => import('./pages/NotFoundPage')),
+};
+
+/** Pages anyone can see; the others need a signed-in person (or, for /operator, an operator). */
+const PUBLIC: Record<string, keyof typeof pages> = {
+  '/login': 'login',
+  '/signup': 'signup',
+  '/forgot-password': 'forgot',
+  '/reset-password': 'reset',
+  '/operator-login': 'operatorLogin',
+  '/models': 'models',
+};
+const ACCOUNT: Record<string, keyof typeof pages> = {
+  '/': 'overview',
+  '/usage': 'usage',
+  '/transactions': 'transactions',
+  '/top-up': 'topUp',
+  '/top-up/return': 'topUpReturn',
+  '/settings': 'settings',
+  '/api-keys': 'keys',
+  '/playground': 'playground',
+  '/notifications': 'notifications',
+  '/plan': 'plan',
+};
+
+export function App() {
+  const [{ data, fetching, error }] = useQuery({ query: SessionQueryDoc, requestPolicy: 'network-only' });
+  const { path, navigate } = useRouter();
+  const session = data?.session ?? null;
+  const publicPage = PUBLIC[path];
+  const accountPage = ACCOUNT[path];
+  const needsSignIn = !fetching && !error && !session && !publicPage;
+  const operatorHome = !fetching && session && !session.account && (accountPage !== undefined || path === '/login');
+  const signedInOnAuthPage = !fetching && session?.account && (path === '/login' || path === '/signup');
+  useEffect(() => {
+    if (needsSignIn) navigate('/login', { replace: true });
+    else if (operatorHome) navigate('/operator', { replace: true });
+    else if (signedInOnAuthPage) navigate('/', { replace: true });
+  }, [needsSignIn, operatorHome, signedInOnAuthPage, navigate]);
+
+  if (fetching && !data) return <Loading what="the dashboard" />;
+  if (error) return <ErrorMessage error={error} title="The dashboard could not start" />;
+
+  let key: keyof typeof pages = 'notFound';
+  if (publicPage) key = publicPage;
+  else if (path === '/operator' && session?.operator) key = 'operator';
+  else if (accountPage && session?.account) key = accountPage;
+  else if (!session) key = 'login';
+  const Page = pages[key];
+  const bare = !session && publicPage !== 'models';
+  const titles: Partial<Record<keyof typeof pages, string>> = {
+    login: 'Sign in',
+    signup: 'Sign up',
+    overview: 'Overview',
+    usage: 'Usage',
+    transactions: 'Transactions',
+    topUp: 'Top up',
+    settings: 'Settings',
+    keys: 'API keys',
+    playground: 'Playground',
+    notifications: 'Notifications',
+    plan: 'Plan',
+    models: 'Models',
+    operator: 'Operator',
+  };
+  document.title = `${titles[key] ?? 'Dashboard'} · tollgate`;
+  const content = (
+    <Suspense fallback={<Loading what="the page" />}>
+      <Page signupPolicy={data?.signupPolicy ?? 'open'} />
+    </Suspense>
+  );
+  return (
+    <SessionContext.Provider value={session}>
+      {bare ? <main className="auth">{content}</main> : <Layout session={session}>{content}</Layout>}
+    </SessionContext.Provider>
+  );
+}

@@ -1,0 +1,17 @@
+import { formatTokens } from '../lib/money';
+
+/** The monthly token allocation used, as a bar (a native progress element: a progressbar with its name and value). */
+export function AllocationBar({ used, monthlyTokens }: { used: number; monthlyTokens: number | null | undefined }) {
+  if (monthlyTokens === null || monthlyTokens === undefined) {
+    return <p>{formatTokens(used)} tokens used this month (unlimited allocation).</p>;
+  }
+  const pct = monthlyTokens === 0 ? 100 : Math.min(100, Math.round((used / monthlyTokens) * 100));
+  return (
+    <div className="bar">
+      <progress aria-label="Monthly allocation used" max={monthlyTokens} value={Math.min(used, monthlyTokens)} />
+      <p>
+        {formatTokens(used)} of {formatTokens(monthlyTokens)} tokens ({pct}%)
+      </p>
+    </div>
+  );
+}

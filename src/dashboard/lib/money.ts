@@ -1,0 +1,45 @@
+// Money in the dashboard: the one helper that formats amounts. The API sends exact decimal
+// strings ("52.5", "-0.000123456"); the dashboard shows two decimals (half away from zero), with
+// thousands separators, computed on the digits (never through a float), so 0.005 shows as 0.01.
+
+/** "52.5" → "52.50"; "1234567.891" → "1,234,567.89"; "-0.004" → "0.00"; invalid → "—". */
+export function formatMoney(value: string | number | null | undefined, opts: { currency?: string; sign?: boolean } = {}): string {
+  if (value === null || value === undefined || value === '') return '—';
+  const text = typeof value === 'number' ? value.toFixed(9) : value.trim();
+  const m = /^([+-]?)(\d*)(?:\.(\d*))?$/.exec(text);
+  if (!m || (m[2] === '' && (m[3] ?? '') === '')) return '—';
+  const negative = m[1] === '-';
+  const whole = m[2] || '0';
+  const frac = (m[3] ?? '').padEnd(3, '0');
+  // Cents as a BigInt, rounded half away from zero on the third decimal.
+  let cents = BigInt(whole) * 100n + BigInt(frac.slice(0, 2));
+  if (Number(frac[2]) >= 5) cents += 1n;
+  const units = (cents / 100n).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+  const rest = (cents % 100n).toString().padStart(2, '0');
+  const zero = cents === 0n;
+  const prefix = negative && !zero ? '-' : opts.sign && !zero ? '+' : '';
+  return `${prefix}${units}.${rest}${opts.currency ? ` ${opts.currency}` : ''}`;
+}
+
+/** Token counts with thousands separators: 1234567 → "1,234,567". */
+export function formatTokens(n: number | null | undefined): string {
+  if (n === null || n === undefined) return '—';
+  return Math.round(n).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+}
+
+/** A decimal string as a number, for charts and ratios only (never for display of amounts). */
+export function toNumber(value: string | null | undefined): number {
+  const n = Number(value ?? 0);
+  return Number.isFinite(n) ? n : 0;
+}
+
+/** Cost of a call at list prices (per million tokens), as a decimal string with 9 places. */
+export function listPriceCost(promptTokens: number, completionTokens: number, inputPerMillion: number, outputPerMillion: number): string {
+  // Nanos as BigInt: prices have at most 9 decimals.
+  const nanos = (p: number) => BigInt(Math.round(p * 1e9));
+  const total = BigInt(promptTokens) * nanos(inputPerMillion) + BigInt(completionTokens) * nanos(outputPerMillion);
+  const perToken = total / 1_000_000n;
+  const whole = perToken / 1_000_000_000n;
+  const frac = (perToken % 1_000_000_000n).toString().padStart(9, '0');
+  return `${whole}.${frac}`;
+}

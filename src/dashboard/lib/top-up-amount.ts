@@ -1,0 +1,39 @@
+// The top-up form's rules, checked as the person types, before the API quotes the bonus: 10 to
+// 499.99 with at most two decimals; 500 and more are arranged with sales (section 2.11).
+
+export const MINIMUM_TOP_UP = 10;
+export const SALES_THRESHOLD = 500;
+
+export type AmountCheck =
+  | { kind: 'empty' }
+  | { kind: 'invalid'; message: string }
+  | { kind: 'too_small'; message: string }
+  | { kind: 'sales'; message: string }
+  | { kind: 'ok'; amount: string };
+
+export function checkTopUpAmount(input: string): AmountCheck {
+  const text = input.trim().replace(/^\$/, '').replace(/,/g, '');
+  if (text === '') return { kind: 'empty' };
+  if (!/^\d+(\.\d{1,2})?$/.test(text)) return { kind: 'invalid', message: 'Enter an amount such as 50 or 49.99 (at most two decimals).' };
+  const value = Number(text);
+  if (value < MINIMUM_TOP_UP) return { kind: 'too_small', message: `The smallest top-up is ${MINIMUM_TOP_UP}.00.` };
+  if (value >= SALES_THRESHOLD) return { kind: 'sales', message: `Top-ups of ${SALES_THRESHOLD}.00 and more are arranged with our sales team.` };
+  return { kind: 'ok', amount: text.replace(/^0+(?=\d)/, '') };
+}
+
+export interface QuoteView {
+  amount: string;
+  bonus: string;
+  bonusPercent: number;
+  credits: string;
+  currency: string;
+}
+
+/** The preview's lines, e.g. "Bonus: +2.50 USD (5%)" and "Credits added: 52.50 USD". */
+export function previewLines(q: QuoteView, format: (v: string, o: { currency?: string; sign?: boolean }) => string): { bonus: string; credits: string } {
+  const pct = Number.isInteger(q.bonusPercent) ? String(q.bonusPercent) : q.bonusPercent.toFixed(1);
+  return {
+    bonus: Number(q.bonus) > 0 ? `${format(q.bonus, { currency: q.currency, sign: true })} (${pct}%)` : 'No bonus at this amount',
+    credits: format(q.credits, { currency: q.currency }),
+  };
+}

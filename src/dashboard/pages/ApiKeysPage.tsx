@@ -1,0 +1,151 @@
+// API keys: create one (shown once, with a copy button), the list (name, prefix and last four,
+// created, last used), and "Revoke" with a confirmation.
+import { type FormEvent, useState } from 'react';
+import { useMutation, useQuery } from 'urql';
+import { Field } from '../components/Field';
+import { NewKeyPanel } from '../components/NewKeyPanel';
+import { Empty, ErrorMessage, Loading } from '../components/States';
+import { graphql } from '../gql';
+
+const KeysDoc = graphql(`
+  query ApiKeys {
+    viewer {
+      id
+      apiKeys {
+        id
+        name
+        display
+        createdAt
+        lastUsedAt
+        expiresAt
+        revokedAt
+      }
+    }
+  }
+`);
+
+const CreateKeyDoc = graphql(`
+  mutation CreateMyApiKey($name: String) {
+    createMyApiKey(name: $name) {
+      id
+      apiKey
+    }
+  }
+`);
+
+const RevokeKeyDoc = graphql(`
+  mutation RevokeMyApiKey($id: ID!) {
+    revokeMyApiKey(id: $id) {
+      id
+      revokedAt
+    }
+  }
+`);
+
+const when = (d: string | null | undefined) => (d ? new Date(d).toLocaleString() : 'Never');
+
+export default function ApiKeysPage() {
+  const [{ data, fetching, error }, refetch] = useQuery({ query: KeysDoc });
+  const [created, create] = useMutation(CreateKeyDoc);
+  const [revoking, revoke] = useMutation(RevokeKeyDoc);
+  const [asking, setAsking] = useState(false);
+  const [name, setName] = useState('');
+  const [secret, setSecret] = useState<string | null>(null);
+  const [confirm, setConfirm] = useState<string | null>(null);
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    const r = await create({ name: name.trim() || null });
+    if (r.data) {
+      setSecret(r.data.createMyApiKey.apiKey);
+      setAsking(false);
+      setName('');
+      refetch({ requestPolicy: 'network-only' });
+    }
+  };
+  const keys = data?.viewer.apiKeys ?? [];
+  return (
+    <>
+      <h1>API keys</h1>
+      <p>Keys call the API (/v1 and GraphQL) on behalf of your account. Keep them secret.</p>
+      {secret ? <NewKeyPanel apiKey={secret} onDone={() => setSecret(null)} /> : null}
+      {asking ? (
+        <form className="card narrow" onSubmit={submit} aria-label="New key">
+          <Field label="Key name" placeholder="e.g. production" maxLength={255} value={name} onChange={(e) => setName(e.target.value)} autoFocus />
+          {created.error ? <ErrorMessage error={created.error} title="Could not create the key" /> : null}
+          <button type="submit" className="primary" disabled={created.fetching}>
+            Create
+          </button>{' '}
+          <button type="button" onClick={() => setAsking(false)}>
+            Cancel
+          </button>
+        </form>
+      ) : (
+        <button type="button" className="primary" onClick={() => setAsking(true)}>
+          Create key
+        </button>
+      )}
+      {fetching && !data ? <Loading what="your keys" /> : null}
+      {error ? <ErrorMessage error={error} /> : null}
+      {revoking.error ? <ErrorMessage error={revoking.error} title="Could not revoke" /> : null}
+      {data && keys.length === 0 ? <Empty>No API keys yet: create one to call the API.</Empty> : null}
+      {keys.length > 0 ? (
+        <div className="table-wrap">
+          <table>
+            <caption>Your API keys</caption>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Key</th>
+                <th scope="col">Created</th>
+                <th scope="col">Last used</th>
+                <th scope="col">Status</th>
+                <th scope="col">
+                  <span className="sr-only">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {keys.map((k) => (
+                <tr key={k.id}>
+                  <td>{k.name ?? <span className="muted">(no name)</span>}</td>
+                  <td>
+                    <code>{k.display}</code>
+                  </td>
+                  <td>{when(k.createdAt)}</td>
+                  <td>{when(k.lastUsedAt)}</td>
+                  <td>{k.revokedAt ? 'Revoked' : k.expiresAt && new Date(k.expiresAt) < new Date() ? 'Expired' : 'Active'}</td>
+                  <td>
+                    {k.revokedAt ? null : confirm === k.id ? (
+                      // biome-ignore lint/a11y/useSemanticElements: an inline group of two buttons, not a form fieldset.
+                      <span role="group" aria-label={`Confirm revoking ${k.name ?? k.display}`}>
+                        Revoke {k.name ?? k.display}? Calls with it stop at once.{' '}
+                        <button
+                          type="button"
+                          className="danger"
+                          onClick={async () => {
+                            await revoke({ id: k.id });
+                            setConfirm(null);
+                            refetch({ requestPolicy: 'network-only' });
+                          }}
+                        >
+                          Yes, revoke
+                        </button>{' '}
+                        <button type="button" onClick={() => setConfirm(null)}>
+                          Keep it
+                        </button>
+                      </span>
+                    ) : (
+                      <button type="button" onClick={() => setConfirm(k.id)} aria-label={`Revoke ${k.name ?? k.display}`}>
+                        Revoke
+                      </button>
+                    )}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      ) : null}
+    </>
+  );
+}

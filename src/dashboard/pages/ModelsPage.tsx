@@ -1,0 +1,65 @@
+// Models (public): the catalog with categories, prices and availability.
+import { useQuery } from 'urql';
+import { Empty, ErrorMessage, Loading } from '../components/States';
+import { graphql } from '../gql';
+
+const ModelsDoc = graphql(`
+  query Models {
+    models {
+      id
+      category
+      status
+      available
+      unavailableReason
+      pricing {
+        inputPricePerMillion
+        outputPricePerMillion
+        pricePerMillionTokens
+        currency
+      }
+    }
+  }
+`);
+
+const price = (n: number | null | undefined) => (n === null || n === undefined ? '—' : n.toFixed(2));
+
+export default function ModelsPage() {
+  const [{ data, fetching, error }] = useQuery({ query: ModelsDoc });
+  return (
+    <>
+      <h1>Models</h1>
+      {fetching && !data ? <Loading what="the catalog" /> : null}
+      {error ? <ErrorMessage error={error} /> : null}
+      {data && data.models.length === 0 ? <Empty>No models are configured.</Empty> : null}
+      {data && data.models.length > 0 ? (
+        <div className="table-wrap">
+          <table>
+            <caption>Prices per million tokens (USD)</caption>
+            <thead>
+              <tr>
+                <th scope="col">Model</th>
+                <th scope="col">Category</th>
+                <th scope="col">Input</th>
+                <th scope="col">Output</th>
+                <th scope="col">Status</th>
+                <th scope="col">Available</th>
+              </tr>
+            </thead>
+            <tbody>
+              {data.models.map((m) => (
+                <tr key={m.id}>
+                  <th scope="row">{m.id}</th>
+                  <td>{m.category}</td>
+                  <td>{price(m.pricing.inputPricePerMillion ?? m.pricing.pricePerMillionTokens)}</td>
+                  <td>{price(m.pricing.outputPricePerMillion)}</td>
+                  <td>{m.status}</td>
+                  <td>{m.available ? 'Yes' : `No${m.unavailableReason ? `: ${m.unavailableReason}` : ''}`}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      ) : null}
+    </>
+  );
+}

@@ -1,0 +1,130 @@
+// Operators: accounts (search, tier, balance), change a tier, credit a wallet; models' availability.
+import { useState } from 'react';
+import { useMutation, useQuery } from 'urql';
+import { Money } from '../components/Money';
+import { Empty, ErrorMessage, Loading } from '../components/States';
+import { graphql } from '../gql';
+import type { Tier } from '../gql/graphql';
+import ModelsPage from './ModelsPage';
+
+const AccountsDoc = graphql(`
+  query OperatorAccounts($search: String) {
+    accounts(search: $search, first: 50) {
+      id
+      email
+      tier
+      wallet {
+        balance
+        currency
+      }
+    }
+  }
+`);
+
+const SetTierDoc = graphql(`
+  mutation OperatorSetTier($accountId: ID!, $tier: Tier!) {
+    setAccountTier(accountId: $accountId, tier: $tier) {
+      id
+      tier
+    }
+  }
+`);
+
+const CreditDoc = graphql(`
+  mutation OperatorCredit($input: CreditWalletInput!) {
+    creditWallet(input: $input) {
+      id
+      balanceAfter
+    }
+  }
+`);
+
+const TIERS: Tier[] = ['free', 'developer', 'startup', 'enterprise'];
+
+function AccountRow({ a, onChanged }: { a: { id: string; email: string; tier: Tier; wallet: { balance: string; currency: string } }; onChanged: () => void }) {
+  const [tier, setTier] = useState<Tier>(a.tier);
+  const [credit, setCredit] = useState('');
+  const [tierState, setAccountTier] = useMutation(SetTierDoc);
+  const [creditState, creditWallet] = useMutation(CreditDoc);
+  return (
+    <tr>
+      <th scope="row">{a.email}</th>
+      <td>
+        <label className="sr-only" htmlFor={`tier-${a.id}`}>{`Tier for ${a.email}`}</label>
+        <select id={`tier-${a.id}`} value={tier} onChange={(e) => setTier(e.target.value as Tier)}>
+          {TIERS.map((t) => (
+            <option key={t}>{t}</option>
+          ))}
+        </select>{' '}
+        <button type="button" disabled={tier === a.tier || tierState.fetching} onClick={async () => (await setAccountTier({ accountId: a.id, tier })).data && onChanged()}>
+          Change tier
+        </button>
+        {tierState.error ? <ErrorMessage error={tierState.error} /> : null}
+      </td>
+      <td>
+        <Money value={a.wallet.balance} currency={a.wallet.currency} />
+      </td>
+      <td>
+        <label className="sr-only" htmlFor={`credit-${a.id}`}>{`Credit amount for ${a.email}`}</label>
+        <input id={`credit-${a.id}`} inputMode="decimal" size={8} value={credit} onChange={(e) => setCredit(e.target.value)} />{' '}
+        <button
+          type="button"
+          disabled={!credit || creditState.fetching}
+          onClick={async () => {
+            const r = await creditWallet({ input: { accountId: a.id, amount: credit, type: 'bonus', description: 'Credit from the operator dashboard' } });
+            if (r.data) {
+              setCredit('');
+              onChanged();
+            }
+          }}
+        >
+          Credit
+        </button>
+        {creditState.error ? <ErrorMessage error={creditState.error} /> : null}
+      </td>
+    </tr>
+  );
+}
+
+export default function OperatorPage() {
+  const [search, setSearch] = useState('');
+  const [{ data, fetching, error }, refetch] = useQuery({ query: AccountsDoc, variables: { search: search || null } });
+  return (
+    <>
+      <h1>Operator</h1>
+      <section aria-labelledby="acc-title">
+        <h2 id="acc-title">Accounts</h2>
+        <div className="field inline">
+          <label htmlFor="acc-search">Search accounts</label>
+          <input id="acc-search" type="search" value={search} onChange={(e) => setSearch(e.target.value)} placeholder="e-mail contains…" />
+        </div>
+        {fetching && !data ? <Loading what="accounts" /> : null}
+        {error ? <ErrorMessage error={error} /> : null}
+        {data && data.accounts.length === 0 ? <Empty>No account matches.</Empty> : null}
+        {data && data.accounts.length > 0 ? (
+          <div className="table-wrap">
+            <table>
+              <caption>Newest first</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Account</th>
+                  <th scope="col">Tier</th>
+                  <th scope="col">Balance</th>
+                  <th scope="col">Credit (bonus)</th>
+                </tr>
+              </thead>
+              <tbody>
+                {data.accounts.map((a) => (
+                  <AccountRow key={`${a.id}-${a.tier}-${a.wallet.balance}`} a={a} onChanged={() => refetch({ requestPolicy: 'network-only' })} />
+                ))}
+              </tbody>
+            </table>
+          </div>
+        ) : null}
+      </section>
+      <section aria-label="Model availability">
+        <ModelsPage />
+      </section>
+    </>
+  );
+}

@@ -1,0 +1,133 @@
+// The overview: the balance (live over graphql-ws: a top-up, a charge or a credit shows without a
+// reload), the monthly allocation used, spend against the spending limit, recent notifications.
+import { useState } from 'react';
+import { useQuery, useSubscription } from 'urql';
+import { AllocationBar } from '../components/AllocationBar';
+import { Link } from '../components/Link';
+import { Money } from '../components/Money';
+import { Empty, ErrorMessage, Loading } from '../components/States';
+import { graphql } from '../gql';
+import { formatMoney, toNumber } from '../lib/money';
+
+const OverviewDoc = graphql(`
+  query Overview {
+    viewer {
+      id
+      tier
+      wallet {
+        balance
+        held
+        currency
+      }
+      allocation {
+        used
+        held
+        monthlyTokens
+        period
+      }
+      settings {
+        monthlySpend
+        spendingLimit {
+          enabled
+          monthlyLimit
+          action
+        }
+      }
+      notifications(first: 5) {
+        unreadCount
+        nodes {
+          id
+          subject
+          createdAt
+          read
+        }
+      }
+    }
+  }
+`);
+
+const WalletUpdatedDoc = graphql(`
+  subscription WalletUpdated {
+    walletUpdated {
+      balance
+      currency
+      transaction {
+        id
+        type
+        amount
+      }
+    }
+  }
+`);
+
+export default function OverviewPage() {
+  const [{ data, fetching, error }, refetch] = useQuery({ query: OverviewDoc });
+  const [live, setLive] = useState<string | null>(null);
+  useSubscription({ query: WalletUpdatedDoc }, (_prev, event) => {
+    setLive(event.walletUpdated.balance);
+    // Spend and notifications follow the change.
+    refetch({ requestPolicy: 'network-only' });
+    return event;
+  });
+  if (!data && fetching) return <Loading what="your overview" />;
+  if (!data) return error ? <ErrorMessage error={error} /> : <Loading what="your overview" />;
+  const v = data.viewer;
+  const limit = v.settings.spendingLimit;
+  const balance = live ?? v.wallet.balance;
+  return (
+    <>
+      <h1>Overview</h1>
+      {error ? <ErrorMessage error={error} title="Could not refresh" /> : null}
+      <div className="grid">
+        <section className="card" aria-labelledby="balance-title">
+          <h2 id="balance-title">Balance</h2>
+          <p className="big" aria-live="polite">
+            <Money value={balance} currency={v.wallet.currency} />
+          </p>
+          {toNumber(v.wallet.held) > 0 ? <p className="muted">{formatMoney(v.wallet.held)} held by calls in flight</p> : null}
+          <Link to="/top-up" className="button">
+            Add credits
+          </Link>
+        </section>
+        <section className="card" aria-labelledby="alloc-title">
+          <h2 id="alloc-title">Monthly allocation ({v.allocation.period})</h2>
+          <AllocationBar used={v.allocation.used + v.allocation.held} monthlyTokens={v.allocation.monthlyTokens} />
+          <p className="muted">
+            Tier: {v.tier}. <Link to="/plan">Change plan</Link>
+          </p>
+        </section>
+        <section className="card" aria-labelledby="spend-title">
+          <h2 id="spend-title">Spend this month</h2>
+          {limit.enabled && limit.monthlyLimit ? (
+            <>
+              <progress aria-label="Spend against the spending limit" max={toNumber(limit.monthlyLimit)} value={Math.min(toNumber(v.settings.monthlySpend), toNumber(limit.monthlyLimit))} />
+              <p>
+                <Money value={v.settings.monthlySpend} /> of <Money value={limit.monthlyLimit} /> ({limit.action === 'block' ? 'calls are refused past it' : 'an alert past it'})
+              </p>
+            </>
+          ) : (
+            <p>
+              <Money value={v.settings.monthlySpend} /> spent; no spending limit. <Link to="/settings">Set one</Link>
+            </p>
+          )}
+        </section>
+      </div>
+      <section className="card" aria-labelledby="recent-title">
+        <h2 id="recent-title">Recent notifications {v.notifications.unreadCount > 0 ? `(${v.notifications.unreadCount} unread)` : ''}</h2>
+        {v.notifications.nodes.length === 0 ? (
+          <Empty>No notifications yet.</Empty>
+        ) : (
+          <ul className="plain">
+            {v.notifications.nodes.map((n) => (
+              <li key={n.id}>
+                {n.read ? '' : <strong>New: </strong>}
+                {n.subject} <span className="muted">{new Date(n.createdAt).toLocaleString()}</span>
+              </li>
+            ))}
+          </ul>
+        )}
+        <Link to="/notifications">All notifications</Link>
+      </section>
+    </>
+  );
+}

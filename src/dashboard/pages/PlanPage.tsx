@@ -1,0 +1,98 @@
+// Plan: the tiers side by side and a switch between them (a monthly fee is charged from the
+// wallet as a subscription transaction when a tier with one is taken).
+import { useState } from 'react';
+import { useMutation, useQuery } from 'urql';
+import { Money } from '../components/Money';
+import { ErrorMessage, Loading } from '../components/States';
+import { graphql } from '../gql';
+import type { Tier } from '../gql/graphql';
+import { formatTokens, toNumber } from '../lib/money';
+
+const PlansDoc = graphql(`
+  query Plans {
+    plans {
+      tier
+      monthlyTokens
+      overage
+      monthlyFee
+      rpm
+      tpm
+    }
+    viewer {
+      id
+      tier
+    }
+  }
+`);
+
+const ChangePlanDoc = graphql(`
+  mutation ChangePlan($tier: Tier!) {
+    changePlan(tier: $tier) {
+      id
+      tier
+    }
+  }
+`);
+
+export default function PlanPage() {
+  const [{ data, fetching, error }, refetch] = useQuery({ query: PlansDoc });
+  const [changing, change] = useMutation(ChangePlanDoc);
+  const [confirm, setConfirm] = useState<Tier | null>(null);
+  if (fetching && !data) return <Loading what="plans" />;
+  if (!data) return error ? <ErrorMessage error={error} /> : <Loading what="plans" />;
+  return (
+    <>
+      <h1>Plan</h1>
+      {changing.error ? <ErrorMessage error={changing.error} title="Could not change the plan" /> : null}
+      <div className="plans">
+        {data.plans.map((p) => {
+          const current = p.tier === data.viewer.tier;
+          return (
+            <section key={p.tier} className={`card plan${current ? ' current' : ''}`} aria-labelledby={`plan-${p.tier}`}>
+              <h2 id={`plan-${p.tier}`}>
+                {p.tier} {current ? <span className="badge">Current</span> : null}
+              </h2>
+              <dl>
+                <dt>Monthly allocation</dt>
+                <dd>{p.monthlyTokens === null || p.monthlyTokens === undefined ? 'Unlimited' : `${formatTokens(p.monthlyTokens)} tokens`}</dd>
+                <dt>Past the allocation</dt>
+                <dd>{p.overage ? 'Paid from the wallet' : 'Calls are refused'}</dd>
+                <dt>Rate limits</dt>
+                <dd>
+                  {formatTokens(p.rpm)} requests and {formatTokens(p.tpm)} tokens a minute
+                </dd>
+                <dt>Monthly fee</dt>
+                <dd>{toNumber(p.monthlyFee) > 0 ? <Money value={p.monthlyFee} currency="USD" /> : 'None'}</dd>
+              </dl>
+              {current ? null : confirm === p.tier ? (
+                // biome-ignore lint/a11y/useSemanticElements: a group of two buttons, not a form fieldset.
+                <div role="group" aria-label={`Confirm switching to ${p.tier}`}>
+                  <p>{toNumber(p.monthlyFee) > 0 ? `The fee of ${p.monthlyFee} is charged from your wallet now.` : 'No fee is charged.'}</p>
+                  <button
+                    type="button"
+                    className="primary"
+                    disabled={changing.fetching}
+                    onClick={async () => {
+                      await change({ tier: p.tier });
+                      setConfirm(null);
+                      refetch({ requestPolicy: 'network-only' });
+                    }}
+                  >
+                    Confirm switch to {p.tier}
+                  </button>{' '}
+                  <button type="button" onClick={() => setConfirm(null)}>
+                    Cancel
+                  </button>
+                </div>
+              ) : (
+                <button type="button" onClick={() => setConfirm(p.tier)}>
+                  Switch to {p.tier}
+                </button>
+              )}
+            </section>
+          );
+        })}
+      </div>
+    </>
+  );
+}

@@ -1,0 +1,125 @@
+// Playground: pick a chat model, write a prompt, watch the answer stream over graphql-ws, with the
+// tokens and the cost (at the model's list prices) at the end.
+import { type FormEvent, useRef, useState } from 'react';
+import { stringifyDocument, useQuery } from 'urql';
+import { ws } from '../client';
+import { Empty, ErrorMessage, Loading } from '../components/States';
+import { graphql } from '../gql';
+import { formatMoney, formatTokens, listPriceCost } from '../lib/money';
+
+const ChatModelsDoc = graphql(`
+  query ChatModels {
+    models(category: chat) {
+      id
+      available
+      pricing {
+        inputPricePerMillion
+        outputPricePerMillion
+      }
+    }
+  }
+`);
+
+const StreamDoc = graphql(`
+  subscription PlaygroundStream($input: ChatCompletionInput!) {
+    chatCompletionStream(input: $input) {
+      choices {
+        delta {
+          content
+        }
+        finishReason
+      }
+      usage {
+        promptTokens
+        completionTokens
+        totalTokens
+      }
+    }
+  }
+`);
+
+export default function PlaygroundPage() {
+  const [{ data, fetching, error }] = useQuery({ query: ChatModelsDoc });
+  const [model, setModel] = useState('');
+  const [prompt, setPrompt] = useState('');
+  const [answer, setAnswer] = useState('');
+  const [usage, setUsage] = useState<{ promptTokens: number; completionTokens: number; totalTokens: number } | null>(null);
+  const [streamError, setStreamError] = useState<string | null>(null);
+  const [running, setRunning] = useState(false);
+  const stop = useRef<(() => void) | null>(null);
+  const models = (data?.models ?? []).filter((m) => m.available);
+  const chosen = models.find((m) => m.id === model) ?? models[0];
+  const run = (e: FormEvent) => {
+    e.preventDefault();
+    if (!chosen || !prompt.trim()) return;
+    setAnswer('');
+    setUsage(null);
+    setStreamError(null);
+    setRunning(true);
+    stop.current = ws.subscribe<{ chatCompletionStream: { choices: { delta: { content?: string | null } }[]; usage?: { promptTokens: number; completionTokens: number; totalTokens: number } | null } }>(
+      { query: stringifyDocument(StreamDoc), variables: { input: { model: chosen.id, messages: [{ role: 'user', content: prompt }] } } },
+      {
+        next: (r) => {
+          if (r.errors?.length) setStreamError(r.errors.map((x) => x.message).join(' '));
+          const chunk = r.data?.chatCompletionStream;
+          if (!chunk) return;
+          const text = chunk.choices.map((c) => c.delta.content ?? '').join('');
+          if (text) setAnswer((a) => a + text);
+          if (chunk.usage) setUsage(chunk.usage);
+        },
+        error: (err) => {
+          setStreamError(Array.isArray(err) ? err.map((x: { message: string }) => x.message).join(' ') : 'The stream failed.');
+          setRunning(false);
+        },
+        complete: () => setRunning(false),
+      },
+    );
+  };
+  if (fetching && !data) return <Loading what="models" />;
+  if (error) return <ErrorMessage error={error} />;
+  return (
+    <>
+      <h1>Playground</h1>
+      {models.length === 0 ? (
+        <Empty>No chat model is available now.</Empty>
+      ) : (
+        <form className="card" onSubmit={run}>
+          <div className="field">
+            <label htmlFor="pg-model">Model</label>
+            <select id="pg-model" value={chosen?.id} onChange={(e) => setModel(e.target.value)}>
+              {models.map((m) => (
+                <option key={m.id}>{m.id}</option>
+              ))}
+            </select>
+          </div>
+          <div className="field">
+            <label htmlFor="pg-prompt">Prompt</label>
+            <textarea id="pg-prompt" rows={4} value={prompt} onChange={(e) => setPrompt(e.target.value)} />
+          </div>
+          <button type="submit" className="primary" disabled={running || !prompt.trim()}>
+            Send
+          </button>{' '}
+          {running ? (
+            <button type="button" onClick={() => (stop.current?.(), setRunning(false))}>
+              Stop
+            </button>
+          ) : null}
+        </form>
+      )}
+      <section className="card" aria-labelledby="answer-title" aria-busy={running}>
+        <h2 id="answer-title">Answer</h2>
+        {streamError ? <ErrorMessage error={streamError} title="The call failed" /> : null}
+        <p className="answer" aria-live="polite">
+          {answer || (running ? 'Waiting for the first token…' : 'Send a prompt to see the answer here.')}
+        </p>
+        {usage && chosen ? (
+          <p role="status">
+            {formatTokens(usage.promptTokens)} prompt + {formatTokens(usage.completionTokens)} completion tokens ={' '}
+            <strong>{formatTokens(usage.totalTokens)} tokens</strong>, {formatMoney(listPriceCost(usage.promptTokens, usage.completionTokens, chosen.pricing.inputPricePerMillion ?? 0, chosen.pricing.outputPricePerMillion ?? 0), { currency: 'USD' })} at list
+            prices (the monthly allocation is used first).
+          </p>
+        ) : null}
+      </section>
+    </>
+  );
+}

@@ -1,0 +1,90 @@
+// Top up: the amount, the bonus and credits previewed as you type (topUpQuote), and the "Top up"
+// button that goes to the processor's checkout. 500 and more point to sales.
+import { type FormEvent, useEffect, useMemo, useState } from 'react';
+import { useMutation, useQuery } from 'urql';
+import { BonusPreview } from '../components/BonusPreview';
+import { Field } from '../components/Field';
+import { ErrorMessage, Loading } from '../components/States';
+import { graphql } from '../gql';
+import { checkTopUpAmount } from '../lib/top-up-amount';
+
+const QuoteDoc = graphql(`
+  query TopUpQuote($amount: Decimal!) {
+    topUpQuote(amount: $amount) {
+      amount
+      bonus
+      bonusPercent
+      credits
+      currency
+    }
+  }
+`);
+
+const TopUpDoc = graphql(`
+  mutation TopUp($amount: Decimal!, $idempotencyKey: String) {
+    topUp(amount: $amount, idempotencyKey: $idempotencyKey) {
+      id
+      checkoutUrl
+    }
+  }
+`);
+
+function useDebounced<T>(value: T, ms: number): T {
+  const [v, setV] = useState(value);
+  useEffect(() => {
+    const t = setTimeout(() => setV(value), ms);
+    return () => clearTimeout(t);
+  }, [value, ms]);
+  return v;
+}
+
+export default function TopUpPage() {
+  const [text, setText] = useState('');
+  const check = useMemo(() => checkTopUpAmount(text), [text]);
+  const amount = useDebounced(check.kind === 'ok' ? check.amount : null, 200);
+  const [quote] = useQuery({ query: QuoteDoc, variables: { amount: amount ?? '0' }, pause: amount === null });
+  const [topUp, start] = useMutation(TopUpDoc);
+  // One idempotency key per amount: a double click opens one checkout.
+  // biome-ignore lint/correctness/useExhaustiveDependencies: a new key whenever the amount's text changes, on purpose.
+  const idempotencyKey = useMemo(() => `dash-${crypto.randomUUID()}`, [text]);
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    if (check.kind !== 'ok') return;
+    const r = await start({ amount: check.amount, idempotencyKey });
+    const url = r.data?.topUp.checkoutUrl;
+    if (url) location.assign(url);
+  };
+  const shown = check.kind === 'ok' && quote.data && quote.data.topUpQuote.amount && amount === check.amount ? quote.data.topUpQuote : null;
+  return (
+    <>
+      <h1>Top up</h1>
+      <section className="card narrow" aria-labelledby="topup-title">
+        <h2 id="topup-title">Add credits to your wallet</h2>
+        <form onSubmit={submit}>
+          <Field
+            label="Amount"
+            inputMode="decimal"
+            autoComplete="off"
+            placeholder="50.00"
+            hint="10.00 to 499.99, in USD. Bonus: 5% from 50, 10% from 100, 15% from 250."
+            error={check.kind === 'invalid' || check.kind === 'too_small' ? check.message : null}
+            value={text}
+            onChange={(e) => setText(e.target.value)}
+          />
+          {check.kind === 'sales' ? (
+            <p role="status" className="notice">
+              {check.message} <a href="mailto:sales@example.com?subject=Top-up">Contact sales</a>
+            </p>
+          ) : null}
+          {shown ? <BonusPreview quote={shown} /> : check.kind === 'ok' && quote.fetching ? <Loading what="the bonus" /> : null}
+          {quote.error && check.kind === 'ok' ? <ErrorMessage error={quote.error} title="Could not quote" /> : null}
+          {topUp.error ? <ErrorMessage error={topUp.error} title="Could not start the checkout" /> : null}
+          <button type="submit" className="primary" disabled={check.kind !== 'ok' || topUp.fetching}>
+            Top up
+          </button>
+        </form>
+        <p className="muted">You pay at the payment processor's checkout page and come back here.</p>
+      </section>
+    </>
+  );
+}

@@ -1,0 +1,74 @@
+// Where the checkout's status page sends the customer back: the outcome of their latest top-up.
+import { useQuery } from 'urql';
+import { Link } from '../components/Link';
+import { Money } from '../components/Money';
+import { Empty, ErrorMessage, Loading } from '../components/States';
+import { graphql } from '../gql';
+
+const LatestTopUpDoc = graphql(`
+  query LatestTopUp {
+    viewer {
+      id
+      wallet {
+        balance
+        currency
+      }
+      topUps(first: 1) {
+        nodes {
+          id
+          status
+          amount
+          bonus
+          credits
+          currency
+          failureReason
+        }
+      }
+    }
+  }
+`);
+
+const OUTCOME = {
+  paid: 'Paid: the credits are in your wallet.',
+  open: 'Waiting for the payment to be confirmed.',
+  canceled: 'Canceled: nothing was charged.',
+  expired: 'Expired: the checkout was not paid in time.',
+  failed: 'Failed: nothing was credited.',
+} as const;
+
+export default function TopUpReturnPage() {
+  const [{ data, fetching, error }] = useQuery({ query: LatestTopUpDoc, requestPolicy: 'network-only' });
+  if (fetching && !data) return <Loading what="your top-up" />;
+  if (error) return <ErrorMessage error={error} />;
+  const t = data?.viewer.topUps.nodes[0];
+  return (
+    <>
+      <h1>Top-up result</h1>
+      {!t ? (
+        <Empty>No top-up yet.</Empty>
+      ) : (
+        <section className="card narrow" aria-labelledby="outcome">
+          <h2 id="outcome">{OUTCOME[t.status]}</h2>
+          <dl className="preview">
+            <dt>Paid</dt>
+            <dd>
+              <Money value={t.amount} currency={t.currency} />
+            </dd>
+            <dt>Credits</dt>
+            <dd>
+              <Money value={t.credits} currency={t.currency} />
+            </dd>
+            <dt>Balance now</dt>
+            <dd>
+              <Money value={data!.viewer.wallet.balance} currency={data!.viewer.wallet.currency} />
+            </dd>
+          </dl>
+          {t.failureReason ? <p>{t.failureReason}</p> : null}
+        </section>
+      )}
+      <p>
+        <Link to="/">Back to the overview</Link> · <Link to="/top-up">Another top-up</Link>
+      </p>
+    </>
+  );
+}

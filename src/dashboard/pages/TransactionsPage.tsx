@@ -1,0 +1,136 @@
+// Transactions: the ledger, newest first, paged, filtered by type, exportable as CSV.
+import { useState } from 'react';
+import { useClient, useQuery } from 'urql';
+import { Money } from '../components/Money';
+import { Empty, ErrorMessage, Loading } from '../components/States';
+import { graphql } from '../gql';
+import type { TransactionsQuery, TransactionType } from '../gql/graphql';
+import { toCsv } from '../lib/csv';
+
+const TransactionsDoc = graphql(`
+  query Transactions($first: Int!, $after: String, $type: TransactionType) {
+    viewer {
+      id
+      wallet {
+        currency
+        transactions(first: $first, after: $after, order: desc, type: $type) {
+          nodes {
+            id
+            type
+            amount
+            balanceAfter
+            createdAt
+            description
+            reference
+          }
+          pageInfo {
+            hasNextPage
+            endCursor
+          }
+        }
+      }
+    }
+  }
+`);
+
+const PAGE = 25;
+const TYPES: TransactionType[] = ['topup', 'usage', 'bonus', 'refund', 'subscription'];
+
+export default function TransactionsPage() {
+  const [type, setType] = useState<TransactionType | ''>('');
+  const [cursors, setCursors] = useState<(string | null)[]>([null]);
+  const after = cursors.at(-1) ?? null;
+  const [{ data, fetching, error }] = useQuery({ query: TransactionsDoc, variables: { first: PAGE, after, type: type || null } });
+  const client = useClient();
+  const [exporting, setExporting] = useState(false);
+  const conn = data?.viewer.wallet.transactions;
+  const exportCsv = async () => {
+    setExporting(true);
+    const rows: string[][] = [];
+    let cursor: string | null = null;
+    do {
+      const r: { data?: TransactionsQuery } = await client.query(TransactionsDoc, { first: 1000, after: cursor, type: type || null }, { requestPolicy: 'network-only' }).toPromise();
+      const c: TransactionsQuery['viewer']['wallet']['transactions'] | undefined = r.data?.viewer.wallet.transactions;
+      if (!c) break;
+      for (const t of c.nodes) rows.push([t.createdAt, t.type, t.amount, t.balanceAfter, t.description, t.reference ?? '']);
+      cursor = c.pageInfo.hasNextPage ? (c.pageInfo.endCursor ?? null) : null;
+    } while (cursor);
+    const blob = new Blob([toCsv(['created_at', 'type', 'amount', 'balance_after', 'description', 'reference'], rows)], { type: 'text/csv' });
+    const a = document.createElement('a');
+    a.href = URL.createObjectURL(blob);
+    a.download = `transactions${type ? `-${type}` : ''}.csv`;
+    a.click();
+    URL.revokeObjectURL(a.href);
+    setExporting(false);
+  };
+  return (
+    <>
+      <h1>Transactions</h1>
+      <div className="toolbar">
+        <div className="field inline">
+          <label htmlFor="tx-type">Type</label>
+          <select
+            id="tx-type"
+            value={type}
+            onChange={(e) => {
+              setType(e.target.value as TransactionType | '');
+              setCursors([null]);
+            }}
+          >
+            <option value="">All</option>
+            {TYPES.map((t) => (
+              <option key={t} value={t}>
+                {t}
+              </option>
+            ))}
+          </select>
+        </div>
+        <button type="button" onClick={exportCsv} disabled={exporting}>
+          Export CSV
+        </button>
+      </div>
+      {fetching && !data ? <Loading what="transactions" /> : null}
+      {error ? <ErrorMessage error={error} /> : null}
+      {conn && conn.nodes.length === 0 ? <Empty>No transactions{type ? ` of type ${type}` : ''} yet.</Empty> : null}
+      {conn && conn.nodes.length > 0 ? (
+        <div className="table-wrap">
+          <table>
+            <caption>Ledger, newest first</caption>
+            <thead>
+              <tr>
+                <th scope="col">Date</th>
+                <th scope="col">Type</th>
+                <th scope="col">Description</th>
+                <th scope="col">Amount</th>
+                <th scope="col">Balance after</th>
+              </tr>
+            </thead>
+            <tbody>
+              {conn.nodes.map((t) => (
+                <tr key={t.id}>
+                  <td>{new Date(t.createdAt).toLocaleString()}</td>
+                  <td>{t.type}</td>
+                  <td>{t.description}</td>
+                  <td>
+                    <Money value={t.amount} sign />
+                  </td>
+                  <td>
+                    <Money value={t.balanceAfter} />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      ) : null}
+      <div className="toolbar">
+        <button type="button" disabled={cursors.length <= 1} onClick={() => setCursors(cursors.slice(0, -1))}>
+          Previous page
+        </button>
+        <button type="button" disabled={!conn?.pageInfo.hasNextPage} onClick={() => setCursors([...cursors, conn!.pageInfo.endCursor ?? null])}>
+          Next page
+        </button>
+      </div>
+    </>
+  );
+}

@@ -1,0 +1,107 @@
+// Usage: tokens and cost by day and by model for a chosen month, as a chart with tables beside it.
+import { useState } from 'react';
+import { useQuery } from 'urql';
+import { Money } from '../components/Money';
+import { Empty, ErrorMessage, Loading } from '../components/States';
+import { UsageChart } from '../components/UsageChart';
+import { graphql } from '../gql';
+import { formatTokens } from '../lib/money';
+import { dailySeries, modelTotals, monthRange, seriesModels } from '../lib/usage-shape';
+
+const UsageDoc = graphql(`
+  query Usage($start: String!, $end: String!) {
+    viewer {
+      id
+      usage(start: $start, end: $end) {
+        data {
+          date
+          model
+          requests
+          promptTokens
+          completionTokens
+          totalTokens
+          cost
+        }
+      }
+    }
+  }
+`);
+
+export default function UsagePage() {
+  const [month, setMonth] = useState(() => new Date().toISOString().slice(0, 7));
+  const range = monthRange(month);
+  const [{ data, fetching, error }] = useQuery({ query: UsageDoc, variables: range });
+  const rows = data?.viewer.usage.data ?? [];
+  const totals = modelTotals(rows);
+  return (
+    <>
+      <h1>Usage</h1>
+      <div className="field inline">
+        <label htmlFor="usage-month">Month</label>
+        <input id="usage-month" type="month" value={month} onChange={(e) => e.target.value && setMonth(e.target.value)} />
+      </div>
+      {fetching && !data ? <Loading what="usage" /> : null}
+      {error ? <ErrorMessage error={error} /> : null}
+      {data && rows.length === 0 ? <Empty>No usage in {month}.</Empty> : null}
+      {rows.length > 0 ? (
+        <>
+          <UsageChart days={dailySeries(rows, month)} models={seriesModels(rows)} />
+          <div className="table-wrap">
+            <table>
+              <caption>By model, {month}</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Model</th>
+                  <th scope="col">Requests</th>
+                  <th scope="col">Tokens</th>
+                  <th scope="col">Cost</th>
+                </tr>
+              </thead>
+              <tbody>
+                {totals.map((t) => (
+                  <tr key={t.model}>
+                    <th scope="row">{t.model}</th>
+                    <td>{formatTokens(t.requests)}</td>
+                    <td>{formatTokens(t.totalTokens)}</td>
+                    <td>
+                      <Money value={t.cost} />
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+          <div className="table-wrap">
+            <table>
+              <caption>By day</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Day</th>
+                  <th scope="col">Model</th>
+                  <th scope="col">Requests</th>
+                  <th scope="col">Prompt tokens</th>
+                  <th scope="col">Completion tokens</th>
+                  <th scope="col">Cost</th>
+                </tr>
+              </thead>
+              <tbody>
+                {rows.map((r) => (
+                  <tr key={`${r.date}-${r.model}`}>
+                    <td>{r.date}</td>
+                    <td>{r.model}</td>
+                    <td>{formatTokens(r.requests)}</td>
+                    <td>{formatTokens(r.promptTokens)}</td>
+                    <td>{formatTokens(r.completionTokens)}</td>
+                    <td>
+                      <Money value={r.cost} />
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        </>
+      ) : null}
+    </>
+  );
+}

@@ -1,0 +1,5 @@
+import type { SignupPolicy } from '../gql/graphql';
+
+export interface PageProps {
+  signupPolicy: SignupPolicy;
+}

@@ -1,0 +1,60 @@
+import { type FormEvent, useState } from 'react';
+import { useMutation } from 'urql';
+import { Field } from '../../components/Field';
+import { graphql } from '../../gql';
+import { SaveStatus } from './SaveStatus';
+
+const UpdateDoc = graphql(`
+  mutation UpdateAlertSettings($input: AlertSettingsInput!) {
+    updateAlertSettings(input: $input) {
+      allocation80
+      extraRecipients
+    }
+  }
+`);
+
+const ALERTS = [
+  ['allocation80', '80% of the monthly allocation used'],
+  ['allocation100', 'Monthly allocation used up'],
+  ['lowBalance', 'Low balance'],
+  ['spendingLimit', 'Spending limit reached'],
+  ['autoTopup', 'Automatic top-up problems'],
+  ['monthlyFee', 'Monthly fee charged or unpaid'],
+  ['rateLimit', 'Frequent rate-limit hits'],
+  ['unusualUsage', 'Unusual usage'],
+] as const;
+
+type AlertKey = (typeof ALERTS)[number][0];
+
+export function AlertsForm({ current, onSaved }: { current: Record<AlertKey, boolean> & { extraRecipients: string[] }; onSaved: () => void }) {
+  const [on, setOn] = useState<Record<AlertKey, boolean>>(() => Object.fromEntries(ALERTS.map(([k]) => [k, current[k]])) as Record<AlertKey, boolean>);
+  const [recipients, setRecipients] = useState(current.extraRecipients.join(', '));
+  const [state, update] = useMutation(UpdateDoc);
+  const [saved, setSaved] = useState(false);
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    const extraRecipients = recipients.split(/[,\s]+/).map((s) => s.trim()).filter(Boolean);
+    const r = await update({ input: { ...on, extraRecipients } });
+    setSaved(!r.error);
+    if (!r.error) onSaved();
+  };
+  return (
+    <form className="card" onSubmit={submit} aria-labelledby="al-title">
+      <h2 id="al-title">E-mail alerts</h2>
+      <fieldset>
+        <legend>Send me an e-mail for</legend>
+        {ALERTS.map(([k, label]) => (
+          <label className="check" key={k}>
+            <input type="checkbox" checked={on[k]} onChange={(e) => setOn({ ...on, [k]: e.target.checked })} /> {label}
+          </label>
+        ))}
+        <p className="muted">Receipts of top-ups are always sent.</p>
+      </fieldset>
+      <Field label="Extra recipients" value={recipients} onChange={(e) => setRecipients(e.target.value)} hint="Up to 5 addresses, separated by commas." />
+      <button type="submit" disabled={state.fetching}>
+        Save alerts
+      </button>
+      <SaveStatus error={state.error} saved={saved} />
+    </form>
+  );
+}

@@ -1,0 +1,38 @@
+import { type FormEvent, useState } from 'react';
+import { useMutation } from 'urql';
+import { Field } from '../../components/Field';
+import { graphql } from '../../gql';
+import { SaveStatus } from './SaveStatus';
+
+const ChangePasswordDoc = graphql(`
+  mutation ChangePassword($currentPassword: String!, $newPassword: String!) {
+    changePassword(currentPassword: $currentPassword, newPassword: $newPassword)
+  }
+`);
+
+export function PasswordForm() {
+  const [current, setCurrent] = useState('');
+  const [next, setNext] = useState('');
+  const [state, change] = useMutation(ChangePasswordDoc);
+  const [saved, setSaved] = useState(false);
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    const r = await change({ currentPassword: current, newPassword: next });
+    setSaved(!r.error);
+    if (!r.error) {
+      setCurrent('');
+      setNext('');
+    }
+  };
+  return (
+    <form className="card" onSubmit={submit} aria-labelledby="pw-title">
+      <h2 id="pw-title">Password</h2>
+      <Field label="Current password" type="password" autoComplete="current-password" required value={current} onChange={(e) => setCurrent(e.target.value)} />
+      <Field label="New password" type="password" autoComplete="new-password" required minLength={10} value={next} onChange={(e) => setNext(e.target.value)} hint="At least 10 characters. Your other browsers are signed out." />
+      <button type="submit" disabled={state.fetching}>
+        Change password
+      </button>
+      <SaveStatus error={state.error} saved={saved} />
+    </form>
+  );
+}

@@ -1,0 +1,330 @@
+// People, not keys, in the dashboard (issue 15): sign-up under the configured policy, sign-in with
+// an e-mail address and a password (argon2id), sessions held in an httpOnly cookie (only the
+// SHA-256 digest of its secret is stored), sign-out, password reset by e-mail, set-password links
+// for accounts an operator created, and operator sessions (an account flagged admin, or
+// ADMIN_TOKEN exchanged for one). Plain SQL through knex that reads the same on SQLite and
+// PostgreSQL; instants are epoch milliseconds.
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { MikroORM } from '@mikro-orm/core';
+import type { AccountsSettings } from '../../config-accounts.js';
+import { getKnex } from '../../db/connection.js';
+import type { Logger } from '../../logger.js';
+import type { Mailer } from '../../mail/mailer.js';
+import type { AccountsService, AccountView } from '../accounts/accounts-service.js';
+import { DomainError } from '../errors.js';
+import { newId } from '../ids.js';
+import { LoginThrottle } from './login-throttle.js';
+import { hashPassword, validatePassword, verifyPassword } from './passwords.js';
+
+/** The name of the session cookie. */
+export const SESSION_COOKIE = 'tollgate_session';
+const RESET_TTL_MS = 60 * 60_000;
+const SET_PASSWORD_TTL_MS = 7 * 24 * 60 * 60_000;
+/** A session's last use is written at most this often (a read per request, a write per minute). */
+const TOUCH_EVERY_MS = 60_000;
+
+export interface SessionView {
+  id: string;
+  /** Null for an operator session made from ADMIN_TOKEN. */
+  accountId: string | null;
+  /** An operator: an account flagged admin, or ADMIN_TOKEN exchanged. */
+  operator: boolean;
+  userAgent: string | null;
+  createdAt: Date;
+  lastSeenAt: Date;
+  expiresAt: Date;
+}
+
+export interface IssuedSession {
+  /** The cookie's value, given to the browser once. */
+  token: string;
+  session: SessionView;
+}
+
+interface SessionRow {
+  id: string;
+  account_id: string | null;
+  operator: unknown;
+  is_admin?: unknown;
+  user_agent: string | null;
+  created_at_ms: unknown;
+  last_seen_at_ms: unknown;
+  expires_at_ms: unknown;
+}
+
+const digest = (token: string) => createHash('sha256').update(token).digest('hex');
+const newToken = (prefix: string) => `${prefix}_${randomBytes(32).toString('base64url')}`;
+const truthy = (v: unknown) => v === true || v === 1 || v === '1' || v === 't';
+const rowsOf = <T>(result: unknown): T[] => (Array.isArray(result) ? result : (result as { rows: T[] }).rows) as T[];
+
+function safeEqual(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+export class AuthService {
+  private readonly throttle: LoginThrottle;
+  private readonly now: () => number;
+
+  constructor(
+    private readonly o: {
+      orm: MikroORM;
+      accounts: AccountsService;
+      settings: AccountsSettings;
+      adminToken: () => string | null;
+      publicUrl: () => string;
+      /** Null: password-reset mail cannot be sent (the CLI). */
+      mailer: Mailer | null;
+      logger: Logger;
+      now?: () => number;
+    },
+  ) {
+    this.now = o.now ?? Date.now;
+    this.throttle = new LoginThrottle(o.settings.max_failed_logins, this.now);
+  }
+
+  private get knex() {
+    return getKnex(this.o.orm);
+  }
+
+  get signupPolicy() {
+    return this.o.settings.signup;
+  }
+
+  /** A new account on the free tier, signed in; under `invite`, with one of the configured codes. */
+  async signUp(input: { email: string; password: string; inviteCode?: string | null; userAgent?: string | null }): Promise<IssuedSession> {
+    const policy = this.o.settings.signup;
+    if (policy === 'closed') throw new DomainError('signup_closed', 'Sign-up is closed on this server: ask its operator for an account.');
+    if (policy === 'invite') {
+      const code = input.inviteCode?.trim() ?? '';
+      if (!code || !this.o.settings.invite_codes.some((c) => safeEqual(c, code))) {
+        throw new DomainError('signup_closed', 'Sign-up on this server needs a valid invitation code.', { param: 'inviteCode' });
+      }
+    }
+    const password = validatePassword(input.password);
+    const hash = await hashPassword(password);
+    const account = await this.o.accounts.createAccountWithoutKey({ email: input.email, tier: 'free' });
+    await this.knex('account_passwords').insert({ account_id: account.id, password_hash: hash, is_admin: false, updated_at_ms: this.now() });
+    return this.createSession({ accountId: account.id, operator: false, userAgent: input.userAgent ?? null });
+  }
+
+  /** Signs in with an e-mail address and a password; throttled per address and per client. */
+  async signIn(input: { email: string; password: string; clientAddress?: string | null; userAgent?: string | null }): Promise<IssuedSession> {
+    const email = String(input.email ?? '').trim().toLowerCase();
+    const keys = [`email:${email}`, ...(input.clientAddress ? [`ip:${input.clientAddress}`] : [])];
+    this.throttle.check(keys);
+    const account = email ? await this.o.accounts.findByEmail(email) : null;
+    const row = account ? ((await this.knex('account_passwords').select('password_hash', 'is_admin').where('account_id', account.id))[0] as { password_hash: string | null; is_admin: unknown } | undefined) : undefined;
+    const ok = await verifyPassword(row?.password_hash, String(input.password ?? ''));
+    if (!account || !ok) {
+      this.throttle.fail(keys);
+      throw new DomainError('invalid_credentials', 'The e-mail address or the password is not right.');
+    }
+    this.throttle.succeed(`email:${email}`);
+    return this.createSession({ accountId: account.id, operator: truthy(row?.is_admin), userAgent: input.userAgent ?? null });
+  }
+
+  /** ADMIN_TOKEN exchanged for an operator session (belonging to no account). */
+  async signInAsOperator(token: string, input: { clientAddress?: string | null; userAgent?: string | null } = {}): Promise<IssuedSession> {
+    const keys = [`admin`, ...(input.clientAddress ? [`ip:${input.clientAddress}`] : [])];
+    this.throttle.check(keys);
+    const expected = this.o.adminToken();
+    if (!expected || !safeEqual(String(token ?? '').trim(), expected)) {
+      this.throttle.fail(keys);
+      throw new DomainError('invalid_credentials', expected ? 'That is not the operator token.' : 'Operator sign-in is disabled: set ADMIN_TOKEN to enable it.');
+    }
+    return this.createSession({ accountId: null, operator: true, userAgent: input.userAgent ?? null });
+  }
+
+  private async createSession(s: { accountId: string | null; operator: boolean; userAgent: string | null }): Promise<IssuedSession> {
+    const token = newToken('tgs');
+    const now = this.now();
+    const session: SessionView = {
+      id: newId('sess'),
+      accountId: s.accountId,
+      operator: s.operator,
+      userAgent: s.userAgent ? s.userAgent.slice(0, 255) : null,
+      createdAt: new Date(now),
+      lastSeenAt: new Date(now),
+      expiresAt: new Date(now + this.o.settings.session_days * 86_400_000),
+    };
+    await this.knex('sessions').insert({
+      id: session.id,
+      digest: digest(token),
+      account_id: s.accountId,
+      operator: s.operator,
+      user_agent: session.userAgent,
+      created_at_ms: now,
+      last_seen_at_ms: now,
+      expires_at_ms: session.expiresAt.getTime(),
+    });
+    return { token, session };
+  }
+
+  /** The live session of a cookie's value, or null (unknown, expired, signed out); its use extends it. */
+  async sessionOf(token: string | null | undefined): Promise<SessionView | null> {
+    if (!token?.startsWith('tgs_') || token.length > 100) return null;
+    const rows = rowsOf<SessionRow>(
+      await this.knex.raw(
+        'select s.id, s.account_id, s.operator, s.user_agent, s.created_at_ms, s.last_seen_at_ms, s.expires_at_ms, p.is_admin from sessions s left join account_passwords p on p.account_id = s.account_id where s.digest = ?',
+        [digest(token)],
+      ),
+    );
+    const row = rows[0];
+    const now = this.now();
+    if (!row || Number(row.expires_at_ms) <= now) return null;
+    const view = sessionView(row);
+    if (now - Number(row.last_seen_at_ms) > TOUCH_EVERY_MS) {
+      const expiresAt = now + this.o.settings.session_days * 86_400_000;
+      await this.knex('sessions').where('id', row.id).update({ last_seen_at_ms: now, expires_at_ms: expiresAt });
+      view.lastSeenAt = new Date(now);
+      view.expiresAt = new Date(expiresAt);
+    }
+    return view;
+  }
+
+  async signOut(sessionId: string): Promise<void> {
+    await this.knex('sessions').where('id', sessionId).delete();
+  }
+
+  async listSessions(accountId: string): Promise<SessionView[]> {
+    const rows = (await this.knex('sessions')
+      .select('id', 'account_id', 'operator', 'user_agent', 'created_at_ms', 'last_seen_at_ms', 'expires_at_ms')
+      .where('account_id', accountId)
+      .andWhere('expires_at_ms', '>', this.now())
+      .orderBy('last_seen_at_ms', 'desc')) as SessionRow[];
+    return rows.map(sessionView);
+  }
+
+  /** Ends one of the account's sessions; true when there was one. */
+  async revokeSession(accountId: string, sessionId: string): Promise<boolean> {
+    return (await this.knex('sessions').where({ id: sessionId, account_id: accountId }).delete()) > 0;
+  }
+
+  /** Sets a new password after checking the current one; the account's other sessions end. */
+  async changePassword(accountId: string, input: { currentPassword: string; newPassword: string; keepSessionId: string }): Promise<void> {
+    await this.checkPassword(accountId, input.currentPassword, 'currentPassword');
+    await this.setPassword(accountId, validatePassword(input.newPassword, 'newPassword'));
+    await this.knex('sessions').where('account_id', accountId).andWhereNot('id', input.keepSessionId).delete();
+  }
+
+  /** Changes the account's e-mail address, after checking its password. */
+  async changeEmail(accountId: string, input: { email: string; password: string }): Promise<AccountView> {
+    await this.checkPassword(accountId, input.password, 'password');
+    return this.o.accounts.changeEmail(accountId, input.email);
+  }
+
+  /**
+   * Mails a password-reset link when an account has this address; says nothing either way (the
+   * caller cannot learn which addresses have accounts). Throttled like sign-in.
+   */
+  async requestPasswordReset(email: string, clientAddress?: string | null): Promise<void> {
+    const key = `reset:${String(email ?? '').trim().toLowerCase()}`;
+    this.throttle.check([key, ...(clientAddress ? [`ip:${clientAddress}`] : [])]);
+    this.throttle.fail([key]);
+    const account = await this.o.accounts.findByEmail(String(email ?? ''));
+    if (!account) return;
+    if (!this.o.mailer) throw new DomainError('internal_error', 'No mailer is configured.');
+    const link = await this.passwordLink(account.id, 'reset');
+    const text = [
+      'Someone (hopefully you) asked to reset the password of your tollgate account.',
+      '',
+      `Choose a new password here (the link works once, for an hour):`,
+      link,
+      '',
+      'If it was not you, ignore this message: your password stays as it is.',
+    ].join('\n');
+    await this.o.mailer.send({
+      to: [account.email],
+      cc: [],
+      subject: 'Reset your tollgate password',
+      text,
+      html: `<p>Someone (hopefully you) asked to reset the password of your tollgate account.</p><p><a href="${link}">Choose a new password</a> (the link works once, for an hour):<br>${link}</p><p>If it was not you, ignore this message: your password stays as it is.</p>`,
+      messageId: `<reset-${randomBytes(8).toString('hex')}@${this.o.mailer.domain}>`,
+      key: `password-reset-${account.id}-${this.now()}`,
+    });
+  }
+
+  /** A single-use link to the dashboard's set-password page: `reset` lasts an hour, `set` (printed by the CLI) a week. */
+  async passwordLink(accountId: string, purpose: 'reset' | 'set'): Promise<string> {
+    const token = newToken(purpose === 'reset' ? 'tgr' : 'tgp');
+    const now = this.now();
+    await this.knex('password_tokens').insert({
+      digest: digest(token),
+      account_id: accountId,
+      purpose,
+      created_at_ms: now,
+      expires_at_ms: now + (purpose === 'reset' ? RESET_TTL_MS : SET_PASSWORD_TTL_MS),
+      used_at_ms: null,
+    });
+    return `${this.o.publicUrl().replace(/\/+$/, '')}/dashboard/reset-password?token=${encodeURIComponent(token)}`;
+  }
+
+  /** Sets the password of a reset or set-password link (once), ends every session of the account, and signs in. */
+  async resetPassword(input: { token: string; password: string; userAgent?: string | null }): Promise<IssuedSession> {
+    const password = validatePassword(input.password);
+    const now = this.now();
+    const d = digest(String(input.token ?? ''));
+    // Conditional update: of two uses of one link, one wins.
+    const used = await this.knex('password_tokens').where('digest', d).whereNull('used_at_ms').andWhere('expires_at_ms', '>', now).update({ used_at_ms: now });
+    if (used !== 1) throw new DomainError('invalid_token', 'This link has expired or was used already: ask for a new one.', { param: 'token' });
+    const row = (await this.knex('password_tokens').select('account_id').where('digest', d))[0] as { account_id: string };
+    await this.setPassword(row.account_id, password);
+    await this.knex('sessions').where('account_id', row.account_id).delete();
+    const isAdmin = await this.isAdmin(row.account_id);
+    return this.createSession({ accountId: row.account_id, operator: isAdmin, userAgent: input.userAgent ?? null });
+  }
+
+  /** Flags an account as an operator (or not): its sessions can then do what ADMIN_TOKEN does. */
+  async setAdmin(accountId: string, admin: boolean): Promise<void> {
+    await this.o.accounts.getAccount(accountId);
+    await this.knex('account_passwords')
+      .insert({ account_id: accountId, password_hash: null, is_admin: admin, updated_at_ms: this.now() })
+      .onConflict('account_id')
+      .merge(['is_admin', 'updated_at_ms']);
+    await this.knex('sessions').where('account_id', accountId).update({ operator: admin });
+  }
+
+  async isAdmin(accountId: string): Promise<boolean> {
+    const row = (await this.knex('account_passwords').select('is_admin').where('account_id', accountId))[0] as { is_admin: unknown } | undefined;
+    return truthy(row?.is_admin);
+  }
+
+  /** Accounts for the operator's list: the address contains `search` (any case), newest first. */
+  async searchAccounts(search: string | null | undefined, limit = 50): Promise<AccountView[]> {
+    let q = this.knex('accounts').select('id').orderBy('created_at', 'desc').limit(Math.min(Math.max(limit, 1), 200));
+    const s = search?.trim().toLowerCase();
+    if (s) q = q.whereRaw("lower(email) like ? escape '\\'", [`%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`]);
+    const ids = ((await q) as { id: string }[]).map((r) => r.id);
+    const found = await this.o.accounts.getAccountsByIds(ids);
+    return ids.flatMap((id) => found.filter((a) => a.id === id));
+  }
+
+  private async setPassword(accountId: string, password: string): Promise<void> {
+    const hash = await hashPassword(password);
+    await this.knex('account_passwords')
+      .insert({ account_id: accountId, password_hash: hash, is_admin: false, updated_at_ms: this.now() })
+      .onConflict('account_id')
+      .merge(['password_hash', 'updated_at_ms']);
+  }
+
+  private async checkPassword(accountId: string, password: string, param: string): Promise<void> {
+    const row = (await this.knex('account_passwords').select('password_hash').where('account_id', accountId))[0] as { password_hash: string | null } | undefined;
+    if (!(await verifyPassword(row?.password_hash, String(password ?? '')))) {
+      throw new DomainError('invalid_credentials', 'The current password is not right.', { param });
+    }
+  }
+}
+
+function sessionView(row: SessionRow): SessionView {
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    operator: truthy(row.operator) || truthy(row.is_admin),
+    userAgent: row.user_agent,
+    createdAt: new Date(Number(row.created_at_ms)),
+    lastSeenAt: new Date(Number(row.last_seen_at_ms)),
+    expiresAt: new Date(Number(row.expires_at_ms)),
+  };
+}

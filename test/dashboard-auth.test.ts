@@ -1,0 +1,180 @@
+// Sign-in for the dashboard through GraphQL (issue 15): sign-up policies, the session cookie and
+// its attributes, what only a session may do, CSRF and cross-site WebSocket protection, login
+// throttling, password reset through the .eml file, operator sessions.
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { createClient } from 'graphql-ws';
+import WebSocket from 'ws';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../src/cli.js';
+import { ADMIN_TOKEN, catalogYaml, startTestServer, type TestServer } from './support/harness.js';
+
+const PASSWORD = 'correct horse battery';
+
+async function gql(s: TestServer, query: string, variables: Record<string, unknown> = {}, headers: Record<string, string> = {}) {
+  const res = await fetch(`${s.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ query, variables }) });
+  return { status: res.status, body: (await res.json()) as { data?: any; errors?: any[] }, setCookie: res.headers.getSetCookie() };
+}
+const cookieOf = (setCookie: string[]) => setCookie[0]!.split(';')[0]!;
+
+describe('dashboard sign-in (open sign-up)', () => {
+  let s: TestServer;
+  beforeAll(async () => {
+    s = await startTestServer();
+  });
+  afterAll(async () => s?.close());
+
+  it('signs up onto the free tier with an httpOnly SameSite=Lax cookie, and the session reads the account', async () => {
+    const r = await gql(s, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { operator account { email tier apiKeys { id } } } }', { e: 'Ann@Example.com', p: PASSWORD });
+    expect(r.body.errors).toBeUndefined();
+    expect(r.body.data.signUp).toEqual({ operator: false, account: { email: 'Ann@Example.com', tier: 'free', apiKeys: [] } });
+    expect(r.setCookie[0]).toMatch(/^tollgate_session=tgs_[\w-]+; Path=\/; Expires=.*; HttpOnly; SameSite=Lax$/);
+    const cookie = cookieOf(r.setCookie);
+    const me = await gql(s, '{ session { account { email wallet { balance } } } viewer { email } }', {}, { cookie });
+    expect(me.body.data).toEqual({ session: { account: { email: 'Ann@Example.com', wallet: { balance: '0' } } }, viewer: { email: 'Ann@Example.com' } });
+    // The same address in another case is taken.
+    const again = await gql(s, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }', { e: 'ann@example.com', p: PASSWORD });
+    expect(again.body.errors?.[0].extensions.code).toBe('email_taken');
+    // Too short a password is refused.
+    const weak = await gql(s, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }', { e: 'bob@example.com', p: 'short' });
+    expect(weak.body.errors?.[0].extensions).toMatchObject({ code: 'invalid_value', param: 'password' });
+  });
+
+  it('only a session manages keys: a key it creates works on /v1, an API key cannot create one, a revoked key gets 401', async () => {
+    const up = await gql(s, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }', { e: 'keys@example.com', p: PASSWORD });
+    const cookie = cookieOf(up.setCookie);
+    const created = await gql(s, 'mutation { createMyApiKey(name: "ci") { id apiKey } }', {}, { cookie });
+    const { id, apiKey } = created.body.data.createMyApiKey;
+    const chat = (key: string) =>
+      fetch(`${s.v1}/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'chat-test', messages: [{ role: 'user', content: 'hi' }] }),
+      });
+    expect((await chat(apiKey)).status).toBe(200);
+    const withKey = await gql(s, 'mutation { createMyApiKey(name: "x") { id } }', {}, { authorization: `Bearer ${apiKey}` });
+    expect(withKey.body.errors?.[0].extensions.code).toBe('session_required');
+    // Another account's key cannot be revoked through this session.
+    const other = await s.account();
+    const foreign = await gql(s, 'mutation($id: ID!) { revokeMyApiKey(id: $id) { id } }', { id: other.keyId }, { cookie });
+    expect(foreign.body.errors?.[0].extensions.code).toBe('not_found');
+    const revoked = await gql(s, 'mutation($id: ID!) { revokeMyApiKey(id: $id) { revokedAt } }', { id }, { cookie });
+    expect(revoked.body.data.revokeMyApiKey.revokedAt).not.toBeNull();
+    expect((await chat(apiKey)).status).toBe(401);
+  });
+
+  it('ignores the cookie of a request from another site, and Yoga refuses a simple cross-site POST', async () => {
+    const up = await gql(s, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }', { e: 'csrf@example.com', p: PASSWORD });
+    const cookie = cookieOf(up.setCookie);
+    const evil = await gql(s, '{ session { id } }', {}, { cookie, origin: 'https://evil.example' });
+    expect(evil.body.data.session).toBeNull();
+    const same = await gql(s, '{ session { id } }', {}, { cookie, origin: s.url });
+    expect(same.body.data.session).not.toBeNull();
+    const form = await fetch(`${s.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie }, body: 'query=mutation{signOut}' });
+    expect(form.status).toBeGreaterThanOrEqual(400);
+  });
+
+  it('uses the cookie over WebSocket from its own origin only (cross-site WebSocket hijacking)', async () => {
+    const up = await gql(s, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }', { e: 'ws@example.com', p: PASSWORD });
+    const cookie = cookieOf(up.setCookie);
+    const viewer = async (origin: string) => {
+      const client = createClient({
+        url: `${s.url.replace('http', 'ws')}/graphql`,
+        webSocketImpl: class extends WebSocket {
+          constructor(url: string, protocols: string[]) {
+            super(url, protocols, { headers: { cookie, origin } });
+          }
+        },
+        retryAttempts: 0,
+      });
+      try {
+        return await new Promise<any>((resolve) => {
+          client.subscribe({ query: '{ viewer { email } }' }, { next: resolve, error: (e) => resolve({ errors: e }), complete: () => {} });
+        });
+      } finally {
+        await client.dispose();
+      }
+    };
+    expect((await viewer(s.url)).data).toEqual({ viewer: { email: 'ws@example.com' } });
+    const hijack = await viewer('https://evil.example');
+    expect(hijack.errors?.[0].extensions.code).toBe('invalid_api_key');
+  });
+
+  it('throttles failed sign-ins per address, and signs out', async () => {
+    await gql(s, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }', { e: 'slow@example.com', p: PASSWORD });
+    const codes: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      const r = await gql(s, 'mutation($e: String!, $p: String!) { signIn(email: $e, password: $p) { id } }', { e: 'slow@example.com', p: 'wrong password!' });
+      codes.push(r.body.errors?.[0].extensions.code);
+    }
+    expect(codes).toEqual(['invalid_credentials', 'invalid_credentials', 'invalid_credentials', 'invalid_credentials', 'invalid_credentials', 'too_many_attempts']);
+    const blocked = await gql(s, 'mutation($e: String!, $p: String!) { signIn(email: $e, password: $p) { id } }', { e: 'slow@example.com', p: PASSWORD });
+    expect(blocked.status).toBe(429);
+    await gql(s, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }', { e: 'out@example.com', p: PASSWORD });
+    const signedIn = await gql(s, 'mutation($e: String!, $p: String!) { signIn(email: $e, password: $p) { id } }', { e: 'out@example.com', p: PASSWORD });
+    const cookie = cookieOf(signedIn.setCookie);
+    const out = await gql(s, 'mutation { signOut }', {}, { cookie });
+    expect(out.setCookie[0]).toMatch(/^tollgate_session=; .*Expires=Thu, 01 Jan 1970/);
+    expect((await gql(s, '{ session { id } }', {}, { cookie })).body.data.session).toBeNull();
+  });
+
+  it('resets a password through the link of the .eml file; the link works once', async () => {
+    await gql(s, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }', { e: 'forgot@example.com', p: PASSWORD });
+    const asked = await gql(s, 'mutation { requestPasswordReset(email: "forgot@example.com") }');
+    expect(asked.body.data.requestPasswordReset).toBe(true);
+    expect((await gql(s, 'mutation { requestPasswordReset(email: "nobody@example.com") }')).body.data.requestPasswordReset).toBe(true);
+    const dir = path.join(s.dir, 'mail');
+    const file = readdirSync(dir).find((f) => f.startsWith('password-reset-'))!;
+    const eml = readFileSync(path.join(dir, file), 'utf8').replace(/=\r?\n/g, '').replace(/=3D/g, '=');
+    expect(eml).toContain('To: forgot@example.com');
+    const token = /reset-password\?token=(tgr_[\w-]+)/.exec(eml)![1]!;
+    const reset = await gql(s, 'mutation($t: String!, $p: String!) { resetPassword(token: $t, password: $p) { account { email } } }', { t: token, p: 'a brand new password' });
+    expect(reset.body.data.resetPassword.account.email).toBe('forgot@example.com');
+    const twice = await gql(s, 'mutation($t: String!, $p: String!) { resetPassword(token: $t, password: $p) { id } }', { t: token, p: 'another new password' });
+    expect(twice.body.errors?.[0].extensions.code).toBe('invalid_token');
+    const signIn = await gql(s, 'mutation($e: String!, $p: String!) { signIn(email: $e, password: $p) { id } }', { e: 'forgot@example.com', p: 'a brand new password' });
+    expect(signIn.body.errors).toBeUndefined();
+  });
+
+  it('prints a set-password link for an account an operator creates with the CLI; set-admin makes its sign-ins operator sessions', async () => {
+    let out = '';
+    const io = { stdout: (t: string) => void (out += t), stderr: () => {}, env: { DATABASE_URL: `sqlite:${path.join(s.dir, 'tollgate.db')}`, PUBLIC_URL: s.url, CONFIG: path.join(s.dir, 'config.yaml') } };
+    expect(await runCli(['node', 'tollgate', 'accounts', 'create', '--email', 'made@example.com', '--tier', 'developer'], io)).toBe(0);
+    const token = /reset-password\?token=(tgp_[\w-]+)/.exec(out)![1]!;
+    const set = await gql(s, 'mutation($t: String!, $p: String!) { resetPassword(token: $t, password: $p) { operator account { id email tier } } }', { t: token, p: PASSWORD });
+    expect(set.body.data.resetPassword).toMatchObject({ operator: false, account: { email: 'made@example.com', tier: 'developer' } });
+    const id = set.body.data.resetPassword.account.id;
+    expect(await runCli(['node', 'tollgate', 'accounts', 'set-admin', '--account', id], io)).toBe(0);
+    const again = await gql(s, 'mutation($e: String!, $p: String!) { signIn(email: $e, password: $p) { operator } }', { e: 'made@example.com', p: PASSWORD });
+    expect(again.body.data.signIn.operator).toBe(true);
+    const list = await gql(s, '{ accounts(search: "made@") { email } }', {}, { cookie: cookieOf(again.setCookie) });
+    expect(list.body.data.accounts).toEqual([{ email: 'made@example.com' }]);
+  });
+
+  it('exchanges ADMIN_TOKEN for an operator session that lists accounts and changes a tier', async () => {
+    const bad = await gql(s, 'mutation { signInAsOperator(token: "nope") { id } }');
+    expect(bad.body.errors?.[0].extensions.code).toBe('invalid_credentials');
+    const r = await gql(s, 'mutation($t: String!) { signInAsOperator(token: $t) { operator account { id } } }', { t: ADMIN_TOKEN });
+    expect(r.body.data.signInAsOperator).toEqual({ operator: true, account: null });
+    const cookie = cookieOf(r.setCookie);
+    const list = await gql(s, '{ accounts(search: "ANN@") { id email tier } }', {}, { cookie });
+    expect(list.body.data.accounts).toHaveLength(1);
+    const set = await gql(s, 'mutation($id: ID!) { setAccountTier(accountId: $id, tier: startup) { tier } }', { id: list.body.data.accounts[0].id }, { cookie });
+    expect(set.body.data.setAccountTier.tier).toBe('startup');
+    const denied = await gql(s, '{ accounts { id } }');
+    expect(denied.body.errors?.[0].extensions.code).toBe('admin_required');
+  });
+});
+
+describe('sign-up policies', () => {
+  it('closed refuses sign-up; invite needs a configured code', async () => {
+    const closed = await startTestServer({ yaml: (u) => `accounts: { signup: closed }\n${catalogYaml(u)}` });
+    try {
+      const r = await gql(closed, 'mutation { signUp(email: "a@example.com", password: "long enough pw") { id } }');
+      expect(r.body.errors?.[0].extensions.code).toBe('signup_closed');
+      expect((await gql(closed, '{ signupPolicy }')).body.data.signupPolicy).toBe('closed');
+    } finally {
+      await closed.close();
+    }
+  });
+});
