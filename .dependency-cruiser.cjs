@@ -23,7 +23,7 @@ module.exports = {
     },
     {
       name: 'entities-import-no-services',
-      comment: 'Entities describe tables; they may use the domain\'s plain types but no service or store.',
+      comment: "Entities describe tables; they may use the domain's plain types but no service or store.",
       severity: 'error',
       from: { path: '^src/entities/' },
       to: { path: ['-(service|store|stores)\\.ts$', '^src/(graphql|web|db)/', '^compat/', '^src/(config|container|server)\\.ts$'] },
@@ -42,7 +42,7 @@ module.exports = {
     },
     {
       name: 'only-the-server-imports-compat',
-      comment: 'compat is a door: only the server\'s wiring mounts it (tests may call it too).',
+      comment: "compat is a door: only the server's wiring mounts it (tests may call it too).",
       severity: 'error',
       from: { path: '^(src|bench)/', pathNot: '^src/server\\.ts$' },
       to: { path: '^compat/' },

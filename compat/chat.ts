@@ -20,12 +20,18 @@ function textOf(parts: z.infer<typeof part>[], i: number): string {
   return parts
     .map((p, j) => {
       if (p.type !== 'text') {
-        throw new DomainError('invalid_value', `'messages[${i}].content[${j}]' is a part of type '${p.type.slice(0, 40)}', which this server cannot take: content parts must be of type 'text'.`, {
-          param: `messages[${i}].content[${j}].type`,
-        });
+        throw new DomainError(
+          'invalid_value',
+          `'messages[${i}].content[${j}]' is a part of type '${p.type.slice(0, 40)}', which this server cannot take: content parts must be of type 'text'.`,
+          {
+            param: `messages[${i}].content[${j}].type`,
+          },
+        );
       }
       if (typeof p.text !== 'string') {
-        throw new DomainError('invalid_type', `'messages[${i}].content[${j}].text' must be a string.`, { param: `messages[${i}].content[${j}].text` });
+        throw new DomainError('invalid_type', `'messages[${i}].content[${j}].text' must be a string.`, {
+          param: `messages[${i}].content[${j}].text`,
+        });
       }
       return p.text;
     })
@@ -56,7 +62,9 @@ type Body = z.infer<typeof body>;
 /** Fields we ignore would silently change the result: refuse them instead. */
 function refuseUnsupported(b: Body, door: CompatDoor) {
   if (b.n !== null && b.n !== undefined && b.n !== 1) {
-    throw new DomainError('unsupported_parameter', `'n' = ${b.n} is not supported: this server returns one choice per request.`, { param: 'n' });
+    throw new DomainError('unsupported_parameter', `'n' = ${b.n} is not supported: this server returns one choice per request.`, {
+      param: 'n',
+    });
   }
   for (const param of ['tools', 'functions'] as const) {
     if (b[param] && b[param]!.length > 0) {
@@ -108,7 +116,8 @@ function chunkWire(c: Chunk, includeUsage: boolean) {
     choices: c.choices.map((ch) => {
       const delta: Record<string, string> = {};
       if (ch.delta.role) delta.role = ch.delta.role;
-      if (ch.delta.content !== null && ch.delta.content !== undefined && (ch.delta.content !== '' || ch.delta.role)) delta.content = ch.delta.content;
+      if (ch.delta.content !== null && ch.delta.content !== undefined && (ch.delta.content !== '' || ch.delta.role))
+        delta.content = ch.delta.content;
       return { index: ch.index, delta, logprobs: null, finish_reason: ch.finishReason ?? null };
     }),
     ...(includeUsage ? { usage: null } : {}),

@@ -20,17 +20,19 @@ export function createCompatRouter(door: CompatDoor, opts: { onUnexpected: (req:
   // `keyRequired`: the key is checked before the body, so a bad key is a 401 whatever the body says.
   // `metered`: an account already known to be over its RPM is refused (429) before its body is
   // read, so a refused key costs next to nothing however large its requests.
-  const route = (handler: Handler, keyRequired = true, metered = false) => async (req: Request, res: Response) => {
-    try {
-      const ctx = door.context(req, res);
-      if (keyRequired) await ctx.principal();
-      if (metered) await door.precheck(ctx);
-      if (req.method === 'POST') await readJson(req, res);
-      await handler(req, res, ctx);
-    } catch (err) {
-      sendError(res, err, (e) => opts.onUnexpected(req, e));
-    }
-  };
+  const route =
+    (handler: Handler, keyRequired = true, metered = false) =>
+    async (req: Request, res: Response) => {
+      try {
+        const ctx = door.context(req, res);
+        if (keyRequired) await ctx.principal();
+        if (metered) await door.precheck(ctx);
+        if (req.method === 'POST') await readJson(req, res);
+        await handler(req, res, ctx);
+      } catch (err) {
+        sendError(res, err, (e) => opts.onUnexpected(req, e));
+      }
+    };
 
   const json = express.json({ limit: door.bodyLimit, type: ['application/json', 'application/*+json'] });
   // Body parser failures become DomainErrors: broken JSON, an unsupported charset, a body over the limit.

@@ -14,7 +14,11 @@ export function usage() {
       object: 'usage',
       period_start: u.start,
       period_end: u.end,
-      allocation: { monthly_tokens: u.allocation.monthlyTokens ?? null, used: u.allocation.used, remaining: u.allocation.remaining ?? null },
+      allocation: {
+        monthly_tokens: u.allocation.monthlyTokens ?? null,
+        used: u.allocation.used,
+        remaining: u.allocation.remaining ?? null,
+      },
       data: u.data.map((d) => ({
         date: d.date,
         model: d.model,

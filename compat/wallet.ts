@@ -20,7 +20,8 @@ export function walletBalance() {
 function limitOf(req: Request): number | null {
   const raw = queryParam(req, 'limit');
   if (raw === null) return null;
-  if (!/^\d{1,9}$/.test(raw)) throw new DomainError('invalid_value', `'limit' must be an integer; got '${raw.slice(0, 20)}'.`, { param: 'limit' });
+  if (!/^\d{1,9}$/.test(raw))
+    throw new DomainError('invalid_value', `'limit' must be an integer; got '${raw.slice(0, 20)}'.`, { param: 'limit' });
   return Number(raw);
 }
 

@@ -10,7 +10,8 @@ import { DomainError } from './domain/errors.js';
 function parseLimit(text: string, flag: string): number | null {
   if (text === 'tier') return null;
   const n = Number(text);
-  if (!/^\d+$/.test(text) || !Number.isSafeInteger(n) || n < 1) throw new DomainError('invalid_value', `${flag} must be a positive integer, or "tier" for the tier's limit; got '${text}'.`);
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(n) || n < 1)
+    throw new DomainError('invalid_value', `${flag} must be a positive integer, or "tier" for the tier's limit; got '${text}'.`);
   return n;
 }
 
@@ -59,7 +60,7 @@ export const registerRateLimitCommands: CommandGroup = (program, ctx) => {
 
   limits
     .command('set')
-    .description("Override an account's RPM and/or TPM (\"tier\" goes back to the tier's limit)")
+    .description('Override an account\'s RPM and/or TPM ("tier" goes back to the tier\'s limit)')
     .requiredOption('--account <id>', 'account id (acct_…)')
     .option('--rpm <n|tier>', 'requests per minute')
     .option('--tpm <n|tier>', 'tokens per minute')

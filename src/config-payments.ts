@@ -5,7 +5,10 @@ import { BonusTable, DEFAULT_BONUS_TABLE } from './domain/payments/amounts.js';
 import { parseDecimal } from './domain/billing/money.js';
 import { stripeHostOptions, type PaymentsSettings, type StripeEnv } from './domain/payments/settings.js';
 
-const url = z.string().url().refine((u) => /^https?:\/\//.test(u), 'an http(s) URL');
+const url = z
+  .string()
+  .url()
+  .refine((u) => /^https?:\/\//.test(u), 'an http(s) URL');
 
 const bonusRow = z.strictObject({
   /** From this amount on (currency units)… */
@@ -96,7 +99,10 @@ export function readPaymentsEnv(env: NodeJS.ProcessEnv, payments: PaymentsSettin
   const secretKey = env.STRIPE_SECRET_KEY?.trim();
   const webhookSecret = env.STRIPE_WEBHOOK_SECRET?.trim();
   if (!secretKey) throw new Error('STRIPE_SECRET_KEY: required with payments.processor: stripe (sk_live_… or sk_test_…)');
-  if (!webhookSecret) throw new Error('STRIPE_WEBHOOK_SECRET: required with payments.processor: stripe (whsec_…, from the webhook endpoint or `stripe listen`)');
+  if (!webhookSecret)
+    throw new Error(
+      'STRIPE_WEBHOOK_SECRET: required with payments.processor: stripe (whsec_…, from the webhook endpoint or `stripe listen`)',
+    );
   const apiBase = env.STRIPE_API_BASE?.trim() || null;
   if (apiBase) stripeHostOptions(apiBase);
   return { secretKey, webhookSecret, apiBase };

@@ -9,7 +9,14 @@ import { parseDecimal } from './domain/billing/money.js';
 import { paymentsSchema, readPaymentsEnv, type PaymentsSettings, type StripeEnv } from './config-payments.js';
 import { TIER_DEFAULTS, TIERS, type Tier, type TierConfig } from './domain/accounts/tiers.js';
 import type { BillingSettings } from './domain/billing/settings.js';
-import { MODEL_CATEGORIES, type ChatModelConfig, type EngineConfig, type ModelCategory, type ModelConfig, type OpenAIEngineConfig } from './domain/catalog/model.js';
+import {
+  MODEL_CATEGORIES,
+  type ChatModelConfig,
+  type EngineConfig,
+  type ModelCategory,
+  type ModelConfig,
+  type OpenAIEngineConfig,
+} from './domain/catalog/model.js';
 import { ConfigError } from './domain/errors.js';
 import type { RateLimitSettings } from './domain/ratelimit/types.js';
 import { accountsSchema, type AccountsSettings } from './config-accounts.js';
@@ -27,11 +34,7 @@ const isExactDecimal = (n: number) => {
   }
 };
 // Prices and fees become integer nanos (src/domain/billing/money.ts): more than 9 decimal places would be rounded, so it is refused.
-const price = z
-  .number()
-  .nonnegative()
-  .finite()
-  .refine(isExactDecimal, 'at most 9 decimal places');
+const price = z.number().nonnegative().finite().refine(isExactDecimal, 'at most 9 decimal places');
 const currency = z.string().regex(/^[a-z]{3}$/, 'a lowercase three-letter currency code, e.g. usd');
 
 const openaiEngine = z.strictObject({
@@ -84,7 +87,10 @@ const llamacppEngine = z.strictObject({
 const engine = z.discriminatedUnion('type', [openaiEngine, llamacppEngine]);
 
 const common = {
-  id: z.string().min(1).regex(/^[A-Za-z0-9._:\-/]+$/, 'letters, digits and . _ : - / only'),
+  id: z
+    .string()
+    .min(1)
+    .regex(/^[A-Za-z0-9._:\-/]+$/, 'letters, digits and . _ : - / only'),
   owned_by: z.string().min(1),
   created: z.number().int().nonnegative(),
   version: z.string().min(1),
@@ -192,7 +198,9 @@ const fileSchema = z.strictObject({
        * Origins whose pages may call the API from a browser (CORS), e.g. https://app.example.com;
        * "*" allows any origin, without credentials. Empty: no cross-origin access.
        */
-      cors_origins: z.array(z.union([z.literal('*'), z.string().regex(/^https?:\/\/[^/\s]+$/, 'an origin such as https://app.example.com (no path)')])).default([]),
+      cors_origins: z
+        .array(z.union([z.literal('*'), z.string().regex(/^https?:\/\/[^/\s]+$/, 'an origin such as https://app.example.com (no path)')]))
+        .default([]),
     })
     .default({ body_limit: '1mb', shutdown_timeout_ms: 10_000, cors_origins: [] }),
   graphql: z
@@ -385,11 +393,26 @@ export function parseConfigText(
   const redisUrl = env.REDIS_URL || null;
   const limits = top.data.rate_limits;
   const backend = limits.backend ?? (redisUrl ? 'redis' : 'memory');
-  if (backend === 'redis' && !redisUrl) throw new ConfigError(`${source}: rate_limits.backend: "redis" needs the REDIS_URL environment variable`);
+  if (backend === 'redis' && !redisUrl)
+    throw new ConfigError(`${source}: rate_limits.backend: "redis" needs the REDIS_URL environment variable`);
   const rateLimits: RateLimitSettings = { ...limits, backend };
   // Free is where an account falls back when it cannot pay a fee: it cannot have one itself.
-  if (tiers.free.monthly_fee > 0) throw new ConfigError(`${source}: tiers.free.monthly_fee: the free tier cannot have a fee (accounts fall back to it when a fee is unpaid)`);
-  return { server: top.data.server, graphql: top.data.graphql, tiers, billing: top.data.billing, payments: top.data.payments, rateLimits, redisUrl, alerts: top.data.alerts, accounts: top.data.accounts, models };
+  if (tiers.free.monthly_fee > 0)
+    throw new ConfigError(
+      `${source}: tiers.free.monthly_fee: the free tier cannot have a fee (accounts fall back to it when a fee is unpaid)`,
+    );
+  return {
+    server: top.data.server,
+    graphql: top.data.graphql,
+    tiers,
+    billing: top.data.billing,
+    payments: top.data.payments,
+    rateLimits,
+    redisUrl,
+    alerts: top.data.alerts,
+    accounts: top.data.accounts,
+    models,
+  };
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
@@ -411,7 +434,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
         'configure payments.processor: stripe, or set payments.allow_sandbox: true to serve it on other interfaces anyway',
     );
   }
-  const publicUrl = (env.PUBLIC_URL || `http://${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, '');
+  const publicUrl = (
+    env.PUBLIC_URL || `http://${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host}:${port}`
+  ).replace(/\/+$/, '');
   return {
     configPath,
     port,

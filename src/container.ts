@@ -60,7 +60,13 @@ export async function createServices(config: AppConfig, logger: Logger, opts: Se
   // First: it reads the in-process models' files, and a catalog that contradicts one stops start-up.
   const engines = new Engines(config.models, logger.child({ component: 'engine' }));
   const orm = await openDatabase(config.databaseUrl);
-  const billing = new BillingService({ orm, tiers: config.tiers, settings: config.billing, logger: logger.child({ component: 'billing' }), now: opts.now });
+  const billing = new BillingService({
+    orm,
+    tiers: config.tiers,
+    settings: config.billing,
+    logger: logger.child({ component: 'billing' }),
+    now: opts.now,
+  });
   // Releases what servers that died left held, before this one takes any call.
   await billing.start();
   // Eager in-process models load in the background, one by one; /readyz waits for them.
@@ -72,7 +78,13 @@ export async function createServices(config: AppConfig, logger: Logger, opts: Se
     notifications: new OutboxNotificationSink(billing.db),
   });
   // Rate limits admit first: a call they refuse places no hold and is never billed.
-  const limited: Metering = rateLimiter ? new RateLimitMetering(billing, rateLimiter, tierLimits(config.tiers, (id) => rateLimitOverrides.profile(id))) : billing;
+  const limited: Metering = rateLimiter
+    ? new RateLimitMetering(
+        billing,
+        rateLimiter,
+        tierLimits(config.tiers, (id) => rateLimitOverrides.profile(id)),
+      )
+    : billing;
   const knex = getKnex(orm);
   // SQLite answers rows, PostgreSQL a result with `rows`.
   const count = async (sql: string) => {
@@ -83,14 +95,21 @@ export async function createServices(config: AppConfig, logger: Logger, opts: Se
   const metrics = new Metrics({
     holdsOpen: () => count('select count(*) as n from holds'),
     outboxPending: () => count("select count(*) as n from notifications where delivery = 'pending'"),
-    queueDepths: () => Object.fromEntries(config.models.flatMap((m) => (engines.local(m.id) ? [[m.id, engines.local(m.id)!.queueDepth]] : []))),
+    queueDepths: () =>
+      Object.fromEntries(config.models.flatMap((m) => (engines.local(m.id) ? [[m.id, engines.local(m.id)!.queueDepth]] : []))),
     rateLimiter,
   });
   // Metrics outermost: they count what each call was settled at, after limits and billing.
   const metering: Metering = new MetricsMetering(limited, metrics);
   const forwarding = new Set(config.models.filter((m) => m.engine.type === 'openai').map((m) => m.id));
   // Top-ups credit through billing's ledger; debits start automatic top-up checks.
-  const { payments, autoTopups } = createPayments({ billing, settings: config.payments, stripe: config.stripe, publicUrl: () => config.publicUrl, logger });
+  const { payments, autoTopups } = createPayments({
+    billing,
+    settings: config.payments,
+    stripe: config.stripe,
+    publicUrl: () => config.publicUrl,
+    logger,
+  });
   // Alerts: sends the outbox by e-mail (leases owned by billing's instance) and watches for unusual usage.
   const alerts = createAlerts({ billing, settings: config.alerts, mail: config.mail, publicUrl: () => config.publicUrl, logger });
   alerts.start();
@@ -119,7 +138,12 @@ export async function createServices(config: AppConfig, logger: Logger, opts: Se
       mailer: createMailer(config.mail, logger.child({ component: 'auth' })),
       logger: logger.child({ component: 'auth' }),
     }),
-    walletBus: config.redisUrl ? bridgeWalletEvents(billing.events, config.redisUrl, { prefix: config.rateLimits.key_prefix, logger: logger.child({ component: 'events' }) }) : null,
+    walletBus: config.redisUrl
+      ? bridgeWalletEvents(billing.events, config.redisUrl, {
+          prefix: config.rateLimits.key_prefix,
+          logger: logger.child({ component: 'events' }),
+        })
+      : null,
   };
 }
 

@@ -23,7 +23,11 @@ describe('batched loading in GraphQL', () => {
         headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
         body: JSON.stringify({ amount: 120 }),
       }).then((r) => r.json() as Promise<{ checkout_url: string }>);
-      const paid = await fetch(`${created.checkout_url}/complete`, { method: 'POST', headers: { accept: 'application/json' }, redirect: 'manual' });
+      const paid = await fetch(`${created.checkout_url}/complete`, {
+        method: 'POST',
+        headers: { accept: 'application/json' },
+        redirect: 'manual',
+      });
       expect(paid.status).toBe(200);
     }
   }, 120_000);
@@ -44,7 +48,11 @@ describe('batched loading in GraphQL', () => {
     try {
       const r = await s.graphql(PAGE, { first }, apiKey);
       expect(r.body.errors).toBeUndefined();
-      return { nodes: r.body.data.viewer.wallet.transactions.nodes as { type: string; topUp: { id: string } | null }[], queries: rows.mock.calls.length + run.mock.calls.length + viaKnex, batches: batches.mock.calls.length };
+      return {
+        nodes: r.body.data.viewer.wallet.transactions.nodes as { type: string; topUp: { id: string } | null }[],
+        queries: rows.mock.calls.length + run.mock.calls.length + viaKnex,
+        batches: batches.mock.calls.length,
+      };
     } finally {
       knex.removeListener('query', listener);
       rows.mockRestore();

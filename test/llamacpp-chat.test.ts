@@ -115,10 +115,16 @@ describe('chat on the in-process engine', () => {
     const model = await llama.loadModel({ modelPath: fixtures.files.chat });
     const context = await model.createContext({ contextSize: 1024, threads: 1 });
     const { contextText } = resolveChatWrapper(model).generateContextState({
-      chatHistory: [{ type: 'system', text: messages[0]!.content }, { type: 'user', text: messages[1]!.content }, { type: 'model', response: [] }],
+      chatHistory: [
+        { type: 'system', text: messages[0]!.content },
+        { type: 'user', text: messages[1]!.content },
+        { type: 'model', response: [] },
+      ],
     });
     const tokens = [];
-    for await (const token of context.getSequence().evaluate(contextText.tokenize(model.tokenizer), { temperature: 0, yieldEogToken: true })) {
+    for await (const token of context
+      .getSequence()
+      .evaluate(contextText.tokenize(model.tokenizer), { temperature: 0, yieldEogToken: true })) {
       if (model.isEogToken(token)) break;
       tokens.push(token);
       if (tokens.length === 120) break;
@@ -197,12 +203,20 @@ describe('a caller that goes away', () => {
 
 describe('the queue in front of the model', () => {
   it('answers 503 model_overloaded with a Retry-After when it is full, and serves the waiting call in turn', async () => {
-    const queued = llamaEngine('chat', { file: fixtures.files.chat, parallel: 1, queue: { max_depth: 1, max_wait_ms: 30_000 } }, { id: 'chat-queued' });
+    const queued = llamaEngine(
+      'chat',
+      { file: fixtures.files.chat, parallel: 1, queue: { max_depth: 1, max_wait_ms: 30_000 } },
+      { id: 'chat-queued' },
+    );
     await queued.load();
     const holder = queued.chatStream(greedy({ maxTokens: 100 }), neverAborted())[Symbol.asyncIterator]();
     await holder.next(); // holds the only slot
     const waiting = queued.chat(greedy({ maxTokens: 4 }), neverAborted()); // the one place in the queue
-    await expect(queued.chat(greedy({ maxTokens: 4 }), neverAborted())).rejects.toMatchObject({ code: 'model_overloaded', status: 503, retryAfter: 30 });
+    await expect(queued.chat(greedy({ maxTokens: 4 }), neverAborted())).rejects.toMatchObject({
+      code: 'model_overloaded',
+      status: 503,
+      retryAfter: 30,
+    });
     await holder.return?.(undefined);
     const served = await waiting;
     expect(served.usage.completionTokens).toBe(4);
@@ -210,7 +224,11 @@ describe('the queue in front of the model', () => {
   });
 
   it('refuses a call that waited longer than the queue allows', async () => {
-    const queued = llamaEngine('chat', { file: fixtures.files.chat, parallel: 1, queue: { max_depth: 4, max_wait_ms: 30 } }, { id: 'chat-impatient' });
+    const queued = llamaEngine(
+      'chat',
+      { file: fixtures.files.chat, parallel: 1, queue: { max_depth: 4, max_wait_ms: 30 } },
+      { id: 'chat-impatient' },
+    );
     await queued.load();
     const holder = queued.chatStream(greedy({ maxTokens: 100 }), neverAborted())[Symbol.asyncIterator]();
     await holder.next();
@@ -220,7 +238,11 @@ describe('the queue in front of the model', () => {
   });
 
   it('serves as many calls at once as it has sequences', async () => {
-    const wide = llamaEngine('chat', { file: fixtures.files.chat, parallel: 2, queue: { max_depth: 0, max_wait_ms: 1000 } }, { id: 'chat-wide' });
+    const wide = llamaEngine(
+      'chat',
+      { file: fixtures.files.chat, parallel: 2, queue: { max_depth: 0, max_wait_ms: 1000 } },
+      { id: 'chat-wide' },
+    );
     await wide.load();
     const a = wide.chatStream(greedy({ maxTokens: 50 }), neverAborted())[Symbol.asyncIterator]();
     const b = wide.chatStream(greedy({ maxTokens: 50 }), neverAborted())[Symbol.asyncIterator]();

@@ -22,7 +22,12 @@ const behaviour = {
   cutDone: false,
 };
 
-function send(req: IncomingMessage, res: import('node:http').ServerResponse, body: Buffer, opts: { ignoreRange?: boolean; announce?: number } = {}) {
+function send(
+  req: IncomingMessage,
+  res: import('node:http').ServerResponse,
+  body: Buffer,
+  opts: { ignoreRange?: boolean; announce?: number } = {},
+) {
   const range = /^bytes=(\d+)-$/.exec(req.headers.range ?? '');
   if (range && !opts.ignoreRange) {
     const start = Number(range[1]);
@@ -167,7 +172,9 @@ describe('model sources', () => {
   it('give the pull command for a missing catalog file', () => {
     const env = { MODELS_DIR: 'models' };
     expect(pullCommandFor({ file: 'models/f.gguf', source: 'hf:o/r/f.gguf' }, env)).toBe('npx tollgate models pull hf:o/r/f.gguf');
-    expect(pullCommandFor({ file: 'models/g.gguf', source: 'hf:o/r/f.gguf' }, env)).toBe('npx tollgate models pull hf:o/r/f.gguf --out models/g.gguf');
+    expect(pullCommandFor({ file: 'models/g.gguf', source: 'hf:o/r/f.gguf' }, env)).toBe(
+      'npx tollgate models pull hf:o/r/f.gguf --out models/g.gguf',
+    );
     expect(pullCommandFor({ file: 'models/g.gguf' }, env)).toContain('--out models/g.gguf');
   });
 });

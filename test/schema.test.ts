@@ -22,7 +22,10 @@ describe.each(BACKENDS)('the schema on %s', (backend) => {
   });
 
   it('has an entity for every table the migrations create', async () => {
-    const tables = (await migratedSchema(orm)).getTables().map((t) => t.name).filter((t) => t !== 'mikro_orm_migrations');
+    const tables = (await migratedSchema(orm))
+      .getTables()
+      .map((t) => t.name)
+      .filter((t) => t !== 'mikro_orm_migrations');
     const entityTables = ENTITIES.map((e) => e.meta.tableName).sort();
     expect(entityTables).toEqual([...tables].sort());
   });
@@ -68,7 +71,20 @@ async function sqliteDifferences(orm: MikroORM): Promise<string[]> {
     for (const fk of Object.values(t.removedForeignKeys)) {
       if (!referencesAnEntity(orm, fk)) found.push(`${table}: foreign key ${fk.constraintName} without a relation`);
     }
-    const other = ['addedColumns', 'removedColumns', 'renamedColumns', 'addedIndexes', 'removedIndexes', 'changedIndexes', 'renamedIndexes', 'addedForeignKeys', 'changedForeignKeys', 'addedChecks', 'removedChecks', 'changedChecks'] as const;
+    const other = [
+      'addedColumns',
+      'removedColumns',
+      'renamedColumns',
+      'addedIndexes',
+      'removedIndexes',
+      'changedIndexes',
+      'renamedIndexes',
+      'addedForeignKeys',
+      'changedForeignKeys',
+      'addedChecks',
+      'removedChecks',
+      'changedChecks',
+    ] as const;
     for (const key of other) {
       const items = (t as unknown as Record<string, Record<string, unknown> | undefined>)[key];
       for (const item of Object.keys(items ?? {})) found.push(`${table}: ${key} ${item}`);
@@ -77,18 +93,25 @@ async function sqliteDifferences(orm: MikroORM): Promise<string[]> {
   return found;
 }
 
-const unquote = (v: string | null | undefined) => (v ?? '').replace(/^'(.*)'$/, '$1').replace(/^false$/, '0').replace(/^true$/, '1');
+const unquote = (v: string | null | undefined) =>
+  (v ?? '')
+    .replace(/^'(.*)'$/, '$1')
+    .replace(/^false$/, '0')
+    .replace(/^true$/, '1');
 
 function sqliteQuirk(property: string, from: Column, to: Column): boolean {
   if (property === 'nullable') return Boolean(from.primary && to.primary && !to.nullable) && !/^integer$/i.test(from.type);
   if (property === 'default') return unquote(from.default) === unquote(to.default);
-  if (property === 'type') return Boolean(from.autoincrement && to.autoincrement && /^integer$/i.test(from.type) && /^bigint$/i.test(to.type));
+  if (property === 'type')
+    return Boolean(from.autoincrement && to.autoincrement && /^integer$/i.test(from.type) && /^bigint$/i.test(to.type));
   return false;
 }
 
 function referencesAnEntity(orm: MikroORM, fk: ForeignKey): boolean {
   const meta = Object.values(orm.getMetadata().getAll()).find((m) => m.tableName === fk.localTableName);
   return Boolean(
-    meta?.relations.some((r) => r.fieldNames.join() === fk.columnNames.join() && orm.getMetadata().find(r.type)?.tableName === fk.referencedTableName),
+    meta?.relations.some(
+      (r) => r.fieldNames.join() === fk.columnNames.join() && orm.getMetadata().find(r.type)?.tableName === fk.referencedTableName,
+    ),
   );
 }

@@ -18,7 +18,12 @@ describe.each(BACKENDS)("billing's SQL runner on %s", (backend) => {
     tdb = await createTestDatabase(backend);
     orm = await openDatabase(tdb.url);
     db = billingDatabase(orm);
-    await exec(db, 'insert into accounts (id, email, tier, created_at) values (?, ?, ?, ?)', ['acct_contract', 'c@example.com', 'free', new Date()]);
+    await exec(db, 'insert into accounts (id, email, tier, created_at) values (?, ?, ?, ?)', [
+      'acct_contract',
+      'c@example.com',
+      'free',
+      new Date(),
+    ]);
   });
   afterAll(async () => {
     await closeDatabase(orm);
@@ -30,8 +35,15 @@ describe.each(BACKENDS)("billing's SQL runner on %s", (backend) => {
   });
 
   const wallet = (balance: bigint) =>
-    exec(db, 'insert into wallets (account_id, balance, period, created_at, updated_at) values (?, ?, ?, ?, ?)', ['acct_contract', balance, '2031-05', new Date(), new Date()]);
-  const balance = async () => big((await rows<{ b: unknown }>(db, 'select cast(balance as text) as b from wallets where account_id = ?', ['acct_contract']))[0]!.b);
+    exec(db, 'insert into wallets (account_id, balance, period, created_at, updated_at) values (?, ?, ?, ?, ?)', [
+      'acct_contract',
+      balance,
+      '2031-05',
+      new Date(),
+      new Date(),
+    ]);
+  const balance = async () =>
+    big((await rows<{ b: unknown }>(db, 'select cast(balance as text) as b from wallets where account_id = ?', ['acct_contract']))[0]!.b);
 
   it('names its dialect and its row-lock clause', () => {
     expect(db.kind).toBe(backend === 'SQLite' ? 'sqlite' : 'postgresql');
@@ -40,15 +52,15 @@ describe.each(BACKENDS)("billing's SQL runner on %s", (backend) => {
 
   it('reads 64-bit money exactly, and dates and booleans as the drivers give them', async () => {
     const at = new Date('2031-05-14T12:34:56.789Z');
-    await exec(db, 'insert into wallets (account_id, balance, period, spending_limit_enabled, created_at, updated_at) values (?, ?, ?, ?, ?, ?)', [
-      'acct_contract',
-      BEYOND_DOUBLES,
-      '2031-05',
-      true,
-      at,
-      at,
-    ]);
-    const [r] = await rows<{ b: unknown; e: unknown; c: unknown }>(db, 'select cast(balance as text) as b, spending_limit_enabled as e, created_at as c from wallets');
+    await exec(
+      db,
+      'insert into wallets (account_id, balance, period, spending_limit_enabled, created_at, updated_at) values (?, ?, ?, ?, ?, ?)',
+      ['acct_contract', BEYOND_DOUBLES, '2031-05', true, at, at],
+    );
+    const [r] = await rows<{ b: unknown; e: unknown; c: unknown }>(
+      db,
+      'select cast(balance as text) as b, spending_limit_enabled as e, created_at as c from wallets',
+    );
     expect(big(r!.b)).toBe(BEYOND_DOUBLES);
     expect(bool(r!.e)).toBe(true);
     expect(date(r!.c).toISOString()).toBe(at.toISOString());
@@ -80,7 +92,9 @@ describe.each(BACKENDS)("billing's SQL runner on %s", (backend) => {
     await Promise.all(
       Array.from({ length: 20 }, () =>
         db.transaction(async (tx) => {
-          const [r] = await rows<{ b: unknown }>(tx, `select cast(balance as text) as b from wallets where account_id = ?${db.forUpdate}`, ['acct_contract']);
+          const [r] = await rows<{ b: unknown }>(tx, `select cast(balance as text) as b from wallets where account_id = ?${db.forUpdate}`, [
+            'acct_contract',
+          ]);
           await exec(tx, 'update wallets set balance = ? where account_id = ?', [big(r!.b) + 1n, 'acct_contract']);
         }),
       ),
@@ -90,8 +104,20 @@ describe.each(BACKENDS)("billing's SQL runner on %s", (backend) => {
 
   it('reports a unique violation as one', async () => {
     const now = new Date();
-    await exec(db, 'insert into billing_instances (id, host, pid, started_at, heartbeat_at) values (?, ?, ?, ?, ?)', ['inst_x', 'h', 1, now, now]);
-    const again = await exec(db, 'insert into billing_instances (id, host, pid, started_at, heartbeat_at) values (?, ?, ?, ?, ?)', ['inst_x', 'h', 1, now, now]).catch((e: unknown) => e);
+    await exec(db, 'insert into billing_instances (id, host, pid, started_at, heartbeat_at) values (?, ?, ?, ?, ?)', [
+      'inst_x',
+      'h',
+      1,
+      now,
+      now,
+    ]);
+    const again = await exec(db, 'insert into billing_instances (id, host, pid, started_at, heartbeat_at) values (?, ?, ?, ?, ?)', [
+      'inst_x',
+      'h',
+      1,
+      now,
+      now,
+    ]).catch((e: unknown) => e);
     expect(isUniqueViolation(again)).toBe(true);
     expect(isUniqueViolation(new Error('something else'))).toBe(false);
   });

@@ -4,12 +4,7 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { MikroORM, type Configuration, type Options } from '@mikro-orm/core';
-import {
-  AbstractSqlDriver,
-  BetterSqliteConnection,
-  BetterSqlitePlatform,
-  type Knex,
-} from '@mikro-orm/better-sqlite';
+import { AbstractSqlDriver, BetterSqliteConnection, BetterSqlitePlatform, type Knex } from '@mikro-orm/better-sqlite';
 import { Migrator } from '@mikro-orm/migrations';
 import { ENTITIES } from '../entities/index.js';
 import { MIGRATIONS } from './migrations/index.js';

@@ -101,7 +101,12 @@ export function createContext(
       const token = services.config.adminToken;
       const given = /^Bearer\s+(.+)$/i.exec(opts.authorization ?? '')?.[1]?.trim();
       if (!token || !given || !safeEqual(given, token)) {
-        throw new DomainError('admin_required', token ? 'This operation needs the operator token (Authorization: Bearer $ADMIN_TOKEN).' : 'Admin operations are disabled: set ADMIN_TOKEN to enable them.');
+        throw new DomainError(
+          'admin_required',
+          token
+            ? 'This operation needs the operator token (Authorization: Bearer $ADMIN_TOKEN).'
+            : 'Admin operations are disabled: set ADMIN_TOKEN to enable them.',
+        );
       }
     },
   };

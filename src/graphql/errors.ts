@@ -69,7 +69,13 @@ export function toPublicGraphQLError(error: unknown, log?: (err: unknown) => voi
     const code = variable ? 'invalid_value' : typeof gql.extensions?.code === 'string' ? gql.extensions.code : 'invalid_request';
     // `spec: false`: Yoga would otherwise answer validation errors 200 to application/json clients
     // (the GraphQL-over-HTTP spec's legacy rule); this server answers every mistake with its 4xx.
-    const extensions: Record<string, unknown> & PublicErrorExtensions = { code, type: 'invalid_request_error', status, param: variable ?? null, http: { status, spec: false } };
+    const extensions: Record<string, unknown> & PublicErrorExtensions = {
+      code,
+      type: 'invalid_request_error',
+      status,
+      param: variable ?? null,
+      http: { status, spec: false },
+    };
     return new GraphQLError(gql.message, { nodes: gql.nodes, path: gql.path, extensions });
   }
   log?.(error);

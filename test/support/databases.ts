@@ -30,7 +30,13 @@ export async function createTestDatabase(backend: BackendName): Promise<TestData
   if (!adminUrl) throw new Error('TEST_DATABASE_URL is not set');
   const name = `tollgate_test_${randomBytes(6).toString('hex')}`;
   const { PostgreSqlDriver } = await import('@mikro-orm/postgresql');
-  const admin = await MikroORM.init({ driver: PostgreSqlDriver, clientUrl: adminUrl, entities: [], discovery: { warnWhenNoEntities: false }, ensureDatabase: false });
+  const admin = await MikroORM.init({
+    driver: PostgreSqlDriver,
+    clientUrl: adminUrl,
+    entities: [],
+    discovery: { warnWhenNoEntities: false },
+    ensureDatabase: false,
+  });
   await admin.em.getConnection().execute(`create database "${name}"`);
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;

@@ -85,7 +85,11 @@ export interface TestServer {
   dir: string;
   /** Creates an account (through the admin GraphQL mutation) and returns its id and key. */
   account(tier?: 'free' | 'developer' | 'startup' | 'enterprise'): Promise<{ id: string; apiKey: string; keyId: string }>;
-  graphql<T = any>(query: string, variables?: Record<string, unknown>, auth?: string | null): Promise<{ status: number; body: { data?: T; errors: any[] }; headers: Headers }>;
+  graphql<T = any>(
+    query: string,
+    variables?: Record<string, unknown>,
+    auth?: string | null,
+  ): Promise<{ status: number; body: { data?: T; errors: any[] }; headers: Headers }>;
   close(): Promise<void>;
 }
 

@@ -5,7 +5,12 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { writeFixtures } from '../../src/fixtures/gguf-fixtures.js';
 import { writeGguf, type GgufSpec } from '../../src/fixtures/gguf-writer.js';
-import { LlamaCppEngine, type LlamaCppEngineConfig, type LlamaCppLogger, type LlamaCppModel } from '../../src/domain/inference/llamacpp/llamacpp-engine.js';
+import {
+  LlamaCppEngine,
+  type LlamaCppEngineConfig,
+  type LlamaCppLogger,
+  type LlamaCppModel,
+} from '../../src/domain/inference/llamacpp/llamacpp-engine.js';
 
 export interface FixtureDir {
   dir: string;

@@ -70,7 +70,14 @@ export default function ApiKeysPage() {
       {secret ? <NewKeyPanel apiKey={secret} onDone={() => setSecret(null)} /> : null}
       {asking ? (
         <form className="card narrow" onSubmit={submit} aria-label="New key">
-          <Field label="Key name" placeholder="e.g. production" maxLength={255} value={name} onChange={(e) => setName(e.target.value)} autoFocus />
+          <Field
+            label="Key name"
+            placeholder="e.g. production"
+            maxLength={255}
+            value={name}
+            onChange={(e) => setName(e.target.value)}
+            autoFocus
+          />
           {created.error ? <ErrorMessage error={created.error} title="Could not create the key" /> : null}
           <button type="submit" className="primary" disabled={created.fetching}>
             Create

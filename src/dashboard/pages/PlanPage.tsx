@@ -54,7 +54,9 @@ export default function PlanPage() {
               </h2>
               <dl>
                 <dt>Monthly allocation</dt>
-                <dd>{p.monthlyTokens === null || p.monthlyTokens === undefined ? 'Unlimited' : `${formatTokens(p.monthlyTokens)} tokens`}</dd>
+                <dd>
+                  {p.monthlyTokens === null || p.monthlyTokens === undefined ? 'Unlimited' : `${formatTokens(p.monthlyTokens)} tokens`}
+                </dd>
                 <dt>Past the allocation</dt>
                 <dd>{p.overage ? 'Paid from the wallet' : 'Calls are refused'}</dd>
                 <dt>Rate limits</dt>

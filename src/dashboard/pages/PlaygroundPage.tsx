@@ -56,7 +56,12 @@ export default function PlaygroundPage() {
     setUsage(null);
     setStreamError(null);
     setRunning(true);
-    stop.current = ws.subscribe<{ chatCompletionStream: { choices: { delta: { content?: string | null } }[]; usage?: { promptTokens: number; completionTokens: number; totalTokens: number } | null } }>(
+    stop.current = ws.subscribe<{
+      chatCompletionStream: {
+        choices: { delta: { content?: string | null } }[];
+        usage?: { promptTokens: number; completionTokens: number; totalTokens: number } | null;
+      };
+    }>(
       { query: stringifyDocument(StreamDoc), variables: { input: { model: chosen.id, messages: [{ role: 'user', content: prompt }] } } },
       {
         next: (r) => {
@@ -115,8 +120,17 @@ export default function PlaygroundPage() {
         {usage && chosen ? (
           <p role="status">
             {formatTokens(usage.promptTokens)} prompt + {formatTokens(usage.completionTokens)} completion tokens ={' '}
-            <strong>{formatTokens(usage.totalTokens)} tokens</strong>, {formatMoney(listPriceCost(usage.promptTokens, usage.completionTokens, chosen.pricing.inputPricePerMillion ?? 0, chosen.pricing.outputPricePerMillion ?? 0), { currency: 'USD' })} at list
-            prices (the monthly allocation is used first).
+            <strong>{formatTokens(usage.totalTokens)} tokens</strong>,{' '}
+            {formatMoney(
+              listPriceCost(
+                usage.promptTokens,
+                usage.completionTokens,
+                chosen.pricing.inputPricePerMillion ?? 0,
+                chosen.pricing.outputPricePerMillion ?? 0,
+              ),
+              { currency: 'USD' },
+            )}{' '}
+            at list prices (the monthly allocation is used first).
           </p>
         ) : null}
       </section>

@@ -160,7 +160,8 @@ export class AccountsService {
   /** Accounts, oldest first: at most `limit` (default 100, at most 1000), after the account id `after`. */
   async listAccounts(opts: { limit?: number | null; after?: string | null } = {}): Promise<{ accounts: AccountView[]; hasMore: boolean }> {
     const limit = opts.limit ?? 100;
-    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new DomainError('invalid_value', 'limit must be an integer from 1 to 1000.', { param: 'limit' });
+    if (!Number.isInteger(limit) || limit < 1 || limit > 1000)
+      throw new DomainError('invalid_value', 'limit must be an integer from 1 to 1000.', { param: 'limit' });
     const em = this.orm.em.fork();
     let where: object = {};
     if (opts.after) {
@@ -301,7 +302,6 @@ export class AccountsService {
   private sql<T>(query: string, params: unknown[]): Promise<T[]> {
     return this.orm.em.getConnection().execute<T[]>(query, params, 'all');
   }
-
 }
 
 function accountView(account: Account): AccountView {
@@ -368,5 +368,9 @@ function validateExpiry(value: unknown, now: Date): Date | null {
 }
 
 function emailTaken(email: string): DomainError {
-  return new DomainError('email_taken', `An account with the e-mail address ${email} already exists (addresses are compared without regard to case).`, { param: 'email' });
+  return new DomainError(
+    'email_taken',
+    `An account with the e-mail address ${email} already exists (addresses are compared without regard to case).`,
+    { param: 'email' },
+  );
 }

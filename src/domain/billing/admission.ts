@@ -2,17 +2,17 @@
 // case, under the tier's policy and the spending limit (./hold-plan.ts decides). On SQLite in one
 // locked transaction; on PostgreSQL first optimistically (a compare-and-set), then locked.
 import type { TierPolicy } from '../accounts/tiers.js';
-import { isTier, } from '../accounts/accounts-service.js';
+import { isTier } from '../accounts/accounts-service.js';
 import { DomainError } from '../errors.js';
-import type { MeterRequest, MeterTicket, } from '../inference/inference-service.js';
+import type { MeterRequest, MeterTicket } from '../inference/inference-service.js';
 import { newId } from '../ids.js';
-import { planHold, } from './hold-plan.js';
+import { planHold } from './hold-plan.js';
 import type { Prices } from './money.js';
 import { periodBounds, periodOf } from './period.js';
-import { rows, run, type Binding, } from './sql.js';
+import { rows, run, type Binding } from './sql.js';
 import type { WalletChange } from './wallet-events.js';
 import type { CallBase, HeldCall, WalletRow } from './billing-types.js';
-import { HOLD_COLUMNS, OPTIMISTIC_ATTEMPTS, WALLET_COLUMNS, walletRow, } from './billing-types.js';
+import { HOLD_COLUMNS, OPTIMISTIC_ATTEMPTS, WALLET_COLUMNS, walletRow } from './billing-types.js';
 import { insertHold } from './hold-store.js';
 import { Settlement } from './settlement.js';
 
@@ -30,7 +30,14 @@ export abstract class Admission extends Settlement {
     };
     if (prices.inputPerMillion === 0n && prices.outputPerMillion === 0n) {
       // A free model (moderation, by default) holds nothing and draws on no allocation.
-      const call: HeldCall = { ...base, kind: 'free', period: periodOf(this.now()), allocationTokens: 0, walletNanos: 0n, monthlyTokens: null };
+      const call: HeldCall = {
+        ...base,
+        kind: 'free',
+        period: periodOf(this.now()),
+        allocationTokens: 0,
+        walletNanos: 0n,
+        monthlyTokens: null,
+      };
       return this.ticket(call, req.requestedOutputTokens ?? req.maxOutputTokens);
     }
     if (this.db.kind === 'postgresql') {
@@ -54,14 +61,30 @@ export abstract class Admission extends Settlement {
       overage: policy.overage,
       walletAvailable: w.balance - w.held,
       spendingLimit:
-        w.spendingLimitEnabled && w.spendingLimitAction === 'block' && w.spendingLimit !== null ? { limit: w.spendingLimit, spent: w.periodSpent, held: w.held } : null,
+        w.spendingLimitEnabled && w.spendingLimitAction === 'block' && w.spendingLimit !== null
+          ? { limit: w.spendingLimit, spent: w.periodSpent, held: w.held }
+          : null,
       resetsAt: periodBounds(w.period).next,
     });
   }
 
   protected holdRow(call: HeldCall, req: MeterRequest, outputTokens: number, now: Date): Binding[] {
     const expiresAt = new Date(now.getTime() + this.settings.hold_expiry_seconds * 1000);
-    return [call.id, call.accountId, call.keyId, call.requestId, call.model, call.period, call.allocationTokens, call.walletNanos, req.promptTokens, outputTokens, this.instanceId, now, expiresAt];
+    return [
+      call.id,
+      call.accountId,
+      call.keyId,
+      call.requestId,
+      call.model,
+      call.period,
+      call.allocationTokens,
+      call.walletNanos,
+      req.promptTokens,
+      outputTokens,
+      this.instanceId,
+      now,
+      expiresAt,
+    ];
   }
 
   /**
@@ -77,18 +100,41 @@ export abstract class Admission extends Settlement {
       const policy = this.tiers[w.tier];
       if (policy.monthly_tokens === null) {
         // Unlimited: nothing is held; usage is recorded at settlement.
-        const unlimited: HeldCall = { ...base, kind: 'unlimited', period: w.period, allocationTokens: 0, walletNanos: 0n, monthlyTokens: null };
+        const unlimited: HeldCall = {
+          ...base,
+          kind: 'unlimited',
+          period: w.period,
+          allocationTokens: 0,
+          walletNanos: 0n,
+          monthlyTokens: null,
+        };
         return { call: unlimited, outputTokens: req.requestedOutputTokens ?? req.maxOutputTokens };
       }
       const plan = this.plan(req, w, { ...policy, monthly_tokens: policy.monthly_tokens }, base.prices);
       if (!plan.ok) throw new DomainError(plan.code, plan.message);
-      const call: HeldCall = { ...base, kind: 'held', period: w.period, allocationTokens: plan.allocationTokens, walletNanos: plan.walletNanos, monthlyTokens: policy.monthly_tokens };
+      const call: HeldCall = {
+        ...base,
+        kind: 'held',
+        period: w.period,
+        allocationTokens: plan.allocationTokens,
+        walletNanos: plan.walletNanos,
+        monthlyTokens: policy.monthly_tokens,
+      };
       // The row is locked: the conditions cannot fail; they stay as the last line of defence.
       const placed = await run(
         trx,
         'update wallets set held = held + ?, period_held = period_held + ?, updated_at = ? ' +
           'where account_id = ? and period = ? and balance - held >= ? and period_used + period_held + ? <= ?',
-        [plan.walletNanos, plan.allocationTokens, now, base.accountId, w.period, plan.walletNanos, plan.allocationTokens, policy.monthly_tokens],
+        [
+          plan.walletNanos,
+          plan.allocationTokens,
+          now,
+          base.accountId,
+          w.period,
+          plan.walletNanos,
+          plan.allocationTokens,
+          policy.monthly_tokens,
+        ],
       );
       if (placed !== 1) throw new Error(`hold for ${base.accountId} did not fit its locked wallet row`);
       await insertHold(trx, this.holdRow(call, req, plan.outputTokens, now));
@@ -109,26 +155,45 @@ export abstract class Admission extends Settlement {
   protected async admitOptimistically(req: MeterRequest, base: CallBase): Promise<MeterTicket | null> {
     for (let attempt = 0; attempt < OPTIMISTIC_ATTEMPTS; attempt++) {
       const now = this.now();
-      const found = await rows<Record<string, unknown>>(this.db, `select ${WALLET_COLUMNS}, a.tier from wallets w join accounts a on a.id = w.account_id where w.account_id = ?`, [
-        base.accountId,
-      ]);
+      const found = await rows<Record<string, unknown>>(
+        this.db,
+        `select ${WALLET_COLUMNS}, a.tier from wallets w join accounts a on a.id = w.account_id where w.account_id = ?`,
+        [base.accountId],
+      );
       const r = found[0];
       if (!r) return null;
       const w = walletRow(r, isTier(r.tier) ? r.tier : 'free');
       if (w.period !== periodOf(now) || this.feeDue(w)) return null;
       const policy = this.tiers[w.tier];
       if (policy.monthly_tokens === null) {
-        const unlimited: HeldCall = { ...base, kind: 'unlimited', period: w.period, allocationTokens: 0, walletNanos: 0n, monthlyTokens: null };
+        const unlimited: HeldCall = {
+          ...base,
+          kind: 'unlimited',
+          period: w.period,
+          allocationTokens: 0,
+          walletNanos: 0n,
+          monthlyTokens: null,
+        };
         return this.ticket(unlimited, req.requestedOutputTokens ?? req.maxOutputTokens);
       }
       const plan = this.plan(req, w, { ...policy, monthly_tokens: policy.monthly_tokens }, base.prices);
       if (!plan.ok) throw new DomainError(plan.code, plan.message);
-      const call: HeldCall = { ...base, kind: 'held', period: w.period, allocationTokens: plan.allocationTokens, walletNanos: plan.walletNanos, monthlyTokens: policy.monthly_tokens };
+      const call: HeldCall = {
+        ...base,
+        kind: 'held',
+        period: w.period,
+        allocationTokens: plan.allocationTokens,
+        walletNanos: plan.walletNanos,
+        monthlyTokens: policy.monthly_tokens,
+      };
       // Allocation first: when the allocation could not cover the whole call, the hold is only
       // right if the allocation left is still exactly what the plan split the call with.
       const allocationLeft = policy.monthly_tokens - w.periodUsed - w.periodHeld;
       const coversAll = plan.allocationTokens === req.promptTokens + plan.outputTokens;
-      const limitCheck = plan.walletNanos > 0n ? " and (not (spending_limit_enabled and spending_limit_action = 'block' and spending_limit is not null) or spending_limit - period_spent - held >= ?)" : '';
+      const limitCheck =
+        plan.walletNanos > 0n
+          ? " and (not (spending_limit_enabled and spending_limit_action = 'block' and spending_limit is not null) or spending_limit - period_spent - held >= ?)"
+          : '';
       const placed = await run(
         this.db,
         'with w as (update wallets set held = held + ?, period_held = period_held + ?, updated_at = ? ' +

@@ -8,11 +8,11 @@ import type { Tier as TierName, TierPolicy } from '../accounts/tiers.js';
 import type { BillingSettings } from './settings.js';
 import type { Logger } from '../../logger.js';
 import { newId } from '../ids.js';
-import { pricesOf, } from './hold-plan.js';
+import { pricesOf } from './hold-plan.js';
 import { parseDecimal, type Prices } from './money.js';
-import { billingDatabase, type BillingDatabase, } from './sql.js';
+import { billingDatabase, type BillingDatabase } from './sql.js';
 import { WalletEvents, type WalletChange } from './wallet-events.js';
-import type { BillingOptions, } from './billing-types.js';
+import type { BillingOptions } from './billing-types.js';
 
 export abstract class BillingCore {
   readonly events: WalletEvents;
@@ -33,7 +33,10 @@ export abstract class BillingCore {
   constructor(opts: BillingOptions) {
     this.db = billingDatabase(opts.orm);
     this.tiers = opts.tiers;
-    this.fees = Object.fromEntries(Object.entries(opts.tiers).map(([name, t]) => [name, parseDecimal(t.monthly_fee)])) as Record<TierName, bigint>;
+    this.fees = Object.fromEntries(Object.entries(opts.tiers).map(([name, t]) => [name, parseDecimal(t.monthly_fee)])) as Record<
+      TierName,
+      bigint
+    >;
     this.settings = opts.settings;
     this.logger = opts.logger;
     this.events = opts.events ?? new WalletEvents();

@@ -6,10 +6,10 @@ import type { Tier as TierName, TierPolicy } from '../accounts/tiers.js';
 import type { BillingSettings } from './settings.js';
 import type { Logger } from '../../logger.js';
 import type { Tier } from '../accounts/accounts-service.js';
-import type { CallOutcome, } from '../inference/inference-service.js';
+import type { CallOutcome } from '../inference/inference-service.js';
 import type { Prices } from './money.js';
-import { big, bigOrNull, bool, int, } from './sql.js';
-import type { WalletEvents, } from './wallet-events.js';
+import { big, bigOrNull, bool, int } from './sql.js';
+import type { WalletEvents } from './wallet-events.js';
 
 /** How a usage event ended: a call's outcome, or 'abandoned' when its hold was released unsettled. */
 export type UsageOutcome = CallOutcome | 'abandoned';
@@ -153,7 +153,8 @@ export interface HeldCall extends CallBase {
 export const USAGE_EVENT_COLUMNS =
   'id, account_id, key_id, model, request_id, outcome, prompt_tokens, completion_tokens, total_tokens, allocation_tokens, wallet_nanos, billing_note, day, created_at';
 export const USAGE_EVENT_INSERT = `insert into usage_events (${USAGE_EVENT_COLUMNS}) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
-export const HOLD_COLUMNS = 'id, account_id, key_id, request_id, model, period, allocation_tokens, wallet_nanos, prompt_tokens, max_output_tokens, owner, created_at, expires_at';
+export const HOLD_COLUMNS =
+  'id, account_id, key_id, request_id, model, period, allocation_tokens, wallet_nanos, prompt_tokens, max_output_tokens, owner, created_at, expires_at';
 /** Optimistic admissions before the locked path takes over (PostgreSQL). */
 export const OPTIMISTIC_ATTEMPTS = 4;
 

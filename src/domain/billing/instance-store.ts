@@ -10,7 +10,13 @@ export interface InstanceRow {
 }
 
 export async function registerInstance(db: Db, i: { id: string; host: string; pid: number; now: Date }): Promise<void> {
-  await exec(db, 'insert into billing_instances (id, host, pid, started_at, heartbeat_at) values (?, ?, ?, ?, ?)', [i.id, i.host, i.pid, i.now, i.now]);
+  await exec(db, 'insert into billing_instances (id, host, pid, started_at, heartbeat_at) values (?, ?, ?, ?, ?)', [
+    i.id,
+    i.host,
+    i.pid,
+    i.now,
+    i.now,
+  ]);
 }
 
 /** Beats the heartbeat; false when the row is gone (another server took this one for dead). */
@@ -19,7 +25,10 @@ export async function beatHeartbeat(db: Db, id: string, now: Date): Promise<bool
 }
 
 export async function listInstances(db: Db): Promise<InstanceRow[]> {
-  const found = await rows<{ id: string; host: string; pid: unknown; heartbeat_at: unknown }>(db, 'select id, host, pid, heartbeat_at from billing_instances');
+  const found = await rows<{ id: string; host: string; pid: unknown; heartbeat_at: unknown }>(
+    db,
+    'select id, host, pid, heartbeat_at from billing_instances',
+  );
   return found.map((r) => ({ id: r.id, host: r.host, pid: int(r.pid), heartbeatAt: date(r.heartbeat_at) }));
 }
 

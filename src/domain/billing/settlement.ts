@@ -1,16 +1,16 @@
 // Settlement: after the engine call, the hold is replaced by what the call really used — the
 // allocation and wallet money charged (capped at the hold), the ledger row and usage event
 // written, alerts raised — in one transaction, retried on a transient conflict.
-import type { CallOutcome, } from '../inference/inference-service.js';
+import type { CallOutcome } from '../inference/inference-service.js';
 import type { Usage } from '../inference/engine.js';
 import { newId } from '../ids.js';
 import { appendTransaction, ledgerDescription } from '../ledger/ledger.js';
 import { split } from './hold-plan.js';
-import { dayOf, } from './period.js';
-import { exec, rows, run, type Binding, type Db, } from './sql.js';
+import { dayOf } from './period.js';
+import { exec, rows, run, type Binding, type Db } from './sql.js';
 import type { WalletChange } from './wallet-events.js';
-import type { HeldCall, } from './billing-types.js';
-import { SETTLE_ATTEMPTS, USAGE_EVENT_COLUMNS, USAGE_EVENT_INSERT, WALLET_COLUMNS, walletRow, } from './billing-types.js';
+import type { HeldCall } from './billing-types.js';
+import { SETTLE_ATTEMPTS, USAGE_EVENT_COLUMNS, USAGE_EVENT_INSERT, WALLET_COLUMNS, walletRow } from './billing-types.js';
 import { deleteHold } from './hold-store.js';
 import { WalletLifecycle } from './wallet-lifecycle.js';
 
@@ -28,7 +28,10 @@ export abstract class Settlement extends WalletLifecycle {
         return;
       } catch (err) {
         if (attempt >= SETTLE_ATTEMPTS) {
-          this.logger.error({ err, reqId: call.requestId, hold: call.id, account: call.accountId }, 'settlement failed; the hold is released unbilled by the sweeper');
+          this.logger.error(
+            { err, reqId: call.requestId, hold: call.id, account: call.accountId },
+            'settlement failed; the hold is released unbilled by the sweeper',
+          );
           return;
         }
         await new Promise((r) => setTimeout(r, 20 * attempt));
@@ -63,7 +66,8 @@ export abstract class Settlement extends WalletLifecycle {
       return;
     }
     if (call.kind === 'unlimited') {
-      const count = 'update wallets set period_used = case when period = ? then period_used + ? else period_used end, updated_at = ? where account_id = ?';
+      const count =
+        'update wallets set period_used = case when period = ? then period_used + ? else period_used end, updated_at = ? where account_id = ?';
       const countBindings: Binding[] = [call.period, totalTokens, now, call.accountId];
       if (this.db.kind === 'postgresql') {
         await exec(this.db, `with u as (${count}) ${USAGE_EVENT_INSERT}`, [...countBindings, ...event(0, 0n, null)]);
@@ -133,13 +137,23 @@ export abstract class Settlement extends WalletLifecycle {
       }
       const row = walletRow(after, 'free');
       const monthly = row.period === call.period ? call.monthlyTokens : null;
-      if (this.alertDue(row, monthly)) await this.db.transaction((trx) => this.raiseAlerts(trx, call.accountId, row, monthly, now, call.id));
+      if (this.alertDue(row, monthly))
+        await this.db.transaction((trx) => this.raiseAlerts(trx, call.accountId, row, monthly, now, call.id));
       if (charge > 0n) {
         this.publish([
           {
             accountId: call.accountId,
             balance: row.balance,
-            transaction: { id: transactionId, accountId: call.accountId, type: 'usage', amount: -charge, balanceAfter: row.balance, description, reference: call.requestId, createdAt: now },
+            transaction: {
+              id: transactionId,
+              accountId: call.accountId,
+              type: 'usage',
+              amount: -charge,
+              balanceAfter: row.balance,
+              description,
+              reference: call.requestId,
+              createdAt: now,
+            },
           },
         ]);
       }
@@ -151,7 +165,11 @@ export abstract class Settlement extends WalletLifecycle {
       // releasing the same hold, only one deletes it. (Lock order: hold row, then wallet row;
       // admission locks the wallet row and only inserts new holds, so no cycle can form.)
       if (!(await deleteHold(trx, call.id))) return recordReleased(trx);
-      const [after] = await rows<Record<string, unknown>>(trx, `${walletUpdate[0]} returning ${WALLET_COLUMNS.replaceAll('w.', '')}`, walletUpdate[1]);
+      const [after] = await rows<Record<string, unknown>>(
+        trx,
+        `${walletUpdate[0]} returning ${WALLET_COLUMNS.replaceAll('w.', '')}`,
+        walletUpdate[1],
+      );
       const row = walletRow(after!, 'free');
       if (charge > 0n) {
         const transaction = await appendTransaction(trx, {

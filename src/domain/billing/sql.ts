@@ -299,5 +299,10 @@ export function bool(value: unknown): boolean {
 /** Unique-constraint violation, on either database. */
 export function isUniqueViolation(e: unknown): boolean {
   const err = e as { code?: string; message?: string };
-  return err?.code === '23505' || err?.code === 'SQLITE_CONSTRAINT_UNIQUE' || err?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || /UNIQUE constraint failed/.test(err?.message ?? '');
+  return (
+    err?.code === '23505' ||
+    err?.code === 'SQLITE_CONSTRAINT_UNIQUE' ||
+    err?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY' ||
+    /UNIQUE constraint failed/.test(err?.message ?? '')
+  );
 }

@@ -1,9 +1,9 @@
 // Server instances and the sweeper: each server registers itself and beats a heartbeat; holds of
 // servers that are gone, or past their expiry, are released charging nothing (at start-up and on
 // every sweep), and monthly fees due at a period start are charged.
-import { dayOf, } from './period.js';
-import { exec, } from './sql.js';
-import { USAGE_EVENT_INSERT, } from './billing-types.js';
+import { dayOf } from './period.js';
+import { exec } from './sql.js';
+import { USAGE_EVENT_INSERT } from './billing-types.js';
 import { Admission } from './admission.js';
 import { deleteHold, findStaleHolds, type StaleHold } from './hold-store.js';
 import { beatHeartbeat, forgetInstances, listInstances, registerInstance } from './instance-store.js';
@@ -59,7 +59,9 @@ export abstract class Sweeper extends Admission {
     const instances = await listInstances(this.db);
     const staleBefore = now.getTime() - this.settings.instance_timeout_seconds * 1000;
     const dead = instances.filter(
-      (i) => i.id !== this.instanceId && (i.heartbeatAt.getTime() < staleBefore || (i.host === this.host && (i.pid === process.pid || !processRuns(i.pid)))),
+      (i) =>
+        i.id !== this.instanceId &&
+        (i.heartbeatAt.getTime() < staleBefore || (i.host === this.host && (i.pid === process.pid || !processRuns(i.pid)))),
     );
     const live = instances.filter((i) => !dead.includes(i)).map((i) => i.id);
     if (!live.includes(this.instanceId)) live.push(this.instanceId);
@@ -82,11 +84,27 @@ export abstract class Sweeper extends Admission {
     return this.db.transaction(async (trx) => {
       // The hold row first, then the wallet row: the order settlement takes them in.
       if (!(await deleteHold(trx, h.id))) return false; // settled meanwhile
-      await exec(trx, 
+      await exec(
+        trx,
         'update wallets set held = held - ?, period_held = case when period = ? then period_held - ? else period_held end, updated_at = ? where account_id = ?',
         [h.walletNanos, h.period, h.allocationTokens, now, h.accountId],
       );
-      await exec(trx, USAGE_EVENT_INSERT, [h.id, h.accountId, h.keyId, h.model, h.requestId, 'abandoned', 0, 0, 0, 0, 0n, 'hold_released', dayOf(now), now]);
+      await exec(trx, USAGE_EVENT_INSERT, [
+        h.id,
+        h.accountId,
+        h.keyId,
+        h.model,
+        h.requestId,
+        'abandoned',
+        0,
+        0,
+        0,
+        0,
+        0n,
+        'hold_released',
+        dayOf(now),
+        now,
+      ]);
       return true;
     });
   }

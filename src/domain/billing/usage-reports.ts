@@ -1,10 +1,10 @@
 // What an account used: the usage report (daily sums by model, the allocation), its usage events
 // and notifications, open holds, and the ledger's verification.
 import { DomainError } from '../errors.js';
-import { verifyLedger, } from '../ledger/ledger.js';
+import { verifyLedger } from '../ledger/ledger.js';
 import { listNotifications, type NotificationView } from '../notifications/outbox.js';
-import { isDay, periodDays, } from './period.js';
-import { MAX_USAGE_REPORT_DAYS, type UsageEventView, type UsageReport, } from './billing-types.js';
+import { isDay, periodDays } from './period.js';
+import { MAX_USAGE_REPORT_DAYS, type UsageEventView, type UsageReport } from './billing-types.js';
 import { AccountBilling } from './account-billing.js';
 import { countOpenHolds } from './hold-store.js';
 import { dailyUsage, listUsageEvents } from './usage-store.js';
@@ -23,11 +23,14 @@ export abstract class UsageReports extends AccountBilling {
       ['start', start],
       ['end', end],
     ] as const) {
-      if (!isDay(value)) throw new DomainError('invalid_value', `'${param}' must be a date written YYYY-MM-DD; got '${value.slice(0, 40)}'.`, { param });
+      if (!isDay(value))
+        throw new DomainError('invalid_value', `'${param}' must be a date written YYYY-MM-DD; got '${value.slice(0, 40)}'.`, { param });
     }
     if (start > end) throw new DomainError('invalid_value', `'start' (${start}) must not be after 'end' (${end}).`, { param: 'start' });
     if ((Date.parse(end) - Date.parse(start)) / 86_400_000 >= MAX_USAGE_REPORT_DAYS) {
-      throw new DomainError('invalid_value', `The range from 'start' to 'end' covers at most ${MAX_USAGE_REPORT_DAYS} days.`, { param: 'end' });
+      throw new DomainError('invalid_value', `The range from 'start' to 'end' covers at most ${MAX_USAGE_REPORT_DAYS} days.`, {
+        param: 'end',
+      });
     }
     const data = await dailyUsage(this.db, accountId, start, end);
     return {
@@ -42,7 +45,6 @@ export abstract class UsageReports extends AccountBilling {
   listUsageEvents(accountId: string): Promise<UsageEventView[]> {
     return listUsageEvents(this.db, accountId);
   }
-
 
   listNotifications(accountId: string): Promise<NotificationView[]> {
     return listNotifications(this.db, accountId);

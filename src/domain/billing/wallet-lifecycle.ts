@@ -1,17 +1,17 @@
 // The wallet row's life: locked at the start of every billing transaction, created on first use,
 // rolled into a new period at a month's start, and the tier's monthly fee charged (at the period
 // start, or when the tier is taken), falling back to free when the wallet cannot pay it.
-import type { Tier as TierName, } from '../accounts/tiers.js';
+import type { Tier as TierName } from '../accounts/tiers.js';
 import { isTier, type Tier } from '../accounts/accounts-service.js';
 import { DomainError } from '../errors.js';
-import { appendTransaction, findByIdempotencyKey, } from '../ledger/ledger.js';
-import { enqueueNotification, } from '../notifications/outbox.js';
-import { formatDecimal, WALLET_CURRENCY, } from './money.js';
+import { appendTransaction, findByIdempotencyKey } from '../ledger/ledger.js';
+import { enqueueNotification } from '../notifications/outbox.js';
+import { formatDecimal, WALLET_CURRENCY } from './money.js';
 import { periodOf } from './period.js';
-import { big, exec, rows, type Db, } from './sql.js';
+import { big, exec, rows, type Db } from './sql.js';
 import type { WalletChange } from './wallet-events.js';
 import type { WalletRow } from './billing-types.js';
-import { WALLET_COLUMNS, walletRow, } from './billing-types.js';
+import { WALLET_COLUMNS, walletRow } from './billing-types.js';
 import { BillingAlerts } from './alerts.js';
 
 export abstract class WalletLifecycle extends BillingAlerts {
@@ -36,18 +36,21 @@ export abstract class WalletLifecycle extends BillingAlerts {
     if (!w) {
       const account = await rows<{ id: string }>(trx, 'select id from accounts where id = ?', [accountId]);
       if (!account[0]) throw new DomainError('not_found', `No account with id '${accountId}'.`, { param: 'account_id' });
-      await exec(trx, 'insert into wallets (account_id, period, created_at, updated_at) values (?, ?, ?, ?) on conflict (account_id) do nothing', [
-        accountId,
-        periodOf(now),
-        now,
-        now,
-      ]);
+      await exec(
+        trx,
+        'insert into wallets (account_id, period, created_at, updated_at) values (?, ?, ?, ?) on conflict (account_id) do nothing',
+        [accountId, periodOf(now), now, now],
+      );
       w = await this.lockWalletRow(trx, accountId);
       if (!w) throw new Error(`wallet of ${accountId} vanished`);
     }
     const period = periodOf(now);
     if (w.period !== period) {
-      await exec(trx, 'update wallets set period = ?, period_used = 0, period_held = 0, period_spent = 0, updated_at = ? where account_id = ?', [period, now, accountId]);
+      await exec(
+        trx,
+        'update wallets set period = ?, period_used = 0, period_held = 0, period_spent = 0, updated_at = ? where account_id = ?',
+        [period, now, accountId],
+      );
       w = { ...w, period, periodUsed: 0, periodHeld: 0, periodSpent: 0n };
     }
     if (this.feeDue(w)) w = await this.chargeFee(trx, accountId, w, w.tier, now, effects, 'period');
@@ -63,7 +66,15 @@ export abstract class WalletLifecycle extends BillingAlerts {
    * tier and period). When the wallet cannot pay: at a period start the account falls back to
    * free and is notified; when the tier is being taken, the change is refused.
    */
-  protected async chargeFee(trx: Db, accountId: string, w: WalletRow, tier: Tier, now: Date, effects: WalletChange[], when: 'period' | 'taken'): Promise<WalletRow> {
+  protected async chargeFee(
+    trx: Db,
+    accountId: string,
+    w: WalletRow,
+    tier: Tier,
+    now: Date,
+    effects: WalletChange[],
+    when: 'period' | 'taken',
+  ): Promise<WalletRow> {
     const fee = this.fees[tier];
     const key = `subscription:${accountId}:${w.period}:${tier}`;
     if (await findByIdempotencyKey(trx, key)) {
@@ -83,7 +94,14 @@ export abstract class WalletLifecycle extends BillingAlerts {
         accountId,
         kind: 'subscription_unpaid',
         dedupeKey: `subscription_unpaid:${accountId}:${w.period}:${tier}`,
-        payload: { period: w.period, tier, fee: formatDecimal(fee), available: formatDecimal(w.balance - w.held), currency: WALLET_CURRENCY, now_tier: 'free' },
+        payload: {
+          period: w.period,
+          tier,
+          fee: formatDecimal(fee),
+          available: formatDecimal(w.balance - w.held),
+          currency: WALLET_CURRENCY,
+          now_tier: 'free',
+        },
         now,
       });
       this.logger.info({ account: accountId, tier, period: w.period }, 'monthly fee unpaid: account moved to the free tier');

@@ -47,7 +47,10 @@ export class Engines implements EngineRegistry {
     for (const engine of this.inProcess) {
       const checked = engine.preflight();
       if ('error' in checked && engine.loadMode === 'lazy') {
-        logger.error({ model: engine.modelId, problem: checked.error.message }, `model "${engine.modelId}" cannot be served: ${checked.error.message}`);
+        logger.error(
+          { model: engine.modelId, problem: checked.error.message },
+          `model "${engine.modelId}" cannot be served: ${checked.error.message}`,
+        );
       }
     }
   }

@@ -2,7 +2,7 @@
 // the specification's rules and the catalog, run it on the model's engine, shape the result.
 // Billing and rate limiting wrap these calls through the `Metering` hooks (./inference-types.ts).
 import { newId } from '../ids.js';
-import type { ChatModelConfig, } from '../catalog/model.js';
+import type { ChatModelConfig } from '../catalog/model.js';
 import type { Catalog } from '../catalog/catalog.js';
 import { DomainError } from '../errors.js';
 import { countWithin, PIECE_CHARS, provablyOver } from './bounded-count.js';
@@ -64,7 +64,6 @@ async function countInput(engine: Engine, text: string, limit: number): Promise<
   return countWithin([text], limit, (piece) => engine.countTokens(piece));
 }
 
-
 const zeroUsage = (promptTokens = 0): Usage => ({ promptTokens, completionTokens: 0, totalTokens: promptTokens });
 
 /** A count an engine reported, kept within [0, max] (anything that is not a count is taken as 0). */
@@ -108,7 +107,11 @@ export class InferenceService {
    * so is a call whose client went away before the answer (the engine was stopped and nothing
    * was delivered); the latter is recorded as a disconnect, not as a failure.
    */
-  private async metered<T>(req: MeterRequest, signal: AbortSignal, run: (ticket: MeterTicket) => Promise<{ value: T; usage: Usage }>): Promise<T> {
+  private async metered<T>(
+    req: MeterRequest,
+    signal: AbortSignal,
+    run: (ticket: MeterTicket) => Promise<{ value: T; usage: Usage }>,
+  ): Promise<T> {
     const ticket = await this.metering.admit(req);
     let result: { value: T; usage: Usage };
     try {
@@ -142,7 +145,13 @@ export class InferenceService {
   }
 
   /** Validates a chat request and resolves what the engine runs: the messages and the effective max_tokens. */
-  async prepareChat(input: ChatInput): Promise<{ model: ChatModelConfig; request: EngineChatRequest; engine: Engine; promptTokens: number; requestedOutputTokens: number | null }> {
+  async prepareChat(input: ChatInput): Promise<{
+    model: ChatModelConfig;
+    request: EngineChatRequest;
+    engine: Engine;
+    promptTokens: number;
+    requestedOutputTokens: number | null;
+  }> {
     const model = this.catalog.require(input.model, 'chat');
     if (!Array.isArray(input.messages) || input.messages.length === 0) {
       throw new DomainError('invalid_value', "'messages' must be a non-empty array.", { param: 'messages' });
@@ -150,9 +159,13 @@ export class InferenceService {
     const messages: ChatMessage[] = input.messages.map((m, i) => {
       const role = ROLE_ALIASES[m.role] ?? m.role;
       if (!ROLES.includes(role as Role)) {
-        throw new DomainError('invalid_value', `'messages[${i}].role' must be one of system (or developer), user, assistant; got '${String(m.role).slice(0, 40)}'.`, {
-          param: `messages[${i}].role`,
-        });
+        throw new DomainError(
+          'invalid_value',
+          `'messages[${i}].role' must be one of system (or developer), user, assistant; got '${String(m.role).slice(0, 40)}'.`,
+          {
+            param: `messages[${i}].role`,
+          },
+        );
       }
       return { role: role as Role, content: m.content };
     });
@@ -162,15 +175,22 @@ export class InferenceService {
     checkRange(input.frequencyPenalty, -2, 2, 'frequency_penalty');
     const stop = input.stop ?? undefined;
     if (stop && stop.length > LIMITS.maxStopSequences) {
-      throw new DomainError('too_many_stop_sequences', `'stop' takes at most ${LIMITS.maxStopSequences} sequences; got ${stop.length}.`, { param: 'stop' });
+      throw new DomainError('too_many_stop_sequences', `'stop' takes at most ${LIMITS.maxStopSequences} sequences; got ${stop.length}.`, {
+        param: 'stop',
+      });
     }
-    if (stop?.some((s) => s.length === 0)) throw new DomainError('invalid_value', "'stop' sequences must not be empty strings.", { param: 'stop' });
+    if (stop?.some((s) => s.length === 0))
+      throw new DomainError('invalid_value', "'stop' sequences must not be empty strings.", { param: 'stop' });
     const { max_output_tokens: modelMax, context_window: contextWindow } = model.specifications;
     if (input.maxTokens !== null && input.maxTokens !== undefined) {
       if (!Number.isInteger(input.maxTokens) || input.maxTokens < 1 || input.maxTokens > modelMax) {
-        throw new DomainError('invalid_value', `'max_tokens' must be an integer from 1 to ${modelMax} (the model's max_output_tokens); got ${input.maxTokens}.`, {
-          param: 'max_tokens',
-        });
+        throw new DomainError(
+          'invalid_value',
+          `'max_tokens' must be an integer from 1 to ${modelMax} (the model's max_output_tokens); got ${input.maxTokens}.`,
+          {
+            param: 'max_tokens',
+          },
+        );
       }
     }
     const engine = this.engines.get(model.id);
@@ -178,9 +198,13 @@ export class InferenceService {
     if (promptTokens >= contextWindow) {
       // Counting stops once the window is passed: the figure is exact only up to it.
       const taken = promptTokens === contextWindow ? `${contextWindow} tokens` : `more than ${contextWindow - 1} tokens`;
-      throw new DomainError('input_too_long', `The messages take ${taken}; the model's context window is ${contextWindow} tokens, output included.`, {
-        param: 'messages',
-      });
+      throw new DomainError(
+        'input_too_long',
+        `The messages take ${taken}; the model's context window is ${contextWindow} tokens, output included.`,
+        {
+          param: 'messages',
+        },
+      );
     }
     const room = contextWindow - promptTokens;
     let maxTokens: number;
@@ -268,7 +292,10 @@ export class InferenceService {
     let failure: unknown;
     const countDelivered = async (): Promise<Usage> => {
       const completionTokens = delivered ? await engine.countTokens(delivered) : 0;
-      return clampChatUsage({ promptTokens, completionTokens, totalTokens: promptTokens + completionTokens }, { promptTokens, maxTokens, delivered });
+      return clampChatUsage(
+        { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens },
+        { promptTokens, maxTokens, delivered },
+      );
     };
     const events = engine.chatStream({ ...request, maxTokens }, signal)[Symbol.asyncIterator]();
     try {
@@ -328,7 +355,10 @@ export class InferenceService {
       const tokens = clampInput(result.promptTokens, promptTokens);
       const dims = model.specifications.output_dimensions;
       if (result.embeddings.length !== input.input.length || result.embeddings.some((e) => e.length !== dims)) {
-        throw new DomainError('upstream_error', `The model returned embeddings of the wrong count or dimensions (expected ${input.input.length} × ${dims}).`);
+        throw new DomainError(
+          'upstream_error',
+          `The model returned embeddings of the wrong count or dimensions (expected ${input.input.length} × ${dims}).`,
+        );
       }
       const value: Embeddings = {
         object: 'list',
@@ -344,7 +374,9 @@ export class InferenceService {
     const model = this.catalog.require(input.model, 'embedding');
     if (input.input.length === 0) throw new DomainError('invalid_value', "'input' must not be empty.", { param: 'input' });
     if (input.input.length > LIMITS.maxEmbeddingInputs) {
-      throw new DomainError('too_many_inputs', `'input' takes at most ${LIMITS.maxEmbeddingInputs} strings; got ${input.input.length}.`, { param: 'input' });
+      throw new DomainError('too_many_inputs', `'input' takes at most ${LIMITS.maxEmbeddingInputs} strings; got ${input.input.length}.`, {
+        param: 'input',
+      });
     }
     const engine = this.engines.get(model.id);
     const limit = model.specifications.max_tokens;
@@ -354,7 +386,9 @@ export class InferenceService {
       if (text.length === 0) throw new DomainError('invalid_value', `'input[${i}]' is an empty string.`, { param: 'input' });
       const tokens = await countInput(engine, text, limit);
       if (tokens > limit) {
-        throw new DomainError('input_too_long', `'input[${i}]' has more than ${limit} tokens, the most the model '${model.id}' takes.`, { param: 'input' });
+        throw new DomainError('input_too_long', `'input[${i}]' has more than ${limit} tokens, the most the model '${model.id}' takes.`, {
+          param: 'input',
+        });
       }
       promptTokens += tokens;
     }
@@ -386,9 +420,13 @@ export class InferenceService {
     if (input.query.trim().length === 0) throw new DomainError('empty_query', "'query' must not be empty.", { param: 'query' });
     const maxDocs = model.specifications.max_documents;
     if (input.documents.length > Math.min(maxDocs, LIMITS.maxRerankDocuments)) {
-      throw new DomainError('too_many_documents', `'documents' takes at most ${Math.min(maxDocs, LIMITS.maxRerankDocuments)} documents; got ${input.documents.length}.`, {
-        param: 'documents',
-      });
+      throw new DomainError(
+        'too_many_documents',
+        `'documents' takes at most ${Math.min(maxDocs, LIMITS.maxRerankDocuments)} documents; got ${input.documents.length}.`,
+        {
+          param: 'documents',
+        },
+      );
     }
     if (input.documents.length === 0) throw new DomainError('invalid_value', "'documents' must not be empty.", { param: 'documents' });
     if (input.topN !== null && input.topN !== undefined && (!Number.isInteger(input.topN) || input.topN < 1)) {
@@ -398,16 +436,22 @@ export class InferenceService {
     const limit = model.specifications.max_tokens;
     const queryTokens = await countInput(engine, input.query, limit);
     if (queryTokens > limit) {
-      throw new DomainError('input_too_long', `'query' has more than ${limit} tokens, the most the model '${model.id}' takes.`, { param: 'query' });
+      throw new DomainError('input_too_long', `'query' has more than ${limit} tokens, the most the model '${model.id}' takes.`, {
+        param: 'query',
+      });
     }
     // Each document is scored with the query: that pair is what the model reads.
     let estimate = 0;
     for (let i = 0; i < input.documents.length; i++) {
       const tokens = queryTokens + (await countInput(engine, input.documents[i]!, limit - queryTokens));
       if (tokens > limit) {
-        throw new DomainError('input_too_long', `The query with 'documents[${i}]' has more than ${limit} tokens, the most the model '${model.id}' takes.`, {
-          param: 'documents',
-        });
+        throw new DomainError(
+          'input_too_long',
+          `The query with 'documents[${i}]' has more than ${limit} tokens, the most the model '${model.id}' takes.`,
+          {
+            param: 'documents',
+          },
+        );
       }
       estimate += tokens;
     }
@@ -429,7 +473,12 @@ export class InferenceService {
         });
       }
       promptTokens = clampInput(promptTokens, estimate);
-      const value: ModerationResult = { id: responseId('modr'), model: model.id, results, usage: { promptTokens, totalTokens: promptTokens } };
+      const value: ModerationResult = {
+        id: responseId('modr'),
+        model: model.id,
+        results,
+        usage: { promptTokens, totalTokens: promptTokens },
+      };
       return { value, usage: zeroUsage(promptTokens) };
     });
   }
@@ -438,14 +487,19 @@ export class InferenceService {
     const model = this.catalog.require(input.model, 'moderation');
     if (input.input.length === 0) throw new DomainError('invalid_value', "'input' must not be empty.", { param: 'input' });
     if (input.input.length > LIMITS.maxModerationInputs) {
-      throw new DomainError('too_many_inputs', `'input' takes at most ${LIMITS.maxModerationInputs} strings; got ${input.input.length}.`, { param: 'input' });
+      throw new DomainError('too_many_inputs', `'input' takes at most ${LIMITS.maxModerationInputs} strings; got ${input.input.length}.`, {
+        param: 'input',
+      });
     }
     const engine = this.engines.get(model.id);
     const limit = model.specifications.max_tokens;
     let estimate = 0;
     for (let i = 0; i < input.input.length; i++) {
       const tokens = await countInput(engine, input.input[i]!, limit);
-      if (tokens > limit) throw new DomainError('input_too_long', `'input[${i}]' has more than ${limit} tokens, the most the model '${model.id}' takes.`, { param: 'input' });
+      if (tokens > limit)
+        throw new DomainError('input_too_long', `'input[${i}]' has more than ${limit} tokens, the most the model '${model.id}' takes.`, {
+          param: 'input',
+        });
       estimate += tokens;
     }
     return { model, engine, estimate };

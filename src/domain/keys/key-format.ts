@@ -15,8 +15,6 @@ export const API_KEY_LENGTH = API_KEY_PREFIX.length + RANDOM_LENGTH + CHECKSUM_L
 
 const KEY_PATTERN = new RegExp(`^${API_KEY_PREFIX}[0-9A-Za-z]{${RANDOM_LENGTH + CHECKSUM_LENGTH}}$`);
 
-
-
 function checksumOf(randomPart: string): string {
   let n = crc32(randomPart) >>> 0;
   let out = '';

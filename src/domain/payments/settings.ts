@@ -30,9 +30,11 @@ export function stripeHostOptions(apiBase: string): { host: string; port: number
   } catch {
     throw new Error(`STRIPE_API_BASE: not a URL: ${apiBase}`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`STRIPE_API_BASE: must be http:// or https://, got ${url.protocol}`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new Error(`STRIPE_API_BASE: must be http:// or https://, got ${url.protocol}`);
   // The SDK appends /v1/… to the host itself; it has no base path.
-  if (url.pathname !== '/' && url.pathname !== '') throw new Error(`STRIPE_API_BASE: give the origin only (scheme, host, port), without a path: ${apiBase}`);
+  if (url.pathname !== '/' && url.pathname !== '')
+    throw new Error(`STRIPE_API_BASE: give the origin only (scheme, host, port), without a path: ${apiBase}`);
   const protocol = url.protocol === 'http:' ? 'http' : 'https';
   return { host: url.hostname.replace(/^\[|\]$/g, ''), port: url.port ? Number(url.port) : protocol === 'http' ? 80 : 443, protocol };
 }

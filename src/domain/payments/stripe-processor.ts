@@ -81,7 +81,11 @@ export class StripeProcessor implements PaymentProcessor, WebhookVerifier {
           line_items: [
             {
               quantity: 1,
-              price_data: { currency: req.currency, unit_amount: req.amountCents, product_data: { name: 'Wallet credits', description: req.description } },
+              price_data: {
+                currency: req.currency,
+                unit_amount: req.amountCents,
+                product_data: { name: 'Wallet credits', description: req.description },
+              },
             },
           ],
           metadata,
@@ -110,7 +114,8 @@ export class StripeProcessor implements PaymentProcessor, WebhookVerifier {
   }
 
   async chargeOffSession(charge: OffSessionCharge): Promise<OffSessionResult> {
-    if (!charge.customerId) return { status: 'failed', paymentId: null, reason: 'No card is saved for this account: pay one top-up at the checkout first.' };
+    if (!charge.customerId)
+      return { status: 'failed', paymentId: null, reason: 'No card is saved for this account: pay one top-up at the checkout first.' };
     let paymentMethod: string | undefined;
     try {
       const methods = await this.stripe.customers.listPaymentMethods(charge.customerId, { limit: 1 });
@@ -118,7 +123,8 @@ export class StripeProcessor implements PaymentProcessor, WebhookVerifier {
     } catch (e) {
       throw processorError('list the saved payment methods', e);
     }
-    if (!paymentMethod) return { status: 'failed', paymentId: null, reason: 'No card is saved for this account: pay one top-up at the checkout first.' };
+    if (!paymentMethod)
+      return { status: 'failed', paymentId: null, reason: 'No card is saved for this account: pay one top-up at the checkout first.' };
     const metadata = { [METADATA.topUpId]: charge.topUpId, [METADATA.accountId]: charge.accountId };
     try {
       const intent = await this.stripe.paymentIntents.create(
@@ -141,15 +147,27 @@ export class StripeProcessor implements PaymentProcessor, WebhookVerifier {
         case 'processing':
           return { status: 'pending', paymentId: intent.id };
         case 'requires_action':
-          return { status: 'failed', paymentId: intent.id, reason: 'The card needs the cardholder to authenticate the payment, which cannot be done off-session.' };
+          return {
+            status: 'failed',
+            paymentId: intent.id,
+            reason: 'The card needs the cardholder to authenticate the payment, which cannot be done off-session.',
+          };
         default:
-          return { status: 'failed', paymentId: intent.id, reason: intent.last_payment_error?.message ?? `The payment ended as ${intent.status}.` };
+          return {
+            status: 'failed',
+            paymentId: intent.id,
+            reason: intent.last_payment_error?.message ?? `The payment ended as ${intent.status}.`,
+          };
       }
     } catch (e) {
       if (e instanceof Stripe.errors.StripeCardError) {
         return { status: 'failed', paymentId: e.payment_intent?.id ?? null, reason: declineReason(e) };
       }
-      if (e instanceof Stripe.errors.StripeConnectionError || e instanceof Stripe.errors.StripeAPIError || e instanceof Stripe.errors.StripeRateLimitError) {
+      if (
+        e instanceof Stripe.errors.StripeConnectionError ||
+        e instanceof Stripe.errors.StripeAPIError ||
+        e instanceof Stripe.errors.StripeRateLimitError
+      ) {
         // The outcome is unknown (the intent may exist): the same key later, or its event, tells.
         return { status: 'pending', paymentId: null };
       }
@@ -197,7 +215,12 @@ export function toPaymentEvent(event: Stripe.Event): PaymentEvent {
       return { kind: 'ignored', eventId: event.id, type: `${event.type} (payment_status ${session.payment_status})` };
     }
     case 'checkout.session.async_payment_failed':
-      return { kind: 'checkout_failed', eventId: event.id, ref: checkoutRef(event.data.object), reason: 'The payment failed after the checkout was submitted.' };
+      return {
+        kind: 'checkout_failed',
+        eventId: event.id,
+        ref: checkoutRef(event.data.object),
+        reason: 'The payment failed after the checkout was submitted.',
+      };
     case 'checkout.session.expired':
       return { kind: 'checkout_expired', eventId: event.id, ref: checkoutRef(event.data.object) };
     case 'payment_intent.succeeded': {
@@ -249,7 +272,9 @@ function declineReason(e: InstanceType<typeof Stripe.errors.StripeCardError>): s
 function processorError(what: string, e: unknown): ProcessorError {
   if (e instanceof ProcessorError) return e;
   const retryable =
-    e instanceof Stripe.errors.StripeConnectionError || e instanceof Stripe.errors.StripeAPIError || e instanceof Stripe.errors.StripeRateLimitError;
+    e instanceof Stripe.errors.StripeConnectionError ||
+    e instanceof Stripe.errors.StripeAPIError ||
+    e instanceof Stripe.errors.StripeRateLimitError;
   const detail = e instanceof Error ? e.message : String(e);
   return new ProcessorError(`Stripe could not ${what}: ${detail}`, retryable, { cause: e });
 }

@@ -90,7 +90,6 @@ export interface RateLimitStore {
   close(): Promise<void>;
 }
 
-
 /** The config's `rate_limits:` section, with the backend resolved (src/config.ts). */
 export interface RateLimitSettings {
   backend: 'memory' | 'redis' | 'none';

@@ -3,7 +3,8 @@ import { TIERS, type AccountView, type ApiKeyView } from '../../domain/accounts/
 import { builder } from '../builder.js';
 
 export const TierEnum = builder.enumType('Tier', {
-  description: "An account's pricing tier: its monthly token allocation, whether usage beyond it is paid from the wallet, any monthly fee, and its rate limits.",
+  description:
+    "An account's pricing tier: its monthly token allocation, whether usage beyond it is paid from the wallet, any monthly fee, and its rate limits.",
   values: TIERS,
 });
 
@@ -41,15 +42,13 @@ builder.queryField('viewer', (t) =>
   }),
 );
 
-const CreateAccountPayload = builder
-  .objectRef<{ account: AccountView; apiKey: string; keyId: string }>('CreateAccountPayload')
-  .implement({
-    fields: (t) => ({
-      account: t.field({ type: AccountRef, resolve: (p) => p.account }),
-      apiKey: t.exposeString('apiKey', { description: 'The secret key; shown this once.' }),
-      keyId: t.exposeID('keyId'),
-    }),
-  });
+const CreateAccountPayload = builder.objectRef<{ account: AccountView; apiKey: string; keyId: string }>('CreateAccountPayload').implement({
+  fields: (t) => ({
+    account: t.field({ type: AccountRef, resolve: (p) => p.account }),
+    apiKey: t.exposeString('apiKey', { description: 'The secret key; shown this once.' }),
+    keyId: t.exposeID('keyId'),
+  }),
+});
 
 export const CreateApiKeyPayload = builder.objectRef<{ id: string; apiKey: string }>('CreateApiKeyPayload').implement({
   fields: (t) => ({
@@ -78,7 +77,10 @@ builder.mutationFields((t) => ({
     },
     resolve: (_root, args, ctx) => {
       ctx.requireAdmin();
-      return ctx.services.accounts.createKey(String(args.accountId), { name: args.name ?? undefined, expiresAt: args.expiresAt ?? undefined });
+      return ctx.services.accounts.createKey(String(args.accountId), {
+        name: args.name ?? undefined,
+        expiresAt: args.expiresAt ?? undefined,
+      });
     },
   }),
   revokeApiKey: t.boolean({

@@ -114,7 +114,8 @@ builder.subscriptionField('chatCompletionStream', (t) =>
     type: ChatChunkRef,
     args: { input: t.arg({ type: ChatCompletionInput, required: true }) },
     // The stream ends when the client goes, the operation completes, or the key is revoked or expires.
-    subscribe: (_root, { input }, ctx) => untilKeyInvalid(ctx, (signal) => chatStream(ctx, input, signal)) as AsyncIterable<unknown> as AsyncIterable<ChatChunk>,
+    subscribe: (_root, { input }, ctx) =>
+      untilKeyInvalid(ctx, (signal) => chatStream(ctx, input, signal)) as AsyncIterable<unknown> as AsyncIterable<ChatChunk>,
     resolve: (item) => unwrapStreamItem(item as StreamItem<ChatChunk>),
   }),
 );

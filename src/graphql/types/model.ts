@@ -9,7 +9,10 @@ import {
 } from '../../domain/catalog/model.js';
 import { builder } from '../builder.js';
 
-export const ModelCategoryEnum = builder.enumType('ModelCategory', { description: 'What a model does, and so which endpoint serves it.', values: MODEL_CATEGORIES });
+export const ModelCategoryEnum = builder.enumType('ModelCategory', {
+  description: 'What a model does, and so which endpoint serves it.',
+  values: MODEL_CATEGORIES,
+});
 const ModelStatusEnum = builder.enumType('ModelStatus', {
   description: 'active: served and supported; beta: served, may change; deprecated: served until its sunset date, then removed.',
   values: ['active', 'beta', 'deprecated'] as const,
@@ -42,7 +45,10 @@ const Pricing = builder.objectRef<Pricing>('ModelPricing').implement({
     inputPricePerMillion: t.float({ nullable: true, resolve: (o) => o.input_price_per_million ?? null }),
     outputPricePerMillion: t.float({ nullable: true, resolve: (o) => o.output_price_per_million ?? null }),
     pricePerMillionTokens: t.float({ nullable: true, resolve: (o) => o.price_per_million_tokens ?? null }),
-    currency: t.string({ description: 'Lower case (usd), as the specification writes model pricing; wallet amounts carry the upper-case code (USD).', resolve: (o) => o.currency ?? 'usd' }),
+    currency: t.string({
+      description: 'Lower case (usd), as the specification writes model pricing; wallet amounts carry the upper-case code (USD).',
+      resolve: (o) => o.currency ?? 'usd',
+    }),
   }),
 });
 
@@ -67,9 +73,14 @@ export const ModelRef = builder.objectRef<ModelConfig>('Model').implement({
     ownedBy: t.exposeString('owned_by'),
     category: t.field({ type: ModelCategoryEnum, resolve: (m) => m.category }),
     version: t.exposeString('version'),
-    status: t.field({ type: ModelStatusEnum, description: "The catalog's lifecycle state (active, beta, deprecated); whether the model can serve now is `available`.", resolve: (m) => m.status }),
+    status: t.field({
+      type: ModelStatusEnum,
+      description: "The catalog's lifecycle state (active, beta, deprecated); whether the model can serve now is `available`.",
+      resolve: (m) => m.status,
+    }),
     available: t.boolean({
-      description: 'Whether a call to this model can be served now (false, for example, when its in-process model file is missing or was refused; such calls answer 503 model_unavailable).',
+      description:
+        'Whether a call to this model can be served now (false, for example, when its in-process model file is missing or was refused; such calls answer 503 model_unavailable).',
       resolve: (m, _args, ctx) => ctx.services.engines.availability(m.id).available,
     }),
     unavailableReason: t.string({

@@ -37,7 +37,11 @@ export async function embedOn(runner: EmbeddingRunner, modelId: string, input: s
       if (signal.aborted) throw abortReason(signal);
       const { tokens, length } = embeddingInput(runner, input[i]!, false);
       if (length > runner.maxInputTokens) {
-        throw new DomainError('input_too_long', `'input[${i}]' has ${length} tokens; the model '${modelId}' takes at most ${runner.maxInputTokens}.`, { param: 'input' });
+        throw new DomainError(
+          'input_too_long',
+          `'input[${i}]' has ${length} tokens; the model '${modelId}' takes at most ${runner.maxInputTokens}.`,
+          { param: 'input' },
+        );
       }
       const { vector } = await context.getEmbeddingFor(tokens);
       embeddings.push(l2normalise(vector));
@@ -50,7 +54,13 @@ export async function embedOn(runner: EmbeddingRunner, modelId: string, input: s
 }
 
 /** Scores each document against the query with the model's ranking head, in [0, 1]. */
-export async function rerankOn(runner: RankingRunner, modelId: string, query: string, documents: string[], signal: AbortSignal): Promise<EngineRerankResult> {
+export async function rerankOn(
+  runner: RankingRunner,
+  modelId: string,
+  query: string,
+  documents: string[],
+  signal: AbortSignal,
+): Promise<EngineRerankResult> {
   const lease = await runner.pool.acquire(signal);
   try {
     const context = lease.slot;
@@ -60,9 +70,13 @@ export async function rerankOn(runner: RankingRunner, modelId: string, query: st
       if (signal.aborted) throw abortReason(signal);
       const length = context.calculateInputLength(query, documents[i]!);
       if (length > runner.maxInputTokens) {
-        throw new DomainError('input_too_long', `The query with 'documents[${i}]' has ${length} tokens; the model '${modelId}' takes at most ${runner.maxInputTokens}.`, {
-          param: 'documents',
-        });
+        throw new DomainError(
+          'input_too_long',
+          `The query with 'documents[${i}]' has ${length} tokens; the model '${modelId}' takes at most ${runner.maxInputTokens}.`,
+          {
+            param: 'documents',
+          },
+        );
       }
       const score = await context.rank(query, documents[i]!);
       scores.push(Math.min(1, Math.max(0, score)));

@@ -57,7 +57,14 @@ import {
 import { getRuntime, takeLastRuntimeError } from './runtime.js';
 import { SlotPool, type QueueLimits } from './slot-pool.js';
 
-export { CatalogMismatchError, DEFAULT_QUEUE, type EngineStatus, type LlamaCppEngineConfig, type LlamaCppLogger, type LlamaCppModel } from './runners.js';
+export {
+  CatalogMismatchError,
+  DEFAULT_QUEUE,
+  type EngineStatus,
+  type LlamaCppEngineConfig,
+  type LlamaCppLogger,
+  type LlamaCppModel,
+} from './runners.js';
 
 export class LlamaCppEngine implements Engine {
   readonly modelId: string;
@@ -144,7 +151,11 @@ export class LlamaCppEngine implements Engine {
 
   private missingFileHint(e: ModelFileError): ModelFileError {
     if (e.problem !== 'the model file is missing') return e;
-    return new ModelFileError(this.config.engine.file, `the model file is missing; fetch it with \`${pullCommandFor(this.config.engine, this.env)}\``, { missing: true });
+    return new ModelFileError(
+      this.config.engine.file,
+      `the model file is missing; fetch it with \`${pullCommandFor(this.config.engine, this.env)}\``,
+      { missing: true },
+    );
   }
 
   private checkCatalog(facts: GgufFacts): void {
@@ -165,15 +176,25 @@ export class LlamaCppEngine implements Engine {
     }
     if (config.category === 'embedding') {
       if (facts.embeddingLength !== null && facts.embeddingLength !== config.specifications.output_dimensions) {
-        throw mismatch(`${arch}.embedding_length`, facts.embeddingLength, `specifications.output_dimensions: ${config.specifications.output_dimensions}`);
+        throw mismatch(
+          `${arch}.embedding_length`,
+          facts.embeddingLength,
+          `specifications.output_dimensions: ${config.specifications.output_dimensions}`,
+        );
       }
       if (facts.poolingType === 0 || facts.poolingType === 4) {
-        throw mismatch(`${arch}.pooling_type`, facts.poolingType, 'category: embedding (an embedding model pools by mean, CLS or last token)');
+        throw mismatch(
+          `${arch}.pooling_type`,
+          facts.poolingType,
+          'category: embedding (an embedding model pools by mean, CLS or last token)',
+        );
       }
     }
     // node-llama-cpp asks llama.cpp for rank pooling itself; what it needs is a classifier head.
     if (config.category === 'reranking' && !facts.hasClassifierHead) {
-      throw new CatalogMismatchError(`${file}: the GGUF has no classifier head ("cls.output.weight" or "cls.weight"), but model "${config.id}" declares category: reranking`);
+      throw new CatalogMismatchError(
+        `${file}: the GGUF has no classifier head ("cls.output.weight" or "cls.weight"), but model "${config.id}" declares category: reranking`,
+      );
     }
   }
 
@@ -186,7 +207,10 @@ export class LlamaCppEngine implements Engine {
   private fail(error: ModelFileError | CatalogMismatchError): void {
     this.failure = error;
     this.statusValue = 'failed';
-    this.logger.error({ model: this.modelId, file: this.config.engine.file, problem: error.message }, `model "${this.modelId}" is not served: ${error.message}`);
+    this.logger.error(
+      { model: this.modelId, file: this.config.engine.file, problem: error.message },
+      `model "${this.modelId}" is not served: ${error.message}`,
+    );
   }
 
   private async loadOnce(): Promise<void> {
@@ -205,7 +229,10 @@ export class LlamaCppEngine implements Engine {
       }
       return this.fail(new ModelFileError(this.config.engine.file, `refused: ${(e as Error).message}`));
     }
-    this.logger.info({ model: this.modelId, file: this.config.engine.file, architecture: facts.architecture }, `loading model "${this.modelId}"`);
+    this.logger.info(
+      { model: this.modelId, file: this.config.engine.file, architecture: facts.architecture },
+      `loading model "${this.modelId}"`,
+    );
     let model: LlamaModel | undefined;
     try {
       const llama = await getRuntime();
@@ -217,7 +244,10 @@ export class LlamaCppEngine implements Engine {
           const step = Math.floor(progress * 4);
           if (step > reported) {
             reported = step;
-            this.logger.info({ model: this.modelId, progress: Math.round(progress * 100) }, `loading model "${this.modelId}": ${Math.round(progress * 100)}%`);
+            this.logger.info(
+              { model: this.modelId, progress: Math.round(progress * 100) },
+              `loading model "${this.modelId}": ${Math.round(progress * 100)}%`,
+            );
           }
         },
       });
@@ -228,7 +258,10 @@ export class LlamaCppEngine implements Engine {
       }
       this.runner = runner;
       this.statusValue = 'ready';
-      this.logger.info({ model: this.modelId, ms: Date.now() - started, parallel: this.parallel, threads: this.threads }, `model "${this.modelId}" loaded`);
+      this.logger.info(
+        { model: this.modelId, ms: Date.now() - started, parallel: this.parallel, threads: this.threads },
+        `model "${this.modelId}" loaded`,
+      );
     } catch (e) {
       await model?.dispose().catch(() => {});
       const why = takeLastRuntimeError() ?? (e as Error).message;
@@ -250,7 +283,14 @@ export class LlamaCppEngine implements Engine {
       if (config.category === 'embedding') {
         const contexts: LlamaEmbeddingContext[] = [];
         for (let i = 0; i < this.parallel; i++) contexts.push(await model.createEmbeddingContext(opts));
-        return { kind: 'embedding', model, contexts, pool: new SlotPool(contexts, this.queue, this.modelId), maxInputTokens, counted: new Map() };
+        return {
+          kind: 'embedding',
+          model,
+          contexts,
+          pool: new SlotPool(contexts, this.queue, this.modelId),
+          maxInputTokens,
+          counted: new Map(),
+        };
       }
       const contexts: LlamaRankingContext[] = [];
       for (let i = 0; i < this.parallel; i++) contexts.push(await model.createRankingContext(opts));
@@ -282,7 +322,12 @@ export class LlamaCppEngine implements Engine {
     const sequences: LlamaContextSequence[] = [];
     for (let i = 0; i < this.parallel; i++) sequences.push(context.getSequence());
 
-    const { stopGenerationTriggers } = wrapper.generateContextState({ chatHistory: [{ type: 'user', text: '' }, { type: 'model', response: [] }] });
+    const { stopGenerationTriggers } = wrapper.generateContextState({
+      chatHistory: [
+        { type: 'user', text: '' },
+        { type: 'model', response: [] },
+      ],
+    });
     const stopTokens = new Set<Token>();
     const stopTexts: string[] = [];
     for (const trigger of stopGenerationTriggers) {
@@ -295,11 +340,25 @@ export class LlamaCppEngine implements Engine {
       }
     }
     const pieces = decodesWithoutContext(model) ? new Map<Token, string>() : null;
-    return { kind: 'chat', model, context, pool: new SlotPool(sequences, this.queue, this.modelId), wrapper, stopTokens, stopTexts, pieces, contextSize, guard };
+    return {
+      kind: 'chat',
+      model,
+      context,
+      pool: new SlotPool(sequences, this.queue, this.modelId),
+      wrapper,
+      stopTokens,
+      stopTexts,
+      pieces,
+      contextSize,
+      guard,
+    };
   }
 
   private unavailable(): DomainError {
-    return new DomainError('model_unavailable', `The model '${this.modelId}' is not available right now: its model file could not be loaded.`);
+    return new DomainError(
+      'model_unavailable',
+      `The model '${this.modelId}' is not available right now: its model file could not be loaded.`,
+    );
   }
 
   private async ready(): Promise<Runner> {
@@ -317,7 +376,8 @@ export class LlamaCppEngine implements Engine {
 
   private async runnerOf<K extends Runner['kind']>(kind: K): Promise<Extract<Runner, { kind: K }>> {
     const runner = await this.ready();
-    if (runner.kind !== kind) throw new DomainError('invalid_model', `The model '${this.modelId}' does not serve this endpoint.`, { param: 'model' });
+    if (runner.kind !== kind)
+      throw new DomainError('invalid_model', `The model '${this.modelId}' does not serve this endpoint.`, { param: 'model' });
     return runner as Extract<Runner, { kind: K }>;
   }
 
@@ -325,7 +385,11 @@ export class LlamaCppEngine implements Engine {
 
   private renderChat(runner: ChatRunner, messages: ChatMessage[]): Token[] {
     const history: ChatHistoryItem[] = messages.map((m) =>
-      m.role === 'system' ? { type: 'system', text: m.content } : m.role === 'user' ? { type: 'user', text: m.content } : { type: 'model', response: [m.content] },
+      m.role === 'system'
+        ? { type: 'system', text: m.content }
+        : m.role === 'user'
+          ? { type: 'user', text: m.content }
+          : { type: 'model', response: [m.content] },
     );
     history.push({ type: 'model', response: [] });
     // Message contents are plain text in the LlamaText: a "<|im_end|>" typed by a user stays text.
@@ -412,7 +476,12 @@ export class LlamaCppEngine implements Engine {
     return prompt;
   }
 
-  private async startGeneration(runner: ChatRunner, seq: LlamaContextSequence, prompt: Token[], req: EngineChatRequest): Promise<Generation> {
+  private async startGeneration(
+    runner: ChatRunner,
+    seq: LlamaContextSequence,
+    prompt: Token[],
+    req: EngineChatRequest,
+  ): Promise<Generation> {
     const { model, stopTokens } = runner;
     const stats = this.stats;
     // Every call starts from an empty sequence: one caller's cache never shapes another's output,
@@ -456,7 +525,11 @@ export class LlamaCppEngine implements Engine {
         else if (completion.tokens.length >= req.maxTokens) generation.finishReason = 'length';
         return text;
       },
-      usage: () => ({ promptTokens: prompt.length, completionTokens: completion.tokens.length, totalTokens: prompt.length + completion.tokens.length }),
+      usage: () => ({
+        promptTokens: prompt.length,
+        completionTokens: completion.tokens.length,
+        totalTokens: prompt.length + completion.tokens.length,
+      }),
     };
     return generation;
   }

@@ -31,9 +31,13 @@ export async function moderateOn(
   const { model } = runner;
   const prompt = guardPromptTokens(model, runner.wrapper, guard.llama3Headers, input);
   if (prompt.length + VERDICT_MAX_TOKENS > runner.contextSize) {
-    throw new DomainError('input_too_long', `The input with the guard's prompt takes ${prompt.length} tokens; the model '${modelId}' is served with ${runner.contextSize}.`, {
-      param: 'input',
-    });
+    throw new DomainError(
+      'input_too_long',
+      `The input with the guard's prompt takes ${prompt.length} tokens; the model '${modelId}' is served with ${runner.contextSize}.`,
+      {
+        param: 'input',
+      },
+    );
   }
   const lease = await runner.pool.acquire(signal);
   try {

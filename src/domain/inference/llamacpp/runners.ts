@@ -1,6 +1,15 @@
 // The llama.cpp engine's vocabulary: its config and catalog entry, the loaded model with its slots
 // for each category (a "runner"), one chat call's generation, and small helpers its parts share.
-import type { ChatWrapper, LlamaContext, LlamaContextSequence, LlamaEmbeddingContext, LlamaGrammar, LlamaModel, LlamaRankingContext, Token } from 'node-llama-cpp';
+import type {
+  ChatWrapper,
+  LlamaContext,
+  LlamaContextSequence,
+  LlamaEmbeddingContext,
+  LlamaGrammar,
+  LlamaModel,
+  LlamaRankingContext,
+  Token,
+} from 'node-llama-cpp';
 import { ConfigError } from '../../errors.js';
 import type { EngineChatResult, FinishReason } from '../engine.js';
 import type { CompletionText } from './completion-text.js';

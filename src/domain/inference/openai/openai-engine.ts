@@ -113,7 +113,11 @@ export class OpenAIEngine implements Engine {
     if (config.api_key_env) {
       const key = env[config.api_key_env];
       if (key) headers.authorization = `Bearer ${key}`;
-      else this.logger.warn({ model: config.model, api_key_env: config.api_key_env }, 'upstream API key variable is not set; calling without Authorization');
+      else
+        this.logger.warn(
+          { model: config.model, api_key_env: config.api_key_env },
+          'upstream API key variable is not set; calling without Authorization',
+        );
     }
     this.jsonHeaders = { ...headers, accept: 'application/json' };
     this.sseHeaders = { ...headers, accept: 'text/event-stream' };
@@ -204,7 +208,9 @@ export class OpenAIEngine implements Engine {
   }
 
   async embed(input: string[], signal: AbortSignal): Promise<EngineEmbedResult> {
-    return this.postJson('/embeddings', { model: this.model, input, encoding_format: 'float' }, signal, 'embed', (data) => this.embedResultFrom(data, input));
+    return this.postJson('/embeddings', { model: this.model, input, encoding_format: 'float' }, signal, 'embed', (data) =>
+      this.embedResultFrom(data, input),
+    );
   }
 
   private embedResultFrom(data: Record<string, unknown>, input: string[]): EngineEmbedResult {
@@ -220,7 +226,8 @@ export class OpenAIEngine implements Engine {
       embeddings[index] = vector;
     }
     const usage = asRecord(data.usage);
-    const promptTokens = tokenCount(usage?.prompt_tokens) ?? tokenCount(usage?.total_tokens) ?? input.reduce((n, s) => n + countTextTokens(s), 0);
+    const promptTokens =
+      tokenCount(usage?.prompt_tokens) ?? tokenCount(usage?.total_tokens) ?? input.reduce((n, s) => n + countTextTokens(s), 0);
     return { embeddings, promptTokens };
   }
 
@@ -258,7 +265,9 @@ export class OpenAIEngine implements Engine {
   }
 
   async moderate(input: string, signal: AbortSignal): Promise<EngineModerationResult> {
-    return this.postJson('/moderations', { model: this.model, input }, signal, 'moderate', (data) => this.moderationResultFrom(data, input));
+    return this.postJson('/moderations', { model: this.model, input }, signal, 'moderate', (data) =>
+      this.moderationResultFrom(data, input),
+    );
   }
 
   private moderationResultFrom(data: Record<string, unknown>, input: string): EngineModerationResult {
@@ -417,7 +426,13 @@ export class OpenAIEngine implements Engine {
    * answer that is not JSON, or that `read` refuses (it throws a DomainError), is garbage: the
    * next base URL is tried, as for a connection that failed.
    */
-  private async postJson<T>(path: string, payload: unknown, signal: AbortSignal, op: string, read: (data: Record<string, unknown>) => T): Promise<T> {
+  private async postJson<T>(
+    path: string,
+    payload: unknown,
+    signal: AbortSignal,
+    op: string,
+    read: (data: Record<string, unknown>) => T,
+  ): Promise<T> {
     if (signal.aborted) throw abortReason(signal);
     const body = JSON.stringify(payload);
     const call = new CallDeadline(this.maxDurationMs);
@@ -446,7 +461,10 @@ export class OpenAIEngine implements Engine {
             value = read(data as Record<string, unknown>);
           } catch (e) {
             if (!(e instanceof DomainError)) throw e;
-            this.logger.warn({ upstream: up.label, op, detail: truncate(text) }, 'upstream answered with something that is not a valid answer');
+            this.logger.warn(
+              { upstream: up.label, op, detail: truncate(text) },
+              'upstream answered with something that is not a valid answer',
+            );
             throw new Retryable(e, true);
           }
           up.breaker.succeeded();
@@ -474,7 +492,14 @@ export class OpenAIEngine implements Engine {
    * Throws Retryable for what the next base URL may not suffer (connection failures, no head in
    * time, 5xx, 429), a DomainError for the rest, or the signal's reason on abort.
    */
-  private async open(up: Upstream, path: string, body: string, attempt: Attempt, op: string, headers: Record<string, string>): Promise<ResponseData> {
+  private async open(
+    up: Upstream,
+    path: string,
+    body: string,
+    attempt: Attempt,
+    op: string,
+    headers: Record<string, string>,
+  ): Promise<ResponseData> {
     let res: ResponseData;
     try {
       res = await up.pool.request({ method: 'POST', path: up.prefix + path, headers, body, signal: attempt.signal });
@@ -490,7 +515,10 @@ export class OpenAIEngine implements Engine {
     if (attempt.callerAborted || attempt.callExpired || attempt.expired) throw this.translate(undefined, attempt, up, op);
     // Busy, not broken: passed on with its back-off once no other base URL can take the call.
     if (status === 429 || status === 503) {
-      throw new Retryable(new DomainError('model_overloaded', msg.overloaded, { retryAfter: retryAfterSeconds(res.headers['retry-after']) }), false);
+      throw new Retryable(
+        new DomainError('model_overloaded', msg.overloaded, { retryAfter: retryAfterSeconds(res.headers['retry-after']) }),
+        false,
+      );
     }
     if (status >= 500) throw new Retryable(new DomainError('upstream_error', msg.status(status)), false);
     if (status === 400 && CONTEXT_LENGTH_RE.test(detail)) {
@@ -508,7 +536,10 @@ export class OpenAIEngine implements Engine {
     }
     if (attempt.expired) {
       const timeoutMs = attempt.expired === 'first_byte' ? this.firstByteMs : this.timeoutMs;
-      this.logger.warn({ upstream: up.label, op, timeoutMs, waitingFor: attempt.expired === 'first_byte' ? 'response head' : 'next event' }, 'upstream did not answer in time');
+      this.logger.warn(
+        { upstream: up.label, op, timeoutMs, waitingFor: attempt.expired === 'first_byte' ? 'response head' : 'next event' },
+        'upstream did not answer in time',
+      );
       return new Retryable(new DomainError('upstream_timeout', msg.timeout), true);
     }
     if (e instanceof DomainError || e instanceof Retryable) return e;
@@ -538,7 +569,9 @@ export class OpenAIEngine implements Engine {
     if (!attempted) {
       // Every base URL is ejected: answer at once rather than wait on servers known to fail.
       const waitMs = Math.min(...order.map((u) => u.breaker.waitMs()));
-      return new DomainError('model_unavailable', msg.ejected, { retryAfter: Math.min(MAX_RETRY_AFTER_S, Math.max(1, Math.ceil(waitMs / 1000))) });
+      return new DomainError('model_unavailable', msg.ejected, {
+        retryAfter: Math.min(MAX_RETRY_AFTER_S, Math.max(1, Math.ceil(waitMs / 1000))),
+      });
     }
     return new DomainError('upstream_error', msg.unreachable);
   }
@@ -546,7 +579,8 @@ export class OpenAIEngine implements Engine {
   private logBreaker(model: string, upstream: string, index: number, state: BreakerState, failures: number, cooldownMs: number): void {
     const fields = { model, upstream, index, breaker: state, failures };
     if (state === 'open') this.logger.warn({ ...fields, cooldownMs }, 'upstream ejected: its circuit breaker opened');
-    else if (state === 'half_open') (this.logger.info ?? this.logger.warn).call(this.logger, fields, 'upstream circuit breaker half-open: the next call probes it');
+    else if (state === 'half_open')
+      (this.logger.info ?? this.logger.warn).call(this.logger, fields, 'upstream circuit breaker half-open: the next call probes it');
     else (this.logger.info ?? this.logger.warn).call(this.logger, fields, 'upstream restored: its circuit breaker closed');
   }
 
