@@ -29,11 +29,17 @@ function row(name: string, r: OpenLoopResult) {
 
 async function foundation(upstreamUrl: string) {
   // The server as shipped (in-memory rate limiter), with limits this machine never reaches.
-  const tollgate = await startTollgate({ CONFIG: benchConfig(upstreamUrl, 'tiers:\n  enterprise: { rpm: 100000000, tpm: 100000000000 }\n') });
+  const tollgate = await startTollgate({
+    CONFIG: benchConfig(upstreamUrl, 'tiers:\n  enterprise: { rpm: 100000000, tpm: 100000000000 }\n'),
+  });
   try {
     const { apiKey } = await createAccount(tollgate.url, 'enterprise');
     const direct = { url: `${upstreamUrl}/chat/completions`, body: chatBody('upstream-chat') };
-    const through = { url: `${tollgate.url}/v1/chat/completions`, body: chatBody('chat-bench'), headers: { authorization: `Bearer ${apiKey}` } };
+    const through = {
+      url: `${tollgate.url}/v1/chat/completions`,
+      body: chatBody('chat-bench'),
+      headers: { authorization: `Bearer ${apiKey}` },
+    };
     await openLoop({ ...through, seconds: 2, rate: 300 }); // warm-up: JIT, pools, SQLite pages
     await openLoop({ ...direct, seconds: 1, rate: 300 });
 
@@ -47,7 +53,9 @@ async function foundation(upstreamUrl: string) {
     console.log(row('  through tollgate /v1', fixedThrough));
     const addedP50 = fixedThrough.p50 - fixedDirect.p50;
     const addedP99 = fixedThrough.p99 - fixedDirect.p99;
-    console.log(`  added latency: p50 +${fmt(addedP50)} ms (budget 2 ms), p99 +${fmt(addedP99)} ms (budget 10 ms): ${addedP50 <= 2 && addedP99 <= 10 ? 'within' : 'OVER'}`);
+    console.log(
+      `  added latency: p50 +${fmt(addedP50)} ms (budget 2 ms), p99 +${fmt(addedP99)} ms (budget 10 ms): ${addedP50 <= 2 && addedP99 <= 10 ? 'within' : 'OVER'}`,
+    );
     console.log(`== foundation: saturation, ${CONNECTIONS} requests in flight`);
     console.log(row('  straight to the upstream', satDirect));
     console.log(row('  through tollgate /v1', satThrough));
@@ -73,7 +81,11 @@ async function billing(upstreamUrl: string, backend: 'SQLite' | 'PostgreSQL') {
     const tollgate = await startTollgate(env, entry);
     try {
       const { apiKey } = await createAccount(tollgate.url, tier, credit);
-      const through = { url: `${tollgate.url}/v1/chat/completions`, body: chatBody('chat-bench'), headers: { authorization: `Bearer ${apiKey}` } };
+      const through = {
+        url: `${tollgate.url}/v1/chat/completions`,
+        body: chatBody('chat-bench'),
+        headers: { authorization: `Bearer ${apiKey}` },
+      };
       await openLoop({ ...through, seconds: 2, rate: 300 });
       return await openLoop({ ...through, seconds: SECONDS, rate: 0, concurrency: CONNECTIONS });
     } finally {
@@ -102,13 +114,17 @@ async function main() {
   process.env.TEST_DATABASE_URL ??= process.env.BENCH_DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/test';
   console.log(`tollgate benchmark: ${SECONDS}s per run, node ${process.version}`);
   // BENCH_ONLY=foundation,billing,llamacpp,ratelimit runs some sections only (default: all).
-  const only = new Set((process.env.BENCH_ONLY ?? 'foundation,billing,hostile,llamacpp,ratelimit,dashboard').split(',').map((x) => x.trim()));
+  const only = new Set(
+    (process.env.BENCH_ONLY ?? 'foundation,billing,hostile,llamacpp,ratelimit,dashboard').split(',').map((x) => x.trim()),
+  );
   const upstream = await startFakeUpstream();
   try {
     if (only.has('foundation')) await foundation(upstream.url);
     if (only.has('billing')) {
       await billing(upstream.url, 'SQLite');
-      await billing(upstream.url, 'PostgreSQL').catch((err) => console.log(`\n== billing on PostgreSQL: skipped (${(err as Error).message})`));
+      await billing(upstream.url, 'PostgreSQL').catch((err) =>
+        console.log(`\n== billing on PostgreSQL: skipped (${(err as Error).message})`),
+      );
     }
     if (only.has('hostile')) await benchHostile(upstream.url);
   } finally {

@@ -18,18 +18,31 @@ const kb = (bytes: number) => `${fmt(bytes / 1024, 1)} KB`;
 
 export async function benchDashboard(): Promise<void> {
   console.log('\n== dashboard');
-  execFileSync(path.join(ROOT, 'node_modules/.bin/vite'), ['build', '--config', 'src/dashboard/vite.config.ts', '--logLevel', 'warn'], { cwd: ROOT, stdio: 'inherit' });
+  execFileSync(path.join(ROOT, 'node_modules/.bin/vite'), ['build', '--config', 'src/dashboard/vite.config.ts', '--logLevel', 'warn'], {
+    cwd: ROOT,
+    stdio: 'inherit',
+  });
   const assets = readdirSync(path.join(DIST, 'assets')).filter((f) => f.endsWith('.js'));
   const total = assets.reduce((n, f) => n + gz(path.join(DIST, 'assets', f)), 0);
   if (!existsSync(CHROMIUM)) {
-    console.log(`all JavaScript, gzipped: ${kb(total)} in ${assets.length} files; first page and first render: skipped (no Chromium at ${CHROMIUM})`);
+    console.log(
+      `all JavaScript, gzipped: ${kb(total)} in ${assets.length} files; first page and first render: skipped (no Chromium at ${CHROMIUM})`,
+    );
     return;
   }
   const upstream = await startFakeUpstream();
   const server = await startTollgate({ CONFIG: benchConfig(upstream.url), LOG_LEVEL: 'warn' });
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--no-sandbox', '--headless', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    args: [
+      '--no-sandbox',
+      '--headless',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
   });
   try {
     const context = await browser.newContext();
@@ -57,9 +70,13 @@ export async function benchDashboard(): Promise<void> {
       await page.close();
     }
     times.sort((a, b) => a - b);
-    console.log(`first page (overview) JavaScript, gzipped: ${kb(firstPage)} in ${files} files (goal ≤ 250 KB)${firstPage > 250 * 1024 ? '  OVER BUDGET' : ''}`);
+    console.log(
+      `first page (overview) JavaScript, gzipped: ${kb(firstPage)} in ${files} files (goal ≤ 250 KB)${firstPage > 250 * 1024 ? '  OVER BUDGET' : ''}`,
+    );
     console.log(`all JavaScript, gzipped: ${kb(total)} in ${assets.length} files (the usage page's chart library loads with it only)`);
-    console.log(`time to first rendered overview on loopback: median ${fmt(times[Math.floor(times.length / 2)]!, 0)} ms (min ${fmt(times[0]!, 0)}, max ${fmt(times.at(-1)!, 0)}; ${times.length} loads, HTTP cache warm)`);
+    console.log(
+      `time to first rendered overview on loopback: median ${fmt(times[Math.floor(times.length / 2)]!, 0)} ms (min ${fmt(times[0]!, 0)}, max ${fmt(times.at(-1)!, 0)}; ${times.length} loads, HTTP cache warm)`,
+    );
   } finally {
     await browser.close();
     await server.stop();

@@ -29,12 +29,20 @@ async function probe(url: string, seconds: number) {
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
   }
   latencies.sort((a, b) => a - b);
-  return { n: latencies.length, p50: percentile(latencies, 50), p99: percentile(latencies, 99), max: latencies[latencies.length - 1] ?? Number.NaN };
+  return {
+    n: latencies.length,
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+    max: latencies[latencies.length - 1] ?? Number.NaN,
+  };
 }
 
 /** Runs the attacker (./hostile-attacker.ts) from `apiKey` until `stop` resolves; its answers by status. */
 async function attack(url: string, apiKey: string, stop: Promise<void>): Promise<Map<number, number>> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'bench/hostile-attacker.ts', url, apiKey, String(ATTACKERS)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+  const proc = spawn(process.execPath, ['--import', 'tsx', 'bench/hostile-attacker.ts', url, apiKey, String(ATTACKERS)], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let out = '';
   proc.stdout!.on('data', (d) => (out += d));
   await stop;
@@ -44,7 +52,10 @@ async function attack(url: string, apiKey: string, stop: Promise<void>): Promise
 }
 
 export async function benchHostile(upstreamUrl: string) {
-  const tollgate = await startTollgate({ CONFIG: benchConfig(upstreamUrl, 'tiers:\n  enterprise: { rpm: 100000000, tpm: 100000000000 }\n'), LOG_LEVEL: 'warn' });
+  const tollgate = await startTollgate({
+    CONFIG: benchConfig(upstreamUrl, 'tiers:\n  enterprise: { rpm: 100000000, tpm: 100000000000 }\n'),
+    LOG_LEVEL: 'warn',
+  });
   try {
     const free = await createAccount(tollgate.url, 'free');
     const enterprise = await createAccount(tollgate.url, 'enterprise');
@@ -55,7 +66,9 @@ export async function benchHostile(upstreamUrl: string) {
       ['idle again', null],
       ['enterprise key sending 900 KB', enterprise.apiKey],
     ];
-    console.log(`\n== hostile input: /healthz every ${PROBE_EVERY_MS} ms while ${ATTACKERS} oversize chat requests are in flight from one key (900 KB each)`);
+    console.log(
+      `\n== hostile input: /healthz every ${PROBE_EVERY_MS} ms while ${ATTACKERS} oversize chat requests are in flight from one key (900 KB each)`,
+    );
     const results: { name: string; attacked: boolean; r: Awaited<ReturnType<typeof probe>>; answered: string }[] = [];
     for (const [name, key] of runs) {
       let stop!: () => void;
@@ -71,8 +84,12 @@ export async function benchHostile(upstreamUrl: string) {
     const baseline = Math.min(...results.filter((x) => !x.attacked).map((x) => x.r.p99));
     for (const { name, attacked, r, answered } of results) {
       const over = r.p99 - baseline;
-      const verdict = attacked ? `  p99 vs idle ${over >= 0 ? '+' : '−'}${fmt(Math.abs(over))} ms (goal ≤ 20 ms): ${over <= 20 ? 'within' : 'OVER'}` : '';
-      console.log(`  ${name.padEnd(36)} healthz p50 ${fmt(r.p50).padStart(6)} ms  p99 ${fmt(r.p99).padStart(6)} ms  max ${fmt(r.max).padStart(7)} ms  (${r.n} probes)${answered ? `  attacker got ${answered}` : ''}${verdict}`);
+      const verdict = attacked
+        ? `  p99 vs idle ${over >= 0 ? '+' : '−'}${fmt(Math.abs(over))} ms (goal ≤ 20 ms): ${over <= 20 ? 'within' : 'OVER'}`
+        : '';
+      console.log(
+        `  ${name.padEnd(36)} healthz p50 ${fmt(r.p50).padStart(6)} ms  p99 ${fmt(r.p99).padStart(6)} ms  max ${fmt(r.max).padStart(7)} ms  (${r.n} probes)${answered ? `  attacker got ${answered}` : ''}${verdict}`,
+      );
     }
   } finally {
     await tollgate.stop();

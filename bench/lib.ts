@@ -34,8 +34,16 @@ export async function startFakeUpstream(): Promise<Child & { url: string }> {
 }
 
 /** Starts a TypeScript entry point that prints one JSON line when it is ready; returns it parsed. */
-export async function startReporting(entry: string, args: string[] = [], env: Record<string, string> = {}): Promise<{ child: Child; line: unknown }> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', entry, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
+export async function startReporting(
+  entry: string,
+  args: string[] = [],
+  env: Record<string, string> = {},
+): Promise<{ child: Child; line: unknown }> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', entry, ...args], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, ...env },
+  });
   const line = await new Promise<string>((resolve, reject) => {
     createInterface({ input: proc.stdout! }).once('line', resolve);
     proc.once('exit', (code) => reject(new Error(`${entry} exited with ${code}`)));
@@ -85,12 +93,23 @@ async function startTollgateOnce(env: Record<string, string>, entry: string): Pr
   const proc = spawn(process.execPath, ['--import', 'tsx', entry], {
     cwd: ROOT,
     stdio: ['ignore', 'ignore', 'inherit'],
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: process.env.LOG_LEVEL ?? 'info', ADMIN_TOKEN, DATABASE_URL: `sqlite:${path.join(dir, 'bench.db')}`, ...env },
+    env: {
+      ...process.env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
+      ADMIN_TOKEN,
+      DATABASE_URL: `sqlite:${path.join(dir, 'bench.db')}`,
+      ...env,
+    },
   });
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 200; i++) {
     if (proc.exitCode !== null) throw new Error(`tollgate exited with ${proc.exitCode}`);
-    const ok = await fetch(`${url}/readyz`).then((r) => r.ok, () => false);
+    const ok = await fetch(`${url}/readyz`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) return { ...track(proc), url };
     await new Promise((r) => setTimeout(r, 100));
   }

@@ -11,7 +11,10 @@ async function direct(files: Fixtures) {
   const context = await model.createContext({ contextSize: 1024, threads: 1 });
   const sequence = context.getSequence();
   const { contextText } = resolveChatWrapper(model).generateContextState({
-    chatHistory: [{ type: 'user', text: MESSAGES[0].content }, { type: 'model', response: [] }],
+    chatHistory: [
+      { type: 'user', text: MESSAGES[0].content },
+      { type: 'model', response: [] },
+    ],
   });
   const prompt = contextText.tokenize(model.tokenizer);
   const embedModel = await llama.loadModel({ modelPath: files.embedding });

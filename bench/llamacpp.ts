@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fork } from 'node:child_process';
-import { writeFixtures } from '../src/domain/inference/llamacpp/fixtures.js';
+import { writeFixtures } from '../src/fixtures/gguf-fixtures.js';
 import { createAccount, fmt, startTollgate } from './lib.js';
 import { EMBED_INPUTS, type Fixtures, MAX_TOKENS, MESSAGES } from './llamacpp-shared.js';
 
@@ -97,7 +97,10 @@ async function compare(a: () => Promise<number>, b: () => Promise<number>): Prom
  * work runs in (in one process, engine and direct loop take the same time).
  */
 async function direct(files: Fixtures): Promise<Side> {
-  const child = fork(path.join(import.meta.dirname, 'llamacpp-direct-main.ts'), [JSON.stringify(files)], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = fork(path.join(import.meta.dirname, 'llamacpp-direct-main.ts'), [JSON.stringify(files)], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   const next = () =>
     new Promise<{ count?: number }>((resolve, reject) => {
       const onExit = (code: number | null) => reject(new Error(`the direct side exited with ${code}`));
@@ -140,7 +143,9 @@ async function throughTollgate(files: Fixtures, dir: string): Promise<Side> {
     return res.json() as Promise<{ usage: { completion_tokens?: number }; data?: unknown[] }>;
   };
   return {
-    chat: async () => (await post('chat/completions', { model: 'chat-local', messages: MESSAGES, max_tokens: MAX_TOKENS, temperature: 0 })).usage.completion_tokens!,
+    chat: async () =>
+      (await post('chat/completions', { model: 'chat-local', messages: MESSAGES, max_tokens: MAX_TOKENS, temperature: 0 })).usage
+        .completion_tokens!,
     embed: async () => (await post('embeddings', { model: 'embed-local', input: EMBED_INPUTS, encoding_format: 'float' })).data!.length,
     close: () => tollgate.stop(),
   };

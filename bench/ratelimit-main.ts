@@ -17,7 +17,13 @@ const dir = process.env.RL_BENCH_DIR!;
 const logger = pino({ level: process.env.LOG_LEVEL ?? 'error', base: { service: 'tollgate' } }, pino.destination(2));
 const running: { services: Services; server: RunningServer }[] = [];
 for (const [i, file] of configs.entries()) {
-  const config = loadConfig({ ...process.env, CONFIG: file, HOST: '127.0.0.1', PORT: '0', DATABASE_URL: `sqlite:${path.join(dir, `bench-${i}.db`)}` });
+  const config = loadConfig({
+    ...process.env,
+    CONFIG: file,
+    HOST: '127.0.0.1',
+    PORT: '0',
+    DATABASE_URL: `sqlite:${path.join(dir, `bench-${i}.db`)}`,
+  });
   const services = await createServices(config, logger);
   running.push({ services, server: await startServer(services) });
 }

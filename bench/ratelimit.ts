@@ -84,7 +84,12 @@ export async function benchRateLimit(): Promise<void> {
     { name: 'limiter in memory', yaml: `${HIGH_LIMITS}rate_limits: { backend: memory }\n` },
   ];
   if (process.env.BENCH_RL_AA === '1') settings.splice(1, 1, { ...settings[0]!, name: 'limiter off (again)' });
-  if (withRedis) settings.push({ name: 'limiter on Redis', yaml: `${HIGH_LIMITS}rate_limits: { backend: redis, key_prefix: "${prefix}" }\n`, redis: true });
+  if (withRedis)
+    settings.push({
+      name: 'limiter on Redis',
+      yaml: `${HIGH_LIMITS}rate_limits: { backend: redis, key_prefix: "${prefix}" }\n`,
+      redis: true,
+    });
   // One process serving every setting; an account on each.
   const start = async () => {
     const { child, line } = await startReporting('bench/ratelimit-main.ts', [], {
@@ -129,7 +134,10 @@ export async function benchRateLimit(): Promise<void> {
           const [t1, r1] = [cpuMs(server.proc.pid), await redisCpuMs(redis)];
           runs[i]!.push(r);
           cpu[i]!.push({ tollgate: ((t1 - t0) * 1000) / r.ok, redis: ((r1 - r0) * 1000) / r.ok });
-          if (VERBOSE) console.log(`    group ${group} round ${round} ${settings[i]!.name.padEnd(18)} ${fmt(r.rps, 0).padStart(6)} req/s  tollgate ${fmt(cpu[i]!.at(-1)!.tollgate, 0)} µs/req`);
+          if (VERBOSE)
+            console.log(
+              `    group ${group} round ${round} ${settings[i]!.name.padEnd(18)} ${fmt(r.rps, 0).padStart(6)} req/s  tollgate ${fmt(cpu[i]!.at(-1)!.tollgate, 0)} µs/req`,
+            );
         }
       }
       for (const load of server.loads) await load.pool.close();
@@ -142,7 +150,10 @@ export async function benchRateLimit(): Promise<void> {
     settings.forEach((s, i) => {
       const rps = median(runs[i]!.map((r) => r.rps));
       const typical = runs[i]!.reduce((best, r) => (Math.abs(r.rps - rps) < Math.abs(best.rps - rps) ? r : best));
-      const spread = i === 0 ? '' : `  ratio ${fmt(ratios[i]!, 3)} (quartiles ${fmt(quantile(sliceRatios[i]!, 0.25), 3)}–${fmt(quantile(sliceRatios[i]!, 0.75), 3)})`;
+      const spread =
+        i === 0
+          ? ''
+          : `  ratio ${fmt(ratios[i]!, 3)} (quartiles ${fmt(quantile(sliceRatios[i]!, 0.25), 3)}–${fmt(quantile(sliceRatios[i]!, 0.75), 3)})`;
       console.log(`${row(`  ${s.name}`, typical)}${spread}`);
     });
     console.log('  (each row: the median slice; ratio: the median over slices of the ratio to the "limiter off" slice of the same round)');

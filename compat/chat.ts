@@ -2,7 +2,6 @@
 // Subscription.chatCompletionStream as SSE.
 import type { Request, Response } from 'express';
 import { z } from 'zod';
-import type { Services } from '../src/container.js';
 import { DomainError } from '../src/domain/errors.js';
 import type { ChatCompletionInput, ChatCompletionStreamSubscription, CreateChatCompletionMutation } from '../src/generated/graphql.js';
 import { optionalInt, optionalNumber, parseBody, stringOrList, toList } from './body.js';
@@ -10,6 +9,7 @@ import type { GraphQLContext } from '../src/graphql/context.js';
 import { documents, run, stream } from './operations.js';
 import { sendSse } from './sse.js';
 import { deprecationHeaders, setHeaders, usageWire } from './wire.js';
+import type { CompatDoor } from './door.js';
 
 // OpenAI clients may send content as a list of parts; this server takes text parts only, and
 // refuses any other (image_url, input_audio, file, …) by its type rather than dropping it.
@@ -20,12 +20,18 @@ function textOf(parts: z.infer<typeof part>[], i: number): string {
   return parts
     .map((p, j) => {
       if (p.type !== 'text') {
-        throw new DomainError('invalid_value', `'messages[${i}].content[${j}]' is a part of type '${p.type.slice(0, 40)}', which this server cannot take: content parts must be of type 'text'.`, {
-          param: `messages[${i}].content[${j}].type`,
-        });
+        throw new DomainError(
+          'invalid_value',
+          `'messages[${i}].content[${j}]' is a part of type '${p.type.slice(0, 40)}', which this server cannot take: content parts must be of type 'text'.`,
+          {
+            param: `messages[${i}].content[${j}].type`,
+          },
+        );
       }
       if (typeof p.text !== 'string') {
-        throw new DomainError('invalid_type', `'messages[${i}].content[${j}].text' must be a string.`, { param: `messages[${i}].content[${j}].text` });
+        throw new DomainError('invalid_type', `'messages[${i}].content[${j}].text' must be a string.`, {
+          param: `messages[${i}].content[${j}].text`,
+        });
       }
       return p.text;
     })
@@ -54,15 +60,16 @@ export const body = z
 type Body = z.infer<typeof body>;
 
 /** Fields we ignore would silently change the result: refuse them instead. */
-function refuseUnsupported(b: Body, services: Services) {
+function refuseUnsupported(b: Body, door: CompatDoor) {
   if (b.n !== null && b.n !== undefined && b.n !== 1) {
-    throw new DomainError('unsupported_parameter', `'n' = ${b.n} is not supported: this server returns one choice per request.`, { param: 'n' });
+    throw new DomainError('unsupported_parameter', `'n' = ${b.n} is not supported: this server returns one choice per request.`, {
+      param: 'n',
+    });
   }
   for (const param of ['tools', 'functions'] as const) {
     if (b[param] && b[param]!.length > 0) {
-      const model = services.catalog.find(b.model);
       const why =
-        model?.category === 'chat' && !model.capabilities.function_calling
+        door.model(b.model)?.functionCalling === false
           ? `the model '${b.model}' does not support function calling`
           : 'tool calling is not supported by this server yet';
       throw new DomainError('unsupported_parameter', `'${param}' is not supported: ${why}.`, { param });
@@ -109,19 +116,20 @@ function chunkWire(c: Chunk, includeUsage: boolean) {
     choices: c.choices.map((ch) => {
       const delta: Record<string, string> = {};
       if (ch.delta.role) delta.role = ch.delta.role;
-      if (ch.delta.content !== null && ch.delta.content !== undefined && (ch.delta.content !== '' || ch.delta.role)) delta.content = ch.delta.content;
+      if (ch.delta.content !== null && ch.delta.content !== undefined && (ch.delta.content !== '' || ch.delta.role))
+        delta.content = ch.delta.content;
       return { index: ch.index, delta, logprobs: null, finish_reason: ch.finishReason ?? null };
     }),
     ...(includeUsage ? { usage: null } : {}),
   };
 }
 
-export function chatCompletions(services: Services, log: (req: Request, err: unknown) => void) {
+export function chatCompletions(door: CompatDoor, log: (req: Request, err: unknown) => void) {
   return async (req: Request, res: Response, ctx: GraphQLContext) => {
     const b = parseBody(req, body);
-    refuseUnsupported(b, services);
+    refuseUnsupported(b, door);
     const variables = { input: toInput(b) };
-    const headers = deprecationHeaders(services.catalog.find(b.model));
+    const headers = deprecationHeaders(door.model(b.model));
     if (b.stream) {
       const includeUsage = b.stream_options?.include_usage === true;
       await sendSse(res, stream(documents.chatCompletionStream, variables, ctx), (e) => chunkWire(e.chatCompletionStream, includeUsage), {

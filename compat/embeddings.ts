@@ -2,11 +2,11 @@
 // default) sends each vector as its little-endian float32 bytes in base64.
 import type { Request, Response } from 'express';
 import { z } from 'zod';
-import type { Services } from '../src/container.js';
 import { parseBody, stringOrList, toList } from './body.js';
 import type { GraphQLContext } from '../src/graphql/context.js';
 import { documents, run } from './operations.js';
 import { deprecationHeaders, setHeaders, usageWire } from './wire.js';
+import type { CompatDoor } from './door.js';
 
 export const body = z
   .object({
@@ -22,13 +22,13 @@ export function float32Base64(vector: number[]): string {
   return buf.toString('base64');
 }
 
-export function embeddings(services: Services) {
+export function embeddings(door: CompatDoor) {
   return async (req: Request, res: Response, ctx: GraphQLContext) => {
     const b = parseBody(req, body);
     const data = await run(documents.createEmbeddings, { input: { model: b.model, input: toList(b.input) } }, ctx);
     const e = data.createEmbeddings;
     const base64 = b.encoding_format === 'base64';
-    setHeaders(res, deprecationHeaders(services.catalog.find(b.model)));
+    setHeaders(res, deprecationHeaders(door.model(b.model)));
     res.json({
       object: 'list',
       data: e.data.map((d) => ({ object: 'embedding', index: d.index, embedding: base64 ? float32Base64(d.embedding) : d.embedding })),

@@ -2,20 +2,20 @@
 // `input` is a string or, as OpenAI accepts, a list of up to 100 strings: one result each.
 import type { Request, Response } from 'express';
 import { z } from 'zod';
-import type { Services } from '../src/container.js';
 import { parseBody, stringOrList, toList } from './body.js';
 import type { GraphQLContext } from '../src/graphql/context.js';
 import { documents, run } from './operations.js';
 import { deprecationHeaders, setHeaders } from './wire.js';
+import type { CompatDoor } from './door.js';
 
 export const body = z.object({ model: z.string(), input: stringOrList }).loose();
 
-export function moderate(services: Services) {
+export function moderate(door: CompatDoor) {
   return async (req: Request, res: Response, ctx: GraphQLContext) => {
     const b = parseBody(req, body);
     const data = await run(documents.moderate, { input: { model: b.model, input: toList(b.input) } }, ctx);
     const m = data.moderate;
-    setHeaders(res, deprecationHeaders(services.catalog.find(b.model)));
+    setHeaders(res, deprecationHeaders(door.model(b.model)));
     res.json({
       id: m.id,
       model: m.model,

@@ -66,15 +66,35 @@ const ChatCompletionChunk = z
     object: z.literal('chat.completion.chunk'),
     created: z.int(),
     model: z.string(),
-    choices: z.array(z.object({ index: z.int(), delta: z.object({ role: z.literal('assistant').optional(), content: z.string().optional() }).loose(), finish_reason: FinishReason.nullable() }).loose()),
-    usage: z.union([Usage, z.null()]).optional().describe('With stream_options.include_usage: null on content chunks, the usage on the last one (no choices).'),
+    choices: z.array(
+      z
+        .object({
+          index: z.int(),
+          delta: z.object({ role: z.literal('assistant').optional(), content: z.string().optional() }).loose(),
+          finish_reason: FinishReason.nullable(),
+        })
+        .loose(),
+    ),
+    usage: z
+      .union([Usage, z.null()])
+      .optional()
+      .describe('With stream_options.include_usage: null on content chunks, the usage on the last one (no choices).'),
   })
-  .meta({ id: 'ChatCompletionChunk', description: 'One `data:` event of a stream; the stream ends with `data: [DONE]`, or with an Error event instead when it fails.' });
+  .meta({
+    id: 'ChatCompletionChunk',
+    description: 'One `data:` event of a stream; the stream ends with `data: [DONE]`, or with an Error event instead when it fails.',
+  });
 
 const Embeddings = z
   .object({
     object: z.literal('list'),
-    data: z.array(z.object({ object: z.literal('embedding'), index: z.int(), embedding: z.union([z.array(z.number()), z.string().describe('base64 of little-endian float32s')]) })),
+    data: z.array(
+      z.object({
+        object: z.literal('embedding'),
+        index: z.int(),
+        embedding: z.union([z.array(z.number()), z.string().describe('base64 of little-endian float32s')]),
+      }),
+    ),
     model: z.string(),
     usage: Usage,
   })
@@ -84,7 +104,9 @@ const RerankResult = z
   .object({
     id: z.string(),
     model: z.string(),
-    results: z.array(z.object({ index: z.int(), relevance_score: z.number().min(0).max(1), document: z.object({ text: z.string() }).optional() })),
+    results: z.array(
+      z.object({ index: z.int(), relevance_score: z.number().min(0).max(1), document: z.object({ text: z.string() }).optional() }),
+    ),
     usage: Usage,
   })
   .meta({ id: 'RerankResult' });
@@ -93,7 +115,9 @@ const ModerationResult = z
   .object({
     id: z.string(),
     model: z.string(),
-    results: z.array(z.object({ flagged: z.boolean(), categories: z.record(z.string(), z.boolean()), category_scores: z.record(z.string(), z.number()) })),
+    results: z.array(
+      z.object({ flagged: z.boolean(), categories: z.record(z.string(), z.boolean()), category_scores: z.record(z.string(), z.number()) }),
+    ),
   })
   .meta({ id: 'ModerationResult' });
 
@@ -130,7 +154,17 @@ const UsageReport = z
     period_end: z.string(),
     allocation: z.object({ monthly_tokens: z.int().nullable(), used: z.int(), remaining: z.int().nullable() }),
     data: z.array(
-      z.object({ date: z.string(), model: z.string(), requests: z.int(), prompt_tokens: z.int(), completion_tokens: z.int(), total_tokens: z.int(), cost: z.number() }).loose(),
+      z
+        .object({
+          date: z.string(),
+          model: z.string(),
+          requests: z.int(),
+          prompt_tokens: z.int(),
+          completion_tokens: z.int(),
+          total_tokens: z.int(),
+          cost: z.number(),
+        })
+        .loose(),
     ),
   })
   .meta({ id: 'UsageReport' });
@@ -171,7 +205,11 @@ const bearer = [{ apiKey: [] }];
 
 export function buildOpenApiDocument(serverUrl: string) {
   const registry = new OpenAPIRegistry();
-  registry.registerComponent('securitySchemes', 'apiKey', { type: 'http', scheme: 'bearer', description: 'An API key: `Authorization: Bearer ask_…`' });
+  registry.registerComponent('securitySchemes', 'apiKey', {
+    type: 'http',
+    scheme: 'bearer',
+    description: 'An API key: `Authorization: Bearer ask_…`',
+  });
 
   const metered = (path: string, summary: string, request: z.ZodType, response: z.ZodType, extra: Record<string, unknown> = {}) =>
     registry.registerPath({
@@ -202,7 +240,11 @@ export function buildOpenApiDocument(serverUrl: string) {
     path: '/v1/models/{model_id}',
     summary: 'One model (no key needed).',
     request: { params: z.object({ model_id: z.string() }) },
-    responses: { 200: { description: 'The model.', content: json(Model) }, 404: error('No such model (model_not_found).'), 500: commonErrors[500] },
+    responses: {
+      200: { description: 'The model.', content: json(Model) },
+      404: error('No such model (model_not_found).'),
+      500: commonErrors[500],
+    },
   });
   registry.registerPath({
     method: 'post',
@@ -244,7 +286,11 @@ export function buildOpenApiDocument(serverUrl: string) {
       }),
     },
     responses: {
-      200: { description: 'A page of transactions.', headers: requestIdHeader, content: json(z.object({ transactions: z.array(Transaction), has_more: z.boolean() })) },
+      200: {
+        description: 'A page of transactions.',
+        headers: requestIdHeader,
+        content: json(z.object({ transactions: z.array(Transaction), has_more: z.boolean() })),
+      },
       ...commonErrors,
     },
   });
@@ -254,7 +300,12 @@ export function buildOpenApiDocument(serverUrl: string) {
     summary: "A checkout at the payment processor for the key's wallet.",
     security: bearer,
     request: {
-      headers: z.object({ 'Idempotency-Key': z.string().optional().describe('The same key returns the same checkout for the same amount (422 for another amount).') }),
+      headers: z.object({
+        'Idempotency-Key': z
+          .string()
+          .optional()
+          .describe('The same key returns the same checkout for the same amount (422 for another amount).'),
+      }),
       body: { required: true, content: json(TopUpBody) },
     },
     responses: {
@@ -270,7 +321,12 @@ export function buildOpenApiDocument(serverUrl: string) {
     path: '/v1/usage',
     summary: 'Daily usage per model, and the allocation of the current period.',
     security: bearer,
-    request: { query: z.object({ start: z.string().optional().describe('UTC date YYYY-MM-DD'), end: z.string().optional().describe('UTC date YYYY-MM-DD') }) },
+    request: {
+      query: z.object({
+        start: z.string().optional().describe('UTC date YYYY-MM-DD'),
+        end: z.string().optional().describe('UTC date YYYY-MM-DD'),
+      }),
+    },
     responses: { 200: { description: 'The usage report.', headers: requestIdHeader, content: json(UsageReport) }, ...commonErrors },
   });
 

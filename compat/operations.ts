@@ -34,7 +34,8 @@ export const documents = {
 
 for (const [name, doc] of Object.entries(documents)) {
   const errors = validate(schema, doc as DocumentNode);
-  if (errors.length) throw new Error(`compat operation ${name} does not validate against the schema: ${errors.map((e) => e.message).join('; ')}`);
+  if (errors.length)
+    throw new Error(`compat operation ${name} does not validate against the schema: ${errors.map((e) => e.message).join('; ')}`);
 }
 
 /** Thrown with the operation's first (already public) error. */
@@ -45,7 +46,12 @@ export class OperationError extends Error {
 }
 
 export async function run<R, V>(doc: TypedDocumentNode<R, V>, variables: V, context: GraphQLContext): Promise<R> {
-  const result = (await execute({ schema, document: doc, variableValues: variables as Record<string, unknown>, contextValue: context })) as ExecutionResult<R>;
+  const result = (await execute({
+    schema,
+    document: doc,
+    variableValues: variables as Record<string, unknown>,
+    contextValue: context,
+  })) as ExecutionResult<R>;
   if (result.errors?.length) throw new OperationError(result.errors[0]!);
   return result.data as R;
 }

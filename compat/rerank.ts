@@ -1,11 +1,11 @@
 // POST /v1/rerank → Mutation.rerank. Documents may be strings or objects with `text`.
 import type { Request, Response } from 'express';
 import { z } from 'zod';
-import type { Services } from '../src/container.js';
 import { optionalInt, parseBody } from './body.js';
 import type { GraphQLContext } from '../src/graphql/context.js';
 import { documents, run } from './operations.js';
 import { deprecationHeaders, setHeaders, usageWire } from './wire.js';
+import type { CompatDoor } from './door.js';
 
 export const body = z
   .object({
@@ -17,7 +17,7 @@ export const body = z
   })
   .loose();
 
-export function rerank(services: Services) {
+export function rerank(door: CompatDoor) {
   return async (req: Request, res: Response, ctx: GraphQLContext) => {
     const b = parseBody(req, body);
     const returnDocuments = b.return_documents ?? true;
@@ -30,7 +30,7 @@ export function rerank(services: Services) {
     };
     const data = await run(documents.rerank, { input }, ctx);
     const r = data.rerank;
-    setHeaders(res, deprecationHeaders(services.catalog.find(b.model)));
+    setHeaders(res, deprecationHeaders(door.model(b.model)));
     res.json({
       id: r.id,
       model: r.model,

@@ -1,6 +1,5 @@
 // The /v1 routes, one line each, mapped onto GraphQL operations executed in-process.
 import express, { type Request, type Response } from 'express';
-import type { Services } from '../src/container.js';
 import { DomainError } from '../src/domain/errors.js';
 import { chatCompletions } from './chat.js';
 import { embeddings } from './embeddings.js';
@@ -8,7 +7,7 @@ import { sendError } from './errors.js';
 import { getModel, listModels } from './models.js';
 import { moderate } from './moderate.js';
 import { rerank } from './rerank.js';
-import { contextFor } from './context.js';
+import type { CompatDoor } from './door.js';
 import { usage } from './usage.js';
 import { walletBalance, walletTransactions } from './wallet.js';
 import { walletTopUp } from './top-up.js';
@@ -16,24 +15,26 @@ import type { GraphQLContext } from '../src/graphql/context.js';
 
 type Handler = (req: Request, res: Response, ctx: GraphQLContext) => Promise<void>;
 
-export function createCompatRouter(services: Services, opts: { onUnexpected: (req: Request, err: unknown) => void }) {
+export function createCompatRouter(door: CompatDoor, opts: { onUnexpected: (req: Request, err: unknown) => void }) {
   const router = express.Router();
   // `keyRequired`: the key is checked before the body, so a bad key is a 401 whatever the body says.
   // `metered`: an account already known to be over its RPM is refused (429) before its body is
   // read, so a refused key costs next to nothing however large its requests.
-  const route = (handler: Handler, keyRequired = true, metered = false) => async (req: Request, res: Response) => {
-    try {
-      const ctx = contextFor(services, req, res);
-      if (keyRequired) await ctx.principal();
-      if (metered) await services.inference.precheck(await ctx.caller());
-      if (req.method === 'POST') await readJson(req, res);
-      await handler(req, res, ctx);
-    } catch (err) {
-      sendError(res, err, (e) => opts.onUnexpected(req, e));
-    }
-  };
+  const route =
+    (handler: Handler, keyRequired = true, metered = false) =>
+    async (req: Request, res: Response) => {
+      try {
+        const ctx = door.context(req, res);
+        if (keyRequired) await ctx.principal();
+        if (metered) await door.precheck(ctx);
+        if (req.method === 'POST') await readJson(req, res);
+        await handler(req, res, ctx);
+      } catch (err) {
+        sendError(res, err, (e) => opts.onUnexpected(req, e));
+      }
+    };
 
-  const json = express.json({ limit: services.config.server.body_limit, type: ['application/json', 'application/*+json'] });
+  const json = express.json({ limit: door.bodyLimit, type: ['application/json', 'application/*+json'] });
   // Body parser failures become DomainErrors: broken JSON, an unsupported charset, a body over the limit.
   const readJson = (req: Request, res: Response) =>
     new Promise<void>((resolve, reject) =>
@@ -41,7 +42,7 @@ export function createCompatRouter(services: Services, opts: { onUnexpected: (re
         if (!err) return resolve();
         const e = err as { type?: string; status?: number };
         if (e.type === 'entity.too.large') {
-          return reject(new DomainError('request_too_large', `The request body is larger than the limit of ${services.config.server.body_limit}.`));
+          return reject(new DomainError('request_too_large', `The request body is larger than the limit of ${door.bodyLimit}.`));
         }
         if (e.type === 'entity.parse.failed') return reject(new DomainError('invalid_json', 'The request body is not valid JSON.'));
         if (typeof e.status === 'number' && e.status >= 400 && e.status < 500) {
@@ -51,17 +52,17 @@ export function createCompatRouter(services: Services, opts: { onUnexpected: (re
       }),
     );
 
-  router.get('/models', route(listModels(services), false));
-  router.get('/models/*id', route(getModel(services), false));
-  router.post('/chat/completions', route(chatCompletions(services, opts.onUnexpected), true, true));
-  router.post('/embeddings', route(embeddings(services), true, true));
-  router.post('/rerank', route(rerank(services), true, true));
-  router.post('/moderate', route(moderate(services), true, true));
-  router.post('/moderations', route(moderate(services), true, true));
-  router.get('/wallet/balance', route(walletBalance(services)));
-  router.get('/wallet/transactions', route(walletTransactions(services)));
-  router.post('/wallet/top-up', route(walletTopUp(services)));
-  router.get('/usage', route(usage(services)));
+  router.get('/models', route(listModels(), false));
+  router.get('/models/*id', route(getModel(door), false));
+  router.post('/chat/completions', route(chatCompletions(door, opts.onUnexpected), true, true));
+  router.post('/embeddings', route(embeddings(door), true, true));
+  router.post('/rerank', route(rerank(door), true, true));
+  router.post('/moderate', route(moderate(door), true, true));
+  router.post('/moderations', route(moderate(door), true, true));
+  router.get('/wallet/balance', route(walletBalance()));
+  router.get('/wallet/transactions', route(walletTransactions()));
+  router.post('/wallet/top-up', route(walletTopUp()));
+  router.get('/usage', route(usage()));
   // Anything else under /v1: a 404 that says what does exist (OpenAI clients often try these two).
   router.use((req: Request, res: Response) => sendError(res, unknownEndpoint(req.method, req.path)));
 

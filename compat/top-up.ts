@@ -3,9 +3,6 @@
 // the same checkout for the same amount, and 422 idempotency_key_reused for another one.
 import type { Request, Response } from 'express';
 import { z } from 'zod';
-import type { Services } from '../src/container.js';
-import { formatDecimal } from '../src/domain/billing/money.js';
-import { parseTopUpAmount } from '../src/domain/payments/amounts.js';
 import type { GraphQLContext } from '../src/graphql/context.js';
 import { parseBody } from './body.js';
 import { exact, sendExactJson } from './money.js';
@@ -13,11 +10,12 @@ import { documents, run } from './operations.js';
 
 export const TopUpBody = z.object({ amount: z.number() });
 
-export function walletTopUp(_services: Services) {
+export function walletTopUp() {
   return async (req: Request, res: Response, ctx: GraphQLContext) => {
     const body = parseBody(req, TopUpBody);
-    // The JSON number checked as sent (10.001 is refused, not rounded), then passed on exactly.
-    const amount = formatDecimal(parseTopUpAmount(body.amount));
+    // The JSON number as sent: the Decimal scalar takes numbers too and reads it exactly, and the
+    // domain's top-up rules refuse what is not a payable amount (10.001 is refused, not rounded).
+    const amount = body.amount as unknown as string;
     const idempotencyKey = req.header('idempotency-key') ?? null;
     const data = await run(documents.topUp, { amount, idempotencyKey }, ctx);
     const t = data.topUp;

@@ -1,7 +1,6 @@
 // Small helpers shared by the /v1 mappers.
 import type { Response } from 'express';
-import type { ModelConfig } from '../src/config.js';
-import { sunsetOf } from '../src/domain/catalog/catalog.js';
+import type { ModelNotice } from './door.js';
 
 /** camelCase → snake_case, for the catalog's nested objects. */
 export const snake = (key: string) => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
@@ -19,10 +18,9 @@ export const usageWire = (u: { promptTokens: number; completionTokens?: number; 
     : { prompt_tokens: u.promptTokens, completion_tokens: u.completionTokens, total_tokens: u.totalTokens };
 
 /** Deprecation and Sunset headers for a deprecated model with a sunset date (at least 3 months' notice). */
-export function deprecationHeaders(model: ModelConfig | undefined): Record<string, string> {
-  if (!model || model.status !== 'deprecated') return {};
-  const sunset = sunsetOf(model);
-  return sunset ? { Deprecation: 'true', Sunset: sunset } : { Deprecation: 'true' };
+export function deprecationHeaders(model: ModelNotice | undefined): Record<string, string> {
+  if (!model?.deprecated) return {};
+  return model.sunset ? { Deprecation: 'true', Sunset: model.sunset } : { Deprecation: 'true' };
 }
 
 export function setHeaders(res: Response, headers: Record<string, string>) {

@@ -25,7 +25,10 @@ function parseAmount(text: string): bigint {
   try {
     return parseDecimal(text);
   } catch (e) {
-    throw new DomainError('invalid_value', `--amount must be a positive decimal amount of ${WALLET_CURRENCY} such as 12.5: ${e instanceof MoneyFormatError ? e.message : text}.`);
+    throw new DomainError(
+      'invalid_value',
+      `--amount must be a positive decimal amount of ${WALLET_CURRENCY} such as 12.5: ${e instanceof MoneyFormatError ? e.message : text}.`,
+    );
   }
 }
 
@@ -43,13 +46,24 @@ export const registerWalletCommands: CommandGroup = (program, ctx) => {
     .requiredOption('--description <text>', 'what the credit is for, shown to the account')
     .option('--idempotency-key <key>', 'a repeated command with the same key credits once and prints the first transaction')
     .option('--json', 'print JSON')
-    .action(async (opts: { account: string; amount: string; type: CreditType; description: string; idempotencyKey?: string; json?: boolean }) => {
-      const amount = parseAmount(opts.amount);
-      const { billing } = await ctx.services();
-      const t = await billing.creditWallet({ accountId: opts.account, amount, type: opts.type, description: opts.description, idempotencyKey: opts.idempotencyKey ?? null });
-      if (opts.json) printExact(ctx, transactionJson(t));
-      else ctx.print(`Credited ${formatDecimal(t.amount)} ${WALLET_CURRENCY} (${t.type}) to ${t.accountId}: balance ${formatDecimal(t.balanceAfter)} ${WALLET_CURRENCY}. Transaction ${t.id}.`);
-    });
+    .action(
+      async (opts: { account: string; amount: string; type: CreditType; description: string; idempotencyKey?: string; json?: boolean }) => {
+        const amount = parseAmount(opts.amount);
+        const { billing } = await ctx.services();
+        const t = await billing.creditWallet({
+          accountId: opts.account,
+          amount,
+          type: opts.type,
+          description: opts.description,
+          idempotencyKey: opts.idempotencyKey ?? null,
+        });
+        if (opts.json) printExact(ctx, transactionJson(t));
+        else
+          ctx.print(
+            `Credited ${formatDecimal(t.amount)} ${WALLET_CURRENCY} (${t.type}) to ${t.accountId}: balance ${formatDecimal(t.balanceAfter)} ${WALLET_CURRENCY}. Transaction ${t.id}.`,
+          );
+      },
+    );
 
   wallet
     .command('balance')
@@ -60,8 +74,10 @@ export const registerWalletCommands: CommandGroup = (program, ctx) => {
       const { billing, accounts } = await ctx.services();
       await accounts.getAccount(opts.account); // not_found for an unknown id
       const w = await billing.getWallet(opts.account);
-      if (opts.json) printExact(ctx, { account_id: w.accountId, balance: exactNanos(w.balance), held: exactNanos(w.held), currency: w.currency });
-      else ctx.print(`${w.accountId}: balance ${formatDecimal(w.balance)} ${w.currency} (${formatDecimal(w.held)} held by calls in flight).`);
+      if (opts.json)
+        printExact(ctx, { account_id: w.accountId, balance: exactNanos(w.balance), held: exactNanos(w.held), currency: w.currency });
+      else
+        ctx.print(`${w.accountId}: balance ${formatDecimal(w.balance)} ${w.currency} (${formatDecimal(w.held)} held by calls in flight).`);
     });
 };
 
@@ -78,6 +94,7 @@ export const registerLedgerCommands: CommandGroup = (program, ctx) => {
       if (opts.json) ctx.printJson({ ok: problems.length === 0, problems });
       else if (problems.length === 0) ctx.print('Ledger verified: every invariant holds.');
       else ctx.print(problems.map((p) => `- ${p}`).join('\n'));
-      if (problems.length > 0) throw new DomainError('internal_error', `ledger verify found ${problems.length} problem${problems.length === 1 ? '' : 's'}`);
+      if (problems.length > 0)
+        throw new DomainError('internal_error', `ledger verify found ${problems.length} problem${problems.length === 1 ? '' : 's'}`);
     });
 };

@@ -45,7 +45,7 @@ export const registerDashboardCommands: CommandGroup = (program: Command, ctx: C
     });
   accounts
     .command('set-admin')
-    .description("Flag an account as an operator (its dashboard sign-ins can do what ADMIN_TOKEN does), or unflag it with --off")
+    .description('Flag an account as an operator (its dashboard sign-ins can do what ADMIN_TOKEN does), or unflag it with --off')
     .requiredOption('--account <id>', 'the account id')
     .option('--off', 'remove the flag')
     .action(async (opts: { account: string; off?: boolean }) => {

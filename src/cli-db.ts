@@ -27,9 +27,11 @@ export const registerDbCommands: CommandGroup = (program, ctx) => {
           `db backup copies SQLite databases; for PostgreSQL use its own tool, e.g. pg_dump --format=custom --file=${opts.out} "$DATABASE_URL" (restore with pg_restore)`,
         );
       }
-      if (target.location === ':memory:') throw new DomainError('invalid_request', 'DATABASE_URL names an in-memory database: there is nothing on disk to back up');
+      if (target.location === ':memory:')
+        throw new DomainError('invalid_request', 'DATABASE_URL names an in-memory database: there is nothing on disk to back up');
       if (!existsSync(target.location)) throw new DomainError('invalid_request', `no database at ${target.location} (DATABASE_URL)`);
-      if (existsSync(opts.out)) throw new DomainError('invalid_request', `${opts.out} already exists: choose a new file (a backup never overwrites)`);
+      if (existsSync(opts.out))
+        throw new DomainError('invalid_request', `${opts.out} already exists: choose a new file (a backup never overwrites)`);
       await mkdir(path.dirname(path.resolve(opts.out)), { recursive: true });
       const source = new Database(target.location, { readonly: true, fileMustExist: true });
       const started = Date.now();
@@ -51,6 +53,9 @@ export const registerDbCommands: CommandGroup = (program, ctx) => {
       const bytes = (await stat(opts.out)).size;
       const result = { source: target.location, out: opts.out, bytes, ms: Date.now() - started };
       if (opts.json) ctx.printJson(result);
-      else ctx.print(`backed up ${target.location} to ${opts.out} (${bytes} bytes, ${result.ms} ms); check it with: DATABASE_URL=sqlite:${opts.out} npx tollgate ledger verify`);
+      else
+        ctx.print(
+          `backed up ${target.location} to ${opts.out} (${bytes} bytes, ${result.ms} ms); check it with: DATABASE_URL=sqlite:${opts.out} npx tollgate ledger verify`,
+        );
     });
 };

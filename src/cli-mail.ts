@@ -36,9 +36,12 @@ export const registerMailCommands: CommandGroup = (program, ctx) => {
       }
       const lines = [`pending ${counts.pending}, sent ${counts.sent}, failed ${counts.failed}, skipped ${counts.skipped}`];
       for (const n of pending.filter((p) => p.attempts > 0)) {
-        lines.push(`retrying ${n.id}  ${n.kind}  account ${n.accountId}  ${n.attempts} tries  next ${n.nextAttemptAt?.toISOString() ?? 'now'}  ${n.lastError ?? ''}`.trimEnd());
+        lines.push(
+          `retrying ${n.id}  ${n.kind}  account ${n.accountId}  ${n.attempts} tries  next ${n.nextAttemptAt?.toISOString() ?? 'now'}  ${n.lastError ?? ''}`.trimEnd(),
+        );
       }
-      for (const n of failed) lines.push(`failed   ${n.id}  ${n.kind}  account ${n.accountId}  ${n.attempts} tries  ${n.lastError ?? ''}`.trimEnd());
+      for (const n of failed)
+        lines.push(`failed   ${n.id}  ${n.kind}  account ${n.accountId}  ${n.attempts} tries  ${n.lastError ?? ''}`.trimEnd());
       if (failed.length > 0) lines.push('Retry them with: tollgate mail retry --all (or --id ID)');
       ctx.print(lines.join('\n'));
     });

@@ -11,7 +11,7 @@ import cliProgress from 'cli-progress';
 import { loadConfig, type ModelConfig } from './config.js';
 import { DomainError } from './domain/errors.js';
 import { PullError, pullModel, type PullResult } from './domain/inference/llamacpp/downloader.js';
-import { FIXTURES, writeFixtures } from './domain/inference/llamacpp/fixtures.js';
+import { FIXTURES, writeFixtures } from './fixtures/gguf-fixtures.js';
 import type { LlamaCppModel } from './domain/inference/llamacpp/llamacpp-engine.js';
 import { huggingFaceEndpoint, modelsDir } from './domain/inference/llamacpp/model-files.js';
 
@@ -40,7 +40,11 @@ function progressReporter(ctx: ModelsCliContext, label: string) {
       if (resumedFrom > 0) ctx.stderr(`${label}: resuming at ${mb(resumedFrom)}\n`);
       if (tty && total) {
         bar = new cliProgress.SingleBar(
-          { format: `${label} [{bar}] {percentage}% | {value_mb}/{total_mb} MB | ETA {eta_formatted}`, hideCursor: true, stream: process.stderr },
+          {
+            format: `${label} [{bar}] {percentage}% | {value_mb}/{total_mb} MB | ETA {eta_formatted}`,
+            hideCursor: true,
+            stream: process.stderr,
+          },
           cliProgress.Presets.shades_classic,
         );
         bar.start(total, resumedFrom, { value_mb: (resumedFrom / 1048576).toFixed(1), total_mb: (total / 1048576).toFixed(1) });
@@ -85,14 +89,18 @@ function pullHints(env: NodeJS.ProcessEnv): string {
   const proxy = env.HTTPS_PROXY || env.https_proxy || env.HTTP_PROXY || env.http_proxy;
   return [
     '',
-    proxy ? `  The proxy in HTTPS_PROXY/HTTP_PROXY (${proxy}) was used.` : '  Behind a proxy? Set HTTPS_PROXY (e.g. HTTPS_PROXY=http://proxy:3128).',
+    proxy
+      ? `  The proxy in HTTPS_PROXY/HTTP_PROXY (${proxy}) was used.`
+      : '  Behind a proxy? Set HTTPS_PROXY (e.g. HTTPS_PROXY=http://proxy:3128).',
     `  A Hugging Face mirror: set HF_ENDPOINT (now ${huggingFaceEndpoint(env)}).`,
     '  No network? Run on the tiny offline models: npx tollgate models fixtures --out fixtures && CONFIG=fixtures/tollgate.yaml npm start',
   ].join('\n');
 }
 
 function describe(r: PullResult): string {
-  return r.alreadyThere ? `${r.file} is already there (${mb(r.bytes)}).` : `Saved ${r.file} (${mb(r.bytes)}${r.resumedFrom > 0 ? `, resumed at ${mb(r.resumedFrom)}` : ''}).`;
+  return r.alreadyThere
+    ? `${r.file} is already there (${mb(r.bytes)}).`
+    : `Saved ${r.file} (${mb(r.bytes)}${r.resumedFrom > 0 ? `, resumed at ${mb(r.resumedFrom)}` : ''}).`;
 }
 
 const pullResultJson = (r: PullResult) => ({ file: r.file, bytes: r.bytes, resumed_from: r.resumedFrom, already_there: r.alreadyThere });
@@ -101,7 +109,12 @@ const pullResultJson = (r: PullResult) => ({ file: r.file, bytes: r.bytes, resum
  * The ids of the offline catalog: the same as config/default.yaml's, so that every README example
  * runs unchanged on the tiny models (`npx tollgate models fixtures`) and on the real ones.
  */
-export const FIXTURE_MODEL_IDS = { chat: 'chat-fast', embedding: 'embed-small', reranking: 'rerank-base', moderation: 'guard-mini' } as const;
+export const FIXTURE_MODEL_IDS = {
+  chat: 'chat-fast',
+  embedding: 'embed-small',
+  reranking: 'rerank-base',
+  moderation: 'guard-mini',
+} as const;
 
 /** The catalog that serves the fixtures, for `models fixtures`. */
 export function fixturesConfigYaml(files: ReturnType<typeof writeFixtures>): string {
@@ -157,11 +170,12 @@ export function registerModelCommands(program: Command, ctx: ModelsCliContext): 
     .description('Download a GGUF file into MODELS_DIR (default ./models), resuming an interrupted download')
     .argument('[source]', 'hf:owner/repo/file.gguf or an https URL')
     .option('--out <file>', 'save as this path instead of MODELS_DIR/<file name>')
-    .option('--defaults', "fetch every in-process model of the config (CONFIG, default config/default.yaml) that names a source")
+    .option('--defaults', 'fetch every in-process model of the config (CONFIG, default config/default.yaml) that names a source')
     .option('--json', 'print JSON')
     .action(async (source: string | undefined, opts: { out?: string; defaults?: boolean; json?: boolean }) => {
       if (opts.defaults) {
-        if (source || opts.out) throw new DomainError('invalid_value', '--defaults takes no source and no --out: each model is saved as its config `file`.');
+        if (source || opts.out)
+          throw new DomainError('invalid_value', '--defaults takes no source and no --out: each model is saved as its config `file`.');
         const wanted = inProcessModels(loadConfig(ctx.env).models).filter((m) => m.engine.source);
         if (wanted.length === 0) {
           ctx.print('The config has no in-process model with a source to pull.');
@@ -182,10 +196,14 @@ export function registerModelCommands(program: Command, ctx: ModelsCliContext): 
           }
         }
         if (opts.json) ctx.printJson(results.map((r) => ({ model: r.model, ...pullResultJson(r) })));
-        if (failed.length > 0) throw new PullError(`${failed.length} of ${wanted.length} models could not be pulled (${failed.join(', ')}).${pullHints(ctx.env)}`);
+        if (failed.length > 0)
+          throw new PullError(
+            `${failed.length} of ${wanted.length} models could not be pulled (${failed.join(', ')}).${pullHints(ctx.env)}`,
+          );
         return;
       }
-      if (!source) throw new DomainError('missing_required_parameter', 'Give a source (hf:owner/repo/file.gguf or an https URL), or --defaults.');
+      if (!source)
+        throw new DomainError('missing_required_parameter', 'Give a source (hf:owner/repo/file.gguf or an https URL), or --defaults.');
       const r = await pullOne(ctx, source, opts.out, path.basename(opts.out ?? source)).catch((e: unknown) => {
         throw e instanceof PullError ? new PullError(`cannot pull ${source}: ${e.message}.${pullHints(ctx.env)}`) : e;
       });

@@ -10,7 +10,8 @@ import { DomainError } from './domain/errors.js';
 function parseLimit(text: string, flag: string): number | null {
   if (text === 'tier') return null;
   const n = Number(text);
-  if (!/^\d+$/.test(text) || !Number.isSafeInteger(n) || n < 1) throw new DomainError('invalid_value', `${flag} must be a positive integer, or "tier" for the tier's limit; got '${text}'.`);
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(n) || n < 1)
+    throw new DomainError('invalid_value', `${flag} must be a positive integer, or "tier" for the tier's limit; got '${text}'.`);
   return n;
 }
 
@@ -52,22 +53,22 @@ export const registerRateLimitCommands: CommandGroup = (program, ctx) => {
     .requiredOption('--account <id>', 'account id (acct_…)')
     .option('--json', 'print JSON')
     .action(async (opts: { account: string; json?: boolean }) => {
-      const { accounts } = await ctx.services();
-      const { tier: _tier, ...override } = await accounts.rateLimitProfile(opts.account);
+      const { rateLimitOverrides } = await ctx.services();
+      const { tier: _tier, ...override } = await rateLimitOverrides.profile(opts.account);
       print(ctx, opts.json, await describe(ctx, opts.account, override));
     });
 
   limits
     .command('set')
-    .description("Override an account's RPM and/or TPM (\"tier\" goes back to the tier's limit)")
+    .description('Override an account\'s RPM and/or TPM ("tier" goes back to the tier\'s limit)')
     .requiredOption('--account <id>', 'account id (acct_…)')
     .option('--rpm <n|tier>', 'requests per minute')
     .option('--tpm <n|tier>', 'tokens per minute')
     .option('--json', 'print JSON')
     .action(async (opts: { account: string; rpm?: string; tpm?: string; json?: boolean }) => {
       if (opts.rpm === undefined && opts.tpm === undefined) throw new DomainError('invalid_value', 'give --rpm, --tpm or both.');
-      const { accounts } = await ctx.services();
-      const override = await accounts.setRateLimits(opts.account, {
+      const { rateLimitOverrides } = await ctx.services();
+      const override = await rateLimitOverrides.set(opts.account, {
         rpm: opts.rpm === undefined ? undefined : parseLimit(opts.rpm, '--rpm'),
         tpm: opts.tpm === undefined ? undefined : parseLimit(opts.tpm, '--tpm'),
       });

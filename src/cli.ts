@@ -8,6 +8,7 @@ import { formatDecimal } from './domain/billing/money.js';
 import { exactNanos, stringifyExact } from './exact-json.js';
 import type { MikroORM } from '@mikro-orm/core';
 import { closeDatabase, openDatabase } from './db/orm.js';
+import { RateLimitOverrides } from './domain/ratelimit/overrides.js';
 import { AccountsService, TIERS, type AccountView, type ApiKeyView } from './domain/accounts/accounts-service.js';
 import { BillingService } from './domain/billing/billing-service.js';
 import { registerLedgerCommands, registerWalletCommands } from './cli-billing.js';
@@ -27,6 +28,7 @@ export const TOLLGATE_VERSION: string = JSON.parse(readFileSync(new URL('../pack
 export interface CliServices {
   orm: MikroORM;
   accounts: AccountsService;
+  rateLimitOverrides: RateLimitOverrides;
   /** Not started: the CLI registers no server instance and runs no sweeper. */
   billing: BillingService;
 }
@@ -110,7 +112,11 @@ const registerAccountCommands: CommandGroup = (program, ctx) => {
       if (!account) throw new DomainError('not_found', `No account with the e-mail address ${ref}.`, { param: 'email' });
       const [wallet, keys] = await Promise.all([billing.getWallet(account.id), service.listKeys(account.id)]);
       if (opts.json) {
-        printExactJson(ctx, { account: accountJson(account), wallet: { balance: exactNanos(wallet.balance), held: exactNanos(wallet.held), currency: wallet.currency }, api_keys: keys.map(keyJson) });
+        printExactJson(ctx, {
+          account: accountJson(account),
+          wallet: { balance: exactNanos(wallet.balance), held: exactNanos(wallet.held), currency: wallet.currency },
+          api_keys: keys.map(keyJson),
+        });
         return;
       }
       const active = keys.filter((k) => keyStatus(k) === 'active').length;
@@ -225,8 +231,13 @@ export async function runCli(argv: readonly string[] = process.argv, io: CliIO =
       opened ??= (async () => {
         const billingConfig = readBillingConfig(io.env);
         const orm = await openDatabase(io.env.DATABASE_URL || DEFAULT_DATABASE_URL);
-        const billing = new BillingService({ orm, tiers: billingConfig.tiers, settings: billingConfig.billing, logger: createLogger('silent') });
-        return { orm, accounts: new AccountsService(orm), billing };
+        const billing = new BillingService({
+          orm,
+          tiers: billingConfig.tiers,
+          settings: billingConfig.billing,
+          logger: createLogger('silent'),
+        });
+        return { orm, accounts: new AccountsService(orm), rateLimitOverrides: new RateLimitOverrides(orm), billing };
       })();
       return opened;
     },
@@ -325,5 +336,12 @@ function printExactJson(ctx: CliContext, value: unknown): void {
 
 function formatTable(header: string[], rows: string[][]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  return [header, ...rows].map((r) => r.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd()).join('\n');
+  return [header, ...rows]
+    .map((r) =>
+      r
+        .map((cell, i) => cell.padEnd(widths[i]!))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }

@@ -47,11 +47,25 @@ const deliverySchema = z.strictObject({
 export const alertsSchema = z
   .strictObject({
     unusual_usage: unusualUsageSchema.default({ factor: 5, min_tokens: 100_000, min_spend: 1, check_interval_seconds: 300, enabled: true }),
-    delivery: deliverySchema.default({ max_attempts: 10, backoff_seconds: 10, max_backoff_seconds: 3600, poll_interval_ms: 1000, lease_seconds: 120, batch_size: 20 }),
+    delivery: deliverySchema.default({
+      max_attempts: 10,
+      backoff_seconds: 10,
+      max_backoff_seconds: 3600,
+      poll_interval_ms: 1000,
+      lease_seconds: 120,
+      batch_size: 20,
+    }),
   })
   .default({
     unusual_usage: { factor: 5, min_tokens: 100_000, min_spend: 1, check_interval_seconds: 300, enabled: true },
-    delivery: { max_attempts: 10, backoff_seconds: 10, max_backoff_seconds: 3600, poll_interval_ms: 1000, lease_seconds: 120, batch_size: 20 },
+    delivery: {
+      max_attempts: 10,
+      backoff_seconds: 10,
+      max_backoff_seconds: 3600,
+      poll_interval_ms: 1000,
+      lease_seconds: 120,
+      batch_size: 20,
+    },
   });
 
 export type AlertsSettings = z.infer<typeof alertsSchema>;
@@ -77,7 +91,8 @@ export function readMailEnv(env: NodeJS.ProcessEnv, databaseUrl: string): MailEn
     } catch {
       throw new Error('SMTP_URL: not a URL; use smtp://user:password@host:587 or smtps://user:password@host:465');
     }
-    if (parsed.protocol !== 'smtp:' && parsed.protocol !== 'smtps:') throw new Error(`SMTP_URL: the scheme must be smtp:// or smtps://, not ${parsed.protocol}//`);
+    if (parsed.protocol !== 'smtp:' && parsed.protocol !== 'smtps:')
+      throw new Error(`SMTP_URL: the scheme must be smtp:// or smtps://, not ${parsed.protocol}//`);
     if (!parsed.hostname) throw new Error('SMTP_URL: no host');
   }
   const from = env.MAIL_FROM?.trim() || 'Tollgate <tollgate@localhost>';

@@ -3,9 +3,12 @@
 import { z } from 'zod';
 import { BonusTable, DEFAULT_BONUS_TABLE } from './domain/payments/amounts.js';
 import { parseDecimal } from './domain/billing/money.js';
-import { stripeHostOptions } from './domain/payments/stripe-processor.js';
+import { stripeHostOptions, type PaymentsSettings, type StripeEnv } from './domain/payments/settings.js';
 
-const url = z.string().url().refine((u) => /^https?:\/\//.test(u), 'an http(s) URL');
+const url = z
+  .string()
+  .url()
+  .refine((u) => /^https?:\/\//.test(u), 'an http(s) URL');
 
 const bonusRow = z.strictObject({
   /** From this amount on (currency units)… */
@@ -73,14 +76,10 @@ export const paymentsSchema = z
     auto_topup: { max_monthly: null, max_consecutive_failures: 3, retry_after_seconds: 300 },
   });
 
-export type PaymentsSettings = z.infer<typeof paymentsSchema>;
-
-/** STRIPE_SECRET_KEY, STRIPE_WEBHOOK_SECRET and STRIPE_API_BASE, when the processor is stripe. */
-export interface StripeEnv {
-  secretKey: string;
-  webhookSecret: string;
-  apiBase: string | null;
-}
+// The domain's type (src/domain/payments/settings.ts) is what the section is read onto.
+export type { PaymentsSettings, StripeEnv };
+const paymentsAgree: (parsed: z.infer<typeof paymentsSchema>) => PaymentsSettings = (parsed) => parsed;
+void paymentsAgree;
 
 /**
  * The environment payments need, checked against the section: Stripe's secrets when the
@@ -100,7 +99,10 @@ export function readPaymentsEnv(env: NodeJS.ProcessEnv, payments: PaymentsSettin
   const secretKey = env.STRIPE_SECRET_KEY?.trim();
   const webhookSecret = env.STRIPE_WEBHOOK_SECRET?.trim();
   if (!secretKey) throw new Error('STRIPE_SECRET_KEY: required with payments.processor: stripe (sk_live_… or sk_test_…)');
-  if (!webhookSecret) throw new Error('STRIPE_WEBHOOK_SECRET: required with payments.processor: stripe (whsec_…, from the webhook endpoint or `stripe listen`)');
+  if (!webhookSecret)
+    throw new Error(
+      'STRIPE_WEBHOOK_SECRET: required with payments.processor: stripe (whsec_…, from the webhook endpoint or `stripe listen`)',
+    );
   const apiBase = env.STRIPE_API_BASE?.trim() || null;
   if (apiBase) stripeHostOptions(apiBase);
   return { secretKey, webhookSecret, apiBase };

@@ -7,6 +7,18 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { parseDecimal } from './domain/billing/money.js';
 import { paymentsSchema, readPaymentsEnv, type PaymentsSettings, type StripeEnv } from './config-payments.js';
+import { TIER_DEFAULTS, TIERS, type Tier, type TierConfig } from './domain/accounts/tiers.js';
+import type { BillingSettings } from './domain/billing/settings.js';
+import {
+  MODEL_CATEGORIES,
+  type ChatModelConfig,
+  type EngineConfig,
+  type ModelCategory,
+  type ModelConfig,
+  type OpenAIEngineConfig,
+} from './domain/catalog/model.js';
+import { ConfigError } from './domain/errors.js';
+import type { RateLimitSettings } from './domain/ratelimit/types.js';
 import { accountsSchema, type AccountsSettings } from './config-accounts.js';
 import { alertsSchema, readMailEnv, type AlertsSettings, type MailEnv } from './config-alerts.js';
 
@@ -22,11 +34,7 @@ const isExactDecimal = (n: number) => {
   }
 };
 // Prices and fees become integer nanos (src/domain/billing/money.ts): more than 9 decimal places would be rounded, so it is refused.
-const price = z
-  .number()
-  .nonnegative()
-  .finite()
-  .refine(isExactDecimal, 'at most 9 decimal places');
+const price = z.number().nonnegative().finite().refine(isExactDecimal, 'at most 9 decimal places');
 const currency = z.string().regex(/^[a-z]{3}$/, 'a lowercase three-letter currency code, e.g. usd');
 
 const openaiEngine = z.strictObject({
@@ -79,7 +87,10 @@ const llamacppEngine = z.strictObject({
 const engine = z.discriminatedUnion('type', [openaiEngine, llamacppEngine]);
 
 const common = {
-  id: z.string().min(1).regex(/^[A-Za-z0-9._:\-/]+$/, 'letters, digits and . _ : - / only'),
+  id: z
+    .string()
+    .min(1)
+    .regex(/^[A-Za-z0-9._:\-/]+$/, 'letters, digits and . _ : - / only'),
   owned_by: z.string().min(1),
   created: z.number().int().nonnegative(),
   version: z.string().min(1),
@@ -142,31 +153,10 @@ const tierOverride = z.strictObject({
   tpm: positiveInt.optional(),
 });
 
-export interface TierPolicy {
-  monthly_tokens: number | null;
-  overage: boolean;
-  monthly_fee: number;
-}
-
-/** A tier's rate limits, per account (README, "Rate limits"). */
-export interface TierRateLimits {
-  rpm: number;
-  tpm: number;
-}
-
-/** Everything the config says about one tier: billing's policy and the rate limits. */
-export type TierConfig = TierPolicy & TierRateLimits;
-
-export const TIER_NAMES = ['free', 'developer', 'startup', 'enterprise'] as const;
-export type TierName = (typeof TIER_NAMES)[number];
-
-/** The tiers of the contract (issue 3); operators may override any key of any tier. */
-export const TIER_DEFAULTS: Record<TierName, TierConfig> = {
-  free: { monthly_tokens: 100_000, overage: false, monthly_fee: 0, rpm: 20, tpm: 40_000 },
-  developer: { monthly_tokens: 5_000_000, overage: true, monthly_fee: 0, rpm: 500, tpm: 1_000_000 },
-  startup: { monthly_tokens: 25_000_000, overage: true, monthly_fee: 0, rpm: 2_000, tpm: 5_000_000 },
-  enterprise: { monthly_tokens: null, overage: false, monthly_fee: 0, rpm: 10_000, tpm: 20_000_000 },
-};
+export { TIER_DEFAULTS, type TierConfig, type TierPolicy, type TierRateLimits } from './domain/accounts/tiers.js';
+/** The tier names, defined by the domain (src/domain/accounts/tiers.ts). */
+export const TIER_NAMES = TIERS;
+export type TierName = Tier;
 
 const billingSchema = z.strictObject({
   /** A hold older than this is released (charging nothing) by the sweeper and at start-up. */
@@ -176,7 +166,8 @@ const billingSchema = z.strictObject({
   /** A server whose heartbeat is older than this is taken as dead, and its holds are released. */
   instance_timeout_seconds: z.number().positive().default(90),
 });
-export type BillingSettings = z.infer<typeof billingSchema>;
+export type { BillingSettings };
+const billingAgrees: (parsed: z.infer<typeof billingSchema>) => BillingSettings = (parsed) => parsed;
 
 const rateLimitsSchema = z.strictObject({
   /**
@@ -192,12 +183,7 @@ const rateLimitsSchema = z.strictObject({
   key_prefix: z.string().default('tollgate:'),
 });
 
-export interface RateLimitSettings {
-  backend: 'memory' | 'redis' | 'none';
-  fail_closed: boolean;
-  alert_threshold: number;
-  key_prefix: string;
-}
+export type { RateLimitSettings };
 
 const fileSchema = z.strictObject({
   server: z
@@ -212,7 +198,9 @@ const fileSchema = z.strictObject({
        * Origins whose pages may call the API from a browser (CORS), e.g. https://app.example.com;
        * "*" allows any origin, without credentials. Empty: no cross-origin access.
        */
-      cors_origins: z.array(z.union([z.literal('*'), z.string().regex(/^https?:\/\/[^/\s]+$/, 'an origin such as https://app.example.com (no path)')])).default([]),
+      cors_origins: z
+        .array(z.union([z.literal('*'), z.string().regex(/^https?:\/\/[^/\s]+$/, 'an origin such as https://app.example.com (no path)')]))
+        .default([]),
     })
     .default({ body_limit: '1mb', shutdown_timeout_ms: 10_000, cors_origins: [] }),
   graphql: z
@@ -243,12 +231,12 @@ const fileSchema = z.strictObject({
   models: z.array(z.unknown()).default([]),
 });
 
-export type ModelConfig = z.infer<typeof modelSchema>;
-export type ChatModelConfig = z.infer<typeof chatModel>;
-export type OpenAIEngineConfig = z.infer<typeof openaiEngine>;
-export type EngineConfig = z.infer<typeof engine>;
-export type ModelCategory = ModelConfig['category'];
-export const MODEL_CATEGORIES = ['chat', 'embedding', 'moderation', 'reranking'] as const;
+// The domain's types (src/domain/catalog/model.ts) are what the YAML is read onto; these
+// functions only compile while the schemas produce values of those types.
+export { MODEL_CATEGORIES, type ChatModelConfig, type EngineConfig, type ModelCategory, type ModelConfig, type OpenAIEngineConfig };
+const modelAgrees: (parsed: z.infer<typeof modelSchema>) => ModelConfig = (parsed) => parsed;
+void modelAgrees;
+void billingAgrees;
 
 export interface AppConfig {
   configPath: string;
@@ -280,12 +268,7 @@ export interface AppConfig {
   models: ModelConfig[];
 }
 
-export class ConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'ConfigError';
-  }
-}
+export { ConfigError };
 
 /** Every key name a schema accepts, at any depth (for "did you mean" on an unknown key). */
 function keyNames(schema: z.ZodType, into = new Set<string>(), seen = new Set<unknown>()): Set<string> {
@@ -410,11 +393,26 @@ export function parseConfigText(
   const redisUrl = env.REDIS_URL || null;
   const limits = top.data.rate_limits;
   const backend = limits.backend ?? (redisUrl ? 'redis' : 'memory');
-  if (backend === 'redis' && !redisUrl) throw new ConfigError(`${source}: rate_limits.backend: "redis" needs the REDIS_URL environment variable`);
+  if (backend === 'redis' && !redisUrl)
+    throw new ConfigError(`${source}: rate_limits.backend: "redis" needs the REDIS_URL environment variable`);
   const rateLimits: RateLimitSettings = { ...limits, backend };
   // Free is where an account falls back when it cannot pay a fee: it cannot have one itself.
-  if (tiers.free.monthly_fee > 0) throw new ConfigError(`${source}: tiers.free.monthly_fee: the free tier cannot have a fee (accounts fall back to it when a fee is unpaid)`);
-  return { server: top.data.server, graphql: top.data.graphql, tiers, billing: top.data.billing, payments: top.data.payments, rateLimits, redisUrl, alerts: top.data.alerts, accounts: top.data.accounts, models };
+  if (tiers.free.monthly_fee > 0)
+    throw new ConfigError(
+      `${source}: tiers.free.monthly_fee: the free tier cannot have a fee (accounts fall back to it when a fee is unpaid)`,
+    );
+  return {
+    server: top.data.server,
+    graphql: top.data.graphql,
+    tiers,
+    billing: top.data.billing,
+    payments: top.data.payments,
+    rateLimits,
+    redisUrl,
+    alerts: top.data.alerts,
+    accounts: top.data.accounts,
+    models,
+  };
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
@@ -436,7 +434,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
         'configure payments.processor: stripe, or set payments.allow_sandbox: true to serve it on other interfaces anyway',
     );
   }
-  const publicUrl = (env.PUBLIC_URL || `http://${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, '');
+  const publicUrl = (
+    env.PUBLIC_URL || `http://${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host}:${port}`
+  ).replace(/\/+$/, '');
   return {
     configPath,
     port,

@@ -14,6 +14,7 @@ import { createAlerts, type Alerts } from './domain/notifications/create-alerts.
 import type { PaymentsService } from './domain/payments/payments-service.js';
 import { createRateLimiter } from './domain/ratelimit/create-rate-limiter.js';
 import { OutboxNotificationSink } from './domain/ratelimit/outbox-sink.js';
+import { RateLimitOverrides } from './domain/ratelimit/overrides.js';
 import { RateLimitMetering, tierLimits } from './domain/ratelimit/rate-limit-metering.js';
 import type { RateLimiter } from './domain/ratelimit/rate-limiter.js';
 import type { Logger } from './logger.js';
@@ -36,6 +37,8 @@ export interface Services {
   billing: BillingService;
   /** Null when `rate_limits.backend` is `none`. */
   rateLimiter: RateLimiter | null;
+  /** The operator's per-account RPM and TPM. */
+  rateLimitOverrides: RateLimitOverrides;
   payments: PaymentsService;
   autoTopups: AutoTopupService;
   metrics: Metrics;
@@ -47,23 +50,41 @@ export interface Services {
   auth: AuthService;
 }
 
-export async function createServices(config: AppConfig, logger: Logger): Promise<Services> {
+export interface ServiceOptions {
+  /** The clock billing reads (periods, fees, holds); tests fix it to a known date. */
+  now?: () => Date;
+}
+
+export async function createServices(config: AppConfig, logger: Logger, opts: ServiceOptions = {}): Promise<Services> {
   const catalog = new Catalog(config.models);
   // First: it reads the in-process models' files, and a catalog that contradicts one stops start-up.
   const engines = new Engines(config.models, logger.child({ component: 'engine' }));
   const orm = await openDatabase(config.databaseUrl);
-  const billing = new BillingService({ orm, tiers: config.tiers, settings: config.billing, logger: logger.child({ component: 'billing' }) });
+  const billing = new BillingService({
+    orm,
+    tiers: config.tiers,
+    settings: config.billing,
+    logger: logger.child({ component: 'billing' }),
+    now: opts.now,
+  });
   // Releases what servers that died left held, before this one takes any call.
   await billing.start();
   // Eager in-process models load in the background, one by one; /readyz waits for them.
   void engines.startLoading();
   const accounts = new AccountsService(orm);
+  const rateLimitOverrides = new RateLimitOverrides(orm);
   const rateLimiter = await createRateLimiter(config.rateLimits, config.redisUrl, {
     logger: logger.child({ component: 'ratelimit' }),
     notifications: new OutboxNotificationSink(billing.db),
   });
   // Rate limits admit first: a call they refuse places no hold and is never billed.
-  const limited: Metering = rateLimiter ? new RateLimitMetering(billing, rateLimiter, tierLimits(config.tiers, (id) => accounts.rateLimitProfile(id))) : billing;
+  const limited: Metering = rateLimiter
+    ? new RateLimitMetering(
+        billing,
+        rateLimiter,
+        tierLimits(config.tiers, (id) => rateLimitOverrides.profile(id)),
+      )
+    : billing;
   const knex = getKnex(orm);
   // SQLite answers rows, PostgreSQL a result with `rows`.
   const count = async (sql: string) => {
@@ -74,14 +95,21 @@ export async function createServices(config: AppConfig, logger: Logger): Promise
   const metrics = new Metrics({
     holdsOpen: () => count('select count(*) as n from holds'),
     outboxPending: () => count("select count(*) as n from notifications where delivery = 'pending'"),
-    queueDepths: () => Object.fromEntries(config.models.flatMap((m) => (engines.local(m.id) ? [[m.id, engines.local(m.id)!.queueDepth]] : []))),
+    queueDepths: () =>
+      Object.fromEntries(config.models.flatMap((m) => (engines.local(m.id) ? [[m.id, engines.local(m.id)!.queueDepth]] : []))),
     rateLimiter,
   });
   // Metrics outermost: they count what each call was settled at, after limits and billing.
   const metering: Metering = new MetricsMetering(limited, metrics);
   const forwarding = new Set(config.models.filter((m) => m.engine.type === 'openai').map((m) => m.id));
   // Top-ups credit through billing's ledger; debits start automatic top-up checks.
-  const { payments, autoTopups } = createPayments({ billing, settings: config.payments, stripe: config.stripe, publicUrl: () => config.publicUrl, logger });
+  const { payments, autoTopups } = createPayments({
+    billing,
+    settings: config.payments,
+    stripe: config.stripe,
+    publicUrl: () => config.publicUrl,
+    logger,
+  });
   // Alerts: sends the outbox by e-mail (leases owned by billing's instance) and watches for unusual usage.
   const alerts = createAlerts({ billing, settings: config.alerts, mail: config.mail, publicUrl: () => config.publicUrl, logger });
   alerts.start();
@@ -96,6 +124,7 @@ export async function createServices(config: AppConfig, logger: Logger): Promise
     keyWatch: new KeyWatch(accounts, { logger: logger.child({ component: 'keys' }) }),
     billing,
     rateLimiter,
+    rateLimitOverrides,
     payments,
     autoTopups,
     metrics,
@@ -109,7 +138,12 @@ export async function createServices(config: AppConfig, logger: Logger): Promise
       mailer: createMailer(config.mail, logger.child({ component: 'auth' })),
       logger: logger.child({ component: 'auth' }),
     }),
-    walletBus: config.redisUrl ? bridgeWalletEvents(billing.events, config.redisUrl, { prefix: config.rateLimits.key_prefix, logger: logger.child({ component: 'events' }) }) : null,
+    walletBus: config.redisUrl
+      ? bridgeWalletEvents(billing.events, config.redisUrl, {
+          prefix: config.rateLimits.key_prefix,
+          logger: logger.child({ component: 'events' }),
+        })
+      : null,
   };
 }
 

@@ -10,6 +10,8 @@ export function createLogger(level = process.env.LOG_LEVEL ?? 'info', format = p
     base: { service: 'tollgate' },
     // Keys and tokens must never reach a log line.
     redact: { paths: ['req.headers.authorization', '*.authorization', '*.apiKey', '*.api_key'], censor: '[redacted]' },
-    ...(format === 'pretty' ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,service' } } } : {}),
+    ...(format === 'pretty'
+      ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,service' } } }
+      : {}),
   });
 }

@@ -13,7 +13,9 @@ const logger = createLogger();
 class PortInUseError extends Error {}
 
 function portInUse(host: string, port: number): PortInUseError {
-  return new PortInUseError(`port ${port} on ${host} is already in use: stop what listens there, or choose another port with PORT (e.g. PORT=${port === 65535 ? 8081 : port + 1} npm start)`);
+  return new PortInUseError(
+    `port ${port} on ${host} is already in use: stop what listens there, or choose another port with PORT (e.g. PORT=${port === 65535 ? 8081 : port + 1} npm start)`,
+  );
 }
 
 /** Binds the address and lets it go, before any model loads or the database opens. */
@@ -35,7 +37,10 @@ async function main() {
     await closeServices(services).catch(() => {});
     throw e.code === 'EADDRINUSE' ? portInUse(config.host, config.port) : e;
   });
-  logger.info({ url: running.url, publicUrl: config.publicUrl, models: config.models.length, config: config.configPath }, 'tollgate is serving');
+  logger.info(
+    { url: running.url, publicUrl: config.publicUrl, models: config.models.length, config: config.configPath },
+    'tollgate is serving',
+  );
 
   let stopping = false;
   const stop = async (signal: string) => {

@@ -34,7 +34,12 @@ export class Metrics {
   constructor(sources: MetricSources) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry });
-    this.httpRequests = new Counter({ name: 'tollgate_http_requests_total', help: 'HTTP requests answered, by door (v1, graphql, web, ops), route and status.', labelNames: ['door', 'route', 'status'], registers });
+    this.httpRequests = new Counter({
+      name: 'tollgate_http_requests_total',
+      help: 'HTTP requests answered, by door (v1, graphql, web, ops), route and status.',
+      labelNames: ['door', 'route', 'status'],
+      registers,
+    });
     this.httpDuration = new Histogram({
       name: 'tollgate_http_request_duration_seconds',
       help: 'Time from a request to the end of its response (a stream: its last byte), by door and route.',
@@ -42,14 +47,24 @@ export class Metrics {
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
       registers,
     });
-    this.tokens = new Counter({ name: 'tollgate_tokens_total', help: 'Tokens of settled calls, by model and kind (prompt, completion).', labelNames: ['model', 'kind'], registers });
+    this.tokens = new Counter({
+      name: 'tollgate_tokens_total',
+      help: 'Tokens of settled calls, by model and kind (prompt, completion).',
+      labelNames: ['model', 'kind'],
+      registers,
+    });
     this.spend = new Counter({
       name: 'tollgate_spend_total',
       help: "Value of settled calls' tokens at the model's list prices, in currency units (usage covered by monthly allocations included).",
       labelNames: ['model', 'currency'],
       registers,
     });
-    this.upstreamErrors = new Counter({ name: 'tollgate_upstream_errors_total', help: 'Calls to a forwarding model that failed (its upstream, not the client).', labelNames: ['model'], registers });
+    this.upstreamErrors = new Counter({
+      name: 'tollgate_upstream_errors_total',
+      help: 'Calls to a forwarding model that failed (its upstream, not the client).',
+      labelNames: ['model'],
+      registers,
+    });
     this.upstreamDuration = new Histogram({
       name: 'tollgate_upstream_duration_seconds',
       help: 'Duration of calls to a forwarding model, a stream until its end.',

@@ -15,10 +15,13 @@ import { createYoga, type GraphiQLOptions, type Plugin, useErrorHandler } from '
 import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
-import { GraphQLError, type ExecutionArgs } from 'graphql';
+import type { GraphQLError, ExecutionArgs } from 'graphql';
 import { createCompatRouter } from '../compat/router.js';
+import type { CompatDoor } from '../compat/door.js';
 import { buildOpenApiDocument } from '../compat/openapi.js';
-import { rateLimitHeadersOn, sendRateLimitHeaders, settledOn, settledUsage } from '../compat/context.js';
+import { sunsetOf } from './domain/catalog/catalog.js';
+import { rateLimitHeadersOn, sendRateLimitHeaders } from './web/rate-limit-headers.js';
+import { settledOn, settledUsage } from './web/settled-usage.js';
 import { sendError } from '../compat/errors.js';
 import type { Services } from './container.js';
 import { DomainError } from './domain/errors.js';
@@ -35,7 +38,7 @@ declare module 'express-serve-static-core' {
   }
 }
 
-const REQUEST_ID = /^[\w.:\-]{1,128}$/;
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
 export interface RunningServer {
   server: Server;
@@ -71,7 +74,8 @@ function doorOf(path: string): 'v1' | 'graphql' | 'ops' | 'web' {
   return 'web';
 }
 
-const isLoopbackAddress = (address: string | undefined) => address === '::1' || address === '::ffff:127.0.0.1' || /^(::ffff:)?127\./.test(address ?? '');
+const isLoopbackAddress = (address: string | undefined) =>
+  address === '::1' || address === '::ffff:127.0.0.1' || /^(::ffff:)?127\./.test(address ?? '');
 
 function safeEqual(a: string, b: string): boolean {
   const x = Buffer.from(a);
@@ -107,6 +111,38 @@ function corsFor(origins: string[]) {
     ],
     maxAge: 600,
   });
+}
+
+/** What the /v1 door gets from the server: contexts, the early RPM check, the body limit, model notices. */
+function compatDoor(services: Services): CompatDoor {
+  return {
+    context(req, res) {
+      // Aborted when the client goes away before the response is finished.
+      const controller = new AbortController();
+      res.once('close', () => {
+        if (!res.writableFinished) controller.abort(new Error('client disconnected'));
+      });
+      return createContext(services, {
+        authorization: req.headers.authorization ?? null,
+        requestId: req.requestId,
+        path: req.originalUrl.split('?', 1)[0]!,
+        signal: controller.signal,
+        onRateLimit: rateLimitHeadersOn(res),
+        onSettled: settledOn(res),
+      });
+    },
+    precheck: async (ctx) => services.inference.precheck(await ctx.caller()),
+    bodyLimit: services.config.server.body_limit,
+    model(id) {
+      const m = services.catalog.find(id);
+      if (!m) return undefined;
+      return {
+        deprecated: m.status === 'deprecated',
+        sunset: sunsetOf(m),
+        functionCalling: m.category === 'chat' ? m.capabilities.function_calling : null,
+      };
+    },
+  };
 }
 
 export function createApp(services: Services) {
@@ -168,7 +204,14 @@ export function createApp(services: Services) {
     const given = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '')?.[1]?.trim();
     const allowed = token ? given !== undefined && safeEqual(given, token) : isLoopbackAddress(req.socket.remoteAddress);
     if (!allowed) {
-      res.status(token ? 401 : 403).type('text/plain').send(token ? 'metrics: send Authorization: Bearer $METRICS_TOKEN\n' : 'metrics: served to loopback clients only; set METRICS_TOKEN to scrape from elsewhere\n');
+      res
+        .status(token ? 401 : 403)
+        .type('text/plain')
+        .send(
+          token
+            ? 'metrics: send Authorization: Bearer $METRICS_TOKEN\n'
+            : 'metrics: served to loopback clients only; set METRICS_TOKEN to scrape from elsewhere\n',
+        );
       return;
     }
     res.type(services.metrics.registry.contentType).send(await services.metrics.registry.metrics());
@@ -193,7 +236,12 @@ export function createApp(services: Services) {
     if (Number(req.headers['content-length'] ?? 0) > bodyLimit) return sendError(res.setHeader('Connection', 'close'), tooLarge());
     next();
   });
-  app.use('/v1', createCompatRouter(services, { onUnexpected: (req, err) => logger.error({ reqId: req.requestId, path: fullPath(req), err }, 'unexpected error') }));
+  app.use(
+    '/v1',
+    createCompatRouter(compatDoor(services), {
+      onUnexpected: (req, err) => logger.error({ reqId: req.requestId, path: fullPath(req), err }, 'unexpected error'),
+    }),
+  );
   // Checkout pages and the processor's webhooks (the webhook reads its body raw, for the signature).
   app.use(createPaymentsRouter({ payments: services.payments, logger, bodyLimit: config.server.body_limit }));
   // The customer dashboard (issue 15): the web app, served from dist/dashboard.
@@ -211,9 +259,11 @@ export function createApp(services: Services) {
     useCSRFPrevention({ requestHeaders: ['x-graphql-yoga-csrf', 'apollo-require-preflight'] }),
     // Validation errors (and the armor's limits) in the public shape, with their 400.
     {
-      onValidate: () => ({ result, setResult }) => {
-        if (result.length > 0) setResult(result.map((e) => toPublicGraphQLError(e)));
-      },
+      onValidate:
+        () =>
+        ({ result, setResult }) => {
+          if (result.length > 0) setResult(result.map((e) => toPublicGraphQLError(e)));
+        },
     } as Plugin,
     // Unexpected errors are logged here, where the request's id and path are known (they are
     // masked for the client in maskError below); client mistakes are not logged.
@@ -221,12 +271,17 @@ export function createApp(services: Services) {
       // Execution errors come with the execution's arguments, the others with the context itself.
       const ctx = ((context as { contextValue?: unknown }).contextValue ?? context) as Partial<GraphQLContext>;
       for (const err of errors) {
-        if (isUnexpectedError(err)) logger.error({ reqId: ctx.requestId, path: ctx.path, err: (err as GraphQLError).originalError ?? err }, 'unexpected GraphQL error');
+        if (isUnexpectedError(err))
+          logger.error(
+            { reqId: ctx.requestId, path: ctx.path, err: (err as GraphQLError).originalError ?? err },
+            'unexpected GraphQL error',
+          );
       }
     }) as Plugin,
   ];
   if (!config.graphql.introspection) plugins.push(useDisableIntrospection());
 
+  // biome-ignore lint/complexity/noBannedTypes: yoga's server context is empty here; `{}` is what its Express typing accepts.
   const yoga = createYoga<{}, GraphQLContext>({
     schema,
     graphqlEndpoint: '/graphql',
@@ -279,14 +334,20 @@ export function createApp(services: Services) {
   });
   // The body limit of every door, before authentication and before any parsing.
   const readBody = express.raw({ limit: bodyLimit, type: () => true });
-  const refuseGraphQL = (res: express.Response, error: DomainError) => res.status(error.status).json({ errors: [publicErrorBody(toPublicGraphQLError(error))] });
+  const refuseGraphQL = (res: express.Response, error: DomainError) =>
+    res.status(error.status).json({ errors: [publicErrorBody(toPublicGraphQLError(error))] });
   app.use('/graphql', (req, res, next) => {
     if (req.method !== 'POST') return next();
     if (Number(req.headers['content-length'] ?? 0) > bodyLimit) return refuseGraphQL(res.setHeader('Connection', 'close'), tooLarge());
     readBody(req, res, (err?: unknown) => {
       if (!err) return next();
       const e = err as { type?: string };
-      refuseGraphQL(res, e.type === 'entity.too.large' ? tooLarge() : new DomainError('invalid_request', 'The request body could not be read (check Content-Encoding and charset).'));
+      refuseGraphQL(
+        res,
+        e.type === 'entity.too.large'
+          ? tooLarge()
+          : new DomainError('invalid_request', 'The request body could not be read (check Content-Encoding and charset).'),
+      );
     });
   });
   app.use('/graphql', yoga);
@@ -321,7 +382,14 @@ export async function startServer(services: Services, opts: { port?: number; hos
       // operations go on.
       onSubscribe: async (ctx, _id, payload) => {
         try {
-          const { schema: s, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped({
+          const {
+            schema: s,
+            execute,
+            subscribe,
+            contextFactory,
+            parse,
+            validate,
+          } = yoga.getEnveloped({
             ...ctx,
             req: ctx.extra.request,
             socket: ctx.extra.socket,

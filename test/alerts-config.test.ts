@@ -25,8 +25,12 @@ describe('mail and alerts configuration', () => {
     const defaults = parseConfigText('', 'test.yaml').alerts;
     expect(defaults.unusual_usage).toMatchObject({ factor: 5, min_tokens: 100_000, min_spend: 1 });
     expect(defaults.delivery).toMatchObject({ max_attempts: 10, poll_interval_ms: 1000 });
-    expect(parseConfigText('alerts:\n  unusual_usage: { factor: 3, min_tokens: 5000, min_spend: 0.5 }\n', 'test.yaml').alerts.unusual_usage).toMatchObject({ factor: 3, min_tokens: 5000, min_spend: 0.5 });
+    expect(
+      parseConfigText('alerts:\n  unusual_usage: { factor: 3, min_tokens: 5000, min_spend: 0.5 }\n', 'test.yaml').alerts.unusual_usage,
+    ).toMatchObject({ factor: 3, min_tokens: 5000, min_spend: 0.5 });
     expect(() => parseConfigText('alerts:\n  unusual_usage: { factor: 0.5 }\n', 'test.yaml')).toThrow(/alerts\.unusual_usage\.factor/);
-    expect(() => parseConfigText('alerts:\n  delivery: { poll_interval_ms: 5000 }\n', 'test.yaml')).toThrow(/alerts\.delivery\.poll_interval_ms/);
+    expect(() => parseConfigText('alerts:\n  delivery: { poll_interval_ms: 5000 }\n', 'test.yaml')).toThrow(
+      /alerts\.delivery\.poll_interval_ms/,
+    );
   });
 });

@@ -14,7 +14,10 @@ import { client, credit, seed } from './support/seed.js';
 import { eventually, startTestSmtp, type CapturedMail, type TestSmtp } from './support/smtp.js';
 
 // chat-alert bills only output tokens, 0.10 USD each: every charge is a whole number of cents.
-const YAML = (u: string, maxAttempts = 3) => `${chatModelYaml(u, { id: 'chat-alert', inputPrice: '0', outputPrice: '100000', maxOutputTokens: 256, timeoutMs: 10000 })}tiers:
+const YAML = (
+  u: string,
+  maxAttempts = 3,
+) => `${chatModelYaml(u, { id: 'chat-alert', inputPrice: '0', outputPrice: '100000', maxOutputTokens: 256, timeoutMs: 10000 })}tiers:
   developer: { monthly_tokens: 100 }
   startup: { monthly_fee: 5 }
   enterprise: { rpm: 1 }
@@ -32,9 +35,11 @@ const chat = (s: TestServer, apiKey: string, tokens: number) =>
     body: JSON.stringify({ model: 'chat-alert', messages: [{ role: 'user', content: `go #tokens=${tokens}` }], max_tokens: tokens }),
   }).then(async (r) => (await r.arrayBuffer(), r.status));
 
-const emailOf = async (s: TestServer, apiKey: string): Promise<string> => (await s.graphql('{ viewer { email } }', {}, apiKey)).body.data.viewer.email;
+const emailOf = async (s: TestServer, apiKey: string): Promise<string> =>
+  (await s.graphql('{ viewer { email } }', {}, apiKey)).body.data.viewer.email;
 
-const SETTINGS = 'mutation($i: AlertSettingsInput!) { updateAlertSettings(input: $i) { lowBalance allocation80 allocation100 spendingLimit rateLimit unusualUsage autoTopup monthlyFee receipt extraRecipients } }';
+const SETTINGS =
+  'mutation($i: AlertSettingsInput!) { updateAlertSettings(input: $i) { lowBalance allocation80 allocation100 spendingLimit rateLimit unusualUsage autoTopup monthlyFee receipt extraRecipients } }';
 
 function mailTo(smtp: TestSmtp, address: string, subject: string): CapturedMail[] {
   return smtp.messages.filter((m) => m.to.includes(address) && m.subject.includes(subject));
@@ -45,7 +50,10 @@ describe('e-mail alerts through a real SMTP server', () => {
   let s: TestServer;
   beforeAll(async () => {
     smtp = await startTestSmtp();
-    s = await startTestServer({ env: { SMTP_URL: smtp.url, MAIL_FROM: 'Tollgate <alerts@tollgate.test>' }, yaml: (u) => catalogYaml(u, YAML(u)) });
+    s = await startTestServer({
+      env: { SMTP_URL: smtp.url, MAIL_FROM: 'Tollgate <alerts@tollgate.test>' },
+      yaml: (u) => catalogYaml(u, YAML(u)),
+    });
   });
   afterAll(async () => {
     await s?.close();
@@ -60,7 +68,13 @@ describe('e-mail alerts through a real SMTP server', () => {
     expect((await c.graphql(SETTINGS, { i: { extraRecipients: extras } })).body.data.updateAlertSettings.extraRecipients).toEqual(extras);
     await credit(s, a.id, '5.50');
     expect((await c.graphql('mutation { setLowBalanceAlert(threshold: "5") { lowBalanceAlert } }')).body.data).toBeTruthy();
-    expect((await c.graphql('mutation { updateSpendingLimit(input: { enabled: true, monthlyLimit: "1", action: alert }) { spendingLimit { enabled } } }')).body.data).toBeTruthy();
+    expect(
+      (
+        await c.graphql(
+          'mutation { updateSpendingLimit(input: { enabled: true, monthlyLimit: "1", action: alert }) { spendingLimit { enabled } } }',
+        )
+      ).body.data,
+    ).toBeTruthy();
 
     // 1st call: within the 100-token allocation. 2nd: past 80% and 100%; the rest paid from the wallet.
     expect(await chat(s, a.apiKey, 50)).toBe(200);
@@ -71,7 +85,10 @@ describe('e-mail alerts through a real SMTP server', () => {
 
     // A paid checkout top-up: the receipt.
     const started = await c.graphql('mutation($a: Decimal!) { topUp(amount: $a) { id checkoutUrl } }', { a: '50' });
-    const paid = await fetch(`${started.body.data.topUp.checkoutUrl}/complete`, { method: 'POST', headers: { accept: 'application/json' } });
+    const paid = await fetch(`${started.body.data.topUp.checkoutUrl}/complete`, {
+      method: 'POST',
+      headers: { accept: 'application/json' },
+    });
     expect(paid.status).toBe(200);
     const after = await c.balance();
 
@@ -82,23 +99,47 @@ describe('e-mail alerts through a real SMTP server', () => {
     // Payments' alerts as their producers write them (their triggers are tested in auto-topup.test.ts).
     const db = s.services.billing.db;
     const now = new Date();
-    await enqueueNotification(db, { accountId: a.id, kind: 'auto_topup_failed', dedupeKey: `t1:${a.id}`, payload: { top_up_id: 'atu_1', amount: '25.00', currency: 'USD', reason: 'card declined', consecutive_failures: 1 }, now });
-    await enqueueNotification(db, { accountId: a.id, kind: 'auto_topup_disabled', dedupeKey: `t2:${a.id}`, payload: { top_up_id: 'atu_2', amount: '25.00', currency: 'USD', reason: 'card declined', consecutive_failures: 3, disabled: true }, now });
-    await enqueueNotification(db, { accountId: a.id, kind: 'auto_topup_capped', dedupeKey: `t3:${a.id}`, payload: { period: '2026-11', max_monthly: '100.00', started: '100.00', amount: '25.00', currency: 'USD' }, now });
+    await enqueueNotification(db, {
+      accountId: a.id,
+      kind: 'auto_topup_failed',
+      dedupeKey: `t1:${a.id}`,
+      payload: { top_up_id: 'atu_1', amount: '25.00', currency: 'USD', reason: 'card declined', consecutive_failures: 1 },
+      now,
+    });
+    await enqueueNotification(db, {
+      accountId: a.id,
+      kind: 'auto_topup_disabled',
+      dedupeKey: `t2:${a.id}`,
+      payload: { top_up_id: 'atu_2', amount: '25.00', currency: 'USD', reason: 'card declined', consecutive_failures: 3, disabled: true },
+      now,
+    });
+    await enqueueNotification(db, {
+      accountId: a.id,
+      kind: 'auto_topup_capped',
+      dedupeKey: `t3:${a.id}`,
+      payload: { period: '2026-11', max_monthly: '100.00', started: '100.00', amount: '25.00', currency: 'USD' },
+      now,
+    });
 
     const expected: [string, string[]][] = [
       ['Low balance', [`${(5.5 - Number(spent)).toFixed(2)} USD`, '5.00 USD']],
       ['80% of your monthly tokens', ['of your 100 monthly tokens']],
       ['monthly tokens used up', ['all 100 monthly tokens']],
       ['Spending limit', [`${spent} USD`, '1.00 USD']],
-      ['Receipt', ['Amount paid: 50.00 USD', 'Bonus: 2.50 USD', 'Credits added: 52.50 USD', `New balance: ${Number(after).toFixed(2)} USD`]],
+      [
+        'Receipt',
+        ['Amount paid: 50.00 USD', 'Bonus: 2.50 USD', 'Credits added: 52.50 USD', `New balance: ${Number(after).toFixed(2)} USD`],
+      ],
       ['Unusual usage', ['tokens']],
       ['Automatic top-up failed', ['25.00 USD', 'card declined']],
       ['Automatic top-up turned off', ['25.00 USD']],
       ['Automatic top-up skipped', ['100.00 USD']],
     ];
     for (const [subject, amounts] of expected) {
-      const [mail] = await eventually(() => mailTo(smtp, owner, subject).length > 0 && mailTo(smtp, owner, subject), `"${subject}" for ${owner}`);
+      const [mail] = await eventually(
+        () => mailTo(smtp, owner, subject).length > 0 && mailTo(smtp, owner, subject),
+        `"${subject}" for ${owner}`,
+      );
       expect(mail!.to.sort()).toEqual([owner, ...extras].sort());
       for (const amount of amounts) expect(mail!.body, subject).toContain(amount);
       expect(mail!.body).toContain(s.url); // the link to PUBLIC_URL
@@ -114,17 +155,31 @@ describe('e-mail alerts through a real SMTP server', () => {
   it('sends the monthly fee (charged and failed) and the rate-limit alert to the account', async () => {
     const paying = await seed(s).account({ tier: 'developer' }).wallet('20');
     const payingEmail = await emailOf(s, paying.apiKey);
-    const tier = await s.graphql('mutation($a: ID!) { setAccountTier(accountId: $a, tier: startup) { tier } }', { a: paying.id }, ADMIN_TOKEN);
+    const tier = await s.graphql(
+      'mutation($a: ID!) { setAccountTier(accountId: $a, tier: startup) { tier } }',
+      { a: paying.id },
+      ADMIN_TOKEN,
+    );
     expect(tier.body.data.setAccountTier.tier).toBe('startup');
-    const [charged] = await eventually(() => mailTo(smtp, payingEmail, 'Monthly fee charged').length > 0 && mailTo(smtp, payingEmail, 'Monthly fee charged'), 'the fee receipt');
+    const [charged] = await eventually(
+      () => mailTo(smtp, payingEmail, 'Monthly fee charged').length > 0 && mailTo(smtp, payingEmail, 'Monthly fee charged'),
+      'the fee receipt',
+    );
     expect(charged!.body).toContain('5.00 USD');
     expect(charged!.body).toContain('Balance after the fee: 15.00 USD');
 
     // Created on a fee tier with an empty wallet: the fee cannot be paid at the first billing action.
-    const broke = await s.graphql('mutation { createAccount(email: "broke@example.com", tier: startup) { account { id } apiKey } }', {}, ADMIN_TOKEN);
+    const broke = await s.graphql(
+      'mutation { createAccount(email: "broke@example.com", tier: startup) { account { id } apiKey } }',
+      {},
+      ADMIN_TOKEN,
+    );
     expect(broke.body.data).toBeTruthy();
     await s.services.billing.chargeDueFees();
-    const [unpaid] = await eventually(() => mailTo(smtp, 'broke@example.com', 'Monthly fee').length > 0 && mailTo(smtp, 'broke@example.com', 'Monthly fee'), 'the unpaid fee');
+    const [unpaid] = await eventually(
+      () => mailTo(smtp, 'broke@example.com', 'Monthly fee').length > 0 && mailTo(smtp, 'broke@example.com', 'Monthly fee'),
+      'the unpaid fee',
+    );
     expect(unpaid!.subject).toContain('failed');
     expect(unpaid!.body).toContain('5.00 USD');
 
@@ -134,7 +189,10 @@ describe('e-mail alerts through a real SMTP server', () => {
     const statuses = [];
     for (let i = 0; i < 4; i++) statuses.push(await chat(s, busy.apiKey, 1));
     expect(statuses.filter((x) => x === 429).length).toBeGreaterThanOrEqual(2);
-    const [limited] = await eventually(() => mailTo(smtp, busyEmail, 'Rate limit').length > 0 && mailTo(smtp, busyEmail, 'Rate limit'), 'the rate-limit alert');
+    const [limited] = await eventually(
+      () => mailTo(smtp, busyEmail, 'Rate limit').length > 0 && mailTo(smtp, busyEmail, 'Rate limit'),
+      'the rate-limit alert',
+    );
     expect(limited!.to).toEqual([busyEmail]);
   });
 
@@ -146,17 +204,29 @@ describe('e-mail alerts through a real SMTP server', () => {
     expect(off.body.data.updateAlertSettings).toMatchObject({ lowBalance: false, allocation80: true, receipt: true });
     const codes = async (i: unknown) => (await c.graphql(SETTINGS, { i })).body.errors?.[0]?.extensions?.code;
     expect(await codes({ receipt: false })).toBe('invalid_value');
-    expect(await codes({ extraRecipients: ['a@example.com', 'b@example.com', 'c@example.com', 'd@example.com', 'e@example.com', 'f@example.com'] })).toBe('invalid_value');
+    expect(
+      await codes({
+        extraRecipients: ['a@example.com', 'b@example.com', 'c@example.com', 'd@example.com', 'e@example.com', 'f@example.com'],
+      }),
+    ).toBe('invalid_value');
     expect(await codes({ extraRecipients: ['not an address'] })).toBe('invalid_value');
-    expect((await c.graphql('{ viewer { alertSettings { lowBalance extraRecipients } } }')).body.data.viewer.alertSettings).toEqual({ lowBalance: false, extraRecipients: [] });
+    expect((await c.graphql('{ viewer { alertSettings { lowBalance extraRecipients } } }')).body.data.viewer.alertSettings).toEqual({
+      lowBalance: false,
+      extraRecipients: [],
+    });
 
     await credit(s, a.id, '10');
     await c.graphql('mutation { setLowBalanceAlert(threshold: "9.50") { lowBalanceAlert } }');
     // The second call goes past the 100-token allocation: its wallet charge crosses the threshold.
     expect(await chat(s, a.apiKey, 50)).toBe(200);
     expect(await chat(s, a.apiKey, 50)).toBe(200);
-    const feed = async () => (await c.graphql('{ viewer { notifications(first: 10) { nodes { kind delivery { state lastError } } } } }')).body.data.viewer.notifications.nodes as { kind: string; delivery: { state: string; lastError: string | null } }[];
-    const low = await eventually(async () => (await feed()).find((n) => n.kind === 'low_balance' && n.delivery.state === 'skipped'), 'the skipped low-balance alert');
+    const feed = async () =>
+      (await c.graphql('{ viewer { notifications(first: 10) { nodes { kind delivery { state lastError } } } } }')).body.data.viewer
+        .notifications.nodes as { kind: string; delivery: { state: string; lastError: string | null } }[];
+    const low = await eventually(
+      async () => (await feed()).find((n) => n.kind === 'low_balance' && n.delivery.state === 'skipped'),
+      'the skipped low-balance alert',
+    );
     expect(low.delivery.lastError).toMatch(/turned off/);
     // The allocation alerts of the same calls did go out; the low-balance one did not.
     await eventually(() => mailTo(smtp, owner, 'monthly tokens used up').length > 0, 'the allocation alert');
@@ -167,7 +237,12 @@ describe('e-mail alerts through a real SMTP server', () => {
     const a = await seed(s).account({ tier: 'developer' });
     const c = client(s, a.apiKey);
     const other = await seed(s).account({ tier: 'developer' });
-    const ws = createClient({ url: `${s.url.replace('http', 'ws')}/graphql`, webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${a.apiKey}` }, retryAttempts: 0 });
+    const ws = createClient({
+      url: `${s.url.replace('http', 'ws')}/graphql`,
+      webSocketImpl: WebSocket,
+      connectionParams: { authorization: `Bearer ${a.apiKey}` },
+      retryAttempts: 0,
+    });
     const pushed: string[] = [];
     let ended: unknown;
     const done = new Promise<void>((resolve) => {
@@ -187,28 +262,54 @@ describe('e-mail alerts through a real SMTP server', () => {
     await s.services.alerts.notifications.ready();
     const db = s.services.billing.db;
     for (let i = 0; i < 3; i++) {
-      await enqueueNotification(db, { accountId: a.id, kind: 'auto_topup_capped', dedupeKey: `feed:${a.id}:${i}`, payload: { period: '2026-11', max_monthly: '10', started: String(i), amount: '1', currency: 'USD' }, now: new Date() });
+      await enqueueNotification(db, {
+        accountId: a.id,
+        kind: 'auto_topup_capped',
+        dedupeKey: `feed:${a.id}:${i}`,
+        payload: { period: '2026-11', max_monthly: '10', started: String(i), amount: '1', currency: 'USD' },
+        now: new Date(),
+      });
     }
-    await enqueueNotification(db, { accountId: other.id, kind: 'auto_topup_capped', dedupeKey: `feed:${other.id}`, payload: { period: '2026-11', max_monthly: '10', started: '0', amount: '1', currency: 'USD' }, now: new Date() });
+    await enqueueNotification(db, {
+      accountId: other.id,
+      kind: 'auto_topup_capped',
+      dedupeKey: `feed:${other.id}`,
+      payload: { period: '2026-11', max_monthly: '10', started: '0', amount: '1', currency: 'USD' },
+      now: new Date(),
+    });
     await eventually(() => pushed.length >= 3, 'three pushed notifications');
 
-    const page1 = (await c.graphql('{ viewer { notifications(first: 2) { nodes { id subject read } pageInfo { hasNextPage endCursor } unreadCount } } }')).body.data.viewer.notifications;
+    const page1 = (
+      await c.graphql('{ viewer { notifications(first: 2) { nodes { id subject read } pageInfo { hasNextPage endCursor } unreadCount } } }')
+    ).body.data.viewer.notifications;
     expect(page1.nodes).toHaveLength(2);
     expect(page1.nodes[0].subject).toContain('Automatic top-up');
     expect(page1.pageInfo.hasNextPage).toBe(true);
     expect(page1.unreadCount).toBe(3);
-    const page2 = (await c.graphql('query($a: String) { viewer { notifications(first: 2, after: $a) { nodes { id } pageInfo { hasNextPage } } } }', { a: page1.pageInfo.endCursor })).body.data.viewer.notifications;
+    const page2 = (
+      await c.graphql('query($a: String) { viewer { notifications(first: 2, after: $a) { nodes { id } pageInfo { hasNextPage } } } }', {
+        a: page1.pageInfo.endCursor,
+      })
+    ).body.data.viewer.notifications;
     expect(page2.nodes).toHaveLength(1);
     expect(page2.pageInfo.hasNextPage).toBe(false);
-    const marked = await c.graphql('mutation($ids: [ID!]!) { markNotificationsRead(ids: $ids) { id read } }', { ids: [page1.nodes[0].id, 'ntf_not_mine'] });
+    const marked = await c.graphql('mutation($ids: [ID!]!) { markNotificationsRead(ids: $ids) { id read } }', {
+      ids: [page1.nodes[0].id, 'ntf_not_mine'],
+    });
     expect(marked.body.data.markNotificationsRead).toEqual([{ id: page1.nodes[0].id, read: true }]);
-    const unread = (await c.graphql('{ viewer { notifications(unreadOnly: true) { nodes { id } unreadCount } } }')).body.data.viewer.notifications;
+    const unread = (await c.graphql('{ viewer { notifications(unreadOnly: true) { nodes { id } unreadCount } } }')).body.data.viewer
+      .notifications;
     expect(unread.nodes.map((n: { id: string }) => n.id)).not.toContain(page1.nodes[0].id);
     expect(unread.unreadCount).toBe(2);
     expect(pushed).toEqual(['auto_topup_capped', 'auto_topup_capped', 'auto_topup_capped']);
 
-    expect((await s.graphql('mutation($id: ID!) { revokeApiKey(id: $id) }', { id: a.keyId }, ADMIN_TOKEN)).body.data.revokeApiKey).toBe(true);
-    await eventually(async () => (await Promise.race([done.then(() => true), new Promise((r) => setTimeout(() => r(false), 100))])) as boolean, 'the subscription to end');
+    expect((await s.graphql('mutation($id: ID!) { revokeApiKey(id: $id) }', { id: a.keyId }, ADMIN_TOKEN)).body.data.revokeApiKey).toBe(
+      true,
+    );
+    await eventually(
+      async () => (await Promise.race([done.then(() => true), new Promise((r) => setTimeout(() => r(false), 100))])) as boolean,
+      'the subscription to end',
+    );
     expect(JSON.stringify(ended)).toContain('invalid_api_key');
     await ws.dispose();
   }, 60_000);
@@ -230,54 +331,73 @@ describe.each([
   });
 
   const queue = async (accountId: string, tag: string) => {
-    await enqueueNotification(s.services.billing.db, { accountId, kind: 'auto_topup_failed', dedupeKey: `${tag}:${accountId}`, payload: { top_up_id: tag, amount: '25.00', currency: 'USD', reason: tag, consecutive_failures: 1 }, now: new Date() });
+    await enqueueNotification(s.services.billing.db, {
+      accountId,
+      kind: 'auto_topup_failed',
+      dedupeKey: `${tag}:${accountId}`,
+      payload: { top_up_id: tag, amount: '25.00', currency: 'USD', reason: tag, consecutive_failures: 1 },
+      now: new Date(),
+    });
     const [n] = (await s.services.alerts.notifications.page(accountId, { first: 1 })).notifications;
     return n!;
   };
-  const stateOf = async (accountId: string, id: string) => (await s.services.alerts.notifications.page(accountId, { first: 50 })).notifications.find((n) => n.id === id)!;
+  const stateOf = async (accountId: string, id: string) =>
+    (await s.services.alerts.notifications.page(accountId, { first: 50 })).notifications.find((n) => n.id === id)!;
 
-  it.runIf(mode === 'down')('keeps a message while the server is down, retries it, and delivers it once when the server is back', async () => {
-    const a = await seed(s).account();
-    const owner = await emailOf(s, a.apiKey);
-    await smtp.stop();
-    const before = await queue(a.id, 'down');
-    const retrying = await eventually(async () => {
-      const n = await stateOf(a.id, before.id);
-      return n.attempts >= 1 && n.delivery === 'pending' && n.lastError ? n : undefined;
-    }, 'a failed try');
-    expect(retrying.lastError).toMatch(/ECONNREFUSED|connect/i);
-    await smtp.start();
-    await eventually(() => mailTo(smtp, owner, 'Automatic top-up failed').length > 0, 'the message after the server came back');
-    const sent = await eventually(async () => ((await stateOf(a.id, before.id)).delivery === 'sent' ? stateOf(a.id, before.id) : undefined), 'sent');
-    expect(sent.recipients).toEqual([owner]);
-    await new Promise((r) => setTimeout(r, 500));
-    expect(mailTo(smtp, owner, 'Automatic top-up failed')).toHaveLength(1);
-  });
+  it.runIf(mode === 'down')(
+    'keeps a message while the server is down, retries it, and delivers it once when the server is back',
+    async () => {
+      const a = await seed(s).account();
+      const owner = await emailOf(s, a.apiKey);
+      await smtp.stop();
+      const before = await queue(a.id, 'down');
+      const retrying = await eventually(async () => {
+        const n = await stateOf(a.id, before.id);
+        return n.attempts >= 1 && n.delivery === 'pending' && n.lastError ? n : undefined;
+      }, 'a failed try');
+      expect(retrying.lastError).toMatch(/ECONNREFUSED|connect/i);
+      await smtp.start();
+      await eventually(() => mailTo(smtp, owner, 'Automatic top-up failed').length > 0, 'the message after the server came back');
+      const sent = await eventually(
+        async () => ((await stateOf(a.id, before.id)).delivery === 'sent' ? stateOf(a.id, before.id) : undefined),
+        'sent',
+      );
+      expect(sent.recipients).toEqual([owner]);
+      await new Promise((r) => setTimeout(r, 500));
+      expect(mailTo(smtp, owner, 'Automatic top-up failed')).toHaveLength(1);
+    },
+  );
 
-  it.runIf(mode === 'refusing')('keeps a message refused on every try as failed; mail status shows it and mail retry sends it', async () => {
-    const a = await seed(s).account();
-    const owner = await emailOf(s, a.apiKey);
-    smtp.refuseWith = 550;
-    const n = await queue(a.id, 'refused');
-    const failed = await eventually(async () => ((await stateOf(a.id, n.id)).delivery === 'failed' ? stateOf(a.id, n.id) : undefined), 'failed for good');
-    expect(failed.attempts).toBe(3);
-    expect(failed.lastError).toContain('550');
+  it.runIf(mode === 'refusing')(
+    'keeps a message refused on every try as failed; mail status shows it and mail retry sends it',
+    async () => {
+      const a = await seed(s).account();
+      const owner = await emailOf(s, a.apiKey);
+      smtp.refuseWith = 550;
+      const n = await queue(a.id, 'refused');
+      const failed = await eventually(
+        async () => ((await stateOf(a.id, n.id)).delivery === 'failed' ? stateOf(a.id, n.id) : undefined),
+        'failed for good',
+      );
+      expect(failed.attempts).toBe(3);
+      expect(failed.lastError).toContain('550');
 
-    const env = { ...process.env, DATABASE_URL: s.services.config.databaseUrl, CONFIG: s.services.config.configPath };
-    const out: string[] = [];
-    const io = { stdout: (t: string) => void out.push(t), stderr: (t: string) => void out.push(t), env };
-    expect(await runCli(['node', 'tollgate', 'mail', 'status', '--json'], io)).toBe(0);
-    const status = JSON.parse(out.join(''));
-    expect(status.counts.failed).toBeGreaterThanOrEqual(1);
-    expect(status.failed.map((f: { id: string }) => f.id)).toContain(n.id);
+      const env = { ...process.env, DATABASE_URL: s.services.config.databaseUrl, CONFIG: s.services.config.configPath };
+      const out: string[] = [];
+      const io = { stdout: (t: string) => void out.push(t), stderr: (t: string) => void out.push(t), env };
+      expect(await runCli(['node', 'tollgate', 'mail', 'status', '--json'], io)).toBe(0);
+      const status = JSON.parse(out.join(''));
+      expect(status.counts.failed).toBeGreaterThanOrEqual(1);
+      expect(status.failed.map((f: { id: string }) => f.id)).toContain(n.id);
 
-    smtp.refuseWith = null;
-    out.length = 0;
-    expect(await runCli(['node', 'tollgate', 'mail', 'retry', '--id', n.id, '--json'], io)).toBe(0);
-    expect(JSON.parse(out.join(''))).toEqual({ retried: 1 });
-    await eventually(() => mailTo(smtp, owner, 'Automatic top-up failed').length > 0, 'the retried message');
-    expect((await stateOf(a.id, n.id)).delivery).toBe('sent');
-  });
+      smtp.refuseWith = null;
+      out.length = 0;
+      expect(await runCli(['node', 'tollgate', 'mail', 'retry', '--id', n.id, '--json'], io)).toBe(0);
+      expect(JSON.parse(out.join(''))).toEqual({ retried: 1 });
+      await eventually(() => mailTo(smtp, owner, 'Automatic top-up failed').length > 0, 'the retried message');
+      expect((await stateOf(a.id, n.id)).delivery).toBe('sent');
+    },
+  );
 });
 
 describe('without SMTP_URL', () => {
@@ -291,7 +411,13 @@ describe('without SMTP_URL', () => {
 
   it('writes each message as an .eml file under mail/ beside the SQLite file', async () => {
     const a = await seed(s).account();
-    await enqueueNotification(s.services.billing.db, { accountId: a.id, kind: 'low_balance', dedupeKey: `eml:${a.id}`, payload: { balance: '4.2', threshold: '5', currency: 'USD' }, now: new Date() });
+    await enqueueNotification(s.services.billing.db, {
+      accountId: a.id,
+      kind: 'low_balance',
+      dedupeKey: `eml:${a.id}`,
+      payload: { balance: '4.2', threshold: '5', currency: 'USD' },
+      now: new Date(),
+    });
     const dir = s.services.config.mail.dir;
     expect(dir).toBe(path.join(s.dir, 'mail'));
     const file = await eventually(() => existsSync(dir) && readdirSync(dir).find((f) => f.endsWith('.eml')), 'an .eml file');

@@ -12,7 +12,9 @@ import { deliverStripeEvent, TEST_SECRET_KEY, TEST_WEBHOOK_SECRET } from './supp
 
 // chat-auto bills only output, $25,000 per million tokens: a call of 10 tokens costs exactly 0.25.
 // Startup accounts have no monthly allocation here, so every call is paid from the wallet.
-const MODEL = (upstreamUrl: string) => `${chatModelYaml(upstreamUrl, { id: 'chat-auto', inputPrice: '0', outputPrice: '25000', maxOutputTokens: 64, timeoutMs: 10000 })}tiers:
+const MODEL = (
+  upstreamUrl: string,
+) => `${chatModelYaml(upstreamUrl, { id: 'chat-auto', inputPrice: '0', outputPrice: '25000', maxOutputTokens: 64, timeoutMs: 10000 })}tiers:
   startup: { monthly_tokens: 0 }
 `;
 
@@ -21,14 +23,19 @@ const callBody = JSON.stringify({ model: 'chat-auto', messages: [{ role: 'user',
 async function charge(s: TestServer, apiKey: string, times: number): Promise<number[]> {
   return Promise.all(
     Array.from({ length: times }, async () => {
-      const res = await fetch(`${s.v1}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' }, body: callBody });
+      const res = await fetch(`${s.v1}/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+        body: callBody,
+      });
       await res.arrayBuffer();
       return res.status;
     }),
   );
 }
 
-const SET_AUTO = 'mutation($i: AutoTopupInput!) { updateAutoTopup(input: $i) { enabled threshold amount consecutiveFailures disabledReason inFlight } }';
+const SET_AUTO =
+  'mutation($i: AutoTopupInput!) { updateAutoTopup(input: $i) { enabled threshold amount consecutiveFailures disabledReason inFlight } }';
 
 describe.each(BACKENDS)('automatic top-up on %s', (backend) => {
   describe('with the sandbox', () => {
@@ -49,7 +56,9 @@ describe.each(BACKENDS)('automatic top-up on %s', (backend) => {
     it('validates its settings and shows them on viewer.settings', async () => {
       const a = await seed(s).account({ tier: 'startup' });
       const c = client(s, a.apiKey);
-      expect((await c.graphql('{ viewer { settings { autoTopup { enabled threshold amount } } } }')).body.data.viewer.settings.autoTopup).toEqual({ enabled: false, threshold: null, amount: null });
+      expect(
+        (await c.graphql('{ viewer { settings { autoTopup { enabled threshold amount } } } }')).body.data.viewer.settings.autoTopup,
+      ).toEqual({ enabled: false, threshold: null, amount: null });
       const bad = async (i: unknown) => (await c.graphql(SET_AUTO, { i })).body.errors?.[0]?.extensions?.code;
       expect(await bad({ enabled: true, threshold: '5', amount: '5' })).toBe('amount_too_small');
       expect(await bad({ enabled: true, threshold: '5', amount: '500' })).toBe('amount_requires_sales');
@@ -57,11 +66,20 @@ describe.each(BACKENDS)('automatic top-up on %s', (backend) => {
       expect(await bad({ enabled: true, threshold: '-1', amount: '20' })).toBe('invalid_value');
       expect(await bad({ enabled: true, amount: '20' })).toBe('missing_required_parameter');
       const ok = await c.graphql(SET_AUTO, { i: { enabled: true, threshold: '5', amount: '20' } });
-      expect(ok.body.data.updateAutoTopup).toEqual({ enabled: true, threshold: '5', amount: '20', consecutiveFailures: 0, disabledReason: null, inFlight: false });
+      expect(ok.body.data.updateAutoTopup).toEqual({
+        enabled: true,
+        threshold: '5',
+        amount: '20',
+        consecutiveFailures: 0,
+        disabledReason: null,
+        inFlight: false,
+      });
       // Turning it off keeps the values.
       const off = await c.graphql(SET_AUTO, { i: { enabled: false } });
       expect(off.body.data.updateAutoTopup).toMatchObject({ enabled: false, threshold: '5', amount: '20' });
-      expect((await c.graphql('{ viewer { settings { autoTopup { enabled threshold amount } } } }')).body.data.viewer.settings.autoTopup).toEqual({ enabled: false, threshold: '5', amount: '20' });
+      expect(
+        (await c.graphql('{ viewer { settings { autoTopup { enabled threshold amount } } } }')).body.data.viewer.settings.autoTopup,
+      ).toEqual({ enabled: false, threshold: '5', amount: '20' });
     });
 
     it('starts exactly one top-up when 50 concurrent charges cross the threshold, and credits it at once', async () => {
@@ -92,7 +110,10 @@ describe.each(BACKENDS)('automatic top-up on %s', (backend) => {
     it('stops at the monthly cap and notifies once', async () => {
       // The cap is this server's configuration: a second server with max_monthly 30.
       const capDb = await createTestDatabase(backend);
-      const capped = await startTestServer({ databaseUrl: capDb.url, yaml: (u) => catalogYaml(u, `${MODEL(u)}payments:\n  auto_topup: { max_monthly: 30 }\n`) });
+      const capped = await startTestServer({
+        databaseUrl: capDb.url,
+        yaml: (u) => catalogYaml(u, `${MODEL(u)}payments:\n  auto_topup: { max_monthly: 30 }\n`),
+      });
       try {
         const a = await seed(capped).account({ tier: 'startup' }).wallet('1');
         await client(capped, a.apiKey).graphql(SET_AUTO, { i: { enabled: true, threshold: '50', amount: '20' } });
@@ -161,10 +182,14 @@ describe.each(BACKENDS)('automatic top-up on %s', (backend) => {
       expect(stripe.count('POST /v1/payment_intents')).toBe(1);
       const intent = [...stripe.paymentIntents.values()].find((i) => i.off_session)!;
       expect(intent).toMatchObject({ amount: 2000, currency: 'usd', status: 'succeeded', customer: expect.stringMatching(/^cus_/) });
-      expect(stripe.requests.find((r) => r.path === '/v1/payment_intents')!.idempotencyKey).toBe(`tollgate-auto-${intent.metadata.tollgate_top_up_id}`);
+      expect(stripe.requests.find((r) => r.path === '/v1/payment_intents')!.idempotencyKey).toBe(
+        `tollgate-auto-${intent.metadata.tollgate_top_up_id}`,
+      );
       expect(await c.balance()).toBe('27.5');
       // Stripe's own event for that intent later: nothing more.
-      expect((await deliverStripeEvent(s.url, stripe.events.paymentIntentSucceeded(intent.id))).body).toMatchObject({ outcome: 'already_paid' });
+      expect((await deliverStripeEvent(s.url, stripe.events.paymentIntentSucceeded(intent.id))).body).toMatchObject({
+        outcome: 'already_paid',
+      });
       expect(await c.balance()).toBe('27.5');
     });
 
@@ -178,7 +203,8 @@ describe.each(BACKENDS)('automatic top-up on %s', (backend) => {
         await s.services.autoTopups.idle();
       }
       expect(stripe.count('POST /v1/payment_intents')).toBe(3);
-      const settings = (await c.graphql('{ viewer { settings { autoTopup { enabled consecutiveFailures disabledReason } } } }')).body.data.viewer.settings.autoTopup;
+      const settings = (await c.graphql('{ viewer { settings { autoTopup { enabled consecutiveFailures disabledReason } } } }')).body.data
+        .viewer.settings.autoTopup;
       expect(settings).toMatchObject({ enabled: false, consecutiveFailures: 3 });
       expect(settings.disabledReason).toMatch(/3 failed automatic top-ups in a row.*insufficient/);
       // The checkout that saved the card sent a receipt first.
@@ -190,7 +216,9 @@ describe.each(BACKENDS)('automatic top-up on %s', (backend) => {
       const declined = [...stripe.paymentIntents.values()].filter((i) => i.off_session && i.customer === customer);
       expect(declined.map((i) => i.status)).toEqual(['requires_payment_method', 'requires_payment_method', 'requires_payment_method']);
       for (const intent of declined) {
-        expect((await deliverStripeEvent(s.url, stripe.events.paymentIntentFailed(intent.id))).body).toMatchObject({ outcome: 'unchanged' });
+        expect((await deliverStripeEvent(s.url, stripe.events.paymentIntentFailed(intent.id))).body).toMatchObject({
+          outcome: 'unchanged',
+        });
       }
       expect((await s.services.billing.listNotifications(a.id)).filter((n) => n.kind !== 'receipt')).toHaveLength(3);
       // 10 − 4 × 0.25, no credit.
@@ -207,14 +235,20 @@ describe.each(BACKENDS)('automatic top-up on %s', (backend) => {
       expect(await charge(s, a.apiKey, 2)).toEqual([200, 200]);
       await s.services.autoTopups.idle();
       const intent = [...stripe.paymentIntents.values()].find((i) => i.off_session && i.status === 'processing')!;
-      expect((await c.graphql('{ viewer { settings { autoTopup { inFlight } } } }')).body.data.viewer.settings.autoTopup.inFlight).toBe(true);
+      expect((await c.graphql('{ viewer { settings { autoTopup { inFlight } } } }')).body.data.viewer.settings.autoTopup.inFlight).toBe(
+        true,
+      );
       Object.assign(intent, { status: 'succeeded', amount_received: intent.amount });
-      expect((await deliverStripeEvent(s.url, stripe.events.paymentIntentSucceeded(intent.id))).body).toMatchObject({ outcome: 'credited' });
+      expect((await deliverStripeEvent(s.url, stripe.events.paymentIntentSucceeded(intent.id))).body).toMatchObject({
+        outcome: 'credited',
+      });
       expect(await c.balance()).toBe('29.5');
       // The second charge's check asked again (retry_after_seconds: 0) under the same key: one intent.
       const keys = stripe.requests.filter((r) => r.path === '/v1/payment_intents').map((r) => r.idempotencyKey);
       expect(new Set(keys)).toEqual(new Set([`tollgate-auto-${intent.metadata.tollgate_top_up_id}`]));
-      expect([...stripe.paymentIntents.values()].filter((i) => i.metadata.tollgate_top_up_id === intent.metadata.tollgate_top_up_id)).toHaveLength(1);
+      expect(
+        [...stripe.paymentIntents.values()].filter((i) => i.metadata.tollgate_top_up_id === intent.metadata.tollgate_top_up_id),
+      ).toHaveLength(1);
     });
 
     it('asks again with the same key after a lost answer, and Stripe charges once', async () => {

@@ -72,7 +72,9 @@ describe.each(BACKENDS)('concurrent calls on %s', (backend) => {
   it(`lets exactly ${PAYABLE} of ${CALLS} simultaneous calls through against a wallet that pays for ${PAYABLE}; the rest get 402`, async () => {
     const s = await startTestServer({ databaseUrl: db.url, yaml });
     try {
-      const a = await seed(s).account({ tier: 'startup' }).wallet(formatDecimal(CALL_COST * BigInt(PAYABLE)));
+      const a = await seed(s)
+        .account({ tier: 'startup' })
+        .wallet(formatDecimal(CALL_COST * BigInt(PAYABLE)));
       const results = await fireAll([s.url], a.apiKey, CALLS);
       expect(results.filter((r) => r.status === 200)).toHaveLength(PAYABLE);
       expect(results.filter((r) => r.status === 402 && r.code === 'insufficient_balance')).toHaveLength(CALLS - PAYABLE);
@@ -92,38 +94,70 @@ describe.each(BACKENDS)('concurrent calls on %s', (backend) => {
     const s = await startTestServer({ databaseUrl: db.url, yaml: (u) => catalogYaml(u, 'tiers:\n  developer: { monthly_tokens: 400 }\n') });
     try {
       // The first account can pay for everything; the second runs dry part-way (402s among the rest).
-      const accounts = await Promise.all([seed(s).account({ tier: 'developer' }).wallet('0.05'), seed(s).account({ tier: 'developer' }).wallet('0.001')]);
+      const accounts = await Promise.all([
+        seed(s).account({ tier: 'developer' }).wallet('0.05'),
+        seed(s).account({ tier: 'developer' }).wallet('0.0001'),
+      ]);
       const kinds = ['plain', 'stream', 'fail', 'midstream', 'cut', 'embed'] as const;
       const jobs = Array.from({ length: 120 }, async (_, i) => {
         const a = accounts[i % 2]!;
         const kind = kinds[Math.floor(i / 2) % kinds.length]!;
         const headers = { authorization: `Bearer ${a.apiKey}`, 'content-type': 'application/json' };
-        if (kind === 'embed') return fetch(`${s.v1}/embeddings`, { method: 'POST', headers, body: JSON.stringify({ model: 'embed-test', input: ['a b c', 'd'] }) }).then((r) => r.text());
-        const content = { plain: 'x #tokens=12', stream: 'x #tokens=12', fail: 'x #fail=500', midstream: 'x #tokens=9 #fail=midstream', cut: 'x #tokens=40 #delay=15' }[kind];
+        if (kind === 'embed') {
+          const r = await fetch(`${s.v1}/embeddings`, {
+            method: 'POST',
+            headers,
+            body: JSON.stringify({ model: 'embed-test', input: ['a b c', 'd'] }),
+          });
+          return { account: i % 2, status: r.status, body: await r.text() };
+        }
+        const content = {
+          plain: 'x #tokens=12',
+          stream: 'x #tokens=12',
+          fail: 'x #fail=500',
+          midstream: 'x #tokens=9 #fail=midstream',
+          cut: 'x #tokens=40 #delay=15',
+        }[kind];
         const controller = new AbortController();
         const res = await fetch(`${s.v1}/chat/completions`, {
           method: 'POST',
           headers,
-          body: JSON.stringify({ model: 'chat-test', messages: [{ role: 'user', content }], max_tokens: 40, stream: kind !== 'plain' && kind !== 'fail' }),
+          body: JSON.stringify({
+            model: 'chat-test',
+            messages: [{ role: 'user', content }],
+            max_tokens: 40,
+            stream: kind !== 'plain' && kind !== 'fail',
+          }),
           signal: controller.signal,
         });
         if (kind === 'cut' && res.status === 200) {
           await res.body!.getReader().read();
           controller.abort();
-          return;
+          return { account: i % 2, status: res.status, body: '' };
         }
-        await res.text();
+        return { account: i % 2, status: res.status, body: await res.text() };
       });
       const credits = Array.from({ length: 10 }, (_, i) => credit(s, accounts[i % 2]!.id, '0.00002'));
-      await Promise.all([...jobs, ...credits]);
+      const [responses] = await Promise.all([Promise.all(jobs), Promise.all(credits)]);
       // Cut streams settle once the engine has stopped.
       for (let i = 0; i < 100 && (await s.services.billing.countOpenHolds()) > 0; i++) await new Promise((r) => setTimeout(r, 50));
       expect(await s.services.billing.countOpenHolds()).toBe(0);
       expect(await s.services.billing.verifyLedger()).toEqual([]);
       const outcomes = new Set((await s.services.billing.listUsageEvents(accounts[0]!.id)).map((e) => e.outcome));
       expect([...outcomes].sort()).toEqual(['client_disconnected', 'completed', 'failed', 'failed_mid_stream']);
+      // The poor account ran dry: some of its calls were refused for the balance, none of the rich one's.
+      const refused = (account: number) =>
+        responses.filter((r) => r.account === account && r.status === 402 && r.body.includes('insufficient_balance'));
+      expect(refused(1).length).toBeGreaterThan(0);
+      expect(refused(0)).toHaveLength(0);
+      // Its balance is what it was credited less what it was charged, and never below zero.
       const poor = await s.services.billing.getWallet(accounts[1]!.id);
-      expect(poor.balance).toBeLessThan(parseDecimal('0.0012'));
+      const { transactions } = await s.services.billing.listTransactions(accounts[1]!.id, { limit: 1000 });
+      const charged = transactions.filter((t) => t.type === 'usage').reduce((sum, t) => sum - t.amount, 0n);
+      expect(charged).toBeGreaterThan(0n);
+      // Credited: 0.0001 at the start and five credits of 0.00002 during the load.
+      expect(poor.balance).toBe(parseDecimal('0.0002') - charged);
+      expect(poor.balance >= 0n).toBe(true);
     } finally {
       await s.close();
     }
@@ -182,9 +216,15 @@ async function adminGraphql(url: string, query: string, variables: Record<string
 }
 
 async function createFundedAccount(url: string, amount: string): Promise<{ id: string; apiKey: string }> {
-  const created = await adminGraphql(url, 'mutation { createAccount(email: "p@example.com", tier: startup) { account { id } apiKey } }', {});
+  const created = await adminGraphql(
+    url,
+    'mutation { createAccount(email: "p@example.com", tier: startup) { account { id } apiKey } }',
+    {},
+  );
   const id = created.createAccount.account.id as string;
-  await adminGraphql(url, 'mutation($i: CreditWalletInput!) { creditWallet(input: $i) { id } }', { i: { accountId: id, amount, type: 'bonus', description: 'funds' } });
+  await adminGraphql(url, 'mutation($i: CreditWalletInput!) { creditWallet(input: $i) { id } }', {
+    i: { accountId: id, amount, type: 'bonus', description: 'funds' },
+  });
   return { id, apiKey: created.createAccount.apiKey };
 }
 
@@ -203,36 +243,44 @@ describe('server processes', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it.runIf(HAS_POSTGRES)(`two server processes on one PostgreSQL database let exactly ${PAYABLE} of ${CALLS} simultaneous calls through`, async () => {
-    const db = await createTestDatabase('PostgreSQL');
-    const servers: ServerProcess[] = [];
-    try {
-      servers.push(...(await Promise.all([startServerProcess({ CONFIG: config, DATABASE_URL: db.url }), startServerProcess({ CONFIG: config, DATABASE_URL: db.url })])));
-      const account = await createFundedAccount(servers[0]!.url, formatDecimal(CALL_COST * BigInt(PAYABLE)));
-      // One paid call through each process first (which of them wins the race below is up to the
-      // scheduler), then the rest all at once, spread over both.
-      for (const s of servers) expect((await fireAll([s.url], account.apiKey, 1))[0]!.status).toBe(200);
-      const results = await fireAll(
-        servers.map((s) => s.url),
-        account.apiKey,
-        CALLS - 2,
-      );
-      expect(results.filter((r) => r.status === 200)).toHaveLength(PAYABLE - 2);
-      expect(results.filter((r) => r.status === 402 && r.code === 'insufficient_balance')).toHaveLength(CALLS - PAYABLE);
-      for (const s of servers) await stop(s);
-      const { orm, billing } = await inspect(db.url);
+  it.runIf(HAS_POSTGRES)(
+    `two server processes on one PostgreSQL database let exactly ${PAYABLE} of ${CALLS} simultaneous calls through`,
+    async () => {
+      const db = await createTestDatabase('PostgreSQL');
+      const servers: ServerProcess[] = [];
       try {
-        expect((await billing.getWallet(account.id)).balance).toBe(0n);
-        expect(await billing.countOpenHolds()).toBe(0);
-        expect(await billing.verifyLedger()).toEqual([]);
+        servers.push(
+          ...(await Promise.all([
+            startServerProcess({ CONFIG: config, DATABASE_URL: db.url }),
+            startServerProcess({ CONFIG: config, DATABASE_URL: db.url }),
+          ])),
+        );
+        const account = await createFundedAccount(servers[0]!.url, formatDecimal(CALL_COST * BigInt(PAYABLE)));
+        // One paid call through each process first (which of them wins the race below is up to the
+        // scheduler), then the rest all at once, spread over both.
+        for (const s of servers) expect((await fireAll([s.url], account.apiKey, 1))[0]!.status).toBe(200);
+        const results = await fireAll(
+          servers.map((s) => s.url),
+          account.apiKey,
+          CALLS - 2,
+        );
+        expect(results.filter((r) => r.status === 200)).toHaveLength(PAYABLE - 2);
+        expect(results.filter((r) => r.status === 402 && r.code === 'insufficient_balance')).toHaveLength(CALLS - PAYABLE);
+        for (const s of servers) await stop(s);
+        const { orm, billing } = await inspect(db.url);
+        try {
+          expect((await billing.getWallet(account.id)).balance).toBe(0n);
+          expect(await billing.countOpenHolds()).toBe(0);
+          expect(await billing.verifyLedger()).toEqual([]);
+        } finally {
+          await closeDatabase(orm);
+        }
       } finally {
-        await closeDatabase(orm);
+        for (const s of servers) await stop(s, 'SIGKILL');
+        await db.drop();
       }
-    } finally {
-      for (const s of servers) await stop(s, 'SIGKILL');
-      await db.drop();
-    }
-  });
+    },
+  );
 
   it.each(BACKENDS)('a server killed with holds open is restarted and releases them at start-up (%s)', async (backend: BackendName) => {
     const db = await createTestDatabase(backend);
@@ -247,9 +295,16 @@ describe('server processes', () => {
         fetch(`${first!.url}/v1/chat/completions`, {
           method: 'POST',
           headers: { authorization: `Bearer ${account.apiKey}`, 'content-type': 'application/json' },
-          body: JSON.stringify({ model: 'chat-conc', messages: [{ role: 'user', content: 'slow #tokens=100 #delay=200' }], max_tokens: 100, stream: true }),
+          body: JSON.stringify({
+            model: 'chat-conc',
+            messages: [{ role: 'user', content: 'slow #tokens=100 #delay=200' }],
+            max_tokens: 100,
+            stream: true,
+          }),
           signal: c.signal,
-        }).then((r) => r.text()).catch(() => 'cut'),
+        })
+          .then((r) => r.text())
+          .catch(() => 'cut'),
       );
       const { orm, billing } = await inspect(db.url);
       try {

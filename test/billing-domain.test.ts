@@ -85,7 +85,14 @@ describe.each(BACKENDS)('BillingService on %s', (backend) => {
     await expect(billing.admit(meter(id, 10, 10))).rejects.toMatchObject({ code: 'monthly_allocation_exhausted' });
 
     clock = new Date('2026-02-01T00:00:00Z');
-    expect(await billing.getAllocation(id)).toMatchObject({ period: '2026-02', used: 0, held: 0, remaining: 100, periodStart: new Date('2026-02-01T00:00:00Z'), periodEnd: new Date('2026-03-01T00:00:00Z') });
+    expect(await billing.getAllocation(id)).toMatchObject({
+      period: '2026-02',
+      used: 0,
+      held: 0,
+      remaining: 100,
+      periodStart: new Date('2026-02-01T00:00:00Z'),
+      periodEnd: new Date('2026-03-01T00:00:00Z'),
+    });
     const february = await billing.admit(meter(id, 10, 80));
     expect(february.maxOutputTokens).toBe(80);
     // January's hold settles against January: February's counters do not move.
@@ -101,7 +108,10 @@ describe.each(BACKENDS)('BillingService on %s', (backend) => {
     const id = await newAccount('free');
     await billing.creditWallet({ accountId: id, amount: usd('7'), type: 'bonus', description: 'start' });
 
-    await expect(billing.setTier(id, 'enterprise')).rejects.toMatchObject({ code: 'insufficient_balance', message: expect.stringContaining('costs 20 USD a month') });
+    await expect(billing.setTier(id, 'enterprise')).rejects.toMatchObject({
+      code: 'insufficient_balance',
+      message: expect.stringContaining('costs 20 USD a month'),
+    });
     expect((await accounts.getAccount(id)).tier).toBe('free');
     await billing.setTier(id, 'developer');
     expect((await billing.getWallet(id)).balance).toBe(usd('2'));
@@ -136,7 +146,9 @@ describe.each(BACKENDS)('BillingService on %s', (backend) => {
     const ticket = await billing.admit(meter(id, 10, 10));
     await ticket.settle({ promptTokens: 10, completionTokens: 10, totalTokens: 20 }, 'completed');
     ledger = (await billing.listTransactions(id)).transactions;
-    expect(ledger.slice(-1).map((t) => [t.type, t.amount, t.balanceAfter, t.reference])).toEqual([['subscription', -usd('5'), 0n, '2026-05']]);
+    expect(ledger.slice(-1).map((t) => [t.type, t.amount, t.balanceAfter, t.reference])).toEqual([
+      ['subscription', -usd('5'), 0n, '2026-05'],
+    ]);
     expect((await accounts.getAccount(id)).tier).toBe('developer');
     expect(await billing.chargeDueFees()).toBe(0);
   });
@@ -150,14 +162,20 @@ describe.each(BACKENDS)('BillingService on %s', (backend) => {
     expect(await billing.getWallet(id)).toMatchObject({ balance: usd('1'), held: 50_000n });
 
     clock = new Date('2026-06-01T10:01:01Z'); // 61 s later: past the 60 s expiry
-    expect(await billing.verifyLedger()).toEqual([expect.stringMatching(/^hold call_\w+ \(account acct_\w+\): still open after its expiry at 2026-06-01T10:01:00.000Z$/)]);
+    expect(await billing.verifyLedger()).toEqual([
+      expect.stringMatching(/^hold call_\w+ \(account acct_\w+\): still open after its expiry at 2026-06-01T10:01:00.000Z$/),
+    ]);
     expect(await billing.releaseStaleHolds()).toBe(1);
     expect(await billing.getWallet(id)).toMatchObject({ balance: usd('1'), held: 0n });
-    expect(await billing.listUsageEvents(id)).toMatchObject([{ outcome: 'abandoned', totalTokens: 0, walletNanos: 0n, billingNote: 'hold_released' }]);
+    expect(await billing.listUsageEvents(id)).toMatchObject([
+      { outcome: 'abandoned', totalTokens: 0, walletNanos: 0n, billingNote: 'hold_released' },
+    ]);
 
     await ticket.settle({ promptTokens: 10, completionTokens: 20, totalTokens: 30 }, 'completed');
     expect(await billing.getWallet(id)).toMatchObject({ balance: usd('1'), held: 0n });
-    expect(await billing.listUsageEvents(id)).toMatchObject([{ outcome: 'completed', totalTokens: 30, walletNanos: 0n, billingNote: 'hold_released' }]);
+    expect(await billing.listUsageEvents(id)).toMatchObject([
+      { outcome: 'completed', totalTokens: 30, walletNanos: 0n, billingNote: 'hold_released' },
+    ]);
   });
 
   it('never charges more than was held: usage above the hold is recorded and capped', async () => {
@@ -189,8 +207,12 @@ describe.each(BACKENDS)('BillingService on %s', (backend) => {
     expect(await dead.countOpenHolds(id)).toBe(3);
     // The first server's process is gone (a pid that runs nowhere on this host); the second runs
     // on another host and keeps its heartbeat.
-    await knex('billing_instances').where({ id: dead.instanceId }).update({ pid: 2 ** 22 + 12_345 });
-    await knex('billing_instances').where({ id: elsewhere.instanceId }).update({ host: `not-${hostname()}` });
+    await knex('billing_instances')
+      .where({ id: dead.instanceId })
+      .update({ pid: 2 ** 22 + 12_345 });
+    await knex('billing_instances')
+      .where({ id: elsewhere.instanceId })
+      .update({ host: `not-${hostname()}` });
 
     const restarted = billingService();
     await restarted.start();
@@ -212,9 +234,15 @@ describe.each(BACKENDS)('BillingService on %s', (backend) => {
     clock = new Date('2026-06-04T10:00:00Z');
     const billing = billingService();
     const id = await newAccount('free');
-    await expect(billing.creditWallet({ accountId: 'acct_nope', amount: 1n, type: 'bonus', description: 'x' })).rejects.toMatchObject({ code: 'not_found' });
+    await expect(billing.creditWallet({ accountId: 'acct_nope', amount: 1n, type: 'bonus', description: 'x' })).rejects.toMatchObject({
+      code: 'not_found',
+    });
     await expect(billing.creditWallet({ accountId: id, amount: 0n, type: 'bonus', description: 'x' })).rejects.toBeInstanceOf(DomainError);
-    await expect(billing.creditWallet({ accountId: id, amount: 1n, type: 'bonus', description: '  ' })).rejects.toMatchObject({ param: 'description' });
-    await expect(billing.creditWallet({ accountId: id, amount: 1n, type: 'usage' as never, description: 'x' })).rejects.toMatchObject({ param: 'type' });
+    await expect(billing.creditWallet({ accountId: id, amount: 1n, type: 'bonus', description: '  ' })).rejects.toMatchObject({
+      param: 'description',
+    });
+    await expect(billing.creditWallet({ accountId: id, amount: 1n, type: 'usage' as never, description: 'x' })).rejects.toMatchObject({
+      param: 'type',
+    });
   });
 });

@@ -6,7 +6,10 @@ import { countWithin, countWords, MAX_CHARS_PER_TOKEN, PIECE_CHARS, provablyOver
 import { countTextTokens } from '../src/domain/inference/tokenizer.js';
 
 const prose = (words: number) =>
-  Array.from({ length: words }, (_, i) => ['The', 'ledger', 'is', 'append-only,', 'and', 'every', 'hold', 'settles', 'once.\n', 'Réglé'][i % 10]).join(' ');
+  Array.from(
+    { length: words },
+    (_, i) => ['The', 'ledger', 'is', 'append-only,', 'and', 'every', 'hold', 'settles', 'once.\n', 'Réglé'][i % 10],
+  ).join(' ');
 
 describe('bounded token counting', () => {
   it('no o200k token covers more characters than MAX_CHARS_PER_TOKEN', () => {

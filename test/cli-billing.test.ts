@@ -19,9 +19,14 @@ interface RunResult {
 
 function tollgate(env: Record<string, string>, ...args: string[]): Promise<RunResult> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { env: { ...process.env, TOLLGATE_DEBUG: '', ...env }, timeout: 30_000 }, (error, stdout, stderr) => {
-      resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      [BIN, ...args],
+      { env: { ...process.env, TOLLGATE_DEBUG: '', ...env }, timeout: 30_000 },
+      (error, stdout, stderr) => {
+        resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -42,19 +47,82 @@ describe('tollgate wallet and ledger commands', () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it('credits a wallet and prints the transaction with exact amounts', async () => {
-    const r = await tollgate(env, 'wallet', 'credit', '--account', accountId, '--amount', '12.5', '--type', 'bonus', '--description', 'Welcome credits', '--json');
+    const r = await tollgate(
+      env,
+      'wallet',
+      'credit',
+      '--account',
+      accountId,
+      '--amount',
+      '12.5',
+      '--type',
+      'bonus',
+      '--description',
+      'Welcome credits',
+      '--json',
+    );
     expect(r).toMatchObject({ code: 0, stderr: '' });
     expect(r.stdout).toMatch(/"amount":12.5,"balance_after":12.5,/);
     const t = JSON.parse(r.stdout);
-    expect(t).toMatchObject({ account_id: accountId, type: 'bonus', amount: 12.5, balance_after: 12.5, description: 'Welcome credits', reference: null });
+    expect(t).toMatchObject({
+      account_id: accountId,
+      type: 'bonus',
+      amount: 12.5,
+      balance_after: 12.5,
+      description: 'Welcome credits',
+      reference: null,
+    });
     expect(t.id).toMatch(/^txn_/);
 
-    const refund = await tollgate(env, 'wallet', 'credit', '--account', accountId, '--amount', '0.000000001', '--type', 'refund', '--description', 'Rounding', '--json');
+    const refund = await tollgate(
+      env,
+      'wallet',
+      'credit',
+      '--account',
+      accountId,
+      '--amount',
+      '0.000000001',
+      '--type',
+      'refund',
+      '--description',
+      'Rounding',
+      '--json',
+    );
     expect(refund.stdout).toContain('"amount":0.000000001,"balance_after":12.500000001,');
 
     // With an idempotency key, running the command twice credits once.
-    const once = await tollgate(env, 'wallet', 'credit', '--account', accountId, '--amount', '1', '--type', 'refund', '--description', 'Ticket 7', '--idempotency-key', 'ticket-7', '--json');
-    const twice = await tollgate(env, 'wallet', 'credit', '--account', accountId, '--amount', '1', '--type', 'refund', '--description', 'Ticket 7', '--idempotency-key', 'ticket-7', '--json');
+    const once = await tollgate(
+      env,
+      'wallet',
+      'credit',
+      '--account',
+      accountId,
+      '--amount',
+      '1',
+      '--type',
+      'refund',
+      '--description',
+      'Ticket 7',
+      '--idempotency-key',
+      'ticket-7',
+      '--json',
+    );
+    const twice = await tollgate(
+      env,
+      'wallet',
+      'credit',
+      '--account',
+      accountId,
+      '--amount',
+      '1',
+      '--type',
+      'refund',
+      '--description',
+      'Ticket 7',
+      '--idempotency-key',
+      'ticket-7',
+      '--json',
+    );
     expect(JSON.parse(twice.stdout).id).toBe(JSON.parse(once.stdout).id);
     const balance = await tollgate(env, 'wallet', 'balance', '--account', accountId, '--json');
     expect(balance.stdout.trim()).toBe(`{"account_id":"${accountId}","balance":13.500000001,"held":0,"currency":"USD"}`);
@@ -72,12 +140,25 @@ describe('tollgate wallet and ledger commands', () => {
       expect(r.stderr, args.join(' ')).toMatch(message);
       expect(r.stderr).not.toContain('    at ');
     }
-    const unknown = await tollgate(env, 'wallet', 'credit', '--account', 'acct_nope', '--amount', '1', '--type', 'bonus', '--description', 'x');
+    const unknown = await tollgate(
+      env,
+      'wallet',
+      'credit',
+      '--account',
+      'acct_nope',
+      '--amount',
+      '1',
+      '--type',
+      'bonus',
+      '--description',
+      'x',
+    );
     expect(unknown).toMatchObject({ code: 1, stderr: "error: No account with id 'acct_nope'.\n" });
   });
 
   it('takes a tier through billing: its monthly fee is charged, or the change refused when the wallet cannot pay', async () => {
-    const poor = JSON.parse((await tollgate(env, 'accounts', 'create', '--email', 'poor@example.com', '--tier', 'free', '--json')).stdout).account.id;
+    const poor = JSON.parse((await tollgate(env, 'accounts', 'create', '--email', 'poor@example.com', '--tier', 'free', '--json')).stdout)
+      .account.id;
     const refused = await tollgate(env, 'accounts', 'set-tier', '--account', poor, '--tier', 'startup');
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain('The startup tier costs 20 USD a month');

@@ -74,12 +74,30 @@ describe('tollgate CLI', () => {
     });
 
     it('creates an account and a key, and a key revoked from the CLI is refused on the next request', async () => {
-      const created = await tollgateJson<CreatedAccountJson>(url, 'accounts', 'create', '--email', 'a@b.c', '--tier', 'developer', '--json');
+      const created = await tollgateJson<CreatedAccountJson>(
+        url,
+        'accounts',
+        'create',
+        '--email',
+        'a@b.c',
+        '--tier',
+        'developer',
+        '--json',
+      );
       expect(created.account).toMatchObject({ email: 'a@b.c', tier: 'developer' });
       expect(created.account.id).toMatch(/^acct_/);
       expect(created.api_key).toMatch(/^ask_[0-9A-Za-z]{38}$/);
 
-      const key = await tollgateJson<{ id: string; api_key: string }>(url, 'keys', 'create', '--account', created.account.id, '--name', 'deploy', '--json');
+      const key = await tollgateJson<{ id: string; api_key: string }>(
+        url,
+        'keys',
+        'create',
+        '--account',
+        created.account.id,
+        '--name',
+        'deploy',
+        '--json',
+      );
       expect(key.id).toMatch(/^key_/);
       expect((await accounts.authenticate(`Bearer ${key.api_key}`)).account.id).toBe(created.account.id);
 
@@ -97,15 +115,40 @@ describe('tollgate CLI', () => {
     });
 
     it('creates a key with an expiry and lists keys by prefix and last four characters only', async () => {
-      const created = await tollgateJson<CreatedAccountJson>(url, 'accounts', 'create', '--email', 'list@example.com', '--tier', 'startup', '--json');
+      const created = await tollgateJson<CreatedAccountJson>(
+        url,
+        'accounts',
+        'create',
+        '--email',
+        'list@example.com',
+        '--tier',
+        'startup',
+        '--json',
+      );
       const key = await tollgateJson<{ id: string; api_key: string }>(
-        url, 'keys', 'create', '--account', created.account.id, '--expires-at', '2099-01-01T00:00:00Z', '--json',
+        url,
+        'keys',
+        'create',
+        '--account',
+        created.account.id,
+        '--expires-at',
+        '2099-01-01T00:00:00Z',
+        '--json',
       );
       const list = await tollgateJson<Array<{ id: string; display: string; expires_at: string | null; revoked_at: string | null }>>(
-        url, 'keys', 'list', '--account', created.account.id, '--json',
+        url,
+        'keys',
+        'list',
+        '--account',
+        created.account.id,
+        '--json',
       );
       expect(list.map((k) => k.id)).toEqual([created.key_id, key.id]);
-      expect(list[1]).toMatchObject({ display: `${key.api_key.slice(0, 12)}…${key.api_key.slice(-4)}`, expires_at: '2099-01-01T00:00:00.000Z', revoked_at: null });
+      expect(list[1]).toMatchObject({
+        display: `${key.api_key.slice(0, 12)}…${key.api_key.slice(-4)}`,
+        expires_at: '2099-01-01T00:00:00.000Z',
+        revoked_at: null,
+      });
 
       const human = await tollgate(url, 'keys', 'list', '--account', created.account.id);
       expect(human.code).toBe(0);
@@ -117,7 +160,16 @@ describe('tollgate CLI', () => {
     });
 
     it('changes the tier of an account', async () => {
-      const created = await tollgateJson<CreatedAccountJson>(url, 'accounts', 'create', '--email', 'tier@example.com', '--tier', 'free', '--json');
+      const created = await tollgateJson<CreatedAccountJson>(
+        url,
+        'accounts',
+        'create',
+        '--email',
+        'tier@example.com',
+        '--tier',
+        'free',
+        '--json',
+      );
       const result = await tollgate(url, 'accounts', 'set-tier', '--account', created.account.id, '--tier', 'enterprise');
       expect(result).toMatchObject({ code: 0, stderr: '' });
       expect((await accounts.getAccount(created.account.id)).tier).toBe('enterprise');
@@ -133,15 +185,45 @@ describe('tollgate CLI', () => {
 
   it('lists accounts and shows one, as text and as JSON, by id or by e-mail address', async () => {
     const listUrl = `sqlite:${path.join(dir, 'list', 'tollgate.db')}`;
-    const a = await tollgateJson<CreatedAccountJson>(listUrl, 'accounts', 'create', '--email', 'ada@example.com', '--tier', 'developer', '--json');
-    const b = await tollgateJson<CreatedAccountJson>(listUrl, 'accounts', 'create', '--email', 'bob@example.com', '--tier', 'free', '--json');
-    const listed = await tollgateJson<{ accounts: { id: string; email: string; tier: string; created_at: string }[]; has_more: boolean }>(listUrl, 'accounts', 'list', '--json');
+    const a = await tollgateJson<CreatedAccountJson>(
+      listUrl,
+      'accounts',
+      'create',
+      '--email',
+      'ada@example.com',
+      '--tier',
+      'developer',
+      '--json',
+    );
+    const b = await tollgateJson<CreatedAccountJson>(
+      listUrl,
+      'accounts',
+      'create',
+      '--email',
+      'bob@example.com',
+      '--tier',
+      'free',
+      '--json',
+    );
+    const listed = await tollgateJson<{ accounts: { id: string; email: string; tier: string; created_at: string }[]; has_more: boolean }>(
+      listUrl,
+      'accounts',
+      'list',
+      '--json',
+    );
     expect(listed.accounts.map((x) => [x.id, x.email, x.tier])).toEqual([
       [a.account.id, 'ada@example.com', 'developer'],
       [b.account.id, 'bob@example.com', 'free'],
     ]);
     expect(listed.has_more).toBe(false);
-    const firstPage = await tollgateJson<{ accounts: { id: string }[]; has_more: boolean }>(listUrl, 'accounts', 'list', '--limit', '1', '--json');
+    const firstPage = await tollgateJson<{ accounts: { id: string }[]; has_more: boolean }>(
+      listUrl,
+      'accounts',
+      'list',
+      '--limit',
+      '1',
+      '--json',
+    );
     expect(firstPage).toEqual({ accounts: [expect.objectContaining({ id: a.account.id })], has_more: true });
     const text = await tollgate(listUrl, 'accounts', 'list');
     expect(text.code).toBe(0);
@@ -169,7 +251,9 @@ describe('tollgate CLI', () => {
     const again = await tollgate(dupUrl, 'accounts', 'create', '--email', 'same@example.COM', '--tier', 'developer', '--json');
     expect(again.code).toBe(1);
     expect(again.stdout).toBe('');
-    expect(again.stderr).toBe('error: An account with the e-mail address same@example.COM already exists (addresses are compared without regard to case).\n');
+    expect(again.stderr).toBe(
+      'error: An account with the e-mail address same@example.COM already exists (addresses are compared without regard to case).\n',
+    );
     const listed = await tollgateJson<{ accounts: unknown[] }>(dupUrl, 'accounts', 'list', '--json');
     expect(listed.accounts).toHaveLength(1);
   });
@@ -198,7 +282,9 @@ describe('tollgate CLI', () => {
   it('lets several processes open a new database and write to it at the same time', async () => {
     const fresh = `sqlite:${path.join(dir, 'concurrent', 'tollgate.db')}`;
     const results = await Promise.all(
-      Array.from({ length: 4 }, (_, i) => tollgate(fresh, 'accounts', 'create', '--email', `p${i}@example.com`, '--tier', 'free', '--json')),
+      Array.from({ length: 4 }, (_, i) =>
+        tollgate(fresh, 'accounts', 'create', '--email', `p${i}@example.com`, '--tier', 'free', '--json'),
+      ),
     );
     for (const r of results) expect(r).toMatchObject({ code: 0, stderr: '' });
     const ids = results.map((r) => (JSON.parse(r.stdout) as CreatedAccountJson).account.id);

@@ -76,7 +76,9 @@ describe('the config file', () => {
   });
 
   it('suggests the key meant for a near miss, and nothing for a key unlike any', () => {
-    expect(fails(chat().replace('status: active', 'status: active\n    owned-by: acme').replace('    owned_by: acme\n', ''))).toContain('"owned-by" (did you mean "owned_by"?)');
+    expect(fails(chat().replace('status: active', 'status: active\n    owned-by: acme').replace('    owned_by: acme\n', ''))).toContain(
+      '"owned-by" (did you mean "owned_by"?)',
+    );
     expect(fails(chat().replace('base_url:', 'base_ulr:'))).toContain('"base_ulr" (did you mean "base_url"?)');
     expect(fails(chat() + 'sever:\n  body_limit: 2mb\n')).toContain('unknown key "sever" (did you mean "server"?)');
     expect(fails(chat() + 'colour: blue\n')).toMatch(/unknown key "colour"$/);

@@ -12,7 +12,11 @@ import { ADMIN_TOKEN, catalogYaml, startTestServer, type TestServer } from './su
 const PASSWORD = 'correct horse battery';
 
 async function gql(s: TestServer, query: string, variables: Record<string, unknown> = {}, headers: Record<string, string> = {}) {
-  const res = await fetch(`${s.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ query, variables }) });
+  const res = await fetch(`${s.url}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify({ query, variables }),
+  });
   return { status: res.status, body: (await res.json()) as { data?: any; errors?: any[] }, setCookie: res.headers.getSetCookie() };
 }
 const cookieOf = (setCookie: string[]) => setCookie[0]!.split(';')[0]!;
@@ -25,23 +29,39 @@ describe('dashboard sign-in (open sign-up)', () => {
   afterAll(async () => s?.close());
 
   it('signs up onto the free tier with an httpOnly SameSite=Lax cookie, and the session reads the account', async () => {
-    const r = await gql(s, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { operator account { email tier apiKeys { id } } } }', { e: 'Ann@Example.com', p: PASSWORD });
+    const r = await gql(
+      s,
+      'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { operator account { email tier apiKeys { id } } } }',
+      { e: 'Ann@Example.com', p: PASSWORD },
+    );
     expect(r.body.errors).toBeUndefined();
     expect(r.body.data.signUp).toEqual({ operator: false, account: { email: 'Ann@Example.com', tier: 'free', apiKeys: [] } });
     expect(r.setCookie[0]).toMatch(/^tollgate_session=tgs_[\w-]+; Path=\/; Expires=.*; HttpOnly; SameSite=Lax$/);
     const cookie = cookieOf(r.setCookie);
     const me = await gql(s, '{ session { account { email wallet { balance } } } viewer { email } }', {}, { cookie });
-    expect(me.body.data).toEqual({ session: { account: { email: 'Ann@Example.com', wallet: { balance: '0' } } }, viewer: { email: 'Ann@Example.com' } });
+    expect(me.body.data).toEqual({
+      session: { account: { email: 'Ann@Example.com', wallet: { balance: '0' } } },
+      viewer: { email: 'Ann@Example.com' },
+    });
     // The same address in another case is taken.
-    const again = await gql(s, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }', { e: 'ann@example.com', p: PASSWORD });
+    const again = await gql(s, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }', {
+      e: 'ann@example.com',
+      p: PASSWORD,
+    });
     expect(again.body.errors?.[0].extensions.code).toBe('email_taken');
     // Too short a password is refused.
-    const weak = await gql(s, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }', { e: 'bob@example.com', p: 'short' });
+    const weak = await gql(s, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }', {
+      e: 'bob@example.com',
+      p: 'short',
+    });
     expect(weak.body.errors?.[0].extensions).toMatchObject({ code: 'invalid_value', param: 'password' });
   });
 
   it('only a session manages keys: a key it creates works on /v1, an API key cannot create one, a revoked key gets 401', async () => {
-    const up = await gql(s, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }', { e: 'keys@example.com', p: PASSWORD });
+    const up = await gql(s, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }', {
+      e: 'keys@example.com',
+      p: PASSWORD,
+    });
     const cookie = cookieOf(up.setCookie);
     const created = await gql(s, 'mutation { createMyApiKey(name: "ci") { id apiKey } }', {}, { cookie });
     const { id, apiKey } = created.body.data.createMyApiKey;
@@ -64,18 +84,28 @@ describe('dashboard sign-in (open sign-up)', () => {
   });
 
   it('ignores the cookie of a request from another site, and Yoga refuses a simple cross-site POST', async () => {
-    const up = await gql(s, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }', { e: 'csrf@example.com', p: PASSWORD });
+    const up = await gql(s, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }', {
+      e: 'csrf@example.com',
+      p: PASSWORD,
+    });
     const cookie = cookieOf(up.setCookie);
     const evil = await gql(s, '{ session { id } }', {}, { cookie, origin: 'https://evil.example' });
     expect(evil.body.data.session).toBeNull();
     const same = await gql(s, '{ session { id } }', {}, { cookie, origin: s.url });
     expect(same.body.data.session).not.toBeNull();
-    const form = await fetch(`${s.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie }, body: 'query=mutation{signOut}' });
+    const form = await fetch(`${s.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie },
+      body: 'query=mutation{signOut}',
+    });
     expect(form.status).toBeGreaterThanOrEqual(400);
   });
 
   it('uses the cookie over WebSocket from its own origin only (cross-site WebSocket hijacking)', async () => {
-    const up = await gql(s, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }', { e: 'ws@example.com', p: PASSWORD });
+    const up = await gql(s, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }', {
+      e: 'ws@example.com',
+      p: PASSWORD,
+    });
     const cookie = cookieOf(up.setCookie);
     const viewer = async (origin: string) => {
       const client = createClient({
@@ -104,14 +134,30 @@ describe('dashboard sign-in (open sign-up)', () => {
     await gql(s, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }', { e: 'slow@example.com', p: PASSWORD });
     const codes: string[] = [];
     for (let i = 0; i < 6; i++) {
-      const r = await gql(s, 'mutation($e: String!, $p: String!) { signIn(email: $e, password: $p) { id } }', { e: 'slow@example.com', p: 'wrong password!' });
+      const r = await gql(s, 'mutation($e: String!, $p: String!) { signIn(email: $e, password: $p) { id } }', {
+        e: 'slow@example.com',
+        p: 'wrong password!',
+      });
       codes.push(r.body.errors?.[0].extensions.code);
     }
-    expect(codes).toEqual(['invalid_credentials', 'invalid_credentials', 'invalid_credentials', 'invalid_credentials', 'invalid_credentials', 'too_many_attempts']);
-    const blocked = await gql(s, 'mutation($e: String!, $p: String!) { signIn(email: $e, password: $p) { id } }', { e: 'slow@example.com', p: PASSWORD });
+    expect(codes).toEqual([
+      'invalid_credentials',
+      'invalid_credentials',
+      'invalid_credentials',
+      'invalid_credentials',
+      'invalid_credentials',
+      'too_many_attempts',
+    ]);
+    const blocked = await gql(s, 'mutation($e: String!, $p: String!) { signIn(email: $e, password: $p) { id } }', {
+      e: 'slow@example.com',
+      p: PASSWORD,
+    });
     expect(blocked.status).toBe(429);
     await gql(s, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }', { e: 'out@example.com', p: PASSWORD });
-    const signedIn = await gql(s, 'mutation($e: String!, $p: String!) { signIn(email: $e, password: $p) { id } }', { e: 'out@example.com', p: PASSWORD });
+    const signedIn = await gql(s, 'mutation($e: String!, $p: String!) { signIn(email: $e, password: $p) { id } }', {
+      e: 'out@example.com',
+      p: PASSWORD,
+    });
     const cookie = cookieOf(signedIn.setCookie);
     const out = await gql(s, 'mutation { signOut }', {}, { cookie });
     expect(out.setCookie[0]).toMatch(/^tollgate_session=; .*Expires=Thu, 01 Jan 1970/);
@@ -125,27 +171,49 @@ describe('dashboard sign-in (open sign-up)', () => {
     expect((await gql(s, 'mutation { requestPasswordReset(email: "nobody@example.com") }')).body.data.requestPasswordReset).toBe(true);
     const dir = path.join(s.dir, 'mail');
     const file = readdirSync(dir).find((f) => f.startsWith('password-reset-'))!;
-    const eml = readFileSync(path.join(dir, file), 'utf8').replace(/=\r?\n/g, '').replace(/=3D/g, '=');
+    const eml = readFileSync(path.join(dir, file), 'utf8')
+      .replace(/=\r?\n/g, '')
+      .replace(/=3D/g, '=');
     expect(eml).toContain('To: forgot@example.com');
     const token = /reset-password\?token=(tgr_[\w-]+)/.exec(eml)![1]!;
-    const reset = await gql(s, 'mutation($t: String!, $p: String!) { resetPassword(token: $t, password: $p) { account { email } } }', { t: token, p: 'a brand new password' });
+    const reset = await gql(s, 'mutation($t: String!, $p: String!) { resetPassword(token: $t, password: $p) { account { email } } }', {
+      t: token,
+      p: 'a brand new password',
+    });
     expect(reset.body.data.resetPassword.account.email).toBe('forgot@example.com');
-    const twice = await gql(s, 'mutation($t: String!, $p: String!) { resetPassword(token: $t, password: $p) { id } }', { t: token, p: 'another new password' });
+    const twice = await gql(s, 'mutation($t: String!, $p: String!) { resetPassword(token: $t, password: $p) { id } }', {
+      t: token,
+      p: 'another new password',
+    });
     expect(twice.body.errors?.[0].extensions.code).toBe('invalid_token');
-    const signIn = await gql(s, 'mutation($e: String!, $p: String!) { signIn(email: $e, password: $p) { id } }', { e: 'forgot@example.com', p: 'a brand new password' });
+    const signIn = await gql(s, 'mutation($e: String!, $p: String!) { signIn(email: $e, password: $p) { id } }', {
+      e: 'forgot@example.com',
+      p: 'a brand new password',
+    });
     expect(signIn.body.errors).toBeUndefined();
   });
 
   it('prints a set-password link for an account an operator creates with the CLI; set-admin makes its sign-ins operator sessions', async () => {
     let out = '';
-    const io = { stdout: (t: string) => void (out += t), stderr: () => {}, env: { DATABASE_URL: `sqlite:${path.join(s.dir, 'tollgate.db')}`, PUBLIC_URL: s.url, CONFIG: path.join(s.dir, 'config.yaml') } };
+    const io = {
+      stdout: (t: string) => void (out += t),
+      stderr: () => {},
+      env: { DATABASE_URL: `sqlite:${path.join(s.dir, 'tollgate.db')}`, PUBLIC_URL: s.url, CONFIG: path.join(s.dir, 'config.yaml') },
+    };
     expect(await runCli(['node', 'tollgate', 'accounts', 'create', '--email', 'made@example.com', '--tier', 'developer'], io)).toBe(0);
     const token = /reset-password\?token=(tgp_[\w-]+)/.exec(out)![1]!;
-    const set = await gql(s, 'mutation($t: String!, $p: String!) { resetPassword(token: $t, password: $p) { operator account { id email tier } } }', { t: token, p: PASSWORD });
+    const set = await gql(
+      s,
+      'mutation($t: String!, $p: String!) { resetPassword(token: $t, password: $p) { operator account { id email tier } } }',
+      { t: token, p: PASSWORD },
+    );
     expect(set.body.data.resetPassword).toMatchObject({ operator: false, account: { email: 'made@example.com', tier: 'developer' } });
     const id = set.body.data.resetPassword.account.id;
     expect(await runCli(['node', 'tollgate', 'accounts', 'set-admin', '--account', id], io)).toBe(0);
-    const again = await gql(s, 'mutation($e: String!, $p: String!) { signIn(email: $e, password: $p) { operator } }', { e: 'made@example.com', p: PASSWORD });
+    const again = await gql(s, 'mutation($e: String!, $p: String!) { signIn(email: $e, password: $p) { operator } }', {
+      e: 'made@example.com',
+      p: PASSWORD,
+    });
     expect(again.body.data.signIn.operator).toBe(true);
     const list = await gql(s, '{ accounts(search: "made@") { email } }', {}, { cookie: cookieOf(again.setCookie) });
     expect(list.body.data.accounts).toEqual([{ email: 'made@example.com' }]);
@@ -159,7 +227,12 @@ describe('dashboard sign-in (open sign-up)', () => {
     const cookie = cookieOf(r.setCookie);
     const list = await gql(s, '{ accounts(search: "ANN@") { id email tier } }', {}, { cookie });
     expect(list.body.data.accounts).toHaveLength(1);
-    const set = await gql(s, 'mutation($id: ID!) { setAccountTier(accountId: $id, tier: startup) { tier } }', { id: list.body.data.accounts[0].id }, { cookie });
+    const set = await gql(
+      s,
+      'mutation($id: ID!) { setAccountTier(accountId: $id, tier: startup) { tier } }',
+      { id: list.body.data.accounts[0].id },
+      { cookie },
+    );
     expect(set.body.data.setAccountTier.tier).toBe('startup');
     const denied = await gql(s, '{ accounts { id } }');
     expect(denied.body.errors?.[0].extensions.code).toBe('admin_required');

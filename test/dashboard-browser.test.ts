@@ -21,7 +21,11 @@ const PASSWORD = 'a long enough password';
 async function axe(page: Page, name: string): Promise<void> {
   await page.addScriptTag({ path: AXE });
   const violations = (await page.evaluate(async () => {
-    const r = await (window as unknown as { axe: { run: (o: unknown) => Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> } }).axe.run({ resultTypes: ['violations'] });
+    const r = await (
+      window as unknown as {
+        axe: { run: (o: unknown) => Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> };
+      }
+    ).axe.run({ resultTypes: ['violations'] });
     return r.violations.map((v) => ({ id: v.id, impact: v.impact, targets: v.nodes.map((n) => n.target.join(' ')) }));
   })) as { id: string; impact: string; targets: string[] }[];
   const bad = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
@@ -30,249 +34,278 @@ async function axe(page: Page, name: string): Promise<void> {
 
 const balance = (page: Page) => page.getByRole('region', { name: 'Balance' });
 
-describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install chromium; or set CHROMIUM_PATH)', CHROMIUM !== null))('the dashboard in a browser', () => {
-  let s: TestServer;
-  let browser: Browser;
-  let ann: BrowserContext;
-  let page: Page;
-  const email = 'ann@example.com';
+describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install chromium; or set CHROMIUM_PATH)', CHROMIUM !== null))(
+  'the dashboard in a browser',
+  () => {
+    let s: TestServer;
+    let browser: Browser;
+    let ann: BrowserContext;
+    let page: Page;
+    const email = 'ann@example.com';
 
-  beforeAll(async () => {
-    // What npm ci's prepare script does.
-    execFileSync(path.join(ROOT, 'node_modules/.bin/vite'), ['build', '--config', 'src/dashboard/vite.config.ts', '--logLevel', 'warn'], { cwd: ROOT, stdio: 'inherit' });
-    mkdirSync(SHOTS, { recursive: true });
-    s = await startTestServer();
-    browser = await chromium.launch({
-      executablePath: CHROMIUM!,
-      args: ['--no-sandbox', '--headless', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-    });
-    ann = await browser.newContext({ viewport: { width: 1200, height: 860 }, bypassCSP: true });
-    page = await ann.newPage();
-  }, 120_000);
-  afterAll(async () => {
-    await browser?.close();
-    await s?.close();
-  });
-
-  it('signs up on /dashboard/signup and lands on the overview', { timeout: 60_000 }, async () => {
-    await page.goto(`${s.url}/dashboard/login`);
-    await axe(page, 'sign-in');
-    await page.getByRole('link', { name: 'Sign up' }).click();
-    await page.getByRole('heading', { name: 'Create your tollgate account' }).waitFor();
-    await axe(page, 'sign-up');
-    await page.getByLabel('Email').fill(email);
-    await page.getByLabel('Password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign up' }).click();
-    await page.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
-    await balance(page).getByText('0.00 USD').waitFor();
-    for (const name of ['Overview', 'Usage', 'Transactions', 'Top up', 'Settings', 'API keys', 'Playground', 'Notifications']) {
-      expect(await page.getByRole('navigation').getByRole('link', { name, exact: true }).count()).toBe(1);
-    }
-    expect(await page.getByRole('button', { name: 'Sign out' }).count()).toBe(1);
-    await axe(page, 'overview');
-  });
-
-  it('tops up 50 through the sandbox checkout and shows 52.50 on the overview', { timeout: 60_000 }, async () => {
-    await page.getByRole('link', { name: 'Top up', exact: true }).click();
-    await page.getByLabel('Amount').fill('600');
-    await page.getByText('arranged with our sales team').waitFor();
-    await page.getByLabel('Amount').fill('50');
-    await page.getByText('+2.50 USD (5%)').waitFor();
-    await page.getByText('52.50 USD').waitFor();
-    await axe(page, 'top up');
-    await page.screenshot({ path: path.join(SHOTS, 'top-up.png') });
-    await page.getByRole('button', { name: 'Top up', exact: true }).click();
-    await page.getByRole('button', { name: /Pay 50\.00 USD/ }).click();
-    await page.getByRole('link', { name: /Back to your account/ }).click();
-    await page.getByRole('heading', { name: /Paid: the credits are in your wallet/ }).waitFor();
-    await axe(page, 'top-up result');
-    await page.getByRole('link', { name: 'Overview', exact: true }).click();
-    await balance(page).getByText('52.50 USD').waitFor();
-  });
-
-  it('shows a top-up paid in another tab on the open overview without a reload', { timeout: 60_000 }, async () => {
-    let reloaded = false;
-    page.on('framenavigated', (f) => f === page.mainFrame() && (reloaded = true));
-    const other = await ann.newPage();
-    await other.goto(`${s.url}/dashboard/top-up`);
-    await other.getByLabel('Amount').fill('10');
-    await other.getByText('No bonus at this amount').waitFor();
-    await other.getByRole('button', { name: 'Top up', exact: true }).click();
-    await other.getByRole('button', { name: /Pay 10\.00 USD/ }).click();
-    await other.getByText(/Paid/).first().waitFor();
-    await other.close();
-    await balance(page).getByText('62.50 USD').waitFor();
-    expect(reloaded).toBe(false);
-    await page.screenshot({ path: path.join(SHOTS, 'overview.png') });
-  });
-
-  it('creates a key, calls /v1 with it, shows its usage; revoking it gives 401', { timeout: 60_000 }, async () => {
-    await page.getByRole('link', { name: 'API keys' }).click();
-    await page.getByRole('heading', { name: 'API keys', level: 1 }).waitFor();
-    await page.getByText('No API keys yet').waitFor();
-    await axe(page, 'api keys (empty)');
-    await page.getByRole('button', { name: 'Create key' }).click();
-    await page.getByLabel('Key name').fill('ci');
-    await page.getByRole('button', { name: 'Create', exact: true }).click();
-    const apiKey = (await page.getByLabel('New API key', { exact: true }).textContent())!.trim();
-    expect(apiKey).toMatch(/^ask_/);
-    expect(await page.getByRole('button', { name: 'Copy' }).count()).toBe(1);
-    await axe(page, 'api keys (new key)');
-    await page.getByRole('button', { name: 'Done' }).click();
-    const chat = () =>
-      fetch(`${s.v1}/chat/completions`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ model: 'chat-test', messages: [{ role: 'user', content: 'Hello there' }] }),
+    beforeAll(async () => {
+      // What npm ci's prepare script does.
+      execFileSync(path.join(ROOT, 'node_modules/.bin/vite'), ['build', '--config', 'src/dashboard/vite.config.ts', '--logLevel', 'warn'], {
+        cwd: ROOT,
+        stdio: 'inherit',
       });
-    expect((await chat()).status).toBe(200);
-    await page.getByRole('link', { name: 'Usage' }).click();
-    await page.getByRole('table', { name: /By model/ }).getByRole('rowheader', { name: 'chat-test' }).waitFor();
-    await page.getByRole('figure', { name: 'Tokens per day, by model' }).waitFor();
-    await axe(page, 'usage');
-    await page.screenshot({ path: path.join(SHOTS, 'usage.png') });
-    await page.getByRole('link', { name: 'API keys' }).click();
-    await page.getByRole('cell', { name: 'ci', exact: true }).waitFor();
-    await page.screenshot({ path: path.join(SHOTS, 'api-keys.png') });
-    await page.getByRole('button', { name: 'Revoke ci' }).click();
-    await page.getByRole('button', { name: 'Yes, revoke' }).click();
-    await page.getByRole('cell', { name: 'Revoked' }).waitFor();
-    expect((await chat()).status).toBe(401);
-  });
+      mkdirSync(SHOTS, { recursive: true });
+      s = await startTestServer();
+      browser = await chromium.launch({
+        executablePath: CHROMIUM!,
+        args: [
+          '--no-sandbox',
+          '--headless',
+          '--disable-gpu',
+          '--disable-background-networking',
+          '--disable-component-update',
+          '--disable-sync',
+          '--no-first-run',
+        ],
+      });
+      ann = await browser.newContext({ viewport: { width: 1200, height: 860 }, bypassCSP: true });
+      page = await ann.newPage();
+    }, 120_000);
+    afterAll(async () => {
+      await browser?.close();
+      await s?.close();
+    });
 
-  it('pages the transactions and filters them by type', { timeout: 60_000 }, async () => {
-    await page.getByRole('link', { name: 'Transactions' }).click();
-    const ledger = page.getByRole('table', { name: /Ledger/ });
-    await ledger.getByRole('cell', { name: 'topup' }).first().waitFor();
-    await axe(page, 'transactions');
-    await page.getByLabel('Type').selectOption('usage');
-    await page.getByText('No transactions of type usage yet.').waitFor();
-    await page.getByLabel('Type').selectOption('');
-    await ledger.getByRole('cell', { name: '+50.00' }).waitFor();
-    const download = page.waitForEvent('download');
-    await page.getByRole('button', { name: 'Export CSV' }).click();
-    const file = await (await download).path();
-    const csv = readFileSync(file!, 'utf8');
-    expect(csv.split('\r\n')[0]).toBe('created_at,type,amount,balance_after,description,reference');
-    expect(csv).toContain(',topup,50,');
-  });
+    it('signs up on /dashboard/signup and lands on the overview', { timeout: 60_000 }, async () => {
+      await page.goto(`${s.url}/dashboard/login`);
+      await axe(page, 'sign-in');
+      await page.getByRole('link', { name: 'Sign up' }).click();
+      await page.getByRole('heading', { name: 'Create your tollgate account' }).waitFor();
+      await axe(page, 'sign-up');
+      await page.getByLabel('Email').fill(email);
+      await page.getByLabel('Password').fill(PASSWORD);
+      await page.getByRole('button', { name: 'Sign up' }).click();
+      await page.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
+      await balance(page).getByText('0.00 USD').waitFor();
+      for (const name of ['Overview', 'Usage', 'Transactions', 'Top up', 'Settings', 'API keys', 'Playground', 'Notifications']) {
+        expect(await page.getByRole('navigation').getByRole('link', { name, exact: true }).count()).toBe(1);
+      }
+      expect(await page.getByRole('button', { name: 'Sign out' }).count()).toBe(1);
+      await axe(page, 'overview');
+    });
 
-  it('keeps each setting after a reload', { timeout: 60_000 }, async () => {
-    await page.getByRole('link', { name: 'Settings' }).click();
-    await page.getByRole('heading', { name: 'Settings', level: 1 }).waitFor();
-    await page.getByLabel('Enable spending limit').check();
-    await page.getByLabel('Monthly limit').fill('25');
-    await page.getByLabel('When reached').selectOption('alert');
-    await page.getByRole('button', { name: 'Save spending limit' }).click();
-    await page.getByRole('form', { name: 'Spending limit' }).getByText('Saved.').waitFor();
-    await page.getByLabel('Low-balance threshold').fill('5');
-    await page.getByRole('button', { name: 'Save threshold' }).click();
-    await page.getByRole('form', { name: 'Low-balance alert' }).getByText('Saved.').waitFor();
-    await page.getByLabel('Enable automatic top-up').check();
-    await page.getByLabel('Top up when the balance falls below').fill('3');
-    await page.getByLabel('Top-up amount').fill('20');
-    await page.getByRole('button', { name: 'Save automatic top-up' }).click();
-    await page.getByRole('form', { name: 'Automatic top-up' }).getByText('Saved.').waitFor();
-    await page.getByLabel('Unusual usage').uncheck();
-    await page.getByLabel('Extra recipients').fill('ops@example.com');
-    await page.getByRole('button', { name: 'Save alerts' }).click();
-    await page.getByRole('form', { name: 'E-mail alerts' }).getByText('Saved.').waitFor();
-    await axe(page, 'settings');
-    await page.screenshot({ path: path.join(SHOTS, 'settings.png'), fullPage: true });
-    await page.reload();
-    await page.getByRole('heading', { name: 'Settings', level: 1 }).waitFor();
-    expect(await page.getByLabel('Enable spending limit').isChecked()).toBe(true);
-    expect(await page.getByLabel('Monthly limit').inputValue()).toBe('25');
-    expect(await page.getByLabel('When reached').inputValue()).toBe('alert');
-    expect(await page.getByLabel('Low-balance threshold').inputValue()).toBe('5');
-    expect(await page.getByLabel('Enable automatic top-up').isChecked()).toBe(true);
-    expect(await page.getByLabel('Top up when the balance falls below').inputValue()).toBe('3');
-    expect(await page.getByLabel('Top-up amount').inputValue()).toBe('20');
-    expect(await page.getByLabel('Unusual usage').isChecked()).toBe(false);
-    expect(await page.getByLabel('Extra recipients').inputValue()).toBe('ops@example.com');
-    // The e-mail address and the password.
-    await page.getByLabel('New email').fill('ann2@example.com');
-    await page.getByLabel('Password to confirm').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Change email' }).click();
-    await page.getByRole('form', { name: 'E-mail address' }).getByText('Saved.').waitFor();
-    await page.getByLabel('Current password').fill(PASSWORD);
-    await page.getByLabel('New password').fill(`${PASSWORD} 2`);
-    await page.getByRole('button', { name: 'Change password' }).click();
-    await page.getByRole('form', { name: 'Password' }).getByText('Saved.').waitFor();
-    await page.reload();
-    expect(await page.getByLabel('New email').inputValue()).toBe('ann2@example.com');
-  });
+    it('tops up 50 through the sandbox checkout and shows 52.50 on the overview', { timeout: 60_000 }, async () => {
+      await page.getByRole('link', { name: 'Top up', exact: true }).click();
+      await page.getByLabel('Amount').fill('600');
+      await page.getByText('arranged with our sales team').waitFor();
+      await page.getByLabel('Amount').fill('50');
+      await page.getByText('+2.50 USD (5%)').waitFor();
+      await page.getByText('52.50 USD').waitFor();
+      await axe(page, 'top up');
+      await page.screenshot({ path: path.join(SHOTS, 'top-up.png') });
+      await page.getByRole('button', { name: 'Top up', exact: true }).click();
+      await page.getByRole('button', { name: /Pay 50\.00 USD/ }).click();
+      await page.getByRole('link', { name: /Back to your account/ }).click();
+      await page.getByRole('heading', { name: /Paid: the credits are in your wallet/ }).waitFor();
+      await axe(page, 'top-up result');
+      await page.getByRole('link', { name: 'Overview', exact: true }).click();
+      await balance(page).getByText('52.50 USD').waitFor();
+    });
 
-  it('streams an answer in the playground, with tokens and cost at the end', { timeout: 60_000 }, async () => {
-    await page.getByRole('link', { name: 'Playground' }).click();
-    await page.getByLabel('Model').selectOption('chat-test');
-    await page.getByLabel('Prompt').fill('Say hello');
-    await page.getByRole('button', { name: 'Send' }).click();
-    await page.getByRole('status').filter({ hasText: /tokens, .* USD at list/ }).waitFor();
-    await axe(page, 'playground');
-    await page.screenshot({ path: path.join(SHOTS, 'playground.png') });
-  });
+    it('shows a top-up paid in another tab on the open overview without a reload', { timeout: 60_000 }, async () => {
+      let reloaded = false;
+      page.on('framenavigated', (f) => f === page.mainFrame() && (reloaded = true));
+      const other = await ann.newPage();
+      await other.goto(`${s.url}/dashboard/top-up`);
+      await other.getByLabel('Amount').fill('10');
+      await other.getByText('No bonus at this amount').waitFor();
+      await other.getByRole('button', { name: 'Top up', exact: true }).click();
+      await other.getByRole('button', { name: /Pay 10\.00 USD/ }).click();
+      await other.getByText(/Paid/).first().waitFor();
+      await other.close();
+      await balance(page).getByText('62.50 USD').waitFor();
+      expect(reloaded).toBe(false);
+      await page.screenshot({ path: path.join(SHOTS, 'overview.png') });
+    });
 
-  it('has no serious accessibility violation on the notifications, plan and models pages, and at phone width', { timeout: 60_000 }, async () => {
-    await page.getByRole('link', { name: 'Notifications' }).click();
-    await page.getByRole('heading', { name: 'Notifications', level: 1 }).waitFor();
-    await page.getByRole('article').first().waitFor();
-    await axe(page, 'notifications');
-    await page.getByRole('link', { name: 'Plan' }).click();
-    await page.getByRole('button', { name: 'Switch to developer' }).waitFor();
-    await axe(page, 'plan');
-    await page.getByRole('link', { name: 'Models' }).click();
-    await page.getByRole('rowheader', { name: 'chat-test' }).waitFor();
-    await axe(page, 'models');
-    await page.setViewportSize({ width: 390, height: 844 });
-    await page.getByRole('link', { name: 'Overview' }).click();
-    await balance(page).getByText('62.50 USD').waitFor();
-    await axe(page, 'overview at phone width');
-    await page.setViewportSize({ width: 1200, height: 860 });
-  });
+    it('creates a key, calls /v1 with it, shows its usage; revoking it gives 401', { timeout: 60_000 }, async () => {
+      await page.getByRole('link', { name: 'API keys' }).click();
+      await page.getByRole('heading', { name: 'API keys', level: 1 }).waitFor();
+      await page.getByText('No API keys yet').waitFor();
+      await axe(page, 'api keys (empty)');
+      await page.getByRole('button', { name: 'Create key' }).click();
+      await page.getByLabel('Key name').fill('ci');
+      await page.getByRole('button', { name: 'Create', exact: true }).click();
+      const apiKey = (await page.getByLabel('New API key', { exact: true }).textContent())!.trim();
+      expect(apiKey).toMatch(/^ask_/);
+      expect(await page.getByRole('button', { name: 'Copy' }).count()).toBe(1);
+      await axe(page, 'api keys (new key)');
+      await page.getByRole('button', { name: 'Done' }).click();
+      const chat = () =>
+        fetch(`${s.v1}/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'chat-test', messages: [{ role: 'user', content: 'Hello there' }] }),
+        });
+      expect((await chat()).status).toBe(200);
+      await page.getByRole('link', { name: 'Usage' }).click();
+      await page
+        .getByRole('table', { name: /By model/ })
+        .getByRole('rowheader', { name: 'chat-test' })
+        .waitFor();
+      await page.getByRole('figure', { name: 'Tokens per day, by model' }).waitFor();
+      await axe(page, 'usage');
+      await page.screenshot({ path: path.join(SHOTS, 'usage.png') });
+      await page.getByRole('link', { name: 'API keys' }).click();
+      await page.getByRole('cell', { name: 'ci', exact: true }).waitFor();
+      await page.screenshot({ path: path.join(SHOTS, 'api-keys.png') });
+      await page.getByRole('button', { name: 'Revoke ci' }).click();
+      await page.getByRole('button', { name: 'Yes, revoke' }).click();
+      await page.getByRole('cell', { name: 'Revoked' }).waitFor();
+      expect((await chat()).status).toBe(401);
+    });
 
-  it('resets a forgotten password through the link in the .eml file', { timeout: 60_000 }, async () => {
-    const ctx = await browser.newContext({ bypassCSP: true });
-    const p = await ctx.newPage();
-    await p.goto(`${s.url}/dashboard/login`);
-    await p.getByRole('link', { name: 'Forgot your password?' }).click();
-    await p.getByLabel('Email').fill('ann2@example.com');
-    await p.getByRole('button', { name: 'Send reset link' }).click();
-    await p.getByText('a link to choose a new password is on its way').waitFor();
-    await axe(p, 'forgot password');
-    const dir = path.join(s.dir, 'mail');
-    const file = readdirSync(dir).find((f) => f.startsWith('password-reset-'))!;
-    const eml = readFileSync(path.join(dir, file), 'utf8').replace(/=\r?\n/g, '').replace(/=3D/g, '=');
-    const link = /(http:\/\/\S+\/dashboard\/reset-password\?token=tgr_[\w-]+)/.exec(eml)![1]!;
-    await p.goto(link);
-    await p.getByLabel('New password', { exact: true }).fill('the newest password');
-    await axe(p, 'reset password');
-    await p.getByRole('button', { name: 'Set password' }).click();
-    await p.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
-    await p.getByRole('button', { name: 'Sign out' }).click();
-    await p.getByRole('heading', { name: 'Sign in to tollgate' }).waitFor();
-    await p.getByLabel('Email').fill('ann2@example.com');
-    await p.getByLabel('Password').fill('the newest password');
-    await p.getByRole('button', { name: 'Sign in' }).click();
-    await p.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
-    await ctx.close();
-  });
+    it('pages the transactions and filters them by type', { timeout: 60_000 }, async () => {
+      await page.getByRole('link', { name: 'Transactions' }).click();
+      const ledger = page.getByRole('table', { name: /Ledger/ });
+      await ledger.getByRole('cell', { name: 'topup' }).first().waitFor();
+      await axe(page, 'transactions');
+      await page.getByLabel('Type').selectOption('usage');
+      await page.getByText('No transactions of type usage yet.').waitFor();
+      await page.getByLabel('Type').selectOption('');
+      await ledger.getByRole('cell', { name: '+50.00' }).waitFor();
+      const download = page.waitForEvent('download');
+      await page.getByRole('button', { name: 'Export CSV' }).click();
+      const file = await (await download).path();
+      const csv = readFileSync(file!, 'utf8');
+      expect(csv.split('\r\n')[0]).toBe('created_at,type,amount,balance_after,description,reference');
+      expect(csv).toContain(',topup,50,');
+    });
 
-  it('lets an operator (ADMIN_TOKEN exchanged for a session) change a tier', { timeout: 60_000 }, async () => {
-    const ctx = await browser.newContext({ viewport: { width: 1200, height: 860 }, bypassCSP: true });
-    const p = await ctx.newPage();
-    await p.goto(`${s.url}/dashboard/login`);
-    await p.getByRole('link', { name: 'Operator sign-in' }).click();
-    await p.getByLabel('Operator token').fill(ADMIN_TOKEN);
-    await p.getByRole('button', { name: 'Sign in as operator' }).click();
-    await p.getByRole('heading', { name: 'Operator', level: 1 }).waitFor();
-    await p.getByLabel('Search accounts').fill('ann2');
-    await p.getByLabel('Tier for ann2@example.com').selectOption('startup');
-    await p.getByRole('button', { name: 'Change tier' }).click();
-    await p.getByRole('row', { name: /ann2@example\.com/ }).getByRole('combobox').and(p.locator(':not([disabled])')).first().waitFor();
-    await expect.poll(async () => (await s.services.auth.searchAccounts('ann2'))[0]?.tier).toBe('startup');
-    await axe(p, 'operator');
-    await p.screenshot({ path: path.join(SHOTS, 'operator.png') });
-    await ctx.close();
-  });
-});
+    it('keeps each setting after a reload', { timeout: 60_000 }, async () => {
+      await page.getByRole('link', { name: 'Settings' }).click();
+      await page.getByRole('heading', { name: 'Settings', level: 1 }).waitFor();
+      await page.getByLabel('Enable spending limit').check();
+      await page.getByLabel('Monthly limit').fill('25');
+      await page.getByLabel('When reached').selectOption('alert');
+      await page.getByRole('button', { name: 'Save spending limit' }).click();
+      await page.getByRole('form', { name: 'Spending limit' }).getByText('Saved.').waitFor();
+      await page.getByLabel('Low-balance threshold').fill('5');
+      await page.getByRole('button', { name: 'Save threshold' }).click();
+      await page.getByRole('form', { name: 'Low-balance alert' }).getByText('Saved.').waitFor();
+      await page.getByLabel('Enable automatic top-up').check();
+      await page.getByLabel('Top up when the balance falls below').fill('3');
+      await page.getByLabel('Top-up amount').fill('20');
+      await page.getByRole('button', { name: 'Save automatic top-up' }).click();
+      await page.getByRole('form', { name: 'Automatic top-up' }).getByText('Saved.').waitFor();
+      await page.getByLabel('Unusual usage').uncheck();
+      await page.getByLabel('Extra recipients').fill('ops@example.com');
+      await page.getByRole('button', { name: 'Save alerts' }).click();
+      await page.getByRole('form', { name: 'E-mail alerts' }).getByText('Saved.').waitFor();
+      await axe(page, 'settings');
+      await page.screenshot({ path: path.join(SHOTS, 'settings.png'), fullPage: true });
+      await page.reload();
+      await page.getByRole('heading', { name: 'Settings', level: 1 }).waitFor();
+      expect(await page.getByLabel('Enable spending limit').isChecked()).toBe(true);
+      expect(await page.getByLabel('Monthly limit').inputValue()).toBe('25');
+      expect(await page.getByLabel('When reached').inputValue()).toBe('alert');
+      expect(await page.getByLabel('Low-balance threshold').inputValue()).toBe('5');
+      expect(await page.getByLabel('Enable automatic top-up').isChecked()).toBe(true);
+      expect(await page.getByLabel('Top up when the balance falls below').inputValue()).toBe('3');
+      expect(await page.getByLabel('Top-up amount').inputValue()).toBe('20');
+      expect(await page.getByLabel('Unusual usage').isChecked()).toBe(false);
+      expect(await page.getByLabel('Extra recipients').inputValue()).toBe('ops@example.com');
+      // The e-mail address and the password.
+      await page.getByLabel('New email').fill('ann2@example.com');
+      await page.getByLabel('Password to confirm').fill(PASSWORD);
+      await page.getByRole('button', { name: 'Change email' }).click();
+      await page.getByRole('form', { name: 'E-mail address' }).getByText('Saved.').waitFor();
+      await page.getByLabel('Current password').fill(PASSWORD);
+      await page.getByLabel('New password').fill(`${PASSWORD} 2`);
+      await page.getByRole('button', { name: 'Change password' }).click();
+      await page.getByRole('form', { name: 'Password' }).getByText('Saved.').waitFor();
+      await page.reload();
+      expect(await page.getByLabel('New email').inputValue()).toBe('ann2@example.com');
+    });
+
+    it('streams an answer in the playground, with tokens and cost at the end', { timeout: 60_000 }, async () => {
+      await page.getByRole('link', { name: 'Playground' }).click();
+      await page.getByLabel('Model').selectOption('chat-test');
+      await page.getByLabel('Prompt').fill('Say hello');
+      await page.getByRole('button', { name: 'Send' }).click();
+      await page
+        .getByRole('status')
+        .filter({ hasText: /tokens, .* USD at list/ })
+        .waitFor();
+      await axe(page, 'playground');
+      await page.screenshot({ path: path.join(SHOTS, 'playground.png') });
+    });
+
+    it('has no serious accessibility violation on the notifications, plan and models pages, and at phone width', {
+      timeout: 60_000,
+    }, async () => {
+      await page.getByRole('link', { name: 'Notifications' }).click();
+      await page.getByRole('heading', { name: 'Notifications', level: 1 }).waitFor();
+      await page.getByRole('article').first().waitFor();
+      await axe(page, 'notifications');
+      await page.getByRole('link', { name: 'Plan' }).click();
+      await page.getByRole('button', { name: 'Switch to developer' }).waitFor();
+      await axe(page, 'plan');
+      await page.getByRole('link', { name: 'Models' }).click();
+      await page.getByRole('rowheader', { name: 'chat-test' }).waitFor();
+      await axe(page, 'models');
+      await page.setViewportSize({ width: 390, height: 844 });
+      await page.getByRole('link', { name: 'Overview' }).click();
+      await balance(page).getByText('62.50 USD').waitFor();
+      await axe(page, 'overview at phone width');
+      await page.setViewportSize({ width: 1200, height: 860 });
+    });
+
+    it('resets a forgotten password through the link in the .eml file', { timeout: 60_000 }, async () => {
+      const ctx = await browser.newContext({ bypassCSP: true });
+      const p = await ctx.newPage();
+      await p.goto(`${s.url}/dashboard/login`);
+      await p.getByRole('link', { name: 'Forgot your password?' }).click();
+      await p.getByLabel('Email').fill('ann2@example.com');
+      await p.getByRole('button', { name: 'Send reset link' }).click();
+      await p.getByText('a link to choose a new password is on its way').waitFor();
+      await axe(p, 'forgot password');
+      const dir = path.join(s.dir, 'mail');
+      const file = readdirSync(dir).find((f) => f.startsWith('password-reset-'))!;
+      const eml = readFileSync(path.join(dir, file), 'utf8')
+        .replace(/=\r?\n/g, '')
+        .replace(/=3D/g, '=');
+      const link = /(http:\/\/\S+\/dashboard\/reset-password\?token=tgr_[\w-]+)/.exec(eml)![1]!;
+      await p.goto(link);
+      await p.getByLabel('New password', { exact: true }).fill('the newest password');
+      await axe(p, 'reset password');
+      await p.getByRole('button', { name: 'Set password' }).click();
+      await p.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
+      await p.getByRole('button', { name: 'Sign out' }).click();
+      await p.getByRole('heading', { name: 'Sign in to tollgate' }).waitFor();
+      await p.getByLabel('Email').fill('ann2@example.com');
+      await p.getByLabel('Password').fill('the newest password');
+      await p.getByRole('button', { name: 'Sign in' }).click();
+      await p.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
+      await ctx.close();
+    });
+
+    it('lets an operator (ADMIN_TOKEN exchanged for a session) change a tier', { timeout: 60_000 }, async () => {
+      const ctx = await browser.newContext({ viewport: { width: 1200, height: 860 }, bypassCSP: true });
+      const p = await ctx.newPage();
+      await p.goto(`${s.url}/dashboard/login`);
+      await p.getByRole('link', { name: 'Operator sign-in' }).click();
+      await p.getByLabel('Operator token').fill(ADMIN_TOKEN);
+      await p.getByRole('button', { name: 'Sign in as operator' }).click();
+      await p.getByRole('heading', { name: 'Operator', level: 1 }).waitFor();
+      await p.getByLabel('Search accounts').fill('ann2');
+      await p.getByLabel('Tier for ann2@example.com').selectOption('startup');
+      await p.getByRole('button', { name: 'Change tier' }).click();
+      await p
+        .getByRole('row', { name: /ann2@example\.com/ })
+        .getByRole('combobox')
+        .and(p.locator(':not([disabled])'))
+        .first()
+        .waitFor();
+      await expect.poll(async () => (await s.services.auth.searchAccounts('ann2'))[0]?.tier).toBe('startup');
+      await axe(p, 'operator');
+      await p.screenshot({ path: path.join(SHOTS, 'operator.png') });
+      await ctx.close();
+    });
+  },
+);

@@ -45,9 +45,17 @@ describe('the top-up amount and bonus preview', () => {
     expect(checkTopUpAmount('1e3').kind).toBe('invalid');
   });
   it('previews the bonus and the credits of a quote', () => {
-    expect(previewLines({ amount: '50', bonus: '2.5', bonusPercent: 5, credits: '52.5', currency: 'USD' }, formatMoney)).toEqual({ bonus: '+2.50 USD (5%)', credits: '52.50 USD' });
-    expect(previewLines({ amount: '10', bonus: '0', bonusPercent: 0, credits: '10', currency: 'USD' }, formatMoney)).toEqual({ bonus: 'No bonus at this amount', credits: '10.00 USD' });
-    expect(previewLines({ amount: '250', bonus: '37.5', bonusPercent: 15, credits: '287.5', currency: 'USD' }, formatMoney).bonus).toBe('+37.50 USD (15%)');
+    expect(previewLines({ amount: '50', bonus: '2.5', bonusPercent: 5, credits: '52.5', currency: 'USD' }, formatMoney)).toEqual({
+      bonus: '+2.50 USD (5%)',
+      credits: '52.50 USD',
+    });
+    expect(previewLines({ amount: '10', bonus: '0', bonusPercent: 0, credits: '10', currency: 'USD' }, formatMoney)).toEqual({
+      bonus: 'No bonus at this amount',
+      credits: '10.00 USD',
+    });
+    expect(previewLines({ amount: '250', bonus: '37.5', bonusPercent: 15, credits: '287.5', currency: 'USD' }, formatMoney).bonus).toBe(
+      '+37.50 USD (15%)',
+    );
   });
 });
 
@@ -80,6 +88,15 @@ describe('the usage chart data', () => {
 
 describe('the CSV export', () => {
   it('quotes what needs it and defuses spreadsheet formulas', () => {
-    expect(toCsv(['a', 'b'], [['x,y', 'say "hi"'], ['=SUM(A1)', '-2.5'], [null, 3]])).toBe('a,b\r\n"x,y","say ""hi"""\r\n\'=SUM(A1),-2.5\r\n,3\r\n');
+    expect(
+      toCsv(
+        ['a', 'b'],
+        [
+          ['x,y', 'say "hi"'],
+          ['=SUM(A1)', '-2.5'],
+          [null, 3],
+        ],
+      ),
+    ).toBe('a,b\r\n"x,y","say ""hi"""\r\n\'=SUM(A1),-2.5\r\n,3\r\n');
   });
 });

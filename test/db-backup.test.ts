@@ -21,14 +21,22 @@ afterAll(async () => {
 async function cli(env: Record<string, string>, ...args: string[]) {
   let stdout = '';
   let stderr = '';
-  const code = await runCli(['node', 'tollgate', ...args], { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t), env: { ...env, CONFIG: path.join(s.dir, 'config.yaml') } });
+  const code = await runCli(['node', 'tollgate', ...args], {
+    stdout: (t) => (stdout += t),
+    stderr: (t) => (stderr += t),
+    env: { ...env, CONFIG: path.join(s.dir, 'config.yaml') },
+  });
   return { code, stdout, stderr };
 }
 
 describe('db backup', () => {
   it('copies the database while calls are billed, and the copy passes ledger verify with the same balance', async () => {
     const { id, apiKey } = await s.account('startup');
-    await s.graphql('mutation($a: ID!) { creditWallet(input: {accountId: $a, amount: "25", type: bonus, description: "for the backup test"}) { id } }', { a: id }, ADMIN_TOKEN);
+    await s.graphql(
+      'mutation($a: ID!) { creditWallet(input: {accountId: $a, amount: "25", type: bonus, description: "for the backup test"}) { id } }',
+      { a: id },
+      ADMIN_TOKEN,
+    );
     const call = () =>
       fetch(`${s.v1}/chat/completions`, {
         method: 'POST',

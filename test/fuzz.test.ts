@@ -18,7 +18,11 @@ afterAll(() => s.close());
 const ENDPOINTS = ['/chat/completions', '/embeddings', '/rerank', '/moderate', '/moderations'];
 
 async function send(path: string, body: string, contentType = 'application/json') {
-  const res = await fetch(`${s.v1}${path}`, { method: 'POST', headers: { 'content-type': contentType, authorization: `Bearer ${key}` }, body });
+  const res = await fetch(`${s.v1}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': contentType, authorization: `Bearer ${key}` },
+    body,
+  });
   const text = await res.text();
   return { status: res.status, text, type: res.headers.get('content-type') ?? '' };
 }
@@ -41,11 +45,35 @@ const field = fc.oneof(
   fc.constant(null),
   fc.constantFrom('chat-test', 'embed-test', 'rerank-test', 'guard-test', 'nope', ''),
   fc.array(fc.string(), { maxLength: 5 }),
-  fc.array(fc.record({ role: fc.constantFrom('user', 'system', 'assistant', 'tool', 7), content: fc.oneof(fc.string(), fc.integer(), fc.constant(null)) }), { maxLength: 3 }),
+  fc.array(
+    fc.record({
+      role: fc.constantFrom('user', 'system', 'assistant', 'tool', 7),
+      content: fc.oneof(fc.string(), fc.integer(), fc.constant(null)),
+    }),
+    { maxLength: 3 },
+  ),
   fc.jsonValue({ maxDepth: 3 }),
 );
 const nearBody = fc.dictionary(
-  fc.constantFrom('model', 'messages', 'input', 'query', 'documents', 'stream', 'max_tokens', 'temperature', 'top_p', 'stop', 'top_n', 'n', 'encoding_format', 'return_documents', 'tools', 'stream_options', 'presence_penalty'),
+  fc.constantFrom(
+    'model',
+    'messages',
+    'input',
+    'query',
+    'documents',
+    'stream',
+    'max_tokens',
+    'temperature',
+    'top_p',
+    'stop',
+    'top_n',
+    'n',
+    'encoding_format',
+    'return_documents',
+    'tools',
+    'stream_options',
+    'presence_penalty',
+  ),
   field,
 );
 
@@ -72,7 +100,11 @@ describe('fuzzing the /v1 endpoints', () => {
     await fc.assert(
       fc.asyncProperty(
         fc.constantFrom(...ENDPOINTS),
-        fc.oneof(fc.string(), fc.uint8Array({ maxLength: 200 }).map((b) => Buffer.from(b).toString('latin1')), fc.constant('['.repeat(5000))),
+        fc.oneof(
+          fc.string(),
+          fc.uint8Array({ maxLength: 200 }).map((b) => Buffer.from(b).toString('latin1')),
+          fc.constant('['.repeat(5000)),
+        ),
         fc.constantFrom('application/json', 'text/plain', 'application/json; charset=utf-16', 'application/x-www-form-urlencoded'),
         async (path, body, type) => {
           checkAnswer(await send(path, body, type));
@@ -112,13 +144,33 @@ const selection = fc.constantFrom(
   'viewer(x: 1) { id }',
   `models { ${'id '.repeat(2100)}}`, // over graphql.max_tokens: refused while parsing
 );
-const varDef = fc.constantFrom('$f: Int', '$s: String', '$d: Decimal', '$input: ChatCompletionInput!', '$input: EmbeddingsInput', '$input: RerankInput', '$input: ModerationInput', '$input: TopUpInput', '$f: Float', '$x: Nope', '$s: ID!');
+const varDef = fc.constantFrom(
+  '$f: Int',
+  '$s: String',
+  '$d: Decimal',
+  '$input: ChatCompletionInput!',
+  '$input: EmbeddingsInput',
+  '$input: RerankInput',
+  '$input: ModerationInput',
+  '$input: TopUpInput',
+  '$f: Float',
+  '$x: Nope',
+  '$s: ID!',
+);
 const variableValue = fc.oneof(
   fc.jsonValue({ maxDepth: 3 }),
   fc.constant(2 ** 31),
   fc.constant(-(2 ** 53)),
   fc.constant('1e400'),
-  fc.record({ model: fc.constantFrom('chat-test', 'embed-test', 'nope'), messages: fc.array(fc.record({ role: fc.constantFrom('user', 'x'), content: fc.string() }), { maxLength: 2 }), input: fc.array(fc.string(), { maxLength: 2 }), maxTokens: fc.oneof(fc.integer(), fc.constant(2 ** 31)) }, { requiredKeys: [] }),
+  fc.record(
+    {
+      model: fc.constantFrom('chat-test', 'embed-test', 'nope'),
+      messages: fc.array(fc.record({ role: fc.constantFrom('user', 'x'), content: fc.string() }), { maxLength: 2 }),
+      input: fc.array(fc.string(), { maxLength: 2 }),
+      maxTokens: fc.oneof(fc.integer(), fc.constant(2 ** 31)),
+    },
+    { requiredKeys: [] },
+  ),
 );
 const document = fc
   .record({
@@ -194,7 +246,11 @@ describe('fuzzing GraphQL documents and variables', () => {
   });
 
   it('still serves after the GraphQL fuzzing', async () => {
-    const res = await fetch(`${s.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: JSON.stringify({ query: '{ viewer { id } }' }) });
+    const res = await fetch(`${s.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body: JSON.stringify({ query: '{ viewer { id } }' }),
+    });
     expect(res.status).toBe(200);
     expect((await fetch(`${s.url}/healthz`)).status).toBe(200);
   });

@@ -30,7 +30,9 @@ beforeAll(async () => {
 });
 afterAll(() => s.close());
 
-const input = (content: string, extra: Record<string, unknown> = {}) => ({ input: { model: 'chat-test', messages: [{ role: 'user', content }], ...extra } });
+const input = (content: string, extra: Record<string, unknown> = {}) => ({
+  input: { model: 'chat-test', messages: [{ role: 'user', content }], ...extra },
+});
 
 function subscribeAll(query: string, variables: Record<string, unknown>, authorization: string | undefined) {
   const client = createClient({
@@ -91,11 +93,17 @@ describe('GraphQL over HTTP', () => {
     expect(e.body.data.createEmbeddings.data).toHaveLength(2);
     expect(e.body.data.createEmbeddings.data[1].embedding).toHaveLength(768);
     for (const d of e.body.data.createEmbeddings.data) for (const x of d.embedding) expect(typeof x).toBe('number');
-    const r = await s.graphql(print(RerankDocument), { input: { model: 'rerank-test', query: 'green tea', documents: ['coffee', 'green tea leaves'], topN: 1 } }, key);
+    const r = await s.graphql(
+      print(RerankDocument),
+      { input: { model: 'rerank-test', query: 'green tea', documents: ['coffee', 'green tea leaves'], topN: 1 } },
+      key,
+    );
     expect(r.body.data.rerank.results).toEqual([{ index: 1, relevanceScore: expect.any(Number), document: { text: 'green tea leaves' } }]);
     const m = await s.graphql(print(ModerateDocument), { input: { model: 'guard-test', input: ['hello there'] } }, key);
     expect(m.body.data.moderate.results[0].flagged).toBe(false);
-    expect(m.body.data.moderate.results[0].categories.map((c: any) => c.name)).toEqual(expect.arrayContaining(['hate', 'harassment', 'self-harm', 'sexual', 'violence']));
+    expect(m.body.data.moderate.results[0].categories.map((c: any) => c.name)).toEqual(
+      expect.arrayContaining(['hate', 'harassment', 'self-harm', 'sexual', 'violence']),
+    );
   });
 
   it('the EmbeddingVector scalar passes a list of finite numbers through as it is and refuses anything else', () => {
@@ -111,14 +119,24 @@ describe('GraphQL over HTTP', () => {
       expect(() => vector.serialize(bad)).toThrow(/EmbeddingVector/);
       expect(() => vector.parseValue(bad)).toThrow(/EmbeddingVector/);
     }
-    for (const bad of ['1.5', '"1"', '[1, "2"]', '[[1]]', '{a: 1}']) expect(() => vector.parseLiteral(parseValue(bad))).toThrow(/EmbeddingVector/);
+    for (const bad of ['1.5', '"1"', '[1, "2"]', '[[1]]', '{a: 1}'])
+      expect(() => vector.parseLiteral(parseValue(bad))).toThrow(/EmbeddingVector/);
   });
 
   it('carries type, code and HTTP status of domain errors in extensions', async () => {
     const r = await s.graphql(print(CreateChatCompletionDocument), input('hi', { temperature: 3 }), key);
     expect(r.status).toBe(400);
-    expect(r.body.errors[0].extensions).toMatchObject({ code: 'invalid_value', type: 'invalid_request_error', status: 400, param: 'temperature' });
-    const unknown = await s.graphql(print(CreateChatCompletionDocument), { input: { model: 'nope', messages: [{ role: 'user', content: 'x' }] } }, key);
+    expect(r.body.errors[0].extensions).toMatchObject({
+      code: 'invalid_value',
+      type: 'invalid_request_error',
+      status: 400,
+      param: 'temperature',
+    });
+    const unknown = await s.graphql(
+      print(CreateChatCompletionDocument),
+      { input: { model: 'nope', messages: [{ role: 'user', content: 'x' }] } },
+      key,
+    );
     expect(unknown.body.errors[0].extensions).toMatchObject({ code: 'invalid_model', status: 400 });
     const noKey = await s.graphql(print(ViewerDocument), {});
     expect(noKey.status).toBe(401);

@@ -25,7 +25,8 @@ const randomWords = (chars: number) => {
 /** Words of 100 random letters: few words, many tokens (about one per two letters). */
 const longWords = (chars: number) => {
   const words: string[] = [];
-  for (let n = 0; n < chars; n += 101) words.push(Array.from({ length: 100 }, () => String.fromCharCode(97 + Math.floor(Math.random() * 26))).join(''));
+  for (let n = 0; n < chars; n += 101)
+    words.push(Array.from({ length: 100 }, () => String.fromCharCode(97 + Math.floor(Math.random() * 26))).join(''));
   return words.join(' ');
 };
 
@@ -151,7 +152,11 @@ describe('work bounded by the model, not by the input', () => {
     const spy = spyOnTokenizer(s, 'chat-test');
     try {
       const text = longWords(300_000);
-      const res = await s.graphql('mutation($i: ChatCompletionInput!) { createChatCompletion(input: $i) { id } }', { i: { model: 'chat-test', messages: [{ role: 'user', content: text }] } }, apiKey);
+      const res = await s.graphql(
+        'mutation($i: ChatCompletionInput!) { createChatCompletion(input: $i) { id } }',
+        { i: { model: 'chat-test', messages: [{ role: 'user', content: text }] } },
+        apiKey,
+      );
       expect(res.status).toBe(400);
       expect(res.body.errors[0].extensions).toMatchObject({ code: 'input_too_long', status: 400 });
       expect(spy.counted.tokens).toBeLessThanOrEqual(CONTEXT_WINDOW + 1024);
@@ -211,7 +216,11 @@ describe('work bounded by the model, not by the input', () => {
   it('refuses oversize embedding, rerank and moderation inputs after bounded counting', async () => {
     const { apiKey } = await s.account('developer');
     const post = (path: string, body: unknown) =>
-      fetch(`${s.v1}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` }, body: JSON.stringify(body) });
+      fetch(`${s.v1}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` },
+        body: JSON.stringify(body),
+      });
     const big = randomWords(200_000);
     const r1 = await post('/embeddings', { model: 'embed-test', input: [big] });
     expect(r1.status).toBe(400);
@@ -236,7 +245,11 @@ describe('one body limit on every door', () => {
   });
 
   it('answers a /v1 body over the limit with 413 in the /v1 error body', async () => {
-    const res = await fetch(`${s.v1}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: overLimit() });
+    const res = await fetch(`${s.v1}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: overLimit(),
+    });
     expect(res.status).toBe(413);
     expect((await res.json()).error.code).toBe('request_too_large');
   });
@@ -325,7 +338,11 @@ describe('client mistakes are 4xx', () => {
   it('answers a GraphQL variable of the wrong type with 400 invalid_value naming the variable, and logs no unexpected error', async () => {
     const { apiKey } = await s.account('developer');
     logLines.length = 0;
-    const res = await s.graphql('query($f: Int) { viewer { wallet { transactions(first: $f) { nodes { id } } } } }', { f: 'x-secret-value' }, apiKey);
+    const res = await s.graphql(
+      'query($f: Int) { viewer { wallet { transactions(first: $f) { nodes { id } } } } }',
+      { f: 'x-secret-value' },
+      apiKey,
+    );
     expect(res.status).toBe(400);
     expect(res.body.errors[0].extensions).toMatchObject({ code: 'invalid_value', type: 'invalid_request_error', status: 400, param: 'f' });
     expect(JSON.stringify(res.body)).not.toContain('stack');
@@ -469,12 +486,19 @@ describe('safe exposure', () => {
       for (const path of ['/v1/chat/completions', '/graphql']) {
         const pre = await fetch(`${allowed.url}${path}`, {
           method: 'OPTIONS',
-          headers: { origin: 'https://app.example.com', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization,content-type' },
+          headers: {
+            origin: 'https://app.example.com',
+            'access-control-request-method': 'POST',
+            'access-control-request-headers': 'authorization,content-type',
+          },
         });
         expect(pre.status).toBeLessThan(300);
         expect(pre.headers.get('access-control-allow-origin')).toBe('https://app.example.com');
         expect(pre.headers.get('access-control-allow-headers')?.toLowerCase()).toContain('authorization');
-        const other = await fetch(`${allowed.url}${path}`, { method: 'OPTIONS', headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } });
+        const other = await fetch(`${allowed.url}${path}`, {
+          method: 'OPTIONS',
+          headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' },
+        });
         expect(other.headers.get('access-control-allow-origin')).toBeNull();
       }
       const models = await fetch(`${allowed.v1}/models`, { headers: { origin: 'https://app.example.com' } });

@@ -7,9 +7,8 @@ import {
   generateApiKey,
   hasValidChecksum,
   keyDisplayParts,
-  newId,
-  randomBase62,
 } from '../src/domain/keys/key-format.js';
+import { newId, randomBase62 } from '../src/domain/ids.js';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 

@@ -115,10 +115,16 @@ describe('chat on the in-process engine', () => {
     const model = await llama.loadModel({ modelPath: fixtures.files.chat });
     const context = await model.createContext({ contextSize: 1024, threads: 1 });
     const { contextText } = resolveChatWrapper(model).generateContextState({
-      chatHistory: [{ type: 'system', text: messages[0]!.content }, { type: 'user', text: messages[1]!.content }, { type: 'model', response: [] }],
+      chatHistory: [
+        { type: 'system', text: messages[0]!.content },
+        { type: 'user', text: messages[1]!.content },
+        { type: 'model', response: [] },
+      ],
     });
     const tokens = [];
-    for await (const token of context.getSequence().evaluate(contextText.tokenize(model.tokenizer), { temperature: 0, yieldEogToken: true })) {
+    for await (const token of context
+      .getSequence()
+      .evaluate(contextText.tokenize(model.tokenizer), { temperature: 0, yieldEogToken: true })) {
       if (model.isEogToken(token)) break;
       tokens.push(token);
       if (tokens.length === 120) break;
@@ -155,9 +161,10 @@ describe('a caller that goes away', () => {
     for (let i = 0; i < 3; i++) expect((await stream.next()).done).toBe(false);
     const atClose = engine.stats.generatedTokens;
     await stream.return?.(undefined);
-    // Whatever was in flight is done once return() resolves; give stray work a chance to show.
-    await new Promise((r) => setTimeout(r, 50));
-    expect(engine.stats.generatedTokens - atClose).toBe(0);
+    // The one slot is free at once, and the next call's tokens are the only ones generated since.
+    const after = await engine.chat(greedy({ maxTokens: 3 }), neverAborted());
+    expect(after.usage.completionTokens).toBe(3);
+    expect(engine.stats.generatedTokens - atClose).toBe(3);
   });
 
   it('stops generation at once when its signal aborts', async () => {
@@ -167,11 +174,10 @@ describe('a caller that goes away', () => {
     const atAbort = engine.stats.generatedTokens;
     ctl.abort();
     await expect(stream.next()).rejects.toMatchObject({ name: 'AbortError' });
-    await new Promise((r) => setTimeout(r, 50));
-    expect(engine.stats.generatedTokens - atAbort).toBe(0);
-    // The slot is free again.
+    // The slot is free again, and the next call's tokens are the only ones generated since.
     const after = await engine.chat(greedy({ maxTokens: 3 }), neverAborted());
     expect(after.usage.completionTokens).toBe(3);
+    expect(engine.stats.generatedTokens - atAbort).toBe(3);
   });
 
   it('stops a non-streamed call too', async () => {
@@ -189,19 +195,28 @@ describe('a caller that goes away', () => {
     await expect(call).rejects.toMatchObject({ name: 'AbortError' });
     const atAbort = engine.stats.generatedTokens;
     expect(atAbort - before).toBeLessThan(500);
-    await new Promise((r) => setTimeout(r, 50));
-    expect(engine.stats.generatedTokens - atAbort).toBe(0);
+    const after = await engine.chat(greedy({ maxTokens: 3 }), neverAborted());
+    expect(after.usage.completionTokens).toBe(3);
+    expect(engine.stats.generatedTokens - atAbort).toBe(3);
   });
 });
 
 describe('the queue in front of the model', () => {
   it('answers 503 model_overloaded with a Retry-After when it is full, and serves the waiting call in turn', async () => {
-    const queued = llamaEngine('chat', { file: fixtures.files.chat, parallel: 1, queue: { max_depth: 1, max_wait_ms: 30_000 } }, { id: 'chat-queued' });
+    const queued = llamaEngine(
+      'chat',
+      { file: fixtures.files.chat, parallel: 1, queue: { max_depth: 1, max_wait_ms: 30_000 } },
+      { id: 'chat-queued' },
+    );
     await queued.load();
     const holder = queued.chatStream(greedy({ maxTokens: 100 }), neverAborted())[Symbol.asyncIterator]();
     await holder.next(); // holds the only slot
     const waiting = queued.chat(greedy({ maxTokens: 4 }), neverAborted()); // the one place in the queue
-    await expect(queued.chat(greedy({ maxTokens: 4 }), neverAborted())).rejects.toMatchObject({ code: 'model_overloaded', status: 503, retryAfter: 30 });
+    await expect(queued.chat(greedy({ maxTokens: 4 }), neverAborted())).rejects.toMatchObject({
+      code: 'model_overloaded',
+      status: 503,
+      retryAfter: 30,
+    });
     await holder.return?.(undefined);
     const served = await waiting;
     expect(served.usage.completionTokens).toBe(4);
@@ -209,7 +224,11 @@ describe('the queue in front of the model', () => {
   });
 
   it('refuses a call that waited longer than the queue allows', async () => {
-    const queued = llamaEngine('chat', { file: fixtures.files.chat, parallel: 1, queue: { max_depth: 4, max_wait_ms: 30 } }, { id: 'chat-impatient' });
+    const queued = llamaEngine(
+      'chat',
+      { file: fixtures.files.chat, parallel: 1, queue: { max_depth: 4, max_wait_ms: 30 } },
+      { id: 'chat-impatient' },
+    );
     await queued.load();
     const holder = queued.chatStream(greedy({ maxTokens: 100 }), neverAborted())[Symbol.asyncIterator]();
     await holder.next();
@@ -219,7 +238,11 @@ describe('the queue in front of the model', () => {
   });
 
   it('serves as many calls at once as it has sequences', async () => {
-    const wide = llamaEngine('chat', { file: fixtures.files.chat, parallel: 2, queue: { max_depth: 0, max_wait_ms: 1000 } }, { id: 'chat-wide' });
+    const wide = llamaEngine(
+      'chat',
+      { file: fixtures.files.chat, parallel: 2, queue: { max_depth: 0, max_wait_ms: 1000 } },
+      { id: 'chat-wide' },
+    );
     await wide.load();
     const a = wide.chatStream(greedy({ maxTokens: 50 }), neverAborted())[Symbol.asyncIterator]();
     const b = wide.chatStream(greedy({ maxTokens: 50 }), neverAborted())[Symbol.asyncIterator]();

@@ -120,7 +120,11 @@ describe('a vocabulary whose tokens read differently after other tokens', () => 
   it('is found by the probe, and its tokens are decoded after the ones before them', () => {
     expect(decodesWithoutContext(spm)).toBe(false);
     const completion = new CompletionText(spm, [], null);
-    const text = spm.tokenize('The lighthouse keeper watched the sea').map((t) => completion.push(t)).join('') + completion.finish();
+    const text =
+      spm
+        .tokenize('The lighthouse keeper watched the sea')
+        .map((t) => completion.push(t))
+        .join('') + completion.finish();
     expect(text).toBe('The lighthouse keeper watched the sea');
   });
 });

@@ -116,7 +116,11 @@ describe('rerank on the in-process engine', () => {
     // The duplicate document has the same score: the earlier index comes first.
     const dupes = all.results.filter((r) => r.document?.text === 'coffee beans').map((r) => r.index);
     expect(dupes).toEqual([0, 3]);
-    const top = await service.rerank(caller, { model: 'rerank-local', query: 'green tea', documents: docs, topN: 2, returnDocuments: false }, neverAborted());
+    const top = await service.rerank(
+      caller,
+      { model: 'rerank-local', query: 'green tea', documents: docs, topN: 2, returnDocuments: false },
+      neverAborted(),
+    );
     expect(top.results).toEqual(all.results.slice(0, 2).map((r) => ({ ...r, document: null })));
   });
 });

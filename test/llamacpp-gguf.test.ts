@@ -5,9 +5,9 @@ import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DomainError } from '../src/domain/errors.js';
-import { chatFixtureSpec, embeddingFixtureSpec, rerankerFixtureSpec } from '../src/domain/inference/llamacpp/fixtures.js';
+import { chatFixtureSpec, embeddingFixtureSpec, rerankerFixtureSpec } from '../src/fixtures/gguf-fixtures.js';
 import { inspectGgufFile, ModelFileError } from '../src/domain/inference/llamacpp/gguf-inspect.js';
-import { writeGguf, type GgufSpec } from '../src/domain/inference/llamacpp/gguf-writer.js';
+import { writeGguf, type GgufSpec } from '../src/fixtures/gguf-writer.js';
 import { CatalogMismatchError } from '../src/domain/inference/llamacpp/llamacpp-engine.js';
 import { collectingLogger, llamaEngine, makeFixtureDir, neverAborted } from './support/llamacpp.js';
 
@@ -101,7 +101,9 @@ describe('the pre-flight inspection refuses', () => {
 
   it('a special token id outside the vocabulary', () => {
     const spec = chatFixtureSpec();
-    spec.metadata = spec.metadata.map(([k, v]) => (k === 'tokenizer.ggml.eos_token_id' ? [k, { ...v, value: 99_999 } as typeof v] : [k, v]));
+    spec.metadata = spec.metadata.map(([k, v]) =>
+      k === 'tokenizer.ggml.eos_token_id' ? [k, { ...v, value: 99_999 } as typeof v] : [k, v],
+    );
     expect(refusal(fixtures.write('eos.gguf', spec))).toContain('"tokenizer.ggml.eos_token_id" is 99999');
   });
 });
@@ -159,10 +161,16 @@ describe('a model whose file cannot be served', () => {
 
   it('when missing, says which pull command fetches it', async () => {
     const logger = collectingLogger();
-    const missing = llamaEngine('embedding', { file: path.join(fixtures.dir, 'absent.gguf'), source: 'hf:acme/tiny-embed-GGUF/absent.gguf' }, { logger, env: { MODELS_DIR: fixtures.dir } });
+    const missing = llamaEngine(
+      'embedding',
+      { file: path.join(fixtures.dir, 'absent.gguf'), source: 'hf:acme/tiny-embed-GGUF/absent.gguf' },
+      { logger, env: { MODELS_DIR: fixtures.dir } },
+    );
     await missing.load();
     expect(missing.status).toBe('failed');
-    expect(missing.failureReason).toContain('the model file is missing; fetch it with `npx tollgate models pull hf:acme/tiny-embed-GGUF/absent.gguf`');
+    expect(missing.failureReason).toContain(
+      'the model file is missing; fetch it with `npx tollgate models pull hf:acme/tiny-embed-GGUF/absent.gguf`',
+    );
     await expect(missing.embed(['x'], neverAborted())).rejects.toMatchObject({ code: 'model_unavailable' });
   });
 
@@ -179,19 +187,33 @@ describe('a model whose file cannot be served', () => {
   });
 
   it('names the --out path in the pull command when the file is not where a pull would put it', async () => {
-    const missing = llamaEngine('embedding', { file: 'elsewhere/e.gguf', source: 'hf:acme/repo/other-name.gguf' }, { env: { MODELS_DIR: fixtures.dir } });
+    const missing = llamaEngine(
+      'embedding',
+      { file: 'elsewhere/e.gguf', source: 'hf:acme/repo/other-name.gguf' },
+      { env: { MODELS_DIR: fixtures.dir } },
+    );
     await missing.load();
     expect(missing.failureReason).toContain('`npx tollgate models pull hf:acme/repo/other-name.gguf --out elsewhere/e.gguf`');
   });
 
   it('that contradicts the catalog stops with a message naming the file and the key', async () => {
-    const wrongDims = llamaEngine('embedding', { file: fixtures.files.embedding }, { id: 'embed-768', specifications: { output_dimensions: 768 } });
+    const wrongDims = llamaEngine(
+      'embedding',
+      { file: fixtures.files.embedding },
+      { id: 'embed-768', specifications: { output_dimensions: 768 } },
+    );
     await expect(wrongDims.load()).rejects.toBeInstanceOf(CatalogMismatchError);
-    expect(wrongDims.failureReason).toBe(`${fixtures.files.embedding}: "bert.embedding_length" is 64, but model "embed-768" declares specifications.output_dimensions: 768`);
+    expect(wrongDims.failureReason).toBe(
+      `${fixtures.files.embedding}: "bert.embedding_length" is 64, but model "embed-768" declares specifications.output_dimensions: 768`,
+    );
     const tooLong = llamaEngine('embedding', { file: fixtures.files.embedding }, { specifications: { max_tokens: 8192 } });
-    expect(() => tooLong.preflight()).toThrow(/"bert.context_length" is 512, but model "embedding-test" declares specifications.max_tokens: 8192/);
+    expect(() => tooLong.preflight()).toThrow(
+      /"bert.context_length" is 512, but model "embedding-test" declares specifications.max_tokens: 8192/,
+    );
     const notReranker = llamaEngine('reranking', { file: fixtures.files.embedding });
-    expect(() => notReranker.preflight()).toThrow(/the GGUF has no classifier head \("cls.output.weight" or "cls.weight"\), but model "reranking-test" declares category: reranking/);
+    expect(() => notReranker.preflight()).toThrow(
+      /the GGUF has no classifier head \("cls.output.weight" or "cls.weight"\), but model "reranking-test" declares category: reranking/,
+    );
   });
 
   it('made from the writer with no token types count is refused by llama.cpp with an error, not a crash', async () => {

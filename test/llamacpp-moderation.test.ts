@@ -61,7 +61,7 @@ describe('moderation on the in-process engine', () => {
   it("counts the guard prompt's tokens, which grow with the input", async () => {
     const short = await guard.moderate('hi', neverAborted());
     const long = await guard.moderate('hi there', neverAborted());
-    expect(long.promptTokens - short.promptTokens).toBe((await guard.countTokens(' there')));
+    expect(long.promptTokens - short.promptTokens).toBe(await guard.countTokens(' there'));
   });
 });
 
@@ -78,7 +78,9 @@ describe('guard verdicts', () => {
     for (const hazard of HAZARD_CODES) {
       const r = moderationFromVerdict({ unsafe: true, codes: [hazard.code] }, 1, new Map([[hazard.code, 0.8]]));
       expect(r.flagged).toBe(true);
-      const flagged = Object.entries(r.categories).filter(([, v]) => v).map(([k]) => k);
+      const flagged = Object.entries(r.categories)
+        .filter(([, v]) => v)
+        .map(([k]) => k);
       expect(flagged.sort()).toEqual([...hazard.categories].sort());
       for (const c of hazard.categories) expect(r.categoryScores[c]).toBeCloseTo(0.8);
     }

@@ -7,8 +7,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pullModel, PullError, type PullProgress } from '../src/domain/inference/llamacpp/downloader.js';
-import { chatFixtureSpec } from '../src/domain/inference/llamacpp/fixtures.js';
-import { writeGguf } from '../src/domain/inference/llamacpp/gguf-writer.js';
+import { chatFixtureSpec } from '../src/fixtures/gguf-fixtures.js';
+import { writeGguf } from '../src/fixtures/gguf-writer.js';
 import { parseModelSource, pullCommandFor } from '../src/domain/inference/llamacpp/model-files.js';
 
 const model = writeGguf(chatFixtureSpec());
@@ -22,7 +22,12 @@ const behaviour = {
   cutDone: false,
 };
 
-function send(req: IncomingMessage, res: import('node:http').ServerResponse, body: Buffer, opts: { ignoreRange?: boolean; announce?: number } = {}) {
+function send(
+  req: IncomingMessage,
+  res: import('node:http').ServerResponse,
+  body: Buffer,
+  opts: { ignoreRange?: boolean; announce?: number } = {},
+) {
   const range = /^bytes=(\d+)-$/.exec(req.headers.range ?? '');
   if (range && !opts.ignoreRange) {
     const start = Number(range[1]);
@@ -167,7 +172,9 @@ describe('model sources', () => {
   it('give the pull command for a missing catalog file', () => {
     const env = { MODELS_DIR: 'models' };
     expect(pullCommandFor({ file: 'models/f.gguf', source: 'hf:o/r/f.gguf' }, env)).toBe('npx tollgate models pull hf:o/r/f.gguf');
-    expect(pullCommandFor({ file: 'models/g.gguf', source: 'hf:o/r/f.gguf' }, env)).toBe('npx tollgate models pull hf:o/r/f.gguf --out models/g.gguf');
+    expect(pullCommandFor({ file: 'models/g.gguf', source: 'hf:o/r/f.gguf' }, env)).toBe(
+      'npx tollgate models pull hf:o/r/f.gguf --out models/g.gguf',
+    );
     expect(pullCommandFor({ file: 'models/g.gguf' }, env)).toContain('--out models/g.gguf');
   });
 });

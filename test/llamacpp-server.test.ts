@@ -7,7 +7,13 @@ import { createClient } from 'graphql-ws';
 import OpenAI from 'openai';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ChatCompletionStreamDocument, CreateChatCompletionDocument, CreateEmbeddingsDocument, ModerateDocument, RerankDocument } from '../src/generated/graphql.js';
+import {
+  ChatCompletionStreamDocument,
+  CreateChatCompletionDocument,
+  CreateEmbeddingsDocument,
+  ModerateDocument,
+  RerankDocument,
+} from '../src/generated/graphql.js';
 import { startTestServer, type TestServer } from './support/harness.js';
 import { makeFixtureDir } from './support/llamacpp.js';
 import { violations } from './support/oracle.js';
@@ -87,7 +93,11 @@ afterAll(async () => {
 
 const messages = [{ role: 'user' as const, content: 'Tell me about tea.' }];
 const post = (route: string, body: unknown) =>
-  fetch(`${s.v1}/${route}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: JSON.stringify(body) });
+  fetch(`${s.v1}/${route}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+    body: JSON.stringify(body),
+  });
 
 /** The events of an SSE body, `[DONE]` included, as raw strings. */
 async function sseEvents(res: Response): Promise<string[]> {
@@ -174,7 +184,14 @@ describe('chat through /v1', () => {
 
   it('streams chunks framed as SSE: the role first, content with null finish_reason, then the finish chunk, the usage and [DONE]', async () => {
     const whole = await client.chat.completions.create({ model: 'tiny-chat', messages, max_tokens: 12, temperature: 0 });
-    const res = await post('chat/completions', { model: 'tiny-chat', messages, max_tokens: 12, temperature: 0, stream: true, stream_options: { include_usage: true } });
+    const res = await post('chat/completions', {
+      model: 'tiny-chat',
+      messages,
+      max_tokens: 12,
+      temperature: 0,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     expect(res.headers.get('content-type')).toContain('text/event-stream');
     const events = await sseEvents(res);
     expect(events.at(-1)).toBe('[DONE]');
@@ -241,11 +258,19 @@ describe('chat through GraphQL', () => {
   });
 
   it('streams over graphql-ws: role, content, the finish chunk, then the usage', async () => {
-    const ws = createClient({ url: `${s.url.replace('http', 'ws')}/graphql`, webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${key}` }, retryAttempts: 0 });
+    const ws = createClient({
+      url: `${s.url.replace('http', 'ws')}/graphql`,
+      webSocketImpl: WebSocket,
+      connectionParams: { authorization: `Bearer ${key}` },
+      retryAttempts: 0,
+    });
     const events: any[] = [];
     await new Promise<void>((resolve, reject) => {
       ws.subscribe(
-        { query: print(ChatCompletionStreamDocument), variables: { input: { model: 'tiny-chat', messages, maxTokens: 6, temperature: 0 } } },
+        {
+          query: print(ChatCompletionStreamDocument),
+          variables: { input: { model: 'tiny-chat', messages, maxTokens: 6, temperature: 0 } },
+        },
         { next: (v) => events.push(v), error: reject, complete: resolve },
       );
     });
@@ -267,7 +292,10 @@ describe('embeddings, rerank and moderation through /v1 and GraphQL', () => {
     }
     const again = await client.embeddings.create({ model: 'tiny-embed', input: 'green tea', encoding_format: 'float' });
     expect(again.data[0]!.embedding).toEqual(r.data[0]!.embedding);
-    expect(r.usage.prompt_tokens).toBe((await s.services.engines.local('tiny-embed')!.countTokens('green tea')) + (await s.services.engines.local('tiny-embed')!.countTokens('black coffee')));
+    expect(r.usage.prompt_tokens).toBe(
+      (await s.services.engines.local('tiny-embed')!.countTokens('green tea')) +
+        (await s.services.engines.local('tiny-embed')!.countTokens('black coffee')),
+    );
   });
 
   it('sends base64 that decodes to the float vector', async () => {
@@ -276,7 +304,7 @@ describe('embeddings, rerank and moderation through /v1 and GraphQL', () => {
     const bytes = Buffer.from(b64.data[0].embedding, 'base64');
     const decoded = Array.from(new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4));
     expect(decoded).toHaveLength(64);
-    decoded.forEach((x, i) => expect(x).toBeCloseTo(float.data[0].embedding[i], 6));
+    for (const [i, x] of decoded.entries()) expect(x).toBeCloseTo(float.data[0].embedding[i], 6);
   });
 
   it('refuses an input over the model limit with input_too_long before any work', async () => {
@@ -293,9 +321,15 @@ describe('embeddings, rerank and moderation through /v1 and GraphQL', () => {
     for (const x of scores) expect(x >= 0 && x <= 1).toBe(true);
     const coffee = all.results.filter((r: any) => r.document.text === 'coffee').map((r: any) => r.index);
     expect(coffee).toEqual([0, 3]);
-    const top = await (await post('rerank', { model: 'tiny-rerank', query: 'green tea', documents, top_n: 2, return_documents: false })).json();
+    const top = await (
+      await post('rerank', { model: 'tiny-rerank', query: 'green tea', documents, top_n: 2, return_documents: false })
+    ).json();
     expect(top.results).toEqual(all.results.slice(0, 2).map(({ document: _d, ...r }: any) => r));
-    const g = await s.graphql(print(RerankDocument), { input: { model: 'tiny-rerank', query: 'green tea', documents: ['coffee', 'green tea leaves', 'a teapot', 'coffee'], topN: 2 } }, key);
+    const g = await s.graphql(
+      print(RerankDocument),
+      { input: { model: 'tiny-rerank', query: 'green tea', documents: ['coffee', 'green tea leaves', 'a teapot', 'coffee'], topN: 2 } },
+      key,
+    );
     expect(g.body.data.rerank.results.map((r: any) => r.index)).toEqual(top.results.map((r: any) => r.index));
   });
 
@@ -314,12 +348,15 @@ describe('embeddings, rerank and moderation through /v1 and GraphQL', () => {
     const g = await s.graphql(print(ModerateDocument), { input: { model: 'tiny-guard', input: ['hello'] } }, key);
     const result = g.body.data.moderate.results[0];
     expect(result.flagged).toBe(true);
-    expect(result.categories.map((c: any) => c.name)).toEqual(expect.arrayContaining(['hate', 'harassment', 'self-harm', 'sexual', 'violence', 'elections']));
+    expect(result.categories.map((c: any) => c.name)).toEqual(
+      expect.arrayContaining(['hate', 'harassment', 'self-harm', 'sexual', 'violence', 'elections']),
+    );
   });
 
   it('embeds through GraphQL with the same vectors as /v1', async () => {
     const g = await s.graphql(print(CreateEmbeddingsDocument), { input: { model: 'tiny-embed', input: ['green tea'] } }, key);
     const v1 = await client.embeddings.create({ model: 'tiny-embed', input: 'green tea', encoding_format: 'float' });
-    g.body.data.createEmbeddings.data[0].embedding.forEach((x: number, i: number) => expect(x).toBeCloseTo(v1.data[0]!.embedding[i]!, 6));
+    for (const [i, x] of (g.body.data.createEmbeddings.data[0].embedding as number[]).entries())
+      expect(x).toBeCloseTo(v1.data[0]!.embedding[i]!, 6);
   });
 });

@@ -49,10 +49,20 @@ describe('tollgate models fixtures', () => {
     const byId = Object.fromEntries(config.models.map((m) => [m.id, m]));
     expect(Object.keys(byId).sort()).toEqual(['chat-fast', 'embed-small', 'guard-mini', 'rerank-base']);
     const fileOf = (id: string) => (byId[id]!.engine as { file: string }).file;
-    expect([fileOf('chat-fast'), fileOf('embed-small'), fileOf('rerank-base'), fileOf('guard-mini')]).toEqual([written.chat, written.embedding, written.reranker, written.guard]);
+    expect([fileOf('chat-fast'), fileOf('embed-small'), fileOf('rerank-base'), fileOf('guard-mini')]).toEqual([
+      written.chat,
+      written.embedding,
+      written.reranker,
+      written.guard,
+    ]);
     for (const m of config.models) {
-      const prices = Object.entries(m.pricing).filter(([k]) => k !== 'currency').map(([, v]) => v);
-      expect(prices.every((p) => typeof p === 'number' && p > 0), m.id).toBe(true);
+      const prices = Object.entries(m.pricing)
+        .filter(([k]) => k !== 'currency')
+        .map(([, v]) => v);
+      expect(
+        prices.every((p) => typeof p === 'number' && p > 0),
+        m.id,
+      ).toBe(true);
     }
     // The developer tier the README's account uses pays from the wallet from its first call.
     expect(config.tiers.developer.monthly_tokens).toBe(0);
@@ -71,12 +81,20 @@ describe('the server process with in-process models', () => {
     writeFileSync(
       config,
       base
-        .replace(/(id: rerank-base[\s\S]*?file: )"[^"]+"/, `$1"${path.join(out, 'absent.gguf')}", source: "hf:acme/rerank-GGUF/absent.gguf"`)
+        .replace(
+          /(id: rerank-base[\s\S]*?file: )"[^"]+"/,
+          `$1"${path.join(out, 'absent.gguf')}", source: "hf:acme/rerank-GGUF/absent.gguf"`,
+        )
         .replace(/(id: embed-small[\s\S]*?file: )"[^"]+"/, `$1"${cut}"`),
     );
     const port = 30000 + Math.floor(Math.random() * 20000);
     const url = `http://127.0.0.1:${port}`;
-    const server = spawnTollgate(['src/main.ts'], { CONFIG: config, PORT: String(port), DATABASE_URL: `sqlite:${path.join(out, 'db.sqlite')}`, MODELS_DIR: out });
+    const server = spawnTollgate(['src/main.ts'], {
+      CONFIG: config,
+      PORT: String(port),
+      DATABASE_URL: `sqlite:${path.join(out, 'db.sqlite')}`,
+      MODELS_DIR: out,
+    });
     try {
       await waitReady(url);
       const log = server.output();
@@ -90,7 +108,11 @@ describe('the server process with in-process models', () => {
       }).then((r) => r.json());
       const key = created.data.createAccount.apiKey;
       const call = (route: string, body: unknown) =>
-        fetch(`${url}/v1/${route}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: JSON.stringify(body) });
+        fetch(`${url}/v1/${route}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+          body: JSON.stringify(body),
+        });
       expect((await call('rerank', { model: 'rerank-base', query: 'q', documents: ['d'] })).status).toBe(503);
       expect((await call('embeddings', { model: 'embed-small', input: 'x' })).status).toBe(503);
       const chat = await call('chat/completions', { model: 'chat-fast', messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 });
@@ -109,10 +131,16 @@ describe('the server process with in-process models', () => {
     await new Promise<void>((r) => taken.listen(0, '127.0.0.1', r));
     const port = (taken.address() as AddressInfo).port;
     try {
-      const server = spawnTollgate(['src/main.ts'], { CONFIG: path.join(out, 'tollgate.yaml'), PORT: String(port), DATABASE_URL: `sqlite:${path.join(out, 'db.sqlite')}` });
+      const server = spawnTollgate(['src/main.ts'], {
+        CONFIG: path.join(out, 'tollgate.yaml'),
+        PORT: String(port),
+        DATABASE_URL: `sqlite:${path.join(out, 'db.sqlite')}`,
+      });
       expect(await server.exited).toBe(1);
       const lines = server.output().trim().split('\n');
-      expect(lines).toEqual([`tollgate: port ${port} on 127.0.0.1 is already in use: stop what listens there, or choose another port with PORT (e.g. PORT=${port + 1} npm start)`]);
+      expect(lines).toEqual([
+        `tollgate: port ${port} on 127.0.0.1 is already in use: stop what listens there, or choose another port with PORT (e.g. PORT=${port + 1} npm start)`,
+      ]);
       expect(existsSync(path.join(out, 'db.sqlite'))).toBe(false); // nothing opened, nothing loaded
     } finally {
       await new Promise((r) => taken.close(r));
@@ -137,7 +165,9 @@ describe('the server process with in-process models', () => {
     writeFileSync(config, readFileSync(config, 'utf8').replace('output_dimensions: 64', 'output_dimensions: 1024'));
     const server = spawnTollgate(['src/main.ts'], { CONFIG: config, PORT: '0', DATABASE_URL: `sqlite:${path.join(out, 'db.sqlite')}` });
     expect(await server.exited).toBe(1);
-    expect(server.output()).toContain(`${path.join(out, 'tiny-embed.gguf')}: "bert.embedding_length" is 64, but model "embed-small" declares specifications.output_dimensions: 1024`);
+    expect(server.output()).toContain(
+      `${path.join(out, 'tiny-embed.gguf')}: "bert.embedding_length" is 64, but model "embed-small" declares specifications.output_dimensions: 1024`,
+    );
   });
 });
 
@@ -225,11 +255,19 @@ describe('tollgate models pull', () => {
     const proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
     try {
       const models = path.join(dir, 'proxied');
-      const plain = await cli(['models', 'pull', 'http://models.example.invalid/files/model.gguf', '--json'], { MODELS_DIR: models, HTTP_PROXY: proxyUrl, NO_PROXY: '' });
+      const plain = await cli(['models', 'pull', 'http://models.example.invalid/files/model.gguf', '--json'], {
+        MODELS_DIR: models,
+        HTTP_PROXY: proxyUrl,
+        NO_PROXY: '',
+      });
       expect(plain.code).toBe(0);
       expect(seen).toContain('CONNECT models.example.invalid:80');
       expect(readFileSync(path.join(models, 'model.gguf')).equals(body)).toBe(true);
-      const secure = await cli(['models', 'pull', 'https://models.example.invalid/files/other.gguf'], { MODELS_DIR: models, HTTPS_PROXY: proxyUrl, NO_PROXY: '' });
+      const secure = await cli(['models', 'pull', 'https://models.example.invalid/files/other.gguf'], {
+        MODELS_DIR: models,
+        HTTPS_PROXY: proxyUrl,
+        NO_PROXY: '',
+      });
       expect(secure.code).toBe(1);
       expect(seen).toContain('CONNECT models.example.invalid:443');
       expect(secure.stderr).toContain(`through the proxy 127.0.0.1:${(proxy.address() as AddressInfo).port}`);

@@ -24,7 +24,11 @@ function value(text: string, sample: string): number {
 }
 
 const post = (path: string, key: string, body: unknown) =>
-  fetch(`${s.v1}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: JSON.stringify(body) });
+  fetch(`${s.v1}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+    body: JSON.stringify(body),
+  });
 
 describe('metrics', () => {
   it('serves the Prometheus text format with the named metrics and the process defaults', async () => {
@@ -52,7 +56,11 @@ describe('metrics', () => {
   it('moves after a chat, an embedding and a 429, without account ids or keys in labels', async () => {
     const { id, apiKey, keyId } = await s.account('developer');
     const before = (await scrape()).text;
-    const chat = await post('/chat/completions', apiKey, { model: 'chat-test', messages: [{ role: 'user', content: 'hello #tokens=5' }], user: 'end-user-42' });
+    const chat = await post('/chat/completions', apiKey, {
+      model: 'chat-test',
+      messages: [{ role: 'user', content: 'hello #tokens=5' }],
+      user: 'end-user-42',
+    });
     expect(chat.status).toBe(200);
     const usage = (await chat.json()).usage;
     const embed = await post('/embeddings', apiKey, { model: 'embed-test', input: ['one', 'two'] });
@@ -67,10 +75,15 @@ describe('metrics', () => {
     expect(delta('tollgate_tokens_total{model="chat-test",kind="prompt"}')).toBe(usage.prompt_tokens);
     expect(delta('tollgate_tokens_total{model="chat-test",kind="completion"}')).toBe(usage.completion_tokens);
     // chat-test costs 1 / 2 USD per million prompt / completion tokens.
-    expect(delta('tollgate_spend_total{model="chat-test",currency="USD"}')).toBeCloseTo((usage.prompt_tokens * 1 + usage.completion_tokens * 2) / 1e6, 12);
+    expect(delta('tollgate_spend_total{model="chat-test",currency="USD"}')).toBeCloseTo(
+      (usage.prompt_tokens * 1 + usage.completion_tokens * 2) / 1e6,
+      12,
+    );
     expect(delta('tollgate_tokens_total{model="embed-test",kind="prompt"}')).toBeGreaterThan(0);
     expect(delta('tollgate_http_requests_total{door="v1",route="/v1/chat/completions",status="200"}')).toBe(1);
-    expect(delta('tollgate_http_requests_total{door="v1",route="/v1/moderations",status="429"}')).toBe(statuses.filter((st) => st === 429).length);
+    expect(delta('tollgate_http_requests_total{door="v1",route="/v1/moderations",status="429"}')).toBe(
+      statuses.filter((st) => st === 429).length,
+    );
     expect(delta('tollgate_http_request_duration_seconds_count{door="v1",route="/v1/embeddings"}')).toBe(1);
     expect(delta('tollgate_rate_limit_refusals_total{limit="rpm"}')).toBeGreaterThanOrEqual(1);
     expect(delta('tollgate_upstream_duration_seconds_count{model="chat-test"}')).toBe(1);

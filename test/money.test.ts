@@ -125,7 +125,12 @@ describe('the hold plan', () => {
     const plan = planHold({ ...base, allocationLeft: 15, walletAvailable: 1_000_000n });
     expect(plan).toEqual({ ok: true, allocationTokens: 15, walletNanos: 30_000n, outputTokens: 20 });
     // 4 allocation tokens: 4 prompt tokens; 6 prompt + 20 output from the wallet.
-    expect(planHold({ ...base, allocationLeft: 4, walletAvailable: 1_000_000n })).toEqual({ ok: true, allocationTokens: 4, walletNanos: 46_000n, outputTokens: 20 });
+    expect(planHold({ ...base, allocationLeft: 4, walletAvailable: 1_000_000n })).toEqual({
+      ok: true,
+      allocationTokens: 4,
+      walletNanos: 46_000n,
+      outputTokens: 20,
+    });
   });
 
   it('refuses a free-tier call the allocation cannot cover, whatever the wallet holds (rule 3)', () => {
@@ -157,8 +162,14 @@ describe('the hold plan', () => {
       walletNanos: 16_000n,
       outputTokens: 3,
     });
-    expect(planHold({ ...base, requestedOutputTokens: null, allocationLeft: 50, walletAvailable: 0n })).toMatchObject({ ok: true, outputTokens: 40 });
-    expect(planHold({ ...base, requestedOutputTokens: null, allocationLeft: 1000, maxOutputTokens: 256 })).toMatchObject({ ok: true, outputTokens: 256 });
+    expect(planHold({ ...base, requestedOutputTokens: null, allocationLeft: 50, walletAvailable: 0n })).toMatchObject({
+      ok: true,
+      outputTokens: 40,
+    });
+    expect(planHold({ ...base, requestedOutputTokens: null, allocationLeft: 1000, maxOutputTokens: 256 })).toMatchObject({
+      ok: true,
+      outputTokens: 256,
+    });
     const none = planHold({ ...base, requestedOutputTokens: null, allocationLeft: 0, walletAvailable: 11_999n });
     expect(none).toMatchObject({ ok: false, code: 'insufficient_balance' });
   });
@@ -166,25 +177,51 @@ describe('the hold plan', () => {
   it('refuses with spending_limit_reached when only a block limit stands in the way', () => {
     // The call needs 50,000 nanos; 110,000 − 40,000 spent − 20,000 held leaves exactly that.
     const limit = { limit: 110_000n, spent: 40_000n, held: 20_000n };
-    expect(planHold({ ...base, allocationLeft: 0, walletAvailable: 1_000_000n, spendingLimit: limit })).toMatchObject({ ok: true, walletNanos: 50_000n });
+    expect(planHold({ ...base, allocationLeft: 0, walletAvailable: 1_000_000n, spendingLimit: limit })).toMatchObject({
+      ok: true,
+      walletNanos: 50_000n,
+    });
     const over = planHold({ ...base, allocationLeft: 0, walletAvailable: 1_000_000n, spendingLimit: { ...limit, spent: 40_001n } });
     expect(over).toMatchObject({ ok: false, code: 'spending_limit_reached' });
     if (!over.ok) expect(over.message).toContain('spending limit of 0.00011 USD');
     // When the wallet could not pay either, the wallet is the reason.
-    expect(planHold({ ...base, allocationLeft: 0, walletAvailable: 10n, spendingLimit: { ...limit, spent: 40_001n } })).toMatchObject({ ok: false, code: 'insufficient_balance' });
+    expect(planHold({ ...base, allocationLeft: 0, walletAvailable: 10n, spendingLimit: { ...limit, spent: 40_001n } })).toMatchObject({
+      ok: false,
+      code: 'insufficient_balance',
+    });
     // Calls the allocation pays need no money: the limit does not apply.
     expect(planHold({ ...base, spendingLimit: { limit: 0n, spent: 0n, held: 0n } })).toMatchObject({ ok: true, walletNanos: 0n });
   });
 
   it('prices non-chat calls by their input tokens and needs no output', () => {
     const embed: Prices = { inputPerMillion: 100_000_000n, outputPerMillion: 0n };
-    expect(planHold({ ...base, chat: false, requestedOutputTokens: null, maxOutputTokens: 0, prices: embed, allocationLeft: 0, walletAvailable: 1_000n })).toEqual({
+    expect(
+      planHold({
+        ...base,
+        chat: false,
+        requestedOutputTokens: null,
+        maxOutputTokens: 0,
+        prices: embed,
+        allocationLeft: 0,
+        walletAvailable: 1_000n,
+      }),
+    ).toEqual({
       ok: true,
       allocationTokens: 0,
       walletNanos: 1_000n,
       outputTokens: 0,
     });
-    expect(planHold({ ...base, chat: false, requestedOutputTokens: null, maxOutputTokens: 0, prices: embed, allocationLeft: 0, walletAvailable: 999n })).toMatchObject({
+    expect(
+      planHold({
+        ...base,
+        chat: false,
+        requestedOutputTokens: null,
+        maxOutputTokens: 0,
+        prices: embed,
+        allocationLeft: 0,
+        walletAvailable: 999n,
+      }),
+    ).toMatchObject({
       ok: false,
       code: 'insufficient_balance',
     });

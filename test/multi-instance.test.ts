@@ -11,7 +11,6 @@ import { missing } from './support/requirements.js';
 
 const REDIS_URL = process.env.TEST_REDIS_URL;
 
-
 const skip = missing('PostgreSQL (TEST_DATABASE_URL)', HAS_POSTGRES) || missing('Redis (TEST_REDIS_URL)', Boolean(REDIS_URL));
 
 describe.skipIf(skip)('two instances on one PostgreSQL and one Redis', () => {
@@ -39,7 +38,11 @@ describe.skipIf(skip)('two instances on one PostgreSQL and one Redis', () => {
   });
 
   const admin = async (url: string, query: string, variables: Record<string, unknown>) => {
-    const res = await fetch(`${url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_TOKEN}` }, body: JSON.stringify({ query, variables }) });
+    const res = await fetch(`${url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_TOKEN}` },
+      body: JSON.stringify({ query, variables }),
+    });
     const body = await res.json();
     if (!body.data) throw new Error(JSON.stringify(body.errors));
     return body.data;
@@ -47,10 +50,17 @@ describe.skipIf(skip)('two instances on one PostgreSQL and one Redis', () => {
 
   it('delivers a credit made through instance B to a walletUpdated subscriber on instance A', async () => {
     const [a, b] = instances as [(typeof instances)[0], (typeof instances)[0]];
-    const created = await admin(a.url, 'mutation($e: String!) { createAccount(email: $e, tier: developer) { account { id } apiKey } }', { e: `multi-${Date.now()}@example.com` });
+    const created = await admin(a.url, 'mutation($e: String!) { createAccount(email: $e, tier: developer) { account { id } apiKey } }', {
+      e: `multi-${Date.now()}@example.com`,
+    });
     const { apiKey } = created.createAccount;
     const accountId = created.createAccount.account.id;
-    const client = createClient({ url: `${a.url.replace('http', 'ws')}/graphql`, webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${apiKey}` }, retryAttempts: 0 });
+    const client = createClient({
+      url: `${a.url.replace('http', 'ws')}/graphql`,
+      webSocketImpl: WebSocket,
+      connectionParams: { authorization: `Bearer ${apiKey}` },
+      retryAttempts: 0,
+    });
     try {
       const first = new Promise<any>((resolve, reject) => {
         client.subscribe(
@@ -61,10 +71,14 @@ describe.skipIf(skip)('two instances on one PostgreSQL and one Redis', () => {
       // The subscription is open once A has registered it: credit through B until A hears one.
       let event: any;
       for (let i = 0; i < 50 && !event; i++) {
-        await admin(b.url, 'mutation($a: ID!, $k: String!) { creditWallet(input: {accountId: $a, amount: "2.50", type: bonus, description: "through B", idempotencyKey: $k}) { id } }', {
-          a: accountId,
-          k: `credit-${i}`,
-        });
+        await admin(
+          b.url,
+          'mutation($a: ID!, $k: String!) { creditWallet(input: {accountId: $a, amount: "2.50", type: bonus, description: "through B", idempotencyKey: $k}) { id } }',
+          {
+            a: accountId,
+            k: `credit-${i}`,
+          },
+        );
         event = await Promise.race([first, new Promise((r) => setTimeout(r, 200))]);
       }
       expect(event?.data?.walletUpdated.transaction).toMatchObject({ type: 'bonus', description: 'through B' });
@@ -76,10 +90,15 @@ describe.skipIf(skip)('two instances on one PostgreSQL and one Redis', () => {
 
   it('shows the same wallet through both instances', async () => {
     const [a, b] = instances as [(typeof instances)[0], (typeof instances)[0]];
-    const created = await admin(a.url, 'mutation($e: String!) { createAccount(email: $e, tier: developer) { account { id } apiKey } }', { e: `same-${Date.now()}@example.com` });
+    const created = await admin(a.url, 'mutation($e: String!) { createAccount(email: $e, tier: developer) { account { id } apiKey } }', {
+      e: `same-${Date.now()}@example.com`,
+    });
     const { apiKey } = created.createAccount;
-    await admin(a.url, 'mutation($a: ID!) { creditWallet(input: {accountId: $a, amount: "7", type: bonus, description: "on A"}) { id } }', { a: created.createAccount.account.id });
-    const balance = async (url: string) => (await (await fetch(`${url}/v1/wallet/balance`, { headers: { authorization: `Bearer ${apiKey}` } })).json()).balance;
+    await admin(a.url, 'mutation($a: ID!) { creditWallet(input: {accountId: $a, amount: "7", type: bonus, description: "on A"}) { id } }', {
+      a: created.createAccount.account.id,
+    });
+    const balance = async (url: string) =>
+      (await (await fetch(`${url}/v1/wallet/balance`, { headers: { authorization: `Bearer ${apiKey}` } })).json()).balance;
     expect(await balance(a.url)).toBe(7);
     expect(await balance(b.url)).toBe(7);
   });

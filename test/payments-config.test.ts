@@ -52,28 +52,47 @@ describe('payments configuration', () => {
   });
 
   it('refuses the sandbox with NODE_ENV=production unless payments.allow_sandbox is true', () => {
-    expect(failure(() => load('', { NODE_ENV: 'production' }))).toMatch(/payments\.processor: the sandbox .* NODE_ENV=production.*allow_sandbox: true/);
+    expect(failure(() => load('', { NODE_ENV: 'production' }))).toMatch(
+      /payments\.processor: the sandbox .* NODE_ENV=production.*allow_sandbox: true/,
+    );
     expect(load('payments: { allow_sandbox: true }', { NODE_ENV: 'production' }).payments.processor).toBe('sandbox');
-    expect(load('payments: { processor: stripe }', { NODE_ENV: 'production', ...STRIPE_ENV }).stripe).toEqual({ secretKey: 'sk_test_x', webhookSecret: 'whsec_x', apiBase: null });
+    expect(load('payments: { processor: stripe }', { NODE_ENV: 'production', ...STRIPE_ENV }).stripe).toEqual({
+      secretKey: 'sk_test_x',
+      webhookSecret: 'whsec_x',
+      apiBase: null,
+    });
   });
 
   it('needs STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET with the stripe processor, and an origin-only STRIPE_API_BASE', () => {
-    expect(failure(() => load('payments: { processor: stripe }', { STRIPE_WEBHOOK_SECRET: 'whsec_x' }))).toMatch(/^STRIPE_SECRET_KEY: required/);
-    expect(failure(() => load('payments: { processor: stripe }', { STRIPE_SECRET_KEY: 'sk_test_x' }))).toMatch(/^STRIPE_WEBHOOK_SECRET: required/);
-    expect(failure(() => load('payments: { processor: stripe }', { ...STRIPE_ENV, STRIPE_API_BASE: 'http://127.0.0.1:1/v1' }))).toMatch(/STRIPE_API_BASE: .*without a path/);
-    expect(load('payments: { processor: stripe }', { ...STRIPE_ENV, STRIPE_API_BASE: 'http://127.0.0.1:12111' }).stripe?.apiBase).toBe('http://127.0.0.1:12111');
+    expect(failure(() => load('payments: { processor: stripe }', { STRIPE_WEBHOOK_SECRET: 'whsec_x' }))).toMatch(
+      /^STRIPE_SECRET_KEY: required/,
+    );
+    expect(failure(() => load('payments: { processor: stripe }', { STRIPE_SECRET_KEY: 'sk_test_x' }))).toMatch(
+      /^STRIPE_WEBHOOK_SECRET: required/,
+    );
+    expect(failure(() => load('payments: { processor: stripe }', { ...STRIPE_ENV, STRIPE_API_BASE: 'http://127.0.0.1:1/v1' }))).toMatch(
+      /STRIPE_API_BASE: .*without a path/,
+    );
+    expect(load('payments: { processor: stripe }', { ...STRIPE_ENV, STRIPE_API_BASE: 'http://127.0.0.1:12111' }).stripe?.apiBase).toBe(
+      'http://127.0.0.1:12111',
+    );
   });
 
   it('names the key of a bad payments value', () => {
     const bad = (yaml: string) => failure(() => parseConfigText(yaml, 'test.yaml'));
     expect(bad('payments: { processor: paypal }')).toMatch(/payments\.processor/);
-    expect(bad('payments: { bonus_table: [{ min_amount: 100, percent: 10 }, { min_amount: 50, percent: 5 }] }')).toMatch(/payments\.bonus_table.*increasing order/);
+    expect(bad('payments: { bonus_table: [{ min_amount: 100, percent: 10 }, { min_amount: 50, percent: 5 }] }')).toMatch(
+      /payments\.bonus_table.*increasing order/,
+    );
     expect(bad('payments: { bonus_table: [{ min_amount: 50, percent: 120 }] }')).toMatch(/payments\.bonus_table\.0\.percent/);
     expect(bad('payments: { checkout_expires_after_minutes: 10 }')).toMatch(/payments\.checkout_expires_after_minutes/);
     expect(bad('payments: { success_url: "not a url" }')).toMatch(/payments\.success_url/);
     expect(bad('payments: { auto_topup: { max_monthly: -5 } }')).toMatch(/payments\.auto_topup\.max_monthly/);
     expect(bad('payments: { colour: blue }')).toMatch(/payments: unknown key "colour"/);
-    expect(parseConfigText('payments: { bonus_table: [] , auto_topup: { max_monthly: 200 } }', 't').payments).toMatchObject({ bonus_table: [], auto_topup: { max_monthly: 200 } });
+    expect(parseConfigText('payments: { bonus_table: [] , auto_topup: { max_monthly: 200 } }', 't').payments).toMatchObject({
+      bonus_table: [],
+      auto_topup: { max_monthly: 200 },
+    });
   });
 
   it('warns at start-up that the sandbox simulates payments', async () => {

@@ -101,7 +101,13 @@ describe('bonus table', () => {
       [100, 10],
       [250, 15],
     ]);
-    expect(() => new BonusTable([{ min_amount: 100, percent: 10 }, { min_amount: 50, percent: 5 }])).toThrow(/increasing order/);
+    expect(
+      () =>
+        new BonusTable([
+          { min_amount: 100, percent: 10 },
+          { min_amount: 50, percent: 5 },
+        ]),
+    ).toThrow(/increasing order/);
     expect(() => new BonusTable([{ min_amount: 50, percent: 101 }])).toThrow(/0 to 100/);
     expect(() => new BonusTable([{ min_amount: 50, percent: 1.234 }])).toThrow(/2 decimal places/);
     expect(() => new BonusTable([{ min_amount: 0, percent: 5 }])).toThrow(/positive/);

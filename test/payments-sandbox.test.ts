@@ -75,9 +75,20 @@ describe.each(BACKENDS)('sandbox top-ups on %s', (backend) => {
     const quote = await c.graphql('{ topUpQuote(amount: "250") { amount bonus bonusPercent credits currency } }');
     expect(quote.body.data.topUpQuote).toEqual({ amount: '250', bonus: '37.5', bonusPercent: 15, credits: '287.5', currency: 'USD' });
 
-    const started = await c.graphql('mutation($a: Decimal!) { topUp(amount: $a) { id status amount bonus bonusPercent credits checkoutUrl source processor } }', { a: '50' });
+    const started = await c.graphql(
+      'mutation($a: Decimal!) { topUp(amount: $a) { id status amount bonus bonusPercent credits checkoutUrl source processor } }',
+      { a: '50' },
+    );
     const t = started.body.data.topUp;
-    expect(t).toMatchObject({ status: 'open', amount: '50', bonus: '2.5', bonusPercent: 5, credits: '52.5', source: 'checkout', processor: 'sandbox' });
+    expect(t).toMatchObject({
+      status: 'open',
+      amount: '50',
+      bonus: '2.5',
+      bonusPercent: 5,
+      credits: '52.5',
+      source: 'checkout',
+      processor: 'sandbox',
+    });
 
     const listed = await c.graphql('{ viewer { topUps { nodes { id status } } } }');
     expect(listed.body.data.viewer.topUps.nodes).toEqual([{ id: t.id, status: 'open' }]);
@@ -99,7 +110,9 @@ describe.each(BACKENDS)('sandbox top-ups on %s', (backend) => {
     expect(html).toContain(`<a class="back" href="${s.url}/dashboard/top-up/return">`);
 
     expect(await c.balance()).toBe('52.5');
-    const after = await c.graphql('{ viewer { topUps { nodes { id status settledAt } } wallet { transactions { nodes { type amount } } } } }');
+    const after = await c.graphql(
+      '{ viewer { topUps { nodes { id status settledAt } } wallet { transactions { nodes { type amount } } } } }',
+    );
     expect(after.body.data.viewer.topUps.nodes[0]).toMatchObject({ id: t.id, status: 'paid' });
     expect(after.body.data.viewer.wallet.transactions.nodes).toEqual([
       { type: 'topup', amount: '50' },
@@ -154,7 +167,11 @@ describe.each(BACKENDS)('sandbox top-ups on %s', (backend) => {
     const sales = await topUp(a.apiKey, { amount: 500 });
     expect(sales.body.error.message).toMatch(/contact sales/i);
     expect(sales.body.error.param).toBe('amount');
-    const noKey = await fetch(`${s.v1}/wallet/top-up`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"amount":20}' });
+    const noKey = await fetch(`${s.v1}/wallet/top-up`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"amount":20}',
+    });
     expect(noKey.status).toBe(401);
     const gql = await client(s, a.apiKey).graphql('mutation { topUp(amount: "600") { id } }');
     expect(gql.body.errors[0].extensions).toMatchObject({ code: 'amount_requires_sales', status: 400 });
@@ -172,7 +189,9 @@ describe.each(BACKENDS)('sandbox top-ups on %s', (backend) => {
     expect(other.status).toBe(422);
     expect(other.body.error).toMatchObject({ code: 'idempotency_key_reused', type: 'invalid_request_error' });
     // Ten at once with a new key: one checkout.
-    const racing = await Promise.all(Array.from({ length: 10 }, () => topUp(a.apiKey, { amount: 60 }, { 'idempotency-key': `${key}-race` })));
+    const racing = await Promise.all(
+      Array.from({ length: 10 }, () => topUp(a.apiKey, { amount: 60 }, { 'idempotency-key': `${key}-race` })),
+    );
     expect(new Set(racing.map((r) => r.body.checkout_url)).size).toBe(1);
     // Another account may use the same key for its own top-up.
     const b = await seed(s).account();
@@ -191,7 +210,8 @@ describe.each(BACKENDS)('sandbox top-ups on %s', (backend) => {
     const page = await (await fetch(`${s.url}/checkout/sandbox/${ids[0]}`)).text();
     expect(page).toMatch(/can be paid until <time datetime="[^"]+">\d{1,2} [A-Z][a-z]+ \d{4} at \d{2}:\d{2} UTC<\/time>/);
     expect(page).not.toMatch(/\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z</);
-    const q = 'query($after: String) { viewer { topUps(first: 2, after: $after) { edges { cursor node { id amount } } nodes { id } pageInfo { hasNextPage hasPreviousPage endCursor } } } }';
+    const q =
+      'query($after: String) { viewer { topUps(first: 2, after: $after) { edges { cursor node { id amount } } nodes { id } pageInfo { hasNextPage hasPreviousPage endCursor } } } }';
     const first = (await c.graphql(q)).body.data.viewer.topUps;
     expect(first.nodes.map((n: any) => n.id)).toEqual([ids[2], ids[1]]);
     expect(first.edges[0]).toEqual({ cursor: ids[2], node: { id: ids[2], amount: '30' } });

@@ -37,8 +37,10 @@ describe.each(BACKENDS)('Stripe top-ups on %s', (backend) => {
     expect(await s.services.billing.verifyLedger()).toEqual([]);
   });
 
-  const deliver = (event: Parameters<typeof deliverStripeEvent>[1], opts?: Parameters<typeof deliverStripeEvent>[2]) => deliverStripeEvent(s.url, event, opts);
-  const types = async (accountId: string) => (await s.services.billing.listTransactions(accountId, { limit: 1000 })).transactions.map((t) => [t.type, t.amount]);
+  const deliver = (event: Parameters<typeof deliverStripeEvent>[1], opts?: Parameters<typeof deliverStripeEvent>[2]) =>
+    deliverStripeEvent(s.url, event, opts);
+  const types = async (accountId: string) =>
+    (await s.services.billing.listTransactions(accountId, { limit: 1000 })).transactions.map((t) => [t.type, t.amount]);
   const topUpOf = async (id: string) => s.services.payments.getTopUp(id);
   const sessionOf = (topUpId: string) => [...stripe.sessions.values()].find((x) => x.client_reference_id === topUpId)!;
 
@@ -57,7 +59,13 @@ describe.each(BACKENDS)('Stripe top-ups on %s', (backend) => {
     const a = await seed(s).account();
     const { id, url, session } = await start(a.apiKey, 100);
     expect(url).toBe(session.url);
-    expect(session).toMatchObject({ mode: 'payment', amount_total: 10_000, currency: 'usd', client_reference_id: id, metadata: { tollgate_top_up_id: id, tollgate_account_id: a.id } });
+    expect(session).toMatchObject({
+      mode: 'payment',
+      amount_total: 10_000,
+      currency: 'usd',
+      client_reference_id: id,
+      metadata: { tollgate_top_up_id: id, tollgate_account_id: a.id },
+    });
     expect(session.payment_intent_data).toMatchObject({ setup_future_usage: 'off_session' });
     expect(session.success_url).toBe(`${s.url}/checkout/${id}`);
     expect(session.customer).toMatch(/^cus_/);
@@ -147,7 +155,13 @@ describe.each(BACKENDS)('Stripe top-ups on %s', (backend) => {
     const event = stripe.events.completed(session.id);
     const results = await Promise.all(Array.from({ length: 5 }, () => deliver(event)));
     expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
-    expect(results.map((r) => (r.body as any).outcome).sort()).toEqual(['already_paid', 'already_paid', 'already_paid', 'already_paid', 'credited']);
+    expect(results.map((r) => (r.body as any).outcome).sort()).toEqual([
+      'already_paid',
+      'already_paid',
+      'already_paid',
+      'already_paid',
+      'credited',
+    ]);
     expect(await client(s, a.apiKey).balance()).toBe('287.5');
     expect(await types(a.id)).toEqual([
       ['topup', 250_000_000_000n],
@@ -187,9 +201,18 @@ describe.each(BACKENDS)('Stripe top-ups on %s', (backend) => {
       customer: null,
     });
     expect(await deliver(unknown)).toEqual({ status: 200, body: { received: true, outcome: 'unknown_checkout' } });
-    const stranger = stripe.events.custom('payment_intent.succeeded', { id: 'pi_stranger', object: 'payment_intent', amount: 500, amount_received: 500, currency: 'usd', metadata: {} });
+    const stranger = stripe.events.custom('payment_intent.succeeded', {
+      id: 'pi_stranger',
+      object: 'payment_intent',
+      amount: 500,
+      amount_received: 500,
+      currency: 'usd',
+      metadata: {},
+    });
     expect((await deliver(stranger)).body).toMatchObject({ outcome: 'unknown_checkout' });
-    expect((await deliver(stripe.events.custom('invoice.paid', { id: 'in_1', object: 'invoice' }))).body).toMatchObject({ outcome: 'ignored' });
+    expect((await deliver(stripe.events.custom('invoice.paid', { id: 'in_1', object: 'invoice' }))).body).toMatchObject({
+      outcome: 'ignored',
+    });
     expect(await client(s, a.apiKey).balance()).toBe('0');
   });
 

@@ -10,9 +10,13 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { closeDatabase, databaseKind, getKnex, openDatabase, parseDatabaseUrl } from '../src/db/orm.js';
 import { MIGRATIONS } from '../src/db/migrations/index.js';
 import { AccountsService, type Tier } from '../src/domain/accounts/accounts-service.js';
+import { TIER_DEFAULTS } from '../src/domain/accounts/tiers.js';
+import { BillingService } from '../src/domain/billing/billing-service.js';
 import { DomainError } from '../src/domain/errors.js';
+import { createLogger } from '../src/logger.js';
 import { generateApiKey } from '../src/domain/keys/key-format.js';
 import { ENTITIES } from '../src/entities/index.js';
+import { missing } from './support/requirements.js';
 
 interface TestDatabase {
   url: string;
@@ -30,12 +34,16 @@ const backends: Backend[] = [
     async create() {
       const dir = mkdtempSync(path.join(tmpdir(), 'tollgate-test-'));
       // A nested path: opening the database creates the missing directories.
-      return { url: `sqlite:${path.join(dir, 'nested', 'dir', 'tollgate.db')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
+      return {
+        url: `sqlite:${path.join(dir, 'nested', 'dir', 'tollgate.db')}`,
+        drop: async () => rmSync(dir, { recursive: true, force: true }),
+      };
     },
   },
 ];
 
 const adminUrl = process.env.TEST_DATABASE_URL;
+missing('PostgreSQL (set TEST_DATABASE_URL)', Boolean(adminUrl));
 if (adminUrl) {
   backends.push({
     name: 'PostgreSQL',
@@ -102,6 +110,7 @@ describe.each(backends)('accounts and API keys on $name', (backend) => {
   let db: TestDatabase;
   let orm: MikroORM;
   let accounts: AccountsService;
+  let billing: BillingService;
   let counter = 0;
 
   const seedAccount = (tier: Tier = 'developer') => accounts.createAccount({ email: `user${++counter}@example.com`, tier });
@@ -110,6 +119,12 @@ describe.each(backends)('accounts and API keys on $name', (backend) => {
     db = await backend.create();
     orm = await openDatabase(db.url);
     accounts = new AccountsService(orm);
+    billing = new BillingService({
+      orm,
+      tiers: TIER_DEFAULTS,
+      settings: { hold_expiry_seconds: 900, sweep_interval_seconds: 30, instance_timeout_seconds: 90 },
+      logger: createLogger('silent'),
+    });
   });
 
   afterAll(async () => {
@@ -119,13 +134,22 @@ describe.each(backends)('accounts and API keys on $name', (backend) => {
 
   it('keeps one account per e-mail address whatever its case, also when two are created at once', async () => {
     const first = await accounts.createAccount({ email: 'Case@Example.com', tier: 'free' });
-    await expect(accounts.createAccount({ email: 'case@example.com', tier: 'free' })).rejects.toMatchObject({ code: 'email_taken', param: 'email' });
+    await expect(accounts.createAccount({ email: 'case@example.com', tier: 'free' })).rejects.toMatchObject({
+      code: 'email_taken',
+      param: 'email',
+    });
     expect((await accounts.findByEmail('CASE@EXAMPLE.COM'))?.id).toBe(first.account.id);
     // Past the service's own check, the unique index on lower(email) decides a race.
-    const raced = await Promise.allSettled(['Race@example.com', 'race@EXAMPLE.com', 'RACE@example.com'].map((email) => accounts.createAccount({ email, tier: 'free' })));
+    const raced = await Promise.allSettled(
+      ['Race@example.com', 'race@EXAMPLE.com', 'RACE@example.com'].map((email) => accounts.createAccount({ email, tier: 'free' })),
+    );
     expect(raced.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
     for (const r of raced) if (r.status === 'rejected') expect(r.reason).toMatchObject({ code: 'email_taken' });
-    await expect(getKnex(orm).raw("insert into accounts (id, email, tier, created_at) values ('acct_raw', 'RACE@example.COM', 'free', ?)", [new Date()])).rejects.toThrow(/unique|duplicate/i);
+    await expect(
+      getKnex(orm).raw("insert into accounts (id, email, tier, created_at) values ('acct_raw', 'RACE@example.COM', 'free', ?)", [
+        new Date(),
+      ]),
+    ).rejects.toThrow(/unique|duplicate/i);
   });
 
   it('runs the migrations at open, records them, and finds nothing to do on the next open', async () => {
@@ -189,14 +213,19 @@ describe.each(backends)('accounts and API keys on $name', (backend) => {
   });
 
   it('refuses a malformed e-mail or an unknown tier with invalid_value', async () => {
-    await expect(accounts.createAccount({ email: 'not-an-email', tier: 'free' })).rejects.toMatchObject({ code: 'invalid_value', param: 'email' });
+    await expect(accounts.createAccount({ email: 'not-an-email', tier: 'free' })).rejects.toMatchObject({
+      code: 'invalid_value',
+      param: 'email',
+    });
     await expect(accounts.createAccount({ email: 'a@b.c', tier: 'gold' })).rejects.toMatchObject({ code: 'invalid_value', param: 'tier' });
   });
 
   it('refuses a key with a bad checksum without touching the database', async () => {
     const { apiKey } = await seedAccount();
     const typo = withBadChecksum(apiKey);
-    const queries = await countQueries(orm, () => expectAuthError(accounts.authenticate(`Bearer ${typo}`), 'Incorrect API key provided.', typo));
+    const queries = await countQueries(orm, () =>
+      expectAuthError(accounts.authenticate(`Bearer ${typo}`), 'Incorrect API key provided.', typo),
+    );
     expect(queries).toBe(0);
   });
 
@@ -209,7 +238,11 @@ describe.each(backends)('accounts and API keys on $name', (backend) => {
       await expectAuthError(accounts.authenticate(`Basic ${key}`), /Bearer scheme/, key);
       await expectAuthError(accounts.authenticate(key), /Bearer scheme/, key);
       await expectAuthError(accounts.authenticate('Bearer '), /Bearer scheme/);
-      await expectAuthError(accounts.authenticate('Bearer sk-proj-abcdef0123456789'), 'Incorrect API key provided.', 'sk-proj-abcdef0123456789');
+      await expectAuthError(
+        accounts.authenticate('Bearer sk-proj-abcdef0123456789'),
+        'Incorrect API key provided.',
+        'sk-proj-abcdef0123456789',
+      );
       await expectAuthError(accounts.authenticate(`Bearer ${key} ${key}`), 'Incorrect API key provided.', key);
     });
     expect(queries).toBe(0);
@@ -298,18 +331,24 @@ describe.each(backends)('accounts and API keys on $name', (backend) => {
       const stack = new Error().stack ?? '';
       if (stack.includes('@mikro-orm') || stack.includes('accounts-service')) entered.push(stack);
     };
-    const run = vi.spyOn(AsyncLocalStorage.prototype, 'run').mockImplementation(function (this: AsyncLocalStorage<unknown>, ...args: unknown[]) {
+    const run = vi.spyOn(AsyncLocalStorage.prototype, 'run').mockImplementation(function (
+      this: AsyncLocalStorage<unknown>,
+      ...args: unknown[]
+    ) {
       record();
       return Reflect.apply(originalRun, this, args) as never;
     });
-    const enterWith = vi.spyOn(AsyncLocalStorage.prototype, 'enterWith').mockImplementation(function (this: AsyncLocalStorage<unknown>, store: unknown) {
+    const enterWith = vi.spyOn(AsyncLocalStorage.prototype, 'enterWith').mockImplementation(function (
+      this: AsyncLocalStorage<unknown>,
+      store: unknown,
+    ) {
       record();
       Reflect.apply(originalEnterWith, this, [store]);
     });
     try {
       const { account } = await seedAccount('free');
       const { id: keyId } = await accounts.createKey(account.id, { name: 'ci' });
-      expect((await accounts.setTier(account.id, 'startup')).tier).toBe('startup');
+      expect((await billing.setTier(account.id, 'startup')).tier).toBe('startup');
       await accounts.revokeKey(keyId);
     } finally {
       run.mockRestore();
@@ -344,10 +383,10 @@ describe.each(backends)('accounts and API keys on $name', (backend) => {
 
   it('changes the tier that the next authentication sees', async () => {
     const { account, apiKey } = await seedAccount('free');
-    expect(await accounts.setTier(account.id, 'enterprise')).toMatchObject({ id: account.id, tier: 'enterprise' });
+    expect(await billing.setTier(account.id, 'enterprise')).toMatchObject({ id: account.id, tier: 'enterprise' });
     expect((await accounts.authenticate(`Bearer ${apiKey}`)).account.tier).toBe('enterprise');
-    await expect(accounts.setTier(account.id, 'platinum')).rejects.toMatchObject({ code: 'invalid_value' });
-    await expect(accounts.setTier('acct_unknown0000000000000', 'free')).rejects.toMatchObject({ code: 'not_found' });
+    await expect(billing.setTier(account.id, 'platinum')).rejects.toMatchObject({ code: 'invalid_value' });
+    await expect(billing.setTier('acct_unknown0000000000000', 'free')).rejects.toMatchObject({ code: 'not_found' });
   });
 });
 

@@ -17,9 +17,14 @@ let databaseUrl: string;
 
 function tollgate(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { env: { ...process.env, DATABASE_URL: databaseUrl, CONFIG: '', TOLLGATE_DEBUG: '' }, timeout: 20_000 }, (error, stdout, stderr) => {
-      resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      [BIN, ...args],
+      { env: { ...process.env, DATABASE_URL: databaseUrl, CONFIG: '', TOLLGATE_DEBUG: '' }, timeout: 20_000 },
+      (error, stdout, stderr) => {
+        resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -38,18 +43,46 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('tollgate limits', () => {
   it("overrides an account's RPM, keeps the tier's TPM, and goes back to the tier with 'tier'", async () => {
-    const created = await json<{ account: { id: string }; api_key: string }>('accounts', 'create', '--email', 'limits@example.com', '--tier', 'free', '--json');
+    const created = await json<{ account: { id: string }; api_key: string }>(
+      'accounts',
+      'create',
+      '--email',
+      'limits@example.com',
+      '--tier',
+      'free',
+      '--json',
+    );
     const id = created.account.id;
-    expect(await json('limits', 'show', '--account', id, '--json')).toEqual({ account_id: id, tier: 'free', rpm: 20, tpm: 40_000, override: { rpm: null, tpm: null } });
-    expect(await json('limits', 'set', '--account', id, '--rpm', '7', '--json')).toEqual({ account_id: id, tier: 'free', rpm: 7, tpm: 40_000, override: { rpm: 7, tpm: null } });
-    expect(await json('limits', 'set', '--account', id, '--tpm', '90000', '--json')).toMatchObject({ rpm: 7, tpm: 90_000, override: { rpm: 7, tpm: 90_000 } });
+    expect(await json('limits', 'show', '--account', id, '--json')).toEqual({
+      account_id: id,
+      tier: 'free',
+      rpm: 20,
+      tpm: 40_000,
+      override: { rpm: null, tpm: null },
+    });
+    expect(await json('limits', 'set', '--account', id, '--rpm', '7', '--json')).toEqual({
+      account_id: id,
+      tier: 'free',
+      rpm: 7,
+      tpm: 40_000,
+      override: { rpm: 7, tpm: null },
+    });
+    expect(await json('limits', 'set', '--account', id, '--tpm', '90000', '--json')).toMatchObject({
+      rpm: 7,
+      tpm: 90_000,
+      override: { rpm: 7, tpm: 90_000 },
+    });
 
     // The server reads the override with the key, on every request.
     const orm = await openDatabase(databaseUrl);
     try {
       const accounts = new AccountsService(orm);
       expect((await accounts.authenticate(`Bearer ${created.api_key}`)).rateLimitOverride).toEqual({ rpm: 7, tpm: 90_000 });
-      expect(await json('limits', 'set', '--account', id, '--rpm', 'tier', '--tpm', 'tier', '--json')).toMatchObject({ rpm: 20, tpm: 40_000, override: { rpm: null, tpm: null } });
+      expect(await json('limits', 'set', '--account', id, '--rpm', 'tier', '--tpm', 'tier', '--json')).toMatchObject({
+        rpm: 20,
+        tpm: 40_000,
+        override: { rpm: null, tpm: null },
+      });
       expect((await accounts.authenticate(`Bearer ${created.api_key}`)).rateLimitOverride).toEqual({ rpm: null, tpm: null });
     } finally {
       await closeDatabase(orm);
@@ -59,7 +92,15 @@ describe('tollgate limits', () => {
   });
 
   it('refuses a limit that is not a positive integer, and an unknown account', async () => {
-    const created = await json<{ account: { id: string } }>('accounts', 'create', '--email', 'bad@example.com', '--tier', 'developer', '--json');
+    const created = await json<{ account: { id: string } }>(
+      'accounts',
+      'create',
+      '--email',
+      'bad@example.com',
+      '--tier',
+      'developer',
+      '--json',
+    );
     for (const bad of ['0', '-5', '1.5', 'lots']) {
       const r = await tollgate('limits', 'set', '--account', created.account.id, '--rpm', bad);
       expect(r.code).toBe(1);

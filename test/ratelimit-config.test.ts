@@ -29,15 +29,26 @@ describe('rate limits in the config', () => {
   });
 
   it('use memory by default, Redis when REDIS_URL is set, and whatever backend is written', () => {
-    expect(parseConfigText('models: []', 't').rateLimits).toEqual({ backend: 'memory', fail_closed: false, alert_threshold: 100, key_prefix: 'tollgate:' });
+    expect(parseConfigText('models: []', 't').rateLimits).toEqual({
+      backend: 'memory',
+      fail_closed: false,
+      alert_threshold: 100,
+      key_prefix: 'tollgate:',
+    });
     const withRedis = parseConfigText('models: []', 't', { REDIS_URL: 'redis://127.0.0.1:6379' });
     expect(withRedis.rateLimits.backend).toBe('redis');
     expect(withRedis.redisUrl).toBe('redis://127.0.0.1:6379');
     expect(parseConfigText('rate_limits: { backend: memory }', 't', { REDIS_URL: 'redis://x' }).rateLimits.backend).toBe('memory');
-    expect(parseConfigText('rate_limits: { backend: none, fail_closed: true, alert_threshold: 5 }', 't').rateLimits).toMatchObject({ backend: 'none', fail_closed: true, alert_threshold: 5 });
+    expect(parseConfigText('rate_limits: { backend: none, fail_closed: true, alert_threshold: 5 }', 't').rateLimits).toMatchObject({
+      backend: 'none',
+      fail_closed: true,
+      alert_threshold: 5,
+    });
   });
 
   it('stop start-up when the Redis backend is asked for without REDIS_URL', () => {
-    expect(() => parseConfigText('rate_limits: { backend: redis }', 'test.yaml')).toThrow(/rate_limits\.backend: "redis" needs the REDIS_URL/);
+    expect(() => parseConfigText('rate_limits: { backend: redis }', 'test.yaml')).toThrow(
+      /rate_limits\.backend: "redis" needs the REDIS_URL/,
+    );
   });
 });

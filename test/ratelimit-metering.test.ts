@@ -10,7 +10,8 @@ import { MemoryRateLimitStore } from '../src/domain/ratelimit/memory-store.js';
 import { MemoryNotificationSink } from '../src/domain/ratelimit/notification-sink.js';
 import { RateLimitMetering } from '../src/domain/ratelimit/rate-limit-metering.js';
 import { RateLimiter } from '../src/domain/ratelimit/rate-limiter.js';
-import { type LimiterState, type RateLimits, type RateLimitStore, setRateLimitHeaders } from '../src/domain/ratelimit/types.js';
+import type { LimiterState, RateLimits, RateLimitStore } from '../src/domain/ratelimit/types.js';
+import { setRateLimitHeaders } from '../src/web/rate-limit-headers.js';
 import { manualClock } from './support/ratelimit-store-suite.js';
 
 /** The headers a door sends for a state. */
@@ -67,7 +68,11 @@ function setup(opts: { limits?: RateLimits; alertThreshold?: number; store?: Rat
   return { clock, store, limiter, billing, metering, headers, request, notifications, warnings };
 }
 
-const usage = (promptTokens: number, completionTokens: number): Usage => ({ promptTokens, completionTokens, totalTokens: promptTokens + completionTokens });
+const usage = (promptTokens: number, completionTokens: number): Usage => ({
+  promptTokens,
+  completionTokens,
+  totalTokens: promptTokens + completionTokens,
+});
 
 async function rejection(p: Promise<unknown>): Promise<DomainError> {
   try {
@@ -78,7 +83,6 @@ async function rejection(p: Promise<unknown>): Promise<DomainError> {
   }
   throw new Error('expected a refusal');
 }
-
 
 /** A store whose every call fails as an unreachable Redis does. */
 function unreachableStore(): RateLimitStore {
@@ -187,7 +191,9 @@ describe('rate-limit metering', () => {
     await metering.admit(request(1, 1));
     for (let i = 0; i < 5; i++) await expect(metering.admit(request(1, 1))).rejects.toThrow(/RPM/);
     await new Promise((r) => setImmediate(r));
-    expect(notifications.sent).toEqual([{ accountId: 'acct_1', kind: 'rate_limit_hits', payload: { recent_hits: 3, window_seconds: 600, threshold: 2 } }]);
+    expect(notifications.sent).toEqual([
+      { accountId: 'acct_1', kind: 'rate_limit_hits', payload: { recent_hits: 3, window_seconds: 600, threshold: 2 } },
+    ]);
     expect(await limiter.recentHits('acct_1')).toBe(5);
   });
 

@@ -7,6 +7,7 @@ import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { RedisRateLimitStore } from '../src/domain/ratelimit/redis-store.js';
 import { describeRateLimitStore } from './support/ratelimit-store-suite.js';
+import { missing } from './support/requirements.js';
 
 const url = process.env.TEST_REDIS_URL;
 const prefix = `tollgate-test:${randomBytes(6).toString('hex')}:`;
@@ -17,7 +18,7 @@ async function store(opts: { now?: () => number; correctionDelayMs?: number } = 
   return s;
 }
 
-describe.skipIf(!url)('Redis rate-limit store', () => {
+describe.skipIf(missing('Redis (set TEST_REDIS_URL)', Boolean(url)))('Redis rate-limit store', () => {
   afterAll(async () => {
     const admin = new Redis(url!);
     const keys = await admin.keys(`${prefix}*`);
@@ -44,13 +45,15 @@ describe.skipIf(!url)('Redis rate-limit store', () => {
   it('admits exactly the TPM limit when large estimates race', async () => {
     const [a, b] = await Promise.all([store(), store()]);
     const limits = { rpm: 10_000, tpm: 100_000 };
-    const results = await Promise.all(Array.from({ length: 100 }, (_, i) => (i % 2 ? a! : b!).admit('acct_race_tpm', limits, 3_000, 1_000_000)));
+    const results = await Promise.all(
+      Array.from({ length: 100 }, (_, i) => (i % 2 ? a! : b!).admit('acct_race_tpm', limits, 3_000, 1_000_000)),
+    );
     // 33 × 3000 = 99 000 fit; the 34th would make 102 000.
     expect(results.filter((r) => r.admitted)).toHaveLength(33);
     await Promise.all([a!.close(), b!.close()]);
   });
 
-  it('sends a deferred correction with the account\'s next admission, before deciding it', async () => {
+  it("sends a deferred correction with the account's next admission, before deciding it", async () => {
     const s = await store({ correctionDelayMs: 60_000 });
     const limits = { rpm: 100, tpm: 10_000 };
     const first = await s.admit('acct_deferred', limits, 8_000, 100);
@@ -84,7 +87,13 @@ describe.skipIf(!url)('Redis rate-limit store', () => {
     const s = await store({ now: () => 1_800_000_000_500, correctionDelayMs: 60_000 });
     const limits = { rpm: 4, tpm: 10_000 };
     const first = s.admit('acct_batch', limits, 1_000, 2);
-    const rest = [s.admit('acct_batch', limits, 9_500, 2), s.admit('acct_batch', limits, 2_000, 2), s.admit('acct_batch', limits, 3_000, 2), s.admit('acct_batch', limits, 1, 2), s.admit('acct_batch', limits, 1, 2)];
+    const rest = [
+      s.admit('acct_batch', limits, 9_500, 2),
+      s.admit('acct_batch', limits, 2_000, 2),
+      s.admit('acct_batch', limits, 3_000, 2),
+      s.admit('acct_batch', limits, 1, 2),
+      s.admit('acct_batch', limits, 1, 2),
+    ];
     const [a, b, c, d, e, f] = await Promise.all([first, ...rest]);
     expect([a, b, c, d, e, f].map((r) => r!.admitted)).toEqual([true, false, true, true, true, false]);
     // Each state is the one right after its own decision.
@@ -105,7 +114,11 @@ describe.skipIf(!url)('Redis rate-limit store', () => {
     // A correction queued meanwhile rides with the next batch and is applied before it.
     if (!c!.admitted) throw new Error('expected an admission');
     await s.correct(c!.ref, limits, -2_000);
-    const [g, h, i] = await Promise.all([s.admit('acct_batch', limits, 1, 2), s.admit('acct_batch', limits, 1, 2), s.admit('acct_batch', limits, 1, 2)]);
+    const [g, h, i] = await Promise.all([
+      s.admit('acct_batch', limits, 1, 2),
+      s.admit('acct_batch', limits, 1, 2),
+      s.admit('acct_batch', limits, 1, 2),
+    ]);
     expect([g, h, i].map((r) => r!.admitted)).toEqual([false, false, false]);
     expect(g!.state.tpm.remaining).toBe(10_000 - 1_000 - 3_000 - 1);
     // The third and fourth hits: the alert fires once, on the one that crossed the threshold.
@@ -119,7 +132,10 @@ describe.skipIf(!url)('Redis rate-limit store', () => {
     const s = await store({ correctionDelayMs: 30 });
     const other = await store();
     // The store's one way of sending corrections without an admission.
-    const sentAlone = vi.spyOn(s as unknown as { sendCorrections: (key: string, limits: unknown, corrections: number[]) => Promise<unknown> }, 'sendCorrections');
+    const sentAlone = vi.spyOn(
+      s as unknown as { sendCorrections: (key: string, limits: unknown, corrections: number[]) => Promise<unknown> },
+      'sendCorrections',
+    );
     const limits = { rpm: 100, tpm: 10_000 };
     // Taken by the next admission: never sent on its own.
     const a = await s.admit('acct_timer', limits, 4_000, 100);
@@ -130,7 +146,10 @@ describe.skipIf(!url)('Redis rate-limit store', () => {
     if (!b.admitted) return;
     // Left waiting: the timer sends it, and another instance sees 9 000 tokens given back.
     await s.correct(b.ref, limits, -9_000);
-    await vi.waitFor(async () => expect((await other.admit('acct_timer', limits, 1, 100)).state.tpm.remaining).toBeGreaterThan(9_000), { timeout: 5_000, interval: 20 });
+    await vi.waitFor(async () => expect((await other.admit('acct_timer', limits, 1, 100)).state.tpm.remaining).toBeGreaterThan(9_000), {
+      timeout: 5_000,
+      interval: 20,
+    });
     expect(sentAlone).toHaveBeenCalledTimes(1);
     expect(sentAlone.mock.calls[0]![2]).toEqual([b.ref.slot, -9_000]);
     await Promise.all([s.close(), other.close()]);
@@ -140,7 +159,10 @@ describe.skipIf(!url)('Redis rate-limit store', () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
     try {
       const s = await store({ correctionDelayMs: 30 });
-      const sentAlone = vi.spyOn(s as unknown as { sendCorrections: (key: string, limits: unknown, corrections: number[]) => Promise<unknown> }, 'sendCorrections');
+      const sentAlone = vi.spyOn(
+        s as unknown as { sendCorrections: (key: string, limits: unknown, corrections: number[]) => Promise<unknown> },
+        'sendCorrections',
+      );
       const limits = { rpm: 100, tpm: 10_000 };
       const admitted = async () => {
         const r = await s.admit('acct_busy', limits, 1_000, 100);

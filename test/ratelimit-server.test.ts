@@ -18,7 +18,14 @@ const REDIS = process.env.TEST_REDIS_URL;
 const RUN = randomBytes(4).toString('hex');
 const ROOT = path.resolve(import.meta.dirname, '..');
 
-const HEADERS = ['x-ratelimit-limit-rpm', 'x-ratelimit-limit-tpm', 'x-ratelimit-remaining-rpm', 'x-ratelimit-remaining-tpm', 'x-ratelimit-reset-rpm', 'x-ratelimit-reset-tpm'];
+const HEADERS = [
+  'x-ratelimit-limit-rpm',
+  'x-ratelimit-limit-tpm',
+  'x-ratelimit-remaining-rpm',
+  'x-ratelimit-remaining-tpm',
+  'x-ratelimit-reset-rpm',
+  'x-ratelimit-reset-tpm',
+];
 
 /** The rate-limit headers of a response, as numbers (absent ones missing). */
 function limitsOf(headers: Headers): Record<string, number> {
@@ -43,7 +50,11 @@ rate_limits:
 ${opts.extra ?? ''}`;
 }
 
-const chat = (content: string, extra: Record<string, unknown> = {}) => ({ model: 'chat-test', messages: [{ role: 'user', content }], ...extra });
+const chat = (content: string, extra: Record<string, unknown> = {}) => ({
+  model: 'chat-test',
+  messages: [{ role: 'user', content }],
+  ...extra,
+});
 
 async function post(base: string, route: string, key: string, body: unknown) {
   const res = await fetch(`${base}${route}`, {
@@ -61,7 +72,9 @@ async function cleanRedis(url: string) {
   await admin.quit();
 }
 
-const backends: { name: string; backend: 'memory' | 'redis'; env: Record<string, string> }[] = [{ name: 'in memory', backend: 'memory', env: {} }];
+const backends: { name: string; backend: 'memory' | 'redis'; env: Record<string, string> }[] = [
+  { name: 'in memory', backend: 'memory', env: {} },
+];
 if (REDIS) backends.push({ name: 'on Redis', backend: 'redis', env: { REDIS_URL: REDIS } });
 
 describe.each(backends)('rate limits $name', ({ backend, env }) => {
@@ -105,8 +118,10 @@ describe.each(backends)('rate limits $name', ({ backend, env }) => {
     const messages = [{ role: 'user' as const, content: 'A long answer, slowly. #tokens=250 #delay=300' }];
     const estimate = (await s.services.engines.get('chat-test').countChatTokens(messages)) + 250;
     // Room for three estimates but not four; RPM out of the way.
-    await s.services.accounts.setRateLimits(id, { rpm: 100, tpm: 4 * estimate - 1 });
-    const results = await Promise.all(Array.from({ length: 4 }, () => post(s.v1, '/chat/completions', apiKey, { model: 'chat-test', messages, max_tokens: 250 })));
+    await s.services.rateLimitOverrides.set(id, { rpm: 100, tpm: 4 * estimate - 1 });
+    const results = await Promise.all(
+      Array.from({ length: 4 }, () => post(s.v1, '/chat/completions', apiKey, { model: 'chat-test', messages, max_tokens: 250 })),
+    );
     expect(results.map((r) => r.status).sort()).toEqual([200, 200, 200, 429]);
     const refused = results.find((r) => r.status === 429)!;
     expect(refused.body.error.code).toBe('rate_limit_exceeded');
@@ -162,7 +177,7 @@ describe.each(backends)('rate limits $name', ({ backend, env }) => {
 
   it("applies an operator's per-account override instead of the tier's limits", async () => {
     const { id, apiKey } = await s.account('enterprise');
-    await s.services.accounts.setRateLimits(id, { rpm: 2, tpm: null });
+    await s.services.rateLimitOverrides.set(id, { rpm: 2, tpm: null });
     const statuses: number[] = [];
     for (let i = 0; i < 3; i++) statuses.push((await post(s.v1, '/embeddings', apiKey, { model: 'embed-test', input: 'hello' })).status);
     expect(statuses).toEqual([200, 200, 429]);
@@ -184,7 +199,6 @@ describe.each(backends)('rate limits $name', ({ backend, env }) => {
     expect(await s.services.rateLimiter!.recentHits(id)).toBe(6);
   });
 });
-
 
 async function waitFor(check: () => Promise<boolean>, what: string, tries = 200) {
   for (let i = 0; i < tries; i++) {
@@ -219,7 +233,7 @@ async function startProcess(env: Record<string, string>): Promise<{ url: string;
   };
 }
 
-describe.skipIf(!REDIS)('rate limits across server processes', () => {
+describe.skipIf(missing('Redis (set TEST_REDIS_URL)', Boolean(REDIS)))('rate limits across server processes', () => {
   let upstream: FakeUpstream;
   let dir: string;
   const servers: Awaited<ReturnType<typeof startProcess>>[] = [];
@@ -247,7 +261,9 @@ describe.skipIf(!REDIS)('rate limits across server processes', () => {
     });
     const apiKey = created.body.data.createAccount.apiKey as string;
     const results = await Promise.all(
-      Array.from({ length: 30 }, (_, i) => post(`${servers[i % 2]!.url}/v1`, '/embeddings', apiKey, { model: 'embed-test', input: `text ${i}` })),
+      Array.from({ length: 30 }, (_, i) =>
+        post(`${servers[i % 2]!.url}/v1`, '/embeddings', apiKey, { model: 'embed-test', input: `text ${i}` }),
+      ),
     );
     const statuses = results.map((r) => r.status);
     expect(statuses.filter((x) => x === 200)).toHaveLength(10);
@@ -260,58 +276,64 @@ describe.skipIf(!REDIS)('rate limits across server processes', () => {
 
 const REDIS_SERVER = findExecutable('redis-server');
 
-describe.skipIf(missing('the redis-server program (Debian: apt-get install redis-server)', REDIS_SERVER !== null))('rate limits when Redis goes away', () => {
-  let redis: ChildProcess;
-  let redisUrl: string;
-  let s: TestServer;
-  let closed: TestServer;
+describe.skipIf(missing('the redis-server program (Debian: apt-get install redis-server)', REDIS_SERVER !== null))(
+  'rate limits when Redis goes away',
+  () => {
+    let redis: ChildProcess;
+    let redisUrl: string;
+    let s: TestServer;
+    let closed: TestServer;
 
-  beforeAll(async () => {
-    const port = await freePort();
-    redisUrl = `redis://127.0.0.1:${port}`;
-    redis = spawn(REDIS_SERVER!, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-    await waitFor(async () => {
-      const c = new Redis(redisUrl, { lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
-      c.on('error', () => {});
-      try {
-        await c.connect();
-        return (await c.ping()) === 'PONG';
-      } finally {
-        c.disconnect();
+    beforeAll(async () => {
+      const port = await freePort();
+      redisUrl = `redis://127.0.0.1:${port}`;
+      redis = spawn(REDIS_SERVER!, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+        stdio: 'ignore',
+      });
+      await waitFor(async () => {
+        const c = new Redis(redisUrl, { lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+        c.on('error', () => {});
+        try {
+          await c.connect();
+          return (await c.ping()) === 'PONG';
+        } finally {
+          c.disconnect();
+        }
+      }, 'the private redis-server');
+      const yaml = (fail: boolean) => (u: string) =>
+        catalogYaml(u, limitsYaml({ rpm: 100, tpm: 1_000_000, backend: 'redis', extra: `  fail_closed: ${fail}\n` }));
+      s = await startTestServer({ env: { REDIS_URL: redisUrl }, yaml: yaml(false) });
+      closed = await startTestServer({ env: { REDIS_URL: redisUrl }, yaml: yaml(true) });
+    }, 60_000);
+    afterAll(async () => {
+      redis?.kill('SIGKILL');
+      await s?.close();
+      await closed?.close();
+    });
+
+    it('keeps answering without limits (fail-open) and counts it; with fail_closed it answers 503', async () => {
+      const open = await s.account('enterprise');
+      const strict = await closed.account('enterprise');
+      const before = await post(s.v1, '/embeddings', open.apiKey, { model: 'embed-test', input: 'hello' });
+      expect(before.status).toBe(200);
+      expect(limitsOf(before.headers)['remaining-rpm']).toBe(99);
+      expect((await post(closed.v1, '/embeddings', strict.apiKey, { model: 'embed-test', input: 'hello' })).status).toBe(200);
+
+      redis.kill('SIGKILL');
+      await new Promise<void>((resolve) => (redis.exitCode !== null ? resolve() : redis.once('exit', () => resolve())));
+
+      for (let i = 0; i < 3; i++) {
+        const r = await post(s.v1, '/chat/completions', open.apiKey, chat('Still there? #tokens=2', { max_tokens: 5 }));
+        expect(r.status).toBe(200);
+        // Nothing is known about the limits while Redis is away: no headers rather than wrong ones.
+        expect(limitsOf(r.headers)).toEqual({});
       }
-    }, 'the private redis-server');
-    const yaml = (fail: boolean) => (u: string) => catalogYaml(u, limitsYaml({ rpm: 100, tpm: 1_000_000, backend: 'redis', extra: `  fail_closed: ${fail}\n` }));
-    s = await startTestServer({ env: { REDIS_URL: redisUrl }, yaml: yaml(false) });
-    closed = await startTestServer({ env: { REDIS_URL: redisUrl }, yaml: yaml(true) });
-  }, 60_000);
-  afterAll(async () => {
-    redis?.kill('SIGKILL');
-    await s?.close();
-    await closed?.close();
-  });
+      expect(s.services.rateLimiter!.stats.failOpen).toBeGreaterThanOrEqual(3);
 
-  it('keeps answering without limits (fail-open) and counts it; with fail_closed it answers 503', async () => {
-    const open = await s.account('enterprise');
-    const strict = await closed.account('enterprise');
-    const before = await post(s.v1, '/embeddings', open.apiKey, { model: 'embed-test', input: 'hello' });
-    expect(before.status).toBe(200);
-    expect(limitsOf(before.headers)['remaining-rpm']).toBe(99);
-    expect((await post(closed.v1, '/embeddings', strict.apiKey, { model: 'embed-test', input: 'hello' })).status).toBe(200);
-
-    redis.kill('SIGKILL');
-    await new Promise<void>((resolve) => (redis.exitCode !== null ? resolve() : redis.once('exit', () => resolve())));
-
-    for (let i = 0; i < 3; i++) {
-      const r = await post(s.v1, '/chat/completions', open.apiKey, chat('Still there? #tokens=2', { max_tokens: 5 }));
-      expect(r.status).toBe(200);
-      // Nothing is known about the limits while Redis is away: no headers rather than wrong ones.
-      expect(limitsOf(r.headers)).toEqual({});
-    }
-    expect(s.services.rateLimiter!.stats.failOpen).toBeGreaterThanOrEqual(3);
-
-    const refused = await post(closed.v1, '/embeddings', strict.apiKey, { model: 'embed-test', input: 'hello' });
-    expect(refused.status).toBe(503);
-    expect(refused.body.error.code).toBe('rate_limiter_unavailable');
-    expect(refused.headers.get('retry-after')).toBe('1');
-  });
-});
+      const refused = await post(closed.v1, '/embeddings', strict.apiKey, { model: 'embed-test', input: 'hello' });
+      expect(refused.status).toBe(503);
+      expect(refused.body.error.code).toBe('rate_limiter_unavailable');
+      expect(refused.headers.get('retry-after')).toBe('1');
+    });
+  },
+);

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { V1_ENDPOINTS } from '../compat/router.js';
 import { FIXTURE_MODEL_IDS, fixturesConfigYaml } from '../src/cli-models.js';
 import { parseDecimal } from '../src/domain/billing/money.js';
-import { writeFixtures } from '../src/domain/inference/llamacpp/fixtures.js';
+import { writeFixtures } from '../src/fixtures/gguf-fixtures.js';
 import { startTestServer, type TestServer } from './support/harness.js';
 import { findExecutable, missing } from './support/requirements.js';
 
@@ -98,7 +98,9 @@ describe('the README', () => {
 
   it("names only the offline catalog's model ids, and needs no tool it does not install", () => {
     const ids = new Set<string>(Object.values(FIXTURE_MODEL_IDS));
-    const named = [...README.matchAll(/"model"\s*:\s*"([^"]+)"|\bmodel: '([^']+)'|\/v1\/models\/([\w-]+)|retrieve\('([^']+)'\)/g)].map((m) => m[1] ?? m[2] ?? m[3] ?? m[4]!);
+    const named = [...README.matchAll(/"model"\s*:\s*"([^"]+)"|\bmodel: '([^']+)'|\/v1\/models\/([\w-]+)|retrieve\('([^']+)'\)/g)].map(
+      (m) => m[1] ?? m[2] ?? m[3] ?? m[4]!,
+    );
     expect(named.length).toBeGreaterThan(10);
     expect(named.filter((id) => !ids.has(id) && id !== 'upstream-model-name')).toEqual([]);
     for (const b of blocks) expect(b.code, `README.md:${b.line}`).not.toMatch(/\b(uuidgen|jq|python3?|wget)\b/);
@@ -108,67 +110,84 @@ describe('the README', () => {
 const CURL = findExecutable('curl');
 const BASH = findExecutable('bash');
 
-describe.skipIf(missing('curl and bash (the README examples are shell)', CURL !== null && BASH !== null))("the README's examples, run against a server on the offline fixtures", () => {
-  let s: TestServer;
-  let dir: string;
-  let env: NodeJS.ProcessEnv;
-  let account: { id: string };
+describe.skipIf(missing('curl and bash (the README examples are shell)', CURL !== null && BASH !== null))(
+  "the README's examples, run against a server on the offline fixtures",
+  () => {
+    let s: TestServer;
+    let dir: string;
+    let env: NodeJS.ProcessEnv;
+    let account: { id: string };
 
-  beforeAll(async () => {
-    dir = mkdtempSync(path.join(tmpdir(), 'tollgate-readme-'));
-    const files = writeFixtures(path.join(dir, 'fixtures'));
-    s = await startTestServer({ yaml: () => fixturesConfigYaml(files) });
-    await s.services.engines.startLoading();
-    // The README's set-up: a developer account, its key, and 10 USD of first credits.
-    const created = await s.services.accounts.createAccount({ email: 'you@example.com', tier: 'developer' });
-    account = created.account;
-    await s.services.billing.creditWallet({ accountId: account.id, amount: parseDecimal('10'), type: 'bonus', description: 'first credits', idempotencyKey: null });
-    // curl as the reader's, failing on an HTTP error instead of printing it and going on.
-    const bin = path.join(dir, 'bin');
-    mkdirSync(bin);
-    writeFileSync(path.join(bin, 'curl'), `#!/bin/sh\nexec ${JSON.stringify(CURL)} --fail-with-body "$@"\n`);
-    chmodSync(path.join(bin, 'curl'), 0o755);
-    env = { ...process.env, PATH: `${bin}${path.delimiter}${process.env.PATH}`, BASE: s.url, TOLLGATE_KEY: created.apiKey, ACCOUNT: account.id };
-  }, 120_000);
-  afterAll(async () => {
-    await s?.close();
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  });
-
-  // Each block in README order (later ones rely on earlier ones as a reader's would: the credits).
-  for (const block of blocks) {
-    it(`runs the ${block.lang} example at README.md:${block.line} (${block.section})`, { timeout: 150_000 }, async () => {
-      let result: { code: number; stdout: string; stderr: string };
-      if (block.lang === 'sh') {
-        result = await run(BASH!, ['-e', '-o', 'pipefail', '-c', block.code], env);
-      } else {
-        // ESM beside the repository's node_modules, so that 'openai', 'graphql-ws' and 'ws' resolve.
-        const scratch = mkdtempSync(path.join(ROOT, '.readme-test-'));
-        try {
-          const prelude = block !== jsPrelude && /\bclient\./.test(block.code) ? jsPrelude!.code : '';
-          const file = path.join(scratch, 'example.mjs');
-          writeFileSync(file, `${JS_GUARD}\n${prelude}\n${block.code}\n`);
-          result = await run(process.execPath, [file], env);
-        } finally {
-          rmSync(scratch, { recursive: true, force: true });
-        }
-      }
-      expect(result.stderr, `stderr of README.md:${block.line}`).toBe('');
-      expect(result.code, `exit code of README.md:${block.line}`).toBe(0);
-      // A stream that fails after it started ends with an error event (HTTP 200): that fails too.
-      expect(result.stdout).not.toMatch(/"error"\s*:\s*\{/);
+    beforeAll(async () => {
+      dir = mkdtempSync(path.join(tmpdir(), 'tollgate-readme-'));
+      const files = writeFixtures(path.join(dir, 'fixtures'));
+      s = await startTestServer({ yaml: () => fixturesConfigYaml(files) });
+      await s.services.engines.startLoading();
+      // The README's set-up: a developer account, its key, and 10 USD of first credits.
+      const created = await s.services.accounts.createAccount({ email: 'you@example.com', tier: 'developer' });
+      account = created.account;
+      await s.services.billing.creditWallet({
+        accountId: account.id,
+        amount: parseDecimal('10'),
+        type: 'bonus',
+        description: 'first credits',
+        idempotencyKey: null,
+      });
+      // curl as the reader's, failing on an HTTP error instead of printing it and going on.
+      const bin = path.join(dir, 'bin');
+      mkdirSync(bin);
+      writeFileSync(path.join(bin, 'curl'), `#!/bin/sh\nexec ${JSON.stringify(CURL)} --fail-with-body "$@"\n`);
+      chmodSync(path.join(bin, 'curl'), 0o755);
+      env = {
+        ...process.env,
+        PATH: `${bin}${path.delimiter}${process.env.PATH}`,
+        BASE: s.url,
+        TOLLGATE_KEY: created.apiKey,
+        ACCOUNT: account.id,
+      };
+    }, 120_000);
+    afterAll(async () => {
+      await s?.close();
+      if (dir) rmSync(dir, { recursive: true, force: true });
     });
-  }
 
-  it('leaves usage visible in the wallet, currency codes as documented, and the ledger consistent', async () => {
-    const usage = await s.services.billing.listTransactions(account.id, { limit: 1000, type: 'usage' });
-    expect(usage.transactions.length).toBeGreaterThan(5);
-    expect(usage.transactions.every((t) => t.amount < 0n)).toBe(true);
-    const balance = await fetch(`${s.v1}/wallet/balance`, { headers: { authorization: `Bearer ${env.TOLLGATE_KEY}` } }).then((r) => r.json());
-    expect(balance.currency).toBe('USD');
-    const models = await fetch(`${s.v1}/models`).then((r) => r.json());
-    expect(new Set(models.data.map((m: any) => m.pricing.currency))).toEqual(new Set(['usd']));
-    expect(models.data.every((m: any) => m.available === true)).toBe(true);
-    expect(await s.services.billing.verifyLedger()).toEqual([]);
-  });
-});
+    // Each block in README order (later ones rely on earlier ones as a reader's would: the credits).
+    for (const block of blocks) {
+      it(`runs the ${block.lang} example at README.md:${block.line} (${block.section})`, { timeout: 150_000 }, async () => {
+        let result: { code: number; stdout: string; stderr: string };
+        if (block.lang === 'sh') {
+          result = await run(BASH!, ['-e', '-o', 'pipefail', '-c', block.code], env);
+        } else {
+          // ESM beside the repository's node_modules, so that 'openai', 'graphql-ws' and 'ws' resolve.
+          const scratch = mkdtempSync(path.join(ROOT, '.readme-test-'));
+          try {
+            const prelude = block !== jsPrelude && /\bclient\./.test(block.code) ? jsPrelude!.code : '';
+            const file = path.join(scratch, 'example.mjs');
+            writeFileSync(file, `${JS_GUARD}\n${prelude}\n${block.code}\n`);
+            result = await run(process.execPath, [file], env);
+          } finally {
+            rmSync(scratch, { recursive: true, force: true });
+          }
+        }
+        expect(result.stderr, `stderr of README.md:${block.line}`).toBe('');
+        expect(result.code, `exit code of README.md:${block.line}`).toBe(0);
+        // A stream that fails after it started ends with an error event (HTTP 200): that fails too.
+        expect(result.stdout).not.toMatch(/"error"\s*:\s*\{/);
+      });
+    }
+
+    it('leaves usage visible in the wallet, currency codes as documented, and the ledger consistent', async () => {
+      const usage = await s.services.billing.listTransactions(account.id, { limit: 1000, type: 'usage' });
+      expect(usage.transactions.length).toBeGreaterThan(5);
+      expect(usage.transactions.every((t) => t.amount < 0n)).toBe(true);
+      const balance = await fetch(`${s.v1}/wallet/balance`, { headers: { authorization: `Bearer ${env.TOLLGATE_KEY}` } }).then((r) =>
+        r.json(),
+      );
+      expect(balance.currency).toBe('USD');
+      const models = await fetch(`${s.v1}/models`).then((r) => r.json());
+      expect(new Set(models.data.map((m: any) => m.pricing.currency))).toEqual(new Set(['usd']));
+      expect(models.data.every((m: any) => m.available === true)).toBe(true);
+      expect(await s.services.billing.verifyLedger()).toEqual([]);
+    });
+  },
+);

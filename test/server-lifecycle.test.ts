@@ -23,7 +23,11 @@ describe('the server process', () => {
     writeFileSync(config, catalogYaml(upstream.url));
     const port = 30000 + Math.floor(Math.random() * 20000);
     const url = `http://127.0.0.1:${port}`;
-    const server = spawnTollgate(['src/main.ts'], { CONFIG: config, PORT: String(port), DATABASE_URL: `sqlite:${path.join(dir, 'life.db')}` });
+    const server = spawnTollgate(['src/main.ts'], {
+      CONFIG: config,
+      PORT: String(port),
+      DATABASE_URL: `sqlite:${path.join(dir, 'life.db')}`,
+    });
     await waitReady(url);
     expect(await (await fetch(`${url}/healthz`)).json()).toEqual({ status: 'ok' });
 
@@ -53,7 +57,13 @@ describe('the server process', () => {
 
   it('refuses a bad config at start-up with a message naming the model and the key', async () => {
     const config = path.join(dir, 'bad.yaml');
-    writeFileSync(config, catalogYaml(upstream.url).replace('owned_by: tests\n    created: 1735689600\n    version: "2025-01-01"\n    status: beta', 'owned_by: tests\n    created: 1735689600\n    version: "2025-01-01"\n    status: beta\n    speed: fast'));
+    writeFileSync(
+      config,
+      catalogYaml(upstream.url).replace(
+        'owned_by: tests\n    created: 1735689600\n    version: "2025-01-01"\n    status: beta',
+        'owned_by: tests\n    created: 1735689600\n    version: "2025-01-01"\n    status: beta\n    speed: fast',
+      ),
+    );
     const server = spawnTollgate(['src/main.ts'], { CONFIG: config, PORT: '0', DATABASE_URL: `sqlite:${path.join(dir, 'bad.db')}` });
     expect(await server.exited).toBe(1);
     expect(server.output()).toContain('model "rerank-test"');

@@ -49,7 +49,10 @@ describe('the Stripe processor', () => {
     const second = await stripe.ensureCustomer('acct_same', 'a@example.com');
     expect(second).toBe(first);
     expect(fake.customers.get(first)?.metadata[METADATA.accountId]).toBe('acct_same');
-    expect(fake.requests.filter((r) => r.path === '/v1/customers').map((r) => r.idempotencyKey)).toEqual(['tollgate-customer-acct_same', 'tollgate-customer-acct_same']);
+    expect(fake.requests.filter((r) => r.path === '/v1/customers').map((r) => r.idempotencyKey)).toEqual([
+      'tollgate-customer-acct_same',
+      'tollgate-customer-acct_same',
+    ]);
   });
 
   it('opens a payment-mode Checkout Session with our ids, the return URLs and the card saved for off-session use', async () => {
@@ -92,26 +95,65 @@ describe('the Stripe processor', () => {
     const session = await checkout('chk_card', customer);
     fake.pay(session.processorCheckoutId);
 
-    const ok = await stripe.chargeOffSession({ topUpId: 'atu_1', accountId: 'acct_card', customerId: customer, amountCents: 2000, currency: 'usd', description: 'auto' });
+    const ok = await stripe.chargeOffSession({
+      topUpId: 'atu_1',
+      accountId: 'acct_card',
+      customerId: customer,
+      amountCents: 2000,
+      currency: 'usd',
+      description: 'auto',
+    });
     expect(ok.status).toBe('succeeded');
     const intent = fake.requests.find((r) => r.path === '/v1/payment_intents')!;
     expect(intent.idempotencyKey).toBe('tollgate-auto-atu_1');
-    expect(intent.body).toMatchObject({ amount: '2000', currency: 'usd', customer, off_session: 'true', confirm: 'true', metadata: { [METADATA.topUpId]: 'atu_1' } });
+    expect(intent.body).toMatchObject({
+      amount: '2000',
+      currency: 'usd',
+      customer,
+      off_session: 'true',
+      confirm: 'true',
+      metadata: { [METADATA.topUpId]: 'atu_1' },
+    });
 
     fake.setCardBehaviour('decline', 1);
-    const declined = await stripe.chargeOffSession({ topUpId: 'atu_2', accountId: 'acct_card', customerId: customer, amountCents: 2000, currency: 'usd', description: 'auto' });
+    const declined = await stripe.chargeOffSession({
+      topUpId: 'atu_2',
+      accountId: 'acct_card',
+      customerId: customer,
+      amountCents: 2000,
+      currency: 'usd',
+      description: 'auto',
+    });
     expect(declined).toMatchObject({ status: 'failed', reason: expect.stringContaining('insufficient_funds') });
     expect(declined.status === 'failed' && declined.paymentId).toMatch(/^pi_/);
 
     fake.setCardBehaviour('processing', 1);
-    expect((await stripe.chargeOffSession({ topUpId: 'atu_3', accountId: 'acct_card', customerId: customer, amountCents: 2000, currency: 'usd', description: 'auto' })).status).toBe('pending');
+    expect(
+      (
+        await stripe.chargeOffSession({
+          topUpId: 'atu_3',
+          accountId: 'acct_card',
+          customerId: customer,
+          amountCents: 2000,
+          currency: 'usd',
+          description: 'auto',
+        })
+      ).status,
+    ).toBe('pending');
   });
 
   it('never charges twice when the answer to a charge is lost and the SDK retries it', async () => {
     const customer = await stripe.ensureCustomer('acct_lost', 'l@example.com');
     fake.pay((await checkout('chk_lost', customer)).processorCheckoutId);
     fake.script('POST /v1/payment_intents', ['lose']);
-    const result = await stripe.chargeOffSession({ topUpId: 'atu_lost', accountId: 'acct_lost', customerId: customer, amountCents: 2500, currency: 'usd', description: 'auto' });
+    const result = await stripe.chargeOffSession({
+      topUpId: 'atu_lost',
+      accountId: 'acct_lost',
+      customerId: customer,
+      amountCents: 2500,
+      currency: 'usd',
+      description: 'auto',
+    });
     expect(result.status).toBe('succeeded');
     expect(fake.count('POST /v1/payment_intents')).toBe(2);
     expect([...fake.paymentIntents.values()].filter((i) => i.metadata[METADATA.topUpId] === 'atu_lost')).toHaveLength(1);
@@ -119,7 +161,14 @@ describe('the Stripe processor', () => {
 
   it('fails an off-session charge without a saved card before asking Stripe to charge', async () => {
     const customer = await stripe.ensureCustomer('acct_nocard', 'n@example.com');
-    const result = await stripe.chargeOffSession({ topUpId: 'atu_nocard', accountId: 'acct_nocard', customerId: customer, amountCents: 2000, currency: 'usd', description: 'auto' });
+    const result = await stripe.chargeOffSession({
+      topUpId: 'atu_nocard',
+      accountId: 'acct_nocard',
+      customerId: customer,
+      amountCents: 2000,
+      currency: 'usd',
+      description: 'auto',
+    });
     expect(result).toMatchObject({ status: 'failed', reason: expect.stringMatching(/no card is saved/i) });
     expect(fake.count('POST /v1/payment_intents')).toBe(0);
   });
@@ -156,16 +205,32 @@ describe('Stripe webhook verification', () => {
     const other = await checkout('chk_exp', null);
     expect(parse(fake.events.expired(other.processorCheckoutId))).toMatchObject({ kind: 'checkout_expired', ref: { topUpId: 'chk_exp' } });
     const intentId = fake.sessions.get(session.processorCheckoutId)!.payment_intent!;
-    expect(parse(fake.events.paymentIntentSucceeded(intentId))).toMatchObject({ kind: 'payment_succeeded', topUpId: 'chk_async', paymentId: intentId });
+    expect(parse(fake.events.paymentIntentSucceeded(intentId))).toMatchObject({
+      kind: 'payment_succeeded',
+      topUpId: 'chk_async',
+      paymentId: intentId,
+    });
     expect(parse(fake.events.paymentIntentFailed(intentId))).toMatchObject({ kind: 'payment_failed', topUpId: 'chk_async' });
-    expect(parse(fake.events.custom('customer.created', { id: 'cus_x', object: 'customer' }))).toMatchObject({ kind: 'ignored', type: 'customer.created' });
+    expect(parse(fake.events.custom('customer.created', { id: 'cus_x', object: 'customer' }))).toMatchObject({
+      kind: 'ignored',
+      type: 'customer.created',
+    });
   });
 
   it('refuses a forged signature, a tampered body, a missing header and a stale timestamp', () => {
-    const payload = payloadOf(fake.events.custom('checkout.session.completed', { id: 'cs_forged', object: 'checkout.session', payment_status: 'paid', metadata: {} }));
+    const payload = payloadOf(
+      fake.events.custom('checkout.session.completed', {
+        id: 'cs_forged',
+        object: 'checkout.session',
+        payment_status: 'paid',
+        metadata: {},
+      }),
+    );
     const body = Buffer.from(payload);
     expect(() => stripe.parseWebhook(body, signedHeader(payload, { secret: 'whsec_wrong' }))).toThrow(WebhookSignatureError);
-    expect(() => stripe.parseWebhook(Buffer.from(payload.replace('cs_forged', 'cs_other')), signedHeader(payload))).toThrow(WebhookSignatureError);
+    expect(() => stripe.parseWebhook(Buffer.from(payload.replace('cs_forged', 'cs_other')), signedHeader(payload))).toThrow(
+      WebhookSignatureError,
+    );
     expect(() => stripe.parseWebhook(body, undefined)).toThrow(WebhookSignatureError);
     const sixMinutesAgo = Math.floor(Date.now() / 1000) - 360;
     expect(() => stripe.parseWebhook(body, signedHeader(payload, { timestamp: sixMinutesAgo }))).toThrow(/tolerance/i);

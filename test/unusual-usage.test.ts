@@ -39,7 +39,8 @@ describe.each(BACKENDS)('unusual usage on %s', (backend) => {
   let accounts: AccountsService;
   let clock = NOW;
   let detector: UnusualUsageDetector;
-  const newAccount = async () => (await accounts.createAccount({ email: `u${Math.random().toString(36).slice(2)}@example.com`, tier: 'developer' })).account.id;
+  const newAccount = async () =>
+    (await accounts.createAccount({ email: `u${Math.random().toString(36).slice(2)}@example.com`, tier: 'developer' })).account.id;
   const alerts = async (accountId: string) => (await listNotifications(db, accountId)).filter((x) => x.kind === 'unusual_usage');
 
   beforeAll(async () => {

@@ -163,7 +163,9 @@ models:
     return record;
   }
 
-  it(`a minute of mixed load against a failing upstream leaves every call billed at most once, for no more than it delivered (seed ${SEED})`, { timeout: RUN_MS + 120_000 }, async () => {
+  it(`a minute of mixed load against a failing upstream leaves every call billed at most once, for no more than it delivered (seed ${SEED})`, {
+    timeout: RUN_MS + 120_000,
+  }, async () => {
     const accounts = await Promise.all(Array.from({ length: WORKERS }, () => seed(s).account({ tier: 'developer' }).wallet(START)));
     const records: CallRecord[] = [];
     const stopAt = Date.now() + RUN_MS;
@@ -192,7 +194,17 @@ models:
     // The load did meet the faults, and still answered.
     const faults = { ...s.upstream.faults };
     for (const [k, v] of Object.entries(second.faults)) faults[k] = (faults[k] ?? 0) + v;
-    for (const f of ['reset', 'hang', 'stall', 'trickle', 'garbage', 'reset-mid', 'ignore-max-tokens', '{"usage":1000000000}', '{"usage":3000000000}']) {
+    for (const f of [
+      'reset',
+      'hang',
+      'stall',
+      'trickle',
+      'garbage',
+      'reset-mid',
+      'ignore-max-tokens',
+      '{"usage":1000000000}',
+      '{"usage":3000000000}',
+    ]) {
       expect(faults[f] ?? 0, `${why}: fault ${f} never happened`).toBeGreaterThan(0);
     }
     expect(records.filter((r) => r.status === 200 && r.errorCode === null).length, why).toBeGreaterThan(0);

@@ -79,15 +79,15 @@ tiers:
   developer: { monthly_tokens: 0 }
 models:
 ${chatModel('chat-test', `base_url: "${url}", timeout_ms: 5000`)}${chatModel('chat-deadline', `base_url: "${url}", timeout_ms: 30000, max_duration_ms: 1500`)}${chatModel(
-        'chat-idle',
-        `base_url: "${url}", timeout_ms: 400`,
-      )}${chatModel('chat-hung', `base_urls: ["${hung.url}", "${url}"], first_byte_timeout_ms: 1000, circuit_breaker: { failure_threshold: 1, cooldown_ms: 600000 }`)}${chatModel(
-        'chat-garbage',
-        `base_urls: ["${garbage.url}", "${url}"], circuit_breaker: { failure_threshold: 1, cooldown_ms: 600000 }`,
-      )}${chatModel('chat-flaky', `base_urls: ["${flaky.url}", "${url}"], first_byte_timeout_ms: 1000, circuit_breaker: { failure_threshold: 1, cooldown_ms: 200 }`)}${chatModel(
-        'chat-busy',
-        `base_urls: ["${busy.url}", "${url}"]`,
-      )}${chatModel('chat-only-busy', `base_url: "${busy.url}"`)}`,
+  'chat-idle',
+  `base_url: "${url}", timeout_ms: 400`,
+)}${chatModel('chat-hung', `base_urls: ["${hung.url}", "${url}"], first_byte_timeout_ms: 1000, circuit_breaker: { failure_threshold: 1, cooldown_ms: 600000 }`)}${chatModel(
+  'chat-garbage',
+  `base_urls: ["${garbage.url}", "${url}"], circuit_breaker: { failure_threshold: 1, cooldown_ms: 600000 }`,
+)}${chatModel('chat-flaky', `base_urls: ["${flaky.url}", "${url}"], first_byte_timeout_ms: 1000, circuit_breaker: { failure_threshold: 1, cooldown_ms: 200 }`)}${chatModel(
+  'chat-busy',
+  `base_urls: ["${busy.url}", "${url}"]`,
+)}${chatModel('chat-only-busy', `base_url: "${busy.url}"`)}`,
     });
   });
   afterAll(async () => {
@@ -129,7 +129,12 @@ ${chatModel('chat-test', `base_url: "${url}", timeout_ms: 5000`)}${chatModel('ch
     const data = sseData(streamed.text);
     expect(data.at(-1)).toBe('[DONE]');
     expect(data.some((d) => d.includes('"error"'))).toBe(false);
-    expect(data.slice(0, -2).map((d) => JSON.parse(d).choices[0]?.delta?.content ?? '').join('')).toBe(words(5));
+    expect(
+      data
+        .slice(0, -2)
+        .map((d) => JSON.parse(d).choices[0]?.delta?.content ?? '')
+        .join(''),
+    ).toBe(words(5));
     expect(JSON.parse(data.at(-2)!).usage).toEqual({ prompt_tokens: billed.prompt, completion_tokens: 5, total_tokens: billed.prompt + 5 });
 
     expect(await c.balance()).toBe(balanceAfter(billed, billed));
@@ -181,7 +186,11 @@ ${chatModel('chat-test', `base_url: "${url}", timeout_ms: 5000`)}${chatModel('ch
       // No usage came from the upstream: the prompt as counted, and the delivered text counted.
       const billed = { prompt: est(content), completion: countTextTokens('w0 w1') };
       await until(async () => (await events(a.id)).length === 1);
-      expect((await events(a.id))[0]).toMatchObject({ outcome: 'failed_mid_stream', promptTokens: billed.prompt, completionTokens: billed.completion });
+      expect((await events(a.id))[0]).toMatchObject({
+        outcome: 'failed_mid_stream',
+        promptTokens: billed.prompt,
+        completionTokens: billed.completion,
+      });
       expect(await c.balance()).toBe(balanceAfter(billed));
     });
 
@@ -232,9 +241,13 @@ billing: { hold_expiry_seconds: 60 }
 models:
 ${chatModel('slow', 'base_url: "http://127.0.0.1:1/v1", max_duration_ms: 60000')}`;
       expect(() => parseConfigText(yaml, 'config.yaml')).toThrow(ConfigError);
-      expect(() => parseConfigText(yaml, 'config.yaml')).toThrow(/model "slow": engine\.max_duration_ms \(60000 ms\) must be below billing\.hold_expiry_seconds \(60 s\)/);
+      expect(() => parseConfigText(yaml, 'config.yaml')).toThrow(
+        /model "slow": engine\.max_duration_ms \(60000 ms\) must be below billing\.hold_expiry_seconds \(60 s\)/,
+      );
       // The default deadline (5 min) needs a hold of more than 300 s.
-      expect(() => parseConfigText(yaml.replace(', max_duration_ms: 60000', ''), 'config.yaml')).toThrow(/engine\.max_duration_ms \(300000 ms\)/);
+      expect(() => parseConfigText(yaml.replace(', max_duration_ms: 60000', ''), 'config.yaml')).toThrow(
+        /engine\.max_duration_ms \(300000 ms\)/,
+      );
       expect(parseConfigText(yaml.replace('60000', '59999'), 'config.yaml').models).toHaveLength(1);
     });
 
@@ -248,9 +261,13 @@ ${chatModel('m', `base_url: "http://127.0.0.1:1/v1"${engine}`)}`;
         connect_timeout_ms: 3_000,
         circuit_breaker: { failure_threshold: 3, cooldown_ms: 30_000 },
       });
-      expect(() => parseConfigText(yaml(', circuit_breaker: { failure_threshold: 0 }'), 'config.yaml')).toThrow(/model "m": engine\.circuit_breaker\.failure_threshold/);
+      expect(() => parseConfigText(yaml(', circuit_breaker: { failure_threshold: 0 }'), 'config.yaml')).toThrow(
+        /model "m": engine\.circuit_breaker\.failure_threshold/,
+      );
       expect(() => parseConfigText(yaml(', connect_timeout_ms: -1'), 'config.yaml')).toThrow(/model "m": engine\.connect_timeout_ms/);
-      expect(() => parseConfigText(yaml(', first_byte_timeout_ms: 1.5'), 'config.yaml')).toThrow(/model "m": engine\.first_byte_timeout_ms/);
+      expect(() => parseConfigText(yaml(', first_byte_timeout_ms: 1.5'), 'config.yaml')).toThrow(
+        /model "m": engine\.first_byte_timeout_ms/,
+      );
     });
   });
 
@@ -261,7 +278,8 @@ ${chatModel('m', `base_url: "http://127.0.0.1:1/v1"${engine}`)}`;
       const content = 'hello #tokens=3';
       const usage = { prompt: fakePrompt(content), completion: 3 };
       for (let i = 0; i < 4; i++) {
-        const r = i % 2 === 0 ? await chat(c, 'chat-hung', content, { max_tokens: 3 }) : await stream(c, 'chat-hung', content, { max_tokens: 3 });
+        const r =
+          i % 2 === 0 ? await chat(c, 'chat-hung', content, { max_tokens: 3 }) : await stream(c, 'chat-hung', content, { max_tokens: 3 });
         expect(r.status).toBe(200);
       }
       // Only the first call met the hung URL; it was ejected at its first failure.
@@ -371,7 +389,9 @@ ${chatModel('m', `base_url: "http://127.0.0.1:1/v1"${engine}`)}`;
       s.upstream.setFault('stall');
       const before = s.upstream.requests.length;
       const ctl = new AbortController();
-      const pending = c.post('/chat/completions', { model: 'chat-test', messages: [{ role: 'user', content: 'leave' }], max_tokens: 5 }, ctl.signal).catch((e) => e);
+      const pending = c
+        .post('/chat/completions', { model: 'chat-test', messages: [{ role: 'user', content: 'leave' }], max_tokens: 5 }, ctl.signal)
+        .catch((e) => e);
       await until(() => s.upstream.requests.length > before);
       ctl.abort();
       await pending;

@@ -69,13 +69,21 @@ describe('the openai SDK against /v1', () => {
   });
 
   it('reports length when max_tokens cuts the answer', async () => {
-    const c = await client.chat.completions.create({ model: 'chat-test', max_tokens: 2, messages: [{ role: 'user', content: 'hi #tokens=9' }] });
+    const c = await client.chat.completions.create({
+      model: 'chat-test',
+      max_tokens: 2,
+      messages: [{ role: 'user', content: 'hi #tokens=9' }],
+    });
     expect(c.choices[0]!.finish_reason).toBe('length');
     expect(c.usage!.completion_tokens).toBe(2);
   });
 
   it('streams a chat completion with the role first, one id, and a final finish reason', async () => {
-    const stream = await client.chat.completions.create({ model: 'chat-test', stream: true, messages: [{ role: 'user', content: 'hi #tokens=4' }] });
+    const stream = await client.chat.completions.create({
+      model: 'chat-test',
+      stream: true,
+      messages: [{ role: 'user', content: 'hi #tokens=4' }],
+    });
     const chunks = [];
     for await (const chunk of stream) chunks.push(chunk);
     for (const c of chunks) expect(violations('CreateChatCompletionStreamResponse', c)).toEqual([]);
@@ -140,7 +148,9 @@ describe('the openai SDK against /v1', () => {
   });
 
   it('turns an upstream failure into a 502 error the SDK raises, without upstream details', async () => {
-    const err = await client.chat.completions.create({ model: 'chat-test', messages: [{ role: 'user', content: 'x #fail=500' }] }).catch((e) => e);
+    const err = await client.chat.completions
+      .create({ model: 'chat-test', messages: [{ role: 'user', content: 'x #fail=500' }] })
+      .catch((e) => e);
     expect(err).toBeInstanceOf(OpenAI.APIError);
     expect(err.status).toBe(502);
     expect(err.error).toMatchObject({ type: 'server_error', code: 'upstream_error' });
@@ -149,7 +159,11 @@ describe('the openai SDK against /v1', () => {
   });
 
   it('makes a stream cut mid-way fail in the SDK instead of looking finished', async () => {
-    const stream = await client.chat.completions.create({ model: 'chat-test', stream: true, messages: [{ role: 'user', content: 'x #tokens=10 #fail=midstream' }] });
+    const stream = await client.chat.completions.create({
+      model: 'chat-test',
+      stream: true,
+      messages: [{ role: 'user', content: 'x #tokens=10 #fail=midstream' }],
+    });
     const got: string[] = [];
     const err = await (async () => {
       for await (const chunk of stream) got.push(chunk.choices[0]?.delta.content ?? '');

@@ -4,18 +4,14 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { MikroORM, type Configuration, type Options } from '@mikro-orm/core';
-import {
-  AbstractSqlDriver,
-  BetterSqliteConnection,
-  BetterSqlitePlatform,
-  type AbstractSqlConnection,
-  type Knex,
-} from '@mikro-orm/better-sqlite';
+import { AbstractSqlDriver, BetterSqliteConnection, BetterSqlitePlatform, type Knex } from '@mikro-orm/better-sqlite';
 import { Migrator } from '@mikro-orm/migrations';
 import { ENTITIES } from '../entities/index.js';
 import { MIGRATIONS } from './migrations/index.js';
 
-export type DatabaseKind = 'sqlite' | 'postgresql';
+import { type DatabaseKind, databaseKind, getKnex } from './connection.js';
+
+export { type DatabaseKind, databaseKind, getKnex };
 
 export interface DatabaseTarget {
   kind: DatabaseKind;
@@ -47,16 +43,6 @@ export function parseDatabaseUrl(url: string): DatabaseTarget {
     throw new Error(`DATABASE_URL ${url}: unsupported scheme (use sqlite:PATH or postgres://…)`);
   }
   return { kind: 'sqlite', location: value };
-}
-
-/** The SQL connection behind an ORM opened here, for the few hot paths that skip the entity layer. */
-export function getKnex(orm: MikroORM): Knex {
-  return (orm.em.getConnection() as AbstractSqlConnection).getKnex();
-}
-
-/** For the rare statement that differs by dialect (SQLite has no row locks, for one). */
-export function databaseKind(orm: MikroORM): DatabaseKind {
-  return orm.config.get('driver') === SqliteDriver ? 'sqlite' : 'postgresql';
 }
 
 export async function openDatabase(url: string, opts: { debug?: boolean } = {}): Promise<MikroORM> {

@@ -91,3 +91,15 @@ export const invalid = (code: ErrorCode, message: string, param?: string) => new
 export function isDomainError(e: unknown): e is DomainError {
   return e instanceof DomainError;
 }
+
+/**
+ * A setup mistake the operator must fix before the server can start: the config file or the
+ * environment (src/config.ts), or a model file that does not match its catalog entry. Start-up
+ * reports it as one message naming the key, not as a crash.
+ */
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}

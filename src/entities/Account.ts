@@ -1,6 +1,7 @@
-// An account: who pays and whose keys call the API. Its wallet and ledger live in their own entities.
+// An account: who pays and whose keys call the API. Its wallet (Wallet) and ledger
+// (WalletTransaction) are entities of their own.
 import { EntitySchema } from '@mikro-orm/core';
-import type { Tier } from '../domain/accounts/accounts-service.js';
+import type { Tier } from '../domain/accounts/tiers.js';
 
 export class Account {
   id: string;
@@ -20,7 +21,9 @@ export const AccountSchema = new EntitySchema<Account>({
   class: Account,
   tableName: 'accounts',
   // One account per address, whatever its case (migration 0005).
-  uniques: [{ name: 'accounts_email_lower_unique', expression: 'create unique index accounts_email_lower_unique on accounts (lower(email))' }],
+  uniques: [
+    { name: 'accounts_email_lower_unique', expression: 'create unique index accounts_email_lower_unique on accounts (lower(email))' },
+  ],
   properties: {
     id: { type: 'string', primary: true, length: 32 },
     email: { type: 'string', length: 320, index: 'accounts_email_index' },

@@ -1,7 +1,8 @@
 // An API key of an account. Only the SHA-256 digest of the secret is stored, with its first 12 and
 // last 4 characters for display; a key is never deleted, only revoked (or left to expire).
 import { EntitySchema } from '@mikro-orm/core';
-import { Account } from './Account.js';
+import type { Account } from './Account.js';
+import { accountRef } from './columns.js';
 
 export class ApiKey {
   id: string;
@@ -41,7 +42,7 @@ export const ApiKeySchema = new EntitySchema<ApiKey>({
   indexes: [{ name: 'api_keys_account_id_index', properties: ['account'] }],
   properties: {
     id: { type: 'string', primary: true, length: 32 },
-    account: { kind: 'm:1', entity: () => Account, fieldName: 'account_id' },
+    account: { ...accountRef },
     digest: { type: 'string', length: 64, unique: 'api_keys_digest_unique' },
     prefix: { type: 'string', length: 16 },
     last4: { type: 'string', length: 4 },

@@ -2,7 +2,8 @@
 // the holder of the card saved for automatic top-ups.
 import { EntitySchema } from '@mikro-orm/core';
 import type { ProcessorName } from '../domain/payments/processor.js';
-import { Account } from './Account.js';
+import type { Account } from './Account.js';
+import { accountRef } from './columns.js';
 
 export class PaymentCustomer {
   account!: Account;
@@ -16,7 +17,7 @@ export const PaymentCustomerSchema = new EntitySchema<PaymentCustomer>({
   tableName: 'payment_customers',
   properties: {
     // No index of its own: the primary key starts with it.
-    account: { kind: 'm:1', entity: () => Account, fieldName: 'account_id', primary: true, index: false },
+    account: { ...accountRef, primary: true, index: false },
     processor: { type: 'string', length: 16, primary: true },
     customerId: { type: 'string', length: 255 },
     createdAt: { type: 'datetime', length: 3 },

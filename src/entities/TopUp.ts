@@ -3,10 +3,10 @@
 // plain SQL inside the ledger's transactions (src/domain/payments/top-up-store.ts); the entity
 // gives the ORM (and its tooling) the same table.
 import { BigIntType, EntitySchema } from '@mikro-orm/core';
-import type { TopUpState } from '../domain/payments/checkout-state.js';
+import type { TopUpSource, TopUpState } from '../domain/payments/checkout-state.js';
 import type { ProcessorName } from '../domain/payments/processor.js';
-import type { TopUpSource } from '../domain/payments/top-up-store.js';
-import { Account } from './Account.js';
+import type { Account } from './Account.js';
+import { accountRef } from './columns.js';
 
 export class TopUp {
   id!: string;
@@ -44,7 +44,7 @@ export const TopUpSchema = new EntitySchema<TopUp>({
   properties: {
     id: { type: 'string', primary: true, length: 40 },
     // No index of its own: top_ups_account_created_index starts with it.
-    account: { kind: 'm:1', entity: () => Account, fieldName: 'account_id', index: false },
+    account: { ...accountRef, index: false },
     source: { type: 'string', length: 16 },
     processor: { type: 'string', length: 16 },
     status: { type: 'string', length: 16 },

@@ -47,7 +47,9 @@ export function bridgeWalletEvents(events: WalletEvents, redisUrl: string, opts:
     opts.logger.warn({ err: (err as Error)?.message ?? String(err) }, msg);
   };
   publisher.on('error', (err) => warn(err, 'wallet events: Redis unreachable; other instances miss live wallet events until it is back'));
-  subscriber.on('error', (err) => warn(err, 'wallet events: Redis unreachable; live wallet events of other instances are missed until it is back'));
+  subscriber.on('error', (err) =>
+    warn(err, 'wallet events: Redis unreachable; live wallet events of other instances are missed until it is back'),
+  );
   subscriber.subscribe(channel).catch((err) => warn(err, 'wallet events: could not subscribe (retrying on reconnection)'));
   subscriber.on('message', (_channel: string, message: string) => {
     let wire: WireChange;
@@ -72,7 +74,9 @@ export function bridgeWalletEvents(events: WalletEvents, redisUrl: string, opts:
       balance: String(change.balance),
       transaction: { ...t, amount: String(t.amount), balanceAfter: String(t.balanceAfter), createdAt: t.createdAt.toISOString() },
     };
-    publisher.publish(channel, JSON.stringify(wire)).catch((err) => warn(err, 'wallet events: could not publish a change to the other instances'));
+    publisher
+      .publish(channel, JSON.stringify(wire))
+      .catch((err) => warn(err, 'wallet events: could not publish a change to the other instances'));
   });
   return {
     async close() {

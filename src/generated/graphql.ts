@@ -4,6 +4,7 @@ type Exact<T extends { [key: string]: unknown }> = { [K in keyof T]: T[K] };
 /** Internal type. DO NOT USE DIRECTLY. */
 export type Incremental<T> = T | { [P in keyof T]?: P extends ' $fragmentName' | '__typename' ? T[P] : never };
 import type { TypedDocumentNode as DocumentNode } from '@graphql-typed-document-node/core';
+/** A chat completion request: the model, the conversation so far, and how to sample the answer. */
 export type ChatCompletionInput = {
   /** -2 to 2; default 0. */
   frequencyPenalty?: number | null | undefined;
@@ -40,12 +41,14 @@ export type FinishReason =
   | 'length'
   | 'stop';
 
+/** What a model does, and so which endpoint serves it. */
 export type ModelCategory =
   | 'chat'
   | 'embedding'
   | 'moderation'
   | 'reranking';
 
+/** active: served and supported; beta: served, may change; deprecated: served until its sunset date, then removed. */
 export type ModelStatus =
   | 'active'
   | 'beta'
@@ -68,10 +71,12 @@ export type RerankInput = {
   topN?: number | null | undefined;
 };
 
+/** asc: oldest first; desc: newest first. */
 export type SortOrder =
   | 'asc'
   | 'desc';
 
+/** An account's pricing tier: its monthly token allocation, whether usage beyond it is paid from the wallet, any monthly fee, and its rate limits. */
 export type Tier =
   | 'developer'
   | 'enterprise'

@@ -66,7 +66,7 @@ export function createContext(
   // An API key in the Authorization header decides; without one, a signed-in person's session.
   const session = opts.authorization ? null : (opts.session ?? null);
   const fromSession = async (accountId: string): Promise<Principal> => {
-    const [account, profile] = await Promise.all([services.accounts.getAccount(accountId), services.accounts.rateLimitProfile(accountId)]);
+    const [account, profile] = await Promise.all([services.accounts.getAccount(accountId), services.rateLimitOverrides.profile(accountId)]);
     return { account, keyId: null, rateLimitOverride: { rpm: profile.rpm, tpm: profile.tpm } };
   };
   const principal = () =>
@@ -101,7 +101,12 @@ export function createContext(
       const token = services.config.adminToken;
       const given = /^Bearer\s+(.+)$/i.exec(opts.authorization ?? '')?.[1]?.trim();
       if (!token || !given || !safeEqual(given, token)) {
-        throw new DomainError('admin_required', token ? 'This operation needs the operator token (Authorization: Bearer $ADMIN_TOKEN).' : 'Admin operations are disabled: set ADMIN_TOKEN to enable them.');
+        throw new DomainError(
+          'admin_required',
+          token
+            ? 'This operation needs the operator token (Authorization: Bearer $ADMIN_TOKEN).'
+            : 'Admin operations are disabled: set ADMIN_TOKEN to enable them.',
+        );
       }
     },
   };

@@ -69,7 +69,13 @@ export function toPublicGraphQLError(error: unknown, log?: (err: unknown) => voi
     const code = variable ? 'invalid_value' : typeof gql.extensions?.code === 'string' ? gql.extensions.code : 'invalid_request';
     // `spec: false`: Yoga would otherwise answer validation errors 200 to application/json clients
     // (the GraphQL-over-HTTP spec's legacy rule); this server answers every mistake with its 4xx.
-    const extensions: Record<string, unknown> & PublicErrorExtensions = { code, type: 'invalid_request_error', status, param: variable ?? null, http: { status, spec: false } };
+    const extensions: Record<string, unknown> & PublicErrorExtensions = {
+      code,
+      type: 'invalid_request_error',
+      status,
+      param: variable ?? null,
+      http: { status, spec: false },
+    };
     return new GraphQLError(gql.message, { nodes: gql.nodes, path: gql.path, extensions });
   }
   log?.(error);
@@ -79,4 +85,20 @@ export function toPublicGraphQLError(error: unknown, log?: (err: unknown) => voi
     path: gql?.path,
     extensions: { code: 'internal_error', type, status, param: null, http: { status } },
   });
+}
+
+/** The OpenAI-style error body that the HTTP routes (/v1, the payment pages and webhooks) send. */
+export interface HttpErrorBody {
+  error: { message: string; type: string; param: string | null; code: string | null };
+}
+
+/** Any error as an HTTP status and the OpenAI-style body (unexpected errors masked and logged). */
+export function httpError(thrown: unknown, log?: (err: unknown) => void): { status: number; body: HttpErrorBody; retryAfter?: number } {
+  const pub = thrown instanceof GraphQLError && typeof thrown.extensions?.status === 'number' ? thrown : toPublicGraphQLError(thrown, log);
+  const ext = pub.extensions as { code?: string; type?: string; status?: number; param?: string | null; retryAfter?: number };
+  return {
+    status: ext.status ?? 500,
+    body: { error: { message: pub.message, type: ext.type ?? 'server_error', param: ext.param ?? null, code: ext.code ?? null } },
+    retryAfter: ext.retryAfter,
+  };
 }

@@ -25,7 +25,10 @@ export function unwrapStreamItem<T>(item: StreamItem<T>): T {
  * the client goes away or the key stops being valid), until one of those happens. A failure to
  * authenticate, or the key's end, is yielded once as an error item; then the iterator is done.
  */
-export function untilKeyInvalid<T>(ctx: GraphQLContext, open: (signal: AbortSignal, principal: Principal) => AsyncIterable<StreamItem<T>>): AsyncIterableIterator<StreamItem<T>> {
+export function untilKeyInvalid<T>(
+  ctx: GraphQLContext,
+  open: (signal: AbortSignal, principal: Principal) => AsyncIterable<StreamItem<T>>,
+): AsyncIterableIterator<StreamItem<T>> {
   const controller = new AbortController();
   const onClientGone = () => controller.abort(ctx.signal.reason);
   ctx.signal.addEventListener('abort', onClientGone, { once: true });

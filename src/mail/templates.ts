@@ -68,7 +68,9 @@ const TEMPLATES: Record<NotificationKind, (p: Payload) => Draft> = {
   spending_limit: (p) => {
     const reached = p.action === 'block';
     return {
-      subject: reached ? `Spending limit reached: ${money(p.spent, p.currency)} this month` : `Spending limit passed: ${money(p.spent, p.currency)} this month`,
+      subject: reached
+        ? `Spending limit reached: ${money(p.spent, p.currency)} this month`
+        : `Spending limit passed: ${money(p.spent, p.currency)} this month`,
       lines: [
         `Your usage spend for ${p.period} is ${money(p.spent, p.currency)}; your monthly spending limit is ${money(p.limit, p.currency)}.`,
         reached
@@ -79,7 +81,10 @@ const TEMPLATES: Record<NotificationKind, (p: Payload) => Draft> = {
   },
   subscription_charged: (p) => ({
     subject: `Monthly fee charged: ${money(p.fee, p.currency)} for the ${p.tier} tier (${p.period})`,
-    lines: [`The ${p.tier} tier's monthly fee of ${money(p.fee, p.currency)} for ${p.period} was charged to your wallet.`, `Balance after the fee: ${money(p.balance, p.currency)}.`],
+    lines: [
+      `The ${p.tier} tier's monthly fee of ${money(p.fee, p.currency)} for ${p.period} was charged to your wallet.`,
+      `Balance after the fee: ${money(p.balance, p.currency)}.`,
+    ],
   }),
   subscription_unpaid: (p) => ({
     subject: `Monthly fee failed: your account moved to the ${p.now_tier ?? 'free'} tier`,
@@ -135,7 +140,9 @@ const TEMPLATES: Record<NotificationKind, (p: Payload) => Draft> = {
       `Reference: ${p.top_up_id}${p.payment_id ? ` (payment ${p.payment_id})` : ''}`,
     ];
     return {
-      subject: auto ? `Automatic top-up succeeded: Receipt for ${money(p.amount, p.currency)}` : `Receipt for your top-up of ${money(p.amount, p.currency)}`,
+      subject: auto
+        ? `Automatic top-up succeeded: Receipt for ${money(p.amount, p.currency)}`
+        : `Receipt for your top-up of ${money(p.amount, p.currency)}`,
       lines,
     };
   },
@@ -146,7 +153,10 @@ export function renderNotification(kind: NotificationKind, payload: Payload, ctx
   const template = TEMPLATES[kind];
   const draft = template ? template(payload) : { subject: `Notification: ${kind}`, lines: [JSON.stringify(payload)] };
   const link = ctx.publicUrl.replace(/\/+$/, '');
-  const footer = [`Your account: ${ctx.accountId}. Manage your alerts and wallet at ${link}`, 'You get this e-mail because of your tollgate alert settings; every alert but receipts can be turned off.'];
+  const footer = [
+    `Your account: ${ctx.accountId}. Manage your alerts and wallet at ${link}`,
+    'You get this e-mail because of your tollgate alert settings; every alert but receipts can be turned off.',
+  ];
   const text = [...draft.lines, '', ...footer].join('\n\n').replace(/\n{3,}/g, '\n\n') + '\n';
   const html =
     '<!doctype html><html><body style="font-family:sans-serif;line-height:1.4">' +

@@ -127,7 +127,13 @@ ${backLink(opts.backUrl)}
 export function errorPage(status: number, message: string, backUrl?: string): string {
   const [title, text] =
     status === 404
-      ? ['Checkout not found', 'There is no checkout at this address. Check the link you followed, or start a new top-up from your account.']
+      ? [
+          'Checkout not found',
+          'There is no checkout at this address. Check the link you followed, or start a new top-up from your account.',
+        ]
       : [status >= 500 ? 'Something went wrong' : 'This request could not be completed', message];
-  return page(title, `<h1>${escapeHtml(title)}</h1>\n<p>${escapeHtml(text)}</p>\n<p class="muted">Error ${status}</p>\n${backUrl ? backLink(backUrl) : ''}`);
+  return page(
+    title,
+    `<h1>${escapeHtml(title)}</h1>\n<p>${escapeHtml(text)}</p>\n<p class="muted">Error ${status}</p>\n${backUrl ? backLink(backUrl) : ''}`,
+  );
 }

@@ -12,7 +12,8 @@ const NOT_BUILT = `<!doctype html><html lang="en"><head><meta charset="utf-8"><t
 <body><main><h1>The dashboard is not built</h1><p>Run <code>npm run dashboard:build</code> (npm ci runs it), or <code>npm run dashboard:dev</code> for the dev server.</p></main></body></html>`;
 
 // Pages are the app's; scripts and styles come only from this server.
-const CSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self' ws: wss:; frame-ancestors 'none'; base-uri 'self'; form-action 'self'";
+const CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self' ws: wss:; frame-ancestors 'none'; base-uri 'self'; form-action 'self'";
 
 export function createDashboardRouter(opts: { dist?: string } = {}): express.Router {
   const dist = opts.dist ?? DASHBOARD_DIST;
@@ -22,7 +23,10 @@ export function createDashboardRouter(opts: { dist?: string } = {}): express.Rou
     if (index === null && existsSync(path.join(dist, 'index.html'))) index = readFileSync(path.join(dist, 'index.html'), 'utf8');
     return index;
   };
-  router.use('/dashboard/assets', express.static(path.join(dist, 'assets'), { index: false, immutable: true, maxAge: '365d', fallthrough: false }));
+  router.use(
+    '/dashboard/assets',
+    express.static(path.join(dist, 'assets'), { index: false, immutable: true, maxAge: '365d', fallthrough: false }),
+  );
   router.get(['/dashboard', '/dashboard/{*rest}'], (_req, res) => {
     const html = indexHtml();
     res.setHeader('Cache-Control', 'no-cache');

@@ -6,7 +6,7 @@
 //   GET  /checkout/{id}                    the status page (the default success and cancel URL)
 //   POST /webhooks/stripe                  Stripe's events, verified against the raw body
 import express, { type Request, type Response } from 'express';
-import { errorResponse } from '../../compat/errors.js';
+import { httpError as errorResponse } from '../graphql/errors.js';
 import { DomainError } from '../domain/errors.js';
 import type { Logger } from '../logger.js';
 import { formatMoney } from '../domain/payments/amounts.js';
@@ -44,7 +44,10 @@ export function createPaymentsRouter(o: PaymentsRouterOptions) {
   const fail = (req: Request, res: Response, err: unknown) => {
     const { status, body } = errorResponse(err, (e) => o.logger.error({ reqId: req.requestId, err: e }, 'unexpected error'));
     if (wantsHtml(req)) {
-      res.status(status).type('html').send(errorPage(status, body.error.message, payments.backUrl));
+      res
+        .status(status)
+        .type('html')
+        .send(errorPage(status, body.error.message, payments.backUrl));
       return;
     }
     res.status(status).json(body);
@@ -53,7 +56,10 @@ export function createPaymentsRouter(o: PaymentsRouterOptions) {
   const pageHeaders = (res: Response) => {
     res.setHeader('Cache-Control', 'no-store');
     // No script, forms only to ourselves, never framed (a hidden Pay button is a clickjacking target).
-    res.setHeader('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
+    res.setHeader(
+      'Content-Security-Policy',
+      "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    );
     res.setHeader('X-Frame-Options', 'DENY');
     res.setHeader('Referrer-Policy', 'no-referrer');
   };

@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { MikroORM } from '@mikro-orm/core';
+import { missing } from './requirements.js';
 
 export type BackendName = 'SQLite' | 'PostgreSQL';
 
@@ -18,6 +19,8 @@ const adminUrl = process.env.TEST_DATABASE_URL;
 /** The backends to run on: ['SQLite'], plus 'PostgreSQL' when TEST_DATABASE_URL is set. */
 export const BACKENDS: BackendName[] = adminUrl ? ['SQLite', 'PostgreSQL'] : ['SQLite'];
 export const HAS_POSTGRES = Boolean(adminUrl);
+// Under CI=true, a file that would quietly run on SQLite only gets a failing test instead.
+missing('PostgreSQL (set TEST_DATABASE_URL)', HAS_POSTGRES);
 
 export async function createTestDatabase(backend: BackendName): Promise<TestDatabase> {
   if (backend === 'SQLite') {
@@ -27,7 +30,13 @@ export async function createTestDatabase(backend: BackendName): Promise<TestData
   if (!adminUrl) throw new Error('TEST_DATABASE_URL is not set');
   const name = `tollgate_test_${randomBytes(6).toString('hex')}`;
   const { PostgreSqlDriver } = await import('@mikro-orm/postgresql');
-  const admin = await MikroORM.init({ driver: PostgreSqlDriver, clientUrl: adminUrl, entities: [], discovery: { warnWhenNoEntities: false }, ensureDatabase: false });
+  const admin = await MikroORM.init({
+    driver: PostgreSqlDriver,
+    clientUrl: adminUrl,
+    entities: [],
+    discovery: { warnWhenNoEntities: false },
+    ensureDatabase: false,
+  });
   await admin.em.getConnection().execute(`create database "${name}"`);
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;

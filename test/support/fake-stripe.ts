@@ -161,151 +161,168 @@ export async function startFakeStripe(opts: FakeStripeOptions = {}): Promise<Fak
   let url = '';
   const now = () => Math.floor(Date.now() / 1000);
 
-  const routes: { method: string; pattern: RegExp; handle: (m: RegExpMatchArray, req: FakeStripeRequest) => Promise<unknown> | unknown }[] = [
-    {
-      method: 'POST',
-      pattern: /^\/v1\/customers$/,
-      handle: (_m, req) => {
-        const metadata = (req.body.metadata ?? {}) as Record<string, string>;
-        const customer = { id: newId('cus'), email: (req.body.email as string) ?? null, metadata, payment_methods: [] as string[] };
-        customers.set(customer.id, customer);
-        return customerJson(customer);
+  const routes: { method: string; pattern: RegExp; handle: (m: RegExpMatchArray, req: FakeStripeRequest) => Promise<unknown> | unknown }[] =
+    [
+      {
+        method: 'POST',
+        pattern: /^\/v1\/customers$/,
+        handle: (_m, req) => {
+          const metadata = (req.body.metadata ?? {}) as Record<string, string>;
+          const customer = { id: newId('cus'), email: (req.body.email as string) ?? null, metadata, payment_methods: [] as string[] };
+          customers.set(customer.id, customer);
+          return customerJson(customer);
+        },
       },
-    },
-    {
-      method: 'GET',
-      pattern: /^\/v1\/customers$/,
-      handle: (_m, req) => {
-        const found = [...customers.values()].filter((c) => !req.query.email || c.email === req.query.email);
-        return { object: 'list', url: '/v1/customers', has_more: false, data: found.map(customerJson) };
+      {
+        method: 'GET',
+        pattern: /^\/v1\/customers$/,
+        handle: (_m, req) => {
+          const found = [...customers.values()].filter((c) => !req.query.email || c.email === req.query.email);
+          return { object: 'list', url: '/v1/customers', has_more: false, data: found.map(customerJson) };
+        },
       },
-    },
-    {
-      method: 'GET',
-      pattern: /^\/v1\/customers\/([^/]+)$/,
-      handle: (m) => customerJson(customerOf(m[1]!)),
-    },
-    {
-      method: 'GET',
-      pattern: /^\/v1\/customers\/([^/]+)\/payment_methods$/,
-      handle: (m, req) => {
-        const customer = customerOf(m[1]!);
-        const limit = Number(req.query.limit ?? 10);
-        // Newest first, as Stripe lists them.
-        const data = [...customer.payment_methods].reverse().slice(0, limit).map((id) => paymentMethodJson(id, customer.id));
-        return { object: 'list', url: `/v1/customers/${customer.id}/payment_methods`, has_more: false, data };
+      {
+        method: 'GET',
+        pattern: /^\/v1\/customers\/([^/]+)$/,
+        handle: (m) => customerJson(customerOf(m[1]!)),
       },
-    },
-    {
-      method: 'POST',
-      pattern: /^\/v1\/checkout\/sessions$/,
-      handle: async (_m, req) => {
-        const b = req.body;
-        if (b.mode !== 'payment') throw invalid('mode must be payment for this fake', 'mode');
-        if (!b.success_url) throw invalid('success_url is required in payment mode', 'success_url');
-        const items = b.line_items as { quantity: string; price_data: { currency: string; unit_amount: string } }[] | undefined;
-        const item = items?.[0];
-        if (!item?.price_data) throw invalid('line_items[0][price_data] is required', 'line_items');
-        const customer = (b.customer as string | undefined) ?? null;
-        if (customer) customerOf(customer);
-        const expiresAt = b.expires_at ? Number(b.expires_at) : now() + 86_400;
-        if (expiresAt < now() + 1800 - 5 || expiresAt > now() + 86_400 + 5) throw invalid('expires_at must be 30 minutes to 24 hours from now', 'expires_at');
-        const id = newId('cs_test');
-        const session: FakeSession = {
-          id,
-          object: 'checkout.session',
-          mode: 'payment',
-          status: 'open',
-          payment_status: 'unpaid',
-          amount_total: Number(item.price_data.unit_amount) * Number(item.quantity ?? 1),
-          currency: item.price_data.currency,
-          customer,
-          customer_email: (b.customer_email as string | undefined) ?? null,
-          client_reference_id: (b.client_reference_id as string | undefined) ?? null,
-          metadata: (b.metadata ?? {}) as Record<string, string>,
-          payment_intent: null,
-          success_url: b.success_url as string,
-          cancel_url: (b.cancel_url as string | undefined) ?? null,
-          expires_at: expiresAt,
-          created: now(),
-          url: `${url}/pay/${id}`,
-          livemode: false,
-          payment_intent_data: (b.payment_intent_data ?? {}) as Record<string, unknown>,
-        };
-        sessions.set(id, session);
-        // The answer is the session as created, whatever happens to it before the answer leaves.
-        const created = sessionJson(session);
-        await beforeSessionResponse?.(session);
-        return created;
+      {
+        method: 'GET',
+        pattern: /^\/v1\/customers\/([^/]+)\/payment_methods$/,
+        handle: (m, req) => {
+          const customer = customerOf(m[1]!);
+          const limit = Number(req.query.limit ?? 10);
+          // Newest first, as Stripe lists them.
+          const data = [...customer.payment_methods]
+            .reverse()
+            .slice(0, limit)
+            .map((id) => paymentMethodJson(id, customer.id));
+          return { object: 'list', url: `/v1/customers/${customer.id}/payment_methods`, has_more: false, data };
+        },
       },
-    },
-    {
-      method: 'GET',
-      pattern: /^\/v1\/checkout\/sessions\/([^/]+)$/,
-      handle: (m) => {
-        const session = sessions.get(m[1]!);
-        if (!session) throw notFound('checkout.session', m[1]!);
-        return sessionJson(session);
+      {
+        method: 'POST',
+        pattern: /^\/v1\/checkout\/sessions$/,
+        handle: async (_m, req) => {
+          const b = req.body;
+          if (b.mode !== 'payment') throw invalid('mode must be payment for this fake', 'mode');
+          if (!b.success_url) throw invalid('success_url is required in payment mode', 'success_url');
+          const items = b.line_items as { quantity: string; price_data: { currency: string; unit_amount: string } }[] | undefined;
+          const item = items?.[0];
+          if (!item?.price_data) throw invalid('line_items[0][price_data] is required', 'line_items');
+          const customer = (b.customer as string | undefined) ?? null;
+          if (customer) customerOf(customer);
+          const expiresAt = b.expires_at ? Number(b.expires_at) : now() + 86_400;
+          if (expiresAt < now() + 1800 - 5 || expiresAt > now() + 86_400 + 5)
+            throw invalid('expires_at must be 30 minutes to 24 hours from now', 'expires_at');
+          const id = newId('cs_test');
+          const session: FakeSession = {
+            id,
+            object: 'checkout.session',
+            mode: 'payment',
+            status: 'open',
+            payment_status: 'unpaid',
+            amount_total: Number(item.price_data.unit_amount) * Number(item.quantity ?? 1),
+            currency: item.price_data.currency,
+            customer,
+            customer_email: (b.customer_email as string | undefined) ?? null,
+            client_reference_id: (b.client_reference_id as string | undefined) ?? null,
+            metadata: (b.metadata ?? {}) as Record<string, string>,
+            payment_intent: null,
+            success_url: b.success_url as string,
+            cancel_url: (b.cancel_url as string | undefined) ?? null,
+            expires_at: expiresAt,
+            created: now(),
+            url: `${url}/pay/${id}`,
+            livemode: false,
+            payment_intent_data: (b.payment_intent_data ?? {}) as Record<string, unknown>,
+          };
+          sessions.set(id, session);
+          // The answer is the session as created, whatever happens to it before the answer leaves.
+          const created = sessionJson(session);
+          await beforeSessionResponse?.(session);
+          return created;
+        },
       },
-    },
-    {
-      method: 'POST',
-      pattern: /^\/v1\/payment_intents$/,
-      handle: (_m, req) => {
-        const b = req.body;
-        const customer = (b.customer as string | undefined) ?? null;
-        if (customer) customerOf(customer);
-        const paymentMethod = (b.payment_method as string | undefined) ?? null;
-        if (b.confirm === 'true' && !paymentMethod) throw invalid('payment_method is required to confirm', 'payment_method');
-        if (paymentMethod && customer && !customers.get(customer)!.payment_methods.includes(paymentMethod)) {
-          throw invalid(`The payment method ${paymentMethod} is not attached to ${customer}`, 'payment_method');
-        }
-        const behaviour = cardQueue.shift() ?? cardDefault;
-        const intent: FakePaymentIntent = {
-          id: newId('pi'),
-          object: 'payment_intent',
-          amount: Number(b.amount),
-          amount_received: 0,
-          currency: String(b.currency),
-          customer,
-          payment_method: paymentMethod,
-          status: 'requires_payment_method',
-          metadata: (b.metadata ?? {}) as Record<string, string>,
-          description: (b.description as string | undefined) ?? null,
-          off_session: b.off_session === 'true',
-          last_payment_error: null,
-          created: now(),
-          livemode: false,
-        };
-        paymentIntents.set(intent.id, intent);
-        if (behaviour === 'succeed') {
-          intent.status = 'succeeded';
-          intent.amount_received = intent.amount;
+      {
+        method: 'GET',
+        pattern: /^\/v1\/checkout\/sessions\/([^/]+)$/,
+        handle: (m) => {
+          const session = sessions.get(m[1]!);
+          if (!session) throw notFound('checkout.session', m[1]!);
+          return sessionJson(session);
+        },
+      },
+      {
+        method: 'POST',
+        pattern: /^\/v1\/payment_intents$/,
+        handle: (_m, req) => {
+          const b = req.body;
+          const customer = (b.customer as string | undefined) ?? null;
+          if (customer) customerOf(customer);
+          const paymentMethod = (b.payment_method as string | undefined) ?? null;
+          if (b.confirm === 'true' && !paymentMethod) throw invalid('payment_method is required to confirm', 'payment_method');
+          if (paymentMethod && customer && !customers.get(customer)!.payment_methods.includes(paymentMethod)) {
+            throw invalid(`The payment method ${paymentMethod} is not attached to ${customer}`, 'payment_method');
+          }
+          const behaviour = cardQueue.shift() ?? cardDefault;
+          const intent: FakePaymentIntent = {
+            id: newId('pi'),
+            object: 'payment_intent',
+            amount: Number(b.amount),
+            amount_received: 0,
+            currency: String(b.currency),
+            customer,
+            payment_method: paymentMethod,
+            status: 'requires_payment_method',
+            metadata: (b.metadata ?? {}) as Record<string, string>,
+            description: (b.description as string | undefined) ?? null,
+            off_session: b.off_session === 'true',
+            last_payment_error: null,
+            created: now(),
+            livemode: false,
+          };
+          paymentIntents.set(intent.id, intent);
+          if (behaviour === 'succeed') {
+            intent.status = 'succeeded';
+            intent.amount_received = intent.amount;
+            return intentJson(intent);
+          }
+          if (behaviour === 'processing') {
+            intent.status = 'processing';
+            return intentJson(intent);
+          }
+          const error =
+            behaviour === 'decline'
+              ? {
+                  type: 'card_error',
+                  code: 'card_declined',
+                  decline_code: 'insufficient_funds',
+                  message: 'Your card has insufficient funds.',
+                }
+              : {
+                  type: 'card_error',
+                  code: 'authentication_required',
+                  decline_code: 'authentication_required',
+                  message: 'Your card was declined. This transaction requires authentication.',
+                };
+          intent.last_payment_error = error;
+          intent.status = behaviour === 'decline' ? 'requires_payment_method' : 'requires_action';
+          throw new ApiError(402, {
+            error: { ...error, payment_intent: intentJson(intent), doc_url: 'https://stripe.com/docs/error-codes/card-declined' },
+          });
+        },
+      },
+      {
+        method: 'GET',
+        pattern: /^\/v1\/payment_intents\/([^/]+)$/,
+        handle: (m) => {
+          const intent = paymentIntents.get(m[1]!);
+          if (!intent) throw notFound('payment_intent', m[1]!);
           return intentJson(intent);
-        }
-        if (behaviour === 'processing') {
-          intent.status = 'processing';
-          return intentJson(intent);
-        }
-        const error =
-          behaviour === 'decline'
-            ? { type: 'card_error', code: 'card_declined', decline_code: 'insufficient_funds', message: 'Your card has insufficient funds.' }
-            : { type: 'card_error', code: 'authentication_required', decline_code: 'authentication_required', message: 'Your card was declined. This transaction requires authentication.' };
-        intent.last_payment_error = error;
-        intent.status = behaviour === 'decline' ? 'requires_payment_method' : 'requires_action';
-        throw new ApiError(402, { error: { ...error, payment_intent: intentJson(intent), doc_url: 'https://stripe.com/docs/error-codes/card-declined' } });
+        },
       },
-    },
-    {
-      method: 'GET',
-      pattern: /^\/v1\/payment_intents\/([^/]+)$/,
-      handle: (m) => {
-        const intent = paymentIntents.get(m[1]!);
-        if (!intent) throw notFound('payment_intent', m[1]!);
-        return intentJson(intent);
-      },
-    },
-  ];
+    ];
 
   function customerOf(id: string) {
     const customer = customers.get(id);
@@ -321,7 +338,9 @@ export async function startFakeStripe(opts: FakeStripeOptions = {}): Promise<Fak
     const path = parsedUrl.pathname;
     const method = req.method ?? 'GET';
     if (method === 'GET' && path.startsWith('/pay/')) {
-      res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>Fake Stripe Checkout</title><p>Fake hosted checkout.</p>');
+      res
+        .writeHead(200, { 'content-type': 'text/html' })
+        .end('<!doctype html><title>Fake Stripe Checkout</title><p>Fake hosted checkout.</p>');
       return;
     }
     const recorded: FakeStripeRequest = {
@@ -369,7 +388,8 @@ export async function startFakeStripe(opts: FakeStripeOptions = {}): Promise<Fak
     let status = 200;
     let body: unknown;
     try {
-      if (!route) throw new ApiError(404, { error: { type: 'invalid_request_error', message: `Unrecognized request URL (${method}: ${path}).` } });
+      if (!route)
+        throw new ApiError(404, { error: { type: 'invalid_request_error', message: `Unrecognized request URL (${method}: ${path}).` } });
       body = await route.handle(path.match(route.pattern)!, recorded);
     } catch (e) {
       if (!(e instanceof ApiError)) throw e;
@@ -387,7 +407,10 @@ export async function startFakeStripe(opts: FakeStripeOptions = {}): Promise<Fak
 
   const server = createServer((req, res) => {
     handle(req, res).catch((err) => {
-      if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { type: 'api_error', message: String(err) } }));
+      if (!res.headersSent)
+        res
+          .writeHead(500, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ error: { type: 'api_error', message: String(err) } }));
     });
   });
   server.on('connection', (s) => {
@@ -522,7 +545,14 @@ function customerJson(c: { id: string; email: string | null; metadata: Record<st
 }
 
 function paymentMethodJson(id: string, customer: string) {
-  return { id, object: 'payment_method', type: 'card', customer, card: { brand: 'visa', last4: '4242', exp_month: 12, exp_year: 2034 }, livemode: false };
+  return {
+    id,
+    object: 'payment_method',
+    type: 'card',
+    customer,
+    card: { brand: 'visa', last4: '4242', exp_month: 12, exp_year: 2034 },
+    livemode: false,
+  };
 }
 
 function sessionJson(s: FakeSession): Record<string, unknown> {
@@ -539,5 +569,7 @@ function invalid(message: string, param: string): ApiError {
 }
 
 function notFound(kind: string, id: string): ApiError {
-  return new ApiError(404, { error: { type: 'invalid_request_error', code: 'resource_missing', message: `No such ${kind}: '${id}'`, param: 'id' } });
+  return new ApiError(404, {
+    error: { type: 'invalid_request_error', code: 'resource_missing', message: `No such ${kind}: '${id}'`, param: 'id' },
+  });
 }

@@ -116,7 +116,7 @@ function readMarkers(messages: unknown): Markers {
     }
   }
   // Most requests carry no marker: skip the regexes then.
-  if (!text || !text.includes('#')) return out;
+  if (!text?.includes('#')) return out;
   const tokens = /#tokens=(\d+)/.exec(text);
   if (tokens) out.tokens = Number(tokens[1]);
   const delay = /#delay=(\d+)/.exec(text);
@@ -177,7 +177,12 @@ export function fakeEmbedding(text: string, dimensions: number): number[] {
 }
 
 function words(text: string): Set<string> {
-  return new Set(text.toLowerCase().split(/[^a-z0-9]+/).filter(Boolean));
+  return new Set(
+    text
+      .toLowerCase()
+      .split(/[^a-z0-9]+/)
+      .filter(Boolean),
+  );
 }
 
 /** Share of the query's words found in the document: 0 to 1. */
@@ -262,7 +267,13 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
     return null;
   }
 
-  async function chat(req: IncomingMessage, res: ServerResponse, body: Record<string, unknown>, state: { selfDestroyed: boolean }, fault: Fault | null) {
+  async function chat(
+    req: IncomingMessage,
+    res: ServerResponse,
+    body: Record<string, unknown>,
+    state: { selfDestroyed: boolean },
+    fault: Fault | null,
+  ) {
     const markers = readMarkers(body.messages);
     const streamed = body.stream === true;
     if (fault === 'stall') {
@@ -271,7 +282,9 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
       return;
     }
     if (fault === 'garbage') {
-      const text = streamed ? 'data: {"choices": [{"delta": {"content": "w0"\n\ndata: <html>oops</html>\n\n' : '<html>502 Bad Gateway</html>';
+      const text = streamed
+        ? 'data: {"choices": [{"delta": {"content": "w0"\n\ndata: <html>oops</html>\n\n'
+        : '<html>502 Bad Gateway</html>';
       res.writeHead(200, { 'content-type': streamed ? 'text/event-stream' : 'application/json' });
       res.end(text);
       return;
@@ -410,7 +423,11 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
     sendJson(res, 200, {
       id: `rerank-fake${++seq}`,
       model: body.model,
-      results: results.map((r) => (returnDocs ? { index: r.index, relevance_score: r.relevance_score, document: { text: r.text } } : { index: r.index, relevance_score: r.relevance_score })),
+      results: results.map((r) =>
+        returnDocs
+          ? { index: r.index, relevance_score: r.relevance_score, document: { text: r.text } }
+          : { index: r.index, relevance_score: r.relevance_score },
+      ),
       usage: { prompt_tokens: tokens, total_tokens: tokens },
     });
   }
@@ -456,7 +473,10 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
       const chosen = takeFault();
       if (chosen !== null && typeof chosen === 'object' && 'status' in chosen) {
         const text = JSON.stringify({ error: { message: 'simulated overload', type: 'server_error', code: null } });
-        res.writeHead(chosen.status, { 'content-type': 'application/json', ...(chosen.retryAfter ? { 'retry-after': chosen.retryAfter } : {}) });
+        res.writeHead(chosen.status, {
+          'content-type': 'application/json',
+          ...(chosen.retryAfter ? { 'retry-after': chosen.retryAfter } : {}),
+        });
         res.end(text);
         return;
       }
@@ -473,7 +493,12 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
         const created = 1_700_000_000;
         return sendJson(res, 200, {
           object: 'list',
-          data: (opts.models ?? ['fake-chat', 'fake-embed', 'fake-rerank', 'fake-moderation']).map((id) => ({ id, object: 'model', created, owned_by: 'fake' })),
+          data: (opts.models ?? ['fake-chat', 'fake-embed', 'fake-rerank', 'fake-moderation']).map((id) => ({
+            id,
+            object: 'model',
+            created,
+            owned_by: 'fake',
+          })),
         });
       }
       if (req.method !== 'POST') return sendError(res, 404, 'not found');
@@ -519,7 +544,7 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
     },
     setFailMode(mode, count) {
       failMode = mode;
-      failCount = mode === null ? 0 : count ?? Infinity;
+      failCount = mode === null ? 0 : (count ?? Infinity);
     },
     setFault(f) {
       fault = f;

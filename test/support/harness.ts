@@ -85,7 +85,11 @@ export interface TestServer {
   dir: string;
   /** Creates an account (through the admin GraphQL mutation) and returns its id and key. */
   account(tier?: 'free' | 'developer' | 'startup' | 'enterprise'): Promise<{ id: string; apiKey: string; keyId: string }>;
-  graphql<T = any>(query: string, variables?: Record<string, unknown>, auth?: string | null): Promise<{ status: number; body: { data?: T; errors: any[] }; headers: Headers }>;
+  graphql<T = any>(
+    query: string,
+    variables?: Record<string, unknown>,
+    auth?: string | null,
+  ): Promise<{ status: number; body: { data?: T; errors: any[] }; headers: Headers }>;
   close(): Promise<void>;
 }
 
@@ -98,6 +102,8 @@ export async function startTestServer(
     databaseUrl?: string;
     /** The server's logger (default: silent, or TEST_LOG_LEVEL). */
     logger?: Logger;
+    /** Billing's clock (default: the real one); see `clockFrom`. */
+    now?: () => Date;
   } = {},
 ): Promise<TestServer> {
   const upstream = await startFakeUpstream(opts.upstream);
@@ -114,7 +120,7 @@ export async function startTestServer(
     MAIL_DIR: path.join(dir, 'mail'),
     ...opts.env,
   });
-  const services = await createServices(config, opts.logger ?? createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'));
+  const services = await createServices(config, opts.logger ?? createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'), { now: opts.now });
   const running = await startServer(services, { port: 0, host: '127.0.0.1' });
   const url = running.url;
   tollgateOrigins.add(url);
@@ -155,4 +161,13 @@ export async function startTestServer(
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * A clock that starts at `start` and runs at the real pace: tests that name the billing period
+ * or the day get a known one, and cannot fail by running across a month boundary.
+ */
+export function clockFrom(start: string): () => Date {
+  const offset = Date.parse(start) - Date.now();
+  return () => new Date(Date.now() + offset);
 }

@@ -3,9 +3,14 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { writeFixtures } from '../../src/domain/inference/llamacpp/fixtures.js';
-import { writeGguf, type GgufSpec } from '../../src/domain/inference/llamacpp/gguf-writer.js';
-import { LlamaCppEngine, type LlamaCppEngineConfig, type LlamaCppLogger, type LlamaCppModel } from '../../src/domain/inference/llamacpp/llamacpp-engine.js';
+import { writeFixtures } from '../../src/fixtures/gguf-fixtures.js';
+import { writeGguf, type GgufSpec } from '../../src/fixtures/gguf-writer.js';
+import {
+  LlamaCppEngine,
+  type LlamaCppEngineConfig,
+  type LlamaCppLogger,
+  type LlamaCppModel,
+} from '../../src/domain/inference/llamacpp/llamacpp-engine.js';
 
 export interface FixtureDir {
   dir: string;

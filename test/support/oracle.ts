@@ -9,7 +9,13 @@ const doc = JSON.parse(readFileSync(file, 'utf8'));
 const ajv = new Ajv2020({ strict: false, allErrors: true });
 ajv.addSchema(doc, 'openai');
 
-export type OracleSchema = 'CreateChatCompletionResponse' | 'CreateChatCompletionStreamResponse' | 'CreateEmbeddingResponse' | 'ListModelsResponse' | 'Model' | 'ErrorResponse';
+export type OracleSchema =
+  | 'CreateChatCompletionResponse'
+  | 'CreateChatCompletionStreamResponse'
+  | 'CreateEmbeddingResponse'
+  | 'ListModelsResponse'
+  | 'Model'
+  | 'ErrorResponse';
 
 /** Returns the schema violations of `value` (an empty list when it conforms). */
 export function violations(schema: OracleSchema, value: unknown): string[] {

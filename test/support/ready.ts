@@ -35,7 +35,10 @@ export function spawnTollgate(args: string[], env: Record<string, string>): Toll
 export async function waitReady(url: string, attempts = 600): Promise<void> {
   // Generous: on a busy 2-core machine the process compiles its sources (and may load models) first.
   for (let i = 0; i < attempts; i++) {
-    const ok = await fetch(`${url}/readyz`).then((r) => r.status === 200, () => false);
+    const ok = await fetch(`${url}/readyz`).then(
+      (r) => r.status === 200,
+      () => false,
+    );
     if (ok) return;
     await new Promise((r) => setTimeout(r, 100));
   }

@@ -7,7 +7,12 @@ import { it } from 'vitest';
 
 /** The absolute path of `name` on PATH (or `name` itself when it is a path that exists), or null. */
 export function findExecutable(name: string, env: NodeJS.ProcessEnv = process.env): string | null {
-  const candidates = name.includes('/') ? [name] : (env.PATH ?? '').split(path.delimiter).filter(Boolean).map((dir) => path.join(dir, name));
+  const candidates = name.includes('/')
+    ? [name]
+    : (env.PATH ?? '')
+        .split(path.delimiter)
+        .filter(Boolean)
+        .map((dir) => path.join(dir, name));
   for (const file of candidates) {
     try {
       accessSync(file, constants.X_OK);

@@ -31,7 +31,10 @@ class AccountSeed implements PromiseLike<SeededAccount> {
     return account;
   }
 
-  then<A = SeededAccount, B = never>(onFulfilled?: ((value: SeededAccount) => A | PromiseLike<A>) | null, onRejected?: ((reason: unknown) => B | PromiseLike<B>) | null): Promise<A | B> {
+  then<A = SeededAccount, B = never>(
+    onFulfilled?: ((value: SeededAccount) => A | PromiseLike<A>) | null,
+    onRejected?: ((reason: unknown) => B | PromiseLike<B>) | null,
+  ): Promise<A | B> {
     return this.create().then(onFulfilled, onRejected);
   }
 }
@@ -43,14 +46,27 @@ export function seed(s: TestServer) {
 }
 
 /** Credits an account through the admin mutation; returns the transaction. */
-export async function credit(s: TestServer, accountId: string, amount: string, type: 'bonus' | 'refund' = 'bonus', idempotencyKey?: string) {
+export async function credit(
+  s: TestServer,
+  accountId: string,
+  amount: string,
+  type: 'bonus' | 'refund' = 'bonus',
+  idempotencyKey?: string,
+) {
   const r = await s.graphql(
     'mutation($i: CreditWalletInput!) { creditWallet(input: $i) { id type amount balanceAfter createdAt description } }',
     { i: { accountId, amount, type, description: `test ${type}`, idempotencyKey } },
     ADMIN_TOKEN,
   );
   if (!r.body.data) throw new Error(`creditWallet failed: ${JSON.stringify(r.body)}`);
-  return r.body.data.creditWallet as { id: string; type: string; amount: string; balanceAfter: string; createdAt: string; description: string };
+  return r.body.data.creditWallet as {
+    id: string;
+    type: string;
+    amount: string;
+    balanceAfter: string;
+    createdAt: string;
+    description: string;
+  };
 }
 
 export interface HttpResult<T = any> {
@@ -78,7 +94,11 @@ export function client(s: TestServer, apiKey: string) {
     post: (path: string, body: unknown, signal?: AbortSignal) => send('POST', path, body, signal),
     /** One user message; `max_tokens` when given. */
     chat: (content: string, opts: { max_tokens?: number; model?: string } = {}) =>
-      send('POST', '/chat/completions', { model: opts.model ?? 'chat-test', messages: [{ role: 'user', content }], ...(opts.max_tokens ? { max_tokens: opts.max_tokens } : {}) }),
+      send('POST', '/chat/completions', {
+        model: opts.model ?? 'chat-test',
+        messages: [{ role: 'user', content }],
+        ...(opts.max_tokens ? { max_tokens: opts.max_tokens } : {}),
+      }),
     graphql: (query: string, variables?: Record<string, unknown>) => s.graphql(query, variables, apiKey),
     /** The exact balance, as GraphQL's Decimal string. */
     balance: async (): Promise<string> => {

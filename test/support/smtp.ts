@@ -96,7 +96,11 @@ export async function startTestSmtp(): Promise<TestSmtp> {
 }
 
 /** Polls until `check` returns a value that is not undefined/false (generous: a busy 2-core machine). */
-export async function eventually<T>(check: () => T | Promise<T>, what: string, timeoutMs = 30_000): Promise<Exclude<T, false | undefined | null>> {
+export async function eventually<T>(
+  check: () => T | Promise<T>,
+  what: string,
+  timeoutMs = 30_000,
+): Promise<Exclude<T, false | undefined | null>> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {

@@ -34,7 +34,11 @@ export async function deliverStripeEvent(serverUrl: string, event: StripeEvent, 
   const header = signedHeader(payload, opts);
   const res = await fetch(`${serverUrl}/webhooks/stripe`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json; charset=utf-8', 'user-agent': 'Stripe/1.0 (+https://stripe.com/docs/webhooks)', ...(opts.unsigned ? {} : { 'stripe-signature': header }) },
+    headers: {
+      'content-type': 'application/json; charset=utf-8',
+      'user-agent': 'Stripe/1.0 (+https://stripe.com/docs/webhooks)',
+      ...(opts.unsigned ? {} : { 'stripe-signature': header }),
+    },
     body: opts.tamper ? opts.tamper(payload) : payload,
   });
   const text = await res.text();

@@ -27,7 +27,14 @@ const ACCOUNT_LINKS: [string, string][] = [
 
 export function Layout({ session, children }: { session: SignedIn | null; children: ReactNode }) {
   const [, signOut] = useMutation(SignOutDoc);
-  const links: [string, string][] = session?.account ? [...ACCOUNT_LINKS] : session ? [['/models', 'Models']] : [['/models', 'Models'], ['/login', 'Sign in']];
+  const links: [string, string][] = session?.account
+    ? [...ACCOUNT_LINKS]
+    : session
+      ? [['/models', 'Models']]
+      : [
+          ['/models', 'Models'],
+          ['/login', 'Sign in'],
+        ];
   if (session?.operator) links.push(['/operator', 'Operator']);
   return (
     <div className="shell">

@@ -10,7 +10,14 @@ export function Loading({ what }: { what: string }) {
 }
 
 export function ErrorMessage({ error, title = 'Something went wrong' }: { error: CombinedError | Error | string; title?: string }) {
-  const message = typeof error === 'string' ? error : 'graphQLErrors' in error && error.graphQLErrors.length > 0 ? error.graphQLErrors.map((e) => e.message).join(' ') : 'networkError' in error && error.networkError ? 'The server could not be reached. Check your connection and try again.' : error.message;
+  const message =
+    typeof error === 'string'
+      ? error
+      : 'graphQLErrors' in error && error.graphQLErrors.length > 0
+        ? error.graphQLErrors.map((e) => e.message).join(' ')
+        : 'networkError' in error && error.networkError
+          ? 'The server could not be reached. Check your connection and try again.'
+          : error.message;
   return (
     <div className="error" role="alert">
       <strong>{title}.</strong> {message}

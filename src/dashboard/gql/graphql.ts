@@ -36,6 +36,7 @@ export type AutoTopupInput = {
   threshold?: string | null | undefined;
 };
 
+/** A chat completion request: the model, the conversation so far, and how to sample the answer. */
 export type ChatCompletionInput = {
   /** -2 to 2; default 0. */
   frequencyPenalty?: number | null | undefined;
@@ -61,6 +62,7 @@ export type ChatMessageInput = {
   role: string;
 };
 
+/** bonus: promotional credits; refund: credits given back. */
 export type CreditType =
   | 'bonus'
   | 'refund';
@@ -80,12 +82,14 @@ export type FinishReason =
   | 'length'
   | 'stop';
 
+/** What a model does, and so which endpoint serves it. */
 export type ModelCategory =
   | 'chat'
   | 'embedding'
   | 'moderation'
   | 'reranking';
 
+/** active: served and supported; beta: served, may change; deprecated: served until its sunset date, then removed. */
 export type ModelStatus =
   | 'active'
   | 'beta'
@@ -110,6 +114,7 @@ export type SpendingLimitInput = {
   monthlyLimit?: string | null | undefined;
 };
 
+/** An account's pricing tier: its monthly token allocation, whether usage beyond it is paid from the wallet, any monthly fee, and its rate limits. */
 export type Tier =
   | 'developer'
   | 'enterprise'

@@ -24,7 +24,9 @@ export function formatMoney(value: string | number | null | undefined, opts: { c
 /** Token counts with thousands separators: 1234567 → "1,234,567". */
 export function formatTokens(n: number | null | undefined): string {
   if (n === null || n === undefined) return '—';
-  return Math.round(n).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+  return Math.round(n)
+    .toString()
+    .replace(/\B(?=(\d{3})+(?!\d))/g, ',');
 }
 
 /** A decimal string as a number, for charts and ratios only (never for display of amounts). */

@@ -17,7 +17,8 @@ export function checkTopUpAmount(input: string): AmountCheck {
   if (!/^\d+(\.\d{1,2})?$/.test(text)) return { kind: 'invalid', message: 'Enter an amount such as 50 or 49.99 (at most two decimals).' };
   const value = Number(text);
   if (value < MINIMUM_TOP_UP) return { kind: 'too_small', message: `The smallest top-up is ${MINIMUM_TOP_UP}.00.` };
-  if (value >= SALES_THRESHOLD) return { kind: 'sales', message: `Top-ups of ${SALES_THRESHOLD}.00 and more are arranged with our sales team.` };
+  if (value >= SALES_THRESHOLD)
+    return { kind: 'sales', message: `Top-ups of ${SALES_THRESHOLD}.00 and more are arranged with our sales team.` };
   return { kind: 'ok', amount: text.replace(/^0+(?=\d)/, '') };
 }
 
@@ -30,7 +31,10 @@ export interface QuoteView {
 }
 
 /** The preview's lines, e.g. "Bonus: +2.50 USD (5%)" and "Credits added: 52.50 USD". */
-export function previewLines(q: QuoteView, format: (v: string, o: { currency?: string; sign?: boolean }) => string): { bonus: string; credits: string } {
+export function previewLines(
+  q: QuoteView,
+  format: (v: string, o: { currency?: string; sign?: boolean }) => string,
+): { bonus: string; credits: string } {
   const pct = Number.isInteger(q.bonusPercent) ? String(q.bonusPercent) : q.bonusPercent.toFixed(1);
   return {
     bonus: Number(q.bonus) > 0 ? `${format(q.bonus, { currency: q.currency, sign: true })} (${pct}%)` : 'No bonus at this amount',

@@ -70,7 +70,14 @@ export default function ApiKeysPage() {
       {secret ? <NewKeyPanel apiKey={secret} onDone={() => setSecret(null)} /> : null}
       {asking ? (
         <form className="card narrow" onSubmit={submit} aria-label="New key">
-          <Field label="Key name" placeholder="e.g. production" maxLength={255} value={name} onChange={(e) => setName(e.target.value)} autoFocus />
+          <Field
+            label="Key name"
+            placeholder="e.g. production"
+            maxLength={255}
+            value={name}
+            onChange={(e) => setName(e.target.value)}
+            autoFocus
+          />
           {created.error ? <ErrorMessage error={created.error} title="Could not create the key" /> : null}
           <button type="submit" className="primary" disabled={created.fetching}>
             Create
@@ -116,6 +123,7 @@ export default function ApiKeysPage() {
                   <td>{k.revokedAt ? 'Revoked' : k.expiresAt && new Date(k.expiresAt) < new Date() ? 'Expired' : 'Active'}</td>
                   <td>
                     {k.revokedAt ? null : confirm === k.id ? (
+                      // biome-ignore lint/a11y/useSemanticElements: an inline group of two buttons, not a form fieldset.
                       <span role="group" aria-label={`Confirm revoking ${k.name ?? k.display}`}>
                         Revoke {k.name ?? k.display}? Calls with it stop at once.{' '}
                         <button

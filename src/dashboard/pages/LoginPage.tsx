@@ -29,7 +29,14 @@ export default function LoginPage({ signupPolicy }: PageProps) {
       <h1 id="login-title">Sign in to tollgate</h1>
       <form onSubmit={submit}>
         <Field label="Email" type="email" autoComplete="username" required value={email} onChange={(e) => setEmail(e.target.value)} />
-        <Field label="Password" type="password" autoComplete="current-password" required value={password} onChange={(e) => setPassword(e.target.value)} />
+        <Field
+          label="Password"
+          type="password"
+          autoComplete="current-password"
+          required
+          value={password}
+          onChange={(e) => setPassword(e.target.value)}
+        />
         {error ? <ErrorMessage error={error} title="Could not sign in" /> : null}
         <button type="submit" className="primary" disabled={fetching}>
           Sign in

@@ -25,9 +25,18 @@ export default function OperatorLoginPage() {
   return (
     <section className="card narrow" aria-labelledby="op-title">
       <h1 id="op-title">Operator sign-in</h1>
-      <p className="muted">Exchange the server's ADMIN_TOKEN for an operator session. Accounts flagged admin sign in with their password instead.</p>
+      <p className="muted">
+        Exchange the server's ADMIN_TOKEN for an operator session. Accounts flagged admin sign in with their password instead.
+      </p>
       <form onSubmit={submit}>
-        <Field label="Operator token" type="password" autoComplete="off" required value={token} onChange={(e) => setToken(e.target.value)} />
+        <Field
+          label="Operator token"
+          type="password"
+          autoComplete="off"
+          required
+          value={token}
+          onChange={(e) => setToken(e.target.value)}
+        />
         {error ? <ErrorMessage error={error} title="Could not sign in" /> : null}
         <button type="submit" className="primary" disabled={fetching}>
           Sign in as operator

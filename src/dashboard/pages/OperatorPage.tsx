@@ -41,7 +41,13 @@ const CreditDoc = graphql(`
 
 const TIERS: Tier[] = ['free', 'developer', 'startup', 'enterprise'];
 
-function AccountRow({ a, onChanged }: { a: { id: string; email: string; tier: Tier; wallet: { balance: string; currency: string } }; onChanged: () => void }) {
+function AccountRow({
+  a,
+  onChanged,
+}: {
+  a: { id: string; email: string; tier: Tier; wallet: { balance: string; currency: string } };
+  onChanged: () => void;
+}) {
   const [tier, setTier] = useState<Tier>(a.tier);
   const [credit, setCredit] = useState('');
   const [tierState, setAccountTier] = useMutation(SetTierDoc);
@@ -56,7 +62,11 @@ function AccountRow({ a, onChanged }: { a: { id: string; email: string; tier: Ti
             <option key={t}>{t}</option>
           ))}
         </select>{' '}
-        <button type="button" disabled={tier === a.tier || tierState.fetching} onClick={async () => (await setAccountTier({ accountId: a.id, tier })).data && onChanged()}>
+        <button
+          type="button"
+          disabled={tier === a.tier || tierState.fetching}
+          onClick={async () => (await setAccountTier({ accountId: a.id, tier })).data && onChanged()}
+        >
           Change tier
         </button>
         {tierState.error ? <ErrorMessage error={tierState.error} /> : null}
@@ -71,7 +81,9 @@ function AccountRow({ a, onChanged }: { a: { id: string; email: string; tier: Ti
           type="button"
           disabled={!credit || creditState.fetching}
           onClick={async () => {
-            const r = await creditWallet({ input: { accountId: a.id, amount: credit, type: 'bonus', description: 'Credit from the operator dashboard' } });
+            const r = await creditWallet({
+              input: { accountId: a.id, amount: credit, type: 'bonus', description: 'Credit from the operator dashboard' },
+            });
             if (r.data) {
               setCredit('');
               onChanged();
@@ -115,7 +127,11 @@ export default function OperatorPage() {
               </thead>
               <tbody>
                 {data.accounts.map((a) => (
-                  <AccountRow key={`${a.id}-${a.tier}-${a.wallet.balance}`} a={a} onChanged={() => refetch({ requestPolicy: 'network-only' })} />
+                  <AccountRow
+                    key={`${a.id}-${a.tier}-${a.wallet.balance}`}
+                    a={a}
+                    onChanged={() => refetch({ requestPolicy: 'network-only' })}
+                  />
                 ))}
               </tbody>
             </table>

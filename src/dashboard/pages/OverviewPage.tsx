@@ -100,9 +100,14 @@ export default function OverviewPage() {
           <h2 id="spend-title">Spend this month</h2>
           {limit.enabled && limit.monthlyLimit ? (
             <>
-              <progress aria-label="Spend against the spending limit" max={toNumber(limit.monthlyLimit)} value={Math.min(toNumber(v.settings.monthlySpend), toNumber(limit.monthlyLimit))} />
+              <progress
+                aria-label="Spend against the spending limit"
+                max={toNumber(limit.monthlyLimit)}
+                value={Math.min(toNumber(v.settings.monthlySpend), toNumber(limit.monthlyLimit))}
+              />
               <p>
-                <Money value={v.settings.monthlySpend} /> of <Money value={limit.monthlyLimit} /> ({limit.action === 'block' ? 'calls are refused past it' : 'an alert past it'})
+                <Money value={v.settings.monthlySpend} /> of <Money value={limit.monthlyLimit} /> (
+                {limit.action === 'block' ? 'calls are refused past it' : 'an alert past it'})
               </p>
             </>
           ) : (

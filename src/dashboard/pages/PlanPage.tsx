@@ -54,7 +54,9 @@ export default function PlanPage() {
               </h2>
               <dl>
                 <dt>Monthly allocation</dt>
-                <dd>{p.monthlyTokens === null || p.monthlyTokens === undefined ? 'Unlimited' : `${formatTokens(p.monthlyTokens)} tokens`}</dd>
+                <dd>
+                  {p.monthlyTokens === null || p.monthlyTokens === undefined ? 'Unlimited' : `${formatTokens(p.monthlyTokens)} tokens`}
+                </dd>
                 <dt>Past the allocation</dt>
                 <dd>{p.overage ? 'Paid from the wallet' : 'Calls are refused'}</dd>
                 <dt>Rate limits</dt>
@@ -65,6 +67,7 @@ export default function PlanPage() {
                 <dd>{toNumber(p.monthlyFee) > 0 ? <Money value={p.monthlyFee} currency="USD" /> : 'None'}</dd>
               </dl>
               {current ? null : confirm === p.tier ? (
+                // biome-ignore lint/a11y/useSemanticElements: a group of two buttons, not a form fieldset.
                 <div role="group" aria-label={`Confirm switching to ${p.tier}`}>
                   <p>{toNumber(p.monthlyFee) > 0 ? `The fee of ${p.monthlyFee} is charged from your wallet now.` : 'No fee is charged.'}</p>
                   <button

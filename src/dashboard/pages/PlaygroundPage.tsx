@@ -3,7 +3,6 @@
 import { type FormEvent, useRef, useState } from 'react';
 import { stringifyDocument, useQuery } from 'urql';
 import { ws } from '../client';
-import { Field } from '../components/Field';
 import { Empty, ErrorMessage, Loading } from '../components/States';
 import { graphql } from '../gql';
 import { formatMoney, formatTokens, listPriceCost } from '../lib/money';
@@ -57,7 +56,12 @@ export default function PlaygroundPage() {
     setUsage(null);
     setStreamError(null);
     setRunning(true);
-    stop.current = ws.subscribe<{ chatCompletionStream: { choices: { delta: { content?: string | null } }[]; usage?: { promptTokens: number; completionTokens: number; totalTokens: number } | null } }>(
+    stop.current = ws.subscribe<{
+      chatCompletionStream: {
+        choices: { delta: { content?: string | null } }[];
+        usage?: { promptTokens: number; completionTokens: number; totalTokens: number } | null;
+      };
+    }>(
       { query: stringifyDocument(StreamDoc), variables: { input: { model: chosen.id, messages: [{ role: 'user', content: prompt }] } } },
       {
         next: (r) => {
@@ -116,8 +120,17 @@ export default function PlaygroundPage() {
         {usage && chosen ? (
           <p role="status">
             {formatTokens(usage.promptTokens)} prompt + {formatTokens(usage.completionTokens)} completion tokens ={' '}
-            <strong>{formatTokens(usage.totalTokens)} tokens</strong>, {formatMoney(listPriceCost(usage.promptTokens, usage.completionTokens, chosen.pricing.inputPricePerMillion ?? 0, chosen.pricing.outputPricePerMillion ?? 0), { currency: 'USD' })} at list
-            prices (the monthly allocation is used first).
+            <strong>{formatTokens(usage.totalTokens)} tokens</strong>,{' '}
+            {formatMoney(
+              listPriceCost(
+                usage.promptTokens,
+                usage.completionTokens,
+                chosen.pricing.inputPricePerMillion ?? 0,
+                chosen.pricing.outputPricePerMillion ?? 0,
+              ),
+              { currency: 'USD' },
+            )}{' '}
+            at list prices (the monthly allocation is used first).
           </p>
         ) : null}
       </section>

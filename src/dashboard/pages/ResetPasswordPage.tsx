@@ -29,10 +29,21 @@ export default function ResetPasswordPage() {
     <section className="card narrow" aria-labelledby="reset-title">
       <h1 id="reset-title">Choose a new password</h1>
       {!token ? (
-        <p role="alert">This page needs the link from the e-mail. <Link to="/forgot-password">Ask for a new one</Link>.</p>
+        <p role="alert">
+          This page needs the link from the e-mail. <Link to="/forgot-password">Ask for a new one</Link>.
+        </p>
       ) : (
         <form onSubmit={submit}>
-          <Field label="New password" type="password" autoComplete="new-password" required minLength={10} hint="At least 10 characters." value={password} onChange={(e) => setPassword(e.target.value)} />
+          <Field
+            label="New password"
+            type="password"
+            autoComplete="new-password"
+            required
+            minLength={10}
+            hint="At least 10 characters."
+            value={password}
+            onChange={(e) => setPassword(e.target.value)}
+          />
           {error ? <ErrorMessage error={error} title="Could not set the password" /> : null}
           <button type="submit" className="primary" disabled={fetching}>
             Set password

@@ -33,8 +33,19 @@ export default function SignupPage({ signupPolicy }: PageProps) {
       ) : (
         <form onSubmit={submit}>
           <Field label="Email" type="email" autoComplete="email" required value={email} onChange={(e) => setEmail(e.target.value)} />
-          <Field label="Password" type="password" autoComplete="new-password" required minLength={10} hint="At least 10 characters." value={password} onChange={(e) => setPassword(e.target.value)} />
-          {signupPolicy === 'invite' ? <Field label="Invitation code" required value={inviteCode} onChange={(e) => setInviteCode(e.target.value)} /> : null}
+          <Field
+            label="Password"
+            type="password"
+            autoComplete="new-password"
+            required
+            minLength={10}
+            hint="At least 10 characters."
+            value={password}
+            onChange={(e) => setPassword(e.target.value)}
+          />
+          {signupPolicy === 'invite' ? (
+            <Field label="Invitation code" required value={inviteCode} onChange={(e) => setInviteCode(e.target.value)} />
+          ) : null}
           {error ? <ErrorMessage error={error} title="Could not sign up" /> : null}
           <p className="muted">New accounts start on the free tier.</p>
           <button type="submit" className="primary" disabled={fetching}>

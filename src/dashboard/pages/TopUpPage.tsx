@@ -45,6 +45,7 @@ export default function TopUpPage() {
   const [quote] = useQuery({ query: QuoteDoc, variables: { amount: amount ?? '0' }, pause: amount === null });
   const [topUp, start] = useMutation(TopUpDoc);
   // One idempotency key per amount: a double click opens one checkout.
+  // biome-ignore lint/correctness/useExhaustiveDependencies: a new key whenever the amount's text changes, on purpose.
   const idempotencyKey = useMemo(() => `dash-${crypto.randomUUID()}`, [text]);
   const submit = async (e: FormEvent) => {
     e.preventDefault();

@@ -49,13 +49,17 @@ export default function TransactionsPage() {
     const rows: string[][] = [];
     let cursor: string | null = null;
     do {
-      const r: { data?: TransactionsQuery } = await client.query(TransactionsDoc, { first: 1000, after: cursor, type: type || null }, { requestPolicy: 'network-only' }).toPromise();
+      const r: { data?: TransactionsQuery } = await client
+        .query(TransactionsDoc, { first: 1000, after: cursor, type: type || null }, { requestPolicy: 'network-only' })
+        .toPromise();
       const c: TransactionsQuery['viewer']['wallet']['transactions'] | undefined = r.data?.viewer.wallet.transactions;
       if (!c) break;
       for (const t of c.nodes) rows.push([t.createdAt, t.type, t.amount, t.balanceAfter, t.description, t.reference ?? '']);
       cursor = c.pageInfo.hasNextPage ? (c.pageInfo.endCursor ?? null) : null;
     } while (cursor);
-    const blob = new Blob([toCsv(['created_at', 'type', 'amount', 'balance_after', 'description', 'reference'], rows)], { type: 'text/csv' });
+    const blob = new Blob([toCsv(['created_at', 'type', 'amount', 'balance_after', 'description', 'reference'], rows)], {
+      type: 'text/csv',
+    });
     const a = document.createElement('a');
     a.href = URL.createObjectURL(blob);
     a.download = `transactions${type ? `-${type}` : ''}.csv`;
@@ -127,7 +131,11 @@ export default function TransactionsPage() {
         <button type="button" disabled={cursors.length <= 1} onClick={() => setCursors(cursors.slice(0, -1))}>
           Previous page
         </button>
-        <button type="button" disabled={!conn?.pageInfo.hasNextPage} onClick={() => setCursors([...cursors, conn!.pageInfo.endCursor ?? null])}>
+        <button
+          type="button"
+          disabled={!conn?.pageInfo.hasNextPage}
+          onClick={() => setCursors([...cursors, conn!.pageInfo.endCursor ?? null])}
+        >
           Next page
         </button>
       </div>

@@ -7,13 +7,15 @@
 // promise (dozens per generated token in llama.cpp, several per request everywhere) costs more.
 import { timingSafeEqual } from 'node:crypto';
 import { UniqueConstraintViolationException, type MikroORM } from '@mikro-orm/core';
-import { getKnex } from '../../db/orm.js';
 import { Account, ApiKey } from '../../entities/index.js';
 import { DomainError } from '../errors.js';
-import { digestApiKey, displayKey, generateApiKey, hasValidChecksum, keyDisplayParts, newId } from '../keys/key-format.js';
+import { newId } from '../ids.js';
+import { digestApiKey, displayKey, generateApiKey, hasValidChecksum, keyDisplayParts } from '../keys/key-format.js';
 
-export const TIERS = ['free', 'developer', 'startup', 'enterprise'] as const;
-export type Tier = (typeof TIERS)[number];
+import type { RateLimitOverride } from '../ratelimit/overrides.js';
+import { isTier, TIERS, type Tier } from './tiers.js';
+
+export { isTier, TIERS, type Tier };
 
 export interface AccountView {
   id: string;
@@ -32,11 +34,7 @@ export interface ApiKeyView {
   revokedAt: Date | null;
 }
 
-/** The operator's per-account rate limits; null keeps the tier's. */
-export interface RateLimitOverride {
-  rpm: number | null;
-  tpm: number | null;
-}
+export type { RateLimitOverride };
 
 export interface AuthenticatedKey {
   account: AccountView;
@@ -90,10 +88,6 @@ const countOrNull = (v: unknown): number | null => (v == null ? null : Number(v)
 const EMAIL_PATTERN = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 const MAX_EMAIL_LENGTH = 320;
 const MAX_KEY_NAME_LENGTH = 255;
-
-export function isTier(value: unknown): value is Tier {
-  return typeof value === 'string' && (TIERS as readonly string[]).includes(value);
-}
 
 export class AccountsService {
   private readonly now: () => Date;
@@ -159,14 +153,15 @@ export class AccountsService {
 
   /** The account with this e-mail address (compared case-insensitively), or null. */
   async findByEmail(email: string): Promise<AccountView | null> {
-    const rows: { id: string }[] = await getKnex(this.orm).select('id').from('accounts').whereRaw('lower(email) = ?', [email.trim().toLowerCase()]);
+    const rows = await this.sql<{ id: string }>('select id from accounts where lower(email) = ?', [email.trim().toLowerCase()]);
     return rows[0] ? this.getAccount(rows[0].id) : null;
   }
 
   /** Accounts, oldest first: at most `limit` (default 100, at most 1000), after the account id `after`. */
   async listAccounts(opts: { limit?: number | null; after?: string | null } = {}): Promise<{ accounts: AccountView[]; hasMore: boolean }> {
     const limit = opts.limit ?? 100;
-    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new DomainError('invalid_value', 'limit must be an integer from 1 to 1000.', { param: 'limit' });
+    if (!Number.isInteger(limit) || limit < 1 || limit > 1000)
+      throw new DomainError('invalid_value', 'limit must be an integer from 1 to 1000.', { param: 'limit' });
     const em = this.orm.em.fork();
     let where: object = {};
     if (opts.after) {
@@ -221,9 +216,7 @@ export class AccountsService {
     if (!hasValidChecksum(key)) throw authError(MESSAGES.incorrect);
 
     const digest = digestApiKey(key);
-    const result: unknown = await getKnex(this.orm).raw(AUTHENTICATE_SQL, [digest]);
-    const rows = (Array.isArray(result) ? result : (result as { rows: AuthenticateRow[] }).rows) as AuthenticateRow[];
-    const row = rows[0];
+    const [row] = await this.sql<AuthenticateRow>(AUTHENTICATE_SQL, [digest]);
     // The index found the row by equality already; the constant-time comparison keeps the final
     // decision free of early-exit string comparison.
     if (!row || !digestsEqual(row.digest, digest)) throw authError(MESSAGES.incorrect);
@@ -245,11 +238,10 @@ export class AccountsService {
   async unusableKeys(keyIds: readonly string[]): Promise<Map<string, string>> {
     const out = new Map<string, string>();
     if (keyIds.length === 0) return out;
-    const rows = (await getKnex(this.orm).select('id', 'revoked_at', 'expires_at').from('api_keys').whereIn('id', keyIds)) as {
-      id: string;
-      revoked_at: unknown;
-      expires_at: unknown;
-    }[];
+    const rows = await this.sql<{ id: string; revoked_at: unknown; expires_at: unknown }>(
+      `select id, revoked_at, expires_at from api_keys where id in (${keyIds.map(() => '?').join(', ')})`,
+      [...keyIds],
+    );
     const now = this.now().getTime();
     const found = new Set<string>();
     for (const row of rows) {
@@ -259,50 +251,6 @@ export class AccountsService {
     }
     for (const id of keyIds) if (!found.has(id)) out.set(id, MESSAGES.incorrect);
     return out;
-  }
-
-  /** The account's tier and rate-limit override (for calls made without a key, e.g. by tools). */
-  async rateLimitProfile(accountId: string): Promise<{ tier: Tier } & RateLimitOverride> {
-    const found = await getKnex(this.orm)
-      .select('a.tier', 'o.rpm', 'o.tpm')
-      .from('accounts as a')
-      .leftJoin('rate_limit_overrides as o', 'o.account_id', 'a.id')
-      .where('a.id', accountId);
-    const row = found[0] as { tier: Tier; rpm: unknown; tpm: unknown } | undefined;
-    if (!row) throw accountNotFound(accountId);
-    return { tier: row.tier, rpm: countOrNull(row.rpm), tpm: countOrNull(row.tpm) };
-  }
-
-  /**
-   * Sets the operator's override of an account's RPM and TPM: a number replaces the tier's value,
-   * null goes back to it, undefined keeps what is set. Applies from the account's next request on.
-   */
-  async setRateLimits(accountId: string, limits: { rpm?: number | null; tpm?: number | null }): Promise<RateLimitOverride> {
-    for (const param of ['rpm', 'tpm'] as const) {
-      const v = limits[param];
-      if (v != null && (!Number.isSafeInteger(v) || v < 1)) {
-        throw new DomainError('invalid_value', `${param} must be a positive integer, or null for the tier's limit.`, { param });
-      }
-    }
-    const knex = getKnex(this.orm);
-    return knex.transaction(async (trx) => {
-      const accounts = await trx('accounts').select('id').where('id', accountId);
-      if (accounts.length === 0) throw accountNotFound(accountId);
-      const current = (await trx('rate_limit_overrides').select('rpm', 'tpm').where('account_id', accountId))[0] as { rpm: unknown; tpm: unknown } | undefined;
-      const next: RateLimitOverride = {
-        rpm: limits.rpm === undefined ? countOrNull(current?.rpm) : limits.rpm,
-        tpm: limits.tpm === undefined ? countOrNull(current?.tpm) : limits.tpm,
-      };
-      if (next.rpm === null && next.tpm === null) {
-        await trx('rate_limit_overrides').where('account_id', accountId).delete();
-      } else {
-        await trx('rate_limit_overrides')
-          .insert({ account_id: accountId, rpm: next.rpm, tpm: next.tpm, updated_at: this.now() })
-          .onConflict('account_id')
-          .merge(['rpm', 'tpm', 'updated_at']);
-      }
-      return next;
-    });
   }
 
   async getAccount(id: string): Promise<AccountView> {
@@ -324,15 +272,6 @@ export class AccountsService {
       const account = byId.get(id);
       return account ? [accountView(account)] : [];
     });
-  }
-
-  async setTier(accountId: string, tier: Tier | string): Promise<AccountView> {
-    const valid = validateTier(tier);
-    const em = this.orm.em.fork();
-    const account = await em.findOne(Account, { id: accountId });
-    if (!account) throw accountNotFound(accountId);
-    await em.nativeUpdate(Account, { id: accountId }, { tier: valid });
-    return { ...accountView(account), tier: valid };
   }
 
   private newKey(
@@ -358,6 +297,10 @@ export class AccountsService {
   private parseDate(value: unknown): Date {
     if (value instanceof Date) return value;
     return this.orm.em.getPlatform().parseDate(value as string | number);
+  }
+  /** Rows of one statement through MikroORM's connection (no unit of work, no identity map). */
+  private sql<T>(query: string, params: unknown[]): Promise<T[]> {
+    return this.orm.em.getConnection().execute<T[]>(query, params, 'all');
   }
 }
 
@@ -425,5 +368,9 @@ function validateExpiry(value: unknown, now: Date): Date | null {
 }
 
 function emailTaken(email: string): DomainError {
-  return new DomainError('email_taken', `An account with the e-mail address ${email} already exists (addresses are compared without regard to case).`, { param: 'email' });
+  return new DomainError(
+    'email_taken',
+    `An account with the e-mail address ${email} already exists (addresses are compared without regard to case).`,
+    { param: 'email' },
+  );
 }

@@ -7,12 +7,12 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { MikroORM } from '@mikro-orm/core';
 import type { AccountsSettings } from '../../config-accounts.js';
-import { getKnex } from '../../db/orm.js';
+import { getKnex } from '../../db/connection.js';
 import type { Logger } from '../../logger.js';
 import type { Mailer } from '../../mail/mailer.js';
 import type { AccountsService, AccountView } from '../accounts/accounts-service.js';
 import { DomainError } from '../errors.js';
-import { newId } from '../keys/key-format.js';
+import { newId } from '../ids.js';
 import { LoginThrottle } from './login-throttle.js';
 import { hashPassword, validatePassword, verifyPassword } from './passwords.js';
 
@@ -105,17 +105,33 @@ export class AuthService {
     const password = validatePassword(input.password);
     const hash = await hashPassword(password);
     const account = await this.o.accounts.createAccountWithoutKey({ email: input.email, tier: 'free' });
-    await this.knex('account_passwords').insert({ account_id: account.id, password_hash: hash, is_admin: false, updated_at_ms: this.now() });
+    await this.knex('account_passwords').insert({
+      account_id: account.id,
+      password_hash: hash,
+      is_admin: false,
+      updated_at_ms: this.now(),
+    });
     return this.createSession({ accountId: account.id, operator: false, userAgent: input.userAgent ?? null });
   }
 
   /** Signs in with an e-mail address and a password; throttled per address and per client. */
-  async signIn(input: { email: string; password: string; clientAddress?: string | null; userAgent?: string | null }): Promise<IssuedSession> {
-    const email = String(input.email ?? '').trim().toLowerCase();
+  async signIn(input: {
+    email: string;
+    password: string;
+    clientAddress?: string | null;
+    userAgent?: string | null;
+  }): Promise<IssuedSession> {
+    const email = String(input.email ?? '')
+      .trim()
+      .toLowerCase();
     const keys = [`email:${email}`, ...(input.clientAddress ? [`ip:${input.clientAddress}`] : [])];
     this.throttle.check(keys);
     const account = email ? await this.o.accounts.findByEmail(email) : null;
-    const row = account ? ((await this.knex('account_passwords').select('password_hash', 'is_admin').where('account_id', account.id))[0] as { password_hash: string | null; is_admin: unknown } | undefined) : undefined;
+    const row = account
+      ? ((await this.knex('account_passwords').select('password_hash', 'is_admin').where('account_id', account.id))[0] as
+          | { password_hash: string | null; is_admin: unknown }
+          | undefined)
+      : undefined;
     const ok = await verifyPassword(row?.password_hash, String(input.password ?? ''));
     if (!account || !ok) {
       this.throttle.fail(keys);
@@ -132,7 +148,10 @@ export class AuthService {
     const expected = this.o.adminToken();
     if (!expected || !safeEqual(String(token ?? '').trim(), expected)) {
       this.throttle.fail(keys);
-      throw new DomainError('invalid_credentials', expected ? 'That is not the operator token.' : 'Operator sign-in is disabled: set ADMIN_TOKEN to enable it.');
+      throw new DomainError(
+        'invalid_credentials',
+        expected ? 'That is not the operator token.' : 'Operator sign-in is disabled: set ADMIN_TOKEN to enable it.',
+      );
     }
     return this.createSession({ accountId: null, operator: true, userAgent: input.userAgent ?? null });
   }
@@ -164,7 +183,7 @@ export class AuthService {
 
   /** The live session of a cookie's value, or null (unknown, expired, signed out); its use extends it. */
   async sessionOf(token: string | null | undefined): Promise<SessionView | null> {
-    if (!token || !token.startsWith('tgs_') || token.length > 100) return null;
+    if (!token?.startsWith('tgs_') || token.length > 100) return null;
     const rows = rowsOf<SessionRow>(
       await this.knex.raw(
         'select s.id, s.account_id, s.operator, s.user_agent, s.created_at_ms, s.last_seen_at_ms, s.expires_at_ms, p.is_admin from sessions s left join account_passwords p on p.account_id = s.account_id where s.digest = ?',
@@ -220,7 +239,9 @@ export class AuthService {
    * caller cannot learn which addresses have accounts). Throttled like sign-in.
    */
   async requestPasswordReset(email: string, clientAddress?: string | null): Promise<void> {
-    const key = `reset:${String(email ?? '').trim().toLowerCase()}`;
+    const key = `reset:${String(email ?? '')
+      .trim()
+      .toLowerCase()}`;
     this.throttle.check([key, ...(clientAddress ? [`ip:${clientAddress}`] : [])]);
     this.throttle.fail([key]);
     const account = await this.o.accounts.findByEmail(String(email ?? ''));
@@ -267,8 +288,13 @@ export class AuthService {
     const now = this.now();
     const d = digest(String(input.token ?? ''));
     // Conditional update: of two uses of one link, one wins.
-    const used = await this.knex('password_tokens').where('digest', d).whereNull('used_at_ms').andWhere('expires_at_ms', '>', now).update({ used_at_ms: now });
-    if (used !== 1) throw new DomainError('invalid_token', 'This link has expired or was used already: ask for a new one.', { param: 'token' });
+    const used = await this.knex('password_tokens')
+      .where('digest', d)
+      .whereNull('used_at_ms')
+      .andWhere('expires_at_ms', '>', now)
+      .update({ used_at_ms: now });
+    if (used !== 1)
+      throw new DomainError('invalid_token', 'This link has expired or was used already: ask for a new one.', { param: 'token' });
     const row = (await this.knex('password_tokens').select('account_id').where('digest', d))[0] as { account_id: string };
     await this.setPassword(row.account_id, password);
     await this.knex('sessions').where('account_id', row.account_id).delete();
@@ -287,13 +313,18 @@ export class AuthService {
   }
 
   async isAdmin(accountId: string): Promise<boolean> {
-    const row = (await this.knex('account_passwords').select('is_admin').where('account_id', accountId))[0] as { is_admin: unknown } | undefined;
+    const row = (await this.knex('account_passwords').select('is_admin').where('account_id', accountId))[0] as
+      | { is_admin: unknown }
+      | undefined;
     return truthy(row?.is_admin);
   }
 
   /** Accounts for the operator's list: the address contains `search` (any case), newest first. */
   async searchAccounts(search: string | null | undefined, limit = 50): Promise<AccountView[]> {
-    let q = this.knex('accounts').select('id').orderBy('created_at', 'desc').limit(Math.min(Math.max(limit, 1), 200));
+    let q = this.knex('accounts')
+      .select('id')
+      .orderBy('created_at', 'desc')
+      .limit(Math.min(Math.max(limit, 1), 200));
     const s = search?.trim().toLowerCase();
     if (s) q = q.whereRaw("lower(email) like ? escape '\\'", [`%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`]);
     const ids = ((await q) as { id: string }[]).map((r) => r.id);
@@ -310,7 +341,9 @@ export class AuthService {
   }
 
   private async checkPassword(accountId: string, password: string, param: string): Promise<void> {
-    const row = (await this.knex('account_passwords').select('password_hash').where('account_id', accountId))[0] as { password_hash: string | null } | undefined;
+    const row = (await this.knex('account_passwords').select('password_hash').where('account_id', accountId))[0] as
+      | { password_hash: string | null }
+      | undefined;
     if (!(await verifyPassword(row?.password_hash, String(password ?? '')))) {
       throw new DomainError('invalid_credentials', 'The current password is not right.', { param });
     }

@@ -21,7 +21,11 @@ export class LoginThrottle {
       // A client address (many people behind one NAT) gets ten times an e-mail address's limit.
       if (recent.length >= (key.startsWith('ip:') ? this.max * 10 : this.max)) {
         const retryAfter = Math.max(1, Math.ceil((recent[0]! + WINDOW_MS - this.now()) / 1000));
-        throw new DomainError('too_many_attempts', `Too many failed sign-ins; try again in ${Math.ceil(retryAfter / 60)} minute(s), or reset the password.`, { retryAfter });
+        throw new DomainError(
+          'too_many_attempts',
+          `Too many failed sign-ins; try again in ${Math.ceil(retryAfter / 60)} minute(s), or reset the password.`,
+          { retryAfter },
+        );
       }
     }
   }

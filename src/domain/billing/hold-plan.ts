@@ -1,7 +1,7 @@
 // The arithmetic of admission and settlement, free of I/O so each rule is tested on its own:
 // how much of a call's worst case the allocation and the wallet hold, whether it fits, why not,
 // and how the real usage is split between them afterwards.
-import type { ModelConfig } from '../../config.js';
+import type { ModelConfig } from '../catalog/model.js';
 import { affordableCompletionTokens, costNanos, formatDecimal, parseDecimal, WALLET_CURRENCY, type Prices } from './money.js';
 
 export type RefusalCode = 'monthly_allocation_exhausted' | 'insufficient_balance' | 'spending_limit_reached';
@@ -34,7 +34,12 @@ export type HoldPlan =
   | { ok: false; code: RefusalCode; message: string };
 
 /** What a hold reserves for a call of `promptTokens` + `outputTokens`: allocation first, the rest in money. */
-export function holdFor(promptTokens: number, outputTokens: number, allocationLeft: number, prices: Prices): { allocationTokens: number; walletNanos: bigint } {
+export function holdFor(
+  promptTokens: number,
+  outputTokens: number,
+  allocationLeft: number,
+  prices: Prices,
+): { allocationTokens: number; walletNanos: bigint } {
   const allocationTokens = Math.min(allocationLeft, promptTokens + outputTokens);
   const { walletNanos } = split(promptTokens, outputTokens, allocationTokens, prices);
   return { allocationTokens, walletNanos };
@@ -44,11 +49,19 @@ export function holdFor(promptTokens: number, outputTokens: number, allocationLe
  * Splits usage between the allocation (at most `allocationTokens`: prompt tokens first, then
  * completion tokens) and the wallet (the remaining tokens at their own prices, rounded up once).
  */
-export function split(promptTokens: number, completionTokens: number, allocationTokens: number, prices: Prices): { allocationUsed: number; walletNanos: bigint } {
+export function split(
+  promptTokens: number,
+  completionTokens: number,
+  allocationTokens: number,
+  prices: Prices,
+): { allocationUsed: number; walletNanos: bigint } {
   const allocationUsed = Math.min(allocationTokens, promptTokens + completionTokens);
   const promptFromAllocation = Math.min(allocationUsed, promptTokens);
   const completionFromAllocation = allocationUsed - promptFromAllocation;
-  return { allocationUsed, walletNanos: costNanos(promptTokens - promptFromAllocation, completionTokens - completionFromAllocation, prices) };
+  return {
+    allocationUsed,
+    walletNanos: costNanos(promptTokens - promptFromAllocation, completionTokens - completionFromAllocation, prices),
+  };
 }
 
 /** Output tokens a budget pays for after this prompt, allocation first; -1 if not even the prompt. */
@@ -123,7 +136,10 @@ export function planHold(input: HoldInput): HoldPlan {
 /** A model's prices in nanos per million tokens; embeddings, rerank and moderation price every token as input. */
 export function pricesOf(model: ModelConfig): Prices {
   if (model.category === 'chat') {
-    return { inputPerMillion: parseDecimal(model.pricing.input_price_per_million), outputPerMillion: parseDecimal(model.pricing.output_price_per_million) };
+    return {
+      inputPerMillion: parseDecimal(model.pricing.input_price_per_million),
+      outputPerMillion: parseDecimal(model.pricing.output_price_per_million),
+    };
   }
   return { inputPerMillion: parseDecimal(model.pricing.price_per_million_tokens ?? 0), outputPerMillion: 0n };
 }

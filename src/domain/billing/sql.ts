@@ -9,8 +9,8 @@
 // short transactions per call the server's bottleneck. On PostgreSQL, where every statement is
 // a network round trip anyway, transactions are knex's, on a pooled connection.
 import type { MikroORM } from '@mikro-orm/core';
-import type { Knex } from '@mikro-orm/better-sqlite';
-import { databaseKind, getKnex, type DatabaseKind } from '../../db/orm.js';
+import type { Knex } from '@mikro-orm/knex';
+import { type DatabaseKind, databaseKind, getKnex, knexKind } from '../../db/connection.js';
 
 export type Binding = string | number | bigint | boolean | Date | null;
 
@@ -68,8 +68,7 @@ export const exec = async (db: Db, sql: string, bindings: readonly Binding[] = [
 class KnexDb implements Queryable {
   readonly kind: DatabaseKind;
   constructor(protected readonly knex: Knex | Knex.Transaction) {
-    const dialect = (knex as unknown as { client?: { dialect?: string } }).client?.dialect ?? '';
-    this.kind = dialect.startsWith('postgres') ? 'postgresql' : 'sqlite';
+    this.kind = knexKind(knex);
   }
 
   async rows<T>(sql: string, bindings: readonly Binding[] = []): Promise<T[]> {
@@ -254,7 +253,11 @@ class SqliteDatabase implements BillingDatabase {
       for (const job of batch) job.reject(e);
       return;
     }
-    batch.forEach((job, i) => (outcomes[i]!.ok ? job.resolve(outcomes[i]!.value) : job.reject(outcomes[i]!.value)));
+    for (const [i, job] of batch.entries()) {
+      const outcome = outcomes[i]!;
+      if (outcome.ok) job.resolve(outcome.value);
+      else job.reject(outcome.value);
+    }
   }
 }
 
@@ -296,5 +299,10 @@ export function bool(value: unknown): boolean {
 /** Unique-constraint violation, on either database. */
 export function isUniqueViolation(e: unknown): boolean {
   const err = e as { code?: string; message?: string };
-  return err?.code === '23505' || err?.code === 'SQLITE_CONSTRAINT_UNIQUE' || err?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || /UNIQUE constraint failed/.test(err?.message ?? '');
+  return (
+    err?.code === '23505' ||
+    err?.code === 'SQLITE_CONSTRAINT_UNIQUE' ||
+    err?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY' ||
+    /UNIQUE constraint failed/.test(err?.message ?? '')
+  );
 }

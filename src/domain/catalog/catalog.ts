@@ -1,23 +1,9 @@
-// The model catalog: the configured models, looked up by id and category, and rendered exactly as
-// section 2.4 of the specification shows them.
-import { createHash } from 'node:crypto';
-import type { ModelCategory, ModelConfig } from '../../config.js';
+// The model catalog: the configured models, looked up by id and by category. The doors render
+// them (GraphQL's Model type; /v1 maps that onto OpenAI's model object).
+import type { ModelCategory, ModelConfig } from './model.js';
 import { DomainError } from '../errors.js';
 
 export type { ModelConfig, ModelCategory };
-
-export interface ModelView {
-  id: string;
-  object: 'model';
-  created: number;
-  owned_by: string;
-  category: ModelCategory;
-  version: string;
-  capabilities: Record<string, boolean>;
-  pricing: Record<string, number | string>;
-  specifications: Record<string, number | string>;
-  status: 'active' | 'beta' | 'deprecated';
-}
 
 const ENDPOINT_OF: Record<ModelCategory, string> = {
   chat: 'chat completions',
@@ -25,21 +11,6 @@ const ENDPOINT_OF: Record<ModelCategory, string> = {
   reranking: 'rerank',
   moderation: 'moderation',
 };
-
-export function renderModel(m: ModelConfig): ModelView {
-  return {
-    id: m.id,
-    object: 'model',
-    created: m.created,
-    owned_by: m.owned_by,
-    category: m.category,
-    version: m.version,
-    capabilities: { ...m.capabilities },
-    pricing: { ...m.pricing },
-    specifications: { ...m.specifications },
-    status: m.status,
-  };
-}
 
 /** The Sunset date of a deprecated model as an HTTP date, or null. */
 export function sunsetOf(m: ModelConfig): string | null {
@@ -50,14 +21,9 @@ export function sunsetOf(m: ModelConfig): string | null {
 
 export class Catalog {
   private readonly byId: Map<string, ModelConfig>;
-  readonly listing: { object: 'list'; data: ModelView[] };
-  /** Strong ETag of the listing: the catalog only changes with a restart. */
-  readonly etag: string;
 
   constructor(readonly models: ModelConfig[]) {
     this.byId = new Map(models.map((m) => [m.id, m]));
-    this.listing = { object: 'list', data: models.map(renderModel) };
-    this.etag = `"${createHash('sha256').update(JSON.stringify(this.listing)).digest('base64url').slice(0, 27)}"`;
   }
 
   list(category?: ModelCategory | null): ModelConfig[] {

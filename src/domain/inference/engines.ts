@@ -2,7 +2,7 @@
 // (llama.cpp) models are checked against their GGUF files here, at start-up: a catalog that
 // contradicts a file stops start-up; a missing or malformed file is reported and only that model
 // answers 503. Eager models then load one after another in the background; `ready` says when.
-import type { ModelConfig } from '../../config.js';
+import type { ModelConfig } from '../catalog/model.js';
 import { DomainError } from '../errors.js';
 import type { Engine, ModelAvailability } from './engine.js';
 import type { EngineRegistry } from './inference-service.js';
@@ -47,7 +47,10 @@ export class Engines implements EngineRegistry {
     for (const engine of this.inProcess) {
       const checked = engine.preflight();
       if ('error' in checked && engine.loadMode === 'lazy') {
-        logger.error({ model: engine.modelId, problem: checked.error.message }, `model "${engine.modelId}" cannot be served: ${checked.error.message}`);
+        logger.error(
+          { model: engine.modelId, problem: checked.error.message },
+          `model "${engine.modelId}" cannot be served: ${checked.error.message}`,
+        );
       }
     }
   }

@@ -1,169 +1,37 @@
 // The inference use cases shared by both doors (GraphQL and /v1 compat): validate a request against
 // the specification's rules and the catalog, run it on the model's engine, shape the result.
-// Billing and rate limiting wrap these calls through the `Metering` hooks.
-import { randomBytes } from 'node:crypto';
-import type { ChatModelConfig, ModelConfig } from '../../config.js';
+// Billing and rate limiting wrap these calls through the `Metering` hooks (./inference-types.ts).
+import { newId } from '../ids.js';
+import type { ChatModelConfig } from '../catalog/model.js';
 import type { Catalog } from '../catalog/catalog.js';
 import { DomainError } from '../errors.js';
-import type { LimiterState } from '../ratelimit/types.js';
 import { countWithin, PIECE_CHARS, provablyOver } from './bounded-count.js';
 import type { ChatMessage, Engine, EngineChatRequest, EngineStreamEvent, FinishReason, Role, Usage } from './engine.js';
 import { truncateTextTokens } from './tokenizer.js';
+import {
+  type CallOutcome,
+  type Caller,
+  type ChatChunk,
+  type ChatCompletion,
+  type ChatInput,
+  type Embeddings,
+  type EmbeddingsInput,
+  type EngineRegistry,
+  LIMITS,
+  MODERATION_CATEGORIES,
+  type MeterRequest,
+  type MeterTicket,
+  type Metering,
+  type ModerationInput,
+  type ModerationResult,
+  type RerankInput,
+  type RerankResult,
+  ROLE_ALIASES,
+  ROLES,
+  unmetered,
+} from './inference-types.js';
 
-export const LIMITS = {
-  maxStopSequences: 4,
-  maxEmbeddingInputs: 100,
-  maxRerankDocuments: 100,
-  maxModerationInputs: 100,
-} as const;
-
-const ROLES: readonly Role[] = ['system', 'user', 'assistant'];
-/** OpenAI's newer name for system instructions (o1 and later): read as `system`. */
-const ROLE_ALIASES: Readonly<Record<string, Role>> = { developer: 'system' };
-
-export interface Caller {
-  accountId: string;
-  /** The API key of the call, for usage events; null for callers without one (tests, tools). */
-  keyId?: string | null;
-  requestId: string;
-  /**
-   * The account's tier and the operator's rate-limit override, as read with the key; rate limits
-   * look them up when absent (callers without a key).
-   */
-  rateLimitProfile?: { tier: string; rpm: number | null; tpm: number | null };
-  /**
-   * Hears the call's rate-limit state when it is admitted or refused (before the engine runs) and
-   * again when its token count is corrected; a door sends the latest as X-RateLimit-* headers with
-   * its response's head.
-   */
-  onRateLimit?: (state: LimiterState) => void;
-  /** Hears what a call was settled at (its model and usage), for the door's access line. */
-  onSettled?: (model: string, usage: Usage) => void;
-}
-
-export interface ChatInput {
-  model: string;
-  messages: { role: string; content: string }[];
-  maxTokens?: number | null;
-  temperature?: number | null;
-  topP?: number | null;
-  stop?: string[] | null;
-  presencePenalty?: number | null;
-  frequencyPenalty?: number | null;
-  user?: string | null;
-}
-
-export interface ChatCompletion {
-  id: string;
-  object: 'chat.completion';
-  created: number;
-  model: string;
-  choices: { index: number; message: { role: 'assistant'; content: string }; finishReason: FinishReason }[];
-  usage: Usage;
-}
-
-export interface ChatChunk {
-  id: string;
-  object: 'chat.completion.chunk';
-  created: number;
-  model: string;
-  choices: { index: number; delta: { role?: 'assistant'; content?: string }; finishReason: FinishReason | null }[];
-  /** Only on the last chunk, which has no choices (as OpenAI's `stream_options.include_usage`). */
-  usage: Usage | null;
-}
-
-export interface EmbeddingsInput {
-  model: string;
-  input: string[];
-}
-export interface Embeddings {
-  object: 'list';
-  model: string;
-  data: { object: 'embedding'; index: number; embedding: number[] }[];
-  usage: { promptTokens: number; totalTokens: number };
-}
-
-export interface RerankInput {
-  model: string;
-  query: string;
-  documents: string[];
-  topN?: number | null;
-  returnDocuments?: boolean | null;
-}
-export interface RerankResult {
-  id: string;
-  model: string;
-  results: { index: number; relevanceScore: number; document: { text: string } | null }[];
-  usage: { promptTokens: number; totalTokens: number };
-}
-
-export interface ModerationInput {
-  model: string;
-  input: string[];
-}
-export interface ModerationResult {
-  id: string;
-  model: string;
-  results: { flagged: boolean; categories: { name: string; flagged: boolean; score: number }[] }[];
-  usage: { promptTokens: number; totalTokens: number };
-}
-
-/** The categories of section 2.7 that every moderation result carries, whatever the engine says. */
-export const MODERATION_CATEGORIES = ['hate', 'harassment', 'self-harm', 'sexual', 'violence'] as const;
-
-export interface EngineRegistry {
-  get(modelId: string): Engine;
-}
-
-/** How a metered call ended; billing charges by this written policy (README, "Billing policy"). */
-export type CallOutcome =
-  /** The engine answered in full. */
-  | 'completed'
-  /** The engine failed before any output reached the client: nothing is charged. */
-  | 'failed'
-  /**
-   * The client went away: mid-stream, prompt plus the tokens delivered until then; before any of
-   * the answer was delivered (streamed or not), nothing.
-   */
-  | 'client_disconnected'
-  /** The engine failed (or ran out of time) mid-stream: prompt plus the tokens delivered until then. */
-  | 'failed_mid_stream';
-
-export interface MeterRequest {
-  caller: Caller;
-  model: ModelConfig;
-  /** Input tokens as counted before the call (the engine's tokenizer). */
-  promptTokens: number;
-  /** The client's max_tokens (chat), or null when it gave none (billing may lower the maximum). */
-  requestedOutputTokens: number | null;
-  /** The most output the model may produce for this prompt (0 for non-chat calls). */
-  maxOutputTokens: number;
-}
-
-export interface MeterTicket {
-  /** Output tokens the call may produce: the client's max_tokens, or what the account can pay for. */
-  maxOutputTokens: number;
-  /** Records the real usage and how the call ended; runs exactly once per admitted call. */
-  settle(usage: Usage, outcome: CallOutcome): Promise<void>;
-}
-
-/**
- * Admission before the engine runs and settlement after (billing, rate limits). `admit` refuses
- * by throwing a DomainError (402, 429) and then places nothing.
- */
-export interface Metering {
-  admit(req: MeterRequest): Promise<MeterTicket>;
-  /**
-   * Before any work on a call: refuses at once (429) a caller already known to be over a limit, so
-   * a key that is refused costs the server next to nothing.
-   */
-  precheck?(caller: Caller): void | Promise<void>;
-  /**
-   * A call refused before admission (its input, 4xx): counted as one request against the caller's
-   * RPM, so refusals are not free.
-   */
-  countRefused?(caller: Caller): Promise<void>;
-}
+export * from './inference-types.js';
 
 /** Inputs up to this many characters are counted whole, exactly as the engine counts them. */
 const EXACT_COUNT_CHARS = 4 * PIECE_CHARS;
@@ -196,13 +64,6 @@ async function countInput(engine: Engine, text: string, limit: number): Promise<
   return countWithin([text], limit, (piece) => engine.countTokens(piece));
 }
 
-/** No billing, no limits: every call runs. */
-export const unmetered: Metering = {
-  async admit(req) {
-    return { maxOutputTokens: req.requestedOutputTokens ?? req.maxOutputTokens, settle: async () => {} };
-  },
-};
-
 const zeroUsage = (promptTokens = 0): Usage => ({ promptTokens, completionTokens: 0, totalTokens: promptTokens });
 
 /** A count an engine reported, kept within [0, max] (anything that is not a count is taken as 0). */
@@ -224,7 +85,7 @@ export function clampChatUsage(reported: Usage, limits: { promptTokens: number; 
 /** Input tokens an engine reported for a non-chat call, at most the count admission held for. */
 const clampInput = (reported: number, counted: number) => within(reported, counted);
 
-const newId = (prefix: string) => `${prefix}-${randomBytes(15).toString('base64url')}`;
+const responseId = (prefix: string) => newId(prefix, '-');
 const now = () => Math.floor(Date.now() / 1000);
 
 function checkRange(value: number | null | undefined, min: number, max: number, param: string) {
@@ -246,7 +107,11 @@ export class InferenceService {
    * so is a call whose client went away before the answer (the engine was stopped and nothing
    * was delivered); the latter is recorded as a disconnect, not as a failure.
    */
-  private async metered<T>(req: MeterRequest, signal: AbortSignal, run: (ticket: MeterTicket) => Promise<{ value: T; usage: Usage }>): Promise<T> {
+  private async metered<T>(
+    req: MeterRequest,
+    signal: AbortSignal,
+    run: (ticket: MeterTicket) => Promise<{ value: T; usage: Usage }>,
+  ): Promise<T> {
     const ticket = await this.metering.admit(req);
     let result: { value: T; usage: Usage };
     try {
@@ -280,7 +145,13 @@ export class InferenceService {
   }
 
   /** Validates a chat request and resolves what the engine runs: the messages and the effective max_tokens. */
-  async prepareChat(input: ChatInput): Promise<{ model: ChatModelConfig; request: EngineChatRequest; engine: Engine; promptTokens: number; requestedOutputTokens: number | null }> {
+  async prepareChat(input: ChatInput): Promise<{
+    model: ChatModelConfig;
+    request: EngineChatRequest;
+    engine: Engine;
+    promptTokens: number;
+    requestedOutputTokens: number | null;
+  }> {
     const model = this.catalog.require(input.model, 'chat');
     if (!Array.isArray(input.messages) || input.messages.length === 0) {
       throw new DomainError('invalid_value', "'messages' must be a non-empty array.", { param: 'messages' });
@@ -288,9 +159,13 @@ export class InferenceService {
     const messages: ChatMessage[] = input.messages.map((m, i) => {
       const role = ROLE_ALIASES[m.role] ?? m.role;
       if (!ROLES.includes(role as Role)) {
-        throw new DomainError('invalid_value', `'messages[${i}].role' must be one of system (or developer), user, assistant; got '${String(m.role).slice(0, 40)}'.`, {
-          param: `messages[${i}].role`,
-        });
+        throw new DomainError(
+          'invalid_value',
+          `'messages[${i}].role' must be one of system (or developer), user, assistant; got '${String(m.role).slice(0, 40)}'.`,
+          {
+            param: `messages[${i}].role`,
+          },
+        );
       }
       return { role: role as Role, content: m.content };
     });
@@ -300,15 +175,22 @@ export class InferenceService {
     checkRange(input.frequencyPenalty, -2, 2, 'frequency_penalty');
     const stop = input.stop ?? undefined;
     if (stop && stop.length > LIMITS.maxStopSequences) {
-      throw new DomainError('too_many_stop_sequences', `'stop' takes at most ${LIMITS.maxStopSequences} sequences; got ${stop.length}.`, { param: 'stop' });
+      throw new DomainError('too_many_stop_sequences', `'stop' takes at most ${LIMITS.maxStopSequences} sequences; got ${stop.length}.`, {
+        param: 'stop',
+      });
     }
-    if (stop?.some((s) => s.length === 0)) throw new DomainError('invalid_value', "'stop' sequences must not be empty strings.", { param: 'stop' });
+    if (stop?.some((s) => s.length === 0))
+      throw new DomainError('invalid_value', "'stop' sequences must not be empty strings.", { param: 'stop' });
     const { max_output_tokens: modelMax, context_window: contextWindow } = model.specifications;
     if (input.maxTokens !== null && input.maxTokens !== undefined) {
       if (!Number.isInteger(input.maxTokens) || input.maxTokens < 1 || input.maxTokens > modelMax) {
-        throw new DomainError('invalid_value', `'max_tokens' must be an integer from 1 to ${modelMax} (the model's max_output_tokens); got ${input.maxTokens}.`, {
-          param: 'max_tokens',
-        });
+        throw new DomainError(
+          'invalid_value',
+          `'max_tokens' must be an integer from 1 to ${modelMax} (the model's max_output_tokens); got ${input.maxTokens}.`,
+          {
+            param: 'max_tokens',
+          },
+        );
       }
     }
     const engine = this.engines.get(model.id);
@@ -316,9 +198,13 @@ export class InferenceService {
     if (promptTokens >= contextWindow) {
       // Counting stops once the window is passed: the figure is exact only up to it.
       const taken = promptTokens === contextWindow ? `${contextWindow} tokens` : `more than ${contextWindow - 1} tokens`;
-      throw new DomainError('input_too_long', `The messages take ${taken}; the model's context window is ${contextWindow} tokens, output included.`, {
-        param: 'messages',
-      });
+      throw new DomainError(
+        'input_too_long',
+        `The messages take ${taken}; the model's context window is ${contextWindow} tokens, output included.`,
+        {
+          param: 'messages',
+        },
+      );
     }
     const room = contextWindow - promptTokens;
     let maxTokens: number;
@@ -362,7 +248,7 @@ export class InferenceService {
       }
       const usage = clampChatUsage(result.usage, { promptTokens, maxTokens, delivered: content });
       const value: ChatCompletion = {
-        id: newId('chatcmpl'),
+        id: responseId('chatcmpl'),
         object: 'chat.completion',
         created: now(),
         model: model.id,
@@ -386,7 +272,7 @@ export class InferenceService {
     const { model, request, engine, promptTokens, requestedOutputTokens } = await this.screen(caller, () => this.prepareChat(input));
     const ticket = await this.metering.admit({ caller, model, promptTokens, requestedOutputTokens, maxOutputTokens: request.maxTokens });
     const maxTokens = ticket.maxOutputTokens;
-    const id = newId('chatcmpl');
+    const id = responseId('chatcmpl');
     const created = now();
     const chunk = (delta: ChatChunk['choices'][0]['delta'], finishReason: FinishReason | null): ChatChunk => ({
       id,
@@ -406,7 +292,10 @@ export class InferenceService {
     let failure: unknown;
     const countDelivered = async (): Promise<Usage> => {
       const completionTokens = delivered ? await engine.countTokens(delivered) : 0;
-      return clampChatUsage({ promptTokens, completionTokens, totalTokens: promptTokens + completionTokens }, { promptTokens, maxTokens, delivered });
+      return clampChatUsage(
+        { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens },
+        { promptTokens, maxTokens, delivered },
+      );
     };
     const events = engine.chatStream({ ...request, maxTokens }, signal)[Symbol.asyncIterator]();
     try {
@@ -466,7 +355,10 @@ export class InferenceService {
       const tokens = clampInput(result.promptTokens, promptTokens);
       const dims = model.specifications.output_dimensions;
       if (result.embeddings.length !== input.input.length || result.embeddings.some((e) => e.length !== dims)) {
-        throw new DomainError('upstream_error', `The model returned embeddings of the wrong count or dimensions (expected ${input.input.length} × ${dims}).`);
+        throw new DomainError(
+          'upstream_error',
+          `The model returned embeddings of the wrong count or dimensions (expected ${input.input.length} × ${dims}).`,
+        );
       }
       const value: Embeddings = {
         object: 'list',
@@ -482,7 +374,9 @@ export class InferenceService {
     const model = this.catalog.require(input.model, 'embedding');
     if (input.input.length === 0) throw new DomainError('invalid_value', "'input' must not be empty.", { param: 'input' });
     if (input.input.length > LIMITS.maxEmbeddingInputs) {
-      throw new DomainError('too_many_inputs', `'input' takes at most ${LIMITS.maxEmbeddingInputs} strings; got ${input.input.length}.`, { param: 'input' });
+      throw new DomainError('too_many_inputs', `'input' takes at most ${LIMITS.maxEmbeddingInputs} strings; got ${input.input.length}.`, {
+        param: 'input',
+      });
     }
     const engine = this.engines.get(model.id);
     const limit = model.specifications.max_tokens;
@@ -492,7 +386,9 @@ export class InferenceService {
       if (text.length === 0) throw new DomainError('invalid_value', `'input[${i}]' is an empty string.`, { param: 'input' });
       const tokens = await countInput(engine, text, limit);
       if (tokens > limit) {
-        throw new DomainError('input_too_long', `'input[${i}]' has more than ${limit} tokens, the most the model '${model.id}' takes.`, { param: 'input' });
+        throw new DomainError('input_too_long', `'input[${i}]' has more than ${limit} tokens, the most the model '${model.id}' takes.`, {
+          param: 'input',
+        });
       }
       promptTokens += tokens;
     }
@@ -510,7 +406,7 @@ export class InferenceService {
         // Stable: equal scores keep input order.
         .sort((a, b) => b.relevanceScore - a.relevanceScore || a.index - b.index);
       const value: RerankResult = {
-        id: newId('rerank'),
+        id: responseId('rerank'),
         model: model.id,
         results: ranked.slice(0, input.topN ?? ranked.length),
         usage: { promptTokens, totalTokens: promptTokens },
@@ -524,9 +420,13 @@ export class InferenceService {
     if (input.query.trim().length === 0) throw new DomainError('empty_query', "'query' must not be empty.", { param: 'query' });
     const maxDocs = model.specifications.max_documents;
     if (input.documents.length > Math.min(maxDocs, LIMITS.maxRerankDocuments)) {
-      throw new DomainError('too_many_documents', `'documents' takes at most ${Math.min(maxDocs, LIMITS.maxRerankDocuments)} documents; got ${input.documents.length}.`, {
-        param: 'documents',
-      });
+      throw new DomainError(
+        'too_many_documents',
+        `'documents' takes at most ${Math.min(maxDocs, LIMITS.maxRerankDocuments)} documents; got ${input.documents.length}.`,
+        {
+          param: 'documents',
+        },
+      );
     }
     if (input.documents.length === 0) throw new DomainError('invalid_value', "'documents' must not be empty.", { param: 'documents' });
     if (input.topN !== null && input.topN !== undefined && (!Number.isInteger(input.topN) || input.topN < 1)) {
@@ -536,16 +436,22 @@ export class InferenceService {
     const limit = model.specifications.max_tokens;
     const queryTokens = await countInput(engine, input.query, limit);
     if (queryTokens > limit) {
-      throw new DomainError('input_too_long', `'query' has more than ${limit} tokens, the most the model '${model.id}' takes.`, { param: 'query' });
+      throw new DomainError('input_too_long', `'query' has more than ${limit} tokens, the most the model '${model.id}' takes.`, {
+        param: 'query',
+      });
     }
     // Each document is scored with the query: that pair is what the model reads.
     let estimate = 0;
     for (let i = 0; i < input.documents.length; i++) {
       const tokens = queryTokens + (await countInput(engine, input.documents[i]!, limit - queryTokens));
       if (tokens > limit) {
-        throw new DomainError('input_too_long', `The query with 'documents[${i}]' has more than ${limit} tokens, the most the model '${model.id}' takes.`, {
-          param: 'documents',
-        });
+        throw new DomainError(
+          'input_too_long',
+          `The query with 'documents[${i}]' has more than ${limit} tokens, the most the model '${model.id}' takes.`,
+          {
+            param: 'documents',
+          },
+        );
       }
       estimate += tokens;
     }
@@ -567,7 +473,12 @@ export class InferenceService {
         });
       }
       promptTokens = clampInput(promptTokens, estimate);
-      const value: ModerationResult = { id: newId('modr'), model: model.id, results, usage: { promptTokens, totalTokens: promptTokens } };
+      const value: ModerationResult = {
+        id: responseId('modr'),
+        model: model.id,
+        results,
+        usage: { promptTokens, totalTokens: promptTokens },
+      };
       return { value, usage: zeroUsage(promptTokens) };
     });
   }
@@ -576,14 +487,19 @@ export class InferenceService {
     const model = this.catalog.require(input.model, 'moderation');
     if (input.input.length === 0) throw new DomainError('invalid_value', "'input' must not be empty.", { param: 'input' });
     if (input.input.length > LIMITS.maxModerationInputs) {
-      throw new DomainError('too_many_inputs', `'input' takes at most ${LIMITS.maxModerationInputs} strings; got ${input.input.length}.`, { param: 'input' });
+      throw new DomainError('too_many_inputs', `'input' takes at most ${LIMITS.maxModerationInputs} strings; got ${input.input.length}.`, {
+        param: 'input',
+      });
     }
     const engine = this.engines.get(model.id);
     const limit = model.specifications.max_tokens;
     let estimate = 0;
     for (let i = 0; i < input.input.length; i++) {
       const tokens = await countInput(engine, input.input[i]!, limit);
-      if (tokens > limit) throw new DomainError('input_too_long', `'input[${i}]' has more than ${limit} tokens, the most the model '${model.id}' takes.`, { param: 'input' });
+      if (tokens > limit)
+        throw new DomainError('input_too_long', `'input[${i}]' has more than ${limit} tokens, the most the model '${model.id}' takes.`, {
+          param: 'input',
+        });
       estimate += tokens;
     }
     return { model, engine, estimate };

@@ -1,9 +1,10 @@
-// The shape of tollgate's API keys and record ids. A key is `ask_` + 32 random base62 characters +
+// The shape of tollgate's API keys. A key is `ask_` + 32 random base62 characters +
 // a 6-character base62 CRC32 of the random part (GitHub's token format): a typo or a truncated
 // paste is refused from the checksum alone, before any database lookup, and secret scanners can
 // recognise the keys. Only the SHA-256 digest of a key is stored.
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { crc32 } from 'node:zlib';
+import { BASE62, randomBase62 } from '../ids.js';
 
 export const API_KEY_PREFIX = 'ask_';
 const RANDOM_LENGTH = 32;
@@ -12,26 +13,7 @@ const CHECKSUM_LENGTH = 6;
 export const DISPLAY_PREFIX_LENGTH = 12;
 export const API_KEY_LENGTH = API_KEY_PREFIX.length + RANDOM_LENGTH + CHECKSUM_LENGTH;
 
-const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const KEY_PATTERN = new RegExp(`^${API_KEY_PREFIX}[0-9A-Za-z]{${RANDOM_LENGTH + CHECKSUM_LENGTH}}$`);
-
-/** `length` uniformly random base62 characters (rejection sampling: no modulo bias). */
-export function randomBase62(length: number): string {
-  let out = '';
-  while (out.length < length) {
-    for (const byte of randomBytes(Math.ceil((length - out.length) * 1.1) + 4)) {
-      // 248 = 4 * 62: bytes at or above it would favour the first characters.
-      if (byte < 248) out += BASE62[byte % 62];
-      if (out.length === length) break;
-    }
-  }
-  return out;
-}
-
-/** A record id such as `acct_` + 20 base62 characters (about 119 random bits). */
-export function newId(prefix: 'acct' | 'key' | (string & {})): string {
-  return `${prefix}_${randomBase62(20)}`;
-}
 
 function checksumOf(randomPart: string): string {
   let n = crc32(randomPart) >>> 0;

@@ -4,7 +4,7 @@
 // chain: balance_after = the previous balance_after + amount. `verifyLedger` checks that chain
 // and the other invariants (`tollgate ledger verify`, and the tests after every concurrency run).
 import { DomainError } from '../errors.js';
-import { newId } from '../keys/key-format.js';
+import { newId } from '../ids.js';
 import { big, date, exec, int, rows, type BillingDatabase, type Db } from '../billing/sql.js';
 import { formatDecimal } from '../billing/money.js';
 
@@ -57,6 +57,11 @@ export function transactionView(r: TransactionRow): TransactionView {
   };
 }
 
+/** A ledger row's description as stored: the column holds 500 characters. Every writer cuts here. */
+export function ledgerDescription(text: string): string {
+  return text.slice(0, 500);
+}
+
 /**
  * Appends one row. Call it inside the transaction that moved the wallet's balance to
  * `balanceAfter`, after that update (which holds the wallet row's lock).
@@ -66,11 +71,21 @@ export async function appendTransaction(
   t: Omit<TransactionView, 'id'> & { idempotencyKey: string | null },
 ): Promise<TransactionView> {
   const id = newId('txn');
-  await exec(db, 
+  await exec(
+    db,
     'insert into wallet_transactions (id, account_id, type, amount, balance_after, description, reference, idempotency_key, created_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?)',
-    [id, t.accountId, t.type, t.amount, t.balanceAfter, t.description.slice(0, 500), t.reference, t.idempotencyKey, t.createdAt],
+    [id, t.accountId, t.type, t.amount, t.balanceAfter, ledgerDescription(t.description), t.reference, t.idempotencyKey, t.createdAt],
   );
-  return { id, accountId: t.accountId, type: t.type, amount: t.amount, balanceAfter: t.balanceAfter, description: t.description.slice(0, 500), reference: t.reference, createdAt: t.createdAt };
+  return {
+    id,
+    accountId: t.accountId,
+    type: t.type,
+    amount: t.amount,
+    balanceAfter: t.balanceAfter,
+    description: ledgerDescription(t.description),
+    reference: t.reference,
+    createdAt: t.createdAt,
+  };
 }
 
 export async function findByIdempotencyKey(db: Db, key: string): Promise<TransactionView | null> {
@@ -98,12 +113,17 @@ export const TRANSACTION_PAGE = { defaultLimit: 100, maxLimit: 1000 } as const;
 export async function listTransactions(db: Db, accountId: string, q: TransactionQuery = {}): Promise<TransactionPage> {
   const limit = q.limit ?? TRANSACTION_PAGE.defaultLimit;
   if (!Number.isInteger(limit) || limit < 1 || limit > TRANSACTION_PAGE.maxLimit) {
-    throw new DomainError('invalid_value', `'limit' must be an integer from 1 to ${TRANSACTION_PAGE.maxLimit}; got ${limit}.`, { param: 'limit' });
+    throw new DomainError('invalid_value', `'limit' must be an integer from 1 to ${TRANSACTION_PAGE.maxLimit}; got ${limit}.`, {
+      param: 'limit',
+    });
   }
   const order = q.order ?? 'asc';
-  if (order !== 'asc' && order !== 'desc') throw new DomainError('invalid_value', `'order' must be 'asc' or 'desc'; got '${String(order)}'.`, { param: 'order' });
+  if (order !== 'asc' && order !== 'desc')
+    throw new DomainError('invalid_value', `'order' must be 'asc' or 'desc'; got '${String(order)}'.`, { param: 'order' });
   if (q.type != null && !isTransactionType(q.type)) {
-    throw new DomainError('invalid_value', `'type' must be one of ${TRANSACTION_TYPES.join(', ')}; got '${String(q.type).slice(0, 40)}'.`, { param: 'type' });
+    throw new DomainError('invalid_value', `'type' must be one of ${TRANSACTION_TYPES.join(', ')}; got '${String(q.type).slice(0, 40)}'.`, {
+      param: 'type',
+    });
   }
   const where = ['account_id = ?'];
   const bindings: (string | number)[] = [accountId];
@@ -112,8 +132,16 @@ export async function listTransactions(db: Db, accountId: string, q: Transaction
     bindings.push(q.type);
   }
   if (q.after) {
-    const cursor = await rows<{ seq: unknown }>(db, 'select seq from wallet_transactions where id = ? and account_id = ?', [q.after, accountId]);
-    if (!cursor[0]) throw new DomainError('invalid_value', `'after' must be the id of one of the account's transactions; got '${q.after.slice(0, 60)}'.`, { param: 'after' });
+    const cursor = await rows<{ seq: unknown }>(db, 'select seq from wallet_transactions where id = ? and account_id = ?', [
+      q.after,
+      accountId,
+    ]);
+    if (!cursor[0])
+      throw new DomainError(
+        'invalid_value',
+        `'after' must be the id of one of the account's transactions; got '${q.after.slice(0, 60)}'.`,
+        { param: 'after' },
+      );
     where.push(order === 'asc' ? 'seq > ?' : 'seq < ?');
     bindings.push(int(cursor[0].seq));
   }
@@ -168,7 +196,9 @@ export async function verifyLedger(db: BillingDatabase, now: Date = new Date()):
       trx,
       'select account_id, cast(balance as text) as balance, cast(held as text) as held, cast(period_held as text) as period_held from wallets where balance < 0 or held < 0 or period_held < 0 or balance - held < 0',
     )) {
-      problems.push(`account ${r.account_id}: negative amount (balance ${money(r.balance)}, held ${money(r.held)}, allocation tokens held ${r.period_held})`);
+      problems.push(
+        `account ${r.account_id}: negative amount (balance ${money(r.balance)}, held ${money(r.held)}, allocation tokens held ${r.period_held})`,
+      );
     }
     for (const r of await rows<{ id: string; account_id: string; balance_after: unknown }>(
       trx,
@@ -197,7 +227,9 @@ export async function verifyLedger(db: BillingDatabase, now: Date = new Date()):
          full outer join (select account_id, -sum(amount) as total from wallet_transactions where type = 'usage' group by account_id) t on t.account_id = e.account_id
         where coalesce(e.total, 0) <> coalesce(t.total, 0)`,
     )) {
-      problems.push(`account ${r.account_id}: usage events charged ${money(r.events)} from the wallet, usage transactions ${money(r.charges)}`);
+      problems.push(
+        `account ${r.account_id}: usage events charged ${money(r.events)} from the wallet, usage transactions ${money(r.charges)}`,
+      );
     }
     for (const r of await rows<{ id: string; account_id: string; expires_at: unknown }>(
       trx,

@@ -30,7 +30,11 @@ function view(accountId: string, disabled: string[], extra: string[], updatedAt:
 }
 
 export async function getAlertSettings(db: Db, accountId: string): Promise<AlertSettingsView> {
-  const found = await rows<{ disabled: string; extra_recipients: string; updated_at: unknown }>(db, 'select disabled, extra_recipients, updated_at from alert_settings where account_id = ?', [accountId]);
+  const found = await rows<{ disabled: string; extra_recipients: string; updated_at: unknown }>(
+    db,
+    'select disabled, extra_recipients, updated_at from alert_settings where account_id = ?',
+    [accountId],
+  );
   const r = found[0];
   if (!r) return view(accountId, [], [], null);
   return view(accountId, JSON.parse(r.disabled) as string[], JSON.parse(r.extra_recipients) as string[], date(r.updated_at));
@@ -42,9 +46,11 @@ export async function updateAlertSettings(db: Db, accountId: string, input: Aler
   const disabled = new Set(OPTIONAL_ALERTS.filter((a) => !current.enabled[a]));
   for (const [alert, on] of Object.entries(input.enabled ?? {})) {
     if (on == null) continue;
-    if (!(ALERTS as readonly string[]).includes(alert)) throw new DomainError('invalid_value', `Unknown alert '${alert}'.`, { param: alert });
+    if (!(ALERTS as readonly string[]).includes(alert))
+      throw new DomainError('invalid_value', `Unknown alert '${alert}'.`, { param: alert });
     if (alert === 'receipt') {
-      if (!on) throw new DomainError('invalid_value', 'Receipts cannot be turned off: they are the record of a payment.', { param: 'receipt' });
+      if (!on)
+        throw new DomainError('invalid_value', 'Receipts cannot be turned off: they are the record of a payment.', { param: 'receipt' });
       continue;
     }
     if (on) disabled.delete(alert as Alert);
@@ -70,12 +76,18 @@ function validateRecipients(list: string[]): string[] {
   for (const raw of list) {
     const email = typeof raw === 'string' ? raw.trim() : '';
     if (!email || email.length > 320 || !EMAIL_PATTERN.test(email)) {
-      throw new DomainError('invalid_value', `'extraRecipients' must hold e-mail addresses such as name@example.com; got '${String(raw).slice(0, 80)}'.`, { param: 'extraRecipients' });
+      throw new DomainError(
+        'invalid_value',
+        `'extraRecipients' must hold e-mail addresses such as name@example.com; got '${String(raw).slice(0, 80)}'.`,
+        { param: 'extraRecipients' },
+      );
     }
     if (!seen.has(email.toLowerCase())) seen.set(email.toLowerCase(), email);
   }
   if (seen.size > MAX_EXTRA_RECIPIENTS) {
-    throw new DomainError('invalid_value', `At most ${MAX_EXTRA_RECIPIENTS} extra recipients; got ${seen.size}.`, { param: 'extraRecipients' });
+    throw new DomainError('invalid_value', `At most ${MAX_EXTRA_RECIPIENTS} extra recipients; got ${seen.size}.`, {
+      param: 'extraRecipients',
+    });
   }
   return [...seen.values()];
 }

@@ -18,11 +18,25 @@ export interface Alerts {
   stop(): Promise<void>;
 }
 
-export function createAlerts(o: { billing: BillingService; settings: AlertsSettings; mail: MailEnv; publicUrl: () => string; logger: Logger; mailer?: Mailer }): Alerts {
+export function createAlerts(o: {
+  billing: BillingService;
+  settings: AlertsSettings;
+  mail: MailEnv;
+  publicUrl: () => string;
+  logger: Logger;
+  mailer?: Mailer;
+}): Alerts {
   const logger = o.logger.child({ component: 'alerts' });
   const mailer = o.mailer ?? createMailer(o.mail, logger);
   const notifications = new NotificationsService({ db: o.billing.db, logger, pollMs: o.settings.delivery.poll_interval_ms });
-  const delivery = new DeliveryWorker({ db: o.billing.db, mailer, settings: o.settings.delivery, owner: o.billing.instanceId, publicUrl: o.publicUrl, logger });
+  const delivery = new DeliveryWorker({
+    db: o.billing.db,
+    mailer,
+    settings: o.settings.delivery,
+    owner: o.billing.instanceId,
+    publicUrl: o.publicUrl,
+    logger,
+  });
   const unusualUsage = new UnusualUsageDetector({ db: o.billing.db, settings: o.settings.unusual_usage, logger });
   return {
     notifications,

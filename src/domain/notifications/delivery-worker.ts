@@ -89,7 +89,12 @@ export class DeliveryWorker {
     while (!this.stopping) {
       const now = this.now();
       if (!(await anyDue(this.o.db, now))) break;
-      const batch = await claimDue(this.o.db, { owner: this.o.owner, now, leaseUntil: new Date(now.getTime() + settings.lease_seconds * 1000), limit: settings.batch_size });
+      const batch = await claimDue(this.o.db, {
+        owner: this.o.owner,
+        now,
+        leaseUntil: new Date(now.getTime() + settings.lease_seconds * 1000),
+        limit: settings.batch_size,
+      });
       if (batch.length === 0) break;
       for (const n of batch) {
         // At shutdown the rest of the batch is released (stop), not sent half-way.
@@ -118,7 +123,8 @@ export class DeliveryWorker {
     const message = renderNotification(n.kind, n.payload, { publicUrl: this.o.publicUrl(), accountId: n.accountId });
     try {
       const receipt = await this.o.mailer.send({ ...message, to, cc, messageId: `<${n.id}@${this.o.mailer.domain}>`, key: n.id });
-      if (receipt.rejected.length > 0) logger.warn({ notification: n.id, rejected: receipt.rejected }, 'mail: the server refused some recipients');
+      if (receipt.rejected.length > 0)
+        logger.warn({ notification: n.id, rejected: receipt.rejected }, 'mail: the server refused some recipients');
       await markSent(db, n.id, this.now(), receipt.accepted.length > 0 ? receipt.accepted : [...to, ...cc]);
       logger.info({ notification: n.id, kind: n.kind, to: [...to, ...cc], subject: message.subject, attempt: n.attempts }, 'mail sent');
       return true;
@@ -127,7 +133,10 @@ export class DeliveryWorker {
       const error = describeError(err);
       const nextAttemptAt = final ? null : new Date(this.now().getTime() + this.backoffMs(n.attempts));
       await markFailedTry(db, n.id, { owner: this.o.owner, error, nextAttemptAt, final });
-      logger.warn({ notification: n.id, kind: n.kind, attempt: n.attempts, error, next: nextAttemptAt?.toISOString() ?? null, failed: final }, final ? 'mail failed for good: see tollgate mail status' : 'mail not sent; will retry');
+      logger.warn(
+        { notification: n.id, kind: n.kind, attempt: n.attempts, error, next: nextAttemptAt?.toISOString() ?? null, failed: final },
+        final ? 'mail failed for good: see tollgate mail status' : 'mail not sent; will retry',
+      );
       return false;
     }
   }

@@ -26,7 +26,8 @@ export interface NotificationRecord {
   readAt: Date | null;
 }
 
-const COLUMNS = 'seq, id, account_id, kind, payload, created_at, delivery, attempts, next_attempt_at, sent_at, last_error, recipients, read_at';
+const COLUMNS =
+  'seq, id, account_id, kind, payload, created_at, delivery, attempts, next_attempt_at, sent_at, last_error, recipients, read_at';
 
 interface Row {
   seq: unknown;
@@ -72,7 +73,10 @@ function record(r: Row): NotificationRecord {
  * billing_instances, e.g. this server's previous life). PostgreSQL skips rows another instance is
  * claiming at the same moment (FOR UPDATE SKIP LOCKED); SQLite has one writer at a time.
  */
-export async function claimDue(db: BillingDatabase, o: { owner: string; now: Date; leaseUntil: Date; limit: number }): Promise<NotificationRecord[]> {
+export async function claimDue(
+  db: BillingDatabase,
+  o: { owner: string; now: Date; leaseUntil: Date; limit: number },
+): Promise<NotificationRecord[]> {
   const lock = db.kind === 'postgresql' ? ' for update skip locked' : '';
   const claimed = await rows<Row>(
     db,
@@ -98,20 +102,27 @@ export async function anyDue(db: Db, now: Date): Promise<boolean> {
 }
 
 export async function markSent(db: Db, id: string, now: Date, recipients: string[]): Promise<void> {
-  await run(db, "update notifications set delivery = 'sent', sent_at = ?, recipients = ?, lease_owner = null, lease_until = null, last_error = null where id = ?", [
-    now,
-    recipients.join(',').slice(0, 2000),
-    id,
-  ]);
+  await run(
+    db,
+    "update notifications set delivery = 'sent', sent_at = ?, recipients = ?, lease_owner = null, lease_until = null, last_error = null where id = ?",
+    [now, recipients.join(',').slice(0, 2000), id],
+  );
 }
 
 /** Not e-mailed: the account turned this alert off (it stays in the feed). */
 export async function markSkipped(db: Db, id: string, why: string): Promise<void> {
-  await run(db, "update notifications set delivery = 'skipped', last_error = ?, lease_owner = null, lease_until = null where id = ?", [why.slice(0, 500), id]);
+  await run(db, "update notifications set delivery = 'skipped', last_error = ?, lease_owner = null, lease_until = null where id = ?", [
+    why.slice(0, 500),
+    id,
+  ]);
 }
 
 /** A failed try: another at `nextAttemptAt`, or, with `final`, kept as failed for an operator. */
-export async function markFailedTry(db: Db, id: string, o: { owner: string; error: string; nextAttemptAt: Date | null; final: boolean }): Promise<void> {
+export async function markFailedTry(
+  db: Db,
+  id: string,
+  o: { owner: string; error: string; nextAttemptAt: Date | null; final: boolean },
+): Promise<void> {
   await run(
     db,
     `update notifications set delivery = ?, next_attempt_at = ?, last_error = ?, lease_owner = null, lease_until = null where id = ? and delivery = 'pending' and lease_owner = ?`,
@@ -128,7 +139,10 @@ export async function releaseLeases(db: Db, owner: string): Promise<number> {
 // Operators: `tollgate mail status`, `tollgate mail retry`.
 
 export async function deliveryCounts(db: Db): Promise<Record<DeliveryState, number>> {
-  const found = await rows<{ delivery: DeliveryState; n: unknown }>(db, 'select delivery, count(*) as n from notifications group by delivery');
+  const found = await rows<{ delivery: DeliveryState; n: unknown }>(
+    db,
+    'select delivery, count(*) as n from notifications group by delivery',
+  );
   const counts = { pending: 0, sent: 0, failed: 0, skipped: 0 };
   for (const r of found) if (r.delivery in counts) counts[r.delivery] = int(r.n);
   return counts;
@@ -143,7 +157,11 @@ export async function listByDelivery(db: Db, state: DeliveryState, limit = 100):
 export async function retryFailed(db: Db, ids: string[] | null): Promise<number> {
   if (ids && ids.length === 0) return 0;
   const where = ids ? ` and id in (${ids.map(() => '?').join(', ')})` : '';
-  return run(db, `update notifications set delivery = 'pending', attempts = 0, next_attempt_at = null, lease_owner = null, lease_until = null where delivery = 'failed'${where}`, ids ?? []);
+  return run(
+    db,
+    `update notifications set delivery = 'pending', attempts = 0, next_attempt_at = null, lease_owner = null, lease_until = null where delivery = 'failed'${where}`,
+    ids ?? [],
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -157,7 +175,11 @@ export interface FeedPage {
 }
 
 /** One page of the account's notifications, newest first; `after` is a notification id (the cursor). */
-export async function pageNotifications(db: Db, accountId: string, q: { first?: number | null; after?: string | null; unreadOnly?: boolean | null }): Promise<FeedPage> {
+export async function pageNotifications(
+  db: Db,
+  accountId: string,
+  q: { first?: number | null; after?: string | null; unreadOnly?: boolean | null },
+): Promise<FeedPage> {
   const limit = q.first ?? FEED_PAGE.defaultLimit;
   if (!Number.isInteger(limit) || limit < 1 || limit > FEED_PAGE.maxLimit) {
     throw new DomainError('invalid_value', `'first' must be an integer from 1 to ${FEED_PAGE.maxLimit}; got ${limit}.`, { param: 'first' });
@@ -167,11 +189,19 @@ export async function pageNotifications(db: Db, accountId: string, q: { first?: 
   if (q.unreadOnly) where.push('read_at is null');
   if (q.after) {
     const cursor = await rows<{ seq: unknown }>(db, 'select seq from notifications where id = ? and account_id = ?', [q.after, accountId]);
-    if (!cursor[0]) throw new DomainError('invalid_value', `'after' must be the id of one of the account's notifications; got '${q.after.slice(0, 60)}'.`, { param: 'after' });
+    if (!cursor[0])
+      throw new DomainError(
+        'invalid_value',
+        `'after' must be the id of one of the account's notifications; got '${q.after.slice(0, 60)}'.`,
+        { param: 'after' },
+      );
     where.push('seq < ?');
     bindings.push(int(cursor[0].seq));
   }
-  const found = await rows<Row>(db, `select ${COLUMNS} from notifications where ${where.join(' and ')} order by seq desc limit ?`, [...bindings, limit + 1]);
+  const found = await rows<Row>(db, `select ${COLUMNS} from notifications where ${where.join(' and ')} order by seq desc limit ?`, [
+    ...bindings,
+    limit + 1,
+  ]);
   return { notifications: found.slice(0, limit).map(record), hasMore: found.length > limit };
 }
 
@@ -179,12 +209,23 @@ export async function pageNotifications(db: Db, accountId: string, q: { first?: 
 export async function markRead(db: Db, accountId: string, ids: string[], now: Date): Promise<NotificationRecord[]> {
   if (ids.length === 0) return [];
   const list = ids.map(() => '?').join(', ');
-  await run(db, `update notifications set read_at = ? where account_id = ? and read_at is null and id in (${list})`, [now, accountId, ...ids]);
-  return (await rows<Row>(db, `select ${COLUMNS} from notifications where account_id = ? and id in (${list}) order by seq desc`, [accountId, ...ids])).map(record);
+  await run(db, `update notifications set read_at = ? where account_id = ? and read_at is null and id in (${list})`, [
+    now,
+    accountId,
+    ...ids,
+  ]);
+  return (
+    await rows<Row>(db, `select ${COLUMNS} from notifications where account_id = ? and id in (${list}) order by seq desc`, [
+      accountId,
+      ...ids,
+    ])
+  ).map(record);
 }
 
 export async function countUnread(db: Db, accountId: string): Promise<number> {
-  const found = await rows<{ n: unknown }>(db, 'select count(*) as n from notifications where account_id = ? and read_at is null', [accountId]);
+  const found = await rows<{ n: unknown }>(db, 'select count(*) as n from notifications where account_id = ? and read_at is null', [
+    accountId,
+  ]);
   return int(found[0]?.n);
 }
 
@@ -192,7 +233,11 @@ export async function countUnread(db: Db, accountId: string): Promise<number> {
 export async function notificationsAfter(db: Db, accountIds: string[], afterSeq: number, limit = 500): Promise<NotificationRecord[]> {
   if (accountIds.length === 0) return [];
   return (
-    await rows<Row>(db, `select ${COLUMNS} from notifications where seq > ? and account_id in (${accountIds.map(() => '?').join(', ')}) order by seq limit ?`, [afterSeq, ...accountIds, limit])
+    await rows<Row>(
+      db,
+      `select ${COLUMNS} from notifications where seq > ? and account_id in (${accountIds.map(() => '?').join(', ')}) order by seq limit ?`,
+      [afterSeq, ...accountIds, limit],
+    )
   ).map(record);
 }
 

@@ -57,14 +57,19 @@ export class NotificationsService {
   }
 
   markRead(accountId: string, ids: string[]): Promise<NotificationRecord[]> {
-    if (ids.length > MAX_IDS) throw new DomainError('invalid_value', `At most ${MAX_IDS} ids at a time; got ${ids.length}.`, { param: 'ids' });
+    if (ids.length > MAX_IDS)
+      throw new DomainError('invalid_value', `At most ${MAX_IDS} ids at a time; got ${ids.length}.`, { param: 'ids' });
     return markRead(this.o.db, accountId, ids, this.now());
   }
 
   // Operators ------------------------------------------------------------------------------------
 
   deliveryStatus(): Promise<{ counts: Record<DeliveryState, number>; failed: NotificationRecord[]; pending: NotificationRecord[] }> {
-    return (async () => ({ counts: await deliveryCounts(this.o.db), failed: await listByDelivery(this.o.db, 'failed'), pending: await listByDelivery(this.o.db, 'pending') }))();
+    return (async () => ({
+      counts: await deliveryCounts(this.o.db),
+      failed: await listByDelivery(this.o.db, 'failed'),
+      pending: await listByDelivery(this.o.db, 'pending'),
+    }))();
   }
 
   retryFailed(ids: string[] | null): Promise<number> {

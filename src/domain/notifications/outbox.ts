@@ -3,10 +3,17 @@
 // written here in the same database transaction as the change that caused them, once per occasion
 // (a unique dedupe key). The delivery worker (delivery-worker.ts) e-mails them after the commit;
 // the feed (Account.notifications) reads them.
-import { newId } from '../keys/key-format.js';
+import { newId } from '../ids.js';
 import { date, exec, rows, type Db } from '../billing/sql.js';
 
-export type NotificationKind = 'low_balance' | 'allocation_80' | 'allocation_100' | 'spending_limit' | 'subscription_charged' | 'subscription_unpaid' | 'rate_limit_hits'
+export type NotificationKind =
+  | 'low_balance'
+  | 'allocation_80'
+  | 'allocation_100'
+  | 'spending_limit'
+  | 'subscription_charged'
+  | 'subscription_unpaid'
+  | 'rate_limit_hits'
   | 'unusual_usage'
   // payments: an automatic top-up failed, was turned off after failing 3 times, hit the monthly cap
   | 'auto_topup_failed'
@@ -31,7 +38,17 @@ export const NOTIFICATION_KINDS: readonly NotificationKind[] = [
 ];
 
 /** The alerts a person turns on or off; each kind belongs to one. Receipts cannot be turned off. */
-export const ALERTS = ['low_balance', 'allocation_80', 'allocation_100', 'spending_limit', 'rate_limit', 'unusual_usage', 'auto_topup', 'monthly_fee', 'receipt'] as const;
+export const ALERTS = [
+  'low_balance',
+  'allocation_80',
+  'allocation_100',
+  'spending_limit',
+  'rate_limit',
+  'unusual_usage',
+  'auto_topup',
+  'monthly_fee',
+  'receipt',
+] as const;
 export type Alert = (typeof ALERTS)[number];
 export const OPTIONAL_ALERTS: readonly Alert[] = ALERTS.filter((a) => a !== 'receipt');
 
@@ -68,7 +85,8 @@ export async function enqueueNotification(
   db: Db,
   n: { accountId: string; kind: NotificationKind; dedupeKey: string; payload: Record<string, unknown>; now: Date },
 ): Promise<void> {
-  await exec(db, 
+  await exec(
+    db,
     'insert into notifications (id, account_id, kind, dedupe_key, payload, created_at) values (?, ?, ?, ?, ?, ?) on conflict (dedupe_key) do nothing',
     [newId('ntf'), n.accountId, n.kind, n.dedupeKey, JSON.stringify(n.payload), n.now],
   );
@@ -76,11 +94,14 @@ export async function enqueueNotification(
 
 /** An account's notifications, oldest first (for the dashboard, the sender and tests). */
 export async function listNotifications(db: Db, accountId: string): Promise<NotificationView[]> {
-  const found = await rows<{ id: string; account_id: string; kind: NotificationKind; payload: string; created_at: unknown; sent_at: unknown }>(
-    db,
-    'select id, account_id, kind, payload, created_at, sent_at from notifications where account_id = ? order by seq',
-    [accountId],
-  );
+  const found = await rows<{
+    id: string;
+    account_id: string;
+    kind: NotificationKind;
+    payload: string;
+    created_at: unknown;
+    sent_at: unknown;
+  }>(db, 'select id, account_id, kind, payload, created_at, sent_at from notifications where account_id = ? order by seq', [accountId]);
   return found.map((r) => ({
     id: r.id,
     accountId: r.account_id,

@@ -29,9 +29,7 @@ export class UnusualUsageDetector {
   private timer: NodeJS.Timeout | undefined;
   private checking: Promise<unknown> | undefined;
 
-  constructor(
-    private readonly o: { db: Db; settings: UnusualUsageSettings; logger: Logger; now?: () => Date },
-  ) {
+  constructor(private readonly o: { db: Db; settings: UnusualUsageSettings; logger: Logger; now?: () => Date }) {
     this.now = o.now ?? (() => new Date());
     this.minSpend = parseDecimal(o.settings.min_spend);
   }

@@ -27,13 +27,21 @@ export function parseTopUpAmount(value: unknown, param = 'amount'): bigint {
   }
   if (typeof value === 'bigint') return checkTopUpNanos(value, param);
   if (typeof value !== 'number') {
-    throw new DomainError('invalid_type', `'${param}' must be a number (e.g. 25 or 49.99); got ${Array.isArray(value) ? 'array' : typeof value}.`, { param });
+    throw new DomainError(
+      'invalid_type',
+      `'${param}' must be a number (e.g. 25 or 49.99); got ${Array.isArray(value) ? 'array' : typeof value}.`,
+      { param },
+    );
   }
   let nanos: bigint;
   try {
     nanos = parseDecimal(value);
   } catch {
-    throw new DomainError('invalid_amount', `'${param}' must be a finite number of ${WALLET_CURRENCY} with at most ${MAX_DECIMALS} decimal places.`, { param });
+    throw new DomainError(
+      'invalid_amount',
+      `'${param}' must be a finite number of ${WALLET_CURRENCY} with at most ${MAX_DECIMALS} decimal places.`,
+      { param },
+    );
   }
   return checkTopUpNanos(nanos, param);
 }
@@ -41,7 +49,9 @@ export function parseTopUpAmount(value: unknown, param = 'amount'): bigint {
 function checkTopUpNanos(nanos: bigint, param: string): bigint {
   const shown = formatDecimal(nanos);
   if (nanos % NANOS_PER_CENT !== 0n) {
-    throw new DomainError('invalid_amount', `'${param}' must have at most ${MAX_DECIMALS} decimal places (cents); got ${shown}.`, { param });
+    throw new DomainError('invalid_amount', `'${param}' must have at most ${MAX_DECIMALS} decimal places (cents); got ${shown}.`, {
+      param,
+    });
   }
   if (nanos <= 0n) throw new DomainError('invalid_amount', `'${param}' must be a positive amount; got ${shown}.`, { param });
   if (nanos < MINIMUM_NANOS) {
@@ -110,7 +120,8 @@ export class BonusTable {
       return { minimum, basisPoints: hundredths };
     });
     for (let i = 1; i < this.tiers.length; i++) {
-      if (this.tiers[i]!.minimum <= this.tiers[i - 1]!.minimum) throw new Error(`bonus_table[${i}].min_amount: rows must be in increasing order of min_amount`);
+      if (this.tiers[i]!.minimum <= this.tiers[i - 1]!.minimum)
+        throw new Error(`bonus_table[${i}].min_amount: rows must be in increasing order of min_amount`);
     }
   }
 

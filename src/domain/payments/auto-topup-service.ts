@@ -8,7 +8,7 @@
 // bounds what automatic top-ups may add in a calendar month.
 import type { Logger } from '../../logger.js';
 import { DomainError } from '../errors.js';
-import { newId } from '../keys/key-format.js';
+import { newId } from '../ids.js';
 import { parseDecimal, WALLET_CURRENCY } from '../billing/money.js';
 import { periodBounds, periodOf } from '../billing/period.js';
 import type { BillingDatabase } from '../billing/sql.js';
@@ -81,7 +81,14 @@ export class AutoTopupService {
   async getSettings(accountId: string): Promise<AutoTopupView> {
     const s = await findAutoTopup(this.o.db, accountId);
     if (!s) return { enabled: false, threshold: null, amount: null, consecutiveFailures: 0, disabledReason: null, inFlight: false };
-    return { enabled: s.enabled, threshold: s.threshold, amount: s.amount, consecutiveFailures: s.consecutiveFailures, disabledReason: s.disabledReason, inFlight: s.inFlightId !== null };
+    return {
+      enabled: s.enabled,
+      threshold: s.threshold,
+      amount: s.amount,
+      consecutiveFailures: s.consecutiveFailures,
+      disabledReason: s.disabledReason,
+      inFlight: s.inFlightId !== null,
+    };
   }
 
   /**
@@ -96,8 +103,10 @@ export class AutoTopupService {
     const current = await findAutoTopup(db, accountId);
     const threshold = input.threshold == null ? (current?.threshold ?? null) : parseThreshold(input.threshold);
     const amount = input.amount == null ? (current?.amount ?? null) : parseTopUpAmount(input.amount, 'amount');
-    if (enabled && threshold === null) throw new DomainError('missing_required_parameter', "'threshold' is required to turn automatic top-up on.", { param: 'threshold' });
-    if (enabled && amount === null) throw new DomainError('missing_required_parameter', "'amount' is required to turn automatic top-up on.", { param: 'amount' });
+    if (enabled && threshold === null)
+      throw new DomainError('missing_required_parameter', "'threshold' is required to turn automatic top-up on.", { param: 'threshold' });
+    if (enabled && amount === null)
+      throw new DomainError('missing_required_parameter', "'amount' is required to turn automatic top-up on.", { param: 'amount' });
     if (enabled && !this.o.processor.canChargeOffSession(await findCustomer(db, accountId, this.o.processor.name))) {
       throw new DomainError(
         'payment_method_required',
@@ -105,7 +114,14 @@ export class AutoTopupService {
         { param: 'enabled' },
       );
     }
-    await saveAutoTopup(db, { accountId, enabled, threshold: threshold ?? 0n, amount: amount ?? 0n, resetFailures: enabled, now: this.now() });
+    await saveAutoTopup(db, {
+      accountId,
+      enabled,
+      threshold: threshold ?? 0n,
+      amount: amount ?? 0n,
+      resetFailures: enabled,
+      now: this.now(),
+    });
     this.known.delete(accountId);
     return this.getSettings(accountId);
   }
@@ -166,63 +182,71 @@ export class AutoTopupService {
     const { db } = this.o;
     const { forUpdate } = db;
     const now = this.now();
-    return db.transaction(async (trx) => {
-      const s = await findAutoTopup(trx, accountId, forUpdate);
-      if (!s?.enabled) return 'disabled' as const;
-      if (s.inFlightId) {
-        const inFlight = await findTopUp(trx, s.inFlightId);
-        if (inFlight?.status === 'open') {
-          // Undecided for a while (a timeout, a lost event): ask again under the same key.
-          if (now.getTime() - inFlight.updatedAt.getTime() < this.o.retryAfterSeconds * 1000) return 'in_flight' as const;
-          await trx.run('update top_ups set updated_at = ? where id = ?', [now, inFlight.id]);
-          return { topUp: inFlight, customerId: await findCustomer(trx, accountId, inFlight.processor) };
+    return db
+      .transaction(async (trx) => {
+        const s = await findAutoTopup(trx, accountId, forUpdate);
+        if (!s?.enabled) return 'disabled' as const;
+        if (s.inFlightId) {
+          const inFlight = await findTopUp(trx, s.inFlightId);
+          if (inFlight?.status === 'open') {
+            // Undecided for a while (a timeout, a lost event): ask again under the same key.
+            if (now.getTime() - inFlight.updatedAt.getTime() < this.o.retryAfterSeconds * 1000) return 'in_flight' as const;
+            await trx.run('update top_ups set updated_at = ? where id = ?', [now, inFlight.id]);
+            return { topUp: inFlight, customerId: await findCustomer(trx, accountId, inFlight.processor) };
+          }
+          // Its outcome was written but the slot not freed (should not happen): free it and go on.
+          await releaseInFlight(trx, accountId, s.inFlightId, now);
         }
-        // Its outcome was written but the slot not freed (should not happen): free it and go on.
-        await releaseInFlight(trx, accountId, s.inFlightId, now);
-      }
-      // Read under the slot's lock: a top-up crediting meanwhile has either committed (and the
-      // balance shows it) or still holds the slot.
-      const balance = await this.o.wallet.balanceOf(trx, accountId);
-      if (balance >= s.threshold) return 'above_threshold' as const;
-      if (this.o.maxMonthly !== null) {
-        const period = periodOf(now);
-        const started = await sumAutoTopUpsSince(trx, accountId, periodBounds(period).start);
-        if (started + s.amount > this.o.maxMonthly) {
-          await this.o.notifier.enqueue(trx, {
-            accountId,
-            kind: 'auto_topup_capped',
-            dedupeKey: `auto_topup_capped:${accountId}:${period}`,
-            payload: { period, max_monthly: formatMoney(this.o.maxMonthly), started: formatMoney(started), amount: formatMoney(s.amount), currency: WALLET_CURRENCY },
-            now,
-          });
-          this.o.logger.warn({ account: accountId, period }, 'automatic top-up skipped: the monthly cap is reached');
-          return 'capped' as const;
+        // Read under the slot's lock: a top-up crediting meanwhile has either committed (and the
+        // balance shows it) or still holds the slot.
+        const balance = await this.o.wallet.balanceOf(trx, accountId);
+        if (balance >= s.threshold) return 'above_threshold' as const;
+        if (this.o.maxMonthly !== null) {
+          const period = periodOf(now);
+          const started = await sumAutoTopUpsSince(trx, accountId, periodBounds(period).start);
+          if (started + s.amount > this.o.maxMonthly) {
+            await this.o.notifier.enqueue(trx, {
+              accountId,
+              kind: 'auto_topup_capped',
+              dedupeKey: `auto_topup_capped:${accountId}:${period}`,
+              payload: {
+                period,
+                max_monthly: formatMoney(this.o.maxMonthly),
+                started: formatMoney(started),
+                amount: formatMoney(s.amount),
+                currency: WALLET_CURRENCY,
+              },
+              now,
+            });
+            this.o.logger.warn({ account: accountId, period }, 'automatic top-up skipped: the monthly cap is reached');
+            return 'capped' as const;
+          }
         }
-      }
-      const quote = quoteTopUp(s.amount, this.o.bonusTable);
-      const id = newId('atu');
-      await insertTopUp(trx, {
-        id,
-        accountId,
-        source: 'auto',
-        processor: this.o.processor.name,
-        amount: s.amount,
-        bonus: quote.bonus,
-        bonusBasisPoints: quote.bonusBasisPoints,
-        currency: WALLET_CURRENCY,
-        idempotencyKey: null,
-        requestHash: null,
-        expiresAt: null,
-        now,
+        const quote = quoteTopUp(s.amount, this.o.bonusTable);
+        const id = newId('atu');
+        await insertTopUp(trx, {
+          id,
+          accountId,
+          source: 'auto',
+          processor: this.o.processor.name,
+          amount: s.amount,
+          bonus: quote.bonus,
+          bonusBasisPoints: quote.bonusBasisPoints,
+          currency: WALLET_CURRENCY,
+          idempotencyKey: null,
+          requestHash: null,
+          expiresAt: null,
+          now,
+        });
+        // SQLite has no row locks (its writer lock serialises us); the conditional claim is the guard.
+        if (!(await claimInFlight(trx, accountId, id, now))) throw new SlotTaken();
+        const topUp = await findTopUp(trx, id);
+        return { topUp: topUp!, customerId: await findCustomer(trx, accountId, this.o.processor.name) };
+      })
+      .catch((e: unknown) => {
+        if (e instanceof SlotTaken) return 'in_flight' as const;
+        throw e;
       });
-      // SQLite has no row locks (its writer lock serialises us); the conditional claim is the guard.
-      if (!(await claimInFlight(trx, accountId, id, now))) throw new SlotTaken();
-      const topUp = await findTopUp(trx, id);
-      return { topUp: topUp!, customerId: await findCustomer(trx, accountId, this.o.processor.name) };
-    }).catch((e: unknown) => {
-      if (e instanceof SlotTaken) return 'in_flight' as const;
-      throw e;
-    });
   }
 
   private async charge(topUp: TopUpRecord, customerId: string | null): Promise<CheckOutcome> {

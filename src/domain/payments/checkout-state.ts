@@ -34,3 +34,6 @@ export function canMove(from: TopUpState, to: TopUpState, cause: MoveCause = 'ot
 export function isSettled(state: TopUpState): boolean {
   return state !== 'open';
 }
+
+/** Where a top-up comes from: a hosted checkout (POST /v1/wallet/top-up, Mutation.topUp) or an automatic top-up. */
+export type TopUpSource = 'checkout' | 'auto';

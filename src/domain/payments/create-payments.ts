@@ -1,7 +1,7 @@
 // Builds payments on top of billing: the configured processor, the two seams (crediting inside
 // billing's transactions, the notifications outbox), the services, and the hook that starts an
 // automatic top-up check after every committed debit. Called once by the composition root.
-import type { PaymentsSettings, StripeEnv } from '../../config-payments.js';
+import type { PaymentsSettings, StripeEnv } from './settings.js';
 import type { Logger } from '../../logger.js';
 import type { BillingService } from '../billing/billing-service.js';
 import { formatDecimal, parseDecimal } from '../billing/money.js';
@@ -38,7 +38,10 @@ export function createPayments(o: {
     const stripe = new StripeProcessor({ secretKey: o.stripe.secretKey, webhookSecret: o.stripe.webhookSecret, apiBase: o.stripe.apiBase });
     processor = stripe;
     webhooks = stripe;
-    logger.info({ apiBase: o.stripe.apiBase ?? 'https://api.stripe.com', testMode: o.stripe.secretKey.startsWith('sk_test_') }, 'payments: Stripe Checkout');
+    logger.info(
+      { apiBase: o.stripe.apiBase ?? 'https://api.stripe.com', testMode: o.stripe.secretKey.startsWith('sk_test_') },
+      'payments: Stripe Checkout',
+    );
   } else {
     processor = new SandboxProcessor(o.publicUrl);
     logger.warn(
@@ -51,13 +54,22 @@ export function createPayments(o: {
     creditWithin: async (trx, credit, now, effects) => {
       await billing.creditWithin(
         trx,
-        { accountId: credit.accountId, amount: credit.amount, type: credit.type, description: credit.description, reference: credit.reference, idempotencyKey: credit.idempotencyKey },
+        {
+          accountId: credit.accountId,
+          amount: credit.amount,
+          type: credit.type,
+          description: credit.description,
+          reference: credit.reference,
+          idempotencyKey: credit.idempotencyKey,
+        },
         now,
         effects,
       );
     },
     balanceOf: async (db, accountId) => {
-      const found = await rows<{ balance: unknown }>(db, 'select cast(balance as text) as balance from wallets where account_id = ?', [accountId]);
+      const found = await rows<{ balance: unknown }>(db, 'select cast(balance as text) as balance from wallets where account_id = ?', [
+        accountId,
+      ]);
       return big(found[0]?.balance ?? 0);
     },
     publish: (effects) => billing.publishChanges(effects),

@@ -8,12 +8,20 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from '../../logger.js';
 import { DomainError } from '../errors.js';
-import { newId } from '../keys/key-format.js';
+import { newId } from '../ids.js';
 import { formatDecimal, WALLET_CURRENCY } from '../billing/money.js';
 import { isUniqueViolation, type BillingDatabase } from '../billing/sql.js';
 import { formatMoney, parseTopUpAmount, percentText, quoteTopUp, toCents, type BonusTable, type TopUpQuote } from './amounts.js';
 import { isTopUpState, type TopUpState } from './checkout-state.js';
-import { ProcessorError, WebhookSignatureError, type CheckoutRef, type PaymentEvent, type PaymentProcessor, type ProcessorName, type WebhookVerifier } from './processor.js';
+import {
+  ProcessorError,
+  WebhookSignatureError,
+  type CheckoutRef,
+  type PaymentEvent,
+  type PaymentProcessor,
+  type ProcessorName,
+  type WebhookVerifier,
+} from './processor.js';
 import { sandboxPaymentId } from './sandbox-processor.js';
 import type { TopUpSettlement } from './top-up-settlement.js';
 import {
@@ -21,6 +29,7 @@ import {
   findTopUp,
   findTopUpByIdempotencyKey,
   findTopUpByPaymentId,
+  findTopUpsByPaymentIds,
   findTopUpByProcessorCheckoutId,
   insertTopUp,
   listTopUps,
@@ -96,7 +105,16 @@ export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]+$/;
 const LIST_LIMIT = { default: 50, max: 200 } as const;
 
-export type EventOutcome = 'credited' | 'already_paid' | 'pending' | 'failed' | 'expired' | 'unchanged' | 'unknown_checkout' | 'mismatch' | 'ignored';
+export type EventOutcome =
+  | 'credited'
+  | 'already_paid'
+  | 'pending'
+  | 'failed'
+  | 'expired'
+  | 'unchanged'
+  | 'unknown_checkout'
+  | 'mismatch'
+  | 'ignored';
 
 export class PaymentsService {
   readonly processorName: ProcessorName;
@@ -129,7 +147,11 @@ export class PaymentsService {
     const key = validIdempotencyKey(input.idempotencyKey);
     const quote = quoteTopUp(amount, this.o.bonusTable);
     // The body as it matters: the amount in its exact decimal form (10 and 10.00 are one body).
-    const requestHash = key ? createHash('sha256').update(JSON.stringify({ amount: formatDecimal(amount) })).digest('hex') : null;
+    const requestHash = key
+      ? createHash('sha256')
+          .update(JSON.stringify({ amount: formatDecimal(amount) }))
+          .digest('hex')
+      : null;
     const { db } = this.o;
     const now = this.now();
 
@@ -195,13 +217,18 @@ export class PaymentsService {
         expiresAt: topUp.expiresAt ?? new Date(this.now().getTime() + this.o.checkoutTtlSeconds * 1000),
       });
       await recordCheckoutCreated(db, topUp.id, { ...created, now: this.now() });
-      if (created.customerId && created.customerId !== customerId) await saveCustomer(db, topUp.accountId, processor.name, created.customerId, this.now());
+      if (created.customerId && created.customerId !== customerId)
+        await saveCustomer(db, topUp.accountId, processor.name, created.customerId, this.now());
     } catch (e) {
       this.o.logger.error({ err: e, topUp: topUp.id, account: topUp.accountId }, 'the payment processor could not open a checkout');
       if (!(e instanceof ProcessorError)) throw e;
       // Without an idempotency key nobody can come back for this checkout: it failed. With one,
       // it stays open and a retry with the same key asks the processor again.
-      if (!retryable) await moveTopUp(db, topUp.id, 'open', 'failed', { failureReason: 'The payment processor could not open the checkout.', now: this.now() });
+      if (!retryable)
+        await moveTopUp(db, topUp.id, 'open', 'failed', {
+          failureReason: 'The payment processor could not open the checkout.',
+          now: this.now(),
+        });
       throw new DomainError(
         'payment_processor_error',
         `The payment processor could not open the checkout; please try again${retryable ? ' with the same Idempotency-Key' : ''}.`,
@@ -241,22 +268,36 @@ export class PaymentsService {
     return topUpView(t);
   }
 
+  /**
+   * The top-up each payment paid, in the order asked (null for a reference that is no payment of
+   * a top-up): what a ledger page's top-up and bonus credits point at, in one query.
+   */
+  async topUpsByPaymentIds(paymentIds: readonly string[]): Promise<(TopUpView | null)[]> {
+    const byPayment = new Map((await findTopUpsByPaymentIds(this.o.db, [...new Set(paymentIds)])).map((t) => [t.paymentId, topUpView(t)]));
+    return paymentIds.map((id) => byPayment.get(id) ?? null);
+  }
+
   /** An account's top-ups, newest first. */
   async listTopUps(accountId: string, opts: { limit?: number | null; status?: string | null } = {}): Promise<TopUpView[]> {
     return (await this.pageTopUps(accountId, opts)).topUps;
   }
 
   /** A page of an account's top-ups, newest first, after the top-up id `after` (a cursor). */
-  async pageTopUps(accountId: string, opts: { limit?: number | null; status?: string | null; after?: string | null } = {}): Promise<{ topUps: TopUpView[]; hasMore: boolean }> {
+  async pageTopUps(
+    accountId: string,
+    opts: { limit?: number | null; status?: string | null; after?: string | null } = {},
+  ): Promise<{ topUps: TopUpView[]; hasMore: boolean }> {
     const limit = opts.limit ?? LIST_LIMIT.default;
     if (!Number.isInteger(limit) || limit < 1 || limit > LIST_LIMIT.max) {
       throw new DomainError('invalid_value', `'limit' must be an integer from 1 to ${LIST_LIMIT.max}; got ${limit}.`, { param: 'limit' });
     }
-    if (opts.status != null && !isTopUpState(opts.status)) throw new DomainError('invalid_value', `'status' must be one of open, paid, expired, canceled, failed.`, { param: 'status' });
+    if (opts.status != null && !isTopUpState(opts.status))
+      throw new DomainError('invalid_value', `'status' must be one of open, paid, expired, canceled, failed.`, { param: 'status' });
     let after: { createdAt: Date; id: string } | null = null;
     if (opts.after) {
       const cursor = await findTopUp(this.o.db, opts.after);
-      if (!cursor || cursor.accountId !== accountId) throw new DomainError('invalid_value', `'after' must be the id of one of the account's top-ups.`, { param: 'after' });
+      if (!cursor || cursor.accountId !== accountId)
+        throw new DomainError('invalid_value', `'after' must be the id of one of the account's top-ups.`, { param: 'after' });
       after = { createdAt: cursor.createdAt, id: cursor.id };
     }
     const found = await listTopUps(this.o.db, accountId, { limit: limit + 1, status: opts.status ?? null, after });
@@ -295,7 +336,7 @@ export class PaymentsService {
 
   private async sandboxTopUp(id: string): Promise<TopUpRecord> {
     const t = await findTopUp(this.o.db, id);
-    if (!t || t.processor !== 'sandbox' || t.source !== 'checkout') throw topUpNotFound(id);
+    if (t?.processor !== 'sandbox' || t.source !== 'checkout') throw topUpNotFound(id);
     return t;
   }
 
@@ -318,7 +359,8 @@ export class PaymentsService {
     try {
       event = this.o.webhooks.parseWebhook(rawBody, signatureHeader);
     } catch (e) {
-      if (e instanceof WebhookSignatureError) throw new DomainError('invalid_signature', `Webhook signature verification failed: ${e.message}`);
+      if (e instanceof WebhookSignatureError)
+        throw new DomainError('invalid_signature', `Webhook signature verification failed: ${e.message}`);
       throw e;
     }
     return { eventId: event.eventId, outcome: await this.applyEvent(event) };
@@ -334,9 +376,15 @@ export class PaymentsService {
       case 'checkout_paid': {
         const t = await this.checkoutOf(event.ref, log);
         if (!t) return 'unknown_checkout';
-        if (event.amountCents !== null && (event.amountCents !== toCents(t.amount) || (event.currency ?? '').toLowerCase() !== t.currency.toLowerCase())) {
+        if (
+          event.amountCents !== null &&
+          (event.amountCents !== toCents(t.amount) || (event.currency ?? '').toLowerCase() !== t.currency.toLowerCase())
+        ) {
           // Our line item has a fixed price; a difference means a misconfigured account (promotion codes?).
-          log.error({ topUp: t.id, paid: event.amountCents, currency: event.currency, expected: toCents(t.amount) }, 'amount paid differs from the top-up; crediting the top-up amount');
+          log.error(
+            { topUp: t.id, paid: event.amountCents, currency: event.currency, expected: toCents(t.amount) },
+            'amount paid differs from the top-up; crediting the top-up amount',
+          );
         }
         const { outcome } = await this.o.settlement.markPaid(t.id, { paymentId: event.paymentId, customerId: event.customerId });
         return outcome === 'credited' ? 'credited' : outcome === 'unknown' ? 'unknown_checkout' : 'already_paid';
@@ -387,14 +435,22 @@ export class PaymentsService {
       return null;
     }
     if ((ref.accountId && ref.accountId !== t.accountId) || t.processor !== this.o.processor.name) {
-      log.error({ ref, topUp: t.id, account: t.accountId, processor: t.processor }, 'payment event does not match its top-up (account or processor): nothing changed');
+      log.error(
+        { ref, topUp: t.id, account: t.accountId, processor: t.processor },
+        'payment event does not match its top-up (account or processor): nothing changed',
+      );
       return null;
     }
     await recordProcessorCheckoutId(db, t.id, ref.processorCheckoutId, this.now());
     return t;
   }
 
-  private async topUpOfPayment(topUpId: string | null, accountId: string | null, paymentId: string, log: Logger): Promise<TopUpRecord | null> {
+  private async topUpOfPayment(
+    topUpId: string | null,
+    accountId: string | null,
+    paymentId: string,
+    log: Logger,
+  ): Promise<TopUpRecord | null> {
     const { db } = this.o;
     const t = (topUpId ? await findTopUp(db, topUpId) : null) ?? (await findTopUpByPaymentId(db, paymentId));
     if (!t) {
@@ -402,7 +458,10 @@ export class PaymentsService {
       return null;
     }
     if ((accountId && accountId !== t.accountId) || t.processor !== this.o.processor.name) {
-      log.error({ topUp: t.id, account: t.accountId, eventAccount: accountId }, 'payment event does not match its top-up (account or processor): nothing changed');
+      log.error(
+        { topUp: t.id, account: t.accountId, eventAccount: accountId },
+        'payment event does not match its top-up (account or processor): nothing changed',
+      );
       return null;
     }
     return t;
@@ -417,7 +476,11 @@ function describeTopUp(t: TopUpRecord): string {
 function validIdempotencyKey(value: string | null | undefined): string | null {
   if (value == null) return null;
   if (typeof value !== 'string' || value.length === 0 || value.length > MAX_IDEMPOTENCY_KEY_LENGTH || !IDEMPOTENCY_KEY.test(value)) {
-    throw new DomainError('invalid_value', `The Idempotency-Key must be 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} visible ASCII characters (a UUID, for one).`, { param: 'Idempotency-Key' });
+    throw new DomainError(
+      'invalid_value',
+      `The Idempotency-Key must be 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} visible ASCII characters (a UUID, for one).`,
+      { param: 'Idempotency-Key' },
+    );
   }
   return value;
 }

@@ -32,5 +32,8 @@ export type PaymentNotificationKind = 'auto_topup_failed' | 'auto_topup_disabled
 
 export interface NotifierPort {
   /** Queues a notification inside `db`'s transaction, once per `dedupeKey`. */
-  enqueue(db: Db, n: { accountId: string; kind: PaymentNotificationKind; dedupeKey: string; payload: Record<string, unknown>; now: Date }): Promise<void>;
+  enqueue(
+    db: Db,
+    n: { accountId: string; kind: PaymentNotificationKind; dedupeKey: string; payload: Record<string, unknown>; now: Date },
+  ): Promise<void>;
 }

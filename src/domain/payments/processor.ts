@@ -54,13 +54,29 @@ export type OffSessionResult =
 /** A processor's callback, verified and reduced to what the payment rules act on. */
 export type PaymentEvent =
   /** A checkout's payment is received (Stripe: completed with payment_status paid, or async success). */
-  | { kind: 'checkout_paid'; eventId: string; ref: CheckoutRef; paymentId: string; customerId: string | null; amountCents: number | null; currency: string | null }
+  | {
+      kind: 'checkout_paid';
+      eventId: string;
+      ref: CheckoutRef;
+      paymentId: string;
+      customerId: string | null;
+      amountCents: number | null;
+      currency: string | null;
+    }
   /** A checkout was submitted, but its payment is still on its way (async methods). */
   | { kind: 'checkout_pending'; eventId: string; ref: CheckoutRef; customerId: string | null }
   | { kind: 'checkout_failed'; eventId: string; ref: CheckoutRef; reason: string }
   | { kind: 'checkout_expired'; eventId: string; ref: CheckoutRef }
   /** A payment (an off-session charge, or a checkout's own payment intent) succeeded. */
-  | { kind: 'payment_succeeded'; eventId: string; topUpId: string | null; accountId: string | null; paymentId: string; amountCents: number | null; currency: string | null }
+  | {
+      kind: 'payment_succeeded';
+      eventId: string;
+      topUpId: string | null;
+      accountId: string | null;
+      paymentId: string;
+      amountCents: number | null;
+      currency: string | null;
+    }
   /** A payment attempt failed; only automatic top-ups fail on it (a checkout lets the customer retry). */
   | { kind: 'payment_failed'; eventId: string; topUpId: string | null; accountId: string | null; paymentId: string; reason: string }
   /** Verified, but nothing tollgate acts on. */

@@ -12,7 +12,12 @@ export class SandboxProcessor implements PaymentProcessor {
   constructor(private readonly publicUrl: () => string) {}
 
   async createCheckout(req: CheckoutRequest): Promise<CreatedCheckout> {
-    return { processorCheckoutId: req.topUpId, url: sandboxCheckoutUrl(this.publicUrl(), req.topUpId), customerId: null, expiresAt: req.expiresAt };
+    return {
+      processorCheckoutId: req.topUpId,
+      url: sandboxCheckoutUrl(this.publicUrl(), req.topUpId),
+      customerId: null,
+      expiresAt: req.expiresAt,
+    };
   }
 
   async ensureCustomer(): Promise<string | null> {

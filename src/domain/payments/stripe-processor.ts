@@ -4,6 +4,7 @@
 // Every create call carries an idempotency key derived from our top-up id, so a retried request
 // (ours, or the SDK's own network retries) returns the first result and never charges twice.
 import Stripe from 'stripe';
+import { stripeHostOptions } from './settings.js';
 import {
   ProcessorError,
   WebhookSignatureError,
@@ -18,6 +19,8 @@ import {
 } from './processor.js';
 
 /** Metadata keys on sessions and payment intents: how Stripe's events find their top-up. */
+export { stripeHostOptions };
+
 export const METADATA = { topUpId: 'tollgate_top_up_id', accountId: 'tollgate_account_id' } as const;
 
 export interface StripeSettings {
@@ -33,19 +36,6 @@ export interface StripeSettings {
 }
 
 /** host/port/protocol for the SDK from a base URL such as http://127.0.0.1:12111. */
-export function stripeHostOptions(apiBase: string): { host: string; port: number; protocol: 'http' | 'https' } {
-  let url: URL;
-  try {
-    url = new URL(apiBase);
-  } catch {
-    throw new Error(`STRIPE_API_BASE: not a URL: ${apiBase}`);
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`STRIPE_API_BASE: must be http:// or https://, got ${url.protocol}`);
-  // The SDK appends /v1/… to the host itself; it has no base path.
-  if (url.pathname !== '/' && url.pathname !== '') throw new Error(`STRIPE_API_BASE: give the origin only (scheme, host, port), without a path: ${apiBase}`);
-  const protocol = url.protocol === 'http:' ? 'http' : 'https';
-  return { host: url.hostname.replace(/^\[|\]$/g, ''), port: url.port ? Number(url.port) : protocol === 'http' ? 80 : 443, protocol };
-}
 
 export class StripeProcessor implements PaymentProcessor, WebhookVerifier {
   readonly name = 'stripe' as const;
@@ -91,7 +81,11 @@ export class StripeProcessor implements PaymentProcessor, WebhookVerifier {
           line_items: [
             {
               quantity: 1,
-              price_data: { currency: req.currency, unit_amount: req.amountCents, product_data: { name: 'Wallet credits', description: req.description } },
+              price_data: {
+                currency: req.currency,
+                unit_amount: req.amountCents,
+                product_data: { name: 'Wallet credits', description: req.description },
+              },
             },
           ],
           metadata,
@@ -120,7 +114,8 @@ export class StripeProcessor implements PaymentProcessor, WebhookVerifier {
   }
 
   async chargeOffSession(charge: OffSessionCharge): Promise<OffSessionResult> {
-    if (!charge.customerId) return { status: 'failed', paymentId: null, reason: 'No card is saved for this account: pay one top-up at the checkout first.' };
+    if (!charge.customerId)
+      return { status: 'failed', paymentId: null, reason: 'No card is saved for this account: pay one top-up at the checkout first.' };
     let paymentMethod: string | undefined;
     try {
       const methods = await this.stripe.customers.listPaymentMethods(charge.customerId, { limit: 1 });
@@ -128,7 +123,8 @@ export class StripeProcessor implements PaymentProcessor, WebhookVerifier {
     } catch (e) {
       throw processorError('list the saved payment methods', e);
     }
-    if (!paymentMethod) return { status: 'failed', paymentId: null, reason: 'No card is saved for this account: pay one top-up at the checkout first.' };
+    if (!paymentMethod)
+      return { status: 'failed', paymentId: null, reason: 'No card is saved for this account: pay one top-up at the checkout first.' };
     const metadata = { [METADATA.topUpId]: charge.topUpId, [METADATA.accountId]: charge.accountId };
     try {
       const intent = await this.stripe.paymentIntents.create(
@@ -151,15 +147,27 @@ export class StripeProcessor implements PaymentProcessor, WebhookVerifier {
         case 'processing':
           return { status: 'pending', paymentId: intent.id };
         case 'requires_action':
-          return { status: 'failed', paymentId: intent.id, reason: 'The card needs the cardholder to authenticate the payment, which cannot be done off-session.' };
+          return {
+            status: 'failed',
+            paymentId: intent.id,
+            reason: 'The card needs the cardholder to authenticate the payment, which cannot be done off-session.',
+          };
         default:
-          return { status: 'failed', paymentId: intent.id, reason: intent.last_payment_error?.message ?? `The payment ended as ${intent.status}.` };
+          return {
+            status: 'failed',
+            paymentId: intent.id,
+            reason: intent.last_payment_error?.message ?? `The payment ended as ${intent.status}.`,
+          };
       }
     } catch (e) {
       if (e instanceof Stripe.errors.StripeCardError) {
         return { status: 'failed', paymentId: e.payment_intent?.id ?? null, reason: declineReason(e) };
       }
-      if (e instanceof Stripe.errors.StripeConnectionError || e instanceof Stripe.errors.StripeAPIError || e instanceof Stripe.errors.StripeRateLimitError) {
+      if (
+        e instanceof Stripe.errors.StripeConnectionError ||
+        e instanceof Stripe.errors.StripeAPIError ||
+        e instanceof Stripe.errors.StripeRateLimitError
+      ) {
         // The outcome is unknown (the intent may exist): the same key later, or its event, tells.
         return { status: 'pending', paymentId: null };
       }
@@ -207,7 +215,12 @@ export function toPaymentEvent(event: Stripe.Event): PaymentEvent {
       return { kind: 'ignored', eventId: event.id, type: `${event.type} (payment_status ${session.payment_status})` };
     }
     case 'checkout.session.async_payment_failed':
-      return { kind: 'checkout_failed', eventId: event.id, ref: checkoutRef(event.data.object), reason: 'The payment failed after the checkout was submitted.' };
+      return {
+        kind: 'checkout_failed',
+        eventId: event.id,
+        ref: checkoutRef(event.data.object),
+        reason: 'The payment failed after the checkout was submitted.',
+      };
     case 'checkout.session.expired':
       return { kind: 'checkout_expired', eventId: event.id, ref: checkoutRef(event.data.object) };
     case 'payment_intent.succeeded': {
@@ -259,7 +272,9 @@ function declineReason(e: InstanceType<typeof Stripe.errors.StripeCardError>): s
 function processorError(what: string, e: unknown): ProcessorError {
   if (e instanceof ProcessorError) return e;
   const retryable =
-    e instanceof Stripe.errors.StripeConnectionError || e instanceof Stripe.errors.StripeAPIError || e instanceof Stripe.errors.StripeRateLimitError;
+    e instanceof Stripe.errors.StripeConnectionError ||
+    e instanceof Stripe.errors.StripeAPIError ||
+    e instanceof Stripe.errors.StripeRateLimitError;
   const detail = e instanceof Error ? e.message : String(e);
   return new ProcessorError(`Stripe could not ${what}: ${detail}`, retryable, { cause: e });
 }

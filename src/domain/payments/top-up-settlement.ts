@@ -37,7 +37,10 @@ export class TopUpSettlement {
    * sandbox page's Pay button) refuses a top-up that was canceled or expired meanwhile; a
    * processor's confirmation credits it anyway, since the money was received.
    */
-  async markPaid(topUpId: string, payment: { paymentId: string; customerId?: string | null; requireOpen?: boolean }): Promise<{ outcome: PaidOutcome; topUp: TopUpRecord | null }> {
+  async markPaid(
+    topUpId: string,
+    payment: { paymentId: string; customerId?: string | null; requireOpen?: boolean },
+  ): Promise<{ outcome: PaidOutcome; topUp: TopUpRecord | null }> {
     const now = this.o.now();
     const effects: WalletChange[] = [];
     const { db } = this.o;
@@ -49,13 +52,20 @@ export class TopUpSettlement {
         if (!t) return { outcome: 'unknown' as const, topUp: null };
         if (t.status === 'paid') {
           if (t.paymentId !== payment.paymentId) {
-            this.o.logger.error({ topUp: t.id, paid: t.paymentId, again: payment.paymentId }, 'a second payment was confirmed for a top-up already paid; it was not credited');
+            this.o.logger.error(
+              { topUp: t.id, paid: t.paymentId, again: payment.paymentId },
+              'a second payment was confirmed for a top-up already paid; it was not credited',
+            );
           }
           return { outcome: 'already_paid' as const, topUp: t };
         }
         if (payment.requireOpen && t.status !== 'open') return { outcome: 'not_open' as const, topUp: t };
         if (!canMove(t.status, 'paid', 'confirmed_payment')) return { outcome: 'not_open' as const, topUp: t };
-        if (t.status !== 'open') this.o.logger.warn({ topUp: t.id, was: t.status, payment: payment.paymentId }, 'payment confirmed for a top-up that was no longer open: crediting it');
+        if (t.status !== 'open')
+          this.o.logger.warn(
+            { topUp: t.id, was: t.status, payment: payment.paymentId },
+            'payment confirmed for a top-up that was no longer open: crediting it',
+          );
         await moveTopUp(trx, t.id, t.status, 'paid', { paymentId: payment.paymentId, now });
         await this.o.wallet.creditWithin(
           trx,
@@ -104,20 +114,29 @@ export class TopUpSettlement {
           now,
         });
         if (payment.customerId) await saveCustomer(trx, t.accountId, t.processor, payment.customerId, now);
-        return { outcome: 'credited' as const, topUp: { ...t, status: 'paid' as TopUpState, paymentId: payment.paymentId, settledAt: now } };
+        return {
+          outcome: 'credited' as const,
+          topUp: { ...t, status: 'paid' as TopUpState, paymentId: payment.paymentId, settledAt: now },
+        };
       });
     } catch (e) {
       // The payment id is unique among top-ups and its ledger key unique among transactions: a
       // violation means this payment was credited already (through another top-up row).
       if (isUniqueViolation(e)) {
-        this.o.logger.error({ err: e, topUp: topUpId, payment: payment.paymentId }, 'payment already credited elsewhere; not credited again');
+        this.o.logger.error(
+          { err: e, topUp: topUpId, payment: payment.paymentId },
+          'payment already credited elsewhere; not credited again',
+        );
         return { outcome: 'already_paid', topUp: null };
       }
       throw e;
     }
     this.o.wallet.publish(effects);
     if (result.outcome === 'credited') {
-      this.o.logger.info({ topUp: topUpId, account: result.topUp?.accountId, payment: payment.paymentId, amount: formatDecimal(result.topUp!.amount) }, 'top-up credited');
+      this.o.logger.info(
+        { topUp: topUpId, account: result.topUp?.accountId, payment: payment.paymentId, amount: formatDecimal(result.topUp!.amount) },
+        'top-up credited',
+      );
     }
     return result;
   }
@@ -126,7 +145,10 @@ export class TopUpSettlement {
    * Marks an open top-up failed. For an automatic top-up, the account's run of failures grows,
    * the customer is notified, and at `maxConsecutiveFailures` automatic top-up is turned off.
    */
-  async markFailed(topUpId: string, failure: { reason: string; paymentId?: string | null }): Promise<{ outcome: FailedOutcome; topUp: TopUpRecord | null }> {
+  async markFailed(
+    topUpId: string,
+    failure: { reason: string; paymentId?: string | null },
+  ): Promise<{ outcome: FailedOutcome; topUp: TopUpRecord | null }> {
     const now = this.o.now();
     const { db } = this.o;
     const { forUpdate } = db;
@@ -141,7 +163,7 @@ export class TopUpSettlement {
         await finishAutoTopUp(trx, t.accountId, t.id, 'failed', now);
         const settings = await findAutoTopup(trx, t.accountId);
         const failures = settings?.consecutiveFailures ?? 1;
-        const turnOff = settings !== null && settings.enabled && failures >= this.o.maxConsecutiveFailures;
+        const turnOff = settings?.enabled && failures >= this.o.maxConsecutiveFailures;
         const payload = {
           top_up_id: t.id,
           amount: formatMoney(t.amount),
@@ -152,11 +174,26 @@ export class TopUpSettlement {
         if (turnOff) {
           const why = `Turned off after ${failures} failed automatic top-ups in a row; the last: ${failure.reason}`;
           await disableAutoTopup(trx, t.accountId, why, now);
-          await this.o.notifier.enqueue(trx, { accountId: t.accountId, kind: 'auto_topup_disabled', dedupeKey: `auto_topup_failed:${t.id}`, payload: { ...payload, disabled: true }, now });
+          await this.o.notifier.enqueue(trx, {
+            accountId: t.accountId,
+            kind: 'auto_topup_disabled',
+            dedupeKey: `auto_topup_failed:${t.id}`,
+            payload: { ...payload, disabled: true },
+            now,
+          });
         } else {
-          await this.o.notifier.enqueue(trx, { accountId: t.accountId, kind: 'auto_topup_failed', dedupeKey: `auto_topup_failed:${t.id}`, payload, now });
+          await this.o.notifier.enqueue(trx, {
+            accountId: t.accountId,
+            kind: 'auto_topup_failed',
+            dedupeKey: `auto_topup_failed:${t.id}`,
+            payload,
+            now,
+          });
         }
-        this.o.logger.warn({ topUp: t.id, account: t.accountId, failures, turnedOff: turnOff, reason: failure.reason }, 'automatic top-up failed');
+        this.o.logger.warn(
+          { topUp: t.id, account: t.accountId, failures, turnedOff: turnOff, reason: failure.reason },
+          'automatic top-up failed',
+        );
       }
       return { outcome: 'failed' as const, topUp: { ...t, status: 'failed' as TopUpState, failureReason: failure.reason, settledAt: now } };
     });

@@ -6,7 +6,8 @@ import { big, bool, date, exec, int, rows, run, type Db } from '../billing/sql.j
 import { isTopUpState, type TopUpState } from './checkout-state.js';
 import type { ProcessorName } from './processor.js';
 
-export type TopUpSource = 'checkout' | 'auto';
+export type { TopUpSource } from './checkout-state.js';
+import type { TopUpSource } from './checkout-state.js';
 
 export interface TopUpRecord {
   id: string;
@@ -81,7 +82,21 @@ export async function insertTopUp(db: Db, t: NewTopUp): Promise<void> {
     db,
     'insert into top_ups (id, account_id, source, processor, status, amount, bonus, bonus_bps, currency, idempotency_key, request_hash, created_at, updated_at, expires_at) ' +
       "values (?, ?, ?, ?, 'open', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-    [t.id, t.accountId, t.source, t.processor, t.amount, t.bonus, Number(t.bonusBasisPoints), t.currency, t.idempotencyKey, t.requestHash, t.now, t.now, t.expiresAt],
+    [
+      t.id,
+      t.accountId,
+      t.source,
+      t.processor,
+      t.amount,
+      t.bonus,
+      Number(t.bonusBasisPoints),
+      t.currency,
+      t.idempotencyKey,
+      t.requestHash,
+      t.now,
+      t.now,
+      t.expiresAt,
+    ],
   );
 }
 
@@ -97,18 +112,31 @@ export async function lockTopUp(db: Db, id: string, forUpdate: string): Promise<
 }
 
 export async function findTopUpByIdempotencyKey(db: Db, accountId: string, key: string): Promise<TopUpRecord | null> {
-  const found = await rows<Record<string, unknown>>(db, `select ${COLUMNS} from top_ups where account_id = ? and idempotency_key = ?`, [accountId, key]);
+  const found = await rows<Record<string, unknown>>(db, `select ${COLUMNS} from top_ups where account_id = ? and idempotency_key = ?`, [
+    accountId,
+    key,
+  ]);
   return found[0] ? topUpRecord(found[0]) : null;
 }
 
 export async function findTopUpByProcessorCheckoutId(db: Db, processorCheckoutId: string): Promise<TopUpRecord | null> {
-  const found = await rows<Record<string, unknown>>(db, `select ${COLUMNS} from top_ups where processor_checkout_id = ?`, [processorCheckoutId]);
+  const found = await rows<Record<string, unknown>>(db, `select ${COLUMNS} from top_ups where processor_checkout_id = ?`, [
+    processorCheckoutId,
+  ]);
   return found[0] ? topUpRecord(found[0]) : null;
 }
 
 export async function findTopUpByPaymentId(db: Db, paymentId: string): Promise<TopUpRecord | null> {
   const found = await rows<Record<string, unknown>>(db, `select ${COLUMNS} from top_ups where payment_id = ?`, [paymentId]);
   return found[0] ? topUpRecord(found[0]) : null;
+}
+
+/** The top-ups paid by these payments, in one query (unknown ids left out). */
+export async function findTopUpsByPaymentIds(db: Db, paymentIds: readonly string[]): Promise<TopUpRecord[]> {
+  if (paymentIds.length === 0) return [];
+  const marks = paymentIds.map(() => '?').join(', ');
+  const found = await rows<Record<string, unknown>>(db, `select ${COLUMNS} from top_ups where payment_id in (${marks})`, [...paymentIds]);
+  return found.map(topUpRecord);
 }
 
 /** An account's top-ups, newest first. */
@@ -128,26 +156,33 @@ export async function listTopUps(
     where.push('(created_at < ? or (created_at = ? and id < ?))');
     bindings.push(opts.after.createdAt, opts.after.createdAt, opts.after.id);
   }
-  const found = await rows<Record<string, unknown>>(db, `select ${COLUMNS} from top_ups where ${where.join(' and ')} order by created_at desc, id desc limit ?`, [
-    ...bindings,
-    opts.limit,
-  ]);
+  const found = await rows<Record<string, unknown>>(
+    db,
+    `select ${COLUMNS} from top_ups where ${where.join(' and ')} order by created_at desc, id desc limit ?`,
+    [...bindings, opts.limit],
+  );
   return found.map(topUpRecord);
 }
 
 /** Records what the processor answered; the state is left alone (an event may have moved it already). */
-export async function recordCheckoutCreated(db: Db, id: string, c: { processorCheckoutId: string; url: string; expiresAt: Date; now: Date }): Promise<void> {
-  await exec(db, 'update top_ups set processor_checkout_id = coalesce(processor_checkout_id, ?), checkout_url = ?, expires_at = ?, updated_at = ? where id = ?', [
-    c.processorCheckoutId,
-    c.url,
-    c.expiresAt,
-    c.now,
-    id,
-  ]);
+export async function recordCheckoutCreated(
+  db: Db,
+  id: string,
+  c: { processorCheckoutId: string; url: string; expiresAt: Date; now: Date },
+): Promise<void> {
+  await exec(
+    db,
+    'update top_ups set processor_checkout_id = coalesce(processor_checkout_id, ?), checkout_url = ?, expires_at = ?, updated_at = ? where id = ?',
+    [c.processorCheckoutId, c.url, c.expiresAt, c.now, id],
+  );
 }
 
 export async function recordProcessorCheckoutId(db: Db, id: string, processorCheckoutId: string, now: Date): Promise<void> {
-  await exec(db, 'update top_ups set processor_checkout_id = ?, updated_at = ? where id = ? and processor_checkout_id is null', [processorCheckoutId, now, id]);
+  await exec(db, 'update top_ups set processor_checkout_id = ?, updated_at = ? where id = ? and processor_checkout_id is null', [
+    processorCheckoutId,
+    now,
+    id,
+  ]);
 }
 
 export async function recordPendingPayment(db: Db, id: string, paymentId: string, now: Date): Promise<void> {
@@ -188,18 +223,21 @@ export async function sumAutoTopUpsSince(db: Db, accountId: string, since: Date)
 // off-session for automatic top-ups.
 
 export async function findCustomer(db: Db, accountId: string, processor: ProcessorName): Promise<string | null> {
-  const found = await rows<{ customer_id: string }>(db, 'select customer_id from payment_customers where account_id = ? and processor = ?', [accountId, processor]);
+  const found = await rows<{ customer_id: string }>(
+    db,
+    'select customer_id from payment_customers where account_id = ? and processor = ?',
+    [accountId, processor],
+  );
   return found[0]?.customer_id ?? null;
 }
 
 /** Keeps the first customer recorded for the account (a racing second one is the same, by idempotency). */
 export async function saveCustomer(db: Db, accountId: string, processor: ProcessorName, customerId: string, now: Date): Promise<void> {
-  await exec(db, 'insert into payment_customers (account_id, processor, customer_id, created_at) values (?, ?, ?, ?) on conflict (account_id, processor) do nothing', [
-    accountId,
-    processor,
-    customerId,
-    now,
-  ]);
+  await exec(
+    db,
+    'insert into payment_customers (account_id, processor, customer_id, created_at) values (?, ?, ?, ?) on conflict (account_id, processor) do nothing',
+    [accountId, processor, customerId, now],
+  );
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -217,7 +255,8 @@ export interface AutoTopupRecord {
   updatedAt: Date;
 }
 
-const AUTO_COLUMNS = 'account_id, enabled, cast(threshold as text) as threshold, cast(amount as text) as amount, consecutive_failures, in_flight_id, disabled_reason, updated_at';
+const AUTO_COLUMNS =
+  'account_id, enabled, cast(threshold as text) as threshold, cast(amount as text) as amount, consecutive_failures, in_flight_id, disabled_reason, updated_at';
 
 function autoTopupRecord(r: Record<string, unknown>): AutoTopupRecord {
   return {
@@ -233,11 +272,16 @@ function autoTopupRecord(r: Record<string, unknown>): AutoTopupRecord {
 }
 
 export async function findAutoTopup(db: Db, accountId: string, forUpdate = ''): Promise<AutoTopupRecord | null> {
-  const found = await rows<Record<string, unknown>>(db, `select ${AUTO_COLUMNS} from auto_topups where account_id = ?${forUpdate}`, [accountId]);
+  const found = await rows<Record<string, unknown>>(db, `select ${AUTO_COLUMNS} from auto_topups where account_id = ?${forUpdate}`, [
+    accountId,
+  ]);
   return found[0] ? autoTopupRecord(found[0]) : null;
 }
 
-export async function saveAutoTopup(db: Db, s: { accountId: string; enabled: boolean; threshold: bigint; amount: bigint; resetFailures: boolean; now: Date }): Promise<void> {
+export async function saveAutoTopup(
+  db: Db,
+  s: { accountId: string; enabled: boolean; threshold: bigint; amount: bigint; resetFailures: boolean; now: Date },
+): Promise<void> {
   const updated = await run(
     db,
     'update auto_topups set enabled = ?, threshold = ?, amount = ?, ' +
@@ -245,26 +289,36 @@ export async function saveAutoTopup(db: Db, s: { accountId: string; enabled: boo
     [s.enabled, s.threshold, s.amount, s.resetFailures, s.resetFailures, s.now, s.accountId],
   );
   if (updated === 0) {
-    await exec(db, 'insert into auto_topups (account_id, enabled, threshold, amount, consecutive_failures, updated_at) values (?, ?, ?, ?, 0, ?)', [
-      s.accountId,
-      s.enabled,
-      s.threshold,
-      s.amount,
-      s.now,
-    ]);
+    await exec(
+      db,
+      'insert into auto_topups (account_id, enabled, threshold, amount, consecutive_failures, updated_at) values (?, ?, ?, ?, 0, ?)',
+      [s.accountId, s.enabled, s.threshold, s.amount, s.now],
+    );
   }
 }
 
 /** Claims the account's one in-flight slot; false when another top-up holds it. */
 export async function claimInFlight(db: Db, accountId: string, topUpId: string, now: Date): Promise<boolean> {
-  return (await run(db, 'update auto_topups set in_flight_id = ?, updated_at = ? where account_id = ? and in_flight_id is null', [topUpId, now, accountId])) === 1;
+  return (
+    (await run(db, 'update auto_topups set in_flight_id = ?, updated_at = ? where account_id = ? and in_flight_id is null', [
+      topUpId,
+      now,
+      accountId,
+    ])) === 1
+  );
 }
 
 /**
  * Records how an automatic top-up ended: the slot it held is freed, and the run of consecutive
  * failures grows by one (failed) or starts again (succeeded); 'abandoned' only frees the slot.
  */
-export async function finishAutoTopUp(db: Db, accountId: string, topUpId: string, outcome: 'succeeded' | 'failed' | 'abandoned', now: Date): Promise<void> {
+export async function finishAutoTopUp(
+  db: Db,
+  accountId: string,
+  topUpId: string,
+  outcome: 'succeeded' | 'failed' | 'abandoned',
+  now: Date,
+): Promise<void> {
   const failures = outcome === 'succeeded' ? '0' : outcome === 'failed' ? 'consecutive_failures + 1' : 'consecutive_failures';
   await exec(
     db,
@@ -275,9 +329,18 @@ export async function finishAutoTopUp(db: Db, accountId: string, topUpId: string
 
 /** Frees a slot whose top-up is no longer open (left by a crash between two steps). */
 export async function releaseInFlight(db: Db, accountId: string, topUpId: string, now: Date): Promise<void> {
-  await exec(db, 'update auto_topups set in_flight_id = null, updated_at = ? where account_id = ? and in_flight_id = ?', [now, accountId, topUpId]);
+  await exec(db, 'update auto_topups set in_flight_id = null, updated_at = ? where account_id = ? and in_flight_id = ?', [
+    now,
+    accountId,
+    topUpId,
+  ]);
 }
 
 export async function disableAutoTopup(db: Db, accountId: string, reason: string, now: Date): Promise<void> {
-  await exec(db, 'update auto_topups set enabled = ?, disabled_reason = ?, updated_at = ? where account_id = ?', [false, reason.slice(0, 500), now, accountId]);
+  await exec(db, 'update auto_topups set enabled = ?, disabled_reason = ?, updated_at = ? where account_id = ?', [
+    false,
+    reason.slice(0, 500),
+    now,
+    accountId,
+  ]);
 }

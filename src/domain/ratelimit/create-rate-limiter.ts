@@ -1,5 +1,5 @@
 // Builds the rate limiter the config asks for: none, in memory, or on Redis (REDIS_URL).
-import type { RateLimitSettings } from '../../config.js';
+import type { RateLimitSettings } from './types.js';
 import { MemoryRateLimitStore } from './memory-store.js';
 import type { NotificationSink } from './notification-sink.js';
 import { RateLimiter, type WarnLogger } from './rate-limiter.js';
@@ -11,7 +11,12 @@ export async function createRateLimiter(
   opts: { logger: WarnLogger & { info(obj: object, msg: string): void }; notifications?: NotificationSink },
 ): Promise<RateLimiter | null> {
   if (settings.backend === 'none') return null;
-  const common = { failClosed: settings.fail_closed, alertThreshold: settings.alert_threshold, logger: opts.logger, notifications: opts.notifications };
+  const common = {
+    failClosed: settings.fail_closed,
+    alertThreshold: settings.alert_threshold,
+    logger: opts.logger,
+    notifications: opts.notifications,
+  };
   if (settings.backend === 'memory') return new RateLimiter(new MemoryRateLimitStore(), common);
   let lastLogged = 0;
   let limiter: RateLimiter | undefined;

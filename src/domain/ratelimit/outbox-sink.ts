@@ -15,6 +15,12 @@ export class OutboxNotificationSink implements NotificationSink {
   async notify(accountId: string, kind: string, payload: Record<string, unknown>): Promise<void> {
     const now = this.now();
     const hour = now.toISOString().slice(0, 13);
-    await enqueueNotification(this.db, { accountId, kind: kind as NotificationKind, dedupeKey: `${kind}:${accountId}:${hour}`, payload, now });
+    await enqueueNotification(this.db, {
+      accountId,
+      kind: kind as NotificationKind,
+      dedupeKey: `${kind}:${accountId}:${hour}`,
+      payload,
+      now,
+    });
   }
 }

@@ -4,7 +4,15 @@
 // unlimited, warn in the log, count it) or, with `failClosed`, refuse with 503.
 import { DomainError } from '../errors.js';
 import type { NotificationSink } from './notification-sink.js';
-import { type AdmissionRef, type Dimension, HITS_WINDOW_SECONDS, type LimiterState, type RateLimits, type RateLimitStore } from './types.js';
+import {
+  type AdmissionRef,
+  type AdmitResult,
+  type Dimension,
+  HITS_WINDOW_SECONDS,
+  type LimiterState,
+  type RateLimits,
+  type RateLimitStore,
+} from './types.js';
 
 /** The subset of a pino logger the limiter uses. */
 export interface WarnLogger {
@@ -80,7 +88,7 @@ export class RateLimiter {
    * sees the state the client is told about: after the admission, or the one that refused it.
    */
   async admit(accountId: string, limits: RateLimits, tokens: number, onState?: (state: LimiterState) => void): Promise<Admission> {
-    let result;
+    let result: AdmitResult;
     try {
       result = await this.store.admit(accountId, limits, tokens, this.alertThreshold);
     } catch (err) {
@@ -120,7 +128,11 @@ export class RateLimiter {
     await this.recordHit(accountId, limits);
     onState?.(blocked.state);
     const retryAfter = Math.ceil(left / 1000);
-    throw new DomainError('rate_limit_exceeded', `Rate limit reached: this account's ${NAMES.rpm} limit of ${blocked.rpm}. Retry after ${retryAfter} s.`, { retryAfter });
+    throw new DomainError(
+      'rate_limit_exceeded',
+      `Rate limit reached: this account's ${NAMES.rpm} limit of ${blocked.rpm}. Retry after ${retryAfter} s.`,
+      { retryAfter },
+    );
   }
 
   /**
@@ -155,7 +167,10 @@ export class RateLimiter {
     this.stats.storeErrors++;
     if (this.failClosed) {
       this.warn(err, 'rate limiter: store unreachable; refusing calls (rate_limits.fail_closed)');
-      throw new DomainError('rate_limiter_unavailable', 'Rate limiting is unavailable right now, so calls are refused; retry shortly.', { retryAfter: 1, cause: err });
+      throw new DomainError('rate_limiter_unavailable', 'Rate limiting is unavailable right now, so calls are refused; retry shortly.', {
+        retryAfter: 1,
+        cause: err,
+      });
     }
     this.stats.failOpen++;
     this.warn(err, 'rate limiter: store unreachable; serving calls without rate limits (fail-open)');
@@ -166,7 +181,9 @@ export class RateLimiter {
     this.stats.alerts++;
     const payload = { recent_hits: recentHits, window_seconds: HITS_WINDOW_SECONDS, threshold: this.alertThreshold };
     // Not awaited: the 429 answers now, whatever the outbox does.
-    this.opts.notifications?.notify(accountId, ALERT_KIND, payload).catch((err) => this.opts.logger?.warn({ err, accountId }, 'rate limiter: could not queue the rate-limit alert'));
+    this.opts.notifications
+      ?.notify(accountId, ALERT_KIND, payload)
+      .catch((err) => this.opts.logger?.warn({ err, accountId }, 'rate limiter: could not queue the rate-limit alert'));
   }
 
   private warn(err: unknown, msg: string) {
@@ -231,6 +248,10 @@ function refusal(exceeded: Dimension[], retryAfter: number | null, limits: RateL
     );
   }
   const which = exceeded.map((d) => `${NAMES[d]} limit of ${limits[d]}`).join(' and ');
-  const detail = exceeded.includes('tpm') ? ` ${limits.tpm - state.tpm.remaining} tokens counted in the last minute; this request counts ${tokens} (prompt + maximum output).` : '';
-  return new DomainError('rate_limit_exceeded', `Rate limit reached: this account's ${which}.${detail} Retry after ${retryAfter} s.`, { retryAfter });
+  const detail = exceeded.includes('tpm')
+    ? ` ${limits.tpm - state.tpm.remaining} tokens counted in the last minute; this request counts ${tokens} (prompt + maximum output).`
+    : '';
+  return new DomainError('rate_limit_exceeded', `Rate limit reached: this account's ${which}.${detail} Retry after ${retryAfter} s.`, {
+    retryAfter,
+  });
 }

@@ -262,7 +262,17 @@ interface ScriptedRedis extends Redis {
 
 /** One admission's part of the admit script's reply. */
 function admitResult(key: string, limits: RateLimits, reply: number[]): AdmitResult {
-  const [admitted, nowMs, usedR, usedT, newest, hits, alert, waitR, waitT] = reply as [number, number, number, number, number, number, number, number, number];
+  const [admitted, nowMs, usedR, usedT, newest, hits, alert, waitR, waitT] = reply as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   const state = stateFromTotals(limits, nowMs, usedR, usedT, newest);
   if (admitted === 1) return { admitted: true, ref: { key, slot: newest }, state };
   const exceeded: Dimension[] = [];
@@ -405,7 +415,7 @@ export class RedisRateLimitStore implements RateLimitStore {
         for (const a of batch) a.reject(err);
         continue;
       }
-      batch.forEach((a, i) => a.resolve(admitResult(key, a.limits, reply.slice(i * REPLY_SIZE, (i + 1) * REPLY_SIZE))));
+      for (const [i, a] of batch.entries()) a.resolve(admitResult(key, a.limits, reply.slice(i * REPLY_SIZE, (i + 1) * REPLY_SIZE)));
     }
     queue.sending = false;
     this.admitQueues.delete(key);
@@ -493,7 +503,8 @@ export class RedisRateLimitStore implements RateLimitStore {
     if (corrections.length === 0) return;
     let entry = this.pending.get(key);
     if (!entry) this.pending.set(key, (entry = { since: performance.now(), slots: new Map() }));
-    for (let i = 0; i < corrections.length; i += 2) entry.slots.set(corrections[i]!, (entry.slots.get(corrections[i]!) ?? 0) + corrections[i + 1]!);
+    for (let i = 0; i < corrections.length; i += 2)
+      entry.slots.set(corrections[i]!, (entry.slots.get(corrections[i]!) ?? 0) + corrections[i + 1]!);
     this.armFlush();
   }
 

@@ -90,12 +90,10 @@ export interface RateLimitStore {
   close(): Promise<void>;
 }
 
-/** Sets the contract's headers (specification section 8) on a response whose head is not written. */
-export function setRateLimitHeaders(res: { setHeader(name: string, value: string): unknown }, state: LimiterState): void {
-  res.setHeader('X-RateLimit-Limit-RPM', String(state.rpm.limit));
-  res.setHeader('X-RateLimit-Limit-TPM', String(state.tpm.limit));
-  res.setHeader('X-RateLimit-Remaining-RPM', String(state.rpm.remaining));
-  res.setHeader('X-RateLimit-Remaining-TPM', String(state.tpm.remaining));
-  res.setHeader('X-RateLimit-Reset-RPM', String(state.rpm.reset));
-  res.setHeader('X-RateLimit-Reset-TPM', String(state.tpm.reset));
+/** The config's `rate_limits:` section, with the backend resolved (src/config.ts). */
+export interface RateLimitSettings {
+  backend: 'memory' | 'redis' | 'none';
+  fail_closed: boolean;
+  alert_threshold: number;
+  key_prefix: string;
 }

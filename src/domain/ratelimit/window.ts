@@ -53,7 +53,13 @@ export function exceededLimits(slots: readonly SlotCount[], limits: RateLimits, 
  * Whole seconds until a request of `tokens` fits in every dimension of `exceeded`, waiting for the
  * oldest slots to leave the window; null when it never fits (its estimate is over the TPM limit).
  */
-export function retryAfterSeconds(slots: readonly SlotCount[], nowMs: number, limits: RateLimits, tokens: number, exceeded: readonly Dimension[]): number | null {
+export function retryAfterSeconds(
+  slots: readonly SlotCount[],
+  nowMs: number,
+  limits: RateLimits,
+  tokens: number,
+  exceeded: readonly Dimension[],
+): number | null {
   const ordered = [...slots].sort((a, b) => a.slot - b.slot);
   let wait = 0;
   for (const d of exceeded) {

@@ -2,7 +2,11 @@
 import { TIERS, type AccountView, type ApiKeyView } from '../../domain/accounts/accounts-service.js';
 import { builder } from '../builder.js';
 
-export const TierEnum = builder.enumType('Tier', { values: TIERS });
+export const TierEnum = builder.enumType('Tier', {
+  description:
+    "An account's pricing tier: its monthly token allocation, whether usage beyond it is paid from the wallet, any monthly fee, and its rate limits.",
+  values: TIERS,
+});
 
 export const ApiKeyRef = builder.objectRef<ApiKeyView>('ApiKey').implement({
   description: 'An API key, shown as its prefix and last four characters; the secret is shown once, at creation.',
@@ -17,6 +21,7 @@ export const ApiKeyRef = builder.objectRef<ApiKeyView>('ApiKey').implement({
 });
 
 export const AccountRef = builder.loadableObject('Account', {
+  description: 'An account: who pays (its wallet) and whose API keys call the API.',
   load: (ids: string[], ctx) => ctx.services.accounts.getAccountsByIds(ids),
   sort: (a: AccountView) => a.id,
   fields: (t) => ({
@@ -32,19 +37,18 @@ builder.queryField('viewer', (t) =>
   t.field({
     type: AccountRef,
     description: 'The account of the API key in the Authorization header.',
-    resolve: async (_root, _args, ctx) => (await ctx.principal()).account.id,
+    // The account authentication already read: given whole, the loader does not read it again.
+    resolve: async (_root, _args, ctx) => (await ctx.principal()).account,
   }),
 );
 
-const CreateAccountPayload = builder
-  .objectRef<{ account: AccountView; apiKey: string; keyId: string }>('CreateAccountPayload')
-  .implement({
-    fields: (t) => ({
-      account: t.field({ type: AccountRef, resolve: (p) => p.account }),
-      apiKey: t.exposeString('apiKey', { description: 'The secret key; shown this once.' }),
-      keyId: t.exposeID('keyId'),
-    }),
-  });
+const CreateAccountPayload = builder.objectRef<{ account: AccountView; apiKey: string; keyId: string }>('CreateAccountPayload').implement({
+  fields: (t) => ({
+    account: t.field({ type: AccountRef, resolve: (p) => p.account }),
+    apiKey: t.exposeString('apiKey', { description: 'The secret key; shown this once.' }),
+    keyId: t.exposeID('keyId'),
+  }),
+});
 
 export const CreateApiKeyPayload = builder.objectRef<{ id: string; apiKey: string }>('CreateApiKeyPayload').implement({
   fields: (t) => ({
@@ -73,7 +77,10 @@ builder.mutationFields((t) => ({
     },
     resolve: (_root, args, ctx) => {
       ctx.requireAdmin();
-      return ctx.services.accounts.createKey(String(args.accountId), { name: args.name ?? undefined, expiresAt: args.expiresAt ?? undefined });
+      return ctx.services.accounts.createKey(String(args.accountId), {
+        name: args.name ?? undefined,
+        expiresAt: args.expiresAt ?? undefined,
+      });
     },
   }),
   revokeApiKey: t.boolean({

@@ -1,7 +1,6 @@
 // Chat completions: Mutation.createChatCompletion and Subscription.chatCompletionStream.
 import type { ChatChunk, ChatCompletion, ChatInput } from '../../domain/inference/inference-service.js';
 import type { Usage } from '../../domain/inference/engine.js';
-import { DomainError } from '../../domain/errors.js';
 import { builder } from '../builder.js';
 import type { GraphQLContext } from '../context.js';
 import { type StreamItem, untilKeyInvalid, unwrapStreamItem } from '../key-guard.js';
@@ -16,6 +15,7 @@ const ChatMessageInput = builder.inputType('ChatMessageInput', {
 });
 
 export const ChatCompletionInput = builder.inputType('ChatCompletionInput', {
+  description: 'A chat completion request: the model, the conversation so far, and how to sample the answer.',
   fields: (t) => ({
     model: t.string({ required: true }),
     messages: t.field({ type: [ChatMessageInput], required: true }),
@@ -114,7 +114,8 @@ builder.subscriptionField('chatCompletionStream', (t) =>
     type: ChatChunkRef,
     args: { input: t.arg({ type: ChatCompletionInput, required: true }) },
     // The stream ends when the client goes, the operation completes, or the key is revoked or expires.
-    subscribe: (_root, { input }, ctx) => untilKeyInvalid(ctx, (signal) => chatStream(ctx, input, signal)) as AsyncIterable<unknown> as AsyncIterable<ChatChunk>,
+    subscribe: (_root, { input }, ctx) =>
+      untilKeyInvalid(ctx, (signal) => chatStream(ctx, input, signal)) as AsyncIterable<unknown> as AsyncIterable<ChatChunk>,
     resolve: (item) => unwrapStreamItem(item as StreamItem<ChatChunk>),
   }),
 );

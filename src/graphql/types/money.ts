@@ -5,7 +5,8 @@ import { formatDecimal, MoneyFormatError, parseDecimal } from '../../domain/bill
 import { builder } from '../builder.js';
 
 function toNanos(value: unknown): bigint {
-  if (typeof value !== 'string' && typeof value !== 'number') throw new GraphQLError('Decimal must be a string such as "12.5" (or a number).');
+  if (typeof value !== 'string' && typeof value !== 'number')
+    throw new GraphQLError('Decimal must be a string such as "12.5" (or a number).');
   try {
     return parseDecimal(value);
   } catch (e) {
@@ -14,7 +15,8 @@ function toNanos(value: unknown): bigint {
 }
 
 export const DecimalScalar = builder.scalarType('Decimal', {
-  description: 'An exact amount of money in currency units, written as a decimal string with at most 9 decimal places, e.g. "12.5". Inputs also accept a number.',
+  description:
+    'An exact amount of money in currency units, written as a decimal string with at most 9 decimal places, e.g. "12.5". Inputs also accept a number.',
   serialize: (nanos) => formatDecimal(BigInt(nanos as bigint)),
   parseValue: toNanos,
   parseLiteral: (ast) => {

@@ -18,7 +18,8 @@ const AlertEnum = builder.enumType('Alert', {
   values: ALERTS,
 });
 const DeliveryStateEnum = builder.enumType('DeliveryState', {
-  description: 'pending: not sent yet (or waiting for a retry); sent: accepted by the mail server; failed: tries used up (an operator can retry); skipped: the alert is turned off.',
+  description:
+    'pending: not sent yet (or waiting for a retry); sent: accepted by the mail server; failed: tries used up (an operator can retry); skipped: the alert is turned off.',
   values: DELIVERY_STATES,
 });
 
@@ -33,7 +34,8 @@ const DeliveryRef = builder.objectRef<NotificationRecord>('NotificationDelivery'
   }),
 });
 
-const rendered = (n: NotificationRecord, ctx: GraphQLContext) => renderNotification(n.kind, n.payload, { publicUrl: ctx.services.config.publicUrl, accountId: n.accountId });
+const rendered = (n: NotificationRecord, ctx: GraphQLContext) =>
+  renderNotification(n.kind, n.payload, { publicUrl: ctx.services.config.publicUrl, accountId: n.accountId });
 
 export const NotificationRef = builder.objectRef<NotificationRecord>('Notification').implement({
   description: 'An alert or receipt written for the account, e-mailed (unless turned off) and kept here.',
@@ -77,7 +79,10 @@ const ConnectionRef = builder.objectRef<ConnectionShape>('NotificationConnection
         endCursor: c.notifications.at(-1)?.id ?? null,
       }),
     }),
-    unreadCount: t.int({ description: "The account's unread notifications, all pages.", resolve: (c, _args, ctx) => ctx.services.alerts.notifications.unreadCount(c.accountId) }),
+    unreadCount: t.int({
+      description: "The account's unread notifications, all pages.",
+      resolve: (c, _args, ctx) => ctx.services.alerts.notifications.unreadCount(c.accountId),
+    }),
   }),
 });
 
@@ -92,7 +97,11 @@ builder.objectField(AccountRef, 'notifications', (t) =>
     },
     resolve: async (account, args, ctx) => {
       await requireAccountAccess(ctx, account.id);
-      const page = await ctx.services.alerts.notifications.page(account.id, { first: args.first, after: args.after, unreadOnly: args.unreadOnly });
+      const page = await ctx.services.alerts.notifications.page(account.id, {
+        first: args.first,
+        after: args.after,
+        unreadOnly: args.unreadOnly,
+      });
       return { ...page, accountId: account.id, after: args.after ?? null };
     },
   }),
@@ -126,10 +135,13 @@ const WHEN: Record<Alert, string> = {
 };
 
 export const AlertSettingsRef = builder.objectRef<AlertSettingsView>('AlertSettings').implement({
-  description: 'Which alerts are e-mailed (true: on), and who else gets them. An alert turned off still appears in Account.notifications, with delivery state skipped.',
+  description:
+    'Which alerts are e-mailed (true: on), and who else gets them. An alert turned off still appears in Account.notifications, with delivery state skipped.',
   fields: (t) => ({
     ...Object.fromEntries(ALERTS.map((a) => [FIELD[a], t.boolean({ description: WHEN[a], resolve: (s) => s.enabled[a] })])),
-    extraRecipients: t.exposeStringList('extraRecipients', { description: "Up to 5 addresses that get every e-mailed alert besides the account's e-mail." }),
+    extraRecipients: t.exposeStringList('extraRecipients', {
+      description: "Up to 5 addresses that get every e-mailed alert besides the account's e-mail.",
+    }),
     updatedAt: t.expose('updatedAt', { type: 'DateTime', nullable: true }),
   }),
 });
@@ -161,7 +173,10 @@ builder.mutationFields((t) => ({
       const { account } = await ctx.principal();
       const given = input as Record<string, unknown>;
       const enabled = Object.fromEntries(ALERTS.map((a) => [a, given[FIELD[a]] as boolean | null | undefined]));
-      return ctx.services.alerts.notifications.updateSettings(account.id, { enabled, extraRecipients: (given.extraRecipients as string[] | null | undefined) ?? null });
+      return ctx.services.alerts.notifications.updateSettings(account.id, {
+        enabled,
+        extraRecipients: (given.extraRecipients as string[] | null | undefined) ?? null,
+      });
     },
   }),
   markNotificationsRead: t.field({
@@ -181,7 +196,9 @@ builder.subscriptionField('notificationAdded', (t) =>
     description: "The key's account notifications as they are written (by any server process), within about a second.",
     // Ends when the operation completes, the client goes, or the key is revoked or expires.
     subscribe: (_root, _args, ctx) =>
-      untilKeyInvalid<NotificationRecord>(ctx, (signal, { account }) => ctx.services.alerts.notifications.subscribe(account.id, signal)) as AsyncIterable<unknown> as AsyncIterable<NotificationRecord>,
+      untilKeyInvalid<NotificationRecord>(ctx, (signal, { account }) =>
+        ctx.services.alerts.notifications.subscribe(account.id, signal),
+      ) as AsyncIterable<unknown> as AsyncIterable<NotificationRecord>,
     resolve: (item) => unwrapStreamItem(item as StreamItem<NotificationRecord>),
   }),
 );

@@ -22,8 +22,15 @@ const SessionRef = builder.objectRef<SessionView>('Session').implement({
   description: 'A signed-in browser: a person of an account, or an operator.',
   fields: (t) => ({
     id: t.exposeID('id'),
-    operator: t.exposeBoolean('operator', { description: 'May do what ADMIN_TOKEN does (an account flagged admin, or the token exchanged).' }),
-    account: t.field({ type: AccountRef, nullable: true, description: 'Null for an operator signed in with ADMIN_TOKEN.', resolve: (s) => s.accountId }),
+    operator: t.exposeBoolean('operator', {
+      description: 'May do what ADMIN_TOKEN does (an account flagged admin, or the token exchanged).',
+    }),
+    account: t.field({
+      type: AccountRef,
+      nullable: true,
+      description: 'Null for an operator signed in with ADMIN_TOKEN.',
+      resolve: (s) => s.accountId,
+    }),
     current: t.boolean({ description: 'The session of this request.', resolve: (s, _args, ctx) => ctx.session?.id === s.id }),
     userAgent: t.exposeString('userAgent', { nullable: true }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
@@ -42,7 +49,7 @@ interface PlanView {
 }
 
 const PlanRef = builder.objectRef<PlanView>('Plan').implement({
-  description: "A tier as the config sets it: its monthly allocation, rate limits and monthly fee.",
+  description: 'A tier as the config sets it: its monthly allocation, rate limits and monthly fee.',
   fields: (t) => ({
     tier: t.field({ type: TierEnum, resolve: (p) => p.tier }),
     monthlyTokens: t.exposeInt('monthlyTokens', { nullable: true, description: 'null: unlimited.' }),
@@ -78,7 +85,14 @@ builder.queryFields((t) => ({
     resolve: (_root, _args, ctx) =>
       TIERS.map((tier) => {
         const c = ctx.services.config.tiers[tier];
-        return { tier, monthlyTokens: c.monthly_tokens, overage: c.overage, monthlyFee: priceToNanos(c.monthly_fee), rpm: c.rpm, tpm: c.tpm };
+        return {
+          tier,
+          monthlyTokens: c.monthly_tokens,
+          overage: c.overage,
+          monthlyFee: priceToNanos(c.monthly_fee),
+          rpm: c.rpm,
+          tpm: c.tpm,
+        };
       }),
   }),
   accounts: t.field({
@@ -126,23 +140,49 @@ builder.mutationFields((t) => ({
   signUp: t.field({
     type: SessionRef,
     description: 'Creates an account on the free tier and signs in (the policy of accounts.signup decides who may).',
-    args: { email: t.arg.string({ required: true }), password: t.arg.string({ required: true }), inviteCode: t.arg.string({ required: false }) },
+    args: {
+      email: t.arg.string({ required: true }),
+      password: t.arg.string({ required: true }),
+      inviteCode: t.arg.string({ required: false }),
+    },
     resolve: async (_root, args, ctx) =>
-      issue(ctx, await ctx.services.auth.signUp({ email: args.email, password: args.password, inviteCode: args.inviteCode, userAgent: ctx.cookies?.userAgent })),
+      issue(
+        ctx,
+        await ctx.services.auth.signUp({
+          email: args.email,
+          password: args.password,
+          inviteCode: args.inviteCode,
+          userAgent: ctx.cookies?.userAgent,
+        }),
+      ),
   }),
   signIn: t.field({
     type: SessionRef,
     description: 'Signs in with an e-mail address and a password: sets the session cookie. Failed tries are throttled.',
     args: { email: t.arg.string({ required: true }), password: t.arg.string({ required: true }) },
     resolve: async (_root, args, ctx) =>
-      issue(ctx, await ctx.services.auth.signIn({ email: args.email, password: args.password, clientAddress: ctx.cookies?.clientAddress, userAgent: ctx.cookies?.userAgent })),
+      issue(
+        ctx,
+        await ctx.services.auth.signIn({
+          email: args.email,
+          password: args.password,
+          clientAddress: ctx.cookies?.clientAddress,
+          userAgent: ctx.cookies?.userAgent,
+        }),
+      ),
   }),
   signInAsOperator: t.field({
     type: SessionRef,
     description: 'Exchanges ADMIN_TOKEN for an operator session (which belongs to no account).',
     args: { token: t.arg.string({ required: true }) },
     resolve: async (_root, args, ctx) =>
-      issue(ctx, await ctx.services.auth.signInAsOperator(args.token, { clientAddress: ctx.cookies?.clientAddress, userAgent: ctx.cookies?.userAgent })),
+      issue(
+        ctx,
+        await ctx.services.auth.signInAsOperator(args.token, {
+          clientAddress: ctx.cookies?.clientAddress,
+          userAgent: ctx.cookies?.userAgent,
+        }),
+      ),
   }),
   signOut: t.boolean({
     description: 'Ends the session of this request and clears its cookie.',
@@ -164,14 +204,19 @@ builder.mutationFields((t) => ({
     type: SessionRef,
     description: "Sets the password of a reset or set-password link (once); ends the account's other sessions and signs in.",
     args: { token: t.arg.string({ required: true }), password: t.arg.string({ required: true }) },
-    resolve: async (_root, args, ctx) => issue(ctx, await ctx.services.auth.resetPassword({ token: args.token, password: args.password, userAgent: ctx.cookies?.userAgent })),
+    resolve: async (_root, args, ctx) =>
+      issue(ctx, await ctx.services.auth.resetPassword({ token: args.token, password: args.password, userAgent: ctx.cookies?.userAgent })),
   }),
   changePassword: t.boolean({
     description: "Session only: changes the password (the current one is checked); the account's other sessions end.",
     args: { currentPassword: t.arg.string({ required: true }), newPassword: t.arg.string({ required: true }) },
     resolve: async (_root, args, ctx) => {
       const s = ctx.requireSession();
-      await ctx.services.auth.changePassword(s.accountId, { currentPassword: args.currentPassword, newPassword: args.newPassword, keepSessionId: s.id });
+      await ctx.services.auth.changePassword(s.accountId, {
+        currentPassword: args.currentPassword,
+        newPassword: args.newPassword,
+        keepSessionId: s.id,
+      });
       return true;
     },
   }),
@@ -197,18 +242,20 @@ builder.mutationFields((t) => ({
   }),
   revokeMyApiKey: t.field({
     type: ApiKeyRef,
-    description: 'Session only: revokes one of the signed-in account\'s API keys; it is refused from the next request on.',
+    description: "Session only: revokes one of the signed-in account's API keys; it is refused from the next request on.",
     args: { id: t.arg.id({ required: true }) },
     resolve: async (_root, args, ctx) => {
       const { accountId } = ctx.requireSession();
       const keys = await ctx.services.accounts.listKeys(accountId);
-      if (!keys.some((k) => k.id === String(args.id))) throw new DomainError('not_found', `No API key with id '${args.id}'.`, { param: 'id' });
+      if (!keys.some((k) => k.id === String(args.id)))
+        throw new DomainError('not_found', `No API key with id '${args.id}'.`, { param: 'id' });
       return ctx.services.accounts.revokeKey(String(args.id));
     },
   }),
   changePlan: t.field({
     type: AccountRef,
-    description: "Session only: moves the signed-in account to a tier; a tier's monthly fee is charged from the wallet as a subscription transaction (402 insufficient_balance when it cannot be paid).",
+    description:
+      "Session only: moves the signed-in account to a tier; a tier's monthly fee is charged from the wallet as a subscription transaction (402 insufficient_balance when it cannot be paid).",
     args: { tier: t.arg({ type: TierEnum, required: true }) },
     resolve: async (_root, args, ctx) => (await ctx.services.billing.setTier(ctx.requireSession().accountId, args.tier)).id,
   }),

@@ -22,8 +22,17 @@ const SpendingLimitRef = builder.objectRef<SettingsView['spendingLimit']>('Spend
 export const AccountSettingsRef = builder.objectRef<SettingsView>('AccountSettings').implement({
   fields: (t) => ({
     spendingLimit: t.field({ type: SpendingLimitRef, resolve: (s) => s.spendingLimit }),
-    lowBalanceAlert: t.field({ type: DecimalScalar, nullable: true, description: 'Alert when the balance falls below this; null: off.', resolve: (s) => s.lowBalanceAlert }),
-    monthlySpend: t.field({ type: DecimalScalar, description: 'Wallet money charged for usage this period.', resolve: (s) => s.monthlySpend }),
+    lowBalanceAlert: t.field({
+      type: DecimalScalar,
+      nullable: true,
+      description: 'Alert when the balance falls below this; null: off.',
+      resolve: (s) => s.lowBalanceAlert,
+    }),
+    monthlySpend: t.field({
+      type: DecimalScalar,
+      description: 'Wallet money charged for usage this period.',
+      resolve: (s) => s.monthlySpend,
+    }),
   }),
 });
 
@@ -52,7 +61,11 @@ builder.mutationFields((t) => ({
     args: { input: t.arg({ type: SpendingLimitInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const { account } = await ctx.principal();
-      return ctx.services.billing.updateSpendingLimit(account.id, { enabled: input.enabled, monthlyLimit: input.monthlyLimit ?? null, action: input.action ?? null });
+      return ctx.services.billing.updateSpendingLimit(account.id, {
+        enabled: input.enabled,
+        monthlyLimit: input.monthlyLimit ?? null,
+        action: input.action ?? null,
+      });
     },
   }),
   setLowBalanceAlert: t.field({

@@ -6,7 +6,8 @@ import { AccountRef, TierEnum } from './account.js';
 builder.mutationField('setAccountTier', (t) =>
   t.field({
     type: AccountRef,
-    description: "Admin (Bearer $ADMIN_TOKEN): move an account to a tier; a tier's monthly fee is charged from the wallet when it is taken (402 insufficient_balance when it cannot be paid).",
+    description:
+      "Admin (Bearer $ADMIN_TOKEN): move an account to a tier; a tier's monthly fee is charged from the wallet when it is taken (402 insufficient_balance when it cannot be paid).",
     args: { accountId: t.arg.id({ required: true }), tier: t.arg({ type: TierEnum, required: true }) },
     resolve: async (_root, args, ctx) => {
       ctx.requireAdmin();

@@ -22,8 +22,8 @@ const TopUpSourceEnum = builder.enumType('TopUpSource', {
   values: ['checkout', 'auto'] as const,
 });
 
-const TopUpRef = builder.objectRef<TopUpView>('TopUp').implement({
-  description: 'A wallet top-up (section 2.11): the amount paid, and the bonus credited on top of it (section 8).',
+export const TopUpRef = builder.objectRef<TopUpView>('TopUp').implement({
+  description: 'A wallet top-up: the amount paid, and the bonus credited on top of it (larger top-ups earn a bonus; see Query.topUpQuote).',
   fields: (t) => ({
     id: t.exposeID('id'),
     status: t.field({ type: TopUpStatusEnum, resolve: (x) => x.status }),
@@ -32,12 +32,23 @@ const TopUpRef = builder.objectRef<TopUpView>('TopUp').implement({
     amount: t.field({ type: DecimalScalar, description: 'What is paid.', resolve: (x) => x.amount }),
     bonus: t.field({ type: DecimalScalar, description: 'Bonus credits added on top (the bonus table).', resolve: (x) => x.bonus }),
     bonusPercent: t.float({ resolve: (x) => Number(x.bonusPercent) }),
-    credits: t.field({ type: DecimalScalar, description: 'amount + bonus: what the wallet receives once paid.', resolve: (x) => x.credits }),
+    credits: t.field({
+      type: DecimalScalar,
+      description: 'amount + bonus: what the wallet receives once paid.',
+      resolve: (x) => x.credits,
+    }),
     currency: t.exposeString('currency', { description: 'Upper case, e.g. USD, as the wallet writes it.' }),
-    checkoutUrl: t.exposeString('checkoutUrl', { nullable: true, description: "The processor's hosted payment page; null for automatic top-ups." }),
+    checkoutUrl: t.exposeString('checkoutUrl', {
+      nullable: true,
+      description: "The processor's hosted payment page; null for automatic top-ups.",
+    }),
     failureReason: t.exposeString('failureReason', { nullable: true }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
-    expiresAt: t.expose('expiresAt', { type: 'DateTime', nullable: true, description: 'After this an unpaid checkout can no longer be paid.' }),
+    expiresAt: t.expose('expiresAt', {
+      type: 'DateTime',
+      nullable: true,
+      description: 'After this an unpaid checkout can no longer be paid.',
+    }),
     settledAt: t.expose('settledAt', { type: 'DateTime', nullable: true, description: 'When it left open.' }),
   }),
 });
@@ -74,7 +85,12 @@ builder.mutationField('topUp', (t) =>
     },
     resolve: async (_root, args, ctx) => {
       const { account } = await ctx.principal();
-      return ctx.services.payments.startCheckout({ accountId: account.id, email: account.email, amount: args.amount, idempotencyKey: args.idempotencyKey ?? null });
+      return ctx.services.payments.startCheckout({
+        accountId: account.id,
+        email: account.email,
+        amount: args.amount,
+        idempotencyKey: args.idempotencyKey ?? null,
+      });
     },
   }),
 );
@@ -99,7 +115,12 @@ const TopUpConnectionRef = builder.objectRef<TopUpConnectionShape>('TopUpConnect
     nodes: t.field({ type: [TopUpRef], resolve: (c) => c.topUps }),
     pageInfo: t.field({
       type: PageInfoRef,
-      resolve: (c) => ({ hasNextPage: c.hasMore, hasPreviousPage: c.after !== null, startCursor: c.topUps[0]?.id ?? null, endCursor: c.topUps.at(-1)?.id ?? null }),
+      resolve: (c) => ({
+        hasNextPage: c.hasMore,
+        hasPreviousPage: c.after !== null,
+        startCursor: c.topUps[0]?.id ?? null,
+        endCursor: c.topUps.at(-1)?.id ?? null,
+      }),
     }),
   }),
 });
@@ -108,7 +129,11 @@ builder.objectField(AccountRef, 'topUps', (t) =>
   t.field({
     type: TopUpConnectionRef,
     description: 'Top-ups (checkouts and automatic ones), newest first; after takes a top-up id (a cursor). first: 1 to 200, default 50.',
-    args: { first: t.arg.int({ required: false }), after: t.arg.string({ required: false }), status: t.arg({ type: TopUpStatusEnum, required: false }) },
+    args: {
+      first: t.arg.int({ required: false }),
+      after: t.arg.string({ required: false }),
+      status: t.arg({ type: TopUpStatusEnum, required: false }),
+    },
     resolve: async (account, args, ctx) => {
       await requireAccountAccess(ctx, account.id);
       const page = await ctx.services.payments.pageTopUps(account.id, { limit: args.first, status: args.status, after: args.after });
@@ -118,7 +143,8 @@ builder.objectField(AccountRef, 'topUps', (t) =>
 );
 
 const AutoTopupRef = builder.objectRef<AutoTopupView>('AutoTopup').implement({
-  description: 'Automatic top-up (section 2.12): when a charge leaves the balance below threshold, amount is added (charged to the card saved at checkout).',
+  description:
+    'Automatic top-up: when a charge leaves the balance below threshold, amount is added (charged to the card saved at checkout).',
   fields: (t) => ({
     enabled: t.exposeBoolean('enabled'),
     threshold: t.field({ type: DecimalScalar, nullable: true, resolve: (a) => a.threshold }),
@@ -143,18 +169,27 @@ const AutoTopupInput = builder.inputType('AutoTopupInput', {
   fields: (t) => ({
     enabled: t.boolean({ required: true }),
     threshold: t.field({ type: DecimalScalar, required: false, description: '0 or more; required to enable unless set before.' }),
-    amount: t.field({ type: DecimalScalar, required: false, description: 'Within the top-up rules (10 to 499.99); required to enable unless set before.' }),
+    amount: t.field({
+      type: DecimalScalar,
+      required: false,
+      description: 'Within the top-up rules (10 to 499.99); required to enable unless set before.',
+    }),
   }),
 });
 
 builder.mutationField('updateAutoTopup', (t) =>
   t.field({
     type: AutoTopupRef,
-    description: "Turns automatic top-up of the key's wallet on or off. With Stripe, a card must have been saved by a checkout first (payment_method_required).",
+    description:
+      "Turns automatic top-up of the key's wallet on or off. With Stripe, a card must have been saved by a checkout first (payment_method_required).",
     args: { input: t.arg({ type: AutoTopupInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const { account } = await ctx.principal();
-      return ctx.services.autoTopups.updateSettings(account.id, { enabled: input.enabled, threshold: input.threshold, amount: input.amount });
+      return ctx.services.autoTopups.updateSettings(account.id, {
+        enabled: input.enabled,
+        threshold: input.threshold,
+        amount: input.amount,
+      });
     },
   }),
 );

@@ -11,12 +11,20 @@ export const AllocationRef = builder.objectRef<AllocationView>('Allocation').imp
   fields: (t) => ({
     period: t.exposeString('period', { description: 'YYYY-MM' }),
     periodStart: t.expose('periodStart', { type: 'DateTime' }),
-    periodEnd: t.expose('periodEnd', { type: 'DateTime', description: 'The first instant of the next period, when the allocation resets.' }),
+    periodEnd: t.expose('periodEnd', {
+      type: 'DateTime',
+      description: 'The first instant of the next period, when the allocation resets.',
+    }),
     tier: t.field({ type: TierEnum, resolve: (a) => a.tier }),
     monthlyTokens: t.field({ type: SafeIntScalar, nullable: true, description: 'null: unlimited.', resolve: (a) => a.monthlyTokens }),
     used: t.field({ type: SafeIntScalar, resolve: (a) => a.used }),
     held: t.field({ type: SafeIntScalar, description: 'Held by calls in flight.', resolve: (a) => a.held }),
-    remaining: t.field({ type: SafeIntScalar, nullable: true, description: 'Neither used nor held; null: unlimited.', resolve: (a) => a.remaining }),
+    remaining: t.field({
+      type: SafeIntScalar,
+      nullable: true,
+      description: 'Neither used nor held; null: unlimited.',
+      resolve: (a) => a.remaining,
+    }),
   }),
 });
 
@@ -28,7 +36,11 @@ const UsageDayRef = builder.objectRef<UsageDay>('UsageDay').implement({
     promptTokens: t.field({ type: SafeIntScalar, resolve: (d) => d.promptTokens }),
     completionTokens: t.field({ type: SafeIntScalar, resolve: (d) => d.completionTokens }),
     totalTokens: t.field({ type: SafeIntScalar, resolve: (d) => d.totalTokens }),
-    cost: t.field({ type: DecimalScalar, description: 'Money charged from the wallet (allocation tokens are not money).', resolve: (d) => d.cost }),
+    cost: t.field({
+      type: DecimalScalar,
+      description: 'Money charged from the wallet (allocation tokens are not money).',
+      resolve: (d) => d.cost,
+    }),
   }),
 });
 
@@ -52,7 +64,10 @@ builder.objectFields(AccountRef, (t) => ({
   usage: t.field({
     type: UsageReportRef,
     description: 'Daily usage per model between two UTC dates (inclusive, at most 366 days); default: the current period.',
-    args: { start: t.arg.string({ required: false, description: 'YYYY-MM-DD' }), end: t.arg.string({ required: false, description: 'YYYY-MM-DD' }) },
+    args: {
+      start: t.arg.string({ required: false, description: 'YYYY-MM-DD' }),
+      end: t.arg.string({ required: false, description: 'YYYY-MM-DD' }),
+    },
     resolve: async (account, args, ctx) => {
       await requireAccountAccess(ctx, account.id);
       return ctx.services.billing.usageReport(account.id, { start: args.start, end: args.end });

@@ -10,18 +10,26 @@ import { type StreamItem, untilKeyInvalid, unwrapStreamItem } from '../key-guard
 import { AccountRef } from './account.js';
 import { DecimalScalar } from './money.js';
 import { PageInfoRef } from './page-info.js';
+import { TopUpRef } from './top-up.js';
 
 export const TransactionTypeEnum = builder.enumType('TransactionType', {
-  description: 'topup: credits bought; usage: charged for API calls; refund: credits given back; subscription: a monthly fee; bonus: promotional credits.',
+  description:
+    'topup: credits bought; usage: charged for API calls; refund: credits given back; subscription: a monthly fee; bonus: promotional credits.',
   values: TRANSACTION_TYPES,
 });
 
-export const SortOrderEnum = builder.enumType('SortOrder', { values: ['asc', 'desc'] as const });
+export const SortOrderEnum = builder.enumType('SortOrder', {
+  description: 'asc: oldest first; desc: newest first.',
+  values: ['asc', 'desc'] as const,
+});
 
-const CreditTypeEnum = builder.enumType('CreditType', { values: ['bonus', 'refund'] as const });
+const CreditTypeEnum = builder.enumType('CreditType', {
+  description: 'bonus: promotional credits; refund: credits given back.',
+  values: ['bonus', 'refund'] as const,
+});
 
 export const WalletTransactionRef = builder.objectRef<TransactionView>('WalletTransaction').implement({
-  description: 'One entry of the append-only ledger (section 2.10).',
+  description: "One entry of the wallet's ledger. Entries are never changed or removed: a correction is a new entry.",
   fields: (t) => ({
     id: t.exposeID('id'),
     type: t.field({ type: TransactionTypeEnum, resolve: (x) => x.type }),
@@ -29,7 +37,18 @@ export const WalletTransactionRef = builder.objectRef<TransactionView>('WalletTr
     balanceAfter: t.field({ type: DecimalScalar, resolve: (x) => x.balanceAfter }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
     description: t.exposeString('description'),
-    reference: t.exposeString('reference', { nullable: true, description: 'The request id of a usage charge, the payment of a top-up, the period of a fee.' }),
+    reference: t.exposeString('reference', {
+      nullable: true,
+      description: 'The request id of a usage charge, the payment of a top-up, the period of a fee.',
+    }),
+    topUp: t.loadable({
+      type: TopUpRef,
+      nullable: true,
+      description: 'The top-up that paid for this credit (its amount or its bonus); null for other transactions.',
+      // One query for a whole page of transactions.
+      load: (paymentIds: string[], ctx) => ctx.services.payments.topUpsByPaymentIds(paymentIds),
+      resolve: (x) => ((x.type === 'topup' || x.type === 'bonus') && x.reference ? x.reference : null),
+    }),
   }),
 });
 
@@ -63,11 +82,15 @@ const ConnectionRef = builder.objectRef<ConnectionShape>('WalletTransactionConne
 });
 
 export const WalletRef = builder.objectRef<WalletView>('Wallet').implement({
-  description: 'The prepaid wallet of an account (section 2.9).',
+  description: 'The prepaid wallet of an account: usage beyond the monthly allocation, and monthly fees, are paid from it.',
   fields: (t) => ({
     balance: t.field({ type: DecimalScalar, resolve: (w) => w.balance }),
     currency: t.exposeString('currency', { description: 'Upper case, e.g. USD.' }),
-    held: t.field({ type: DecimalScalar, description: 'Promised to calls in flight; spendable again once they settle.', resolve: (w) => w.held }),
+    held: t.field({
+      type: DecimalScalar,
+      description: 'Promised to calls in flight; spendable again once they settle.',
+      resolve: (w) => w.held,
+    }),
     available: t.field({ type: DecimalScalar, description: 'Balance minus held.', resolve: (w) => w.balance - w.held }),
     transactions: t.field({
       type: ConnectionRef,
@@ -79,7 +102,12 @@ export const WalletRef = builder.objectRef<WalletView>('Wallet').implement({
         type: t.arg({ type: TransactionTypeEnum, required: false }),
       },
       resolve: async (w, args, ctx) => {
-        const page = await ctx.services.billing.listTransactions(w.accountId, { limit: args.first, after: args.after, order: args.order, type: args.type });
+        const page = await ctx.services.billing.listTransactions(w.accountId, {
+          limit: args.first,
+          after: args.after,
+          order: args.order,
+          type: args.type,
+        });
         return { ...page, after: args.after ?? null };
       },
     }),
@@ -108,10 +136,13 @@ const WalletUpdateRef = builder.objectRef<WalletChange>('WalletUpdate').implemen
 builder.subscriptionField('walletUpdated', (t) =>
   t.field({
     type: WalletUpdateRef,
-    description: "The key's wallet after each committed change (credits, usage charges, fees). With REDIS_URL set, changes made through every instance are seen; without, those of this server process.",
+    description:
+      "The key's wallet after each committed change (credits, usage charges, fees). With REDIS_URL set, changes made through every instance are seen; without, those of this server process.",
     // Ends when the operation completes, the client goes, or the key is revoked or expires.
     subscribe: (_root, _args, ctx) =>
-      untilKeyInvalid<WalletChange>(ctx, (signal, { account }) => ctx.services.billing.events.subscribe(account.id, signal)) as AsyncIterable<unknown> as AsyncIterable<WalletChange>,
+      untilKeyInvalid<WalletChange>(ctx, (signal, { account }) =>
+        ctx.services.billing.events.subscribe(account.id, signal),
+      ) as AsyncIterable<unknown> as AsyncIterable<WalletChange>,
     resolve: (item) => unwrapStreamItem(item as StreamItem<WalletChange>),
   }),
 );

@@ -26,14 +26,25 @@ const ALERTS = [
 
 type AlertKey = (typeof ALERTS)[number][0];
 
-export function AlertsForm({ current, onSaved }: { current: Record<AlertKey, boolean> & { extraRecipients: string[] }; onSaved: () => void }) {
-  const [on, setOn] = useState<Record<AlertKey, boolean>>(() => Object.fromEntries(ALERTS.map(([k]) => [k, current[k]])) as Record<AlertKey, boolean>);
+export function AlertsForm({
+  current,
+  onSaved,
+}: {
+  current: Record<AlertKey, boolean> & { extraRecipients: string[] };
+  onSaved: () => void;
+}) {
+  const [on, setOn] = useState<Record<AlertKey, boolean>>(
+    () => Object.fromEntries(ALERTS.map(([k]) => [k, current[k]])) as Record<AlertKey, boolean>,
+  );
   const [recipients, setRecipients] = useState(current.extraRecipients.join(', '));
   const [state, update] = useMutation(UpdateDoc);
   const [saved, setSaved] = useState(false);
   const submit = async (e: FormEvent) => {
     e.preventDefault();
-    const extraRecipients = recipients.split(/[,\s]+/).map((s) => s.trim()).filter(Boolean);
+    const extraRecipients = recipients
+      .split(/[,\s]+/)
+      .map((s) => s.trim())
+      .filter(Boolean);
     const r = await update({ input: { ...on, extraRecipients } });
     setSaved(!r.error);
     if (!r.error) onSaved();
@@ -50,7 +61,12 @@ export function AlertsForm({ current, onSaved }: { current: Record<AlertKey, boo
         ))}
         <p className="muted">Receipts of top-ups are always sent.</p>
       </fieldset>
-      <Field label="Extra recipients" value={recipients} onChange={(e) => setRecipients(e.target.value)} hint="Up to 5 addresses, separated by commas." />
+      <Field
+        label="Extra recipients"
+        value={recipients}
+        onChange={(e) => setRecipients(e.target.value)}
+        hint="Up to 5 addresses, separated by commas."
+      />
       <button type="submit" disabled={state.fetching}>
         Save alerts
       </button>

@@ -14,7 +14,13 @@ const UpdateDoc = graphql(`
   }
 `);
 
-export function AutoTopupForm({ current, onSaved }: { current: { enabled: boolean; threshold?: string | null; amount?: string | null; disabledReason?: string | null }; onSaved: () => void }) {
+export function AutoTopupForm({
+  current,
+  onSaved,
+}: {
+  current: { enabled: boolean; threshold?: string | null; amount?: string | null; disabledReason?: string | null };
+  onSaved: () => void;
+}) {
   const [enabled, setEnabled] = useState(current.enabled);
   const [threshold, setThreshold] = useState(current.threshold ?? '');
   const [amount, setAmount] = useState(current.amount ?? '');
@@ -33,8 +39,19 @@ export function AutoTopupForm({ current, onSaved }: { current: { enabled: boolea
       <label className="check">
         <input type="checkbox" checked={enabled} onChange={(e) => setEnabled(e.target.checked)} /> Enable automatic top-up
       </label>
-      <Field label="Top up when the balance falls below" inputMode="decimal" value={threshold} onChange={(e) => setThreshold(e.target.value)} />
-      <Field label="Top-up amount" inputMode="decimal" value={amount} onChange={(e) => setAmount(e.target.value)} hint="10.00 to 499.99, charged to the card saved at your last checkout." />
+      <Field
+        label="Top up when the balance falls below"
+        inputMode="decimal"
+        value={threshold}
+        onChange={(e) => setThreshold(e.target.value)}
+      />
+      <Field
+        label="Top-up amount"
+        inputMode="decimal"
+        value={amount}
+        onChange={(e) => setAmount(e.target.value)}
+        hint="10.00 to 499.99, charged to the card saved at your last checkout."
+      />
       <button type="submit" disabled={state.fetching}>
         Save automatic top-up
       </button>

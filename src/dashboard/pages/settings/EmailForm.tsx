@@ -31,7 +31,14 @@ export function EmailForm({ email, onSaved }: { email: string; onSaved: () => vo
     <form className="card" onSubmit={submit} aria-labelledby="em-title">
       <h2 id="em-title">E-mail address</h2>
       <Field label="New email" type="email" autoComplete="email" required value={value} onChange={(e) => setValue(e.target.value)} />
-      <Field label="Password to confirm" type="password" autoComplete="current-password" required value={password} onChange={(e) => setPassword(e.target.value)} />
+      <Field
+        label="Password to confirm"
+        type="password"
+        autoComplete="current-password"
+        required
+        value={password}
+        onChange={(e) => setPassword(e.target.value)}
+      />
       <button type="submit" disabled={state.fetching}>
         Change email
       </button>

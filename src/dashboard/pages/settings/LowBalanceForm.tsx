@@ -25,7 +25,13 @@ export function LowBalanceForm({ current, onSaved }: { current: string | null; o
   return (
     <form className="card" onSubmit={submit} aria-labelledby="lb-title">
       <h2 id="lb-title">Low-balance alert</h2>
-      <Field label="Low-balance threshold" inputMode="decimal" value={value} onChange={(e) => setValue(e.target.value)} hint="You get an alert when the balance falls below it. Empty: off." />
+      <Field
+        label="Low-balance threshold"
+        inputMode="decimal"
+        value={value}
+        onChange={(e) => setValue(e.target.value)}
+        hint="You get an alert when the balance falls below it. Empty: off."
+      />
       <button type="submit" disabled={state.fetching}>
         Save threshold
       </button>

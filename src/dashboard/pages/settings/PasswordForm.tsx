@@ -27,8 +27,24 @@ export function PasswordForm() {
   return (
     <form className="card" onSubmit={submit} aria-labelledby="pw-title">
       <h2 id="pw-title">Password</h2>
-      <Field label="Current password" type="password" autoComplete="current-password" required value={current} onChange={(e) => setCurrent(e.target.value)} />
-      <Field label="New password" type="password" autoComplete="new-password" required minLength={10} value={next} onChange={(e) => setNext(e.target.value)} hint="At least 10 characters. Your other browsers are signed out." />
+      <Field
+        label="Current password"
+        type="password"
+        autoComplete="current-password"
+        required
+        value={current}
+        onChange={(e) => setCurrent(e.target.value)}
+      />
+      <Field
+        label="New password"
+        type="password"
+        autoComplete="new-password"
+        required
+        minLength={10}
+        value={next}
+        onChange={(e) => setNext(e.target.value)}
+        hint="At least 10 characters. Your other browsers are signed out."
+      />
       <button type="submit" disabled={state.fetching}>
         Change password
       </button>

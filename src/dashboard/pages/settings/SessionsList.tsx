@@ -8,7 +8,13 @@ const RevokeSessionDoc = graphql(`
   }
 `);
 
-export function SessionsList({ sessions, onChanged }: { sessions: { id: string; current: boolean; userAgent?: string | null; lastSeenAt: string }[]; onChanged: () => void }) {
+export function SessionsList({
+  sessions,
+  onChanged,
+}: {
+  sessions: { id: string; current: boolean; userAgent?: string | null; lastSeenAt: string }[];
+  onChanged: () => void;
+}) {
   const [state, revoke] = useMutation(RevokeSessionDoc);
   return (
     <section className="card" aria-labelledby="ss-title">
@@ -17,7 +23,8 @@ export function SessionsList({ sessions, onChanged }: { sessions: { id: string; 
       <ul className="plain">
         {sessions.map((s) => (
           <li key={s.id}>
-            {s.current ? <strong>This browser</strong> : (s.userAgent ?? 'Unknown browser').slice(0, 60)} <span className="muted">last seen {new Date(s.lastSeenAt).toLocaleString()}</span>{' '}
+            {s.current ? <strong>This browser</strong> : (s.userAgent ?? 'Unknown browser').slice(0, 60)}{' '}
+            <span className="muted">last seen {new Date(s.lastSeenAt).toLocaleString()}</span>{' '}
             {s.current ? null : (
               <button
                 type="button"

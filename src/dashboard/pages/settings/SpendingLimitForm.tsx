@@ -17,7 +17,13 @@ const UpdateDoc = graphql(`
   }
 `);
 
-export function SpendingLimitForm({ current, onSaved }: { current: { enabled: boolean; monthlyLimit?: string | null; action: SpendingLimitAction }; onSaved: () => void }) {
+export function SpendingLimitForm({
+  current,
+  onSaved,
+}: {
+  current: { enabled: boolean; monthlyLimit?: string | null; action: SpendingLimitAction };
+  onSaved: () => void;
+}) {
   const [enabled, setEnabled] = useState(current.enabled);
   const [limit, setLimit] = useState(current.monthlyLimit ?? '');
   const [action, setAction] = useState<SpendingLimitAction>(current.action);
@@ -35,7 +41,14 @@ export function SpendingLimitForm({ current, onSaved }: { current: { enabled: bo
       <label className="check">
         <input type="checkbox" checked={enabled} onChange={(e) => setEnabled(e.target.checked)} /> Enable spending limit
       </label>
-      <Field label="Monthly limit" inputMode="decimal" disabled={!enabled} value={limit} onChange={(e) => setLimit(e.target.value)} hint="Wallet money charged for usage per calendar month (UTC)." />
+      <Field
+        label="Monthly limit"
+        inputMode="decimal"
+        disabled={!enabled}
+        value={limit}
+        onChange={(e) => setLimit(e.target.value)}
+        hint="Wallet money charged for usage per calendar month (UTC)."
+      />
       <div className="field">
         <label htmlFor="sl-action">When reached</label>
         <select id="sl-action" value={action} disabled={!enabled} onChange={(e) => setAction(e.target.value as SpendingLimitAction)}>

@@ -2,7 +2,18 @@
 // interrupted download with a Range request, then the size is checked against what the server
 // announced and the file must start with the GGUF magic before it is renamed into place. A file
 // already there with the announced size is left alone.
-import { createWriteStream, existsSync, mkdirSync, openSync, readSync, closeSync, renameSync, statSync, truncateSync, unlinkSync } from 'node:fs';
+import {
+  createWriteStream,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readSync,
+  closeSync,
+  renameSync,
+  statSync,
+  truncateSync,
+  unlinkSync,
+} from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -59,7 +70,11 @@ export function proxyDispatcher(env: NodeJS.ProcessEnv): Dispatcher | undefined 
   const httpsProxy = env.HTTPS_PROXY || env.https_proxy;
   const httpProxy = env.HTTP_PROXY || env.http_proxy;
   if (!httpsProxy && !httpProxy) return undefined;
-  return new EnvHttpProxyAgent({ httpsProxy: httpsProxy || httpProxy, httpProxy: httpProxy || httpsProxy, noProxy: env.NO_PROXY ?? env.no_proxy ?? '' });
+  return new EnvHttpProxyAgent({
+    httpsProxy: httpsProxy || httpProxy,
+    httpProxy: httpProxy || httpsProxy,
+    noProxy: env.NO_PROXY ?? env.no_proxy ?? '',
+  });
 }
 
 function viaProxy(env: NodeJS.ProcessEnv): string {
@@ -107,7 +122,13 @@ export async function pullModel(opts: PullOptions): Promise<PullResult> {
 
   const request = async (extra: Record<string, string>, method = 'GET'): Promise<Response> => {
     try {
-      return await undiciFetch(source.url, { method, headers: { ...headers, ...extra }, redirect: 'follow', signal: opts.signal, dispatcher });
+      return await undiciFetch(source.url, {
+        method,
+        headers: { ...headers, ...extra },
+        redirect: 'follow',
+        signal: opts.signal,
+        dispatcher,
+      });
     } catch (e) {
       if (opts.signal?.aborted) throw e;
       throw new PullError(`cannot reach ${new URL(source.url).origin}${viaProxy(env)}: ${describeFetchError(e)}`);
@@ -136,7 +157,8 @@ export async function pullModel(opts: PullOptions): Promise<PullResult> {
   }
   if (!res.ok) {
     await res.body?.cancel();
-    const hint = res.status === 401 || res.status === 403 ? ' (a gated repository: accept its licence on huggingface.co and set HF_TOKEN)' : '';
+    const hint =
+      res.status === 401 || res.status === 403 ? ' (a gated repository: accept its licence on huggingface.co and set HF_TOKEN)' : '';
     throw new PullError(`${source.url} answered HTTP ${res.status}${hint}`);
   }
   if (offset > 0 && res.status !== 206) {
@@ -167,7 +189,9 @@ export async function pullModel(opts: PullOptions): Promise<PullResult> {
 
 function finish(target: string, partial: string, resumedFrom: number, size: number, total: number | null): PullResult {
   if (total !== null && size !== total) {
-    throw new PullError(`size check failed for ${partial}: ${size} bytes, the server announced ${total}; run the same command again to resume`);
+    throw new PullError(
+      `size check failed for ${partial}: ${size} bytes, the server announced ${total}; run the same command again to resume`,
+    );
   }
   if (!startsWithGgufMagic(partial)) {
     // Often an HTML page (a login or error page): nothing worth resuming.

@@ -8,7 +8,7 @@
 // its metadata that reader reads zeros past the end and reports success (checked with 3.21.1), and an
 // absurd array length makes it allocate before failing. This one never reads past the end.
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
-import { GGUF_MAGIC, GgufValueType } from './gguf-writer.js';
+import { GGUF_MAGIC, GgufValueType } from './gguf-format.js';
 
 export type GgufScalar = number | bigint | boolean | string;
 export type GgufMetadataValue = GgufScalar | GgufScalar[];
@@ -215,7 +215,8 @@ export function readGgufFile(file: string): GgufFileInfo {
         throw new ModelFileError(file, `refused: not a GGUF file (bad magic ${JSON.stringify(shown.toString('latin1'))}, expected "GGUF")`);
       }
       const version = r.u32();
-      if (version !== 2 && version !== 3) throw new ModelFileError(file, `refused: unsupported GGUF version ${version} (2 and 3 are supported)`);
+      if (version !== 2 && version !== 3)
+        throw new ModelFileError(file, `refused: unsupported GGUF version ${version} (2 and 3 are supported)`);
       const tensorCount = r.count(8 + 4 + 4 + 8);
       const kvCount = r.count(8 + 4);
       const metadata = new Map<string, GgufMetadataValue>();
@@ -244,11 +245,13 @@ export function readGgufFile(file: string): GgufFileInfo {
       for (let i = 0; i < tensorCount; i++) {
         const name = r.str();
         const nDims = r.u32();
-        if (nDims < 1 || nDims > MAX_DIMS) throw new ModelFileError(file, `refused: tensor "${name}" has ${nDims} dimensions (1 to ${MAX_DIMS} allowed)`);
+        if (nDims < 1 || nDims > MAX_DIMS)
+          throw new ModelFileError(file, `refused: tensor "${name}" has ${nDims} dimensions (1 to ${MAX_DIMS} allowed)`);
         const dims: number[] = [];
         for (let d = 0; d < nDims; d++) {
           const v = r.u64();
-          if (v === 0n || v > BigInt(Number.MAX_SAFE_INTEGER)) throw new ModelFileError(file, `refused: tensor "${name}" has a dimension of ${v}`);
+          if (v === 0n || v > BigInt(Number.MAX_SAFE_INTEGER))
+            throw new ModelFileError(file, `refused: tensor "${name}" has a dimension of ${v}`);
           dims.push(Number(v));
         }
         raw.push({ name, dims, type: r.u32(), offset: r.u64() });
@@ -263,21 +266,32 @@ export function readGgufFile(file: string): GgufFileInfo {
         let byteSize: number | null = null;
         if (traits) {
           if (t.dims[0]! % traits[0] !== 0) {
-            throw new ModelFileError(file, `refused: tensor "${t.name}" has a first dimension of ${t.dims[0]}, not a multiple of its type's block size ${traits[0]}`);
+            throw new ModelFileError(
+              file,
+              `refused: tensor "${t.name}" has a first dimension of ${t.dims[0]}, not a multiple of its type's block size ${traits[0]}`,
+            );
           }
           byteSize = (elements / traits[0]) * traits[1];
         }
         const fileOffset = dataStart + Number(t.offset);
         if (fileOffset + (byteSize ?? 0) > size) {
-          throw new ModelFileError(file, `refused: the file is truncated (${size} bytes; tensor "${t.name}" ends at byte ${fileOffset + (byteSize ?? 0)})`);
+          throw new ModelFileError(
+            file,
+            `refused: the file is truncated (${size} bytes; tensor "${t.name}" ends at byte ${fileOffset + (byteSize ?? 0)})`,
+          );
         }
         return { name: t.name, dims: t.dims, type: t.type, fileOffset, byteSize };
       });
       const architecture = metadata.get('general.architecture');
-      if (typeof architecture !== 'string' || architecture.length === 0) throw new ModelFileError(file, 'refused: the GGUF has no "general.architecture"');
+      if (typeof architecture !== 'string' || architecture.length === 0)
+        throw new ModelFileError(file, 'refused: the GGUF has no "general.architecture"');
       return { file, version, fileSize: size, metadata, tensors, architecture };
     } catch (e) {
-      if (e instanceof Truncated) throw new ModelFileError(file, `refused: the file is truncated or corrupt (its metadata runs past the end of the ${size}-byte file)`);
+      if (e instanceof Truncated)
+        throw new ModelFileError(
+          file,
+          `refused: the file is truncated or corrupt (its metadata runs past the end of the ${size}-byte file)`,
+        );
       throw e;
     }
   } finally {
@@ -286,13 +300,28 @@ export function readGgufFile(file: string): GgufFileInfo {
 }
 
 /** Keys llama.cpp reads without a default for these architectures: a file without them aborts the process. */
-const LLAMA_LIKE = new Set(['llama', 'qwen2', 'qwen3', 'mistral', 'gemma', 'gemma2', 'gemma3', 'phi3', 'granite', 'olmo', 'olmo2', 'smollm3']);
+const LLAMA_LIKE = new Set([
+  'llama',
+  'qwen2',
+  'qwen3',
+  'mistral',
+  'gemma',
+  'gemma2',
+  'gemma3',
+  'phi3',
+  'granite',
+  'olmo',
+  'olmo2',
+  'smollm3',
+]);
 const BERT_LIKE = new Set(['bert', 'nomic-bert', 'jina-bert-v2', 'modern-bert', 'neo-bert']);
 
 function requiredKeys(arch: string): string[] {
   const base = [`${arch}.context_length`, `${arch}.embedding_length`, `${arch}.block_count`];
-  if (LLAMA_LIKE.has(arch)) return [...base, `${arch}.feed_forward_length`, `${arch}.attention.head_count`, `${arch}.attention.layer_norm_rms_epsilon`];
-  if (BERT_LIKE.has(arch)) return [...base, `${arch}.feed_forward_length`, `${arch}.attention.head_count`, `${arch}.attention.layer_norm_epsilon`];
+  if (LLAMA_LIKE.has(arch))
+    return [...base, `${arch}.feed_forward_length`, `${arch}.attention.head_count`, `${arch}.attention.layer_norm_rms_epsilon`];
+  if (BERT_LIKE.has(arch))
+    return [...base, `${arch}.feed_forward_length`, `${arch}.attention.head_count`, `${arch}.attention.layer_norm_epsilon`];
   return [];
 }
 
@@ -337,7 +366,8 @@ export function inspectGgufFile(file: string): { info: GgufFileInfo; facts: Gguf
     throw new ModelFileError(file, `refused: ${problem}`);
   };
   for (const key of requiredKeys(arch)) {
-    if (!m.has(key)) refuse(`the GGUF has no "${key}", which llama.cpp requires for the ${arch} architecture (loading it would abort the process)`);
+    if (!m.has(key))
+      refuse(`the GGUF has no "${key}", which llama.cpp requires for the ${arch} architecture (loading it would abort the process)`);
     if (key.endsWith('epsilon')) {
       const eps = m.get(key);
       if (typeof eps !== 'number' || !(eps > 0)) refuse(`"${key}" must be a positive number; got ${JSON.stringify(String(eps))}`);
@@ -367,7 +397,9 @@ export function inspectGgufFile(file: string): { info: GgufFileInfo; facts: Gguf
       const text = String(token);
       const earlier = firstIndex.get(text);
       if (earlier !== undefined) {
-        refuse(`the vocabulary has a duplicate token ${JSON.stringify(text)} (ids ${earlier} and ${index}); llama.cpp aborts the process on it`);
+        refuse(
+          `the vocabulary has a duplicate token ${JSON.stringify(text)} (ids ${earlier} and ${index}); llama.cpp aborts the process on it`,
+        );
       }
       firstIndex.set(text, index);
     });

@@ -9,27 +9,20 @@
 // Each model has `parallel` slots (sequences of one context for chat and moderation, contexts for
 // embeddings and rerank) behind a bounded FIFO queue (./slot-pool.ts). A file is inspected before
 // llama.cpp loads it (./gguf-inspect.ts); a model that cannot load answers 503 model_unavailable
-// while the others serve.
+// while the others serve. The parts: ./runners.ts (types), ./embeddings.ts (embeddings, rerank),
+// ./moderation.ts (the guard model); chat and loading are here.
 import { randomInt } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import {
-  LlamaGrammarEvaluationState,
-  LlamaText,
-  SpecialToken,
-  SpecialTokensText,
-  resolveChatWrapper,
   type ChatHistoryItem,
-  type ChatWrapper,
-  type LlamaContext,
   type LlamaContextSequence,
   type LlamaEmbeddingContext,
-  type LlamaGrammar,
   type LlamaModel,
   type LlamaRankingContext,
+  resolveChatWrapper,
   type Token,
 } from 'node-llama-cpp';
-import { ConfigError } from '../../../config.js';
 import { DomainError } from '../../errors.js';
 import type {
   ChatMessage,
@@ -40,123 +33,38 @@ import type {
   EngineModerationResult,
   EngineRerankResult,
   EngineStreamEvent,
-  FinishReason,
   ModelAvailability,
 } from '../engine.js';
 import { CompletionText, decodesWithoutContext } from './completion-text.js';
+import { embeddingInput, embedOn, rerankOn } from './embeddings.js';
 import { inspectGgufFile, ModelFileError, type GgufFacts } from './gguf-inspect.js';
-import { CODE_DIGITS_GRAMMAR, HAZARD_CODES, UNSAFE_PREFIX, VERDICT_GRAMMAR, guardPrompt, moderationFromVerdict, parseVerdict } from './guard.js';
+import { CODE_DIGITS_GRAMMAR, VERDICT_GRAMMAR } from './guard.js';
 import { pullCommandFor, resolveModelFile } from './model-files.js';
+import { guardPromptTokens, moderateOn } from './moderation.js';
+import {
+  abortReason,
+  CatalogMismatchError,
+  type ChatRunner,
+  DEFAULT_QUEUE,
+  type EngineStatus,
+  type Generation,
+  type LlamaCppLogger,
+  type LlamaCppModel,
+  noopLogger,
+  type Runner,
+  VERDICT_MAX_TOKENS,
+} from './runners.js';
 import { getRuntime, takeLastRuntimeError } from './runtime.js';
 import { SlotPool, type QueueLimits } from './slot-pool.js';
 
-export interface LlamaCppEngineConfig {
-  type: 'llamacpp';
-  /** The GGUF file; a relative path is taken from the working directory. */
-  file: string;
-  /** Where the file comes from (`hf:owner/repo/file.gguf` or an https URL), for `models pull`. */
-  source?: string;
-  /** Threads per context; default: the machine's cores. */
-  threads?: number;
-  /** Calls served at once (sequences or contexts); default 1. */
-  parallel?: number;
-  /** Tokens per context (per sequence); default: what the catalog entry needs. */
-  context_size?: number;
-  batch_size?: number;
-  queue?: { max_depth?: number; max_wait_ms?: number };
-  /** eager: load at start-up (the default); lazy: on the first call. */
-  load?: 'eager' | 'lazy';
-}
-
-/** The parts of a catalog entry the engine reads. */
-export type LlamaCppModel = { id: string; engine: LlamaCppEngineConfig } & (
-  | { category: 'chat'; specifications: { context_window: number; max_output_tokens: number } }
-  | { category: 'embedding'; specifications: { max_tokens: number; output_dimensions: number } }
-  | { category: 'reranking'; specifications: { max_tokens: number } }
-  | { category: 'moderation'; specifications: { max_tokens: number } }
-);
-
-export interface LlamaCppLogger {
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
-}
-
-/** The catalog says something the GGUF contradicts: a configuration error, which stops start-up. */
-export class CatalogMismatchError extends ConfigError {
-  constructor(message: string) {
-    super(message);
-    this.name = 'CatalogMismatchError';
-  }
-}
-
-export type EngineStatus = 'idle' | 'loading' | 'ready' | 'failed' | 'closed';
-
-export const DEFAULT_QUEUE = { max_depth: 16, max_wait_ms: 30_000 } as const;
-/** The verdict is at most "unsafe\nS10,S11,S12" (18 characters): a byte tokenizer needs 18 tokens. */
-const VERDICT_MAX_TOKENS = 32;
-/** The most inputs one embeddings request carries (the specification's limit). */
-const MAX_KEPT_EMBEDDING_INPUTS = 100;
-
-const noopLogger: LlamaCppLogger = { info() {}, warn() {}, error() {} };
-
-function abortReason(signal: AbortSignal): unknown {
-  return signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
-}
-
-function l2normalise(v: readonly number[]): number[] {
-  let sum = 0;
-  for (const x of v) sum += x * x;
-  const norm = Math.sqrt(sum);
-  return norm > 0 ? v.map((x) => x / norm) : [...v];
-}
-
-interface ChatRunner {
-  kind: 'chat';
-  model: LlamaModel;
-  context: LlamaContext;
-  pool: SlotPool<LlamaContextSequence>;
-  wrapper: ChatWrapper;
-  /** Tokens that end generation besides the end-of-generation ones (the template's end-of-turn). */
-  stopTokens: Set<Token>;
-  /** Plain-text stop triggers of the template. */
-  stopTexts: string[];
-  /** Each token's text, when it does not depend on the tokens before it (./completion-text.ts); else null. */
-  pieces: Map<Token, string> | null;
-  contextSize: number;
-  guard?: { verdict: LlamaGrammar; digits: LlamaGrammar; llama3Headers: boolean };
-}
-
-interface EmbeddingRunner {
-  kind: 'embedding';
-  model: LlamaModel;
-  contexts: LlamaEmbeddingContext[];
-  pool: SlotPool<LlamaEmbeddingContext>;
-  maxInputTokens: number;
-  /** Inputs counted and not yet embedded: their tokens and length (see `embeddingInput`). */
-  counted: Map<string, { tokens: Token[]; length: number }>;
-}
-
-interface RankingRunner {
-  kind: 'reranking';
-  model: LlamaModel;
-  contexts: LlamaRankingContext[];
-  pool: SlotPool<LlamaRankingContext>;
-  maxInputTokens: number;
-}
-
-type Runner = ChatRunner | EmbeddingRunner | RankingRunner;
-
-/** One chat call's generation: the model's tokens and what becomes of each. */
-interface Generation {
-  tokens: AsyncIterable<Token>;
-  completion: CompletionText;
-  /** Set by `take` when the token it took ends generation. */
-  finishReason: FinishReason | undefined;
-  /** Takes the next token; returns the text that may be sent now ('' when none). */
-  take(token: Token): string;
-  usage(): EngineChatResult['usage'];
-}
+export {
+  CatalogMismatchError,
+  DEFAULT_QUEUE,
+  type EngineStatus,
+  type LlamaCppEngineConfig,
+  type LlamaCppLogger,
+  type LlamaCppModel,
+} from './runners.js';
 
 export class LlamaCppEngine implements Engine {
   readonly modelId: string;
@@ -243,7 +151,11 @@ export class LlamaCppEngine implements Engine {
 
   private missingFileHint(e: ModelFileError): ModelFileError {
     if (e.problem !== 'the model file is missing') return e;
-    return new ModelFileError(this.config.engine.file, `the model file is missing; fetch it with \`${pullCommandFor(this.config.engine, this.env)}\``, { missing: true });
+    return new ModelFileError(
+      this.config.engine.file,
+      `the model file is missing; fetch it with \`${pullCommandFor(this.config.engine, this.env)}\``,
+      { missing: true },
+    );
   }
 
   private checkCatalog(facts: GgufFacts): void {
@@ -264,15 +176,25 @@ export class LlamaCppEngine implements Engine {
     }
     if (config.category === 'embedding') {
       if (facts.embeddingLength !== null && facts.embeddingLength !== config.specifications.output_dimensions) {
-        throw mismatch(`${arch}.embedding_length`, facts.embeddingLength, `specifications.output_dimensions: ${config.specifications.output_dimensions}`);
+        throw mismatch(
+          `${arch}.embedding_length`,
+          facts.embeddingLength,
+          `specifications.output_dimensions: ${config.specifications.output_dimensions}`,
+        );
       }
       if (facts.poolingType === 0 || facts.poolingType === 4) {
-        throw mismatch(`${arch}.pooling_type`, facts.poolingType, 'category: embedding (an embedding model pools by mean, CLS or last token)');
+        throw mismatch(
+          `${arch}.pooling_type`,
+          facts.poolingType,
+          'category: embedding (an embedding model pools by mean, CLS or last token)',
+        );
       }
     }
     // node-llama-cpp asks llama.cpp for rank pooling itself; what it needs is a classifier head.
     if (config.category === 'reranking' && !facts.hasClassifierHead) {
-      throw new CatalogMismatchError(`${file}: the GGUF has no classifier head ("cls.output.weight" or "cls.weight"), but model "${config.id}" declares category: reranking`);
+      throw new CatalogMismatchError(
+        `${file}: the GGUF has no classifier head ("cls.output.weight" or "cls.weight"), but model "${config.id}" declares category: reranking`,
+      );
     }
   }
 
@@ -285,7 +207,10 @@ export class LlamaCppEngine implements Engine {
   private fail(error: ModelFileError | CatalogMismatchError): void {
     this.failure = error;
     this.statusValue = 'failed';
-    this.logger.error({ model: this.modelId, file: this.config.engine.file, problem: error.message }, `model "${this.modelId}" is not served: ${error.message}`);
+    this.logger.error(
+      { model: this.modelId, file: this.config.engine.file, problem: error.message },
+      `model "${this.modelId}" is not served: ${error.message}`,
+    );
   }
 
   private async loadOnce(): Promise<void> {
@@ -304,7 +229,10 @@ export class LlamaCppEngine implements Engine {
       }
       return this.fail(new ModelFileError(this.config.engine.file, `refused: ${(e as Error).message}`));
     }
-    this.logger.info({ model: this.modelId, file: this.config.engine.file, architecture: facts.architecture }, `loading model "${this.modelId}"`);
+    this.logger.info(
+      { model: this.modelId, file: this.config.engine.file, architecture: facts.architecture },
+      `loading model "${this.modelId}"`,
+    );
     let model: LlamaModel | undefined;
     try {
       const llama = await getRuntime();
@@ -316,7 +244,10 @@ export class LlamaCppEngine implements Engine {
           const step = Math.floor(progress * 4);
           if (step > reported) {
             reported = step;
-            this.logger.info({ model: this.modelId, progress: Math.round(progress * 100) }, `loading model "${this.modelId}": ${Math.round(progress * 100)}%`);
+            this.logger.info(
+              { model: this.modelId, progress: Math.round(progress * 100) },
+              `loading model "${this.modelId}": ${Math.round(progress * 100)}%`,
+            );
           }
         },
       });
@@ -327,7 +258,10 @@ export class LlamaCppEngine implements Engine {
       }
       this.runner = runner;
       this.statusValue = 'ready';
-      this.logger.info({ model: this.modelId, ms: Date.now() - started, parallel: this.parallel, threads: this.threads }, `model "${this.modelId}" loaded`);
+      this.logger.info(
+        { model: this.modelId, ms: Date.now() - started, parallel: this.parallel, threads: this.threads },
+        `model "${this.modelId}" loaded`,
+      );
     } catch (e) {
       await model?.dispose().catch(() => {});
       const why = takeLastRuntimeError() ?? (e as Error).message;
@@ -349,7 +283,14 @@ export class LlamaCppEngine implements Engine {
       if (config.category === 'embedding') {
         const contexts: LlamaEmbeddingContext[] = [];
         for (let i = 0; i < this.parallel; i++) contexts.push(await model.createEmbeddingContext(opts));
-        return { kind: 'embedding', model, contexts, pool: new SlotPool(contexts, this.queue, this.modelId), maxInputTokens, counted: new Map() };
+        return {
+          kind: 'embedding',
+          model,
+          contexts,
+          pool: new SlotPool(contexts, this.queue, this.modelId),
+          maxInputTokens,
+          counted: new Map(),
+        };
       }
       const contexts: LlamaRankingContext[] = [];
       for (let i = 0; i < this.parallel; i++) contexts.push(await model.createRankingContext(opts));
@@ -381,7 +322,12 @@ export class LlamaCppEngine implements Engine {
     const sequences: LlamaContextSequence[] = [];
     for (let i = 0; i < this.parallel; i++) sequences.push(context.getSequence());
 
-    const { stopGenerationTriggers } = wrapper.generateContextState({ chatHistory: [{ type: 'user', text: '' }, { type: 'model', response: [] }] });
+    const { stopGenerationTriggers } = wrapper.generateContextState({
+      chatHistory: [
+        { type: 'user', text: '' },
+        { type: 'model', response: [] },
+      ],
+    });
     const stopTokens = new Set<Token>();
     const stopTexts: string[] = [];
     for (const trigger of stopGenerationTriggers) {
@@ -394,11 +340,25 @@ export class LlamaCppEngine implements Engine {
       }
     }
     const pieces = decodesWithoutContext(model) ? new Map<Token, string>() : null;
-    return { kind: 'chat', model, context, pool: new SlotPool(sequences, this.queue, this.modelId), wrapper, stopTokens, stopTexts, pieces, contextSize, guard };
+    return {
+      kind: 'chat',
+      model,
+      context,
+      pool: new SlotPool(sequences, this.queue, this.modelId),
+      wrapper,
+      stopTokens,
+      stopTexts,
+      pieces,
+      contextSize,
+      guard,
+    };
   }
 
   private unavailable(): DomainError {
-    return new DomainError('model_unavailable', `The model '${this.modelId}' is not available right now: its model file could not be loaded.`);
+    return new DomainError(
+      'model_unavailable',
+      `The model '${this.modelId}' is not available right now: its model file could not be loaded.`,
+    );
   }
 
   private async ready(): Promise<Runner> {
@@ -416,7 +376,8 @@ export class LlamaCppEngine implements Engine {
 
   private async runnerOf<K extends Runner['kind']>(kind: K): Promise<Extract<Runner, { kind: K }>> {
     const runner = await this.ready();
-    if (runner.kind !== kind) throw new DomainError('invalid_model', `The model '${this.modelId}' does not serve this endpoint.`, { param: 'model' });
+    if (runner.kind !== kind)
+      throw new DomainError('invalid_model', `The model '${this.modelId}' does not serve this endpoint.`, { param: 'model' });
     return runner as Extract<Runner, { kind: K }>;
   }
 
@@ -424,7 +385,11 @@ export class LlamaCppEngine implements Engine {
 
   private renderChat(runner: ChatRunner, messages: ChatMessage[]): Token[] {
     const history: ChatHistoryItem[] = messages.map((m) =>
-      m.role === 'system' ? { type: 'system', text: m.content } : m.role === 'user' ? { type: 'user', text: m.content } : { type: 'model', response: [m.content] },
+      m.role === 'system'
+        ? { type: 'system', text: m.content }
+        : m.role === 'user'
+          ? { type: 'user', text: m.content }
+          : { type: 'model', response: [m.content] },
     );
     history.push({ type: 'model', response: [] });
     // Message contents are plain text in the LlamaText: a "<|im_end|>" typed by a user stays text.
@@ -441,7 +406,7 @@ export class LlamaCppEngine implements Engine {
     switch (runner.kind) {
       case 'embedding':
         // What the model reads: the text with its [CLS] and [SEP].
-        return this.embeddingInput(runner, text, true).length;
+        return embeddingInput(runner, text, true).length;
       case 'reranking':
         return runner.model.tokenize(text, false, 'trimLeadingSpace').length;
       default:
@@ -511,7 +476,12 @@ export class LlamaCppEngine implements Engine {
     return prompt;
   }
 
-  private async startGeneration(runner: ChatRunner, seq: LlamaContextSequence, prompt: Token[], req: EngineChatRequest): Promise<Generation> {
+  private async startGeneration(
+    runner: ChatRunner,
+    seq: LlamaContextSequence,
+    prompt: Token[],
+    req: EngineChatRequest,
+  ): Promise<Generation> {
     const { model, stopTokens } = runner;
     const stats = this.stats;
     // Every call starts from an empty sequence: one caller's cache never shapes another's output,
@@ -555,146 +525,28 @@ export class LlamaCppEngine implements Engine {
         else if (completion.tokens.length >= req.maxTokens) generation.finishReason = 'length';
         return text;
       },
-      usage: () => ({ promptTokens: prompt.length, completionTokens: completion.tokens.length, totalTokens: prompt.length + completion.tokens.length }),
+      usage: () => ({
+        promptTokens: prompt.length,
+        completionTokens: completion.tokens.length,
+        totalTokens: prompt.length + completion.tokens.length,
+      }),
     };
     return generation;
   }
 
-  // ---- embeddings and rerank ----
-
-  /**
-   * An embedding input's tokens and the length the model reads. The service counts every input
-   * before it embeds them (to refuse input_too_long before any work and to place the hold), so the
-   * count keeps its tokens for the embedding that follows instead of tokenizing each text twice.
-   */
-  private embeddingInput(runner: EmbeddingRunner, text: string, keep: boolean): { tokens: Token[]; length: number } {
-    const counted = runner.counted.get(text);
-    if (counted) {
-      if (!keep) runner.counted.delete(text);
-      return counted;
-    }
-    const tokens = runner.model.tokenize(text, false);
-    const input = { tokens, length: runner.contexts[0]!.calculateInputLength(tokens) };
-    if (keep) {
-      // Bounded: the most inputs one request carries, twice over; the oldest goes first.
-      if (runner.counted.size >= 2 * MAX_KEPT_EMBEDDING_INPUTS) runner.counted.delete(runner.counted.keys().next().value!);
-      runner.counted.set(text, input);
-    }
-    return input;
-  }
+  // ---- embeddings, rerank and moderation (./embeddings.ts, ./moderation.ts) ----
 
   async embed(input: string[], signal: AbortSignal): Promise<EngineEmbedResult> {
-    const runner = await this.runnerOf('embedding');
-    const lease = await runner.pool.acquire(signal);
-    try {
-      const context = lease.slot;
-      const embeddings: number[][] = [];
-      let promptTokens = 0;
-      for (let i = 0; i < input.length; i++) {
-        if (signal.aborted) throw abortReason(signal);
-        const { tokens, length } = this.embeddingInput(runner, input[i]!, false);
-        if (length > runner.maxInputTokens) {
-          throw new DomainError('input_too_long', `'input[${i}]' has ${length} tokens; the model '${this.modelId}' takes at most ${runner.maxInputTokens}.`, { param: 'input' });
-        }
-        const { vector } = await context.getEmbeddingFor(tokens);
-        embeddings.push(l2normalise(vector));
-        promptTokens += length;
-      }
-      return { embeddings, promptTokens };
-    } finally {
-      lease.release();
-    }
+    return embedOn(await this.runnerOf('embedding'), this.modelId, input, signal);
   }
 
   async rerank(query: string, documents: string[], signal: AbortSignal): Promise<EngineRerankResult> {
-    const runner = await this.runnerOf('reranking');
-    const lease = await runner.pool.acquire(signal);
-    try {
-      const context = lease.slot;
-      const scores: number[] = [];
-      let promptTokens = 0;
-      for (let i = 0; i < documents.length; i++) {
-        if (signal.aborted) throw abortReason(signal);
-        const length = context.calculateInputLength(query, documents[i]!);
-        if (length > runner.maxInputTokens) {
-          throw new DomainError('input_too_long', `The query with 'documents[${i}]' has ${length} tokens; the model '${this.modelId}' takes at most ${runner.maxInputTokens}.`, {
-            param: 'documents',
-          });
-        }
-        const score = await context.rank(query, documents[i]!);
-        scores.push(Math.min(1, Math.max(0, score)));
-        promptTokens += length;
-      }
-      return { scores, promptTokens };
-    } finally {
-      lease.release();
-    }
+    return rerankOn(await this.runnerOf('reranking'), this.modelId, query, documents, signal);
   }
-
-  // ---- moderation ----
 
   async moderate(input: string, signal: AbortSignal): Promise<EngineModerationResult> {
     if (signal.aborted) throw abortReason(signal);
-    const runner = await this.runnerOf('chat');
-    const guard = runner.guard;
-    if (!guard) throw new DomainError('invalid_model', `The model '${this.modelId}' is not a moderation model.`, { param: 'model' });
-    const { model } = runner;
-    const prompt = guardPromptTokens(model, runner.wrapper, guard.llama3Headers, input);
-    if (prompt.length + VERDICT_MAX_TOKENS > runner.contextSize) {
-      throw new DomainError('input_too_long', `The input with the guard's prompt takes ${prompt.length} tokens; the model '${this.modelId}' is served with ${runner.contextSize}.`, {
-        param: 'input',
-      });
-    }
-    const lease = await runner.pool.acquire(signal);
-    try {
-      const seq = lease.slot;
-      await seq.eraseContextTokenRanges([{ start: 0, end: seq.nextTokenIndex }]);
-      const greedy = { temperature: 0, topK: 0, topP: 1, minP: 0, yieldEogToken: true } as const;
-
-      // 1. The verdict, greedy under the grammar; the first token's probabilities say how likely "unsafe" was.
-      const verdictTokens: Token[] = [];
-      let first: Map<Token, number> | undefined;
-      const state = new LlamaGrammarEvaluationState({ model, grammar: guard.verdict });
-      for await (const out of seq.evaluateWithMetadata(prompt, { probabilities: true }, { ...greedy, grammarEvaluationState: state })) {
-        if (signal.aborted) throw abortReason(signal);
-        first ??= out.probabilities;
-        if (model.isEogToken(out.token) || runner.stopTokens.has(out.token)) break;
-        verdictTokens.push(out.token);
-        this.stats.generatedTokens++;
-        if (verdictTokens.length >= VERDICT_MAX_TOKENS) break;
-      }
-      const verdict = parseVerdict(model.detokenize(verdictTokens, false));
-      let safeMass = 0;
-      let unsafeMass = 0;
-      for (const [token, p] of first ?? []) {
-        const text = model.detokenize([token], false);
-        if (!text) continue;
-        if (UNSAFE_PREFIX.startsWith(text) || text.startsWith('unsafe')) unsafeMass += p;
-        else if ('safe'.startsWith(text) || text.startsWith('safe')) safeMass += p;
-      }
-      const unsafeProbability = unsafeMass + safeMass > 0 ? unsafeMass / (unsafeMass + safeMass) : verdict.unsafe ? 1 : 0;
-
-      // 2. The codes' probabilities: after a forced "unsafe\nS", how likely each code's first token is.
-      if (signal.aborted) throw abortReason(signal);
-      await seq.eraseContextTokenRanges([{ start: prompt.length - 1, end: seq.nextTokenIndex }]);
-      const forced = [prompt[prompt.length - 1]!, ...model.tokenize(UNSAFE_PREFIX, false, 'trimLeadingSpace')];
-      const digits = new LlamaGrammarEvaluationState({ model, grammar: guard.digits });
-      const codeProbabilities = new Map<string, number>();
-      for await (const out of seq.evaluateWithMetadata(forced, { probabilities: true }, { ...greedy, grammarEvaluationState: digits })) {
-        for (const [token, p] of out.probabilities) {
-          const text = model.detokenize([token], false);
-          if (!text) continue;
-          for (const h of HAZARD_CODES) {
-            if (h.code.slice(1).startsWith(text)) codeProbabilities.set(h.code, (codeProbabilities.get(h.code) ?? 0) + p);
-          }
-        }
-        break;
-      }
-      const shaped = moderationFromVerdict(verdict, unsafeProbability, codeProbabilities);
-      return { ...shaped, promptTokens: prompt.length };
-    } finally {
-      lease.release();
-    }
+    return moderateOn(await this.runnerOf('chat'), this.modelId, input, signal, this.stats);
   }
 
   async close(): Promise<void> {
@@ -705,22 +557,4 @@ export class LlamaCppEngine implements Engine {
     runner.pool.rejectWaiting(new DomainError('shutting_down', 'The server is shutting down.'));
     await runner.model.dispose().catch(() => {});
   }
-}
-
-/** The guard's prompt as tokens: Llama 3 headers when the vocabulary has them (Llama Guard 3), else the GGUF's chat template. */
-function guardPromptTokens(model: LlamaModel, wrapper: ChatWrapper, llama3Headers: boolean, input: string): Token[] {
-  const prompt = guardPrompt(input);
-  if (llama3Headers) {
-    return LlamaText([
-      new SpecialToken('BOS'),
-      new SpecialTokensText('<|start_header_id|>user<|end_header_id|>\n\n'),
-      prompt,
-      new SpecialTokensText('<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n'),
-    ]).tokenize(model.tokenizer);
-  }
-  const history: ChatHistoryItem[] = [
-    { type: 'user', text: prompt },
-    { type: 'model', response: [] },
-  ];
-  return wrapper.generateContextState({ chatHistory: history }).contextText.tokenize(model.tokenizer);
 }

@@ -28,7 +28,8 @@ export function getRuntime(): Promise<Llama> {
       const text = message.trim();
       if (!text) return;
       if (level === LlamaLogLevel.error || level === LlamaLogLevel.fatal) lastError = text;
-      if (level === LlamaLogLevel.warn || level === LlamaLogLevel.error || level === LlamaLogLevel.fatal) logger?.warn({ llamacpp: text }, 'llama.cpp');
+      if (level === LlamaLogLevel.warn || level === LlamaLogLevel.error || level === LlamaLogLevel.fatal)
+        logger?.warn({ llamacpp: text }, 'llama.cpp');
       else logger?.debug({ llamacpp: text }, 'llama.cpp');
     },
   }).catch((err) => {

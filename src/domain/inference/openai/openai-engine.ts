@@ -13,11 +13,10 @@
 // Error policy: callers see only fixed messages. Upstream addresses, ports, keys and upstream error
 // bodies go to the logger, never into a DomainError, because those messages reach API clients.
 import { Pool } from 'undici';
-import type { Dispatcher } from 'undici';
 import { createParser } from 'eventsource-parser';
-import type { OpenAIEngineConfig } from '../../../config.js';
+import type { OpenAIEngineConfig } from '../../catalog/model.js';
 import { DomainError } from '../../errors.js';
-import { CircuitBreaker, type BreakerSnapshot, type BreakerState } from './circuit-breaker.js';
+import { CircuitBreaker, type BreakerState } from './circuit-breaker.js';
 import type {
   ChatMessage,
   Engine,
@@ -27,240 +26,38 @@ import type {
   EngineModerationResult,
   EngineRerankResult,
   EngineStreamEvent,
-  FinishReason,
   Usage,
 } from '../engine.js';
 import { countChatTokens, countTextTokens } from '../tokenizer.js';
+import {
+  abortReason,
+  asRecord,
+  Attempt,
+  CallDeadline,
+  CONTEXT_LENGTH_RE,
+  decodeEmbedding,
+  invalidResponse,
+  mapFinishReason,
+  MAX_RETRY_AFTER_S,
+  MODERATION_KEYS,
+  msg,
+  noopLogger,
+  parseJson,
+  readErrorBody,
+  type ResponseData,
+  Retryable,
+  retryAfterSeconds,
+  sigmoid,
+  type StreamState,
+  tokenCount,
+  truncate,
+  type Upstream,
+  worthReporting,
+} from './upstream.js';
 
-export interface OpenAIEngineLogger {
-  warn(obj: object, msg?: string): void;
-  info?(obj: object, msg?: string): void;
-}
+import type { OpenAIEngineLogger, OpenAIEngineOptions, UpstreamHealth } from './upstream.js';
 
-export interface OpenAIEngineOptions {
-  logger?: OpenAIEngineLogger;
-  env?: NodeJS.ProcessEnv;
-}
-
-interface Upstream {
-  pool: Pool;
-  /** Path of the base URL without its trailing slash, e.g. "/v1". */
-  prefix: string;
-  /** Origin and path, for logs only (URL.origin drops any user:password). */
-  label: string;
-  /** Its place in base_urls: how /readyz names it (addresses stay in the logs). */
-  index: number;
-  breaker: CircuitBreaker;
-}
-
-/** A base URL's circuit breaker as /readyz shows it. */
-export interface UpstreamHealth extends BreakerSnapshot {
-  /** The base URL's index in the model's engine.base_urls (0 for base_url). */
-  index: number;
-}
-
-type ResponseData = Dispatcher.ResponseData;
-
-/**
- * A failure another base URL may not have: the caller tries the next one, or throws `error` when
- * none is left. `ejects`: the failure counts towards the URL's circuit breaker (the URL is broken,
- * not merely busy or refusing this request).
- */
-class Retryable {
-  constructor(
-    readonly error: DomainError,
-    readonly ejects: boolean,
-  ) {}
-}
-
-/** The whole call's deadline (engine.max_duration_ms), across every base URL it tries; never paused. */
-class CallDeadline {
-  private readonly ctl = new AbortController();
-  private readonly timer: NodeJS.Timeout;
-  expired = false;
-
-  constructor(ms: number) {
-    this.timer = setTimeout(() => {
-      this.expired = true;
-      this.ctl.abort(new DOMException('call deadline', 'TimeoutError'));
-    }, ms);
-  }
-
-  get signal(): AbortSignal {
-    return this.ctl.signal;
-  }
-
-  dispose(): void {
-    clearTimeout(this.timer);
-  }
-}
-
-/**
- * One attempt's timers and abort wiring. The caller's signal, the call's deadline and the
- * attempt's own timer all abort the upstream request through `signal`. The timer first covers
- * the wait for the response head (first byte), then each gap between events; it is paused while
- * the consumer holds an event, since a slow reader is not a slow upstream. (undici's own
- * headersTimeout/bodyTimeout tick at about one second, too coarse for short timeouts.)
- */
-class Attempt {
-  private readonly ctl = new AbortController();
-  private timer: NodeJS.Timeout;
-  private paused = false;
-  /** The response head arrived: the timer now measures gaps between events. */
-  headSeen = false;
-  expired: 'first_byte' | 'idle' | undefined;
-
-  constructor(
-    private readonly caller: AbortSignal,
-    private readonly call: CallDeadline,
-    firstByteMs: number,
-    private readonly idleMs: number,
-  ) {
-    this.timer = setTimeout(this.onTimer, firstByteMs);
-    caller.addEventListener('abort', this.onCallerAbort);
-    call.signal.addEventListener('abort', this.onCallExpired);
-    if (call.expired) this.onCallExpired();
-  }
-
-  get signal(): AbortSignal {
-    return this.ctl.signal;
-  }
-
-  get callerAborted(): boolean {
-    return this.caller.aborted;
-  }
-
-  get callExpired(): boolean {
-    return this.call.expired;
-  }
-
-  callerReason(): unknown {
-    return abortReason(this.caller);
-  }
-
-  private readonly onTimer = () => {
-    if (this.paused) return;
-    this.expired = this.headSeen ? 'idle' : 'first_byte';
-    this.ctl.abort(new DOMException('upstream timeout', 'TimeoutError'));
-  };
-
-  private readonly onCallerAbort = () => this.ctl.abort(this.caller.reason);
-  private readonly onCallExpired = () => this.ctl.abort(this.call.signal.reason);
-
-  /** The response head arrived: from now on the timer is the idle timeout. */
-  headReceived(): void {
-    this.headSeen = true;
-    clearTimeout(this.timer);
-    this.timer = setTimeout(this.onTimer, this.idleMs);
-  }
-
-  /** An event arrived (not a comment, not a keep-alive): the next gap starts now. */
-  progress(): void {
-    this.timer.refresh();
-  }
-
-  pause(): void {
-    this.paused = true;
-  }
-
-  resume(): void {
-    this.paused = false;
-    // Re-arms the timer even if it fired (and was ignored) while paused.
-    this.timer.refresh();
-  }
-
-  dispose(): void {
-    clearTimeout(this.timer);
-    this.caller.removeEventListener('abort', this.onCallerAbort);
-    this.call.signal.removeEventListener('abort', this.onCallExpired);
-  }
-}
-
-const MODERATION_KEYS = ['hate', 'harassment', 'self-harm', 'sexual', 'violence'] as const;
-const FINISH_REASONS: ReadonlySet<string> = new Set<FinishReason>(['stop', 'length', 'content_filter']);
-/** Upstream error bodies are read only to be logged or to spot a context-length complaint. */
-const ERROR_BODY_LIMIT = 16 * 1024;
-const CONTEXT_LENGTH_RE = /context[ _-]?(length|window)|maximum context|too many tokens|prompt is too long/i;
-const noopLogger: OpenAIEngineLogger = { warn() {} };
-/** An upstream's Retry-After is passed on, within reason: at least 1 s, at most 10 min. */
-const MAX_RETRY_AFTER_S = 600;
-
-const msg = {
-  unreachable: "The model's upstream server could not be reached.",
-  timeout: "The model's upstream server did not answer in time.",
-  deadline: 'The call ran past its time limit and was ended.',
-  invalid: "The model's upstream server sent an invalid response.",
-  brokenAnswer: "The model's upstream server broke off its answer.",
-  brokenStream: "The model's upstream server broke off the stream.",
-  overloaded: "The model's upstream servers are busy; retry after the time given in Retry-After.",
-  ejected: "The model's upstream servers are failing and are being given time to recover; retry after the time given in Retry-After.",
-  status: (status: number) => `The model's upstream server failed to answer (HTTP ${status}).`,
-  contextLength: "The request exceeds the model's context length.",
-};
-
-function abortReason(signal: AbortSignal): unknown {
-  return signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
-}
-
-function mapFinishReason(value: unknown): FinishReason {
-  return typeof value === 'string' && FINISH_REASONS.has(value) ? (value as FinishReason) : 'stop';
-}
-
-function tokenCount(value: unknown): number | undefined {
-  return typeof value === 'number' && Number.isInteger(value) && value >= 0 ? value : undefined;
-}
-
-function sigmoid(x: number): number {
-  return 1 / (1 + Math.exp(-x));
-}
-
-function invalidResponse(): DomainError {
-  return new DomainError('upstream_error', msg.invalid);
-}
-
-function asRecord(value: unknown): Record<string, unknown> | undefined {
-  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
-}
-
-/** Some servers answer base64 whatever encoding_format asked for. */
-function decodeEmbedding(value: unknown): number[] | undefined {
-  if (Array.isArray(value)) return value as number[];
-  if (typeof value === 'string') {
-    const buf = Buffer.from(value, 'base64');
-    return Array.from(new Float32Array(buf.buffer, buf.byteOffset, buf.byteLength >> 2));
-  }
-  return undefined;
-}
-
-/** Seconds from an upstream's Retry-After (delta-seconds or an HTTP date), clamped; 1 when absent or unreadable. */
-function retryAfterSeconds(header: string | string[] | undefined): number {
-  const value = (Array.isArray(header) ? header[0] : header)?.trim();
-  let seconds = Number.NaN;
-  if (value && /^\d+$/.test(value)) seconds = Number(value);
-  else if (value) seconds = Math.ceil((Date.parse(value) - Date.now()) / 1000);
-  if (!Number.isFinite(seconds)) return 1;
-  return Math.min(MAX_RETRY_AFTER_S, Math.max(1, seconds));
-}
-
-/**
- * The error to report when no base URL is left: an overloaded answer wins over the others (its
- * Retry-After is the advice worth passing on), the soonest Retry-After among them; else the latest.
- */
-function worthReporting(previous: DomainError | undefined, next: DomainError): DomainError {
-  if (previous?.code !== 'model_overloaded') return next;
-  if (next.code !== 'model_overloaded') return previous;
-  return (next.retryAfter ?? 1) < (previous.retryAfter ?? 1) ? next : previous;
-}
-
-interface StreamState {
-  yielded: boolean;
-  /** A well-formed event arrived: the base URL works (its breaker is told once). */
-  healthy: boolean;
-  content: string;
-  finishReason: FinishReason | undefined;
-  usage: Record<string, unknown> | undefined;
-  done: boolean;
-}
+export type { OpenAIEngineLogger, OpenAIEngineOptions, UpstreamHealth };
 
 export class OpenAIEngine implements Engine {
   private readonly upstreams: Upstream[];
@@ -316,7 +113,11 @@ export class OpenAIEngine implements Engine {
     if (config.api_key_env) {
       const key = env[config.api_key_env];
       if (key) headers.authorization = `Bearer ${key}`;
-      else this.logger.warn({ model: config.model, api_key_env: config.api_key_env }, 'upstream API key variable is not set; calling without Authorization');
+      else
+        this.logger.warn(
+          { model: config.model, api_key_env: config.api_key_env },
+          'upstream API key variable is not set; calling without Authorization',
+        );
     }
     this.jsonHeaders = { ...headers, accept: 'application/json' };
     this.sseHeaders = { ...headers, accept: 'text/event-stream' };
@@ -407,7 +208,9 @@ export class OpenAIEngine implements Engine {
   }
 
   async embed(input: string[], signal: AbortSignal): Promise<EngineEmbedResult> {
-    return this.postJson('/embeddings', { model: this.model, input, encoding_format: 'float' }, signal, 'embed', (data) => this.embedResultFrom(data, input));
+    return this.postJson('/embeddings', { model: this.model, input, encoding_format: 'float' }, signal, 'embed', (data) =>
+      this.embedResultFrom(data, input),
+    );
   }
 
   private embedResultFrom(data: Record<string, unknown>, input: string[]): EngineEmbedResult {
@@ -423,7 +226,8 @@ export class OpenAIEngine implements Engine {
       embeddings[index] = vector;
     }
     const usage = asRecord(data.usage);
-    const promptTokens = tokenCount(usage?.prompt_tokens) ?? tokenCount(usage?.total_tokens) ?? input.reduce((n, s) => n + countTextTokens(s), 0);
+    const promptTokens =
+      tokenCount(usage?.prompt_tokens) ?? tokenCount(usage?.total_tokens) ?? input.reduce((n, s) => n + countTextTokens(s), 0);
     return { embeddings, promptTokens };
   }
 
@@ -461,7 +265,9 @@ export class OpenAIEngine implements Engine {
   }
 
   async moderate(input: string, signal: AbortSignal): Promise<EngineModerationResult> {
-    return this.postJson('/moderations', { model: this.model, input }, signal, 'moderate', (data) => this.moderationResultFrom(data, input));
+    return this.postJson('/moderations', { model: this.model, input }, signal, 'moderate', (data) =>
+      this.moderationResultFrom(data, input),
+    );
   }
 
   private moderationResultFrom(data: Record<string, unknown>, input: string): EngineModerationResult {
@@ -620,7 +426,13 @@ export class OpenAIEngine implements Engine {
    * answer that is not JSON, or that `read` refuses (it throws a DomainError), is garbage: the
    * next base URL is tried, as for a connection that failed.
    */
-  private async postJson<T>(path: string, payload: unknown, signal: AbortSignal, op: string, read: (data: Record<string, unknown>) => T): Promise<T> {
+  private async postJson<T>(
+    path: string,
+    payload: unknown,
+    signal: AbortSignal,
+    op: string,
+    read: (data: Record<string, unknown>) => T,
+  ): Promise<T> {
     if (signal.aborted) throw abortReason(signal);
     const body = JSON.stringify(payload);
     const call = new CallDeadline(this.maxDurationMs);
@@ -649,7 +461,10 @@ export class OpenAIEngine implements Engine {
             value = read(data as Record<string, unknown>);
           } catch (e) {
             if (!(e instanceof DomainError)) throw e;
-            this.logger.warn({ upstream: up.label, op, detail: truncate(text) }, 'upstream answered with something that is not a valid answer');
+            this.logger.warn(
+              { upstream: up.label, op, detail: truncate(text) },
+              'upstream answered with something that is not a valid answer',
+            );
             throw new Retryable(e, true);
           }
           up.breaker.succeeded();
@@ -677,7 +492,14 @@ export class OpenAIEngine implements Engine {
    * Throws Retryable for what the next base URL may not suffer (connection failures, no head in
    * time, 5xx, 429), a DomainError for the rest, or the signal's reason on abort.
    */
-  private async open(up: Upstream, path: string, body: string, attempt: Attempt, op: string, headers: Record<string, string>): Promise<ResponseData> {
+  private async open(
+    up: Upstream,
+    path: string,
+    body: string,
+    attempt: Attempt,
+    op: string,
+    headers: Record<string, string>,
+  ): Promise<ResponseData> {
     let res: ResponseData;
     try {
       res = await up.pool.request({ method: 'POST', path: up.prefix + path, headers, body, signal: attempt.signal });
@@ -693,7 +515,10 @@ export class OpenAIEngine implements Engine {
     if (attempt.callerAborted || attempt.callExpired || attempt.expired) throw this.translate(undefined, attempt, up, op);
     // Busy, not broken: passed on with its back-off once no other base URL can take the call.
     if (status === 429 || status === 503) {
-      throw new Retryable(new DomainError('model_overloaded', msg.overloaded, { retryAfter: retryAfterSeconds(res.headers['retry-after']) }), false);
+      throw new Retryable(
+        new DomainError('model_overloaded', msg.overloaded, { retryAfter: retryAfterSeconds(res.headers['retry-after']) }),
+        false,
+      );
     }
     if (status >= 500) throw new Retryable(new DomainError('upstream_error', msg.status(status)), false);
     if (status === 400 && CONTEXT_LENGTH_RE.test(detail)) {
@@ -711,7 +536,10 @@ export class OpenAIEngine implements Engine {
     }
     if (attempt.expired) {
       const timeoutMs = attempt.expired === 'first_byte' ? this.firstByteMs : this.timeoutMs;
-      this.logger.warn({ upstream: up.label, op, timeoutMs, waitingFor: attempt.expired === 'first_byte' ? 'response head' : 'next event' }, 'upstream did not answer in time');
+      this.logger.warn(
+        { upstream: up.label, op, timeoutMs, waitingFor: attempt.expired === 'first_byte' ? 'response head' : 'next event' },
+        'upstream did not answer in time',
+      );
       return new Retryable(new DomainError('upstream_timeout', msg.timeout), true);
     }
     if (e instanceof DomainError || e instanceof Retryable) return e;
@@ -741,7 +569,9 @@ export class OpenAIEngine implements Engine {
     if (!attempted) {
       // Every base URL is ejected: answer at once rather than wait on servers known to fail.
       const waitMs = Math.min(...order.map((u) => u.breaker.waitMs()));
-      return new DomainError('model_unavailable', msg.ejected, { retryAfter: Math.min(MAX_RETRY_AFTER_S, Math.max(1, Math.ceil(waitMs / 1000))) });
+      return new DomainError('model_unavailable', msg.ejected, {
+        retryAfter: Math.min(MAX_RETRY_AFTER_S, Math.max(1, Math.ceil(waitMs / 1000))),
+      });
     }
     return new DomainError('upstream_error', msg.unreachable);
   }
@@ -749,7 +579,8 @@ export class OpenAIEngine implements Engine {
   private logBreaker(model: string, upstream: string, index: number, state: BreakerState, failures: number, cooldownMs: number): void {
     const fields = { model, upstream, index, breaker: state, failures };
     if (state === 'open') this.logger.warn({ ...fields, cooldownMs }, 'upstream ejected: its circuit breaker opened');
-    else if (state === 'half_open') (this.logger.info ?? this.logger.warn).call(this.logger, fields, 'upstream circuit breaker half-open: the next call probes it');
+    else if (state === 'half_open')
+      (this.logger.info ?? this.logger.warn).call(this.logger, fields, 'upstream circuit breaker half-open: the next call probes it');
     else (this.logger.info ?? this.logger.warn).call(this.logger, fields, 'upstream restored: its circuit breaker closed');
   }
 
@@ -763,31 +594,4 @@ export class OpenAIEngine implements Engine {
     for (let i = 0; i < n; i++) out[i] = this.upstreams[(start + i) % n]!;
     return out;
   }
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}
-
-function truncate(text: string): string {
-  return text.length > 500 ? `${text.slice(0, 500)}…` : text;
-}
-
-/** Reads at most ERROR_BODY_LIMIT characters of an error answer, for logs; never throws. */
-async function readErrorBody(res: ResponseData): Promise<string> {
-  let text = '';
-  const decoder = new TextDecoder();
-  try {
-    for await (const chunk of res.body as AsyncIterable<Buffer>) {
-      text += decoder.decode(chunk, { stream: true });
-      if (text.length > ERROR_BODY_LIMIT) break; // leaving the loop destroys the body
-    }
-  } catch {
-    // The status is what matters; a body that breaks off is no further news.
-  }
-  return truncate(text);
 }

@@ -1,0 +1,115 @@
+// Billing's alerts: which are due after a balance or usage change (low balance, 80% and 100% of
+// the monthly allocation, the spending limit), each raised once per occasion into the
+// notifications outbox, in the transaction that crossed the line.
+import { enqueueNotification } from '../notifications/outbox.js';
+import { formatDecimal, WALLET_CURRENCY } from './money.js';
+import { run, type Db } from './sql.js';
+import type { WalletRow } from './billing-types.js';
+import { BillingCore } from './billing-core.js';
+
+export abstract class BillingAlerts extends BillingCore {
+  /** The alerts a change left due: past their line and not yet written for this crossing or period. */
+  protected dueAlerts(
+    w: WalletRow,
+    monthlyTokens: number | null,
+  ): { lowBalance: boolean; allocation: boolean; allocationFull: boolean; spending: boolean } {
+    return {
+      lowBalance: w.lowBalanceThreshold !== null && w.balance < w.lowBalanceThreshold && !w.lowBalanceAlerted,
+      allocation:
+        monthlyTokens !== null && monthlyTokens > 0 && w.periodUsed * 5 >= monthlyTokens * 4 && w.allocationAlertPeriod !== w.period,
+      allocationFull: monthlyTokens !== null && monthlyTokens > 0 && w.periodUsed >= monthlyTokens && w.allocationFullPeriod !== w.period,
+      spending:
+        w.spendingLimitEnabled &&
+        w.spendingLimit !== null &&
+        w.periodSpent > 0n &&
+        w.periodSpent >= w.spendingLimit &&
+        w.spendingAlertPeriod !== w.period,
+    };
+  }
+
+  /** Whether a change left the wallet past an alert's line (see raiseAlerts). */
+  protected alertDue(w: WalletRow, monthlyTokens: number | null): boolean {
+    const due = this.dueAlerts(w, monthlyTokens);
+    return due.lowBalance || due.allocation || due.allocationFull || due.spending;
+  }
+
+  /** Marks a once-per-period alert as written for `period`; false when another change did first. */
+  protected async claimPeriodAlert(
+    trx: Db,
+    column: 'allocation_alert_period' | 'allocation_full_period' | 'spending_alert_period',
+    accountId: string,
+    period: string,
+  ): Promise<boolean> {
+    const flipped = await run(trx, `update wallets set ${column} = ? where account_id = ? and (${column} is null or ${column} <> ?)`, [
+      period,
+      accountId,
+      period,
+    ]);
+    return flipped > 0;
+  }
+
+  /**
+   * Writes the alerts a change crossed, once per crossing (low balance) or per period (80% of the
+   * allocation, spending limit). Each alert first flips its flag with a conditional update, so of
+   * two changes racing past the same line only one writes the notification.
+   */
+  protected async raiseAlerts(
+    trx: Db,
+    accountId: string,
+    w: WalletRow,
+    monthlyTokens: number | null,
+    now: Date,
+    occasion: string,
+  ): Promise<void> {
+    const due = this.dueAlerts(w, monthlyTokens);
+    if (due.lowBalance) {
+      const flipped = await run(trx, 'update wallets set low_balance_alerted = ? where account_id = ? and low_balance_alerted = ?', [
+        true,
+        accountId,
+        false,
+      ]);
+      if (flipped > 0) {
+        await enqueueNotification(trx, {
+          accountId,
+          kind: 'low_balance',
+          dedupeKey: `low_balance:${accountId}:${occasion}`,
+          payload: { balance: formatDecimal(w.balance), threshold: formatDecimal(w.lowBalanceThreshold!), currency: WALLET_CURRENCY },
+          now,
+        });
+      }
+    }
+    if (due.allocation && (await this.claimPeriodAlert(trx, 'allocation_alert_period', accountId, w.period))) {
+      await enqueueNotification(trx, {
+        accountId,
+        kind: 'allocation_80',
+        dedupeKey: `allocation_80:${accountId}:${w.period}`,
+        payload: { period: w.period, used: w.periodUsed, monthly_tokens: monthlyTokens },
+        now,
+      });
+    }
+    if (due.allocationFull && (await this.claimPeriodAlert(trx, 'allocation_full_period', accountId, w.period))) {
+      await enqueueNotification(trx, {
+        accountId,
+        kind: 'allocation_100',
+        dedupeKey: `allocation_100:${accountId}:${w.period}`,
+        payload: { period: w.period, used: w.periodUsed, monthly_tokens: monthlyTokens },
+        now,
+      });
+    }
+    if (due.spending && (await this.claimPeriodAlert(trx, 'spending_alert_period', accountId, w.period))) {
+      await enqueueNotification(trx, {
+        accountId,
+        kind: 'spending_limit',
+        dedupeKey: `spending_limit:${accountId}:${w.period}:${w.spendingLimit}`,
+        payload: {
+          period: w.period,
+          spent: formatDecimal(w.periodSpent),
+          limit: formatDecimal(w.spendingLimit!),
+          action: w.spendingLimitAction,
+          currency: WALLET_CURRENCY,
+        },
+        now,
+      });
+    }
+  }
+}

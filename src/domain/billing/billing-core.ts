@@ -1,0 +1,55 @@
+// The state every part of billing shares (the database, the tiers and their fees, the settings,
+// the clock, this server's identity, wallet events) and the two helpers they all use. The parts
+// build on it in one line: alerts → wallet lifecycle → settlement → admission → sweeper →
+// account operations → usage reports → BillingService (./billing-service.ts).
+import { hostname } from 'node:os';
+import type { ModelConfig } from '../catalog/model.js';
+import type { Tier as TierName, TierPolicy } from '../accounts/tiers.js';
+import type { BillingSettings } from './settings.js';
+import type { Logger } from '../../logger.js';
+import { newId } from '../ids.js';
+import { pricesOf } from './hold-plan.js';
+import { parseDecimal, type Prices } from './money.js';
+import { billingDatabase, type BillingDatabase } from './sql.js';
+import { WalletEvents, type WalletChange } from './wallet-events.js';
+import type { BillingOptions } from './billing-types.js';
+
+export abstract class BillingCore {
+  readonly events: WalletEvents;
+  /** This process's identity in billing_instances; its holds carry it as their owner. */
+  readonly instanceId = newId('inst');
+  /** The database runner; payments run their crediting transactions on it (creditWithin). */
+  readonly db: BillingDatabase;
+  protected readonly tiers: Record<TierName, TierPolicy>;
+  protected readonly fees: Record<TierName, bigint>;
+  protected readonly settings: BillingSettings;
+  protected readonly logger: Logger;
+  protected readonly now: () => Date;
+  protected readonly prices = new Map<string, Prices>();
+  protected sweeper: NodeJS.Timeout | undefined;
+  protected sweeping: Promise<void> | undefined;
+  protected readonly host = hostname();
+
+  constructor(opts: BillingOptions) {
+    this.db = billingDatabase(opts.orm);
+    this.tiers = opts.tiers;
+    this.fees = Object.fromEntries(Object.entries(opts.tiers).map(([name, t]) => [name, parseDecimal(t.monthly_fee)])) as Record<
+      TierName,
+      bigint
+    >;
+    this.settings = opts.settings;
+    this.logger = opts.logger;
+    this.events = opts.events ?? new WalletEvents();
+    this.now = opts.now ?? (() => new Date());
+  }
+
+  protected publish(effects: WalletChange[]): void {
+    for (const change of effects) this.events.publish(change);
+  }
+
+  protected pricesOf(model: ModelConfig): Prices {
+    let prices = this.prices.get(model.id);
+    if (!prices) this.prices.set(model.id, (prices = pricesOf(model)));
+    return prices;
+  }
+}

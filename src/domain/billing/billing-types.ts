@@ -1,0 +1,172 @@
+// Billing's vocabulary: the views it returns (wallet, allocation, settings, usage), the wallet row
+// as a billing transaction reads it, what a call carries from admission to settlement, and the
+// SQL column lists its statements share.
+import type { MikroORM } from '@mikro-orm/core';
+import type { Tier as TierName, TierPolicy } from '../accounts/tiers.js';
+import type { BillingSettings } from './settings.js';
+import type { Logger } from '../../logger.js';
+import type { Tier } from '../accounts/accounts-service.js';
+import type { CallOutcome } from '../inference/inference-service.js';
+import type { Prices } from './money.js';
+import { big, bigOrNull, bool, int } from './sql.js';
+import type { WalletEvents } from './wallet-events.js';
+
+/** How a usage event ended: a call's outcome, or 'abandoned' when its hold was released unsettled. */
+export type UsageOutcome = CallOutcome | 'abandoned';
+
+export type SpendingLimitAction = 'block' | 'alert';
+export const SPENDING_LIMIT_ACTIONS: readonly SpendingLimitAction[] = ['block', 'alert'];
+export type CreditType = 'topup' | 'bonus' | 'refund';
+
+export interface WalletView {
+  accountId: string;
+  balance: bigint;
+  /** Promised to calls in flight; not spendable until they settle. */
+  held: bigint;
+  currency: string;
+}
+
+export interface AllocationView {
+  period: string;
+  periodStart: Date;
+  periodEnd: Date;
+  tier: Tier;
+  /** null: unlimited. */
+  monthlyTokens: number | null;
+  used: number;
+  held: number;
+  /** null: unlimited. Tokens held by calls in flight are neither used nor remaining. */
+  remaining: number | null;
+}
+
+export interface SettingsView {
+  /** Whose settings (other modules add their own settings beside these, e.g. automatic top-up). */
+  accountId: string;
+  spendingLimit: { enabled: boolean; monthlyLimit: bigint | null; action: SpendingLimitAction };
+  lowBalanceAlert: bigint | null;
+  /** Wallet money charged for usage this period: what the spending limit compares. */
+  monthlySpend: bigint;
+}
+
+export interface UsageDay {
+  date: string;
+  model: string;
+  requests: number;
+  promptTokens: number;
+  completionTokens: number;
+  totalTokens: number;
+  /** Wallet money charged for these calls (allocation tokens cost nothing here). */
+  cost: bigint;
+}
+
+export interface UsageReport {
+  start: string;
+  end: string;
+  allocation: AllocationView;
+  data: UsageDay[];
+}
+
+export interface UsageEventView {
+  id: string;
+  accountId: string;
+  keyId: string | null;
+  model: string;
+  requestId: string;
+  outcome: UsageOutcome;
+  promptTokens: number;
+  completionTokens: number;
+  totalTokens: number;
+  allocationTokens: number;
+  walletNanos: bigint;
+  billingNote: string | null;
+  createdAt: Date;
+}
+
+/** The wallet row of an account, as locked at the start of a billing transaction. */
+export interface WalletRow {
+  tier: Tier;
+  balance: bigint;
+  held: bigint;
+  period: string;
+  periodUsed: number;
+  periodHeld: number;
+  periodSpent: bigint;
+  feePeriod: string | null;
+  feeTier: string | null;
+  spendingLimitEnabled: boolean;
+  spendingLimit: bigint | null;
+  spendingLimitAction: SpendingLimitAction;
+  lowBalanceThreshold: bigint | null;
+  lowBalanceAlerted: boolean;
+  allocationAlertPeriod: string | null;
+  /** The period whose "monthly tokens used up" alert was written. */
+  allocationFullPeriod: string | null;
+  spendingAlertPeriod: string | null;
+}
+
+export const WALLET_COLUMNS =
+  'cast(w.balance as text) as balance, cast(w.held as text) as held, w.period, w.period_used, w.period_held, cast(w.period_spent as text) as period_spent, ' +
+  'w.fee_period, w.fee_tier, w.spending_limit_enabled, cast(w.spending_limit as text) as spending_limit, w.spending_limit_action, ' +
+  'cast(w.low_balance_threshold as text) as low_balance_threshold, w.low_balance_alerted, w.allocation_alert_period, w.allocation_full_period, w.spending_alert_period';
+
+export function walletRow(r: Record<string, unknown>, tier: Tier): WalletRow {
+  return {
+    tier,
+    balance: big(r.balance),
+    held: big(r.held),
+    period: String(r.period),
+    periodUsed: int(r.period_used),
+    periodHeld: int(r.period_held),
+    periodSpent: big(r.period_spent),
+    feePeriod: (r.fee_period as string | null) ?? null,
+    feeTier: (r.fee_tier as string | null) ?? null,
+    spendingLimitEnabled: bool(r.spending_limit_enabled),
+    spendingLimit: bigOrNull(r.spending_limit),
+    spendingLimitAction: r.spending_limit_action === 'alert' ? 'alert' : 'block',
+    lowBalanceThreshold: bigOrNull(r.low_balance_threshold),
+    lowBalanceAlerted: bool(r.low_balance_alerted),
+    allocationAlertPeriod: (r.allocation_alert_period as string | null) ?? null,
+    allocationFullPeriod: (r.allocation_full_period as string | null) ?? null,
+    spendingAlertPeriod: (r.spending_alert_period as string | null) ?? null,
+  };
+}
+
+export interface CallBase {
+  id: string;
+  accountId: string;
+  keyId: string | null;
+  requestId: string;
+  model: string;
+  prices: Prices;
+}
+
+/** What a ticket carries from admission to settlement. */
+export interface HeldCall extends CallBase {
+  /** 'held': a hold row exists; 'unlimited': the tier is not billed; 'free': the model costs nothing. */
+  kind: 'held' | 'unlimited' | 'free';
+  period: string;
+  allocationTokens: number;
+  walletNanos: bigint;
+  monthlyTokens: number | null;
+}
+
+export const USAGE_EVENT_COLUMNS =
+  'id, account_id, key_id, model, request_id, outcome, prompt_tokens, completion_tokens, total_tokens, allocation_tokens, wallet_nanos, billing_note, day, created_at';
+export const USAGE_EVENT_INSERT = `insert into usage_events (${USAGE_EVENT_COLUMNS}) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+export const HOLD_COLUMNS =
+  'id, account_id, key_id, request_id, model, period, allocation_tokens, wallet_nanos, prompt_tokens, max_output_tokens, owner, created_at, expires_at';
+/** Optimistic admissions before the locked path takes over (PostgreSQL). */
+export const OPTIMISTIC_ATTEMPTS = 4;
+
+export const MAX_USAGE_REPORT_DAYS = 366;
+export const SETTLE_ATTEMPTS = 3;
+
+export interface BillingOptions {
+  orm: MikroORM;
+  tiers: Record<TierName, TierPolicy>;
+  settings: BillingSettings;
+  logger: Logger;
+  events?: WalletEvents;
+  /** The clock (tests move it across period boundaries). */
+  now?: () => Date;
+}

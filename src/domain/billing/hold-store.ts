@@ -1,0 +1,57 @@
+// The holds table: money and allocation promised to calls in flight. A hold is inserted at
+// admission and deleted by whichever comes first, its settlement or the sweeper; deleting it is
+// what makes that happen once. (PostgreSQL's one-statement admission and settlement write their
+// hold inside their own statements: ./admission.ts, ./settlement.ts.)
+import { HOLD_COLUMNS } from './billing-types.js';
+import { big, exec, int, rows, run, type Binding, type Db } from './sql.js';
+
+/** A hold as the sweeper releases it. */
+export interface StaleHold {
+  id: string;
+  accountId: string;
+  keyId: string | null;
+  requestId: string;
+  model: string;
+  period: string;
+  allocationTokens: bigint;
+  walletNanos: bigint;
+}
+
+/** Inserts a hold row: the bindings in HOLD_COLUMNS order. */
+export async function insertHold(db: Db, row: Binding[]): Promise<void> {
+  await exec(db, `insert into holds (${HOLD_COLUMNS}) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, row);
+}
+
+/** Deletes a hold; false when it was gone already (settled, or released by the sweeper). */
+export async function deleteHold(db: Db, id: string): Promise<boolean> {
+  return (await run(db, 'delete from holds where id = ?', [id])) > 0;
+}
+
+/** Up to `limit` holds past their expiry or owned by a server not in `live`. */
+export async function findStaleHolds(db: Db, now: Date, live: readonly string[], limit: number): Promise<StaleHold[]> {
+  const found = await rows<Record<string, unknown>>(
+    db,
+    `select id, account_id, key_id, request_id, model, period, cast(allocation_tokens as text) as allocation_tokens, cast(wallet_nanos as text) as wallet_nanos
+       from holds where expires_at < ? or owner not in (${live.map(() => '?').join(', ')}) limit ${Number(limit)}`,
+    [now, ...live],
+  );
+  return found.map((h) => ({
+    id: String(h.id),
+    accountId: String(h.account_id),
+    keyId: (h.key_id as string | null) ?? null,
+    requestId: String(h.request_id),
+    model: String(h.model),
+    period: String(h.period),
+    allocationTokens: big(h.allocation_tokens),
+    walletNanos: big(h.wallet_nanos),
+  }));
+}
+
+export async function countOpenHolds(db: Db, accountId?: string): Promise<number> {
+  const found = await rows<{ n: unknown }>(
+    db,
+    accountId ? 'select count(*) as n from holds where account_id = ?' : 'select count(*) as n from holds',
+    accountId ? [accountId] : [],
+  );
+  return int(found[0]?.n ?? 0);
+}

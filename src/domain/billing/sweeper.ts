@@ -1,0 +1,122 @@
+// Server instances and the sweeper: each server registers itself and beats a heartbeat; holds of
+// servers that are gone, or past their expiry, are released charging nothing (at start-up and on
+// every sweep), and monthly fees due at a period start are charged.
+import { dayOf } from './period.js';
+import { exec } from './sql.js';
+import { USAGE_EVENT_INSERT } from './billing-types.js';
+import { Admission } from './admission.js';
+import { deleteHold, findStaleHolds, type StaleHold } from './hold-store.js';
+import { beatHeartbeat, forgetInstances, listInstances, registerInstance } from './instance-store.js';
+
+export abstract class Sweeper extends Admission {
+  /** Registers this server, releases holds of dead servers and expired holds, starts the sweeper. */
+  async start(): Promise<void> {
+    const now = this.now();
+    await registerInstance(this.db, { id: this.instanceId, host: this.host, pid: process.pid, now });
+    const released = await this.releaseStaleHolds();
+    if (released > 0) this.logger.info({ released }, 'released holds left open by stopped servers or past their expiry');
+    await this.chargeDueFees();
+    this.sweeper = setInterval(() => void this.sweep(), this.settings.sweep_interval_seconds * 1000);
+    // The sweeper never keeps the process alive on its own.
+    this.sweeper.unref();
+  }
+
+  /** Stops the sweeper and unregisters; call after in-flight calls have settled. */
+  async stop(): Promise<void> {
+    if (this.sweeper) clearInterval(this.sweeper);
+    this.sweeper = undefined;
+    await this.sweeping;
+    await forgetInstances(this.db, [this.instanceId]).catch(() => {});
+  }
+
+  /** One sweeper round: heartbeat, release stale holds, charge fees due at a period start. */
+  sweep(): Promise<void> {
+    this.sweeping ??= (async () => {
+      try {
+        const now = this.now();
+        if (!(await beatHeartbeat(this.db, this.instanceId, now))) {
+          // Taken for dead by another server (a long pause): come back; our holds were released.
+          await registerInstance(this.db, { id: this.instanceId, host: this.host, pid: process.pid, now });
+        }
+        await this.releaseStaleHolds();
+        await this.chargeDueFees();
+      } catch (err) {
+        this.logger.error({ err }, 'billing sweep failed');
+      } finally {
+        this.sweeping = undefined;
+      }
+    })();
+    return this.sweeping;
+  }
+
+  /**
+   * Releases, charging nothing, the holds past their expiry and those of servers that are gone:
+   * a heartbeat older than instance_timeout_seconds, or on this host a process that no longer
+   * runs (or whose pid is now ours: our own previous life, restarted). Returns how many.
+   */
+  async releaseStaleHolds(): Promise<number> {
+    const now = this.now();
+    const instances = await listInstances(this.db);
+    const staleBefore = now.getTime() - this.settings.instance_timeout_seconds * 1000;
+    const dead = instances.filter(
+      (i) =>
+        i.id !== this.instanceId &&
+        (i.heartbeatAt.getTime() < staleBefore || (i.host === this.host && (i.pid === process.pid || !processRuns(i.pid)))),
+    );
+    const live = instances.filter((i) => !dead.includes(i)).map((i) => i.id);
+    if (!live.includes(this.instanceId)) live.push(this.instanceId);
+    let released = 0;
+    for (;;) {
+      const stale = await findStaleHolds(this.db, now, live, 500);
+      for (const h of stale) {
+        if (await this.releaseHold(h, now)) released++;
+      }
+      if (stale.length < 500) break;
+    }
+    await forgetInstances(
+      this.db,
+      dead.map((d) => d.id),
+    );
+    return released;
+  }
+
+  protected async releaseHold(h: StaleHold, now: Date): Promise<boolean> {
+    return this.db.transaction(async (trx) => {
+      // The hold row first, then the wallet row: the order settlement takes them in.
+      if (!(await deleteHold(trx, h.id))) return false; // settled meanwhile
+      await exec(
+        trx,
+        'update wallets set held = held - ?, period_held = case when period = ? then period_held - ? else period_held end, updated_at = ? where account_id = ?',
+        [h.walletNanos, h.period, h.allocationTokens, now, h.accountId],
+      );
+      await exec(trx, USAGE_EVENT_INSERT, [
+        h.id,
+        h.accountId,
+        h.keyId,
+        h.model,
+        h.requestId,
+        'abandoned',
+        0,
+        0,
+        0,
+        0,
+        0n,
+        'hold_released',
+        dayOf(now),
+        now,
+      ]);
+      return true;
+    });
+  }
+}
+
+/** Whether a process with this pid runs on this host (EPERM: it runs, as another user). */
+function processRuns(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

@@ -1,0 +1,80 @@
+// What the domain knows about a model: its catalog entry (category, capabilities, pricing,
+// specifications) and the engine that serves it. The config (src/config.ts) reads the YAML onto
+// these types; keys keep the catalog's snake_case, which is also how /v1 shows them.
+
+export const MODEL_CATEGORIES = ['chat', 'embedding', 'moderation', 'reranking'] as const;
+export type ModelCategory = (typeof MODEL_CATEGORIES)[number];
+export type ModelStatus = 'active' | 'beta' | 'deprecated';
+
+/** An OpenAI-compatible upstream (vLLM, llama.cpp's server, Infinity, OpenAI itself). */
+export interface OpenAIEngineConfig {
+  type: 'openai';
+  base_url?: string;
+  base_urls?: string[];
+  model: string;
+  api_key_env?: string;
+  /** The longest wait for the upstream's answer to start, and between two events of a stream. */
+  timeout_ms: number;
+  /** Total deadline of one call, failover included. */
+  max_duration_ms: number;
+  connect_timeout_ms: number;
+  first_byte_timeout_ms?: number;
+  circuit_breaker: { failure_threshold: number; cooldown_ms: number };
+  rerank_path: string;
+}
+
+/** In-process inference with llama.cpp on a GGUF file (src/domain/inference/llamacpp/). */
+export interface LlamaCppEngineConfig {
+  type: 'llamacpp';
+  file: string;
+  source?: string;
+  threads?: number;
+  parallel: number;
+  context_size?: number;
+  batch_size?: number;
+  queue: { max_depth: number; max_wait_ms: number };
+  load: 'eager' | 'lazy';
+}
+
+export type EngineConfig = OpenAIEngineConfig | LlamaCppEngineConfig;
+
+interface ModelBase {
+  id: string;
+  owned_by: string;
+  created: number;
+  version: string;
+  status: ModelStatus;
+  /** ISO date after which a deprecated model is removed. */
+  sunset?: string | Date;
+  engine: EngineConfig;
+}
+
+export interface ChatModelConfig extends ModelBase {
+  category: 'chat';
+  capabilities: { chat_completion: boolean; streaming: boolean; function_calling: boolean };
+  pricing: { input_price_per_million: number; output_price_per_million: number; currency: string };
+  specifications: { context_window: number; max_output_tokens: number; training_cutoff: string };
+}
+
+export interface EmbeddingModelConfig extends ModelBase {
+  category: 'embedding';
+  capabilities: { embeddings: boolean };
+  pricing: { price_per_million_tokens: number; currency: string };
+  specifications: { max_tokens: number; output_dimensions: number };
+}
+
+export interface RerankModelConfig extends ModelBase {
+  category: 'reranking';
+  capabilities: { rerank: boolean };
+  pricing: { price_per_million_tokens: number; currency: string };
+  specifications: { max_tokens: number; max_documents: number };
+}
+
+export interface ModerationModelConfig extends ModelBase {
+  category: 'moderation';
+  capabilities: { moderation: boolean };
+  pricing: { price_per_million_tokens: number; currency: string };
+  specifications: { max_tokens: number };
+}
+
+export type ModelConfig = ChatModelConfig | EmbeddingModelConfig | RerankModelConfig | ModerationModelConfig;

@@ -1,0 +1,167 @@
+// The inference use cases' vocabulary: the callers, inputs and results of each call, the limits of
+// the specification, and the Metering hooks through which billing and rate limits wrap a call.
+import type { ModelConfig } from '../catalog/model.js';
+import type { LimiterState } from '../ratelimit/types.js';
+import type { Engine, FinishReason, Role, Usage } from './engine.js';
+
+export const LIMITS = {
+  maxStopSequences: 4,
+  maxEmbeddingInputs: 100,
+  maxRerankDocuments: 100,
+  maxModerationInputs: 100,
+} as const;
+
+export const ROLES: readonly Role[] = ['system', 'user', 'assistant'];
+/** OpenAI's newer name for system instructions (o1 and later): read as `system`. */
+export const ROLE_ALIASES: Readonly<Record<string, Role>> = { developer: 'system' };
+
+export interface Caller {
+  accountId: string;
+  /** The API key of the call, for usage events; null for callers without one (tests, tools). */
+  keyId?: string | null;
+  requestId: string;
+  /**
+   * The account's tier and the operator's rate-limit override, as read with the key; rate limits
+   * look them up when absent (callers without a key).
+   */
+  rateLimitProfile?: { tier: string; rpm: number | null; tpm: number | null };
+  /**
+   * Hears the call's rate-limit state when it is admitted or refused (before the engine runs) and
+   * again when its token count is corrected; a door sends the latest as X-RateLimit-* headers with
+   * its response's head.
+   */
+  onRateLimit?: (state: LimiterState) => void;
+  /** Hears what a call was settled at (its model and usage), for the door's access line. */
+  onSettled?: (model: string, usage: Usage) => void;
+}
+
+export interface ChatInput {
+  model: string;
+  messages: { role: string; content: string }[];
+  maxTokens?: number | null;
+  temperature?: number | null;
+  topP?: number | null;
+  stop?: string[] | null;
+  presencePenalty?: number | null;
+  frequencyPenalty?: number | null;
+  user?: string | null;
+}
+
+export interface ChatCompletion {
+  id: string;
+  object: 'chat.completion';
+  created: number;
+  model: string;
+  choices: { index: number; message: { role: 'assistant'; content: string }; finishReason: FinishReason }[];
+  usage: Usage;
+}
+
+export interface ChatChunk {
+  id: string;
+  object: 'chat.completion.chunk';
+  created: number;
+  model: string;
+  choices: { index: number; delta: { role?: 'assistant'; content?: string }; finishReason: FinishReason | null }[];
+  /** Only on the last chunk, which has no choices (as OpenAI's `stream_options.include_usage`). */
+  usage: Usage | null;
+}
+
+export interface EmbeddingsInput {
+  model: string;
+  input: string[];
+}
+export interface Embeddings {
+  object: 'list';
+  model: string;
+  data: { object: 'embedding'; index: number; embedding: number[] }[];
+  usage: { promptTokens: number; totalTokens: number };
+}
+
+export interface RerankInput {
+  model: string;
+  query: string;
+  documents: string[];
+  topN?: number | null;
+  returnDocuments?: boolean | null;
+}
+export interface RerankResult {
+  id: string;
+  model: string;
+  results: { index: number; relevanceScore: number; document: { text: string } | null }[];
+  usage: { promptTokens: number; totalTokens: number };
+}
+
+export interface ModerationInput {
+  model: string;
+  input: string[];
+}
+export interface ModerationResult {
+  id: string;
+  model: string;
+  results: { flagged: boolean; categories: { name: string; flagged: boolean; score: number }[] }[];
+  usage: { promptTokens: number; totalTokens: number };
+}
+
+/** The categories of section 2.7 that every moderation result carries, whatever the engine says. */
+export const MODERATION_CATEGORIES = ['hate', 'harassment', 'self-harm', 'sexual', 'violence'] as const;
+
+export interface EngineRegistry {
+  get(modelId: string): Engine;
+}
+
+/** How a metered call ended; billing charges by this written policy (README, "Billing policy"). */
+export type CallOutcome =
+  /** The engine answered in full. */
+  | 'completed'
+  /** The engine failed before any output reached the client: nothing is charged. */
+  | 'failed'
+  /**
+   * The client went away: mid-stream, prompt plus the tokens delivered until then; before any of
+   * the answer was delivered (streamed or not), nothing.
+   */
+  | 'client_disconnected'
+  /** The engine failed (or ran out of time) mid-stream: prompt plus the tokens delivered until then. */
+  | 'failed_mid_stream';
+
+export interface MeterRequest {
+  caller: Caller;
+  model: ModelConfig;
+  /** Input tokens as counted before the call (the engine's tokenizer). */
+  promptTokens: number;
+  /** The client's max_tokens (chat), or null when it gave none (billing may lower the maximum). */
+  requestedOutputTokens: number | null;
+  /** The most output the model may produce for this prompt (0 for non-chat calls). */
+  maxOutputTokens: number;
+}
+
+export interface MeterTicket {
+  /** Output tokens the call may produce: the client's max_tokens, or what the account can pay for. */
+  maxOutputTokens: number;
+  /** Records the real usage and how the call ended; runs exactly once per admitted call. */
+  settle(usage: Usage, outcome: CallOutcome): Promise<void>;
+}
+
+/**
+ * Admission before the engine runs and settlement after (billing, rate limits). `admit` refuses
+ * by throwing a DomainError (402, 429) and then places nothing.
+ */
+export interface Metering {
+  admit(req: MeterRequest): Promise<MeterTicket>;
+  /**
+   * Before any work on a call: refuses at once (429) a caller already known to be over a limit, so
+   * a key that is refused costs the server next to nothing.
+   */
+  precheck?(caller: Caller): void | Promise<void>;
+  /**
+   * A call refused before admission (its input, 4xx): counted as one request against the caller's
+   * RPM, so refusals are not free.
+   */
+  countRefused?(caller: Caller): Promise<void>;
+}
+
+/** No billing, no limits: every call runs. */
+export const unmetered: Metering = {
+  async admit(req) {
+    return { maxOutputTokens: req.requestedOutputTokens ?? req.maxOutputTokens, settle: async () => {} };
+  },
+};

@@ -1,0 +1,264 @@
+// The OpenAI engine's plumbing: one upstream (base URL) with its pool and circuit breaker, a call's
+// deadline and its attempts on successive base URLs, the fixed messages clients see, and helpers
+// that read upstream answers defensively. ./openai-engine.ts speaks the API over these.
+import type { Dispatcher, Pool } from 'undici';
+import { DomainError } from '../../errors.js';
+import type { FinishReason } from '../engine.js';
+import type { BreakerSnapshot, CircuitBreaker } from './circuit-breaker.js';
+
+export interface OpenAIEngineLogger {
+  warn(obj: object, msg?: string): void;
+  info?(obj: object, msg?: string): void;
+}
+
+export interface OpenAIEngineOptions {
+  logger?: OpenAIEngineLogger;
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface Upstream {
+  pool: Pool;
+  /** Path of the base URL without its trailing slash, e.g. "/v1". */
+  prefix: string;
+  /** Origin and path, for logs only (URL.origin drops any user:password). */
+  label: string;
+  /** Its place in base_urls: how /readyz names it (addresses stay in the logs). */
+  index: number;
+  breaker: CircuitBreaker;
+}
+
+/** A base URL's circuit breaker as /readyz shows it. */
+export interface UpstreamHealth extends BreakerSnapshot {
+  /** The base URL's index in the model's engine.base_urls (0 for base_url). */
+  index: number;
+}
+
+export type ResponseData = Dispatcher.ResponseData;
+
+/**
+ * A failure another base URL may not have: the caller tries the next one, or throws `error` when
+ * none is left. `ejects`: the failure counts towards the URL's circuit breaker (the URL is broken,
+ * not merely busy or refusing this request).
+ */
+export class Retryable {
+  constructor(
+    readonly error: DomainError,
+    readonly ejects: boolean,
+  ) {}
+}
+
+/** The whole call's deadline (engine.max_duration_ms), across every base URL it tries; never paused. */
+export class CallDeadline {
+  private readonly ctl = new AbortController();
+  private readonly timer: NodeJS.Timeout;
+  expired = false;
+
+  constructor(ms: number) {
+    this.timer = setTimeout(() => {
+      this.expired = true;
+      this.ctl.abort(new DOMException('call deadline', 'TimeoutError'));
+    }, ms);
+  }
+
+  get signal(): AbortSignal {
+    return this.ctl.signal;
+  }
+
+  dispose(): void {
+    clearTimeout(this.timer);
+  }
+}
+
+/**
+ * One attempt's timers and abort wiring. The caller's signal, the call's deadline and the
+ * attempt's own timer all abort the upstream request through `signal`. The timer first covers
+ * the wait for the response head (first byte), then each gap between events; it is paused while
+ * the consumer holds an event, since a slow reader is not a slow upstream. (undici's own
+ * headersTimeout/bodyTimeout tick at about one second, too coarse for short timeouts.)
+ */
+export class Attempt {
+  private readonly ctl = new AbortController();
+  private timer: NodeJS.Timeout;
+  private paused = false;
+  /** The response head arrived: the timer now measures gaps between events. */
+  headSeen = false;
+  expired: 'first_byte' | 'idle' | undefined;
+
+  constructor(
+    private readonly caller: AbortSignal,
+    private readonly call: CallDeadline,
+    firstByteMs: number,
+    private readonly idleMs: number,
+  ) {
+    this.timer = setTimeout(this.onTimer, firstByteMs);
+    caller.addEventListener('abort', this.onCallerAbort);
+    call.signal.addEventListener('abort', this.onCallExpired);
+    if (call.expired) this.onCallExpired();
+  }
+
+  get signal(): AbortSignal {
+    return this.ctl.signal;
+  }
+
+  get callerAborted(): boolean {
+    return this.caller.aborted;
+  }
+
+  get callExpired(): boolean {
+    return this.call.expired;
+  }
+
+  callerReason(): unknown {
+    return abortReason(this.caller);
+  }
+
+  private readonly onTimer = () => {
+    if (this.paused) return;
+    this.expired = this.headSeen ? 'idle' : 'first_byte';
+    this.ctl.abort(new DOMException('upstream timeout', 'TimeoutError'));
+  };
+
+  private readonly onCallerAbort = () => this.ctl.abort(this.caller.reason);
+  private readonly onCallExpired = () => this.ctl.abort(this.call.signal.reason);
+
+  /** The response head arrived: from now on the timer is the idle timeout. */
+  headReceived(): void {
+    this.headSeen = true;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(this.onTimer, this.idleMs);
+  }
+
+  /** An event arrived (not a comment, not a keep-alive): the next gap starts now. */
+  progress(): void {
+    this.timer.refresh();
+  }
+
+  pause(): void {
+    this.paused = true;
+  }
+
+  resume(): void {
+    this.paused = false;
+    // Re-arms the timer even if it fired (and was ignored) while paused.
+    this.timer.refresh();
+  }
+
+  dispose(): void {
+    clearTimeout(this.timer);
+    this.caller.removeEventListener('abort', this.onCallerAbort);
+    this.call.signal.removeEventListener('abort', this.onCallExpired);
+  }
+}
+
+export const MODERATION_KEYS = ['hate', 'harassment', 'self-harm', 'sexual', 'violence'] as const;
+export const FINISH_REASONS: ReadonlySet<string> = new Set<FinishReason>(['stop', 'length', 'content_filter']);
+/** Upstream error bodies are read only to be logged or to spot a context-length complaint. */
+export const ERROR_BODY_LIMIT = 16 * 1024;
+export const CONTEXT_LENGTH_RE = /context[ _-]?(length|window)|maximum context|too many tokens|prompt is too long/i;
+export const noopLogger: OpenAIEngineLogger = { warn() {} };
+/** An upstream's Retry-After is passed on, within reason: at least 1 s, at most 10 min. */
+export const MAX_RETRY_AFTER_S = 600;
+
+export const msg = {
+  unreachable: "The model's upstream server could not be reached.",
+  timeout: "The model's upstream server did not answer in time.",
+  deadline: 'The call ran past its time limit and was ended.',
+  invalid: "The model's upstream server sent an invalid response.",
+  brokenAnswer: "The model's upstream server broke off its answer.",
+  brokenStream: "The model's upstream server broke off the stream.",
+  overloaded: "The model's upstream servers are busy; retry after the time given in Retry-After.",
+  ejected: "The model's upstream servers are failing and are being given time to recover; retry after the time given in Retry-After.",
+  status: (status: number) => `The model's upstream server failed to answer (HTTP ${status}).`,
+  contextLength: "The request exceeds the model's context length.",
+};
+
+export function abortReason(signal: AbortSignal): unknown {
+  return signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
+}
+
+export function mapFinishReason(value: unknown): FinishReason {
+  return typeof value === 'string' && FINISH_REASONS.has(value) ? (value as FinishReason) : 'stop';
+}
+
+export function tokenCount(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isInteger(value) && value >= 0 ? value : undefined;
+}
+
+export function sigmoid(x: number): number {
+  return 1 / (1 + Math.exp(-x));
+}
+
+export function invalidResponse(): DomainError {
+  return new DomainError('upstream_error', msg.invalid);
+}
+
+export function asRecord(value: unknown): Record<string, unknown> | undefined {
+  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+}
+
+/** Some servers answer base64 whatever encoding_format asked for. */
+export function decodeEmbedding(value: unknown): number[] | undefined {
+  if (Array.isArray(value)) return value as number[];
+  if (typeof value === 'string') {
+    const buf = Buffer.from(value, 'base64');
+    return Array.from(new Float32Array(buf.buffer, buf.byteOffset, buf.byteLength >> 2));
+  }
+  return undefined;
+}
+
+/** Seconds from an upstream's Retry-After (delta-seconds or an HTTP date), clamped; 1 when absent or unreadable. */
+export function retryAfterSeconds(header: string | string[] | undefined): number {
+  const value = (Array.isArray(header) ? header[0] : header)?.trim();
+  let seconds = Number.NaN;
+  if (value && /^\d+$/.test(value)) seconds = Number(value);
+  else if (value) seconds = Math.ceil((Date.parse(value) - Date.now()) / 1000);
+  if (!Number.isFinite(seconds)) return 1;
+  return Math.min(MAX_RETRY_AFTER_S, Math.max(1, seconds));
+}
+
+/**
+ * The error to report when no base URL is left: an overloaded answer wins over the others (its
+ * Retry-After is the advice worth passing on), the soonest Retry-After among them; else the latest.
+ */
+export function worthReporting(previous: DomainError | undefined, next: DomainError): DomainError {
+  if (previous?.code !== 'model_overloaded') return next;
+  if (next.code !== 'model_overloaded') return previous;
+  return (next.retryAfter ?? 1) < (previous.retryAfter ?? 1) ? next : previous;
+}
+
+export interface StreamState {
+  yielded: boolean;
+  /** A well-formed event arrived: the base URL works (its breaker is told once). */
+  healthy: boolean;
+  content: string;
+  finishReason: FinishReason | undefined;
+  usage: Record<string, unknown> | undefined;
+  done: boolean;
+}
+
+export function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+export function truncate(text: string): string {
+  return text.length > 500 ? `${text.slice(0, 500)}…` : text;
+}
+
+/** Reads at most ERROR_BODY_LIMIT characters of an error answer, for logs; never throws. */
+export async function readErrorBody(res: ResponseData): Promise<string> {
+  let text = '';
+  const decoder = new TextDecoder();
+  try {
+    for await (const chunk of res.body as AsyncIterable<Buffer>) {
+      text += decoder.decode(chunk, { stream: true });
+      if (text.length > ERROR_BODY_LIMIT) break; // leaving the loop destroys the body
+    }
+  } catch {
+    // The status is what matters; a body that breaks off is no further news.
+  }
+  return truncate(text);
+}
