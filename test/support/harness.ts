@@ -7,7 +7,7 @@ import { loadConfig } from '../../src/config.js';
 import { closeServices, createServices, type Services } from '../../src/container.js';
 import { createLogger, type Logger } from '../../src/logger.js';
 import { startServer } from '../../src/server.js';
-import { tollgateOrigins } from './openapi-contract.js';
+import { tollgateOrigins } from './tollgate-origins.js';
 import { startFakeUpstream, type FakeUpstream, type FakeUpstreamOptions } from './fake-upstream.js';
 
 export const ADMIN_TOKEN = 'admin-test-token-0123456789';

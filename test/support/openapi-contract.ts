@@ -7,8 +7,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, expect } from 'vitest';
 import { buildOpenApiDocument } from '../../compat/openapi.js';
 
-/** Origins of the tollgate servers the harness started in this process. */
-export const tollgateOrigins = new Set<string>();
+import { tollgateOrigins } from './tollgate-origins.js';
 
 type Doc = ReturnType<typeof buildOpenApiDocument>;
 const doc: Doc = buildOpenApiDocument('http://127.0.0.1');

@@ -4,7 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { ADMIN_TOKEN } from './harness.js';
-import { tollgateOrigins } from './openapi-contract.js';
+import { tollgateOrigins } from './tollgate-origins.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
