@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { chromium } from 'playwright-core';
+import { launchChromium } from '../test/support/browser.js';
 import { benchConfig, fmt, ROOT, startFakeUpstream, startTollgate } from './lib.js';
 
 const DIST = path.join(ROOT, 'dist/dashboard');
@@ -32,18 +32,7 @@ export async function benchDashboard(): Promise<void> {
   }
   const upstream = await startFakeUpstream();
   const server = await startTollgate({ CONFIG: benchConfig(upstream.url), LOG_LEVEL: 'warn' });
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--no-sandbox',
-      '--headless',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-    ],
-  });
+  const browser = await launchChromium(CHROMIUM);
   try {
     const context = await browser.newContext();
     // Sign up through the API from the browser's context, so the session cookie is set for it.

@@ -7,7 +7,8 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { launchChromium } from './support/browser.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, startTestServer, type TestServer } from './support/harness.js';
 import { findExecutable, missing } from './support/requirements.js';
@@ -51,18 +52,7 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
       });
       mkdirSync(SHOTS, { recursive: true });
       s = await startTestServer();
-      browser = await chromium.launch({
-        executablePath: CHROMIUM!,
-        args: [
-          '--no-sandbox',
-          '--headless',
-          '--disable-gpu',
-          '--disable-background-networking',
-          '--disable-component-update',
-          '--disable-sync',
-          '--no-first-run',
-        ],
-      });
+      browser = await launchChromium(CHROMIUM!);
       ann = await browser.newContext({ viewport: { width: 1200, height: 860 }, bypassCSP: true });
       page = await ann.newPage();
     }, 120_000);

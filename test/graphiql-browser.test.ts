@@ -1,7 +1,8 @@
 // GraphiQL at GET /graphql, opened in a real browser (Debian's Chromium through playwright-core):
 // it renders its editor from assets the server itself sends, with no request leaving loopback, so
 // it works offline. Skipped without Chromium (a failure under CI=true: .ci/run installs it).
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchChromium } from './support/browser.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './support/harness.js';
 import { findExecutable, missing } from './support/requirements.js';
@@ -16,18 +17,7 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
 
     beforeAll(async () => {
       s = await startTestServer();
-      browser = await chromium.launch({
-        executablePath: CHROMIUM!,
-        args: [
-          '--no-sandbox',
-          '--headless',
-          '--disable-gpu',
-          '--disable-background-networking',
-          '--disable-component-update',
-          '--disable-sync',
-          '--no-first-run',
-        ],
-      });
+      browser = await launchChromium(CHROMIUM!);
     }, 60_000);
     afterAll(async () => {
       await browser?.close();
