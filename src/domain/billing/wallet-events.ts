@@ -2,6 +2,7 @@
 // published only after their database transaction committed. With REDIS_URL set, a bus
 // (src/events/redis-wallet-events.ts) carries them to the subscribers of every other process.
 import type { TransactionView } from '../ledger/ledger.js';
+import { pushFeed } from '../push-iterator.js';
 
 export interface WalletChange {
   accountId: string;
@@ -46,59 +47,18 @@ export class WalletEvents {
     return () => this.observers.delete(observer);
   }
 
-  /**
-   * The account's changes from now on, until the signal aborts or the consumer calls return().
-   * A hand-written iterator rather than an async generator: a generator waiting for the next
-   * change could not be stopped (its return() waits for a yield), and would keep its listener.
-   */
+  /** The account's changes from now on, until the signal aborts or the consumer calls return() (../push-iterator.ts). */
   subscribe(accountId: string, signal?: AbortSignal): AsyncIterableIterator<WalletChange> {
-    const queue: WalletChange[] = [];
-    let waiting: ((r: IteratorResult<WalletChange>) => void) | undefined;
-    let done = false;
-    const listener: Listener = (change) => {
-      if (waiting) {
-        const resolve = waiting;
-        waiting = undefined;
-        resolve({ value: change, done: false });
-        return;
-      }
-      // A consumer that never reads must not grow memory without bound: keep the latest 100.
-      if (queue.length >= 100) queue.shift();
-      queue.push(change);
-    };
+    const feed = pushFeed<WalletChange>(signal);
     let set = this.listeners.get(accountId);
     if (!set) this.listeners.set(accountId, (set = new Set()));
-    set.add(listener);
-    const finish = (): Promise<IteratorResult<WalletChange>> => {
-      if (!done) {
-        done = true;
-        signal?.removeEventListener('abort', onAbort);
-        set.delete(listener);
-        if (set.size === 0 && this.listeners.get(accountId) === set) this.listeners.delete(accountId);
-        queue.length = 0;
-        waiting?.({ value: undefined, done: true });
-        waiting = undefined;
-      }
-      return Promise.resolve({ value: undefined, done: true });
-    };
-    const onAbort = () => void finish();
-    signal?.addEventListener('abort', onAbort, { once: true });
-    if (signal?.aborted) void finish();
-    const iterator: AsyncIterableIterator<WalletChange> = {
-      next: () => {
-        if (done) return Promise.resolve({ value: undefined, done: true });
-        const change = queue.shift();
-        if (change) return Promise.resolve({ value: change, done: false });
-        return new Promise((resolve) => (waiting = resolve));
-      },
-      return: finish,
-      throw: async (err?: unknown) => {
-        await finish();
-        throw err;
-      },
-      [Symbol.asyncIterator]: () => iterator,
-    };
-    return iterator;
+    const listeners = set;
+    listeners.add(feed.push);
+    feed.onEnd(() => {
+      listeners.delete(feed.push);
+      if (listeners.size === 0 && this.listeners.get(accountId) === listeners) this.listeners.delete(accountId);
+    });
+    return feed.iterator;
   }
 
   /** Subscribers currently listening (tests, metrics). */

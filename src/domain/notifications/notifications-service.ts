@@ -2,6 +2,7 @@
 // read, the live feed of Subscription.notificationAdded), and the operator's delivery status and
 // retry. The live feed polls the table while anyone listens, so it shows notifications written by
 // any process (other instances, the CLI) and only once they are committed.
+import { pushFeed } from '../push-iterator.js';
 import type { Logger } from '../../logger.js';
 import type { Db } from '../billing/sql.js';
 import { getAlertSettings, updateAlertSettings, type AlertSettingsInput, type AlertSettingsView } from './alert-settings.js';
@@ -80,54 +81,18 @@ export class NotificationsService {
 
   /** The account's new notifications, as they are committed, until the signal aborts or return() is called. */
   subscribe(accountId: string, signal?: AbortSignal): AsyncIterableIterator<NotificationRecord> {
-    const queue: NotificationRecord[] = [];
-    let waiting: ((r: IteratorResult<NotificationRecord>) => void) | undefined;
-    let done = false;
-    const listener: Listener = (n) => {
-      if (waiting) {
-        const resolve = waiting;
-        waiting = undefined;
-        resolve({ value: n, done: false });
-        return;
-      }
-      if (queue.length >= 100) queue.shift();
-      queue.push(n);
-    };
+    const feed = pushFeed<NotificationRecord>(signal);
     let set = this.listeners.get(accountId);
     if (!set) this.listeners.set(accountId, (set = new Set()));
-    set.add(listener);
+    const listeners = set;
+    listeners.add(feed.push);
     this.ensurePolling();
-    const finish = (): Promise<IteratorResult<NotificationRecord>> => {
-      if (!done) {
-        done = true;
-        signal?.removeEventListener('abort', onAbort);
-        set.delete(listener);
-        if (set.size === 0 && this.listeners.get(accountId) === set) this.listeners.delete(accountId);
-        if (this.listeners.size === 0) this.stopPolling();
-        queue.length = 0;
-        waiting?.({ value: undefined, done: true });
-        waiting = undefined;
-      }
-      return Promise.resolve({ value: undefined, done: true });
-    };
-    const onAbort = () => void finish();
-    signal?.addEventListener('abort', onAbort, { once: true });
-    if (signal?.aborted) void finish();
-    const iterator: AsyncIterableIterator<NotificationRecord> = {
-      next: () => {
-        if (done) return Promise.resolve({ value: undefined, done: true });
-        const n = queue.shift();
-        if (n) return Promise.resolve({ value: n, done: false });
-        return new Promise((resolve) => (waiting = resolve));
-      },
-      return: finish,
-      throw: async (err?: unknown) => {
-        await finish();
-        throw err;
-      },
-      [Symbol.asyncIterator]: () => iterator,
-    };
-    return iterator;
+    feed.onEnd(() => {
+      listeners.delete(feed.push);
+      if (listeners.size === 0 && this.listeners.get(accountId) === listeners) this.listeners.delete(accountId);
+      if (this.listeners.size === 0) this.stopPolling();
+    });
+    return feed.iterator;
   }
 
   /** Subscribers listening now (tests, metrics). */
