@@ -1,7 +1,7 @@
 // Pre-flight inspection of a GGUF file, before llama.cpp sees it. llama.cpp aborts the whole process
 // (GGML_ASSERT, SIGABRT) on some malformed files instead of throwing: a llama model without
 // `llama.feed_forward_length` or `llama.attention.head_count`, or a vocabulary with duplicate tokens
-// (../shared/STACK-NOTES.md). So every file is read here first, with bounds checked against the file
+// (docs/llamacpp-notes.md). So every file is read here first, with bounds checked against the file
 // size, and refused with a message naming the file and the problem.
 //
 // Why a reader of our own rather than node-llama-cpp's `readGgufFileInfo`: on a file truncated inside
