@@ -3,19 +3,9 @@
 // configuration (src/config.ts). A bad value stops start-up naming its key.
 import path from 'node:path';
 import { z } from 'zod';
-import { parseDecimal } from './domain/billing/money.js';
+import { isExactDecimal, parseDecimal } from './domain/billing/money.js';
 
-const money = z
-  .number()
-  .nonnegative()
-  .refine((n) => {
-    try {
-      parseDecimal(n);
-      return true;
-    } catch {
-      return false;
-    }
-  }, 'at most 9 decimal places');
+const money = z.number().nonnegative().refine(isExactDecimal, 'at most 9 decimal places');
 
 const unusualUsageSchema = z.strictObject({
   /** The last hour counts as unusual when it is more than `factor` times the usual (the median of the same hour on the previous 7 days). */

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { parse as parseBytes } from 'bytes';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import { parseDecimal } from './domain/billing/money.js';
+import { isExactDecimal } from './domain/billing/money.js';
 import { paymentsSchema, readPaymentsEnv, type PaymentsSettings, type StripeEnv } from './config-payments.js';
 import { TIER_DEFAULTS, TIERS, type Tier, type TierConfig } from './domain/accounts/tiers.js';
 import type { BillingSettings } from './domain/billing/settings.js';
@@ -25,14 +25,6 @@ import { alertsSchema, readMailEnv, type AlertsSettings, type MailEnv } from './
 const positiveInt = z.number().int().positive();
 /** engine.max_duration_ms when the config gives none: 5 minutes, well inside the default hold expiry of 15. */
 export const DEFAULT_MAX_DURATION_MS = 300_000;
-const isExactDecimal = (n: number) => {
-  try {
-    parseDecimal(n);
-    return true;
-  } catch {
-    return false;
-  }
-};
 // Prices and fees become integer nanos (src/domain/billing/money.ts): more than 9 decimal places would be rounded, so it is refused.
 const price = z.number().nonnegative().finite().refine(isExactDecimal, 'at most 9 decimal places');
 const currency = z.string().regex(/^[a-z]{3}$/, 'a lowercase three-letter currency code, e.g. usd');

@@ -64,21 +64,26 @@ class SmtpMailer implements Mailer {
   }
 
   async send(mail: OutgoingMail): Promise<MailReceipt> {
-    const info = await this.transport.sendMail({
-      from: this.from,
-      to: mail.to,
-      cc: mail.cc.length > 0 ? mail.cc : undefined,
-      subject: mail.subject,
-      text: mail.text,
-      html: mail.html,
-      messageId: mail.messageId,
-    });
+    const info = await this.transport.sendMail(messageOf(this.from, mail));
     return { accepted: info.accepted.map(String), rejected: info.rejected.map(String) };
   }
 
   close(): void {
     this.transport.close();
   }
+}
+
+/** The nodemailer message of a mail, the same for SMTP and for .eml files. */
+function messageOf(from: string, mail: OutgoingMail) {
+  return {
+    from,
+    to: mail.to,
+    cc: mail.cc.length > 0 ? mail.cc : undefined,
+    subject: mail.subject,
+    text: mail.text,
+    html: mail.html,
+    messageId: mail.messageId,
+  };
 }
 
 class EmlFileMailer implements Mailer {
@@ -96,15 +101,7 @@ class EmlFileMailer implements Mailer {
   }
 
   async send(mail: OutgoingMail): Promise<MailReceipt> {
-    const info = await this.transport.sendMail({
-      from: this.from,
-      to: mail.to,
-      cc: mail.cc.length > 0 ? mail.cc : undefined,
-      subject: mail.subject,
-      text: mail.text,
-      html: mail.html,
-      messageId: mail.messageId,
-    });
+    const info = await this.transport.sendMail(messageOf(this.from, mail));
     mkdirSync(this.dir, { recursive: true });
     // One file per notification, written whole then renamed: a resend replaces it, never half-writes it.
     const file = path.join(this.dir, `${mail.key.replace(/[^A-Za-z0-9_-]/g, '_')}.eml`);

@@ -37,6 +37,16 @@ export function parseDecimal(value: string | number | bigint): bigint {
   return sign ? -nanos : nanos;
 }
 
+/** True when `n` is an amount parseDecimal takes exactly (at most 9 decimal places): config checks. */
+export function isExactDecimal(n: number): boolean {
+  try {
+    parseDecimal(n);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** "1e-7" → "0.0000001", "1.5e+21" → "1500000000000000000000": String(number) uses exponents outside 1e-7..1e21. */
 function expandExponent(text: string): string {
   const m = /^(-)?(\d)(?:\.(\d+))?e([+-]\d+)$/.exec(text);
