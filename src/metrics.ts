@@ -6,6 +6,7 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { ModelConfig } from './config.js';
 import { pricesOf, split } from './domain/billing/hold-plan.js';
+import type { Prices } from './domain/billing/money.js';
 import type { Engine, Usage } from './domain/inference/engine.js';
 import type { Caller, CallOutcome, EngineRegistry, MeterRequest, MeterTicket, Metering } from './domain/inference/inference-service.js';
 import type { RateLimiter } from './domain/ratelimit/rate-limiter.js';
@@ -24,6 +25,8 @@ const NANOS = 1e9;
 
 export class Metrics {
   readonly registry = new Registry();
+  /** Each model's prices in nanos, parsed once (settlement is a hot path). */
+  private readonly prices = new Map<string, Prices>();
   private readonly httpRequests: Counter<'door' | 'route' | 'status'>;
   private readonly httpDuration: Histogram<'door' | 'route'>;
   private readonly tokens: Counter<'model' | 'kind'>;
@@ -122,7 +125,9 @@ export class Metrics {
   observeSettled(model: ModelConfig, usage: Usage): void {
     this.tokens.inc({ model: model.id, kind: 'prompt' }, usage.promptTokens);
     if (usage.completionTokens > 0) this.tokens.inc({ model: model.id, kind: 'completion' }, usage.completionTokens);
-    const { walletNanos } = split(usage.promptTokens, usage.completionTokens, 0, pricesOf(model));
+    let prices = this.prices.get(model.id);
+    if (!prices) this.prices.set(model.id, (prices = pricesOf(model)));
+    const { walletNanos } = split(usage.promptTokens, usage.completionTokens, 0, prices);
     this.spend.inc({ model: model.id, currency: model.pricing.currency.toUpperCase() }, Number(walletNanos) / NANOS);
   }
 

@@ -100,15 +100,7 @@ export abstract class Admission extends Settlement {
       const policy = this.tiers[w.tier];
       if (policy.monthly_tokens === null) {
         // Unlimited: nothing is held; usage is recorded at settlement.
-        const unlimited: HeldCall = {
-          ...base,
-          kind: 'unlimited',
-          period: w.period,
-          allocationTokens: 0,
-          walletNanos: 0n,
-          monthlyTokens: null,
-        };
-        return { call: unlimited, outputTokens: req.requestedOutputTokens ?? req.maxOutputTokens };
+        return { call: unlimitedCall(base, w.period), outputTokens: req.requestedOutputTokens ?? req.maxOutputTokens };
       }
       const plan = this.plan(req, w, { ...policy, monthly_tokens: policy.monthly_tokens }, base.prices);
       if (!plan.ok) throw new DomainError(plan.code, plan.message);
@@ -166,15 +158,7 @@ export abstract class Admission extends Settlement {
       if (w.period !== periodOf(now) || this.feeDue(w)) return null;
       const policy = this.tiers[w.tier];
       if (policy.monthly_tokens === null) {
-        const unlimited: HeldCall = {
-          ...base,
-          kind: 'unlimited',
-          period: w.period,
-          allocationTokens: 0,
-          walletNanos: 0n,
-          monthlyTokens: null,
-        };
-        return this.ticket(unlimited, req.requestedOutputTokens ?? req.maxOutputTokens);
+        return this.ticket(unlimitedCall(base, w.period), req.requestedOutputTokens ?? req.maxOutputTokens);
       }
       const plan = this.plan(req, w, { ...policy, monthly_tokens: policy.monthly_tokens }, base.prices);
       if (!plan.ok) throw new DomainError(plan.code, plan.message);
@@ -228,4 +212,9 @@ export abstract class Admission extends Settlement {
       },
     };
   }
+}
+
+/** A call of an unlimited tier: nothing is held; usage is recorded at settlement. */
+function unlimitedCall(base: CallBase, period: string): HeldCall {
+  return { ...base, kind: 'unlimited', period, allocationTokens: 0, walletNanos: 0n, monthlyTokens: null };
 }
