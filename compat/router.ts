@@ -1,6 +1,6 @@
 // The /v1 routes, one line each, mapped onto GraphQL operations executed in-process.
 import express, { type Request, type Response } from 'express';
-import { DomainError } from '../src/domain/errors.js';
+import { DomainError, requestTooLarge } from '../src/domain/errors.js';
 import { chatCompletions } from './chat.js';
 import { embeddings } from './embeddings.js';
 import { sendError } from './errors.js';
@@ -42,7 +42,7 @@ export function createCompatRouter(door: CompatDoor, opts: { onUnexpected: (req:
         if (!err) return resolve();
         const e = err as { type?: string; status?: number };
         if (e.type === 'entity.too.large') {
-          return reject(new DomainError('request_too_large', `The request body is larger than the limit of ${door.bodyLimit}.`));
+          return reject(requestTooLarge(door.bodyLimit));
         }
         if (e.type === 'entity.parse.failed') return reject(new DomainError('invalid_json', 'The request body is not valid JSON.'));
         if (typeof e.status === 'number' && e.status >= 400 && e.status < 500) {

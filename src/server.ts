@@ -24,7 +24,7 @@ import { rateLimitHeadersOn, sendRateLimitHeaders } from './web/rate-limit-heade
 import { settledOn, settledUsage } from './web/settled-usage.js';
 import { sendError } from '../compat/errors.js';
 import type { Services } from './container.js';
-import { DomainError } from './domain/errors.js';
+import { DomainError, requestTooLarge } from './domain/errors.js';
 import { createContext, type GraphQLContext } from './graphql/context.js';
 import { isUnexpectedError, publicErrorBody, toPublicGraphQLError } from './graphql/errors.js';
 import { schema } from './graphql/schema.js';
@@ -231,7 +231,7 @@ export function createApp(services: Services) {
   app.use(['/v1', '/graphql'], corsFor(config.server.cors_origins));
   // A body the client declares over the limit is refused before authentication and unread; one
   // sent without a length is cut off at the limit while it is read (below, and in compat).
-  const tooLarge = () => new DomainError('request_too_large', `The request body is larger than the limit of ${config.server.body_limit}.`);
+  const tooLarge = () => requestTooLarge(config.server.body_limit);
   app.use('/v1', (req, res, next) => {
     if (Number(req.headers['content-length'] ?? 0) > bodyLimit) return sendError(res.setHeader('Connection', 'close'), tooLarge());
     next();

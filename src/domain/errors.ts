@@ -88,6 +88,10 @@ export class DomainError extends Error {
 
 export const invalid = (code: ErrorCode, message: string, param?: string) => new DomainError(code, message, { param });
 
+/** A body over `server.body_limit`, on any door (`limit` as configured, e.g. "1mb"). */
+export const requestTooLarge = (limit: string) =>
+  new DomainError('request_too_large', `The request body is larger than the limit of ${limit}.`);
+
 export function isDomainError(e: unknown): e is DomainError {
   return e instanceof DomainError;
 }
