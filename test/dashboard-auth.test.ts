@@ -8,6 +8,7 @@ import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../src/cli.js';
 import { ADMIN_TOKEN, catalogYaml, startTestServer, type TestServer } from './support/harness.js';
+import { waitUntil } from './support/wait.js';
 
 const PASSWORD = 'correct horse battery';
 
@@ -128,6 +129,57 @@ describe('dashboard sign-in (open sign-up)', () => {
     expect((await viewer(s.url)).data).toEqual({ viewer: { email: 'ws@example.com' } });
     const hijack = await viewer('https://evil.example');
     expect(hijack.errors?.[0].extensions.code).toBe('invalid_api_key');
+  });
+
+  it('revokes a session from another sign-in: its open subscription ends, its later requests are anonymous', async () => {
+    const up = await gql(s, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }', {
+      e: 'two@example.com',
+      p: PASSWORD,
+    });
+    const first = cookieOf(up.setCookie);
+    const again = await gql(s, 'mutation($e: String!, $p: String!) { signIn(email: $e, password: $p) { id } }', {
+      e: 'two@example.com',
+      p: PASSWORD,
+    });
+    const second = cookieOf(again.setCookie);
+    const client = createClient({
+      url: `${s.url.replace('http', 'ws')}/graphql`,
+      webSocketImpl: class extends WebSocket {
+        constructor(url: string, protocols: string[]) {
+          super(url, protocols, { headers: { cookie: first, origin: s.url } });
+        }
+      },
+      retryAttempts: 0,
+    });
+    try {
+      const watchedBefore = s.services.keyWatch.size;
+      // The key guard ends the operation with an error result, then completes it.
+      const results: any[] = [];
+      const ended = new Promise<any[]>((resolve, reject) => {
+        client.subscribe(
+          { query: 'subscription { walletUpdated { balance } }' },
+          { next: (r) => results.push(r), error: reject, complete: () => resolve(results) },
+        );
+      });
+      // The subscription is open once the server watches its session.
+      await waitUntil(() => s.services.keyWatch.size > watchedBefore);
+      // The second browser lists the sessions and ends the first one.
+      const listed = await gql(s, '{ session { account { sessions { id current } } } }', {}, { cookie: second });
+      const sessions = listed.body.data.session.account.sessions as { id: string; current: boolean }[];
+      expect(sessions).toHaveLength(2);
+      const other = sessions.find((x) => !x.current)!;
+      const revoked = await gql(s, 'mutation($id: ID!) { revokeSession(id: $id) }', { id: other.id }, { cookie: second });
+      expect(revoked.body.data.revokeSession).toBe(true);
+      const errors = (await ended).flatMap((r) => r.errors ?? []);
+      expect(errors).toHaveLength(1);
+      expect(errors[0].extensions.code).toBe('session_required');
+      expect(errors[0].message).toContain('has ended (signed out or revoked)');
+      // The revoked cookie no longer signs anything in; the second one still does.
+      expect((await gql(s, '{ session { id } }', {}, { cookie: first })).body.data.session).toBeNull();
+      expect((await gql(s, '{ viewer { email } }', {}, { cookie: second })).body.data.viewer.email).toBe('two@example.com');
+    } finally {
+      await client.dispose();
+    }
   });
 
   it('throttles failed sign-ins per address, and signs out', async () => {
