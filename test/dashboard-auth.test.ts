@@ -303,3 +303,55 @@ describe('sign-up policies', () => {
     }
   });
 });
+
+describe('changing plan from a session', () => {
+  let s: TestServer;
+  beforeAll(async () => {
+    s = await startTestServer({ yaml: (u) => `${catalogYaml(u)}tiers:\n  startup: { monthly_fee: 5 }\n` });
+  });
+  afterAll(async () => s?.close());
+
+  const changePlan = (cookie: string, tier: string) =>
+    gql(s, `mutation { changePlan(tier: ${tier}) { tier wallet { balance } } }`, {}, cookie ? { cookie } : {});
+
+  it('refuses a fee the wallet cannot pay (402, tier unchanged), then charges it once as a subscription transaction', async () => {
+    const up = await gql(s, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }', {
+      e: 'plan@example.com',
+      p: PASSWORD,
+    });
+    const cookie = cookieOf(up.setCookie);
+    const accountId = (await gql(s, '{ viewer { id } }', {}, { cookie })).body.data.viewer.id as string;
+    // No credit yet: the startup fee (5) cannot be paid.
+    const poor = await changePlan(cookie, 'startup');
+    expect(poor.status).toBe(402);
+    expect(poor.body.errors?.[0].extensions.code).toBe('insufficient_balance');
+    expect((await gql(s, '{ viewer { tier } }', {}, { cookie })).body.data.viewer.tier).toBe('free');
+    // A feeless tier needs no credit.
+    expect((await changePlan(cookie, 'developer')).body.data.changePlan).toEqual({ tier: 'developer', wallet: { balance: '0' } });
+    const credit = await s.graphql(
+      'mutation($i: CreditWalletInput!) { creditWallet(input: $i) { id } }',
+      { i: { accountId, amount: '8', type: 'bonus', description: 'start' } },
+      ADMIN_TOKEN,
+    );
+    expect(credit.body.errors).toBeUndefined();
+    const paid = await changePlan(cookie, 'startup');
+    expect(paid.body.errors).toBeUndefined();
+    expect(paid.body.data.changePlan).toEqual({ tier: 'startup', wallet: { balance: '3' } });
+    // Back and forth within the month: the fee already paid for startup is not taken twice.
+    await changePlan(cookie, 'developer');
+    expect((await changePlan(cookie, 'startup')).body.data.changePlan.wallet.balance).toBe('3');
+    const ledger = await gql(s, '{ viewer { wallet { transactions(first: 10) { edges { node { type amount } } } } } }', {}, { cookie });
+    const types = ledger.body.data.viewer.wallet.transactions.edges.map((e: any) => `${e.node.type} ${e.node.amount}`);
+    expect(types.sort()).toEqual(['bonus 8', 'subscription -5']);
+  });
+
+  it('is for a signed-in person only, and refuses an unknown tier', async () => {
+    const { apiKey } = await s.account('free');
+    const withKey = await gql(s, 'mutation { changePlan(tier: startup) { tier } }', {}, { authorization: `Bearer ${apiKey}` });
+    expect(withKey.body.errors?.[0].extensions.code).toBe('session_required');
+    const anonymous = await changePlan('', 'startup');
+    expect(anonymous.body.errors?.[0].extensions.code).toBe('session_required');
+    const unknown = await gql(s, 'mutation { changePlan(tier: platinum) { tier } }');
+    expect(unknown.status).toBe(400);
+  });
+});
