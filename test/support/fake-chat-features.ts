@@ -228,7 +228,7 @@ export async function featureChat(
       if (j < s.length) frames.push(frame(i, s[j]!.delta, null, s[j]!.logprobs));
     });
   }
-  choices.forEach((c, i) => frames.push(frame(i, {}, c.finish)));
+  for (const [i, c] of choices.entries()) frames.push(frame(i, {}, c.finish));
   if (includeUsage) frames.push(`data: ${JSON.stringify({ ...head, object: 'chat.completion.chunk', choices: [], usage })}\n\n`);
   frames.push('data: [DONE]\n\n');
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
