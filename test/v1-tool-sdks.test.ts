@@ -33,7 +33,7 @@ const parameters = {
   properties: { city: { type: 'string' }, unit: { type: 'string', enum: ['c', 'f'] } },
   required: ['city', 'unit'],
   additionalProperties: false,
-} as const;
+};
 
 describe('the openai SDK with tools', () => {
   it('chat.completions.create with tools returns tool calls', async () => {
@@ -84,6 +84,7 @@ describe('the openai SDK with tools', () => {
           type: 'function',
           function: {
             name: 'get_weather',
+            description: 'The weather in a city',
             parameters,
             function: (args: { city: string; unit: string }) => {
               seen.push(args);
