@@ -8,6 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ChatCompletionStreamDocument, CreateChatCompletionDocument } from '../src/generated/graphql.js';
 import { catalogYaml, chatModelYaml, startTestServer, type TestServer } from './support/harness.js';
 import { violations } from './support/oracle.js';
+import { client, credit, seed } from './support/seed.js';
+import { formatDecimal, parseDecimal } from '../src/domain/billing/money.js';
 
 let s: TestServer;
 let key: string;
@@ -20,7 +22,7 @@ beforeAll(async () => {
         chatModelYaml(url, { id: 'chat-tools', inputPrice: '1.0', outputPrice: '2.0', maxOutputTokens: 256, timeoutMs: 5000 }).replace(
           'function_calling: false',
           'function_calling: true',
-        ),
+        ) + '\ntiers:\n  startup: { monthly_tokens: 0 }\n',
       ),
   });
   key = (await s.account('developer')).apiKey;
@@ -372,5 +374,53 @@ describe('the same features over GraphQL', () => {
       [1, 'tool_calls'],
     ]);
     expect(chunks.at(-1).usage.completionTokens).toBeGreaterThan(0);
+  });
+});
+
+describe('billing several choices', () => {
+  it('holds n times max_tokens of output, and charges every choice its output and the prompt once', async () => {
+    const a = await seed(s).account({ tier: 'startup' }); // no allocation, empty wallet
+    const c = client(s, a.apiKey);
+    const ask = (n: number) =>
+      c.post('/chat/completions', { model: 'chat-tools', messages: [{ role: 'user', content: 'q #tokens=10' }], max_tokens: 10, n });
+    const needs = (r: { body: any }) => parseDecimal(/needs ([0-9.]+) USD/.exec(r.body.error.message)![1]!);
+    const one = await ask(1);
+    const three = await ask(3);
+    expect([one.status, three.status]).toEqual([402, 402]);
+    // Two more choices of 10 tokens each at 2 USD per million output tokens.
+    expect(needs(three) - needs(one)).toBe(2n * 10n * 2_000n);
+
+    await credit(s, a.id, formatDecimal(needs(three)));
+    const served = await ask(3);
+    expect(served.status).toBe(200);
+    expect(served.body.choices).toHaveLength(3);
+    expect(served.body.usage.completion_tokens).toBe(30);
+    const charge = BigInt(served.body.usage.prompt_tokens) * 1_000n + 30n * 2_000n;
+    expect(await c.balance()).toBe(formatDecimal(needs(three) - charge));
+  });
+});
+
+describe('chat.max_choices', () => {
+  it('sets the most choices a request may ask for', async () => {
+    const narrow = await startTestServer({ yaml: (url) => catalogYaml(url, 'chat: { max_choices: 2 }') });
+    try {
+      const k = (await narrow.account('developer')).apiKey;
+      const ask = (n: number) =>
+        fetch(`${narrow.v1}/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${k}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'chat-test', messages: [{ role: 'user', content: 'hi' }], n }),
+        });
+      expect((await ask(2)).status).toBe(200);
+      const refused = await ask(3);
+      expect(refused.status).toBe(400);
+      expect((await refused.json()).error).toMatchObject({
+        code: 'invalid_value',
+        param: 'n',
+        message: expect.stringContaining('from 1 to 2'),
+      });
+    } finally {
+      await narrow.close();
+    }
   });
 });
