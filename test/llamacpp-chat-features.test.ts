@@ -8,7 +8,9 @@ import { print } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EngineChatRequest, EngineStreamEvent } from '../src/domain/inference/engine.js';
 import type { LlamaCppEngine } from '../src/domain/inference/llamacpp/llamacpp-engine.js';
-import { CreateChatCompletionDocument } from '../src/generated/graphql.js';
+import { createClient } from 'graphql-ws';
+import WebSocket from 'ws';
+import { ChatCompletionStreamDocument, CreateChatCompletionDocument } from '../src/generated/graphql.js';
 import { startTestServer, type TestServer } from './support/harness.js';
 import { llamaEngine, makeFixtureDir, neverAborted } from './support/llamacpp.js';
 import { violations } from './support/oracle.js';
@@ -183,6 +185,18 @@ describe('the in-process engine', () => {
   });
 });
 
+describe('the in-process engine, stopped early', () => {
+  it('a consumer that stops in the middle of a tool call frees the slot for the next call', async () => {
+    const controller = new AbortController();
+    for await (const e of engine.chatStream(req({ seed: 1, n: 2, tools: [weather], toolChoice: 'required' }), controller.signal)) {
+      if (e.type === 'tool_call') break;
+    }
+    const next = await engine.chat(req({ seed: 1, tools: [weather], toolChoice: 'required' }), neverAborted());
+    expect(next.finishReason).toBe('tool_calls');
+    expect(ajv.validate(weather.function.parameters, JSON.parse(next.toolCalls![0]!.function.arguments))).toBe(true);
+  });
+});
+
 describe('through the server', () => {
   let s: TestServer;
   let key: string;
@@ -266,5 +280,43 @@ describe('through the server', () => {
     const call = t.body.data.createChatCompletion.choices[0].message.toolCalls[0];
     expect(call.function.name).toBe('set_alarm');
     expect(ajv.validate(alarm.function.parameters, JSON.parse(call.function.arguments))).toBe(true);
+  });
+
+  it('GraphQL subscription: JSON output streamed per choice, logprobs on each content chunk', async () => {
+    const client = createClient({
+      url: `${s.url.replace('http', 'ws')}/graphql`,
+      webSocketImpl: WebSocket,
+      connectionParams: { authorization: `Bearer ${key}` },
+      retryAttempts: 0,
+    });
+    const events: any[] = [];
+    await new Promise<void>((resolve, reject) =>
+      client.subscribe(
+        {
+          query: print(ChatCompletionStreamDocument),
+          variables: {
+            input: {
+              model: 'tiny-tools',
+              messages: [{ role: 'user', content: 'hi' }],
+              maxTokens: 128,
+              seed: 5,
+              n: 2,
+              logprobs: true,
+              responseFormat: { type: 'json_schema', jsonSchema: { name: 'pet', schema: petSchema } },
+            },
+          },
+        },
+        { next: (v) => events.push(v), error: reject, complete: resolve },
+      ),
+    );
+    await client.dispose();
+    const chunks = events.map((e) => e.data.chatCompletionStream);
+    for (const index of [0, 1]) {
+      const mine = chunks.flatMap((c) => c.choices.filter((ch: any) => ch.index === index));
+      const text = mine.map((ch: any) => ch.delta.content ?? '').join('');
+      expect(ajv.validate(petSchema, JSON.parse(text)), text).toBe(true);
+      for (const ch of mine.filter((m: any) => m.delta.content)) expect(ch.logprobs.length).toBeGreaterThan(0);
+      expect(mine.filter((ch: any) => ch.finishReason).map((ch: any) => ch.finishReason)).toEqual(['stop']);
+    }
   });
 });

@@ -215,22 +215,27 @@ export async function chatChoices(base: ChoiceBase): Promise<EngineChatResult> {
   for await (const { events } of choices(base)) {
     const choice: EngineChoice = { content: '', finishReason: 'stop' };
     if (base.req.logprobs) choice.logprobs = [];
-    for (let next = await events.next(); ; next = await events.next()) {
-      if (next.done) {
-        choice.finishReason = next.value.finishReason;
-        completionTokens += next.value.completionTokens;
-        break;
+    try {
+      for (let next = await events.next(); ; next = await events.next()) {
+        if (next.done) {
+          choice.finishReason = next.value.finishReason;
+          completionTokens += next.value.completionTokens;
+          break;
+        }
+        const e = next.value;
+        if (e.type === 'delta') {
+          choice.content += e.content;
+          if (e.logprobs) choice.logprobs?.push(...e.logprobs);
+        } else {
+          const calls = (choice.toolCalls ??= []);
+          if (e.id) calls[e.index] = { id: e.id, type: 'function', function: { name: e.name ?? '', arguments: '' } };
+          const call = calls[e.index];
+          if (call) call.function.arguments += e.arguments;
+        }
       }
-      const e = next.value;
-      if (e.type === 'delta') {
-        choice.content += e.content;
-        if (e.logprobs) choice.logprobs?.push(...e.logprobs);
-      } else {
-        const calls = (choice.toolCalls ??= []);
-        if (e.id) calls[e.index] = { id: e.id, type: 'function', function: { name: e.name ?? '', arguments: '' } };
-        const call = calls[e.index];
-        if (call) call.function.arguments += e.arguments;
-      }
+    } finally {
+      // On an error, stop the choice's evaluation before the slot goes back to the pool.
+      await events.return(undefined as never);
     }
     out.push(choice);
   }
@@ -245,15 +250,21 @@ export async function* streamChoices(base: ChoiceBase): AsyncGenerator<EngineStr
   let last: FinishReason = 'stop';
   for await (const { choice, events } of choices(base)) {
     const at = n > 1 ? { choice } : {};
-    for (let next = await events.next(); ; next = await events.next()) {
-      if (next.done) {
-        completionTokens += next.value.completionTokens;
-        last = next.value.finishReason;
-        break;
+    try {
+      for (let next = await events.next(); ; next = await events.next()) {
+        if (next.done) {
+          completionTokens += next.value.completionTokens;
+          last = next.value.finishReason;
+          break;
+        }
+        yield { ...next.value, ...at };
+        // The consumer may have gone away while it held the event: no further token for it.
+        if (base.signal.aborted) throw abortReason(base.signal);
       }
-      yield { ...next.value, ...at };
-      // The consumer may have gone away while it held the event: no further token for it.
-      if (base.signal.aborted) throw abortReason(base.signal);
+    } finally {
+      // A consumer that stops early (or an error) stops the choice's evaluation before the slot is
+      // given back.
+      await events.return(undefined as never);
     }
     if (n > 1) yield { type: 'choice_finish', choice, finishReason: last };
   }
