@@ -266,6 +266,18 @@ describe('through the server', () => {
     expect(events.flatMap((e) => e.choices.map((c: any) => c.finish_reason)).filter(Boolean)).toEqual(['tool_calls']);
   });
 
+  it('refuses a response format together with tools the model may choose to call, naming the parameter and the model', async () => {
+    const r = await post({ tools: [weather], response_format: { type: 'json_object' } });
+    expect(r.status).toBe(400);
+    expect((await r.json()).error).toMatchObject({
+      code: 'unsupported_parameter',
+      param: 'response_format',
+      message: expect.stringContaining("'tiny-tools'"),
+    });
+    const forced = await post({ tools: [weather], tool_choice: 'required', response_format: { type: 'json_object' } });
+    expect(forced.status).toBe(200);
+  });
+
   it('GraphQL: the same seed gives the same text; a named tool call', async () => {
     const run = (input: Record<string, unknown>) =>
       s.graphql(

@@ -397,6 +397,22 @@ export class LlamaCppEngine implements Engine {
     return promptTokens(runner, messages, tools);
   }
 
+  /**
+   * An answer generated under a JSON grammar cannot open a tool call: with tools the model may call
+   * (tool_choice auto) a response format would silently take the choice away, so the pair is refused.
+   */
+  unsupported(req: EngineChatRequest): { param: string; reason: string } | undefined {
+    const forced = req.toolChoice === 'required' || typeof req.toolChoice === 'object';
+    if (req.responseFormat && usesTools(req) && !forced) {
+      return {
+        param: 'response_format',
+        reason:
+          "its engine (llama.cpp) cannot both hold the answer to JSON and let the model choose to call a tool; drop one, or set tool_choice to 'required' or a function",
+      };
+    }
+    return undefined;
+  }
+
   async countChatTokens(messages: ChatMessage[], tools?: ToolDefinition[]): Promise<number> {
     const runner = await this.runnerOf('chat');
     return this.renderChat(runner, messages, tools).length;
