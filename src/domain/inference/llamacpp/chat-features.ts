@@ -141,11 +141,17 @@ export function promptTokens(runner: ChatRunner, messages: ChatMessage[], tools:
   return state.contextText.tokenize(runner.model.tokenizer);
 }
 
-/** The wrapper's function-call syntax: the text that opens a call, and what goes before the params. */
-export function callSyntax(runner: ChatRunner): { prefix: string; paramsPrefix: Token[] } {
+/**
+ * The wrapper's function-call syntax: the text that opens a call (as detokenized with its special
+ * tokens, leading whitespace trimmed) and its tokens (special tokens kept: Qwen's `<tool_call>` is
+ * one), and the tokens before the params.
+ */
+export function callSyntax(runner: ChatRunner): { prefix: string; prefixTokens: Token[]; paramsPrefix: Token[] } {
   const call = runner.wrapper.settings.functions.call;
+  const prefix = LlamaText(call.prefix);
   return {
-    prefix: LlamaText(call.prefix).toString(),
+    prefix: prefix.toString().trimStart(),
+    prefixTokens: prefix.tokenize(runner.model.tokenizer, 'trimLeadingSpace'),
     paramsPrefix: LlamaText(call.paramsPrefix).tokenize(runner.model.tokenizer, 'trimLeadingSpace'),
   };
 }

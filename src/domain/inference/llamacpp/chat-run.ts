@@ -103,7 +103,7 @@ export async function* runChoice(c: ChoiceContext): AsyncGenerator<ChoiceEvent, 
       if (req.logprobs) pendingLp.push(tokenLogprob(runner, o.token, o.probabilities, top));
       let text = completion.push(o.token);
       if (detecting) {
-        const raw = model.detokenize(completion.tokens, false).trimStart();
+        const raw = model.detokenize(completion.tokens, true).trimStart();
         if (raw.startsWith(syntax!.prefix)) {
           typed = raw.slice(syntax!.prefix.length);
           calling = true;
@@ -138,7 +138,7 @@ export async function* runChoice(c: ChoiceContext): AsyncGenerator<ChoiceEvent, 
     }
   } else {
     // The call is forced: its prefix goes in the model's mouth.
-    out.push(...model.tokenize(syntax!.prefix, false, 'trimLeadingSpace'));
+    out.push(...syntax!.prefixTokens);
   }
 
   // ---- the call: its name under a grammar of the tools' names, its arguments under its schema ----
