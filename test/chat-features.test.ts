@@ -400,6 +400,29 @@ describe('billing several choices', () => {
   });
 });
 
+describe('tool definitions at admission', () => {
+  it('count as prompt tokens in the hold (billing) before the call', async () => {
+    const a = await seed(s).account({ tier: 'startup' }); // empty wallet: every call is refused with what it needs
+    const c = client(s, a.apiKey);
+    const needs = async (extra: Record<string, unknown>) => {
+      const r = await c.post('/chat/completions', {
+        model: 'chat-tools',
+        messages: [{ role: 'user', content: 'q' }],
+        max_tokens: 10,
+        ...extra,
+      });
+      expect(r.status).toBe(402);
+      return parseDecimal(/needs ([0-9.]+) USD/.exec(r.body.error.message)![1]!);
+    };
+    const plain = await needs({});
+    const withTools = await needs({ tools: [weather, time] });
+    // At 1 USD per million input tokens: 1000 nanos a token; the two definitions are dozens of tokens.
+    const extraTokens = (withTools - plain) / 1_000n;
+    expect(extraTokens).toBeGreaterThan(30n);
+    expect(extraTokens).toBeLessThan(200n);
+  });
+});
+
 describe('chat.max_choices', () => {
   it('sets the most choices a request may ask for', async () => {
     const narrow = await startTestServer({ yaml: (url) => catalogYaml(url, 'chat: { max_choices: 2 }') });
