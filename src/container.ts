@@ -128,7 +128,9 @@ export async function createServices(config: AppConfig, logger: Logger, opts: Se
     orm,
     catalog,
     engines,
-    inference: new InferenceService(catalog, new TimedEngines(engines, metrics, forwarding), metering),
+    inference: new InferenceService(catalog, new TimedEngines(engines, metrics, forwarding), metering, {
+      maxChoices: config.chat.max_choices,
+    }),
     accounts,
     keyWatch: new KeyWatch(accounts, { sessions: auth, logger: logger.child({ component: 'keys' }) }),
     billing,

@@ -4,6 +4,7 @@
 // in the last user message (see `FakeMarkers` below), so tests through our API can reach them too.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { featureChat, wantsFeatures } from './fake-chat-features.js';
 
 /** '500'/'503': answer that status; 'reset': destroy the socket before headers; 'hang': never answer. */
 export type FailMode = '500' | '503' | 'reset' | 'hang';
@@ -216,6 +217,7 @@ function sendError(res: ServerResponse, status: number, message: string): void {
  * - `#fail=reset`     destroy the socket before any header
  * - `#fail=midstream` stream the role chunk and two content chunks, then destroy the socket
  * - `#nousage`        leave usage out, in both modes
+ * Tools, response_format, n > 1 and logprobs are answered by ./fake-chat-features.ts.
  */
 export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise<FakeUpstream> {
   const host = opts.host ?? '127.0.0.1';
@@ -317,6 +319,18 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
       usage.completion_tokens = fault.usage;
     }
     if (usage) usage.total_tokens = usage.prompt_tokens + usage.completion_tokens;
+    if (fault === null && wantsFeatures(body)) {
+      return featureChat(res, body, {
+        id,
+        created,
+        model,
+        words: wanted,
+        cap,
+        delay,
+        promptTokens: promptTokensOf(body.messages),
+        noUsage: markers.noUsage,
+      });
+    }
 
     if (body.stream !== true) {
       if (delay > 0) await sleep(delay);

@@ -40,16 +40,31 @@ export type AutoTopupInput = {
 export type ChatCompletionInput = {
   /** -2 to 2; default 0. */
   frequencyPenalty?: number | null | undefined;
+  /** Return each output token's log-probability. */
+  logprobs?: boolean | null | undefined;
   /** Output token cap; default: the model's maximum. */
   maxTokens?: number | null | undefined;
   messages: Array<ChatMessageInput>;
   model: string;
+  /** Choices to generate; default 1, at most the server’s chat.max_choices (4 unless set). */
+  n?: number | null | undefined;
+  /** Whether the model may call several tools in one answer; default true. */
+  parallelToolCalls?: boolean | null | undefined;
   /** -2 to 2; default 0. */
   presencePenalty?: number | null | undefined;
+  responseFormat?: ResponseFormatInput | null | undefined;
+  /** The same seed and settings give the same answer (best effort upstream). */
+  seed?: number | null | undefined;
   /** Up to 4 stop sequences. */
   stop?: Array<string> | null | undefined;
   /** 0 to 2; default 1. */
   temperature?: number | null | undefined;
+  /** Default: auto with tools, none without. */
+  toolChoice?: ToolChoiceInput | null | undefined;
+  /** Functions the model may call (models with function_calling). */
+  tools?: Array<ToolInput> | null | undefined;
+  /** 0 to 20 most likely alternatives per token; needs logprobs. */
+  topLogprobs?: number | null | undefined;
   /** 0 to 1; default 1. */
   topP?: number | null | undefined;
   /** End-user identifier for monitoring and abuse detection. */
@@ -57,9 +72,14 @@ export type ChatCompletionInput = {
 };
 
 export type ChatMessageInput = {
-  content: string;
-  /** system (or developer, read as system), user or assistant */
+  /** Required, except on an assistant message with toolCalls. */
+  content?: string | null | undefined;
+  /** system (or developer, read as system), user, assistant or tool */
   role: string;
+  /** On a tool message: the id of the call whose result it carries. */
+  toolCallId?: string | null | undefined;
+  /** An assistant message's tool calls. */
+  toolCalls?: Array<ToolCallInput> | null | undefined;
 };
 
 /** bonus: promotional credits; refund: credits given back. */
@@ -80,7 +100,26 @@ export type CreditWalletInput = {
 export type FinishReason =
   | 'content_filter'
   | 'length'
-  | 'stop';
+  | 'stop'
+  | 'tool_calls';
+
+export type FunctionDefinitionInput = {
+  description?: string | null | undefined;
+  /** 1 to 64 letters, digits, underscores or dashes. */
+  name: string;
+  /** A JSON Schema of the arguments (an object). */
+  parameters?: unknown;
+  strict?: boolean | null | undefined;
+};
+
+export type JsonSchemaFormatInput = {
+  description?: string | null | undefined;
+  /** 1 to 64 letters, digits, underscores or dashes. */
+  name: string;
+  /** The JSON Schema the answer must validate against. */
+  schema?: unknown;
+  strict?: boolean | null | undefined;
+};
 
 /** What a model does, and so which endpoint serves it. */
 export type ModelCategory =
@@ -94,6 +133,12 @@ export type ModelStatus =
   | 'active'
   | 'beta'
   | 'deprecated';
+
+/** The answer's format: text (the default), json_object, or json_schema with `jsonSchema`. */
+export type ResponseFormatInput = {
+  jsonSchema?: JsonSchemaFormatInput | null | undefined;
+  type: string;
+};
 
 /** open: anyone signs up onto the free tier; invite: with an invitation code; closed: operators create accounts. */
 export type SignupPolicy =
@@ -120,6 +165,38 @@ export type Tier =
   | 'enterprise'
   | 'free'
   | 'startup';
+
+export type ToolCallFunctionInput = {
+  /** The arguments, as the JSON text the model wrote. */
+  arguments: string;
+  name: string;
+};
+
+/** A tool call an assistant message made (to send the conversation back with the tool results). */
+export type ToolCallInput = {
+  function: ToolCallFunctionInput;
+  id: string;
+  /** 'function' (the default). */
+  type?: string | null | undefined;
+};
+
+/** Whether the model calls tools: a mode, or the name of the function it must call (one of the two). */
+export type ToolChoiceInput = {
+  functionName?: string | null | undefined;
+  mode?: ToolChoiceMode | null | undefined;
+};
+
+export type ToolChoiceMode =
+  | 'auto'
+  | 'none'
+  | 'required';
+
+/** A tool the model may call. */
+export type ToolInput = {
+  function: FunctionDefinitionInput;
+  /** 'function'. */
+  type: string;
+};
 
 /** open → paid | expired | canceled | failed. A top-up credits at most once, when it becomes paid. */
 export type TopUpStatus =
