@@ -2,12 +2,11 @@
 // log-probabilities, over /v1 (plain and streamed) and GraphQL (mutation and subscription), against
 // the fake upstream; every /v1 answer is checked against OpenAI's own response schemas.
 import { print } from 'graphql';
-import { createClient } from 'graphql-ws';
-import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ChatCompletionStreamDocument, CreateChatCompletionDocument } from '../src/generated/graphql.js';
 import { catalogYaml, chatModelYaml, startTestServer, type TestServer } from './support/harness.js';
 import { violations } from './support/oracle.js';
+import { subscribeAll } from './support/ws.js';
 import { client, credit, seed } from './support/seed.js';
 import { formatDecimal, parseDecimal } from '../src/domain/billing/money.js';
 
@@ -19,10 +18,14 @@ beforeAll(async () => {
     yaml: (url) =>
       catalogYaml(
         url,
-        chatModelYaml(url, { id: 'chat-tools', inputPrice: '1.0', outputPrice: '2.0', maxOutputTokens: 256, timeoutMs: 5000 }).replace(
-          'function_calling: false',
-          'function_calling: true',
-        ) + '\ntiers:\n  startup: { monthly_tokens: 0 }\n',
+        chatModelYaml(url, {
+          id: 'chat-tools',
+          inputPrice: '1.0',
+          outputPrice: '2.0',
+          maxOutputTokens: 256,
+          timeoutMs: 5000,
+          functionCalling: true,
+        }) + '\ntiers:\n  startup: { monthly_tokens: 0 }\n',
       ),
   });
   key = (await s.account('developer')).apiKey;
@@ -347,23 +350,9 @@ describe('the same features over GraphQL', () => {
   });
 
   it('chatCompletionStream streams tool-call pieces and per-choice chunks', async () => {
-    const client = createClient({
-      url: `${s.url.replace('http', 'ws')}/graphql`,
-      webSocketImpl: WebSocket,
-      connectionParams: { authorization: `Bearer ${key}` },
-      retryAttempts: 0,
+    const events = await subscribeAll(s.url, key, print(ChatCompletionStreamDocument), {
+      input: { model: 'chat-tools', messages: [{ role: 'user', content: 'hi' }], tools: gqlTools, n: 2 },
     });
-    const events: any[] = [];
-    await new Promise<void>((resolve, reject) =>
-      client.subscribe(
-        {
-          query: print(ChatCompletionStreamDocument),
-          variables: { input: { model: 'chat-tools', messages: [{ role: 'user', content: 'hi' }], tools: gqlTools, n: 2 } },
-        },
-        { next: (v) => events.push(v), error: reject, complete: resolve },
-      ),
-    );
-    await client.dispose();
     const chunks = events.map((e) => e.data.chatCompletionStream);
     const pieces = chunks.flatMap((c) => c.choices.filter((ch: any) => ch.index === 1).flatMap((ch: any) => ch.delta.toolCalls ?? []));
     expect(pieces[0]).toMatchObject({ index: 0, type: 'function', function: { name: 'get_weather', arguments: '' } });

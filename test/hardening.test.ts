@@ -3,7 +3,6 @@
 // mistakes answered 4xx (never 500, never logged with their values), WebSocket limits that refuse
 // one operation rather than the socket, and safe exposure (loopback by default, CORS allow-list).
 import { Writable } from 'node:stream';
-import { createClient, type Client } from 'graphql-ws';
 import { pino } from 'pino';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,6 +12,7 @@ import { MAX_CHARS_PER_TOKEN } from '../src/domain/inference/bounded-count.js';
 import type { Engine } from '../src/domain/inference/engine.js';
 import { ADMIN_TOKEN, catalogYaml, startTestServer, type TestServer } from './support/harness.js';
 import { waitUntil } from './support/wait.js';
+import { operation, wsClient as wsClientOf } from './support/ws.js';
 
 const CONTEXT_WINDOW = 4096; // chat-test's, in the harness catalog
 
@@ -80,34 +80,7 @@ const chat = (key: string, content: string, extra: Record<string, unknown> = {})
     body: JSON.stringify({ model: 'chat-test', messages: [{ role: 'user', content }], ...extra }),
   });
 
-function wsClient(key: string | null): Client {
-  return createClient({
-    url: s.url.replace('http', 'ws') + '/graphql',
-    webSocketImpl: WebSocket,
-    connectionParams: key ? { authorization: `Bearer ${key}` } : {},
-    retryAttempts: 0,
-    lazy: true,
-  });
-}
-
-/** Runs one operation on `client` and collects what it gets until it ends. */
-function operation(client: Client, query: string, variables: Record<string, unknown> = {}, onNext?: (v: any) => void) {
-  const events: any[] = [];
-  const ended = new Promise<{ events: any[]; error?: any }>((resolve) => {
-    client.subscribe(
-      { query, variables },
-      {
-        next: (v) => {
-          events.push(v);
-          onNext?.(v);
-        },
-        error: (error) => resolve({ events, error }),
-        complete: () => resolve({ events }),
-      },
-    );
-  });
-  return ended;
-}
+const wsClient = (key: string | null) => wsClientOf(s.url, key);
 
 describe('work bounded by the model, not by the input', () => {
   it('refuses an input that cannot fit after tokenizing no more than the context window, and counts the refusal against RPM', async () => {

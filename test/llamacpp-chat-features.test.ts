@@ -8,12 +8,11 @@ import { print } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EngineChatRequest, EngineStreamEvent } from '../src/domain/inference/engine.js';
 import type { LlamaCppEngine } from '../src/domain/inference/llamacpp/llamacpp-engine.js';
-import { createClient } from 'graphql-ws';
-import WebSocket from 'ws';
 import { ChatCompletionStreamDocument, CreateChatCompletionDocument } from '../src/generated/graphql.js';
 import { startTestServer, type TestServer } from './support/harness.js';
 import { llamaEngine, makeFixtureDir, neverAborted } from './support/llamacpp.js';
 import { violations } from './support/oracle.js';
+import { subscribeAll } from './support/ws.js';
 
 const fixtures = makeFixtureDir();
 let engine: LlamaCppEngine;
@@ -295,33 +294,17 @@ describe('through the server', () => {
   });
 
   it('GraphQL subscription: JSON output streamed per choice, logprobs on each content chunk', async () => {
-    const client = createClient({
-      url: `${s.url.replace('http', 'ws')}/graphql`,
-      webSocketImpl: WebSocket,
-      connectionParams: { authorization: `Bearer ${key}` },
-      retryAttempts: 0,
+    const events = await subscribeAll(s.url, key, print(ChatCompletionStreamDocument), {
+      input: {
+        model: 'tiny-tools',
+        messages: [{ role: 'user', content: 'hi' }],
+        maxTokens: 128,
+        seed: 5,
+        n: 2,
+        logprobs: true,
+        responseFormat: { type: 'json_schema', jsonSchema: { name: 'pet', schema: petSchema } },
+      },
     });
-    const events: any[] = [];
-    await new Promise<void>((resolve, reject) =>
-      client.subscribe(
-        {
-          query: print(ChatCompletionStreamDocument),
-          variables: {
-            input: {
-              model: 'tiny-tools',
-              messages: [{ role: 'user', content: 'hi' }],
-              maxTokens: 128,
-              seed: 5,
-              n: 2,
-              logprobs: true,
-              responseFormat: { type: 'json_schema', jsonSchema: { name: 'pet', schema: petSchema } },
-            },
-          },
-        },
-        { next: (v) => events.push(v), error: reject, complete: resolve },
-      ),
-    );
-    await client.dispose();
     const chunks = events.map((e) => e.data.chatCompletionStream);
     for (const index of [0, 1]) {
       const mine = chunks.flatMap((c) => c.choices.filter((ch: any) => ch.index === index));

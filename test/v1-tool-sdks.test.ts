@@ -17,10 +17,14 @@ beforeAll(async () => {
     yaml: (url) =>
       catalogYaml(
         url,
-        chatModelYaml(url, { id: 'chat-tools', inputPrice: '1.0', outputPrice: '2.0', maxOutputTokens: 256, timeoutMs: 5000 }).replace(
-          'function_calling: false',
-          'function_calling: true',
-        ),
+        chatModelYaml(url, {
+          id: 'chat-tools',
+          inputPrice: '1.0',
+          outputPrice: '2.0',
+          maxOutputTokens: 256,
+          timeoutMs: 5000,
+          functionCalling: true,
+        }),
       ),
   });
   apiKey = (await s.account('developer')).apiKey;

@@ -15,7 +15,7 @@ export const ADMIN_TOKEN = 'admin-test-token-0123456789';
 /** One chat model forwarding to the fake upstream, as an entry of the catalog's `models:` list. */
 export function chatModelYaml(
   upstreamUrl: string,
-  m: { id: string; inputPrice: string; outputPrice: string; maxOutputTokens: number; timeoutMs: number },
+  m: { id: string; inputPrice: string; outputPrice: string; maxOutputTokens: number; timeoutMs: number; functionCalling?: boolean },
 ): string {
   return `  - id: ${m.id}
     category: chat
@@ -23,7 +23,7 @@ export function chatModelYaml(
     created: 1735689600
     version: "2025-01-01"
     status: active
-    capabilities: { chat_completion: true, streaming: true, function_calling: false }
+    capabilities: { chat_completion: true, streaming: true, function_calling: ${m.functionCalling ?? false} }
     pricing: { input_price_per_million: ${m.inputPrice}, output_price_per_million: ${m.outputPrice}, currency: usd }
     specifications: { context_window: 4096, max_output_tokens: ${m.maxOutputTokens}, training_cutoff: "2024-10" }
     engine: { type: openai, base_url: "${upstreamUrl}", model: upstream-chat, timeout_ms: ${m.timeoutMs} }
