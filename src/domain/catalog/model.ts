@@ -60,7 +60,11 @@ export interface EmbeddingModelConfig extends ModelBase {
   category: 'embedding';
   capabilities: { embeddings: boolean };
   pricing: { price_per_million_tokens: number; currency: string };
-  specifications: { max_tokens: number; output_dimensions: number };
+  /**
+   * supported_dimensions: shorter sizes a request may ask for with `dimensions` (a
+   * Matryoshka-trained model's), each below output_dimensions.
+   */
+  specifications: { max_tokens: number; output_dimensions: number; supported_dimensions?: number[] };
 }
 
 export interface RerankModelConfig extends ModelBase {

@@ -7,6 +7,7 @@ import type { Catalog } from '../catalog/catalog.js';
 import { DomainError } from '../errors.js';
 import { countWithin, PIECE_CHARS, provablyOver } from './bounded-count.js';
 import type { ChatMessage, Engine, EngineChatRequest, EngineStreamEvent, FinishReason, Role, Usage } from './engine.js';
+import { checkDimensions, shorten } from './embedding-dimensions.js';
 import { truncateTextTokens } from './tokenizer.js';
 import {
   type CallOutcome,
@@ -95,6 +96,14 @@ function checkRange(value: number | null | undefined, min: number, max: number, 
   }
 }
 
+/** The request's `user` (an end-user id, stored with the usage event): at most LIMITS.maxUserLength characters. */
+function checkUser(user: string | null | undefined) {
+  if (user && user.length > LIMITS.maxUserLength)
+    throw new DomainError('invalid_value', `'user' takes at most ${LIMITS.maxUserLength} characters; got ${user.length}.`, {
+      param: 'user',
+    });
+}
+
 export class InferenceService {
   constructor(
     private readonly catalog: Catalog,
@@ -173,6 +182,7 @@ export class InferenceService {
     checkRange(input.topP, 0, 1, 'top_p');
     checkRange(input.presencePenalty, -2, 2, 'presence_penalty');
     checkRange(input.frequencyPenalty, -2, 2, 'frequency_penalty');
+    checkUser(input.user);
     const stop = input.stop ?? undefined;
     if (stop && stop.length > LIMITS.maxStopSequences) {
       throw new DomainError('too_many_stop_sequences', `'stop' takes at most ${LIMITS.maxStopSequences} sequences; got ${stop.length}.`, {
@@ -235,7 +245,14 @@ export class InferenceService {
 
   async createChatCompletion(caller: Caller, input: ChatInput, signal: AbortSignal): Promise<ChatCompletion> {
     const { model, request, engine, promptTokens, requestedOutputTokens } = await this.screen(caller, () => this.prepareChat(input));
-    const meter: MeterRequest = { caller, model, promptTokens, requestedOutputTokens, maxOutputTokens: request.maxTokens };
+    const meter: MeterRequest = {
+      caller,
+      model,
+      promptTokens,
+      requestedOutputTokens,
+      maxOutputTokens: request.maxTokens,
+      endUser: input.user,
+    };
     return this.metered(meter, signal, async (ticket) => {
       const maxTokens = ticket.maxOutputTokens;
       const result = await engine.chat({ ...request, maxTokens }, signal);
@@ -270,7 +287,14 @@ export class InferenceService {
    */
   async *chatCompletionStream(caller: Caller, input: ChatInput, signal: AbortSignal): AsyncGenerator<ChatChunk> {
     const { model, request, engine, promptTokens, requestedOutputTokens } = await this.screen(caller, () => this.prepareChat(input));
-    const ticket = await this.metering.admit({ caller, model, promptTokens, requestedOutputTokens, maxOutputTokens: request.maxTokens });
+    const ticket = await this.metering.admit({
+      caller,
+      model,
+      promptTokens,
+      requestedOutputTokens,
+      maxOutputTokens: request.maxTokens,
+      endUser: input.user,
+    });
     const maxTokens = ticket.maxOutputTokens;
     const id = responseId('chatcmpl');
     const created = now();
@@ -349,8 +373,9 @@ export class InferenceService {
   }
 
   async createEmbeddings(caller: Caller, input: EmbeddingsInput, signal: AbortSignal): Promise<Embeddings> {
-    const { model, engine, promptTokens } = await this.screen(caller, () => this.checkEmbeddings(input));
-    return this.metered({ caller, model, promptTokens, requestedOutputTokens: null, maxOutputTokens: 0 }, signal, async () => {
+    const { model, engine, promptTokens, dimensions } = await this.screen(caller, () => this.checkEmbeddings(input));
+    const meter: MeterRequest = { caller, model, promptTokens, requestedOutputTokens: null, maxOutputTokens: 0, endUser: input.user };
+    return this.metered(meter, signal, async () => {
       const result = await engine.embed(input.input, signal);
       const tokens = clampInput(result.promptTokens, promptTokens);
       const dims = model.specifications.output_dimensions;
@@ -363,7 +388,7 @@ export class InferenceService {
       const value: Embeddings = {
         object: 'list',
         model: model.id,
-        data: result.embeddings.map((embedding, index) => ({ object: 'embedding', index, embedding })),
+        data: result.embeddings.map((e, index) => ({ object: 'embedding', index, embedding: dimensions ? shorten(e, dimensions) : e })),
         usage: { promptTokens: tokens, totalTokens: tokens },
       };
       return { value, usage: zeroUsage(tokens) };
@@ -373,6 +398,8 @@ export class InferenceService {
   private async checkEmbeddings(input: EmbeddingsInput) {
     const model = this.catalog.require(input.model, 'embedding');
     if (input.input.length === 0) throw new DomainError('invalid_value', "'input' must not be empty.", { param: 'input' });
+    checkUser(input.user);
+    const dimensions = checkDimensions(model, input.dimensions);
     if (input.input.length > LIMITS.maxEmbeddingInputs) {
       throw new DomainError('too_many_inputs', `'input' takes at most ${LIMITS.maxEmbeddingInputs} strings; got ${input.input.length}.`, {
         param: 'input',
@@ -392,7 +419,7 @@ export class InferenceService {
       }
       promptTokens += tokens;
     }
-    return { model, engine, promptTokens };
+    return { model, engine, promptTokens, dimensions };
   }
 
   async rerank(caller: Caller, input: RerankInput, signal: AbortSignal): Promise<RerankResult> {

@@ -9,6 +9,8 @@ export const LIMITS = {
   maxEmbeddingInputs: 100,
   maxRerankDocuments: 100,
   maxModerationInputs: 100,
+  /** The longest `user` (end-user id) a request may carry; it is stored with the usage event. */
+  maxUserLength: 256,
 } as const;
 
 export const ROLES: readonly Role[] = ['system', 'user', 'assistant'];
@@ -69,6 +71,9 @@ export interface ChatChunk {
 export interface EmbeddingsInput {
   model: string;
   input: string[];
+  /** Vectors cut to this size and L2-renormalised (one of the model's supported_dimensions, or its full size). */
+  dimensions?: number | null;
+  user?: string | null;
 }
 export interface Embeddings {
   object: 'list';
@@ -132,6 +137,8 @@ export interface MeterRequest {
   requestedOutputTokens: number | null;
   /** The most output the model may produce for this prompt (0 for non-chat calls). */
   maxOutputTokens: number;
+  /** The request's `user` (the customer's end-user id), stored with the usage event. */
+  endUser?: string | null;
 }
 
 export interface MeterTicket {
