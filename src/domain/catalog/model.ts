@@ -49,11 +49,23 @@ interface ModelBase {
   engine: EngineConfig;
 }
 
+/**
+ * Content filtering of a chat model (src/domain/inference/content-filter.ts): its input and/or
+ * output checked by a moderation model of the catalog; output in windows of `window_chars`.
+ */
+export interface SafetyConfig {
+  moderation_model: string;
+  input: boolean;
+  output: boolean;
+  window_chars: number;
+}
+
 export interface ChatModelConfig extends ModelBase {
   category: 'chat';
   capabilities: { chat_completion: boolean; streaming: boolean; function_calling: boolean };
   pricing: { input_price_per_million: number; output_price_per_million: number; currency: string };
   specifications: { context_window: number; max_output_tokens: number; training_cutoff: string };
+  safety?: SafetyConfig;
 }
 
 export interface EmbeddingModelConfig extends ModelBase {

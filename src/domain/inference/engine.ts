@@ -27,10 +27,18 @@ export interface EngineChatRequest {
   user?: string;
 }
 
+/** What a model's content filter said of its answer (./content-filter.ts): the categories that fired. */
+export interface ContentFilterVerdict {
+  flagged: boolean;
+  categories: string[];
+}
+
 export interface EngineChatResult {
   content: string;
   finishReason: FinishReason;
   usage: Usage;
+  /** Set when the answer went through a content filter. */
+  contentFilter?: ContentFilterVerdict;
 }
 
 /**
@@ -41,7 +49,7 @@ export interface EngineChatResult {
 export type EngineStreamEvent =
   | { type: 'started' }
   | { type: 'delta'; content: string }
-  | { type: 'finish'; finishReason: FinishReason; usage: Usage };
+  | { type: 'finish'; finishReason: FinishReason; usage: Usage; contentFilter?: ContentFilterVerdict };
 
 export interface EngineEmbedResult {
   embeddings: number[][];

@@ -6,7 +6,17 @@ import type { ChatModelConfig } from '../catalog/model.js';
 import type { Catalog } from '../catalog/catalog.js';
 import { DomainError } from '../errors.js';
 import { countWithin, PIECE_CHARS, provablyOver } from './bounded-count.js';
-import type { ChatMessage, Engine, EngineChatRequest, EngineStreamEvent, FinishReason, Role, Usage } from './engine.js';
+import type { ContentFilter } from './content-filter.js';
+import type {
+  ChatMessage,
+  ContentFilterVerdict,
+  Engine,
+  EngineChatRequest,
+  EngineStreamEvent,
+  FinishReason,
+  Role,
+  Usage,
+} from './engine.js';
 import { checkDimensions, shorten } from './embedding-dimensions.js';
 import { truncateTextTokens } from './tokenizer.js';
 import {
@@ -109,6 +119,8 @@ export class InferenceService {
     private readonly catalog: Catalog,
     private readonly engines: EngineRegistry,
     private readonly metering: Metering = unmetered,
+    /** Chat models with `safety` (./content-filter.ts); none: no model is filtered. */
+    private readonly contentFilter: Pick<ContentFilter, 'screen'> = { screen: async (_caller, prepared) => prepared },
   ) {}
 
   /**
@@ -244,7 +256,9 @@ export class InferenceService {
   }
 
   async createChatCompletion(caller: Caller, input: ChatInput, signal: AbortSignal): Promise<ChatCompletion> {
-    const { model, request, engine, promptTokens, requestedOutputTokens } = await this.screen(caller, () => this.prepareChat(input));
+    const { model, request, engine, promptTokens, requestedOutputTokens } = await this.screen(caller, async () =>
+      this.contentFilter.screen(caller, await this.prepareChat(input), signal),
+    );
     const meter: MeterRequest = {
       caller,
       model,
@@ -269,7 +283,7 @@ export class InferenceService {
         object: 'chat.completion',
         created: now(),
         model: model.id,
-        choices: [{ index: 0, message: { role: 'assistant', content }, finishReason }],
+        choices: [{ index: 0, message: { role: 'assistant', content }, finishReason, contentFilter: result.contentFilter ?? null }],
         usage,
       };
       return { value, usage };
@@ -286,7 +300,9 @@ export class InferenceService {
    * whether to show it.
    */
   async *chatCompletionStream(caller: Caller, input: ChatInput, signal: AbortSignal): AsyncGenerator<ChatChunk> {
-    const { model, request, engine, promptTokens, requestedOutputTokens } = await this.screen(caller, () => this.prepareChat(input));
+    const { model, request, engine, promptTokens, requestedOutputTokens } = await this.screen(caller, async () =>
+      this.contentFilter.screen(caller, await this.prepareChat(input), signal),
+    );
     const ticket = await this.metering.admit({
       caller,
       model,
@@ -298,12 +314,16 @@ export class InferenceService {
     const maxTokens = ticket.maxOutputTokens;
     const id = responseId('chatcmpl');
     const created = now();
-    const chunk = (delta: ChatChunk['choices'][0]['delta'], finishReason: FinishReason | null): ChatChunk => ({
+    const chunk = (
+      delta: ChatChunk['choices'][0]['delta'],
+      finishReason: FinishReason | null,
+      contentFilter?: ContentFilterVerdict,
+    ): ChatChunk => ({
       id,
       object: 'chat.completion.chunk',
       created,
       model: model.id,
-      choices: [{ index: 0, delta, finishReason }],
+      choices: [{ index: 0, delta, finishReason, contentFilter: contentFilter ?? null }],
       usage: null,
     });
     const usageChunk = (usage: Usage): ChatChunk => ({ id, object: 'chat.completion.chunk', created, model: model.id, choices: [], usage });
@@ -343,7 +363,7 @@ export class InferenceService {
           continue;
         }
         settled = { usage: clampChatUsage(event.usage, { promptTokens, maxTokens, delivered }), outcome: 'completed' };
-        yield chunk({}, event.finishReason);
+        yield chunk({}, event.finishReason, event.contentFilter);
         yield usageChunk(settled.usage);
         return;
       }

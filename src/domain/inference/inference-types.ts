@@ -2,7 +2,7 @@
 // the specification, and the Metering hooks through which billing and rate limits wrap a call.
 import type { ModelConfig } from '../catalog/model.js';
 import type { LimiterState } from '../ratelimit/types.js';
-import type { Engine, FinishReason, Role, Usage } from './engine.js';
+import type { ContentFilterVerdict, Engine, FinishReason, Role, Usage } from './engine.js';
 
 export const LIMITS = {
   maxStopSequences: 4,
@@ -54,7 +54,13 @@ export interface ChatCompletion {
   object: 'chat.completion';
   created: number;
   model: string;
-  choices: { index: number; message: { role: 'assistant'; content: string }; finishReason: FinishReason }[];
+  choices: {
+    index: number;
+    message: { role: 'assistant'; content: string };
+    finishReason: FinishReason;
+    /** Null unless the model has an output content filter. */
+    contentFilter?: ContentFilterVerdict | null;
+  }[];
   usage: Usage;
 }
 
@@ -63,7 +69,13 @@ export interface ChatChunk {
   object: 'chat.completion.chunk';
   created: number;
   model: string;
-  choices: { index: number; delta: { role?: 'assistant'; content?: string }; finishReason: FinishReason | null }[];
+  choices: {
+    index: number;
+    delta: { role?: 'assistant'; content?: string };
+    finishReason: FinishReason | null;
+    /** On the chunk with the finish reason, when the model has an output content filter. */
+    contentFilter?: ContentFilterVerdict | null;
+  }[];
   /** Only on the last chunk, which has no choices (as OpenAI's `stream_options.include_usage`). */
   usage: Usage | null;
 }
