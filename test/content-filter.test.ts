@@ -5,7 +5,6 @@
 // `#flag=N` puts "kill" at word N of the fake's answer) and llama.cpp guards (the fixture biased to
 // "unsafe", and the plain chat fixture, whose verdicts say "safe"). The moderation calls are billed
 // at the moderation model's price as usage events of their own; a refused input's generation is not.
-import { print } from 'graphql';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, parseConfigText } from '../src/config.js';
