@@ -76,6 +76,8 @@ const llamacppEngine = z.strictObject({
     .default({ max_depth: 16, max_wait_ms: 30_000 }),
   /** eager: loaded at start-up (/readyz waits for it); lazy: on its first call. */
   load: z.enum(['eager', 'lazy']).default('eager'),
+  /** Layers offloaded to the GPU when llama.cpp runs a GPU build: auto (all that fit; default), max, or a count (0: none). */
+  gpu_layers: z.union([z.enum(['auto', 'max']), z.number().int().nonnegative()]).optional(),
 });
 
 const engine = z.discriminatedUnion('type', [openaiEngine, llamacppEngine]);
@@ -248,6 +250,10 @@ const fileSchema = z.strictObject({
   alerts: alertsSchema,
   // Sign-up and sign-in for the dashboard (issue 15; src/config-accounts.ts).
   accounts: accountsSchema,
+  /** The in-process engine's runtime: which prebuilt build of llama.cpp (README, "GPU offload"). */
+  llamacpp: z
+    .strictObject({ gpu: z.union([z.enum(['auto', 'cuda', 'vulkan']), z.literal(false)]).default('auto') })
+    .default({ gpu: 'auto' }),
   models: z.array(z.unknown()).default([]),
 });
 
@@ -285,6 +291,8 @@ export interface AppConfig {
   accounts: AccountsSettings;
   /** SMTP_URL, MAIL_FROM, MAIL_DIR. */
   mail: MailEnv;
+  /** `llamacpp:` the in-process engine's runtime (its GPU build). */
+  llamacpp: z.infer<typeof fileSchema>['llamacpp'];
   models: ModelConfig[];
 }
 
@@ -349,7 +357,10 @@ export function parseConfigText(
   text: string,
   source: string,
   env: { REDIS_URL?: string } = {},
-): Pick<AppConfig, 'server' | 'graphql' | 'tiers' | 'billing' | 'payments' | 'rateLimits' | 'redisUrl' | 'alerts' | 'accounts' | 'models'> {
+): Pick<
+  AppConfig,
+  'server' | 'graphql' | 'tiers' | 'billing' | 'payments' | 'rateLimits' | 'redisUrl' | 'alerts' | 'accounts' | 'llamacpp' | 'models'
+> {
   let raw: unknown;
   try {
     raw = parseYaml(text) ?? {};
@@ -444,6 +455,7 @@ export function parseConfigText(
     redisUrl,
     alerts: top.data.alerts,
     accounts: top.data.accounts,
+    llamacpp: top.data.llamacpp,
     models,
   };
 }

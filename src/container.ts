@@ -59,7 +59,9 @@ export interface ServiceOptions {
 export async function createServices(config: AppConfig, logger: Logger, opts: ServiceOptions = {}): Promise<Services> {
   const catalog = new Catalog(config.models);
   // First: it reads the in-process models' files, and a catalog that contradicts one stops start-up.
-  const engines = new Engines(config.models, logger.child({ component: 'engine' }));
+  const engines = new Engines(config.models, logger.child({ component: 'engine' }), process.env, { gpu: config.llamacpp.gpu });
+  // An explicit GPU build that cannot run here stops start-up, before the database opens.
+  await engines.checkRuntime();
   const orm = await openDatabase(config.databaseUrl);
   const billing = new BillingService({
     orm,

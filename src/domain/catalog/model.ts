@@ -34,6 +34,8 @@ export interface LlamaCppEngineConfig {
   batch_size?: number;
   queue: { max_depth: number; max_wait_ms: number };
   load: 'eager' | 'lazy';
+  /** Layers offloaded to the GPU (with a GPU build): 'auto' (all that fit, the default), 'max', or a count. */
+  gpu_layers?: 'auto' | 'max' | number;
 }
 
 export type EngineConfig = OpenAIEngineConfig | LlamaCppEngineConfig;
