@@ -269,6 +269,23 @@ describe('a clean answer', () => {
   });
 });
 
+describe('a moderation model that fails', () => {
+  it('fails the chat call (fail closed): nothing is generated unchecked, nothing billed for the chat', async () => {
+    const before = (await events()).length;
+    s.upstream.reset();
+    s.upstream.setFailMode('500', 1);
+    try {
+      const r = await v1(s, key).post('/chat/completions', body('chat-safe', 'go #tokens=5'));
+      expect(r.status).toBe(502);
+      expect(r.body.error.code).toBe('upstream_error');
+    } finally {
+      s.upstream.setFailMode(null);
+    }
+    expect(s.upstream.requests.map((q) => q.path)).toEqual(['/v1/moderations']);
+    expect((await newEvents(before)).map((e) => [e.model, e.outcome, e.totalTokens])).toEqual([['guard-test', 'failed', 0]]);
+  });
+});
+
 describe('the safety config', () => {
   const config = (safety: string, extra = '') =>
     `models:\n${chat('c', '{ type: openai, base_url: "http://127.0.0.1:1/v1", model: m }', safety)}${guard('g', '{ type: openai, base_url: "http://127.0.0.1:1/v1", model: m }')}${extra}`;
