@@ -17,7 +17,7 @@ const config: CodegenConfig = {
         emitLegacyCommonJSImports: false,
         useTypeImports: true,
         enumsAsTypes: true,
-        scalars: { DateTime: 'string', Decimal: 'string', SafeInt: 'number', EmbeddingVector: 'number[]' },
+        scalars: { DateTime: 'string', Decimal: 'string', SafeInt: 'number', EmbeddingVector: 'number[]', JSON: 'unknown' },
       },
     },
     'src/dashboard/gql/': {
@@ -27,7 +27,7 @@ const config: CodegenConfig = {
       config: {
         useTypeImports: true,
         enumsAsTypes: true,
-        scalars: { DateTime: 'string', Decimal: 'string', SafeInt: 'number', EmbeddingVector: 'number[]' },
+        scalars: { DateTime: 'string', Decimal: 'string', SafeInt: 'number', EmbeddingVector: 'number[]', JSON: 'unknown' },
       },
     },
   },

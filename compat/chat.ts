@@ -16,6 +16,39 @@ import type { CompatDoor } from './door.js';
 const part = z.object({ type: z.string(), text: z.unknown().optional() }).loose();
 const content = z.union([z.string(), z.array(part)]);
 
+const jsonSchema = z.record(z.string(), z.unknown());
+const toolCall = z
+  .object({
+    id: z.string(),
+    type: z.literal('function').optional(),
+    function: z.object({ name: z.string(), arguments: z.string() }).loose(),
+  })
+  .loose();
+const tool = z
+  .object({
+    type: z.literal('function'),
+    function: z
+      .object({ name: z.string(), description: z.string().nullish(), parameters: jsonSchema.nullish(), strict: z.boolean().nullish() })
+      .loose(),
+  })
+  .loose();
+const toolChoice = z.union([
+  z.enum(['auto', 'none', 'required']),
+  z.object({ type: z.literal('function'), function: z.object({ name: z.string() }).loose() }).loose(),
+]);
+const responseFormat = z.union([
+  z.object({ type: z.literal('text') }).loose(),
+  z.object({ type: z.literal('json_object') }).loose(),
+  z
+    .object({
+      type: z.literal('json_schema'),
+      json_schema: z
+        .object({ name: z.string(), description: z.string().nullish(), schema: jsonSchema.nullish(), strict: z.boolean().nullish() })
+        .loose(),
+    })
+    .loose(),
+]);
+
 function textOf(parts: z.infer<typeof part>[], i: number): string {
   return parts
     .map((p, j) => {
@@ -41,7 +74,16 @@ function textOf(parts: z.infer<typeof part>[], i: number): string {
 export const body = z
   .object({
     model: z.string(),
-    messages: z.array(z.object({ role: z.string(), content }).loose()),
+    messages: z.array(
+      z
+        .object({
+          role: z.string(),
+          content: content.nullish(),
+          tool_calls: z.array(toolCall).nullish(),
+          tool_call_id: z.string().nullish(),
+        })
+        .loose(),
+    ),
     stream: z.boolean().nullish(),
     stream_options: z.object({ include_usage: z.boolean().nullish() }).loose().nullish(),
     max_tokens: optionalInt,
@@ -53,26 +95,31 @@ export const body = z
     frequency_penalty: optionalNumber,
     user: z.string().nullish(),
     n: optionalInt,
-    tools: z.array(z.unknown()).nullish(),
+    tools: z.array(tool).nullish(),
+    tool_choice: toolChoice.nullish(),
+    parallel_tool_calls: z.boolean().nullish(),
+    response_format: responseFormat.nullish(),
+    seed: z.number().int().nullish(),
+    logprobs: z.boolean().nullish(),
+    top_logprobs: optionalInt,
     functions: z.array(z.unknown()).nullish(),
+    function_call: z.unknown().optional(),
   })
   .loose();
 type Body = z.infer<typeof body>;
 
 /** Fields we ignore would silently change the result: refuse them instead. */
-function refuseUnsupported(b: Body, door: CompatDoor) {
-  if (b.n !== null && b.n !== undefined && b.n !== 1) {
-    throw new DomainError('unsupported_parameter', `'n' = ${b.n} is not supported: this server returns one choice per request.`, {
-      param: 'n',
-    });
-  }
-  for (const param of ['tools', 'functions'] as const) {
-    if (b[param] && b[param]!.length > 0) {
-      const why =
-        door.model(b.model)?.functionCalling === false
-          ? `the model '${b.model}' does not support function calling`
-          : 'tool calling is not supported by this server yet';
-      throw new DomainError('unsupported_parameter', `'${param}' is not supported: ${why}.`, { param });
+function refuseUnsupported(b: Body) {
+  // The deprecated forerunners of tools and tool_choice: refused, pointing at their successors.
+  for (const [param, successor] of [
+    ['functions', 'tools'],
+    ['function_call', 'tool_choice'],
+  ] as const) {
+    const value = b[param];
+    if (value !== undefined && value !== null && !(Array.isArray(value) && value.length === 0)) {
+      throw new DomainError('unsupported_parameter', `'${param}' is not supported (it is deprecated): send '${successor}' instead.`, {
+        param,
+      });
     }
   }
 }
@@ -80,7 +127,12 @@ function refuseUnsupported(b: Body, door: CompatDoor) {
 function toInput(b: Body): ChatCompletionInput {
   return {
     model: b.model,
-    messages: b.messages.map((m, i) => ({ role: m.role, content: typeof m.content === 'string' ? m.content : textOf(m.content, i) })),
+    messages: b.messages.map((m, i) => ({
+      role: m.role,
+      content: m.content === null || m.content === undefined || typeof m.content === 'string' ? (m.content ?? null) : textOf(m.content, i),
+      toolCalls: m.tool_calls ?? null,
+      toolCallId: m.tool_call_id ?? null,
+    })),
     maxTokens: b.max_tokens ?? b.max_completion_tokens ?? null,
     temperature: b.temperature ?? null,
     topP: b.top_p ?? null,
@@ -88,8 +140,54 @@ function toInput(b: Body): ChatCompletionInput {
     presencePenalty: b.presence_penalty ?? null,
     frequencyPenalty: b.frequency_penalty ?? null,
     user: b.user ?? null,
+    tools: b.tools?.map((t) => ({ type: t.type, function: t.function })) ?? null,
+    toolChoice:
+      b.tool_choice === null || b.tool_choice === undefined
+        ? null
+        : typeof b.tool_choice === 'string'
+          ? { mode: b.tool_choice }
+          : { functionName: b.tool_choice.function.name },
+    parallelToolCalls: b.parallel_tool_calls ?? null,
+    responseFormat: b.response_format
+      ? {
+          type: b.response_format.type,
+          jsonSchema: b.response_format.type === 'json_schema' ? jsonSchemaOf(b.response_format.json_schema) : null,
+        }
+      : null,
+    seed: b.seed ?? null,
+    n: b.n ?? null,
+    logprobs: b.logprobs ?? null,
+    topLogprobs: b.top_logprobs ?? null,
   };
 }
+
+const jsonSchemaOf = (s: {
+  name: string;
+  description?: string | null;
+  schema?: Record<string, unknown> | null;
+  strict?: boolean | null;
+}) => ({
+  name: s.name,
+  description: s.description ?? null,
+  schema: s.schema ?? null,
+  strict: s.strict ?? null,
+});
+
+type Logprobs = Completion['choices'][number]['logprobs'];
+
+/** OpenAI's `logprobs` object of a choice: null unless the client asked for them. */
+const logprobsWire = (l: Logprobs | undefined) =>
+  l
+    ? {
+        content: l.map((t) => ({
+          token: t.token,
+          logprob: t.logprob,
+          bytes: t.bytes ?? null,
+          top_logprobs: t.topLogprobs.map((a) => ({ token: a.token, logprob: a.logprob, bytes: a.bytes ?? null })),
+        })),
+        refusal: null,
+      }
+    : null;
 
 type Completion = CreateChatCompletionMutation['createChatCompletion'];
 type Chunk = ChatCompletionStreamSubscription['chatCompletionStream'];
@@ -101,8 +199,21 @@ const completionWire = (c: Completion) => ({
   model: c.model,
   choices: c.choices.map((ch) => ({
     index: ch.index,
-    message: { role: ch.message.role, content: ch.message.content, refusal: null },
-    logprobs: null,
+    message: {
+      role: ch.message.role,
+      content: ch.message.content ?? null,
+      refusal: null,
+      ...(ch.message.toolCalls?.length
+        ? {
+            tool_calls: ch.message.toolCalls.map((c) => ({
+              id: c.id,
+              type: c.type,
+              function: { name: c.function.name, arguments: c.function.arguments },
+            })),
+          }
+        : {}),
+    },
+    logprobs: logprobsWire(ch.logprobs),
     finish_reason: ch.finishReason,
   })),
   usage: usageWire(c.usage),
@@ -114,11 +225,19 @@ function chunkWire(c: Chunk, includeUsage: boolean) {
   return {
     ...head,
     choices: c.choices.map((ch) => {
-      const delta: Record<string, string> = {};
+      const delta: Record<string, unknown> = {};
       if (ch.delta.role) delta.role = ch.delta.role;
       if (ch.delta.content !== null && ch.delta.content !== undefined && (ch.delta.content !== '' || ch.delta.role))
         delta.content = ch.delta.content;
-      return { index: ch.index, delta, logprobs: null, finish_reason: ch.finishReason ?? null };
+      if (ch.delta.toolCalls?.length) {
+        delta.tool_calls = ch.delta.toolCalls.map((c) => {
+          const fn: Record<string, string> = {};
+          if (c.function.name !== null && c.function.name !== undefined) fn.name = c.function.name;
+          fn.arguments = c.function.arguments;
+          return { index: c.index, ...(c.id ? { id: c.id, type: c.type ?? 'function' } : {}), function: fn };
+        });
+      }
+      return { index: ch.index, delta, logprobs: logprobsWire(ch.logprobs), finish_reason: ch.finishReason ?? null };
     }),
     ...(includeUsage ? { usage: null } : {}),
   };
@@ -127,7 +246,7 @@ function chunkWire(c: Chunk, includeUsage: boolean) {
 export function chatCompletions(door: CompatDoor, log: (req: Request, err: unknown) => void) {
   return async (req: Request, res: Response, ctx: GraphQLContext) => {
     const b = parseBody(req, body);
-    refuseUnsupported(b, door);
+    refuseUnsupported(b);
     const variables = { input: toInput(b) };
     const headers = deprecationHeaders(door.model(b.model));
     if (b.stream) {

@@ -42,6 +42,34 @@ const Model = z
 
 const FinishReason = z.enum(['stop', 'length', 'content_filter', 'tool_calls']);
 
+const ToolCall = z
+  .object({
+    id: z.string(),
+    type: z.literal('function'),
+    function: z.object({ name: z.string(), arguments: z.string().describe('The arguments as JSON text.') }),
+  })
+  .meta({ id: 'ToolCall' });
+
+const ToolCallDelta = z
+  .object({
+    index: z.int(),
+    id: z.string().optional().describe('With the first piece of a call, as are type and name.'),
+    type: z.literal('function').optional(),
+    function: z.object({ name: z.string().optional(), arguments: z.string() }),
+  })
+  .meta({ id: 'ToolCallDelta' });
+
+const TopLogprob = z.object({ token: z.string(), logprob: z.number(), bytes: z.array(z.int()).nullable() });
+const Logprobs = z
+  .object({
+    content: z.array(TopLogprob.extend({ top_logprobs: z.array(TopLogprob) })).nullable(),
+    refusal: z.null(),
+  })
+  .meta({
+    id: 'ChoiceLogprobs',
+    description: "Each output token's log-probability, with `top_logprobs` alternatives; null unless asked for.",
+  });
+
 const ChatCompletion = z
   .object({
     id: z.string(),
@@ -51,8 +79,15 @@ const ChatCompletion = z
     choices: z.array(
       z.object({
         index: z.int(),
-        message: z.object({ role: z.literal('assistant'), content: z.string().nullable() }).loose(),
-        logprobs: z.unknown().nullable().optional(),
+        message: z
+          .object({
+            role: z.literal('assistant'),
+            content: z.string().nullable().describe('null when the answer is only tool calls.'),
+            refusal: z.null(),
+            tool_calls: z.array(ToolCall).optional(),
+          })
+          .strict(),
+        logprobs: Logprobs.nullable(),
         finish_reason: FinishReason,
       }),
     ),
@@ -70,10 +105,17 @@ const ChatCompletionChunk = z
       z
         .object({
           index: z.int(),
-          delta: z.object({ role: z.literal('assistant').optional(), content: z.string().optional() }).loose(),
+          delta: z
+            .object({
+              role: z.literal('assistant').optional(),
+              content: z.string().optional(),
+              tool_calls: z.array(ToolCallDelta).optional(),
+            })
+            .strict(),
+          logprobs: Logprobs.nullable(),
           finish_reason: FinishReason.nullable(),
         })
-        .loose(),
+        .strict(),
     ),
     usage: z
       .union([Usage, z.null()])

@@ -134,7 +134,7 @@ models:
   - id: ${ids.chat}
     category: chat
     ${common}
-    capabilities: { chat_completion: true, streaming: true, function_calling: false }
+    capabilities: { chat_completion: true, streaming: true, function_calling: true }
     pricing: { input_price_per_million: 2, output_price_per_million: 4, currency: usd }
     specifications: { context_window: 1024, max_output_tokens: 256, training_cutoff: "2025-01" }
     engine: ${engine(files.chat)}

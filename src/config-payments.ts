@@ -10,6 +10,13 @@ const url = z
   .url()
   .refine((u) => /^https?:\/\//.test(u), 'an http(s) URL');
 
+/** An e-mail address (read as mailto:), a mailto: URL or an http(s) URL. */
+const contact = z
+  .string()
+  .trim()
+  .transform((v) => (/^[^\s@:/]+@[^\s@/]+\.[^\s@/]+$/.test(v) ? `mailto:${v}` : v))
+  .refine((v) => /^mailto:[^\s@]+@[^\s@]+$/.test(v) || /^https?:\/\/[^\s]+$/.test(v), 'an e-mail address, a mailto: URL or an http(s) URL');
+
 const bonusRow = z.strictObject({
   /** From this amount on (currency units)… */
   min_amount: z.number().positive(),
@@ -52,6 +59,8 @@ export const paymentsSchema = z
         }
       }),
     auto_topup: autoTopupSchema.default({ max_monthly: null, max_consecutive_failures: 3, retry_after_seconds: 300 }),
+    /** Where customers arrange top-ups of 500 and more (shown by the dashboard and in the 400's message). */
+    sales_contact: contact.nullable().default(null),
   })
   .default({
     processor: 'sandbox',
@@ -62,6 +71,7 @@ export const paymentsSchema = z
     checkout_expires_after_minutes: 1440,
     bonus_table: DEFAULT_BONUS_TABLE.map((r) => ({ ...r })),
     auto_topup: { max_monthly: null, max_consecutive_failures: 3, retry_after_seconds: 300 },
+    sales_contact: null,
   });
 
 // The domain's type (src/domain/payments/settings.ts) is what the section is read onto.

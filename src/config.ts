@@ -235,6 +235,8 @@ const fileSchema = z.strictObject({
       max_directives: positiveInt.default(50),
     })
     .default({ introspection: true, max_depth: 10, max_aliases: 15, max_cost: 5000, max_tokens: 2000, max_directives: 50 }),
+  // Chat requests (issue 16): the most choices (`n`) one request may ask for; each is generated in full.
+  chat: z.strictObject({ max_choices: positiveInt.max(128).default(4) }).default({ max_choices: 4 }),
   tiers: z
     .strictObject({
       free: tierOverride.optional(),
@@ -277,6 +279,8 @@ export interface AppConfig {
   nodeEnv: string;
   server: z.infer<typeof fileSchema>['server'];
   graphql: z.infer<typeof fileSchema>['graphql'];
+  /** `chat:`: the most choices per chat request. */
+  chat: z.infer<typeof fileSchema>['chat'];
   tiers: Record<TierName, TierConfig>;
   billing: BillingSettings;
   payments: PaymentsSettings;
@@ -359,7 +363,18 @@ export function parseConfigText(
   env: { REDIS_URL?: string } = {},
 ): Pick<
   AppConfig,
-  'server' | 'graphql' | 'tiers' | 'billing' | 'payments' | 'rateLimits' | 'redisUrl' | 'alerts' | 'accounts' | 'llamacpp' | 'models'
+  | 'server'
+  | 'graphql'
+  | 'chat'
+  | 'tiers'
+  | 'billing'
+  | 'payments'
+  | 'rateLimits'
+  | 'redisUrl'
+  | 'alerts'
+  | 'accounts'
+  | 'llamacpp'
+  | 'models'
 > {
   let raw: unknown;
   try {
@@ -448,6 +463,7 @@ export function parseConfigText(
   return {
     server: top.data.server,
     graphql: top.data.graphql,
+    chat: top.data.chat,
     tiers,
     billing: top.data.billing,
     payments: top.data.payments,

@@ -120,15 +120,24 @@ export async function createServices(config: AppConfig, logger: Logger, opts: Se
   // Alerts: sends the outbox by e-mail (leases owned by billing's instance) and watches for unusual usage.
   const alerts = createAlerts({ billing, settings: config.alerts, mail: config.mail, publicUrl: () => config.publicUrl, logger });
   alerts.start();
+  const auth = new AuthService({
+    orm,
+    accounts,
+    settings: config.accounts,
+    adminToken: () => config.adminToken,
+    publicUrl: () => config.publicUrl,
+    mailer: createMailer(config.mail, logger.child({ component: 'auth' })),
+    logger: logger.child({ component: 'auth' }),
+  });
   return {
     config,
     logger,
     orm,
     catalog,
     engines,
-    inference: new InferenceService(catalog, timedEngines, metering, contentFilter),
+    inference: new InferenceService(catalog, timedEngines, metering, { maxChoices: config.chat.max_choices, contentFilter }),
     accounts,
-    keyWatch: new KeyWatch(accounts, { logger: logger.child({ component: 'keys' }) }),
+    keyWatch: new KeyWatch(accounts, { sessions: auth, logger: logger.child({ component: 'keys' }) }),
     billing,
     rateLimiter,
     rateLimitOverrides,
@@ -136,15 +145,7 @@ export async function createServices(config: AppConfig, logger: Logger, opts: Se
     autoTopups,
     metrics,
     alerts,
-    auth: new AuthService({
-      orm,
-      accounts,
-      settings: config.accounts,
-      adminToken: () => config.adminToken,
-      publicUrl: () => config.publicUrl,
-      mailer: createMailer(config.mail, logger.child({ component: 'auth' })),
-      logger: logger.child({ component: 'auth' }),
-    }),
+    auth,
     walletBus: config.redisUrl
       ? bridgeWalletEvents(billing.events, config.redisUrl, {
           prefix: config.rateLimits.key_prefix,

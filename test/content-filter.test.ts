@@ -23,7 +23,7 @@ const chat = (id: string, engine: string, safety: string) => `  - id: ${id}
     created: 1735689600
     version: "2025-01-01"
     status: active
-    capabilities: { chat_completion: true, streaming: true, function_calling: false }
+    capabilities: { chat_completion: true, streaming: true, function_calling: true }
     pricing: { input_price_per_million: 1, output_price_per_million: 2, currency: usd }
     specifications: { context_window: 1024, max_output_tokens: 256, training_cutoff: "2024-10" }
     engine: ${engine}
@@ -232,6 +232,67 @@ describe('a flagged answer', () => {
     const choice = g.body.data.createChatCompletion.choices[0];
     expect(choice.contentFilter.flagged).toBe(true);
     expect(choice.contentFilter.categories.length).toBeGreaterThan(0);
+  });
+});
+
+describe('several choices and tool calls', () => {
+  const content = 'go #tokens=40 #flag=20';
+  it('cuts only the choice that flags (n = 2), plain and streamed, billed for what each delivered', async () => {
+    const plain = await v1(s, key).post('/chat/completions', body('chat-safe', content, { n: 2 }));
+    expect(plain.status).toBe(200);
+    const [first, second] = plain.body.choices;
+    expect(first.finish_reason).toBe('content_filter');
+    expect(first.message.content).not.toContain('kill');
+    const flaggedAnswer = fullAnswer(40).replace('w20', 'kill');
+    expect(flaggedAnswer.startsWith(first.message.content)).toBe(true);
+    const clean = Array.from({ length: 40 }, (_, i) => `c1w${i}`).join(' ');
+    expect(second).toMatchObject({ finish_reason: 'stop', message: { content: clean } });
+    // The fake counts a word a token: 40 for the second choice, 40 less the withheld text for the first.
+    expect(plain.body.usage.completion_tokens).toBeGreaterThanOrEqual(countTextTokens(first.message.content));
+    expect(plain.body.usage.completion_tokens).toBeLessThan(80);
+
+    const streamed = await v1(s, key).post('/chat/completions', body('chat-safe', content, { n: 2, stream: true }));
+    const chunks = streamed.text
+      .split('\n\n')
+      .filter((e) => e.startsWith('data: {'))
+      .map((e) => JSON.parse(e.slice(6)));
+    const text = (i: number) =>
+      chunks
+        .filter((c) => c.choices[0]?.index === i)
+        .map((c) => c.choices[0].delta.content ?? '')
+        .join('');
+    const finish = (i: number) => chunks.find((c) => c.choices[0]?.index === i && c.choices[0].finish_reason)?.choices[0].finish_reason;
+    expect([finish(0), finish(1)]).toEqual(['content_filter', 'stop']);
+    expect(text(0)).not.toContain('kill');
+    expect(flaggedAnswer.startsWith(text(0))).toBe(true);
+    expect(text(1)).toBe(clean);
+    expect(streamed.text).toContain('data: [DONE]');
+  });
+
+  it('passes tool calls as the model made them (only text is moderated), plain and streamed', async () => {
+    const tools = [
+      { type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { enum: ['Paris'] } } } } },
+    ];
+    const plain = await v1(s, key).post('/chat/completions', body('chat-safe', 'weather?', { tools, tool_choice: 'required' }));
+    expect(plain.status).toBe(200);
+    expect(plain.body.choices[0]).toMatchObject({ finish_reason: 'tool_calls' });
+    expect(plain.body.choices[0].message.tool_calls[0].function).toEqual({ name: 'get_weather', arguments: '{"city":"Paris"}' });
+    const streamed = await readStream(
+      await v1(s, key).post('/chat/completions', body('chat-safe', 'weather?', { tools, tool_choice: 'required', stream: true })),
+    );
+    expect(streamed.finish).toBe('tool_calls');
+    const args = streamed.chunks
+      .flatMap((c) => c.choices[0]?.delta?.tool_calls ?? [])
+      .map((t: any) => t.function.arguments)
+      .join('');
+    expect(args).toBe('{"city":"Paris"}');
+    const g = await s.graphql(
+      'mutation($i: ChatCompletionInput!) { createChatCompletion(input: $i) { choices { finishReason contentFilter { flagged } message { toolCalls { function { name } } } } } }',
+      { i: { model: 'chat-safe', messages: [{ role: 'user', content: 'weather?' }], tools, toolChoice: { mode: 'required' } } },
+      key,
+    );
+    expect(g.body.errors).toBeUndefined();
+    expect(g.body.data.createChatCompletion.choices[0]).toMatchObject({ finishReason: 'tool_calls', contentFilter: { flagged: false } });
   });
 });
 

@@ -8,6 +8,7 @@ import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../src/cli.js';
 import { ADMIN_TOKEN, catalogYaml, startTestServer, type TestServer } from './support/harness.js';
+import { waitUntil } from './support/wait.js';
 
 const PASSWORD = 'correct horse battery';
 
@@ -130,6 +131,57 @@ describe('dashboard sign-in (open sign-up)', () => {
     expect(hijack.errors?.[0].extensions.code).toBe('invalid_api_key');
   });
 
+  it('revokes a session from another sign-in: its open subscription ends, its later requests are anonymous', async () => {
+    const up = await gql(s, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }', {
+      e: 'two@example.com',
+      p: PASSWORD,
+    });
+    const first = cookieOf(up.setCookie);
+    const again = await gql(s, 'mutation($e: String!, $p: String!) { signIn(email: $e, password: $p) { id } }', {
+      e: 'two@example.com',
+      p: PASSWORD,
+    });
+    const second = cookieOf(again.setCookie);
+    const client = createClient({
+      url: `${s.url.replace('http', 'ws')}/graphql`,
+      webSocketImpl: class extends WebSocket {
+        constructor(url: string, protocols: string[]) {
+          super(url, protocols, { headers: { cookie: first, origin: s.url } });
+        }
+      },
+      retryAttempts: 0,
+    });
+    try {
+      const watchedBefore = s.services.keyWatch.size;
+      // The key guard ends the operation with an error result, then completes it.
+      const results: any[] = [];
+      const ended = new Promise<any[]>((resolve, reject) => {
+        client.subscribe(
+          { query: 'subscription { walletUpdated { balance } }' },
+          { next: (r) => results.push(r), error: reject, complete: () => resolve(results) },
+        );
+      });
+      // The subscription is open once the server watches its session.
+      await waitUntil(() => s.services.keyWatch.size > watchedBefore);
+      // The second browser lists the sessions and ends the first one.
+      const listed = await gql(s, '{ session { account { sessions { id current } } } }', {}, { cookie: second });
+      const sessions = listed.body.data.session.account.sessions as { id: string; current: boolean }[];
+      expect(sessions).toHaveLength(2);
+      const other = sessions.find((x) => !x.current)!;
+      const revoked = await gql(s, 'mutation($id: ID!) { revokeSession(id: $id) }', { id: other.id }, { cookie: second });
+      expect(revoked.body.data.revokeSession).toBe(true);
+      const errors = (await ended).flatMap((r) => r.errors ?? []);
+      expect(errors).toHaveLength(1);
+      expect(errors[0].extensions.code).toBe('session_required');
+      expect(errors[0].message).toContain('has ended (signed out or revoked)');
+      // The revoked cookie no longer signs anything in; the second one still does.
+      expect((await gql(s, '{ session { id } }', {}, { cookie: first })).body.data.session).toBeNull();
+      expect((await gql(s, '{ viewer { email } }', {}, { cookie: second })).body.data.viewer.email).toBe('two@example.com');
+    } finally {
+      await client.dispose();
+    }
+  });
+
   it('throttles failed sign-ins per address, and signs out', async () => {
     await gql(s, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }', { e: 'slow@example.com', p: PASSWORD });
     const codes: string[] = [];
@@ -249,5 +301,57 @@ describe('sign-up policies', () => {
     } finally {
       await closed.close();
     }
+  });
+});
+
+describe('changing plan from a session', () => {
+  let s: TestServer;
+  beforeAll(async () => {
+    s = await startTestServer({ yaml: (u) => `${catalogYaml(u)}tiers:\n  startup: { monthly_fee: 5 }\n` });
+  });
+  afterAll(async () => s?.close());
+
+  const changePlan = (cookie: string, tier: string) =>
+    gql(s, `mutation { changePlan(tier: ${tier}) { tier wallet { balance } } }`, {}, cookie ? { cookie } : {});
+
+  it('refuses a fee the wallet cannot pay (402, tier unchanged), then charges it once as a subscription transaction', async () => {
+    const up = await gql(s, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }', {
+      e: 'plan@example.com',
+      p: PASSWORD,
+    });
+    const cookie = cookieOf(up.setCookie);
+    const accountId = (await gql(s, '{ viewer { id } }', {}, { cookie })).body.data.viewer.id as string;
+    // No credit yet: the startup fee (5) cannot be paid.
+    const poor = await changePlan(cookie, 'startup');
+    expect(poor.status).toBe(402);
+    expect(poor.body.errors?.[0].extensions.code).toBe('insufficient_balance');
+    expect((await gql(s, '{ viewer { tier } }', {}, { cookie })).body.data.viewer.tier).toBe('free');
+    // A feeless tier needs no credit.
+    expect((await changePlan(cookie, 'developer')).body.data.changePlan).toEqual({ tier: 'developer', wallet: { balance: '0' } });
+    const credit = await s.graphql(
+      'mutation($i: CreditWalletInput!) { creditWallet(input: $i) { id } }',
+      { i: { accountId, amount: '8', type: 'bonus', description: 'start' } },
+      ADMIN_TOKEN,
+    );
+    expect(credit.body.errors).toBeUndefined();
+    const paid = await changePlan(cookie, 'startup');
+    expect(paid.body.errors).toBeUndefined();
+    expect(paid.body.data.changePlan).toEqual({ tier: 'startup', wallet: { balance: '3' } });
+    // Back and forth within the month: the fee already paid for startup is not taken twice.
+    await changePlan(cookie, 'developer');
+    expect((await changePlan(cookie, 'startup')).body.data.changePlan.wallet.balance).toBe('3');
+    const ledger = await gql(s, '{ viewer { wallet { transactions(first: 10) { edges { node { type amount } } } } } }', {}, { cookie });
+    const types = ledger.body.data.viewer.wallet.transactions.edges.map((e: any) => `${e.node.type} ${e.node.amount}`);
+    expect(types.sort()).toEqual(['bonus 8', 'subscription -5']);
+  });
+
+  it('is for a signed-in person only, and refuses an unknown tier', async () => {
+    const { apiKey } = await s.account('free');
+    const withKey = await gql(s, 'mutation { changePlan(tier: startup) { tier } }', {}, { authorization: `Bearer ${apiKey}` });
+    expect(withKey.body.errors?.[0].extensions.code).toBe('session_required');
+    const anonymous = await changePlan('', 'startup');
+    expect(anonymous.body.errors?.[0].extensions.code).toBe('session_required');
+    const unknown = await gql(s, 'mutation { changePlan(tier: platinum) { tier } }');
+    expect(unknown.status).toBe(400);
   });
 });

@@ -12,6 +12,7 @@ import { startServer } from '../src/server.js';
 import { MAX_CHARS_PER_TOKEN } from '../src/domain/inference/bounded-count.js';
 import type { Engine } from '../src/domain/inference/engine.js';
 import { ADMIN_TOKEN, catalogYaml, startTestServer, type TestServer } from './support/harness.js';
+import { waitUntil } from './support/wait.js';
 
 const CONTEXT_WINDOW = 4096; // chat-test's, in the harness catalog
 
@@ -522,8 +523,3 @@ describe('safe exposure', () => {
     }
   });
 });
-
-async function waitUntil(check: () => boolean, tries = 200) {
-  for (let i = 0; i < tries && !check(); i++) await new Promise((r) => setTimeout(r, 25));
-  expect(check()).toBe(true);
-}

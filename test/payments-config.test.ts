@@ -47,6 +47,7 @@ describe('payments configuration', () => {
         { min_amount: 250, percent: 15 },
       ],
       auto_topup: { max_monthly: null, max_consecutive_failures: 3, retry_after_seconds: 300 },
+      sales_contact: null,
     });
     expect(cfg.stripe).toBeNull();
   });
@@ -89,6 +90,17 @@ describe('payments configuration', () => {
     expect(bad('payments: { success_url: "not a url" }')).toMatch(/payments\.success_url/);
     expect(bad('payments: { auto_topup: { max_monthly: -5 } }')).toMatch(/payments\.auto_topup\.max_monthly/);
     expect(bad('payments: { colour: blue }')).toMatch(/payments: unknown key "colour"/);
+    expect(bad('payments: { sales_contact: "call Bob" }')).toMatch(
+      /payments\.sales_contact: .*e-mail address, a mailto: URL or an http\(s\) URL/,
+    );
+    expect(bad('payments: { sales_contact: "ftp://sales.example.com" }')).toMatch(/payments\.sales_contact/);
+    // An e-mail address is read as a mailto: URL; URLs are kept.
+    expect(parseConfigText('payments: { sales_contact: " sales@acme.example " }', 't').payments.sales_contact).toBe(
+      'mailto:sales@acme.example',
+    );
+    expect(parseConfigText('payments: { sales_contact: "https://acme.example/sales" }', 't').payments.sales_contact).toBe(
+      'https://acme.example/sales',
+    );
     expect(parseConfigText('payments: { bonus_table: [] , auto_topup: { max_monthly: 200 } }', 't').payments).toMatchObject({
       bonus_table: [],
       auto_topup: { max_monthly: 200 },

@@ -42,8 +42,16 @@ describe('top-up amount rules', () => {
       expect(e.code).toBe('amount_requires_sales');
       expect(e.status).toBe(400);
       expect(e.type).toBe('invalid_request_error');
-      expect(e.message).toMatch(/contact sales/i);
+      expect(e.message).toMatch(/arranged with our sales team .*please contact the operator of this service/i);
     }
+    // With the operator's sales contact, the message names it.
+    let named: unknown;
+    try {
+      parseTopUpAmount(600, 'amount', 'mailto:sales@acme.example');
+    } catch (err) {
+      named = err;
+    }
+    expect((named as Error).message).toContain('please contact sales at sales@acme.example');
   });
 
   it('refuses more than 2 decimal places, zero, negatives and non-finite numbers with invalid_amount', () => {

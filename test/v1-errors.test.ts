@@ -94,8 +94,8 @@ describe('chat request rules', () => {
   it('refuses max_tokens of 0', () => bad({ max_tokens: 0 }, 'invalid_value', 'max_tokens'));
   it("refuses max_tokens over the model's max_output_tokens", () => bad({ max_tokens: 257 }, 'invalid_value', 'max_tokens'));
   it('refuses a non-integer max_tokens', () => bad({ max_tokens: 1.5 }, 'invalid_type', 'max_tokens'));
-  it('refuses a role outside system/user/assistant', () =>
-    bad({ messages: [{ role: 'tool', content: 'x' }] }, 'invalid_value', 'messages[0].role'));
+  it('refuses a role outside system/user/assistant/tool', () =>
+    bad({ messages: [{ role: 'function', content: 'x' }] }, 'invalid_value', 'messages[0].role'));
   it("reads OpenAI's developer role as a system message", async () => {
     s.upstream.reset();
     const r = await post(
@@ -146,9 +146,9 @@ describe('chat request rules', () => {
   it('refuses a missing model', () =>
     expectError(post('/chat/completions', { messages: [] }), 400, 'invalid_request_error', 'missing_required_parameter', 'model'));
   it('refuses a string temperature', () => bad({ temperature: 'hot' }, 'invalid_type', 'temperature'));
-  it('refuses n greater than 1, naming the field', async () => {
-    const r = await bad({ n: 2 }, 'unsupported_parameter', 'n');
-    expect(r.body.error.message).toContain("'n'");
+  it('refuses n above the configured maximum (4 by default), naming the field', async () => {
+    const r = await bad({ n: 5 }, 'invalid_value', 'n');
+    expect(r.body.error.message).toContain('from 1 to 4');
   });
   it('refuses tools on a model without function calling, naming the field', async () => {
     const r = await bad({ tools: [{ type: 'function', function: { name: 'f', parameters: {} } }] }, 'unsupported_parameter', 'tools');
@@ -157,11 +157,14 @@ describe('chat request rules', () => {
   it('refuses messages longer than the context window', () =>
     bad({ messages: [{ role: 'user', content: 'word '.repeat(5000) }] }, 'input_too_long', 'messages'));
   it('ignores fields the specification does not name', async () => {
-    const r = await post(
-      '/chat/completions',
-      chat({ seed: 7, logit_bias: {}, response_format: { type: 'text' }, metadata: { a: 1 }, n: 1 }),
-    );
+    const r = await post('/chat/completions', chat({ logit_bias: {}, metadata: { a: 1 } }));
     expect(r.status).toBe(200);
+  });
+  it('takes seed, response_format text and n = 1, and forwards the seed (none of them is dropped silently)', async () => {
+    const r = await post('/chat/completions', chat({ seed: 7, response_format: { type: 'text' }, n: 1 }));
+    expect(r.status).toBe(200);
+    const sent = s.upstream.requests.at(-1)!.body as Record<string, unknown>;
+    expect(sent.seed).toBe(7);
   });
   it('accepts the boundaries of every range', async () => {
     const r = await post(

@@ -14,6 +14,8 @@ export const builder = new SchemaBuilder<{
     SafeInt: { Input: number; Output: number };
     /** An embedding: a list of floats serialised as one value (types/embeddings.ts). */
     EmbeddingVector: { Input: number[]; Output: readonly number[] };
+    /** Any JSON value (a tool's parameters, a response format's schema: types/chat-tools.ts). */
+    JSON: { Input: unknown; Output: unknown };
   };
 }>({
   plugins: [DataloaderPlugin],

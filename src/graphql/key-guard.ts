@@ -60,8 +60,10 @@ export function untilKeyInvalid<T>(
   const start = async () => {
     try {
       const principal = await ctx.principal();
-      // A signed-in person's subscription (no key) ends when they sign out and the socket closes.
-      if (principal.keyId) unwatch = ctx.services.keyWatch.watch(principal.keyId, end);
+      // A key's operations end when it is revoked or expires; a signed-in person's when the
+      // session is signed out, revoked (from another device) or expires.
+      if (principal.keyId) unwatch = ctx.services.keyWatch.watch({ keyId: principal.keyId }, end);
+      else if (ctx.session) unwatch = ctx.services.keyWatch.watch({ sessionId: ctx.session.id }, end);
       source = open(controller.signal, principal)[Symbol.asyncIterator]();
     } catch (err) {
       end(err);

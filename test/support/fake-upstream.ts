@@ -4,6 +4,7 @@
 // in the last user message (see `FakeMarkers` below), so tests through our API can reach them too.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { featureChat, wantsFeatures } from './fake-chat-features.js';
 
 /** '500'/'503': answer that status; 'reset': destroy the socket before headers; 'hang': never answer. */
 export type FailMode = '500' | '503' | 'reset' | 'hang';
@@ -220,6 +221,7 @@ function sendError(res: ServerResponse, status: number, message: string): void {
  * - `#fail=reset`     destroy the socket before any header
  * - `#fail=midstream` stream the role chunk and two content chunks, then destroy the socket
  * - `#nousage`        leave usage out, in both modes
+ * Tools, response_format, n > 1 and logprobs are answered by ./fake-chat-features.ts.
  * - `#flag=N`         word N of the answer is 'kill' instead of `wN`
  * Moderation flags a text with the word 'kill' (violence) or 'hateful' (hate, harassment).
  */
@@ -324,6 +326,19 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
       usage.completion_tokens = fault.usage;
     }
     if (usage) usage.total_tokens = usage.prompt_tokens + usage.completion_tokens;
+    if (fault === null && wantsFeatures(body)) {
+      return featureChat(res, body, {
+        id,
+        created,
+        model,
+        words: wanted,
+        cap,
+        delay,
+        promptTokens: promptTokensOf(body.messages),
+        noUsage: markers.noUsage,
+        flagWord: markers.flagWord,
+      });
+    }
 
     if (body.stream !== true) {
       if (delay > 0) await sleep(delay);

@@ -40,16 +40,31 @@ export type AutoTopupInput = {
 export type ChatCompletionInput = {
   /** -2 to 2; default 0. */
   frequencyPenalty?: number | null | undefined;
+  /** Return each output token's log-probability. */
+  logprobs?: boolean | null | undefined;
   /** Output token cap; default: the model's maximum. */
   maxTokens?: number | null | undefined;
   messages: Array<ChatMessageInput>;
   model: string;
+  /** Choices to generate; default 1, at most the server’s chat.max_choices (4 unless set). */
+  n?: number | null | undefined;
+  /** Whether the model may call several tools in one answer; default true. */
+  parallelToolCalls?: boolean | null | undefined;
   /** -2 to 2; default 0. */
   presencePenalty?: number | null | undefined;
+  responseFormat?: ResponseFormatInput | null | undefined;
+  /** The same seed and settings give the same answer (best effort upstream). */
+  seed?: number | null | undefined;
   /** Up to 4 stop sequences. */
   stop?: Array<string> | null | undefined;
   /** 0 to 2; default 1. */
   temperature?: number | null | undefined;
+  /** Default: auto with tools, none without. */
+  toolChoice?: ToolChoiceInput | null | undefined;
+  /** Functions the model may call (models with function_calling). */
+  tools?: Array<ToolInput> | null | undefined;
+  /** 0 to 20 most likely alternatives per token; needs logprobs. */
+  topLogprobs?: number | null | undefined;
   /** 0 to 1; default 1. */
   topP?: number | null | undefined;
   /** End-user identifier for monitoring and abuse detection. */
@@ -57,9 +72,14 @@ export type ChatCompletionInput = {
 };
 
 export type ChatMessageInput = {
-  content: string;
-  /** system (or developer, read as system), user or assistant */
+  /** Required, except on an assistant message with toolCalls. */
+  content?: string | null | undefined;
+  /** system (or developer, read as system), user, assistant or tool */
   role: string;
+  /** On a tool message: the id of the call whose result it carries. */
+  toolCallId?: string | null | undefined;
+  /** An assistant message's tool calls. */
+  toolCalls?: Array<ToolCallInput> | null | undefined;
 };
 
 /** bonus: promotional credits; refund: credits given back. */
@@ -80,7 +100,26 @@ export type CreditWalletInput = {
 export type FinishReason =
   | 'content_filter'
   | 'length'
-  | 'stop';
+  | 'stop'
+  | 'tool_calls';
+
+export type FunctionDefinitionInput = {
+  description?: string | null | undefined;
+  /** 1 to 64 letters, digits, underscores or dashes. */
+  name: string;
+  /** A JSON Schema of the arguments (an object). */
+  parameters?: unknown;
+  strict?: boolean | null | undefined;
+};
+
+export type JsonSchemaFormatInput = {
+  description?: string | null | undefined;
+  /** 1 to 64 letters, digits, underscores or dashes. */
+  name: string;
+  /** The JSON Schema the answer must validate against. */
+  schema?: unknown;
+  strict?: boolean | null | undefined;
+};
 
 /** What a model does, and so which endpoint serves it. */
 export type ModelCategory =
@@ -94,6 +133,12 @@ export type ModelStatus =
   | 'active'
   | 'beta'
   | 'deprecated';
+
+/** The answer's format: text (the default), json_object, or json_schema with `jsonSchema`. */
+export type ResponseFormatInput = {
+  jsonSchema?: JsonSchemaFormatInput | null | undefined;
+  type: string;
+};
 
 /** open: anyone signs up onto the free tier; invite: with an invitation code; closed: operators create accounts. */
 export type SignupPolicy =
@@ -120,6 +165,38 @@ export type Tier =
   | 'enterprise'
   | 'free'
   | 'startup';
+
+export type ToolCallFunctionInput = {
+  /** The arguments, as the JSON text the model wrote. */
+  arguments: string;
+  name: string;
+};
+
+/** A tool call an assistant message made (to send the conversation back with the tool results). */
+export type ToolCallInput = {
+  function: ToolCallFunctionInput;
+  id: string;
+  /** 'function' (the default). */
+  type?: string | null | undefined;
+};
+
+/** Whether the model calls tools: a mode, or the name of the function it must call (one of the two). */
+export type ToolChoiceInput = {
+  functionName?: string | null | undefined;
+  mode?: ToolChoiceMode | null | undefined;
+};
+
+export type ToolChoiceMode =
+  | 'auto'
+  | 'none'
+  | 'required';
+
+/** A tool the model may call. */
+export type ToolInput = {
+  function: FunctionDefinitionInput;
+  /** 'function'. */
+  type: string;
+};
 
 /** open → paid | expired | canceled | failed. A top-up credits at most once, when it becomes paid. */
 export type TopUpStatus =
@@ -290,6 +367,11 @@ export type TopUpQuoteQueryVariables = Exact<{
 
 export type TopUpQuoteQuery = { topUpQuote: { amount: string, bonus: string, bonusPercent: number, credits: string, currency: string } };
 
+export type TopUpTermsQueryVariables = Exact<{ [key: string]: never; }>;
+
+
+export type TopUpTermsQuery = { topUpTerms: { minimumAmount: string, salesThreshold: string, currency: string, salesContact: string | null, bonusTable: Array<{ minAmount: string, percent: number }> } };
+
 export type TopUpMutationVariables = Exact<{
   amount: string;
   idempotencyKey?: string | null | undefined;
@@ -396,6 +478,7 @@ export const ResetPasswordDocument = {"kind":"Document","definitions":[{"kind":"
 export const SettingsDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"query","name":{"kind":"Name","value":"Settings"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"viewer"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"email"}},{"kind":"Field","name":{"kind":"Name","value":"settings"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"lowBalanceAlert"}},{"kind":"Field","name":{"kind":"Name","value":"spendingLimit"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"enabled"}},{"kind":"Field","name":{"kind":"Name","value":"monthlyLimit"}},{"kind":"Field","name":{"kind":"Name","value":"action"}}]}},{"kind":"Field","name":{"kind":"Name","value":"autoTopup"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"enabled"}},{"kind":"Field","name":{"kind":"Name","value":"threshold"}},{"kind":"Field","name":{"kind":"Name","value":"amount"}},{"kind":"Field","name":{"kind":"Name","value":"disabledReason"}}]}}]}},{"kind":"Field","name":{"kind":"Name","value":"alertSettings"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"allocation80"}},{"kind":"Field","name":{"kind":"Name","value":"allocation100"}},{"kind":"Field","name":{"kind":"Name","value":"autoTopup"}},{"kind":"Field","name":{"kind":"Name","value":"lowBalance"}},{"kind":"Field","name":{"kind":"Name","value":"monthlyFee"}},{"kind":"Field","name":{"kind":"Name","value":"rateLimit"}},{"kind":"Field","name":{"kind":"Name","value":"spendingLimit"}},{"kind":"Field","name":{"kind":"Name","value":"unusualUsage"}},{"kind":"Field","name":{"kind":"Name","value":"extraRecipients"}}]}},{"kind":"Field","name":{"kind":"Name","value":"sessions"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"current"}},{"kind":"Field","name":{"kind":"Name","value":"userAgent"}},{"kind":"Field","name":{"kind":"Name","value":"lastSeenAt"}}]}}]}}]}}]} as unknown as DocumentNode<SettingsQuery, SettingsQueryVariables>;
 export const SignUpDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"mutation","name":{"kind":"Name","value":"SignUp"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"email"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"String"}}}},{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"password"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"String"}}}},{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"inviteCode"}},"type":{"kind":"NamedType","name":{"kind":"Name","value":"String"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"signUp"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"email"},"value":{"kind":"Variable","name":{"kind":"Name","value":"email"}}},{"kind":"Argument","name":{"kind":"Name","value":"password"},"value":{"kind":"Variable","name":{"kind":"Name","value":"password"}}},{"kind":"Argument","name":{"kind":"Name","value":"inviteCode"},"value":{"kind":"Variable","name":{"kind":"Name","value":"inviteCode"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}}]}}]}}]} as unknown as DocumentNode<SignUpMutation, SignUpMutationVariables>;
 export const TopUpQuoteDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"query","name":{"kind":"Name","value":"TopUpQuote"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"amount"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"Decimal"}}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"topUpQuote"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"amount"},"value":{"kind":"Variable","name":{"kind":"Name","value":"amount"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"amount"}},{"kind":"Field","name":{"kind":"Name","value":"bonus"}},{"kind":"Field","name":{"kind":"Name","value":"bonusPercent"}},{"kind":"Field","name":{"kind":"Name","value":"credits"}},{"kind":"Field","name":{"kind":"Name","value":"currency"}}]}}]}}]} as unknown as DocumentNode<TopUpQuoteQuery, TopUpQuoteQueryVariables>;
+export const TopUpTermsDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"query","name":{"kind":"Name","value":"TopUpTerms"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"topUpTerms"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"minimumAmount"}},{"kind":"Field","name":{"kind":"Name","value":"salesThreshold"}},{"kind":"Field","name":{"kind":"Name","value":"currency"}},{"kind":"Field","name":{"kind":"Name","value":"bonusTable"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"minAmount"}},{"kind":"Field","name":{"kind":"Name","value":"percent"}}]}},{"kind":"Field","name":{"kind":"Name","value":"salesContact"}}]}}]}}]} as unknown as DocumentNode<TopUpTermsQuery, TopUpTermsQueryVariables>;
 export const TopUpDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"mutation","name":{"kind":"Name","value":"TopUp"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"amount"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"Decimal"}}}},{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"idempotencyKey"}},"type":{"kind":"NamedType","name":{"kind":"Name","value":"String"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"topUp"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"amount"},"value":{"kind":"Variable","name":{"kind":"Name","value":"amount"}}},{"kind":"Argument","name":{"kind":"Name","value":"idempotencyKey"},"value":{"kind":"Variable","name":{"kind":"Name","value":"idempotencyKey"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"checkoutUrl"}}]}}]}}]} as unknown as DocumentNode<TopUpMutation, TopUpMutationVariables>;
 export const LatestTopUpDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"query","name":{"kind":"Name","value":"LatestTopUp"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"viewer"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"wallet"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"balance"}},{"kind":"Field","name":{"kind":"Name","value":"currency"}}]}},{"kind":"Field","name":{"kind":"Name","value":"topUps"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"first"},"value":{"kind":"IntValue","value":"1"}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"nodes"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"status"}},{"kind":"Field","name":{"kind":"Name","value":"amount"}},{"kind":"Field","name":{"kind":"Name","value":"bonus"}},{"kind":"Field","name":{"kind":"Name","value":"credits"}},{"kind":"Field","name":{"kind":"Name","value":"currency"}},{"kind":"Field","name":{"kind":"Name","value":"failureReason"}}]}}]}}]}}]}}]} as unknown as DocumentNode<LatestTopUpQuery, LatestTopUpQueryVariables>;
 export const TransactionsDocument = {"kind":"Document","definitions":[{"kind":"OperationDefinition","operation":"query","name":{"kind":"Name","value":"Transactions"},"variableDefinitions":[{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"first"}},"type":{"kind":"NonNullType","type":{"kind":"NamedType","name":{"kind":"Name","value":"Int"}}}},{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"after"}},"type":{"kind":"NamedType","name":{"kind":"Name","value":"String"}}},{"kind":"VariableDefinition","variable":{"kind":"Variable","name":{"kind":"Name","value":"type"}},"type":{"kind":"NamedType","name":{"kind":"Name","value":"TransactionType"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"viewer"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"wallet"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"currency"}},{"kind":"Field","name":{"kind":"Name","value":"transactions"},"arguments":[{"kind":"Argument","name":{"kind":"Name","value":"first"},"value":{"kind":"Variable","name":{"kind":"Name","value":"first"}}},{"kind":"Argument","name":{"kind":"Name","value":"after"},"value":{"kind":"Variable","name":{"kind":"Name","value":"after"}}},{"kind":"Argument","name":{"kind":"Name","value":"order"},"value":{"kind":"EnumValue","value":"desc"}},{"kind":"Argument","name":{"kind":"Name","value":"type"},"value":{"kind":"Variable","name":{"kind":"Name","value":"type"}}}],"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"nodes"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"id"}},{"kind":"Field","name":{"kind":"Name","value":"type"}},{"kind":"Field","name":{"kind":"Name","value":"amount"}},{"kind":"Field","name":{"kind":"Name","value":"balanceAfter"}},{"kind":"Field","name":{"kind":"Name","value":"createdAt"}},{"kind":"Field","name":{"kind":"Name","value":"description"}},{"kind":"Field","name":{"kind":"Name","value":"reference"}}]}},{"kind":"Field","name":{"kind":"Name","value":"pageInfo"},"selectionSet":{"kind":"SelectionSet","selections":[{"kind":"Field","name":{"kind":"Name","value":"hasNextPage"}},{"kind":"Field","name":{"kind":"Name","value":"endCursor"}}]}}]}}]}}]}}]}}]} as unknown as DocumentNode<TransactionsQuery, TransactionsQueryVariables>;

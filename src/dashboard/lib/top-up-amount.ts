@@ -41,3 +41,15 @@ export function previewLines(
     credits: format(q.credits, { currency: q.currency }),
   };
 }
+
+/** "10.00 to 499.99, in USD. Bonus: 5% from 50, 10% from 100." from the operator's terms. */
+export function termsHint(t: {
+  minimumAmount: string;
+  salesThreshold: string;
+  currency: string;
+  bonusTable: { minAmount: string; percent: number }[];
+}): string {
+  const most = (Number(t.salesThreshold) - 0.01).toFixed(2);
+  const bonus = t.bonusTable.filter((r) => r.percent > 0).map((r) => `${r.percent}% from ${Number(r.minAmount)}`);
+  return `${Number(t.minimumAmount).toFixed(2)} to ${most}, in ${t.currency}.${bonus.length ? ` Bonus: ${bonus.join(', ')}.` : ''}`;
+}

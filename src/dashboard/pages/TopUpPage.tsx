@@ -1,12 +1,13 @@
 // Top up: the amount, the bonus and credits previewed as you type (topUpQuote), and the "Top up"
-// button that goes to the processor's checkout. 500 and more point to sales.
+// button that goes to the processor's checkout. 500 and more point to the operator's sales contact.
+// The hint and the contact come from Query.topUpTerms (the operator's bonus table and settings).
 import { type FormEvent, useEffect, useMemo, useState } from 'react';
 import { useMutation, useQuery } from 'urql';
 import { BonusPreview } from '../components/BonusPreview';
 import { Field } from '../components/Field';
 import { ErrorMessage, Loading } from '../components/States';
 import { graphql } from '../gql';
-import { checkTopUpAmount } from '../lib/top-up-amount';
+import { checkTopUpAmount, termsHint } from '../lib/top-up-amount';
 
 const QuoteDoc = graphql(`
   query TopUpQuote($amount: Decimal!) {
@@ -16,6 +17,21 @@ const QuoteDoc = graphql(`
       bonusPercent
       credits
       currency
+    }
+  }
+`);
+
+const TermsDoc = graphql(`
+  query TopUpTerms {
+    topUpTerms {
+      minimumAmount
+      salesThreshold
+      currency
+      bonusTable {
+        minAmount
+        percent
+      }
+      salesContact
     }
   }
 `);
@@ -44,6 +60,8 @@ export default function TopUpPage() {
   const amount = useDebounced(check.kind === 'ok' ? check.amount : null, 200);
   const [quote] = useQuery({ query: QuoteDoc, variables: { amount: amount ?? '0' }, pause: amount === null });
   const [topUp, start] = useMutation(TopUpDoc);
+  const [terms] = useQuery({ query: TermsDoc });
+  const salesContact = terms.data?.topUpTerms.salesContact ?? null;
   // One idempotency key per amount: a double click opens one checkout.
   // biome-ignore lint/correctness/useExhaustiveDependencies: a new key whenever the amount's text changes, on purpose.
   const idempotencyKey = useMemo(() => `dash-${crypto.randomUUID()}`, [text]);
@@ -66,14 +84,14 @@ export default function TopUpPage() {
             inputMode="decimal"
             autoComplete="off"
             placeholder="50.00"
-            hint="10.00 to 499.99, in USD. Bonus: 5% from 50, 10% from 100, 15% from 250."
+            hint={terms.data ? termsHint(terms.data.topUpTerms) : undefined}
             error={check.kind === 'invalid' || check.kind === 'too_small' ? check.message : null}
             value={text}
             onChange={(e) => setText(e.target.value)}
           />
           {check.kind === 'sales' ? (
             <p role="status" className="notice">
-              {check.message} <a href="mailto:sales@example.com?subject=Top-up">Contact sales</a>
+              {check.message} {salesContact ? <a href={salesContact}>Contact sales</a> : 'Ask the operator of this service.'}
             </p>
           ) : null}
           {shown ? <BonusPreview quote={shown} /> : check.kind === 'ok' && quote.fetching ? <Loading what="the bonus" /> : null}

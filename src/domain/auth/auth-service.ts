@@ -216,6 +216,34 @@ export class AuthService {
     return rows.map(sessionView);
   }
 
+  /**
+   * The sessions of `sessionIds` that have ended (signed out, revoked, ended by a password change,
+   * expired), each with the reason: the key watch ends their open operations.
+   */
+  async endedSessions(sessionIds: readonly string[]): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    if (sessionIds.length === 0) return out;
+    const rows = (await this.knex('sessions')
+      .select('id', 'expires_at_ms')
+      .whereIn('id', [...sessionIds])) as {
+      id: string;
+      expires_at_ms: unknown;
+    }[];
+    const now = this.now();
+    const live = new Set(rows.filter((r) => Number(r.expires_at_ms) > now).map((r) => r.id));
+    const expired = new Set(rows.map((r) => r.id));
+    for (const id of sessionIds) {
+      if (live.has(id)) continue;
+      out.set(
+        id,
+        expired.has(id)
+          ? 'This sign-in session has expired: sign in again.'
+          : 'This sign-in session has ended (signed out or revoked): sign in again.',
+      );
+    }
+    return out;
+  }
+
   /** Ends one of the account's sessions; true when there was one. */
   async revokeSession(accountId: string, sessionId: string): Promise<boolean> {
     return (await this.knex('sessions').where({ id: sessionId, account_id: accountId }).delete()) > 0;

@@ -19,7 +19,17 @@
 import type { ChatModelConfig, ModerationModelConfig, SafetyConfig } from '../catalog/model.js';
 import type { Catalog } from '../catalog/catalog.js';
 import { DomainError } from '../errors.js';
-import type { ContentFilterVerdict, Engine, EngineChatRequest, EngineChatResult, EngineStreamEvent, Usage } from './engine.js';
+import { outputText } from './chat-options.js';
+import type {
+  ContentFilterVerdict,
+  Engine,
+  EngineChatRequest,
+  EngineChatResult,
+  EngineChoice,
+  EngineStreamEvent,
+  TokenLogprob,
+  Usage,
+} from './engine.js';
 import type { Caller, EngineRegistry, Metering } from './inference-types.js';
 
 /** What a content filter hook receives and gives back: a prepared chat call. */
@@ -151,79 +161,160 @@ async function checkWindows(text: string, windowChars: number, check: Check): Pr
   return { kept: text, verdict: PASSED };
 }
 
-/** The engine of one call, with its answers checked before they are handed on. */
+/** The log-probabilities of the tokens that make up the first `chars` characters. */
+function logprobsWithin(logprobs: TokenLogprob[] | undefined, chars: number): TokenLogprob[] | undefined {
+  if (!logprobs) return undefined;
+  let used = 0;
+  let i = 0;
+  while (i < logprobs.length && used + logprobs[i]!.token.length <= chars) used += logprobs[i++]!.token.length;
+  return logprobs.slice(0, i);
+}
+
+/**
+ * The engine of one call, with its answers checked before they are handed on; with n > 1 each
+ * choice is checked (and cut) on its own. Tool calls are passed as the model made them: only text
+ * is moderated.
+ */
 function filteredEngine(inner: Engine, check: Check, safety: SafetyConfig): Engine {
   const windowChars = safety.window_chars;
-  const deliveredUsage = async (promptTokens: number, delivered: string): Promise<Usage> => {
-    const completionTokens = delivered ? await inner.countTokens(delivered) : 0;
+  /** Usage when a choice was cut: the prompt, and the tokens of the text each choice delivered. */
+  const deliveredUsage = async (promptTokens: number, delivered: string[]): Promise<Usage> => {
+    let completionTokens = 0;
+    for (const text of delivered) if (text) completionTokens += await inner.countTokens(text);
     return { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens };
   };
   return {
     embed: (input, signal) => inner.embed(input, signal),
     rerank: (query, documents, signal) => inner.rerank(query, documents, signal),
     moderate: (input, signal) => inner.moderate(input, signal),
-    countChatTokens: (messages) => inner.countChatTokens(messages),
+    countChatTokens: (messages, tools) => inner.countChatTokens(messages, tools),
     countTokens: (text) => inner.countTokens(text),
+    unsupported: inner.unsupported ? (req) => inner.unsupported!(req) : undefined,
 
     async chat(req, signal): Promise<EngineChatResult> {
       const result = await inner.chat(req, signal);
-      const { kept, verdict } = await checkWindows(result.content, windowChars, check);
-      if (!verdict.flagged) return { ...result, contentFilter: verdict };
-      return {
-        content: kept,
-        finishReason: 'content_filter',
-        usage: await deliveredUsage(result.usage.promptTokens, kept),
-        contentFilter: verdict,
-      };
+      const choices: EngineChoice[] = [];
+      // The tokens withheld from the choices that were cut, and those they kept.
+      let withheld = 0;
+      let keptTokens = 0;
+      for (const choice of result.choices ?? [result]) {
+        const { kept, verdict } = await checkWindows(choice.content, windowChars, check);
+        if (!verdict.flagged) {
+          choices.push({ ...choice, contentFilter: verdict });
+          continue;
+        }
+        // Cut before the window that flagged; its tool calls (if any) are not sent either.
+        const keeps = kept ? await inner.countTokens(kept) : 0;
+        withheld += (await inner.countTokens(outputText(choice))) - keeps;
+        keptTokens += keeps;
+        choices.push({
+          content: kept,
+          finishReason: 'content_filter',
+          logprobs: logprobsWithin(choice.logprobs, kept.length),
+          contentFilter: verdict,
+        });
+      }
+      let usage = result.usage;
+      if (choices.some((c) => c.contentFilter?.flagged)) {
+        // The engine's count, less what was withheld (the other choices keep their own figures).
+        const completionTokens = Math.max(keptTokens, usage.completionTokens - withheld);
+        usage = { promptTokens: usage.promptTokens, completionTokens, totalTokens: usage.promptTokens + completionTokens };
+      }
+      return { ...choices[0]!, usage, ...(result.choices ? { choices } : {}) };
     },
 
     async *chatStream(req, signal): AsyncGenerator<EngineStreamEvent> {
+      const n = req.n ?? 1;
       const events = inner.chatStream(req, signal)[Symbol.asyncIterator]();
-      // Deltas waiting for their window's check, and the last window sent (the next one's context).
-      let pending: string[] = [];
-      let pendingChars = 0;
-      let previous = '';
-      let delivered = '';
-      /** Checks the pending text; true when it may be sent (and it is then sent). */
-      const release = async function* (): AsyncGenerator<EngineStreamEvent, ContentFilterVerdict> {
-        const text = pending.join('');
-        const verdict = text ? await check(previous.slice(-windowChars) + text) : PASSED;
-        if (verdict.flagged) return verdict;
-        for (const content of pending) yield { type: 'delta', content };
-        delivered += text;
-        previous = text;
-        pending = [];
-        pendingChars = 0;
-        return verdict;
+      // Per choice: deltas waiting for their window's check, the last window sent (the next one's
+      // context), what was sent, and whether the choice has ended.
+      const choices = Array.from({ length: n }, () => ({
+        pending: [] as EngineStreamEvent[],
+        chars: 0,
+        previous: '',
+        sent: '',
+        ended: false,
+      }));
+      /** Checks choice `c`'s pending text: passed, it is sent; flagged, the choice ends with content_filter. */
+      const release = async function* (c: number): AsyncGenerator<EngineStreamEvent, boolean> {
+        const st = choices[c]!;
+        const text = st.pending.map((e) => (e.type === 'delta' ? e.content : '')).join('');
+        const verdict = text ? await check(st.previous.slice(-windowChars) + text) : PASSED;
+        const pending = st.pending;
+        st.pending = [];
+        st.chars = 0;
+        if (verdict.flagged) {
+          st.ended = true;
+          yield { type: 'choice_finish', choice: c, finishReason: 'content_filter', contentFilter: verdict };
+          return false;
+        }
+        yield* pending;
+        st.sent += text;
+        if (text) st.previous = text;
+        return true;
       };
-      const flaggedEnd = async (verdict: ContentFilterVerdict): Promise<EngineStreamEvent> => ({
-        type: 'finish',
-        finishReason: 'content_filter',
-        usage: await deliveredUsage(await inner.countChatTokens(req.messages), delivered),
-        contentFilter: verdict,
-      });
+      const allEnded = () => choices.every((st) => st.ended);
+      const cutUsage = async () =>
+        deliveredUsage(
+          await inner.countChatTokens(req.messages, req.tools),
+          choices.map((st) => st.sent),
+        );
+      let cut = false;
       try {
         for (let next = await events.next(); !next.done; next = await events.next()) {
           const event = next.value;
-          if (event.type === 'started') {
-            yield event;
-          } else if (event.type === 'delta') {
-            pending.push(event.content);
-            pendingChars += event.content.length;
-            if (pendingChars < windowChars) continue;
-            const verdict = yield* release();
-            if (verdict.flagged) {
-              yield await flaggedEnd(verdict);
-              return;
+          if (event.type === 'started' || event.type === 'finish') {
+            if (event.type === 'started') {
+              yield event;
+              continue;
             }
+            // The model finished: every choice still open has its last text checked, then ends.
+            for (const [c, st] of choices.entries()) {
+              if (st.ended) continue;
+              if (!(yield* release(c))) {
+                cut = true;
+                continue;
+              }
+              st.ended = true;
+              yield { type: 'choice_finish', choice: c, finishReason: event.finishReason, contentFilter: PASSED };
+            }
+            yield cut ? { ...event, usage: await cutUsage() } : event;
+            return;
+          }
+          const c = event.choice ?? 0;
+          const st = choices[c];
+          if (!st) {
+            yield event; // not a choice of this call: InferenceService drops it
+            continue;
+          }
+          if (st.ended) continue;
+          if (event.type === 'delta') {
+            st.pending.push(event);
+            st.chars += event.content.length;
+            if (st.chars < windowChars || (yield* release(c))) continue;
           } else {
-            const verdict = yield* release();
-            yield verdict.flagged ? await flaggedEnd(verdict) : { ...event, contentFilter: verdict };
+            // A tool-call piece or the choice's end: its text so far is checked first.
+            if (!(yield* release(c))) {
+              cut = true;
+            } else if (event.type === 'tool_call') {
+              st.sent += (event.name ?? '') + event.arguments;
+              yield event;
+              continue;
+            } else {
+              st.ended = true;
+              yield { ...event, contentFilter: PASSED };
+              continue;
+            }
+          }
+          cut = true;
+          if (allEnded()) {
+            // Every choice has ended and one was cut: stop the model here.
+            yield { type: 'finish', finishReason: 'content_filter', usage: await cutUsage() };
             return;
           }
         }
       } finally {
-        // Stops the model when a window flagged (or the consumer went away).
+        // Stops the model when the choices were cut (or the consumer went away).
         await events.return?.();
       }
     },

@@ -1,13 +1,50 @@
 // The one interface every inference engine implements (openai forwarding today, llama.cpp in-process later).
 // Engines know nothing of accounts, billing or HTTP: they run one call and report exact usage.
 
-export type Role = 'system' | 'user' | 'assistant';
-export interface ChatMessage {
-  role: Role;
-  content: string;
+export type Role = 'system' | 'user' | 'assistant' | 'tool';
+
+/** A call of one of the request's tools, as the model made it: `arguments` is its JSON text. */
+export interface ToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
 }
 
-export type FinishReason = 'stop' | 'length' | 'content_filter';
+export interface ChatMessage {
+  role: Role;
+  /** The text ('' for an assistant message that only calls tools). */
+  content: string;
+  /** An assistant message's tool calls. */
+  toolCalls?: ToolCall[];
+  /** A tool message: the call it answers. */
+  toolCallId?: string;
+}
+
+/** A JSON Schema, as the client sent it (checked by the engine that uses it). */
+export type JsonSchema = Record<string, unknown>;
+
+/** A tool the model may call (OpenAI's `{type: 'function', function: {...}}`). */
+export interface ToolDefinition {
+  type: 'function';
+  function: { name: string; description?: string; parameters?: JsonSchema; strict?: boolean };
+}
+
+export type ToolChoice = 'auto' | 'none' | 'required' | { type: 'function'; function: { name: string } };
+
+export type ResponseFormat =
+  | { type: 'text' }
+  | { type: 'json_object' }
+  | { type: 'json_schema'; jsonSchema: { name: string; description?: string; schema?: JsonSchema; strict?: boolean } };
+
+/** One output token's log-probability, with the most likely alternatives (OpenAI's shape). */
+export interface TokenLogprob {
+  token: string;
+  logprob: number;
+  bytes: number[] | null;
+  topLogprobs: { token: string; logprob: number; bytes: number[] | null }[];
+}
+
+export type FinishReason = 'stop' | 'length' | 'content_filter' | 'tool_calls';
 
 export interface Usage {
   promptTokens: number;
@@ -25,6 +62,16 @@ export interface EngineChatRequest {
   presencePenalty?: number;
   frequencyPenalty?: number;
   user?: string;
+  tools?: ToolDefinition[];
+  toolChoice?: ToolChoice;
+  parallelToolCalls?: boolean;
+  responseFormat?: ResponseFormat;
+  seed?: number;
+  /** Choices to generate (default 1). */
+  n?: number;
+  /** Return each output token's log-probability, with `topLogprobs` alternatives (0 to 20). */
+  logprobs?: boolean;
+  topLogprobs?: number;
 }
 
 /** What a model's content filter said of its answer (./content-filter.ts): the categories that fired. */
@@ -33,23 +80,43 @@ export interface ContentFilterVerdict {
   categories: string[];
 }
 
-export interface EngineChatResult {
+/** One generated choice. */
+export interface EngineChoice {
   content: string;
+  toolCalls?: ToolCall[];
   finishReason: FinishReason;
-  usage: Usage;
-  /** Set when the answer went through a content filter. */
+  logprobs?: TokenLogprob[];
+  /** Set when the answer went through a content filter (./content-filter.ts). */
   contentFilter?: ContentFilterVerdict;
 }
 
+/** The first choice, and with n > 1 every choice in `choices`; `usage` sums their output tokens. */
+export interface EngineChatResult extends EngineChoice {
+  usage: Usage;
+  choices?: EngineChoice[];
+}
+
 /**
- * A stream yields content deltas, then exactly one `finish` event; anything else ends it by throwing.
- * An engine may first yield `started` when the call is accepted (an upstream answered 2xx): the
- * door can send its response head then, before the first token.
+ * A stream yields content deltas and tool-call fragments, then exactly one `finish` event; anything
+ * else ends it by throwing. An engine may first yield `started` when the call is accepted (an
+ * upstream answered 2xx): the door can send its head then, before the first token. `choice` (default
+ * 0) says which choice an event belongs to when n > 1; a choice may end early with `choice_finish`,
+ * and `finish` ends every choice not ended yet.
  */
 export type EngineStreamEvent =
   | { type: 'started' }
-  | { type: 'delta'; content: string }
-  | { type: 'finish'; finishReason: FinishReason; usage: Usage; contentFilter?: ContentFilterVerdict };
+  | { type: 'delta'; content: string; choice?: number; logprobs?: TokenLogprob[] }
+  | {
+      /** A piece of the `index`th tool call: its id and name come with the first piece. */
+      type: 'tool_call';
+      choice?: number;
+      index: number;
+      id?: string;
+      name?: string;
+      arguments: string;
+    }
+  | { type: 'choice_finish'; choice: number; finishReason: FinishReason; contentFilter?: ContentFilterVerdict }
+  | { type: 'finish'; finishReason: FinishReason; usage: Usage };
 
 export interface EngineEmbedResult {
   embeddings: number[][];
@@ -76,8 +143,16 @@ export interface Engine {
   embed(input: string[], signal: AbortSignal): Promise<EngineEmbedResult>;
   rerank(query: string, documents: string[], signal: AbortSignal): Promise<EngineRerankResult>;
   moderate(input: string, signal: AbortSignal): Promise<EngineModerationResult>;
-  /** Prompt tokens of a chat request, as the model will count them (or a close upper estimate). */
-  countChatTokens(messages: ChatMessage[]): number | Promise<number>;
+  /**
+   * Prompt tokens of a chat request, as the model will count them (or a close upper estimate); the
+   * tool definitions, when given, are part of the prompt.
+   */
+  countChatTokens(messages: ChatMessage[], tools?: ToolDefinition[]): number | Promise<number>;
+  /**
+   * Which of the request's features this engine cannot serve for this model: the request is refused
+   * with 400 unsupported_parameter naming it (the first), never silently ignored.
+   */
+  unsupported?(req: EngineChatRequest): { param: string; reason: string } | undefined;
   countTokens(text: string): number | Promise<number>;
   close?(): Promise<void>;
 }

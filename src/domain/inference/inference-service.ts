@@ -6,18 +6,10 @@ import type { ChatModelConfig } from '../catalog/model.js';
 import type { Catalog } from '../catalog/catalog.js';
 import { DomainError } from '../errors.js';
 import { countWithin, PIECE_CHARS, provablyOver } from './bounded-count.js';
+import { chatMessages, chatOptions, outputText, refuseUnsupported } from './chat-options.js';
 import type { ContentFilter } from './content-filter.js';
-import type {
-  ChatMessage,
-  ContentFilterVerdict,
-  Engine,
-  EngineChatRequest,
-  EngineStreamEvent,
-  FinishReason,
-  Role,
-  Usage,
-} from './engine.js';
 import { checkDimensions, shorten } from './embedding-dimensions.js';
+import type { ChatMessage, Engine, EngineChatRequest, EngineStreamEvent, FinishReason, ToolDefinition, Usage } from './engine.js';
 import { truncateTextTokens } from './tokenizer.js';
 import {
   type CallOutcome,
@@ -25,6 +17,7 @@ import {
   type ChatChunk,
   type ChatCompletion,
   type ChatInput,
+  DEFAULT_MAX_CHOICES,
   type Embeddings,
   type EmbeddingsInput,
   type EngineRegistry,
@@ -37,8 +30,6 @@ import {
   type ModerationResult,
   type RerankInput,
   type RerankResult,
-  ROLE_ALIASES,
-  ROLES,
   unmetered,
 } from './inference-types.js';
 
@@ -54,13 +45,17 @@ const EXACT_COUNT_MESSAGES = 256;
  * ordinary requests; for long ones, the framing (the messages without their text) plus the text
  * counted in pieces, stopping past the limit (./bounded-count.ts).
  */
-async function countPrompt(engine: Engine, messages: ChatMessage[], limit: number): Promise<number> {
+async function countPrompt(engine: Engine, messages: ChatMessage[], limit: number, tools?: ToolDefinition[]): Promise<number> {
   let chars = 0;
   for (const m of messages) chars += m.content.length;
-  if (chars <= EXACT_COUNT_CHARS && messages.length <= EXACT_COUNT_MESSAGES) return engine.countChatTokens(messages);
+  if (chars <= EXACT_COUNT_CHARS && messages.length <= EXACT_COUNT_MESSAGES) return engine.countChatTokens(messages, tools);
   // Every chat template spends at least one token on each message.
   if (messages.length > limit || provablyOver(chars, limit)) return limit + 1;
-  const framing = await engine.countChatTokens(messages.map((m) => ({ role: m.role, content: '' })));
+  // The framing includes the tool definitions and the tool calls (counted whole).
+  const framing = await engine.countChatTokens(
+    messages.map((m) => ({ ...m, content: '' })),
+    tools,
+  );
   return countWithin(
     messages.map((m) => m.content),
     limit,
@@ -87,9 +82,17 @@ const within = (n: number, max: number) => (Number.isFinite(n) && n > 0 ? Math.m
  * most the bytes of text delivered plus one (every token but the end-of-sequence one decodes to at
  * least a byte), so an upstream claiming output it never sent is not believed.
  */
-export function clampChatUsage(reported: Usage, limits: { promptTokens: number; maxTokens: number; delivered: string }): Usage {
+export function clampChatUsage(
+  reported: Usage,
+  limits: { promptTokens: number; maxTokens: number; delivered: string; choices?: number },
+): Usage {
   const promptTokens = within(reported.promptTokens, limits.promptTokens);
-  const completionTokens = within(reported.completionTokens, Math.min(limits.maxTokens, Buffer.byteLength(limits.delivered, 'utf8') + 1));
+  // One end-of-sequence token per choice.
+  const ends = limits.choices ?? 1;
+  const completionTokens = within(
+    reported.completionTokens,
+    Math.min(limits.maxTokens, Buffer.byteLength(limits.delivered, 'utf8') + ends),
+  );
   return { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens };
 }
 
@@ -114,14 +117,29 @@ function checkUser(user: string | null | undefined) {
     });
 }
 
+export interface InferenceOptions {
+  /** The most choices (`n`) a chat call may ask for; default DEFAULT_MAX_CHOICES. */
+  maxChoices?: number;
+  /** Chat models with `safety` (./content-filter.ts); none: no model is filtered. */
+  contentFilter?: Pick<ContentFilter, 'screen'>;
+}
+
+/** Each choice's share of the output tokens a ticket allows (every choice gets at least one). */
+const perChoice = (ticketTokens: number, n: number) => Math.max(1, Math.floor(ticketTokens / n));
+
 export class InferenceService {
+  private readonly maxChoices: number;
+  private readonly contentFilter: Pick<ContentFilter, 'screen'>;
+
   constructor(
     private readonly catalog: Catalog,
     private readonly engines: EngineRegistry,
     private readonly metering: Metering = unmetered,
-    /** Chat models with `safety` (./content-filter.ts); none: no model is filtered. */
-    private readonly contentFilter: Pick<ContentFilter, 'screen'> = { screen: async (_caller, prepared) => prepared },
-  ) {}
+    options: InferenceOptions = {},
+  ) {
+    this.maxChoices = options.maxChoices ?? DEFAULT_MAX_CHOICES;
+    this.contentFilter = options.contentFilter ?? { screen: async (_caller, prepared) => prepared };
+  }
 
   /**
    * Runs a non-streamed call between admission and settlement: failures are charged nothing, and
@@ -174,22 +192,8 @@ export class InferenceService {
     requestedOutputTokens: number | null;
   }> {
     const model = this.catalog.require(input.model, 'chat');
-    if (!Array.isArray(input.messages) || input.messages.length === 0) {
-      throw new DomainError('invalid_value', "'messages' must be a non-empty array.", { param: 'messages' });
-    }
-    const messages: ChatMessage[] = input.messages.map((m, i) => {
-      const role = ROLE_ALIASES[m.role] ?? m.role;
-      if (!ROLES.includes(role as Role)) {
-        throw new DomainError(
-          'invalid_value',
-          `'messages[${i}].role' must be one of system (or developer), user, assistant; got '${String(m.role).slice(0, 40)}'.`,
-          {
-            param: `messages[${i}].role`,
-          },
-        );
-      }
-      return { role: role as Role, content: m.content };
-    });
+    const messages = chatMessages(input.messages);
+    const options = chatOptions(input, model, this.maxChoices);
     checkRange(input.temperature, 0, 2, 'temperature');
     checkRange(input.topP, 0, 1, 'top_p');
     checkRange(input.presencePenalty, -2, 2, 'presence_penalty');
@@ -216,7 +220,7 @@ export class InferenceService {
       }
     }
     const engine = this.engines.get(model.id);
-    const promptTokens = await countPrompt(engine, messages, contextWindow - 1);
+    const promptTokens = await countPrompt(engine, messages, contextWindow - 1, options.tools);
     if (promptTokens >= contextWindow) {
       // Counting stops once the window is passed: the figure is exact only up to it.
       const taken = promptTokens === contextWindow ? `${contextWindow} tokens` : `more than ${contextWindow - 1} tokens`;
@@ -251,94 +255,113 @@ export class InferenceService {
       presencePenalty: input.presencePenalty ?? undefined,
       frequencyPenalty: input.frequencyPenalty ?? undefined,
       user: input.user ?? undefined,
+      ...options,
     };
-    return { model, request, engine, promptTokens, requestedOutputTokens: input.maxTokens ?? null };
+    refuseUnsupported(engine, request, model.id);
+    // The output figures cover every choice: n choices may produce n times max_tokens.
+    const n = options.n ?? 1;
+    const requestedOutputTokens = input.maxTokens === null || input.maxTokens === undefined ? null : input.maxTokens * n;
+    return { model, request, engine, promptTokens, requestedOutputTokens };
   }
 
   async createChatCompletion(caller: Caller, input: ChatInput, signal: AbortSignal): Promise<ChatCompletion> {
     const { model, request, engine, promptTokens, requestedOutputTokens } = await this.screen(caller, async () =>
       this.contentFilter.screen(caller, await this.prepareChat(input), signal),
     );
+    const n = request.n ?? 1;
     const meter: MeterRequest = {
       caller,
       model,
       promptTokens,
       requestedOutputTokens,
-      maxOutputTokens: request.maxTokens,
+      maxOutputTokens: request.maxTokens * n,
       endUser: input.user,
     };
     return this.metered(meter, signal, async (ticket) => {
-      const maxTokens = ticket.maxOutputTokens;
+      const maxTokens = perChoice(ticket.maxOutputTokens, n);
       const result = await engine.chat({ ...request, maxTokens }, signal);
-      let { content, finishReason } = result;
-      if (result.usage.completionTokens > maxTokens) {
-        // The engine produced more than max_tokens (an upstream that ignores it): the client gets
-        // the first max_tokens of it, as a model that stopped there would have answered.
-        content = truncateTextTokens(content, maxTokens);
-        finishReason = 'length';
-      }
-      const usage = clampChatUsage(result.usage, { promptTokens, maxTokens, delivered: content });
+      const choices = (result.choices ?? [result]).slice(0, n);
+      if (choices.length !== n) throw new DomainError('upstream_error', `The model returned ${choices.length} choices instead of ${n}.`);
+      const overran = result.usage.completionTokens > maxTokens * n;
+      let delivered = '';
       const value: ChatCompletion = {
         id: responseId('chatcmpl'),
         object: 'chat.completion',
         created: now(),
         model: model.id,
-        choices: [{ index: 0, message: { role: 'assistant', content }, finishReason, contentFilter: result.contentFilter ?? null }],
-        usage,
+        choices: choices.map((choice, index) => {
+          let { content, finishReason } = choice;
+          const toolCalls = choice.toolCalls?.length ? choice.toolCalls : null;
+          if (overran && !toolCalls) {
+            // The engine produced more than max_tokens (an upstream that ignores it): the client gets
+            // the first max_tokens of each choice, as a model that stopped there would have answered.
+            const cut = truncateTextTokens(content, maxTokens);
+            if (cut !== content) finishReason = 'length';
+            content = cut;
+          }
+          delivered += outputText({ content, toolCalls: toolCalls ?? undefined });
+          return {
+            index,
+            message: { role: 'assistant', content: toolCalls && !content ? null : content, toolCalls },
+            finishReason,
+            logprobs: request.logprobs ? (choice.logprobs ?? []) : null,
+            contentFilter: choice.contentFilter ?? null,
+          };
+        }),
+        usage: zeroUsage(),
       };
-      return { value, usage };
+      value.usage = clampChatUsage(result.usage, { promptTokens, maxTokens: maxTokens * n, delivered, choices: n });
+      return { value, usage: value.usage };
     });
   }
 
   /**
    * A chat completion as chunks. Validation, admission and the engine's acceptance of the call (its
    * `started` event, or its first event) come before the first chunk, so a caller that pulls once
-   * can still answer those errors with a proper status; the first chunk (the role) comes before
-   * the first token, so the door can send its head at once. At most max_tokens content chunks are
-   * relayed (a chunk carries at least one token): beyond that the engine is stopped and the stream
-   * ends with finish reason `length`. The final chunk (no choices) carries the usage; doors decide
-   * whether to show it.
+   * can still answer those errors with a proper status; the first chunks (the role of each choice)
+   * come before the first token, so the door can send its head at once. At most max_tokens content
+   * or tool-call chunks are relayed per choice (a chunk carries at least one token): beyond that the
+   * choice ends with finish reason `length`, and once every choice has, the engine is stopped. The
+   * final chunk (no choices) carries the usage; doors decide whether to show it.
    */
   async *chatCompletionStream(caller: Caller, input: ChatInput, signal: AbortSignal): AsyncGenerator<ChatChunk> {
     const { model, request, engine, promptTokens, requestedOutputTokens } = await this.screen(caller, async () =>
       this.contentFilter.screen(caller, await this.prepareChat(input), signal),
     );
+    const n = request.n ?? 1;
     const ticket = await this.metering.admit({
       caller,
       model,
       promptTokens,
       requestedOutputTokens,
-      maxOutputTokens: request.maxTokens,
+      maxOutputTokens: request.maxTokens * n,
       endUser: input.user,
     });
-    const maxTokens = ticket.maxOutputTokens;
+    const maxTokens = perChoice(ticket.maxOutputTokens, n);
     const id = responseId('chatcmpl');
     const created = now();
-    const chunk = (
-      delta: ChatChunk['choices'][0]['delta'],
-      finishReason: FinishReason | null,
-      contentFilter?: ContentFilterVerdict,
-    ): ChatChunk => ({
+    const chunk = (index: number, delta: ChatChunk['choices'][0]['delta'], finishReason: FinishReason | null, extra = {}): ChatChunk => ({
       id,
       object: 'chat.completion.chunk',
       created,
       model: model.id,
-      choices: [{ index: 0, delta, finishReason, contentFilter: contentFilter ?? null }],
+      choices: [{ index, delta, finishReason, ...extra }],
       usage: null,
     });
     const usageChunk = (usage: Usage): ChatChunk => ({ id, object: 'chat.completion.chunk', created, model: model.id, choices: [], usage });
-    // What was handed to the client so far: a stream that does not finish is billed from it, and
-    // a stream that delivered none of its answer is billed nothing.
-    let delivered = '';
-    let contentChunks = 0;
-    let overran = false;
+    // What was handed to the client so far, per choice: a stream that does not finish is billed
+    // from it, and a stream that delivered none of its answer is billed nothing.
+    const delivered: string[] = new Array(n).fill('');
+    const chunks: number[] = new Array(n).fill(0);
+    const ended: boolean[] = new Array(n).fill(false);
     let settled: { usage: Usage; outcome: CallOutcome } | undefined;
     let failure: unknown;
     const countDelivered = async (): Promise<Usage> => {
-      const completionTokens = delivered ? await engine.countTokens(delivered) : 0;
+      let completionTokens = 0;
+      for (const text of delivered) if (text) completionTokens += await engine.countTokens(text);
       return clampChatUsage(
         { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens },
-        { promptTokens, maxTokens, delivered },
+        { promptTokens, maxTokens: maxTokens * n, delivered: delivered.join(''), choices: n },
       );
     };
     const events = engine.chatStream({ ...request, maxTokens }, signal)[Symbol.asyncIterator]();
@@ -348,31 +371,53 @@ export class InferenceService {
         const event = next.value;
         if (!headSent) {
           headSent = true;
-          yield chunk({ role: 'assistant', content: '' }, null);
+          for (let i = 0; i < n; i++) yield chunk(i, { role: 'assistant', content: '' }, null);
         }
         if (event.type === 'started') continue;
-        if (event.type === 'delta') {
-          if (!event.content) continue;
-          if (contentChunks >= maxTokens) {
-            overran = true;
-            break;
+        if (event.type === 'delta' || event.type === 'tool_call') {
+          const c = event.choice ?? 0;
+          const piece = event.type === 'delta' ? event.content : (event.name ?? '') + event.arguments;
+          if (!piece || c < 0 || c >= n || ended[c]) continue;
+          if (chunks[c]! >= maxTokens) {
+            // This choice went on past max_tokens: it ends there, as a model that stopped would have.
+            ended[c] = true;
+            yield chunk(c, {}, 'length');
+            if (ended.every(Boolean)) break;
+            continue;
           }
-          contentChunks++;
-          delivered += event.content;
-          yield chunk({ content: event.content }, null);
+          chunks[c]!++;
+          delivered[c] += piece;
+          if (event.type === 'delta') {
+            yield chunk(c, { content: event.content }, null, request.logprobs ? { logprobs: event.logprobs ?? [] } : {});
+          } else {
+            const fn = event.name === undefined ? { arguments: event.arguments } : { name: event.name, arguments: event.arguments };
+            yield chunk(
+              c,
+              { toolCalls: [{ index: event.index, ...(event.id ? { id: event.id, type: 'function' as const } : {}), function: fn }] },
+              null,
+            );
+          }
           continue;
         }
-        settled = { usage: clampChatUsage(event.usage, { promptTokens, maxTokens, delivered }), outcome: 'completed' };
-        yield chunk({}, event.finishReason, event.contentFilter);
+        if (event.type === 'choice_finish') {
+          if (event.choice >= 0 && event.choice < n && !ended[event.choice]) {
+            ended[event.choice] = true;
+            yield chunk(event.choice, {}, event.finishReason, event.contentFilter ? { contentFilter: event.contentFilter } : {});
+          }
+          continue;
+        }
+        settled = {
+          usage: clampChatUsage(event.usage, { promptTokens, maxTokens: maxTokens * n, delivered: delivered.join(''), choices: n }),
+          outcome: 'completed',
+        };
+        for (let i = 0; i < n; i++) if (!ended[i]) yield chunk(i, {}, event.finishReason);
         yield usageChunk(settled.usage);
         return;
       }
-      if (overran) {
-        // The engine went on past max_tokens: stop it (closing the upstream request) and end the
-        // stream as a model that stopped there would have.
+      if (ended.every(Boolean)) {
+        // The engine went on past max_tokens: stop it (closing the upstream request).
         await events.return?.();
         settled = { usage: await countDelivered(), outcome: 'completed' };
-        yield chunk({}, 'length');
         yield usageChunk(settled.usage);
         return;
       }
@@ -385,7 +430,7 @@ export class InferenceService {
       await events.return?.();
       if (!settled) {
         const left = failure === undefined || signal.aborted;
-        if (!delivered) settled = { usage: zeroUsage(), outcome: left ? 'client_disconnected' : 'failed' };
+        if (!delivered.some(Boolean)) settled = { usage: zeroUsage(), outcome: left ? 'client_disconnected' : 'failed' };
         else settled = { usage: await countDelivered(), outcome: left ? 'client_disconnected' : 'failed_mid_stream' };
       }
       await ticket.settle(settled.usage, settled.outcome);

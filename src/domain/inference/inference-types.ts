@@ -2,18 +2,23 @@
 // the specification, and the Metering hooks through which billing and rate limits wrap a call.
 import type { ModelConfig } from '../catalog/model.js';
 import type { LimiterState } from '../ratelimit/types.js';
-import type { ContentFilterVerdict, Engine, FinishReason, Role, Usage } from './engine.js';
+import type { ContentFilterVerdict, Engine, FinishReason, Role, TokenLogprob, ToolCall, Usage } from './engine.js';
 
 export const LIMITS = {
   maxStopSequences: 4,
   maxEmbeddingInputs: 100,
   maxRerankDocuments: 100,
   maxModerationInputs: 100,
+  maxTools: 128,
+  maxTopLogprobs: 20,
   /** The longest `user` (end-user id) a request may carry; it is stored with the usage event. */
   maxUserLength: 256,
 } as const;
 
-export const ROLES: readonly Role[] = ['system', 'user', 'assistant'];
+/** The most choices (`n`) a chat call may ask for unless the operator sets another (`chat.max_choices`). */
+export const DEFAULT_MAX_CHOICES = 4;
+
+export const ROLES: readonly Role[] = ['system', 'user', 'assistant', 'tool'];
 /** OpenAI's newer name for system instructions (o1 and later): read as `system`. */
 export const ROLE_ALIASES: Readonly<Record<string, Role>> = { developer: 'system' };
 
@@ -37,9 +42,17 @@ export interface Caller {
   onSettled?: (model: string, usage: Usage) => void;
 }
 
+export interface ChatInputMessage {
+  role: string;
+  /** null (or absent) only for an assistant message that calls tools. */
+  content?: string | null;
+  toolCalls?: { id: string; type?: string | null; function: { name: string; arguments: string } }[] | null;
+  toolCallId?: string | null;
+}
+
 export interface ChatInput {
   model: string;
-  messages: { role: string; content: string }[];
+  messages: ChatInputMessage[];
   maxTokens?: number | null;
   temperature?: number | null;
   topP?: number | null;
@@ -47,6 +60,26 @@ export interface ChatInput {
   presencePenalty?: number | null;
   frequencyPenalty?: number | null;
   user?: string | null;
+  tools?: { type: string; function: { name: string; description?: string | null; parameters?: unknown; strict?: boolean | null } }[] | null;
+  /** 'auto', 'none', 'required', or the function the model must call. */
+  toolChoice?: string | { type: 'function'; function: { name: string } } | null;
+  parallelToolCalls?: boolean | null;
+  responseFormat?: {
+    type: string;
+    jsonSchema?: { name: string; description?: string | null; schema?: unknown; strict?: boolean | null } | null;
+  } | null;
+  seed?: number | null;
+  n?: number | null;
+  logprobs?: boolean | null;
+  topLogprobs?: number | null;
+}
+
+/** A streamed piece of a tool call: id, type and name come with its first piece (OpenAI's shape). */
+export interface ToolCallDelta {
+  index: number;
+  id?: string;
+  type?: 'function';
+  function: { name?: string; arguments: string };
 }
 
 export interface ChatCompletion {
@@ -56,8 +89,10 @@ export interface ChatCompletion {
   model: string;
   choices: {
     index: number;
-    message: { role: 'assistant'; content: string };
+    /** content is null when the answer is only tool calls. */
+    message: { role: 'assistant'; content: string | null; toolCalls: ToolCall[] | null };
     finishReason: FinishReason;
+    logprobs: TokenLogprob[] | null;
     /** Null unless the model has an output content filter. */
     contentFilter?: ContentFilterVerdict | null;
   }[];
@@ -71,8 +106,9 @@ export interface ChatChunk {
   model: string;
   choices: {
     index: number;
-    delta: { role?: 'assistant'; content?: string };
+    delta: { role?: 'assistant'; content?: string; toolCalls?: ToolCallDelta[] };
     finishReason: FinishReason | null;
+    logprobs?: TokenLogprob[] | null;
     /** On the chunk with the finish reason, when the model has an output content filter. */
     contentFilter?: ContentFilterVerdict | null;
   }[];
@@ -145,9 +181,12 @@ export interface MeterRequest {
   model: ModelConfig;
   /** Input tokens as counted before the call (the engine's tokenizer). */
   promptTokens: number;
-  /** The client's max_tokens (chat), or null when it gave none (billing may lower the maximum). */
+  /**
+   * The client's max_tokens (chat) times the choices asked for, or null when it gave none (billing
+   * may lower the maximum).
+   */
   requestedOutputTokens: number | null;
-  /** The most output the model may produce for this prompt (0 for non-chat calls). */
+  /** The most output the model may produce for this prompt, every choice together (0 for non-chat calls). */
   maxOutputTokens: number;
   /** The request's `user` (the customer's end-user id), stored with the usage event. */
   endUser?: string | null;

@@ -2,7 +2,7 @@
 // usage) and for pre-flight checks: o200k_base, with OpenAI's chat framing overhead.
 // It runs on the hot path, so it does no allocation beyond what the BPE encoder needs.
 import { countTokens, decode, encode } from 'gpt-tokenizer/encoding/o200k_base';
-import type { ChatMessage } from './engine.js';
+import type { ChatMessage, ToolDefinition } from './engine.js';
 
 // User text that happens to contain "<|endoftext|>" and the like is plain text to us: the default
 // options would throw on it, and an upstream counts it as ordinary characters too.
@@ -28,11 +28,18 @@ export function countTextTokens(text: string): number {
   return text.length === 0 ? 0 : countTokens(text, AS_PLAIN_TEXT);
 }
 
-export function countChatTokens(messages: ChatMessage[]): number {
+/**
+ * The tool definitions are counted as the JSON they are sent as (OpenAI renders them into the
+ * system prompt in a form of about that size); each tool call as its name and arguments plus 3.
+ */
+export function countChatTokens(messages: ChatMessage[], tools?: ToolDefinition[]): number {
   let total = REPLY_PRIMING_TOKENS;
   for (const m of messages) {
     total += TOKENS_PER_MESSAGE + countRole(m.role) + countTextTokens(m.content);
+    if (m.toolCalls) for (const c of m.toolCalls) total += 3 + countTextTokens(c.function.name) + countTextTokens(c.function.arguments);
+    if (m.toolCallId) total += countTextTokens(m.toolCallId);
   }
+  if (tools && tools.length > 0) total += TOKENS_PER_MESSAGE + countTextTokens(JSON.stringify(tools));
   return total;
 }
 

@@ -19,13 +19,13 @@ const SALES_NANOS = BigInt(SALES_THRESHOLD) * NANOS_PER_UNIT;
  * Checks a requested top-up amount and returns it in nanos: a JSON number as the client sent it,
  * or nanos already (a GraphQL Decimal). Throws a DomainError naming `param`: not a number
  * (invalid_type), not a positive amount in cents (invalid_amount), under 10 (amount_too_small),
- * 500 or more (amount_requires_sales).
+ * 500 or more (amount_requires_sales, whose message gives `salesContact` when the operator set one).
  */
-export function parseTopUpAmount(value: unknown, param = 'amount'): bigint {
+export function parseTopUpAmount(value: unknown, param = 'amount', salesContact: string | null = null): bigint {
   if (value === undefined || value === null) {
     throw new DomainError('missing_required_parameter', `'${param}' is required: the amount to add, in ${WALLET_CURRENCY}.`, { param });
   }
-  if (typeof value === 'bigint') return checkTopUpNanos(value, param);
+  if (typeof value === 'bigint') return checkTopUpNanos(value, param, salesContact);
   if (typeof value !== 'number') {
     throw new DomainError(
       'invalid_type',
@@ -43,10 +43,10 @@ export function parseTopUpAmount(value: unknown, param = 'amount'): bigint {
       { param },
     );
   }
-  return checkTopUpNanos(nanos, param);
+  return checkTopUpNanos(nanos, param, salesContact);
 }
 
-function checkTopUpNanos(nanos: bigint, param: string): bigint {
+function checkTopUpNanos(nanos: bigint, param: string, salesContact: string | null): bigint {
   const shown = formatDecimal(nanos);
   if (nanos % NANOS_PER_CENT !== 0n) {
     throw new DomainError('invalid_amount', `'${param}' must have at most ${MAX_DECIMALS} decimal places (cents); got ${shown}.`, {
@@ -60,11 +60,26 @@ function checkTopUpNanos(nanos: bigint, param: string): bigint {
   if (nanos >= SALES_NANOS) {
     throw new DomainError(
       'amount_requires_sales',
-      `Top-ups of ${SALES_THRESHOLD} ${WALLET_CURRENCY} and more are arranged with our sales team (with a larger bonus): please contact sales. Self-serve top-ups are ${MINIMUM_TOP_UP} to ${formatDecimal(SALES_NANOS - NANOS_PER_CENT)} ${WALLET_CURRENCY}.`,
+      `Top-ups of ${SALES_THRESHOLD} ${WALLET_CURRENCY} and more are arranged with our sales team (with a larger bonus): ${salesContact ? `please contact sales at ${salesContact.replace(/^mailto:/, '')}` : 'please contact the operator of this service'}. Self-serve top-ups are ${MINIMUM_TOP_UP} to ${formatDecimal(SALES_NANOS - NANOS_PER_CENT)} ${WALLET_CURRENCY}.`,
       { param },
     );
   }
   return nanos;
+}
+
+/** The top-up rules a customer is shown before paying (the dashboard's form, `Query.topUpTerms`). */
+export interface TopUpTerms {
+  minimum: bigint;
+  /** From this amount on, arranged with sales. */
+  salesThreshold: bigint;
+  currency: string;
+  bonusTable: { minimum: bigint; percent: string }[];
+  /** Where to arrange larger amounts (a mailto: or https: URL), or null when the operator gave none. */
+  salesContact: string | null;
+}
+
+export function topUpTerms(table: BonusTable, salesContact: string | null): TopUpTerms {
+  return { minimum: MINIMUM_NANOS, salesThreshold: SALES_NANOS, currency: WALLET_CURRENCY, bonusTable: table.rows, salesContact };
 }
 
 /** Nanos as whole cents, for a processor's API (the amount rules make it exact). */

@@ -91,6 +91,7 @@ export function createPayments(o: {
     webhooks,
     settlement,
     bonusTable,
+    salesContact: settings.sales_contact,
     publicUrl: o.publicUrl,
     successUrl: settings.success_url,
     cancelUrl: settings.cancel_url,

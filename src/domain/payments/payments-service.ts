@@ -11,7 +11,17 @@ import { DomainError } from '../errors.js';
 import { newId } from '../ids.js';
 import { formatDecimal, WALLET_CURRENCY } from '../billing/money.js';
 import { isUniqueViolation, type BillingDatabase } from '../billing/sql.js';
-import { formatMoney, parseTopUpAmount, percentText, quoteTopUp, toCents, type BonusTable, type TopUpQuote } from './amounts.js';
+import {
+  formatMoney,
+  parseTopUpAmount,
+  percentText,
+  quoteTopUp,
+  toCents,
+  topUpTerms,
+  type BonusTable,
+  type TopUpQuote,
+  type TopUpTerms,
+} from './amounts.js';
 import { isTopUpState, type TopUpState } from './checkout-state.js';
 import {
   ProcessorError,
@@ -86,6 +96,8 @@ export interface PaymentsOptions {
   webhooks: WebhookVerifier | null;
   settlement: TopUpSettlement;
   bonusTable: BonusTable;
+  /** Where larger top-ups are arranged (payments.sales_contact as a mailto: or https: URL), or null. */
+  salesContact?: string | null;
   /** The address clients reach, read on each use (known once the server listens). */
   publicUrl: () => string;
   /** Where the processor sends the customer after paying / canceling; `{CHECKOUT_ID}` is replaced. Default: our status page. */
@@ -131,9 +143,14 @@ export class PaymentsService {
     return this.o.bonusTable;
   }
 
+  /** The rules of a self-serve top-up: the amounts, the bonus table and where to arrange more. */
+  terms(): TopUpTerms {
+    return topUpTerms(this.o.bonusTable, this.o.salesContact ?? null);
+  }
+
   /** What a top-up of `amount` would add, bonus included, before anything is created. */
   quote(amount: unknown): TopUpQuote {
-    return quoteTopUp(parseTopUpAmount(amount), this.o.bonusTable);
+    return quoteTopUp(parseTopUpAmount(amount, 'amount', this.o.salesContact ?? null), this.o.bonusTable);
   }
 
   /**
@@ -143,7 +160,7 @@ export class PaymentsService {
    * with 422.
    */
   async startCheckout(input: { accountId: string; email: string; amount: unknown; idempotencyKey?: string | null }): Promise<TopUpView> {
-    const amount = parseTopUpAmount(input.amount);
+    const amount = parseTopUpAmount(input.amount, 'amount', this.o.salesContact ?? null);
     const key = validIdempotencyKey(input.idempotencyKey);
     const quote = quoteTopUp(amount, this.o.bonusTable);
     // The body as it matters: the amount in its exact decimal form (10 and 10.00 are one body).

@@ -13,6 +13,8 @@ export interface PaymentsSettings {
   /** Bonus credits by amount, highest threshold reached wins. */
   bonus_table: { min_amount: number; percent: number }[];
   auto_topup: { max_monthly: number | null; max_consecutive_failures: number; retry_after_seconds: number };
+  /** Where customers arrange top-ups of 500 and more: a mailto: or https: URL (an e-mail address is read as mailto:), or null. */
+  sales_contact: string | null;
 }
 
 /** STRIPE_SECRET_KEY, STRIPE_WEBHOOK_SECRET and STRIPE_API_BASE, when the processor is stripe. */

@@ -5,13 +5,26 @@ import { builder } from '../builder.js';
 import { ContentFilterResultRef } from './content-filter.js';
 import type { GraphQLContext } from '../context.js';
 import { type StreamItem, untilKeyInvalid, unwrapStreamItem } from '../key-guard.js';
+import { SafeIntScalar } from './money.js';
+import {
+  ResponseFormatInput,
+  TokenLogprobRef,
+  ToolCallDeltaRef,
+  ToolCallInput,
+  ToolCallRef,
+  ToolChoiceInput,
+  ToolInput,
+  toolChoiceOf,
+} from './chat-tools.js';
 
-export const FinishReasonEnum = builder.enumType('FinishReason', { values: ['stop', 'length', 'content_filter'] as const });
+export const FinishReasonEnum = builder.enumType('FinishReason', { values: ['stop', 'length', 'content_filter', 'tool_calls'] as const });
 
 const ChatMessageInput = builder.inputType('ChatMessageInput', {
   fields: (t) => ({
-    role: t.string({ required: true, description: 'system (or developer, read as system), user or assistant' }),
-    content: t.string({ required: true }),
+    role: t.string({ required: true, description: 'system (or developer, read as system), user, assistant or tool' }),
+    content: t.string({ required: false, description: 'Required, except on an assistant message with toolCalls.' }),
+    toolCalls: t.field({ type: [ToolCallInput], required: false, description: "An assistant message's tool calls." }),
+    toolCallId: t.string({ required: false, description: 'On a tool message: the id of the call whose result it carries.' }),
   }),
 });
 
@@ -27,8 +40,25 @@ export const ChatCompletionInput = builder.inputType('ChatCompletionInput', {
     presencePenalty: t.float({ required: false, description: '-2 to 2; default 0.' }),
     frequencyPenalty: t.float({ required: false, description: '-2 to 2; default 0.' }),
     user: t.string({ required: false, description: 'End-user identifier for monitoring and abuse detection.' }),
+    tools: t.field({ type: [ToolInput], required: false, description: 'Functions the model may call (models with function_calling).' }),
+    toolChoice: t.field({ type: ToolChoiceInput, required: false, description: 'Default: auto with tools, none without.' }),
+    parallelToolCalls: t.boolean({ required: false, description: 'Whether the model may call several tools in one answer; default true.' }),
+    responseFormat: t.field({ type: ResponseFormatInput, required: false }),
+    seed: t.field({
+      type: SafeIntScalar,
+      required: false,
+      description: 'The same seed and settings give the same answer (best effort upstream).',
+    }),
+    n: t.int({ required: false, description: 'Choices to generate; default 1, at most the server’s chat.max_choices (4 unless set).' }),
+    logprobs: t.boolean({ required: false, description: "Return each output token's log-probability." }),
+    topLogprobs: t.int({ required: false, description: '0 to 20 most likely alternatives per token; needs logprobs.' }),
   }),
 });
+
+type GraphQLChatInput = typeof ChatCompletionInput.$inferInput;
+
+/** The GraphQL input as the domain reads it (the tool choice is an input object here). */
+const chatInput = (input: GraphQLChatInput): ChatInput => ({ ...input, toolChoice: toolChoiceOf(input.toolChoice) });
 
 export const UsageRef = builder.objectRef<Usage>('Usage').implement({
   fields: (t) => ({
@@ -38,8 +68,12 @@ export const UsageRef = builder.objectRef<Usage>('Usage').implement({
   }),
 });
 
-const ChatMessageRef = builder.objectRef<{ role: string; content: string }>('ChatMessage').implement({
-  fields: (t) => ({ role: t.exposeString('role'), content: t.exposeString('content') }),
+const ChatMessageRef = builder.objectRef<ChatCompletion['choices'][number]['message']>('ChatMessage').implement({
+  fields: (t) => ({
+    role: t.exposeString('role'),
+    content: t.string({ nullable: true, description: 'null when the answer is only tool calls.', resolve: (m) => m.content }),
+    toolCalls: t.field({ type: [ToolCallRef], nullable: true, resolve: (m) => m.toolCalls }),
+  }),
 });
 
 const ChatChoiceRef = builder.objectRef<ChatCompletion['choices'][number]>('ChatChoice').implement({
@@ -47,6 +81,7 @@ const ChatChoiceRef = builder.objectRef<ChatCompletion['choices'][number]>('Chat
     index: t.exposeInt('index'),
     message: t.field({ type: ChatMessageRef, resolve: (c) => c.message }),
     finishReason: t.field({ type: FinishReasonEnum, resolve: (c) => c.finishReason }),
+    logprobs: t.field({ type: [TokenLogprobRef], nullable: true, description: 'With logprobs: true.', resolve: (c) => c.logprobs }),
     contentFilter: t.field({
       type: ContentFilterResultRef,
       nullable: true,
@@ -71,6 +106,7 @@ const ChatDeltaRef = builder.objectRef<ChatChunk['choices'][number]['delta']>('C
   fields: (t) => ({
     role: t.string({ nullable: true, resolve: (d) => d.role ?? null }),
     content: t.string({ nullable: true, resolve: (d) => d.content ?? null }),
+    toolCalls: t.field({ type: [ToolCallDeltaRef], nullable: true, resolve: (d) => d.toolCalls ?? null }),
   }),
 });
 
@@ -79,6 +115,7 @@ const ChunkChoiceRef = builder.objectRef<ChatChunk['choices'][number]>('ChatChun
     index: t.exposeInt('index'),
     delta: t.field({ type: ChatDeltaRef, resolve: (c) => c.delta }),
     finishReason: t.field({ type: FinishReasonEnum, nullable: true, resolve: (c) => c.finishReason }),
+    logprobs: t.field({ type: [TokenLogprobRef], nullable: true, description: 'With logprobs: true.', resolve: (c) => c.logprobs ?? null }),
     contentFilter: t.field({
       type: ContentFilterResultRef,
       nullable: true,
@@ -102,10 +139,10 @@ const ChatChunkRef = builder.objectRef<ChatChunk>('ChatCompletionChunk').impleme
 });
 
 /** The stream of one call; its errors become items (./key-guard.ts says why). */
-async function* chatStream(ctx: GraphQLContext, input: ChatInput, signal: AbortSignal): AsyncGenerator<StreamItem<ChatChunk>> {
+async function* chatStream(ctx: GraphQLContext, input: () => ChatInput, signal: AbortSignal): AsyncGenerator<StreamItem<ChatChunk>> {
   try {
     const caller = await ctx.caller();
-    yield* ctx.services.inference.chatCompletionStream(caller, input, signal);
+    yield* ctx.services.inference.chatCompletionStream(caller, input(), signal);
   } catch (streamError) {
     yield { streamError };
   }
@@ -117,7 +154,7 @@ builder.mutationField('createChatCompletion', (t) =>
     args: { input: t.arg({ type: ChatCompletionInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const caller = await ctx.caller();
-      return ctx.services.inference.createChatCompletion(caller, input, ctx.signal);
+      return ctx.services.inference.createChatCompletion(caller, chatInput(input), ctx.signal);
     },
   }),
 );
@@ -128,7 +165,9 @@ builder.subscriptionField('chatCompletionStream', (t) =>
     args: { input: t.arg({ type: ChatCompletionInput, required: true }) },
     // The stream ends when the client goes, the operation completes, or the key is revoked or expires.
     subscribe: (_root, { input }, ctx) =>
-      untilKeyInvalid(ctx, (signal) => chatStream(ctx, input, signal)) as AsyncIterable<unknown> as AsyncIterable<ChatChunk>,
+      untilKeyInvalid(ctx, (signal) =>
+        chatStream(ctx, () => chatInput(input), signal),
+      ) as AsyncIterable<unknown> as AsyncIterable<ChatChunk>,
     resolve: (item) => unwrapStreamItem(item as StreamItem<ChatChunk>),
   }),
 );

@@ -1,7 +1,7 @@
 // Top-ups: Mutation.topUp (a hosted checkout; its bonus and credits are shown before paying),
 // Query.topUpQuote, Account.topUps (checkouts and automatic top-ups with their states), and
 // automatic top-up (AccountSettings.autoTopup, Mutation.updateAutoTopup).
-import type { TopUpQuote } from '../../domain/payments/amounts.js';
+import type { TopUpQuote, TopUpTerms } from '../../domain/payments/amounts.js';
 import type { AutoTopupView } from '../../domain/payments/auto-topup-service.js';
 import { TOP_UP_STATES } from '../../domain/payments/checkout-state.js';
 import type { TopUpView } from '../../domain/payments/payments-service.js';
@@ -63,6 +63,41 @@ const TopUpQuoteRef = builder.objectRef<TopUpQuote>('TopUpQuote').implement({
     currency: t.exposeString('currency'),
   }),
 });
+
+const BonusRowRef = builder.objectRef<{ minimum: bigint; percent: string }>('BonusRow').implement({
+  description: 'One row of the bonus table: from `minAmount` on, `percent` more is credited.',
+  fields: (t) => ({
+    minAmount: t.field({ type: DecimalScalar, resolve: (r) => r.minimum }),
+    percent: t.float({ resolve: (r) => Number(r.percent) }),
+  }),
+});
+
+const TopUpTermsRef = builder.objectRef<TopUpTerms>('TopUpTerms').implement({
+  description: 'The rules of a self-serve top-up, as the dashboard shows them before paying.',
+  fields: (t) => ({
+    minimumAmount: t.field({ type: DecimalScalar, description: 'The smallest top-up.', resolve: (x) => x.minimum }),
+    salesThreshold: t.field({
+      type: DecimalScalar,
+      description: 'From this amount on, top-ups are arranged with sales, not paid at a checkout.',
+      resolve: (x) => x.salesThreshold,
+    }),
+    currency: t.exposeString('currency'),
+    bonusTable: t.field({ type: [BonusRowRef], resolve: (x) => x.bonusTable }),
+    salesContact: t.string({
+      nullable: true,
+      description: 'Where to arrange larger top-ups (a mailto: or https: URL); null when the operator gave none.',
+      resolve: (x) => x.salesContact,
+    }),
+  }),
+});
+
+builder.queryField('topUpTerms', (t) =>
+  t.field({
+    type: TopUpTermsRef,
+    description: 'The rules of a self-serve top-up: the amounts, the bonus table and where to arrange more. Public.',
+    resolve: (_root, _args, ctx) => ctx.services.payments.terms(),
+  }),
+);
 
 builder.queryField('topUpQuote', (t) =>
   t.field({

@@ -15,8 +15,8 @@ import { randomInt } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import {
-  type ChatHistoryItem,
   type LlamaContextSequence,
+  type LlamaGrammar,
   type LlamaEmbeddingContext,
   type LlamaModel,
   type LlamaRankingContext,
@@ -34,7 +34,10 @@ import type {
   EngineRerankResult,
   EngineStreamEvent,
   ModelAvailability,
+  ToolDefinition,
 } from '../engine.js';
+import { formatGrammar, grammarState, grammarStops, promptTokens, usesTools } from './chat-features.js';
+import { type ChoiceBase, chatChoices, samplingOf, streamChoices } from './chat-run.js';
 import { CompletionText, decodesWithoutContext } from './completion-text.js';
 import { embeddingInput, embedOn, rerankOn } from './embeddings.js';
 import { inspectGgufFile, ModelFileError, type GgufFacts } from './gguf-inspect.js';
@@ -65,6 +68,12 @@ export {
   type LlamaCppLogger,
   type LlamaCppModel,
 } from './runners.js';
+
+/** A call the engine's own loop runs: one choice, text only, no log-probabilities. */
+const plain = (req: EngineChatRequest) => (req.n ?? 1) === 1 && !req.logprobs && !usesTools(req);
+
+/** The request's seed (kept within llama.cpp's 32 bits), or a random one. */
+const seedOf = (req: EngineChatRequest) => (req.seed === undefined ? randomInt(2 ** 31) : ((req.seed % 2 ** 31) + 2 ** 31) % 2 ** 31);
 
 export class LlamaCppEngine implements Engine {
   readonly modelId: string;
@@ -394,22 +403,30 @@ export class LlamaCppEngine implements Engine {
 
   // ---- tokens ----
 
-  private renderChat(runner: ChatRunner, messages: ChatMessage[]): Token[] {
-    const history: ChatHistoryItem[] = messages.map((m) =>
-      m.role === 'system'
-        ? { type: 'system', text: m.content }
-        : m.role === 'user'
-          ? { type: 'user', text: m.content }
-          : { type: 'model', response: [m.content] },
-    );
-    history.push({ type: 'model', response: [] });
-    // Message contents are plain text in the LlamaText: a "<|im_end|>" typed by a user stays text.
-    return runner.wrapper.generateContextState({ chatHistory: history }).contextText.tokenize(runner.model.tokenizer);
+  // Message contents are plain text in the LlamaText: a "<|im_end|>" typed by a user stays text.
+  private renderChat(runner: ChatRunner, messages: ChatMessage[], tools?: ToolDefinition[]): Token[] {
+    return promptTokens(runner, messages, tools);
   }
 
-  async countChatTokens(messages: ChatMessage[]): Promise<number> {
+  /**
+   * An answer generated under a JSON grammar cannot open a tool call: with tools the model may call
+   * (tool_choice auto) a response format would silently take the choice away, so the pair is refused.
+   */
+  unsupported(req: EngineChatRequest): { param: string; reason: string } | undefined {
+    const forced = req.toolChoice === 'required' || typeof req.toolChoice === 'object';
+    if (req.responseFormat && usesTools(req) && !forced) {
+      return {
+        param: 'response_format',
+        reason:
+          "its engine (llama.cpp) cannot both hold the answer to JSON and let the model choose to call a tool; drop one, or set tool_choice to 'required' or a function",
+      };
+    }
+    return undefined;
+  }
+
+  async countChatTokens(messages: ChatMessage[], tools?: ToolDefinition[]): Promise<number> {
     const runner = await this.runnerOf('chat');
-    return this.renderChat(runner, messages).length;
+    return this.renderChat(runner, messages, tools).length;
   }
 
   async countTokens(text: string): Promise<number> {
@@ -433,9 +450,11 @@ export class LlamaCppEngine implements Engine {
     if (signal.aborted) throw abortReason(signal);
     const runner = await this.runnerOf('chat');
     const prompt = this.chatPrompt(runner, req);
+    const format = await formatGrammar(await getRuntime(), req, this.modelId);
     const lease = await runner.pool.acquire(signal);
     try {
-      const generation = await this.startGeneration(runner, lease.slot, prompt, req);
+      if (!plain(req)) return await chatChoices(this.choiceBase(runner, lease.slot, prompt, req, format, signal));
+      const generation = await this.startGeneration(runner, lease.slot, prompt, req, format);
       let content = '';
       for await (const token of generation.tokens) {
         if (signal.aborted) throw abortReason(signal);
@@ -454,9 +473,14 @@ export class LlamaCppEngine implements Engine {
     if (signal.aborted) throw abortReason(signal);
     const runner = await this.runnerOf('chat');
     const prompt = this.chatPrompt(runner, req);
+    const format = await formatGrammar(await getRuntime(), req, this.modelId);
     const lease = await runner.pool.acquire(signal);
     try {
-      const generation = await this.startGeneration(runner, lease.slot, prompt, req);
+      if (!plain(req)) {
+        yield* streamChoices(this.choiceBase(runner, lease.slot, prompt, req, format, signal));
+        return;
+      }
+      const generation = await this.startGeneration(runner, lease.slot, prompt, req, format);
       for await (const token of generation.tokens) {
         if (signal.aborted) throw abortReason(signal);
         const content = generation.take(token);
@@ -476,7 +500,7 @@ export class LlamaCppEngine implements Engine {
 
   /** The request's prompt tokens, refused when they and max_tokens do not fit the context. */
   private chatPrompt(runner: ChatRunner, req: EngineChatRequest): Token[] {
-    const prompt = this.renderChat(runner, req.messages);
+    const prompt = this.renderChat(runner, req.messages, usesTools(req) ? req.tools : undefined);
     if (prompt.length + req.maxTokens > runner.contextSize) {
       throw new DomainError(
         'context_length_exceeded',
@@ -487,39 +511,34 @@ export class LlamaCppEngine implements Engine {
     return prompt;
   }
 
+  private choiceBase(
+    runner: ChatRunner,
+    seq: LlamaContextSequence,
+    prompt: Token[],
+    req: EngineChatRequest,
+    format: LlamaGrammar | undefined,
+    signal: AbortSignal,
+  ): ChoiceBase {
+    return { runner, modelId: this.modelId, seq, prompt, req, format, signal, stats: this.stats, seed: seedOf(req) };
+  }
+
   private async startGeneration(
     runner: ChatRunner,
     seq: LlamaContextSequence,
     prompt: Token[],
     req: EngineChatRequest,
+    format: LlamaGrammar | undefined,
   ): Promise<Generation> {
     const { model, stopTokens } = runner;
     const stats = this.stats;
     // Every call starts from an empty sequence: one caller's cache never shapes another's output,
-    // and the same request with temperature 0 gives the same tokens.
+    // and the same request with temperature 0 (or the same seed) gives the same tokens.
     await seq.eraseContextTokenRanges([{ start: 0, end: seq.nextTokenIndex }]);
-    const stops = [...(req.stop ?? []).filter((s) => s.length > 0), ...runner.stopTexts];
+    const stops = [...(req.stop ?? []).filter((s) => s.length > 0), ...runner.stopTexts, ...grammarStops(format)];
     const completion = new CompletionText(model, stops, runner.pieces);
-    const penalised = (req.presencePenalty ?? 0) !== 0 || (req.frequencyPenalty ?? 0) !== 0;
     const tokens = seq.evaluate(prompt, {
-      temperature: req.temperature ?? 1,
-      topP: req.topP ?? 1,
-      topK: 0,
-      minP: 0,
-      seed: randomInt(2 ** 31),
-      yieldEogToken: true,
-      // Without penalties no callback runs per token.
-      ...(penalised
-        ? {
-            repeatPenalty: {
-              punishTokens: () => completion.tokens,
-              maxPunishTokens: req.maxTokens,
-              penalty: 1,
-              presencePenalty: req.presencePenalty ?? 0,
-              frequencyPenalty: req.frequencyPenalty ?? 0,
-            },
-          }
-        : {}),
+      ...samplingOf(req, seedOf(req), () => completion.tokens),
+      grammarEvaluationState: grammarState(runner, format),
     });
     const generation: Generation = {
       tokens,

@@ -16,6 +16,8 @@ import { Pool } from 'undici';
 import { createParser } from 'eventsource-parser';
 import type { OpenAIEngineConfig } from '../../catalog/model.js';
 import { DomainError } from '../../errors.js';
+import { embedResultFrom, moderationResultFrom, rerankResultFrom } from './answers.js';
+import { answerEvents, chatPayload, choiceEvents, choiceText, readChoices } from './chat-wire.js';
 import { CircuitBreaker, type BreakerState } from './circuit-breaker.js';
 import type {
   ChatMessage,
@@ -26,6 +28,7 @@ import type {
   EngineModerationResult,
   EngineRerankResult,
   EngineStreamEvent,
+  ToolDefinition,
   Usage,
 } from '../engine.js';
 import { countChatTokens, countTextTokens } from '../tokenizer.js';
@@ -35,11 +38,8 @@ import {
   Attempt,
   CallDeadline,
   CONTEXT_LENGTH_RE,
-  decodeEmbedding,
   invalidResponse,
-  mapFinishReason,
   MAX_RETRY_AFTER_S,
-  MODERATION_KEYS,
   msg,
   noopLogger,
   parseJson,
@@ -47,7 +47,6 @@ import {
   type ResponseData,
   Retryable,
   retryAfterSeconds,
-  sigmoid,
   type StreamState,
   tokenCount,
   truncate,
@@ -124,12 +123,14 @@ export class OpenAIEngine implements Engine {
   }
 
   async chat(req: EngineChatRequest, signal: AbortSignal): Promise<EngineChatResult> {
-    return this.postJson('/chat/completions', this.chatPayload(req, false), signal, 'chat', (data) => this.chatResultFrom(data, req));
+    return this.postJson('/chat/completions', chatPayload(this.model, req, false), signal, 'chat', (data) =>
+      this.chatResultFrom(data, req),
+    );
   }
 
   async *chatStream(req: EngineChatRequest, signal: AbortSignal): AsyncGenerator<EngineStreamEvent> {
     if (signal.aborted) throw abortReason(signal);
-    const body = JSON.stringify(this.chatPayload(req, true));
+    const body = JSON.stringify(chatPayload(this.model, req, true));
     const call = new CallDeadline(this.maxDurationMs);
     const order = this.order();
     let last: DomainError | undefined;
@@ -165,7 +166,7 @@ export class OpenAIEngine implements Engine {
             yield { type: 'started' };
             attempt.resume();
           }
-          yield* this.relay(res, state, attempt, () => {
+          yield* this.relay(res, state, attempt, req.n ?? 1, () => {
             judged = true;
             up.breaker.succeeded();
           });
@@ -209,86 +210,21 @@ export class OpenAIEngine implements Engine {
 
   async embed(input: string[], signal: AbortSignal): Promise<EngineEmbedResult> {
     return this.postJson('/embeddings', { model: this.model, input, encoding_format: 'float' }, signal, 'embed', (data) =>
-      this.embedResultFrom(data, input),
+      embedResultFrom(data, input),
     );
-  }
-
-  private embedResultFrom(data: Record<string, unknown>, input: string[]): EngineEmbedResult {
-    const items = data.data;
-    if (!Array.isArray(items) || items.length !== input.length) throw invalidResponse();
-    const embeddings: number[][] = new Array(input.length);
-    for (let i = 0; i < items.length; i++) {
-      const item = asRecord(items[i]);
-      // Servers are expected to keep input order, but `index` is what the format promises.
-      const index = item && typeof item.index === 'number' ? item.index : i;
-      const vector = item ? decodeEmbedding(item.embedding) : undefined;
-      if (!vector || index < 0 || index >= input.length || embeddings[index] !== undefined) throw invalidResponse();
-      embeddings[index] = vector;
-    }
-    const usage = asRecord(data.usage);
-    const promptTokens =
-      tokenCount(usage?.prompt_tokens) ?? tokenCount(usage?.total_tokens) ?? input.reduce((n, s) => n + countTextTokens(s), 0);
-    return { embeddings, promptTokens };
   }
 
   async rerank(query: string, documents: string[], signal: AbortSignal): Promise<EngineRerankResult> {
     const payload = { model: this.model, query, documents, top_n: documents.length, return_documents: false };
-    return this.postJson(this.rerankPath, payload, signal, 'rerank', (data) => this.rerankResultFrom(data, query, documents));
-  }
-
-  private rerankResultFrom(data: Record<string, unknown>, query: string, documents: string[]): EngineRerankResult {
-    // TEI's native /rerank answers a bare array of {index, score}; the others wrap {index, relevance_score}.
-    const results = Array.isArray(data) ? (data as unknown[]) : data.results;
-    if (!Array.isArray(results)) throw invalidResponse();
-    const raw: number[] = new Array(documents.length).fill(Number.NaN);
-    for (const r of results) {
-      const item = asRecord(r);
-      const index = item?.index;
-      const score = item?.relevance_score ?? item?.score;
-      if (typeof index !== 'number' || index < 0 || index >= documents.length || typeof score !== 'number' || !Number.isFinite(score)) {
-        throw invalidResponse();
-      }
-      raw[index] = score;
-    }
-    if (raw.some(Number.isNaN)) throw invalidResponse();
-    // A score outside [0, 1] means the server returns raw logits; squash them all, not just the
-    // outliers, so that the ranking between documents is preserved.
-    const logits = raw.some((s) => s < 0 || s > 1);
-    const scores = logits ? raw.map(sigmoid) : raw;
-    const usage = asRecord(Array.isArray(data) ? undefined : data.usage);
-    const promptTokens =
-      tokenCount(usage?.prompt_tokens) ??
-      tokenCount(usage?.total_tokens) ??
-      // A cross-encoder reads the query once per document.
-      countTextTokens(query) * documents.length + documents.reduce((n, d) => n + countTextTokens(d), 0);
-    return { scores, promptTokens };
+    return this.postJson(this.rerankPath, payload, signal, 'rerank', (data) => rerankResultFrom(data, query, documents));
   }
 
   async moderate(input: string, signal: AbortSignal): Promise<EngineModerationResult> {
-    return this.postJson('/moderations', { model: this.model, input }, signal, 'moderate', (data) =>
-      this.moderationResultFrom(data, input),
-    );
+    return this.postJson('/moderations', { model: this.model, input }, signal, 'moderate', (data) => moderationResultFrom(data, input));
   }
 
-  private moderationResultFrom(data: Record<string, unknown>, input: string): EngineModerationResult {
-    const first = Array.isArray(data.results) ? asRecord(data.results[0]) : undefined;
-    if (!first) throw invalidResponse();
-    const categories: Record<string, boolean> = {};
-    const categoryScores: Record<string, number> = {};
-    for (const key of MODERATION_KEYS) {
-      categories[key] = false;
-      categoryScores[key] = 0;
-    }
-    for (const [k, v] of Object.entries(asRecord(first.categories) ?? {})) categories[k] = v === true;
-    for (const [k, v] of Object.entries(asRecord(first.category_scores) ?? {})) {
-      if (typeof v === 'number' && Number.isFinite(v)) categoryScores[k] = v;
-    }
-    const flagged = typeof first.flagged === 'boolean' ? first.flagged : Object.values(categories).some(Boolean);
-    return { flagged, categories, categoryScores, promptTokens: countTextTokens(input) };
-  }
-
-  countChatTokens(messages: ChatMessage[]): number {
-    return countChatTokens(messages);
+  countChatTokens(messages: ChatMessage[], tools?: ToolDefinition[]): number {
+    return countChatTokens(messages, tools);
   }
 
   countTokens(text: string): number {
@@ -306,36 +242,15 @@ export class OpenAIEngine implements Engine {
 
   // ---------------------------------------------------------------------------------------------
 
-  private chatPayload(req: EngineChatRequest, stream: boolean): Record<string, unknown> {
-    const p: Record<string, unknown> = {
-      model: this.model,
-      messages: req.messages.map((m) => ({ role: m.role, content: m.content })),
-      max_tokens: req.maxTokens,
-    };
-    if (req.temperature !== undefined) p.temperature = req.temperature;
-    if (req.topP !== undefined) p.top_p = req.topP;
-    if (req.stop !== undefined && req.stop.length > 0) p.stop = req.stop;
-    if (req.presencePenalty !== undefined) p.presence_penalty = req.presencePenalty;
-    if (req.frequencyPenalty !== undefined) p.frequency_penalty = req.frequencyPenalty;
-    if (req.user !== undefined) p.user = req.user;
-    if (stream) {
-      p.stream = true;
-      p.stream_options = { include_usage: true };
-    }
-    return p;
-  }
-
   private chatResultFrom(data: Record<string, unknown>, req: EngineChatRequest): EngineChatResult {
-    const choice = Array.isArray(data.choices) ? asRecord(data.choices[0]) : undefined;
-    if (!choice) throw invalidResponse();
-    const message = asRecord(choice.message);
-    const content = typeof message?.content === 'string' ? message.content : '';
-    return { content, finishReason: mapFinishReason(choice.finish_reason), usage: this.usageFrom(asRecord(data.usage), req, content) };
+    const choices = readChoices(data, req.n ?? 1);
+    const usage = this.usageFrom(asRecord(data.usage), req, choices.map(choiceText).join(''));
+    return { ...choices[0]!, usage, ...(choices.length > 1 ? { choices } : {}) };
   }
 
   /** Usage as the upstream reported it; what it left out is counted here. */
   private usageFrom(usage: Record<string, unknown> | undefined, req: EngineChatRequest, content: string): Usage {
-    const promptTokens = tokenCount(usage?.prompt_tokens) ?? countChatTokens(req.messages);
+    const promptTokens = tokenCount(usage?.prompt_tokens) ?? countChatTokens(req.messages, req.tools);
     const completionTokens = tokenCount(usage?.completion_tokens) ?? countTextTokens(content);
     return { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens };
   }
@@ -344,24 +259,34 @@ export class OpenAIEngine implements Engine {
    * Reads one SSE response into the state, yielding content deltas as they come. `healthy` is
    * called once, at the first well-formed event (the base URL works).
    */
-  private async *relay(res: ResponseData, state: StreamState, attempt: Attempt, healthy: () => void): AsyncGenerator<EngineStreamEvent> {
+  private async *relay(
+    res: ResponseData,
+    state: StreamState,
+    attempt: Attempt,
+    n: number,
+    healthy: () => void,
+  ): AsyncGenerator<EngineStreamEvent> {
     const type = res.headers['content-type'];
     if (typeof type === 'string' && type.includes('application/json')) {
-      // The server ignored stream: true and answered in one piece: relay it as a one-delta stream.
+      // The server ignored stream: true and answered in one piece: relay it as one piece per choice.
       const data = asRecord(parseJson(await res.body.text()));
-      const choice = data && Array.isArray(data.choices) ? asRecord(data.choices[0]) : undefined;
-      if (!data || !choice) throw new Retryable(invalidResponse(), true);
+      let choices: ReturnType<typeof readChoices>;
+      try {
+        if (!data) throw invalidResponse();
+        choices = readChoices(data, n);
+      } catch {
+        throw new Retryable(invalidResponse(), true);
+      }
       healthy();
-      const message = asRecord(choice.message);
-      const content = typeof message?.content === 'string' ? message.content : '';
       state.usage = asRecord(data.usage);
-      state.finishReason = mapFinishReason(choice.finish_reason);
+      state.finishReason = choices[0]!.finishReason;
       state.done = true;
-      if (content) {
-        state.content = content;
+      state.content = choices.map(choiceText).join('');
+      const events = answerEvents(choices);
+      if (events.length > 0) {
         state.yielded = true;
         attempt.pause();
-        yield { type: 'delta', content };
+        yield* events;
       }
       return;
     }
@@ -382,16 +307,15 @@ export class OpenAIEngine implements Engine {
             state.done = true;
             break;
           }
-          const delta = this.readChunk(data, state);
+          const out = this.readChunk(data, state, n);
           if (!state.healthy) {
             state.healthy = true;
             healthy();
           }
-          if (delta) {
-            state.content += delta;
+          if (out.length > 0) {
             state.yielded = true;
             attempt.pause();
-            yield { type: 'delta', content: delta };
+            yield* out;
             attempt.resume();
           }
         }
@@ -403,8 +327,8 @@ export class OpenAIEngine implements Engine {
     }
   }
 
-  /** Applies one chunk to the state; returns its content delta, if any. */
-  private readChunk(data: string, state: StreamState): string | undefined {
+  /** Applies one chunk to the state; returns the events it carries (content, tool-call pieces). */
+  private readChunk(data: string, state: StreamState, n: number): EngineStreamEvent[] {
     const chunk = asRecord(parseJson(data));
     if (!chunk) throw new Retryable(invalidResponse(), true);
     if (chunk.error !== undefined) {
@@ -414,11 +338,20 @@ export class OpenAIEngine implements Engine {
     // Servers with continuous usage stats send usage on every chunk: the last one wins.
     const usage = asRecord(chunk.usage);
     if (usage) state.usage = usage;
-    const choice = Array.isArray(chunk.choices) ? asRecord(chunk.choices[0]) : undefined;
-    if (!choice) return undefined;
-    if (choice.finish_reason !== null && choice.finish_reason !== undefined) state.finishReason = mapFinishReason(choice.finish_reason);
-    const content = asRecord(choice.delta)?.content;
-    return typeof content === 'string' && content.length > 0 ? content : undefined;
+    if (!Array.isArray(chunk.choices)) return [];
+    const out: EngineStreamEvent[] = [];
+    for (const raw of chunk.choices) {
+      const choice = asRecord(raw);
+      if (!choice) continue;
+      const { events, finish } = choiceEvents(choice, n);
+      if (finish) state.finishReason = finish;
+      for (const e of events) {
+        if (e.type === 'delta') state.content += e.content;
+        else if (e.type === 'tool_call') state.content += (e.name ?? '') + e.arguments;
+        out.push(e);
+      }
+    }
+    return out;
   }
 
   /**

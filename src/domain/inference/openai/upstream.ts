@@ -151,7 +151,7 @@ export class Attempt {
 }
 
 export const MODERATION_KEYS = ['hate', 'harassment', 'self-harm', 'sexual', 'violence'] as const;
-export const FINISH_REASONS: ReadonlySet<string> = new Set<FinishReason>(['stop', 'length', 'content_filter']);
+export const FINISH_REASONS: ReadonlySet<string> = new Set<FinishReason>(['stop', 'length', 'content_filter', 'tool_calls']);
 /** Upstream error bodies are read only to be logged or to spot a context-length complaint. */
 export const ERROR_BODY_LIMIT = 16 * 1024;
 export const CONTEXT_LENGTH_RE = /context[ _-]?(length|window)|maximum context|too many tokens|prompt is too long/i;
@@ -177,6 +177,8 @@ export function abortReason(signal: AbortSignal): unknown {
 }
 
 export function mapFinishReason(value: unknown): FinishReason {
+  // 'function_call' is the deprecated functions API's name for the same ending.
+  if (value === 'function_call') return 'tool_calls';
   return typeof value === 'string' && FINISH_REASONS.has(value) ? (value as FinishReason) : 'stop';
 }
 

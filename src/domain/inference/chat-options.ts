@@ -1,0 +1,211 @@
+// A chat request's messages and its features beyond plain text (tools, JSON output, seed, several
+// choices, log-probabilities), checked against the specification and the catalog entry and turned
+// into what the engine runs. Anything a model or its engine cannot do is refused with 400
+// unsupported_parameter naming the parameter and the model, never silently dropped.
+import type { ChatModelConfig } from '../catalog/model.js';
+import { DomainError } from '../errors.js';
+import type { ChatMessage, EngineChatRequest, ResponseFormat, Role, ToolCall, ToolChoice, ToolDefinition } from './engine.js';
+import { type ChatInput, type ChatInputMessage, LIMITS, ROLE_ALIASES, ROLES } from './inference-types.js';
+
+/** OpenAI's rule for function and schema names. */
+const NAME_RE = /^[a-zA-Z0-9_-]{1,64}$/;
+
+const invalid = (param: string, message: string) => new DomainError('invalid_value', message, { param });
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function toolCallsOf(calls: NonNullable<ChatInputMessage['toolCalls']>, i: number): ToolCall[] {
+  return calls.map((c, j) => {
+    const param = `messages[${i}].tool_calls[${j}]`;
+    if (!isObject(c) || typeof c.id !== 'string' || c.id.length === 0)
+      throw invalid(`${param}.id`, `'${param}.id' must be a non-empty string.`);
+    if (c.type !== undefined && c.type !== 'function')
+      throw invalid(`${param}.type`, `'${param}.type' must be 'function'; got '${String(c.type).slice(0, 40)}'.`);
+    const fn = c.function;
+    if (!isObject(fn) || typeof fn.name !== 'string' || fn.name.length === 0)
+      throw invalid(`${param}.function.name`, `'${param}.function.name' must be a non-empty string.`);
+    if (typeof fn.arguments !== 'string')
+      throw invalid(`${param}.function.arguments`, `'${param}.function.arguments' must be a string (the arguments' JSON).`);
+    return { id: c.id, type: 'function', function: { name: fn.name, arguments: fn.arguments } };
+  });
+}
+
+/** The conversation as the engine takes it: roles resolved, tool calls and results checked. */
+export function chatMessages(input: ChatInputMessage[]): ChatMessage[] {
+  if (!Array.isArray(input) || input.length === 0) throw invalid('messages', "'messages' must be a non-empty array.");
+  return input.map((m, i) => {
+    const role = ROLE_ALIASES[m.role] ?? m.role;
+    if (!ROLES.includes(role as Role)) {
+      throw invalid(
+        `messages[${i}].role`,
+        `'messages[${i}].role' must be one of system (or developer), user, assistant, tool; got '${String(m.role).slice(0, 40)}'.`,
+      );
+    }
+    const toolCalls = m.toolCalls && m.toolCalls.length > 0 ? m.toolCalls : undefined;
+    if (toolCalls && role !== 'assistant')
+      throw invalid(`messages[${i}].tool_calls`, `'messages[${i}].tool_calls' is only allowed on assistant messages.`);
+    const content = m.content ?? null;
+    if (content === null && !toolCalls) {
+      throw invalid(
+        `messages[${i}].content`,
+        `'messages[${i}].content' is required (it may be null only on an assistant message with tool_calls).`,
+      );
+    }
+    const message: ChatMessage = { role: role as Role, content: content ?? '' };
+    if (toolCalls) message.toolCalls = toolCallsOf(toolCalls, i);
+    if (role === 'tool') {
+      if (typeof m.toolCallId !== 'string' || m.toolCallId.length === 0)
+        throw invalid(
+          `messages[${i}].tool_call_id`,
+          `'messages[${i}].tool_call_id' is required on a tool message: the id of the call it answers.`,
+        );
+      message.toolCallId = m.toolCallId;
+    }
+    return message;
+  });
+}
+
+function toolsOf(input: NonNullable<ChatInput['tools']>): ToolDefinition[] {
+  if (input.length > LIMITS.maxTools) throw invalid('tools', `'tools' takes at most ${LIMITS.maxTools} tools; got ${input.length}.`);
+  const names = new Set<string>();
+  return input.map((t, i) => {
+    if (t.type !== 'function')
+      throw invalid(`tools[${i}].type`, `'tools[${i}].type' must be 'function'; got '${String(t.type).slice(0, 40)}'.`);
+    const fn = t.function;
+    if (!isObject(fn) || typeof fn.name !== 'string' || !NAME_RE.test(fn.name)) {
+      throw invalid(`tools[${i}].function.name`, `'tools[${i}].function.name' must be 1 to 64 letters, digits, underscores or dashes.`);
+    }
+    if (names.has(fn.name)) throw invalid(`tools[${i}].function.name`, `'tools' names the function '${fn.name}' twice.`);
+    names.add(fn.name);
+    if (fn.parameters !== null && fn.parameters !== undefined && !isObject(fn.parameters)) {
+      throw invalid(`tools[${i}].function.parameters`, `'tools[${i}].function.parameters' must be a JSON Schema object.`);
+    }
+    const out: ToolDefinition = { type: 'function', function: { name: fn.name } };
+    if (typeof fn.description === 'string') out.function.description = fn.description;
+    if (isObject(fn.parameters)) out.function.parameters = fn.parameters;
+    if (typeof fn.strict === 'boolean') out.function.strict = fn.strict;
+    return out;
+  });
+}
+
+function toolChoiceOf(input: ChatInput['toolChoice'], tools: ToolDefinition[] | undefined): ToolChoice | undefined {
+  if (input === null || input === undefined) return undefined;
+  if (typeof input === 'string') {
+    if (input !== 'auto' && input !== 'none' && input !== 'required') {
+      throw invalid('tool_choice', `'tool_choice' must be 'auto', 'none', 'required' or a named function; got '${input.slice(0, 40)}'.`);
+    }
+    if (!tools && input !== 'none') throw invalid('tool_choice', `'tool_choice' '${input}' needs 'tools'.`);
+    return input;
+  }
+  const name = isObject(input) && isObject(input.function) ? input.function.name : undefined;
+  if (!isObject(input) || (input.type !== undefined && input.type !== 'function') || typeof name !== 'string') {
+    throw invalid('tool_choice', "'tool_choice' must be 'auto', 'none', 'required' or {type: 'function', function: {name}}.");
+  }
+  if (!tools?.some((t) => t.function.name === name)) {
+    throw invalid('tool_choice', `'tool_choice' names the function '${name.slice(0, 64)}', which is not among 'tools'.`);
+  }
+  return { type: 'function', function: { name } };
+}
+
+function responseFormatOf(input: ChatInput['responseFormat']): ResponseFormat | undefined {
+  if (input === null || input === undefined) return undefined;
+  switch (input.type) {
+    case 'text':
+      return undefined;
+    case 'json_object':
+      return { type: 'json_object' };
+    case 'json_schema': {
+      const js = input.jsonSchema;
+      if (!isObject(js))
+        throw invalid('response_format.json_schema', "'response_format.json_schema' is required when its type is 'json_schema'.");
+      if (typeof js.name !== 'string' || !NAME_RE.test(js.name)) {
+        throw invalid(
+          'response_format.json_schema.name',
+          "'response_format.json_schema.name' must be 1 to 64 letters, digits, underscores or dashes.",
+        );
+      }
+      if (js.schema !== null && js.schema !== undefined && !isObject(js.schema)) {
+        throw invalid('response_format.json_schema.schema', "'response_format.json_schema.schema' must be a JSON Schema object.");
+      }
+      const out: ResponseFormat = { type: 'json_schema', jsonSchema: { name: js.name } };
+      if (typeof js.description === 'string') out.jsonSchema.description = js.description;
+      if (isObject(js.schema)) out.jsonSchema.schema = js.schema;
+      if (typeof js.strict === 'boolean') out.jsonSchema.strict = js.strict;
+      return out;
+    }
+    default:
+      throw invalid(
+        'response_format.type',
+        `'response_format.type' must be 'text', 'json_object' or 'json_schema'; got '${String(input.type).slice(0, 40)}'.`,
+      );
+  }
+}
+
+export type ChatOptions = Pick<
+  EngineChatRequest,
+  'tools' | 'toolChoice' | 'parallelToolCalls' | 'responseFormat' | 'seed' | 'n' | 'logprobs' | 'topLogprobs'
+>;
+
+/** The request's tools, output format, seed, choices and log-probabilities, checked. */
+export function chatOptions(input: ChatInput, model: ChatModelConfig, maxChoices: number): ChatOptions {
+  const out: ChatOptions = {};
+  if (input.tools && input.tools.length > 0) {
+    if (!model.capabilities.function_calling) {
+      throw new DomainError(
+        'unsupported_parameter',
+        `'tools' is not supported: the model '${model.id}' does not support function calling.`,
+        {
+          param: 'tools',
+        },
+      );
+    }
+    out.tools = toolsOf(input.tools);
+  }
+  out.toolChoice = toolChoiceOf(input.toolChoice, out.tools);
+  // Without tools, 'none' asks for what happens anyway.
+  if (!out.tools) out.toolChoice = undefined;
+  if (input.parallelToolCalls !== null && input.parallelToolCalls !== undefined && out.tools)
+    out.parallelToolCalls = input.parallelToolCalls;
+  out.responseFormat = responseFormatOf(input.responseFormat);
+  if (input.seed !== null && input.seed !== undefined) {
+    if (!Number.isSafeInteger(input.seed)) throw invalid('seed', `'seed' must be an integer; got ${input.seed}.`);
+    out.seed = input.seed;
+  }
+  if (input.n !== null && input.n !== undefined) {
+    if (!Number.isInteger(input.n) || input.n < 1 || input.n > maxChoices) {
+      throw invalid('n', `'n' must be an integer from 1 to ${maxChoices} (this server's most choices per request); got ${input.n}.`);
+    }
+    if (input.n > 1) out.n = input.n;
+  }
+  if (input.logprobs) out.logprobs = true;
+  if (input.topLogprobs !== null && input.topLogprobs !== undefined) {
+    if (!Number.isInteger(input.topLogprobs) || input.topLogprobs < 0 || input.topLogprobs > LIMITS.maxTopLogprobs) {
+      throw invalid('top_logprobs', `'top_logprobs' must be an integer from 0 to ${LIMITS.maxTopLogprobs}; got ${input.topLogprobs}.`);
+    }
+    if (!out.logprobs) throw invalid('top_logprobs', "'top_logprobs' needs 'logprobs': true.");
+    out.topLogprobs = input.topLogprobs;
+  }
+  return out;
+}
+
+/** Refuses (400 unsupported_parameter) what the model's engine cannot do with this request. */
+export function refuseUnsupported(
+  engine: { unsupported?(req: EngineChatRequest): { param: string; reason: string } | undefined },
+  req: EngineChatRequest,
+  modelId: string,
+) {
+  const refusal = engine.unsupported?.(req);
+  if (refusal) {
+    throw new DomainError('unsupported_parameter', `'${refusal.param}' is not supported by the model '${modelId}': ${refusal.reason}.`, {
+      param: refusal.param,
+    });
+  }
+}
+
+/** Everything a choice delivered that costs output tokens: its text and its tool calls. */
+export function outputText(choice: { content: string; toolCalls?: ToolCall[] }): string {
+  if (!choice.toolCalls?.length) return choice.content;
+  let text = choice.content;
+  for (const c of choice.toolCalls) text += c.function.name + c.function.arguments;
+  return text;
+}

@@ -1,0 +1,68 @@
+// How the openai engine reads the answers of the non-chat endpoints (embeddings, rerank, moderation),
+// counting what an upstream leaves out of its usage.
+import type { EngineEmbedResult, EngineModerationResult, EngineRerankResult } from '../engine.js';
+import { countTextTokens } from '../tokenizer.js';
+import { asRecord, decodeEmbedding, invalidResponse, MODERATION_KEYS, sigmoid, tokenCount } from './upstream.js';
+
+export function embedResultFrom(data: Record<string, unknown>, input: string[]): EngineEmbedResult {
+  const items = data.data;
+  if (!Array.isArray(items) || items.length !== input.length) throw invalidResponse();
+  const embeddings: number[][] = new Array(input.length);
+  for (let i = 0; i < items.length; i++) {
+    const item = asRecord(items[i]);
+    // Servers are expected to keep input order, but `index` is what the format promises.
+    const index = item && typeof item.index === 'number' ? item.index : i;
+    const vector = item ? decodeEmbedding(item.embedding) : undefined;
+    if (!vector || index < 0 || index >= input.length || embeddings[index] !== undefined) throw invalidResponse();
+    embeddings[index] = vector;
+  }
+  const usage = asRecord(data.usage);
+  const promptTokens =
+    tokenCount(usage?.prompt_tokens) ?? tokenCount(usage?.total_tokens) ?? input.reduce((n, s) => n + countTextTokens(s), 0);
+  return { embeddings, promptTokens };
+}
+
+export function rerankResultFrom(data: Record<string, unknown>, query: string, documents: string[]): EngineRerankResult {
+  // TEI's native /rerank answers a bare array of {index, score}; the others wrap {index, relevance_score}.
+  const results = Array.isArray(data) ? (data as unknown[]) : data.results;
+  if (!Array.isArray(results)) throw invalidResponse();
+  const raw: number[] = new Array(documents.length).fill(Number.NaN);
+  for (const r of results) {
+    const item = asRecord(r);
+    const index = item?.index;
+    const score = item?.relevance_score ?? item?.score;
+    if (typeof index !== 'number' || index < 0 || index >= documents.length || typeof score !== 'number' || !Number.isFinite(score)) {
+      throw invalidResponse();
+    }
+    raw[index] = score;
+  }
+  if (raw.some(Number.isNaN)) throw invalidResponse();
+  // A score outside [0, 1] means the server returns raw logits; squash them all, not just the
+  // outliers, so that the ranking between documents is preserved.
+  const logits = raw.some((s) => s < 0 || s > 1);
+  const scores = logits ? raw.map(sigmoid) : raw;
+  const usage = asRecord(Array.isArray(data) ? undefined : data.usage);
+  const promptTokens =
+    tokenCount(usage?.prompt_tokens) ??
+    tokenCount(usage?.total_tokens) ??
+    // A cross-encoder reads the query once per document.
+    countTextTokens(query) * documents.length + documents.reduce((n, d) => n + countTextTokens(d), 0);
+  return { scores, promptTokens };
+}
+
+export function moderationResultFrom(data: Record<string, unknown>, input: string): EngineModerationResult {
+  const first = Array.isArray(data.results) ? asRecord(data.results[0]) : undefined;
+  if (!first) throw invalidResponse();
+  const categories: Record<string, boolean> = {};
+  const categoryScores: Record<string, number> = {};
+  for (const key of MODERATION_KEYS) {
+    categories[key] = false;
+    categoryScores[key] = 0;
+  }
+  for (const [k, v] of Object.entries(asRecord(first.categories) ?? {})) categories[k] = v === true;
+  for (const [k, v] of Object.entries(asRecord(first.category_scores) ?? {})) {
+    if (typeof v === 'number' && Number.isFinite(v)) categoryScores[k] = v;
+  }
+  const flagged = typeof first.flagged === 'boolean' ? first.flagged : Object.values(categories).some(Boolean);
+  return { flagged, categories, categoryScores, promptTokens: countTextTokens(input) };
+}

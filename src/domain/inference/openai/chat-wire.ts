@@ -1,0 +1,173 @@
+// The openai engine's chat wire format: the request it forwards (tools, response_format, seed, n,
+// logprobs included) and how it reads answers and stream chunks (several choices, tool calls and
+// their streamed pieces, log-probabilities) into the engine's vocabulary.
+import type { ChatMessage, EngineChatRequest, EngineChoice, EngineStreamEvent, TokenLogprob, ToolCall } from '../engine.js';
+import { asRecord, invalidResponse, mapFinishReason } from './upstream.js';
+
+function messageWire(m: ChatMessage): Record<string, unknown> {
+  const out: Record<string, unknown> = { role: m.role, content: m.content };
+  if (m.toolCalls?.length) {
+    // OpenAI's own form of an assistant turn that only called tools.
+    if (m.content === '') out.content = null;
+    out.tool_calls = m.toolCalls.map((c) => ({
+      id: c.id,
+      type: 'function',
+      function: { name: c.function.name, arguments: c.function.arguments },
+    }));
+  }
+  if (m.toolCallId !== undefined) out.tool_call_id = m.toolCallId;
+  return out;
+}
+
+/** The body sent upstream. */
+export function chatPayload(model: string, req: EngineChatRequest, stream: boolean): Record<string, unknown> {
+  const p: Record<string, unknown> = { model, messages: req.messages.map(messageWire), max_tokens: req.maxTokens };
+  if (req.temperature !== undefined) p.temperature = req.temperature;
+  if (req.topP !== undefined) p.top_p = req.topP;
+  if (req.stop !== undefined && req.stop.length > 0) p.stop = req.stop;
+  if (req.presencePenalty !== undefined) p.presence_penalty = req.presencePenalty;
+  if (req.frequencyPenalty !== undefined) p.frequency_penalty = req.frequencyPenalty;
+  if (req.user !== undefined) p.user = req.user;
+  if (req.tools?.length) {
+    p.tools = req.tools;
+    if (req.toolChoice !== undefined) p.tool_choice = req.toolChoice;
+    if (req.parallelToolCalls !== undefined) p.parallel_tool_calls = req.parallelToolCalls;
+  }
+  const format = req.responseFormat;
+  if (format) {
+    p.response_format =
+      format.type === 'json_schema'
+        ? {
+            type: 'json_schema',
+            json_schema: {
+              name: format.jsonSchema.name,
+              ...(format.jsonSchema.description !== undefined ? { description: format.jsonSchema.description } : {}),
+              ...(format.jsonSchema.schema !== undefined ? { schema: format.jsonSchema.schema } : {}),
+              ...(format.jsonSchema.strict !== undefined ? { strict: format.jsonSchema.strict } : {}),
+            },
+          }
+        : { type: format.type };
+  }
+  if (req.seed !== undefined) p.seed = req.seed;
+  if (req.n !== undefined && req.n > 1) p.n = req.n;
+  if (req.logprobs) {
+    p.logprobs = true;
+    if (req.topLogprobs !== undefined) p.top_logprobs = req.topLogprobs;
+  }
+  if (stream) {
+    p.stream = true;
+    p.stream_options = { include_usage: true };
+  }
+  return p;
+}
+
+/** OpenAI's `logprobs.content` of a choice, or undefined when there is none (or it is malformed). */
+export function readLogprobs(value: unknown): TokenLogprob[] | undefined {
+  const content = asRecord(value)?.content;
+  if (!Array.isArray(content)) return undefined;
+  const out: TokenLogprob[] = [];
+  const one = (v: unknown) => {
+    const r = asRecord(v);
+    if (!r || typeof r.token !== 'string' || typeof r.logprob !== 'number') return undefined;
+    const bytes = Array.isArray(r.bytes) && r.bytes.every((b) => Number.isInteger(b)) ? (r.bytes as number[]) : null;
+    return { token: r.token, logprob: r.logprob, bytes };
+  };
+  for (const item of content) {
+    const t = one(item);
+    if (!t) return undefined;
+    const top = Array.isArray(asRecord(item)?.top_logprobs) ? (asRecord(item)!.top_logprobs as unknown[]) : [];
+    const topLogprobs = top.map(one).filter((x) => x !== undefined);
+    out.push({ ...t, topLogprobs });
+  }
+  return out;
+}
+
+function readToolCalls(value: unknown): ToolCall[] | undefined {
+  if (!Array.isArray(value) || value.length === 0) return undefined;
+  return value.map((v) => {
+    const c = asRecord(v);
+    const fn = asRecord(c?.function);
+    if (!c || typeof c.id !== 'string' || !fn || typeof fn.name !== 'string') throw invalidResponse();
+    const args = typeof fn.arguments === 'string' ? fn.arguments : fn.arguments === undefined ? '{}' : JSON.stringify(fn.arguments);
+    return { id: c.id, type: 'function', function: { name: fn.name, arguments: args } };
+  });
+}
+
+/** The choices of a non-streamed answer, in index order; n of them. */
+export function readChoices(data: Record<string, unknown>, n: number): EngineChoice[] {
+  if (!Array.isArray(data.choices) || data.choices.length < n) throw invalidResponse();
+  const out: EngineChoice[] = new Array(n);
+  data.choices.forEach((raw, i) => {
+    const choice = asRecord(raw);
+    if (!choice) throw invalidResponse();
+    const index = typeof choice.index === 'number' ? choice.index : i;
+    if (index < 0 || index >= n) return;
+    const message = asRecord(choice.message);
+    const content = typeof message?.content === 'string' ? message.content : '';
+    const one: EngineChoice = { content, finishReason: mapFinishReason(choice.finish_reason) };
+    const toolCalls = readToolCalls(message?.tool_calls);
+    if (toolCalls) one.toolCalls = toolCalls;
+    const logprobs = readLogprobs(choice.logprobs);
+    if (logprobs) one.logprobs = logprobs;
+    out[index] = one;
+  });
+  for (let i = 0; i < n; i++) if (!out[i]) throw invalidResponse();
+  return out;
+}
+
+/** Everything a choice produced that costs output tokens, for usage an upstream left out. */
+export const choiceText = (c: EngineChoice) => c.content + (c.toolCalls ?? []).map((t) => t.function.name + t.function.arguments).join('');
+
+/**
+ * The engine events one streamed chunk's choice carries: its content (with its log-probabilities),
+ * its tool-call pieces, and (with several choices) its end.
+ */
+export function choiceEvents(
+  choice: Record<string, unknown>,
+  n: number,
+): { events: EngineStreamEvent[]; finish?: ReturnType<typeof mapFinishReason> } {
+  const events: EngineStreamEvent[] = [];
+  const index = typeof choice.index === 'number' && choice.index >= 0 && choice.index < n ? choice.index : 0;
+  const at = n > 1 ? { choice: index } : {};
+  const delta = asRecord(choice.delta);
+  const content = delta?.content;
+  if (typeof content === 'string' && content.length > 0) {
+    const logprobs = readLogprobs(choice.logprobs);
+    events.push({ type: 'delta', content, ...at, ...(logprobs ? { logprobs } : {}) });
+  }
+  if (Array.isArray(delta?.tool_calls)) {
+    for (const raw of delta.tool_calls) {
+      const call = asRecord(raw);
+      const fn = asRecord(call?.function);
+      if (!call || typeof call.index !== 'number') throw invalidResponse();
+      const piece: EngineStreamEvent = {
+        type: 'tool_call',
+        ...at,
+        index: call.index,
+        arguments: typeof fn?.arguments === 'string' ? fn.arguments : '',
+      };
+      if (typeof call.id === 'string') piece.id = call.id;
+      if (typeof fn?.name === 'string') piece.name = fn.name;
+      events.push(piece);
+    }
+  }
+  if (choice.finish_reason === null || choice.finish_reason === undefined) return { events };
+  const finish = mapFinishReason(choice.finish_reason);
+  if (n > 1) events.push({ type: 'choice_finish', choice: index, finishReason: finish });
+  return { events, finish };
+}
+
+/** A whole answer replayed as stream events (a server that ignored `stream: true`). */
+export function answerEvents(choices: EngineChoice[]): EngineStreamEvent[] {
+  const n = choices.length;
+  const events: EngineStreamEvent[] = [];
+  choices.forEach((c, i) => {
+    const at = n > 1 ? { choice: i } : {};
+    if (c.content) events.push({ type: 'delta', content: c.content, ...at, ...(c.logprobs ? { logprobs: c.logprobs } : {}) });
+    c.toolCalls?.forEach((t, index) => {
+      events.push({ type: 'tool_call', ...at, index, id: t.id, name: t.function.name, arguments: t.function.arguments });
+    });
+    if (n > 1) events.push({ type: 'choice_finish', choice: i, finishReason: c.finishReason });
+  });
+  return events;
+}

@@ -1,0 +1,334 @@
+// Chat beyond plain text on the in-process engine (issue 16), on the tiny random-weight fixture:
+// JSON output under a grammar built from the schema, tool calls in the template's syntax with
+// grammar-constrained arguments, seeds, several choices and log-probabilities; then the same through
+// the server (/v1 plain and streamed, GraphQL). Random weights give garbage text: the tests assert
+// structure, validity against the schemas and determinism, never text content.
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import { print } from 'graphql';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { EngineChatRequest, EngineStreamEvent } from '../src/domain/inference/engine.js';
+import type { LlamaCppEngine } from '../src/domain/inference/llamacpp/llamacpp-engine.js';
+import { createClient } from 'graphql-ws';
+import WebSocket from 'ws';
+import { ChatCompletionStreamDocument, CreateChatCompletionDocument } from '../src/generated/graphql.js';
+import { startTestServer, type TestServer } from './support/harness.js';
+import { llamaEngine, makeFixtureDir, neverAborted } from './support/llamacpp.js';
+import { violations } from './support/oracle.js';
+
+const fixtures = makeFixtureDir();
+let engine: LlamaCppEngine;
+const ajv = new Ajv2020({ strict: false });
+
+beforeAll(async () => {
+  engine = llamaEngine('chat', { file: fixtures.files.chat });
+  await engine.load();
+  expect(engine.status).toBe('ready');
+});
+afterAll(async () => {
+  await engine.close();
+  fixtures.remove();
+});
+
+const messages: EngineChatRequest['messages'] = [{ role: 'user', content: 'Describe a pet.' }];
+// Bounded: enums, booleans and constants end on a random model (free strings and integers may not).
+const petSchema = {
+  type: 'object',
+  properties: {
+    kind: { type: 'string', enum: ['cat', 'dog', 'fish'] },
+    indoor: { type: 'boolean' },
+    size: { enum: ['small', 'large'] },
+  },
+  required: ['kind', 'indoor', 'size'],
+  additionalProperties: false,
+};
+const weather = {
+  type: 'function' as const,
+  function: {
+    name: 'get_weather',
+    description: 'The weather in a city',
+    parameters: {
+      type: 'object',
+      properties: { city: { enum: ['Paris', 'Oslo'] }, unit: { type: 'string', enum: ['c', 'f'] } },
+      required: ['city', 'unit'],
+      additionalProperties: false,
+    },
+  },
+};
+const alarm = {
+  type: 'function' as const,
+  function: {
+    name: 'set_alarm',
+    parameters: { type: 'object', properties: { on: { type: 'boolean' } }, required: ['on'], additionalProperties: false },
+  },
+};
+const req = (extra: Partial<EngineChatRequest> = {}): EngineChatRequest => ({ messages, maxTokens: 128, temperature: 0, ...extra });
+
+async function collect(events: AsyncIterable<EngineStreamEvent>) {
+  const all: EngineStreamEvent[] = [];
+  for await (const e of events) all.push(e);
+  return all;
+}
+
+describe('the in-process engine', () => {
+  it('answers JSON that validates against a json_schema response format, plain and streamed', async () => {
+    const validate = ajv.compile(petSchema);
+    const plain = await engine.chat(
+      req({ temperature: 1, seed: 3, responseFormat: { type: 'json_schema', jsonSchema: { name: 'pet', schema: petSchema } } }),
+      neverAborted(),
+    );
+    expect(plain.finishReason).toBe('stop');
+    expect(validate(JSON.parse(plain.content)), plain.content).toBe(true);
+    const streamed = await collect(
+      engine.chatStream(
+        req({ temperature: 1, seed: 4, responseFormat: { type: 'json_schema', jsonSchema: { name: 'pet', schema: petSchema } } }),
+        neverAborted(),
+      ),
+    );
+    const text = streamed.map((e) => (e.type === 'delta' ? e.content : '')).join('');
+    expect(validate(JSON.parse(text)), text).toBe(true);
+    expect(streamed.at(-1)).toMatchObject({ type: 'finish', finishReason: 'stop' });
+  });
+
+  it('gives the same text for the same seed and settings', async () => {
+    const a = await engine.chat(req({ temperature: 1, seed: 1234, maxTokens: 24 }), neverAborted());
+    const b = await engine.chat(req({ temperature: 1, seed: 1234, maxTokens: 24 }), neverAborted());
+    expect(b.content).toBe(a.content);
+    const streamed = await collect(engine.chatStream(req({ temperature: 1, seed: 1234, maxTokens: 24 }), neverAborted()));
+    expect(streamed.map((e) => (e.type === 'delta' ? e.content : '')).join('')).toBe(a.content);
+    const others = await Promise.all([1, 2, 3].map((seed) => engine.chat(req({ temperature: 1, seed, maxTokens: 24 }), neverAborted())));
+    expect(new Set([a.content, ...others.map((o) => o.content)]).size).toBeGreaterThan(1);
+  });
+
+  it('forces a tool call with tool_choice required: a name of the tools, arguments that validate', async () => {
+    for (const seed of [1, 2, 3]) {
+      const r = await engine.chat(req({ temperature: 1, seed, tools: [weather, alarm], toolChoice: 'required' }), neverAborted());
+      expect(r.finishReason).toBe('tool_calls');
+      expect(r.toolCalls).toHaveLength(1);
+      const call = r.toolCalls![0]!;
+      expect(call.id).toMatch(/^call_/);
+      const tool = [weather, alarm].find((t) => t.function.name === call.function.name)!;
+      expect(tool, call.function.name).toBeDefined();
+      expect(ajv.validate(tool.function.parameters, JSON.parse(call.function.arguments)), call.function.arguments).toBe(true);
+      expect(r.usage.completionTokens).toBeGreaterThan(0);
+    }
+  });
+
+  it('calls a named function, and streams the call as its id and name, then argument pieces', async () => {
+    const events = await collect(
+      engine.chatStream(
+        req({ temperature: 1, seed: 9, tools: [weather, alarm], toolChoice: { type: 'function', function: { name: 'get_weather' } } }),
+        neverAborted(),
+      ),
+    );
+    const pieces = events.filter((e) => e.type === 'tool_call');
+    expect(pieces[0]).toMatchObject({ index: 0, name: 'get_weather', arguments: '' });
+    expect(pieces[0]!.id).toMatch(/^call_/);
+    expect(pieces.length).toBeGreaterThan(2);
+    expect(pieces.slice(1).every((p) => p.id === undefined && p.name === undefined)).toBe(true);
+    const args = JSON.parse(pieces.map((p) => p.arguments).join(''));
+    expect(ajv.validate(weather.function.parameters, args)).toBe(true);
+    expect(events.at(-1)).toMatchObject({ type: 'finish', finishReason: 'tool_calls' });
+  });
+
+  it('with tool_choice auto answers in text or with a call, and renders tools and tool results in the prompt', async () => {
+    const withTools = await engine.countChatTokens(messages, [weather]);
+    expect(withTools).toBeGreaterThan(await engine.countChatTokens(messages));
+    const r = await engine.chat(
+      req({
+        seed: 5,
+        maxTokens: 64,
+        tools: [weather],
+        messages: [
+          ...messages,
+          {
+            role: 'assistant',
+            content: '',
+            toolCalls: [{ id: 'call_a', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Oslo","unit":"c"}' } }],
+          },
+          { role: 'tool', content: '3 degrees', toolCallId: 'call_a' },
+        ],
+      }),
+      neverAborted(),
+    );
+    expect(['stop', 'length', 'tool_calls']).toContain(r.finishReason);
+    if (r.finishReason === 'tool_calls') expect(r.toolCalls).toHaveLength(1);
+    else expect(r.toolCalls).toBeUndefined();
+  });
+
+  it('returns log-probabilities with top alternatives; greedy picks the most likely token', async () => {
+    const r = await engine.chat(req({ maxTokens: 12, logprobs: true, topLogprobs: 3 }), neverAborted());
+    expect(r.logprobs!.length).toBe(r.usage.completionTokens);
+    expect(r.logprobs!.map((l) => l.token).join('')).toBe(r.content);
+    for (const l of r.logprobs!) {
+      expect(l.logprob).toBeLessThanOrEqual(0);
+      expect(l.topLogprobs).toHaveLength(3);
+      expect(l.topLogprobs[0]!.logprob).toBeGreaterThanOrEqual(l.topLogprobs[1]!.logprob);
+      expect(l.topLogprobs[0]!.token).toBe(l.token);
+      expect(l.logprob).toBeCloseTo(l.topLogprobs[0]!.logprob, 6);
+    }
+  });
+
+  it('generates n choices, each with its own seed, billed together', async () => {
+    const one = await engine.chat(req({ temperature: 1, seed: 77, maxTokens: 16 }), neverAborted());
+    const r = await engine.chat(req({ temperature: 1, seed: 77, maxTokens: 16, n: 3 }), neverAborted());
+    expect(r.choices).toHaveLength(3);
+    expect(r.choices![0]!.content).toBe(one.content);
+    expect(new Set(r.choices!.map((c) => c.content)).size).toBeGreaterThan(1);
+    const events = await collect(engine.chatStream(req({ temperature: 1, seed: 77, maxTokens: 16, n: 3 }), neverAborted()));
+    for (let i = 0; i < 3; i++) {
+      const text = events.map((e) => (e.type === 'delta' && (e.choice ?? 0) === i ? e.content : '')).join('');
+      expect(text).toBe(r.choices![i]!.content);
+    }
+    expect(events.filter((e) => e.type === 'choice_finish').map((e) => (e as { choice: number }).choice)).toEqual([0, 1, 2]);
+    const finish = events.at(-1) as Extract<EngineStreamEvent, { type: 'finish' }>;
+    expect(finish.usage.completionTokens).toBe(r.usage.completionTokens);
+  });
+});
+
+describe('the in-process engine, stopped early', () => {
+  it('a consumer that stops in the middle of a tool call frees the slot for the next call', async () => {
+    const controller = new AbortController();
+    for await (const e of engine.chatStream(req({ seed: 1, n: 2, tools: [weather], toolChoice: 'required' }), controller.signal)) {
+      if (e.type === 'tool_call') break;
+    }
+    const next = await engine.chat(req({ seed: 1, tools: [weather], toolChoice: 'required' }), neverAborted());
+    expect(next.finishReason).toBe('tool_calls');
+    expect(ajv.validate(weather.function.parameters, JSON.parse(next.toolCalls![0]!.function.arguments))).toBe(true);
+  });
+});
+
+describe('through the server', () => {
+  let s: TestServer;
+  let key: string;
+  beforeAll(async () => {
+    s = await startTestServer({
+      yaml: () => `models:
+  - id: tiny-tools
+    category: chat
+    owned_by: tests
+    created: 1735689600
+    version: "fixture"
+    status: beta
+    capabilities: { chat_completion: true, streaming: true, function_calling: true }
+    pricing: { input_price_per_million: 1, output_price_per_million: 2, currency: usd }
+    specifications: { context_window: 1024, max_output_tokens: 256, training_cutoff: "2025-01" }
+    engine: { type: llamacpp, file: "${fixtures.files.chat}", threads: 1 }
+`,
+    });
+    key = (await s.account('developer')).apiKey;
+  });
+  afterAll(() => s.close());
+
+  const post = (body: Record<string, unknown>) =>
+    fetch(`${s.v1}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'tiny-tools', messages: [{ role: 'user', content: 'hi' }], max_tokens: 128, ...body }),
+    });
+
+  it('/v1: a forced tool call, JSON output, logprobs and n, valid OpenAI answers', async () => {
+    const r = await (await post({ tools: [weather], tool_choice: 'required', seed: 2 })).json();
+    expect(violations('CreateChatCompletionResponse', r)).toEqual([]);
+    expect(r.choices[0].finish_reason).toBe('tool_calls');
+    expect(r.choices[0].message.content).toBeNull();
+    expect(ajv.validate(weather.function.parameters, JSON.parse(r.choices[0].message.tool_calls[0].function.arguments))).toBe(true);
+
+    const j = await (
+      await post({ response_format: { type: 'json_schema', json_schema: { name: 'pet', schema: petSchema } }, seed: 8 })
+    ).json();
+    expect(ajv.validate(petSchema, JSON.parse(j.choices[0].message.content))).toBe(true);
+
+    const l = await (await post({ logprobs: true, top_logprobs: 2, n: 2, seed: 1, temperature: 1, max_tokens: 8 })).json();
+    expect(violations('CreateChatCompletionResponse', l)).toEqual([]);
+    expect(l.choices).toHaveLength(2);
+    for (const c of l.choices) {
+      expect(c.logprobs.content.length).toBeGreaterThan(0);
+      for (const t of c.logprobs.content) {
+        expect(t.logprob).toBeLessThanOrEqual(0);
+        expect(t.top_logprobs).toHaveLength(2);
+        // A byte token that is part of a character has no bytes of its own; a whole one has its text's.
+        if (t.bytes !== null) expect(Buffer.from(t.bytes).toString('utf8')).toBe(t.token);
+      }
+    }
+  });
+
+  it('/v1 streamed: tool-call pieces, then finish reason tool_calls', async () => {
+    const res = await post({ tools: [weather, alarm], tool_choice: 'required', stream: true, seed: 6 });
+    const events = (await res.text())
+      .split('\n\n')
+      .filter((b) => b.startsWith('data: ') && b !== 'data: [DONE]')
+      .map((b) => JSON.parse(b.slice(6)));
+    for (const e of events) expect(violations('CreateChatCompletionStreamResponse', e)).toEqual([]);
+    const pieces = events.flatMap((e) => e.choices.flatMap((c: any) => c.delta.tool_calls ?? []));
+    const name = pieces[0].function.name;
+    const tool = [weather, alarm].find((t) => t.function.name === name)!;
+    expect(ajv.validate(tool.function.parameters, JSON.parse(pieces.map((p: any) => p.function.arguments).join('')))).toBe(true);
+    expect(events.flatMap((e) => e.choices.map((c: any) => c.finish_reason)).filter(Boolean)).toEqual(['tool_calls']);
+  });
+
+  it('refuses a response format together with tools the model may choose to call, naming the parameter and the model', async () => {
+    const r = await post({ tools: [weather], response_format: { type: 'json_object' } });
+    expect(r.status).toBe(400);
+    expect((await r.json()).error).toMatchObject({
+      code: 'unsupported_parameter',
+      param: 'response_format',
+      message: expect.stringContaining("'tiny-tools'"),
+    });
+    const forced = await post({ tools: [weather], tool_choice: 'required', response_format: { type: 'json_object' } });
+    expect(forced.status).toBe(200);
+  });
+
+  it('GraphQL: the same seed gives the same text; a named tool call', async () => {
+    const run = (input: Record<string, unknown>) =>
+      s.graphql(
+        print(CreateChatCompletionDocument),
+        { input: { model: 'tiny-tools', messages: [{ role: 'user', content: 'hi' }], maxTokens: 16, ...input } },
+        key,
+      );
+    const a = await run({ seed: 99, temperature: 1 });
+    const b = await run({ seed: 99, temperature: 1 });
+    expect(b.body.data.createChatCompletion.choices[0].message.content).toBe(a.body.data.createChatCompletion.choices[0].message.content);
+    const t = await run({ tools: [alarm], toolChoice: { functionName: 'set_alarm' }, maxTokens: 128 });
+    const call = t.body.data.createChatCompletion.choices[0].message.toolCalls[0];
+    expect(call.function.name).toBe('set_alarm');
+    expect(ajv.validate(alarm.function.parameters, JSON.parse(call.function.arguments))).toBe(true);
+  });
+
+  it('GraphQL subscription: JSON output streamed per choice, logprobs on each content chunk', async () => {
+    const client = createClient({
+      url: `${s.url.replace('http', 'ws')}/graphql`,
+      webSocketImpl: WebSocket,
+      connectionParams: { authorization: `Bearer ${key}` },
+      retryAttempts: 0,
+    });
+    const events: any[] = [];
+    await new Promise<void>((resolve, reject) =>
+      client.subscribe(
+        {
+          query: print(ChatCompletionStreamDocument),
+          variables: {
+            input: {
+              model: 'tiny-tools',
+              messages: [{ role: 'user', content: 'hi' }],
+              maxTokens: 128,
+              seed: 5,
+              n: 2,
+              logprobs: true,
+              responseFormat: { type: 'json_schema', jsonSchema: { name: 'pet', schema: petSchema } },
+            },
+          },
+        },
+        { next: (v) => events.push(v), error: reject, complete: resolve },
+      ),
+    );
+    await client.dispose();
+    const chunks = events.map((e) => e.data.chatCompletionStream);
+    for (const index of [0, 1]) {
+      const mine = chunks.flatMap((c) => c.choices.filter((ch: any) => ch.index === index));
+      const text = mine.map((ch: any) => ch.delta.content ?? '').join('');
+      expect(ajv.validate(petSchema, JSON.parse(text)), text).toBe(true);
+      for (const ch of mine.filter((m: any) => m.delta.content)) expect(ch.logprobs.length).toBeGreaterThan(0);
+      expect(mine.filter((ch: any) => ch.finishReason).map((ch: any) => ch.finishReason)).toEqual(['stop']);
+    }
+  });
+});
