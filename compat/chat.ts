@@ -108,8 +108,27 @@ export const body = z
   .loose();
 type Body = z.infer<typeof body>;
 
+/**
+ * OpenAI fields this server does not serve and that would change the answer if ignored: refused
+ * (400 unsupported_parameter) when they ask for anything, accepted when they ask for nothing
+ * (`logit_bias: {}`, `modalities: ["text"]`), so clients that always send their defaults work.
+ */
+const UNSERVED: readonly [param: string, asksForNothing: (v: unknown) => boolean, why: string][] = [
+  ['logit_bias', (v) => typeof v === 'object' && v !== null && Object.keys(v).length === 0, 'token biases are not applied by this server'],
+  ['modalities', (v) => Array.isArray(v) && v.every((m) => m === 'text'), 'answers are text only'],
+  ['audio', () => false, 'answers are text only'],
+  ['web_search_options', () => false, 'this server does not search the web'],
+  ['reasoning_effort', () => false, "this server's models do not take a reasoning effort"],
+];
+
 /** Fields we ignore would silently change the result: refuse them instead. */
 function refuseUnsupported(b: Body) {
+  const given = b as Record<string, unknown>;
+  for (const [param, asksForNothing, why] of UNSERVED) {
+    const value = given[param];
+    if (value === undefined || value === null || asksForNothing(value)) continue;
+    throw new DomainError('unsupported_parameter', `'${param}' is not supported: ${why}.`, { param });
+  }
   // The deprecated forerunners of tools and tool_choice: refused, pointing at their successors.
   for (const [param, successor] of [
     ['functions', 'tools'],

@@ -157,8 +157,25 @@ describe('chat request rules', () => {
   it('refuses messages longer than the context window', () =>
     bad({ messages: [{ role: 'user', content: 'word '.repeat(5000) }] }, 'input_too_long', 'messages'));
   it('ignores fields the specification does not name', async () => {
-    const r = await post('/chat/completions', chat({ logit_bias: {}, metadata: { a: 1 } }));
+    const r = await post(
+      '/chat/completions',
+      chat({ logit_bias: {}, modalities: ['text'], metadata: { a: 1 }, store: false, service_tier: 'auto' }),
+    );
     expect(r.status).toBe(200);
+  });
+  it('refuses the OpenAI fields it does not serve and that would change the answer, naming each', async () => {
+    for (const [param, value] of [
+      ['logit_bias', { '50256': -100 }],
+      ['modalities', ['text', 'audio']],
+      ['audio', { voice: 'alloy', format: 'wav' }],
+      ['web_search_options', {}],
+      ['reasoning_effort', 'low'],
+    ] as const) {
+      const before = s.upstream.requests.length;
+      const r = await bad({ [param]: value }, 'unsupported_parameter', param);
+      expect(r.body.error.message).toContain(`'${param}' is not supported`);
+      expect(s.upstream.requests.length).toBe(before);
+    }
   });
   it('takes seed, response_format text and n = 1, and forwards the seed (none of them is dropped silently)', async () => {
     const r = await post('/chat/completions', chat({ seed: 7, response_format: { type: 'text' }, n: 1 }));
