@@ -1,8 +1,11 @@
 // POST /v1/embeddings → Mutation.createEmbeddings. `encoding_format: "base64"` (the openai SDK's
-// default) sends each vector as its little-endian float32 bytes in base64.
+// default) sends each vector as its little-endian float32 bytes in base64. `dimensions` (OpenAI's
+// name; `output_dimensions` is read the same) asks for shorter vectors; `user` is stored with the
+// usage event.
 import type { Request, Response } from 'express';
 import { z } from 'zod';
-import { parseBody, stringOrList, toList } from './body.js';
+import { DomainError } from '../src/domain/errors.js';
+import { optionalInt, parseBody, stringOrList, toList } from './body.js';
 import type { GraphQLContext } from '../src/graphql/context.js';
 import { documents, run } from './operations.js';
 import { deprecationHeaders, setHeaders, usageWire } from './wire.js';
@@ -13,8 +16,23 @@ export const body = z
     model: z.string(),
     input: stringOrList,
     encoding_format: z.enum(['float', 'base64']).nullish(),
+    dimensions: optionalInt,
+    output_dimensions: optionalInt,
+    user: z.string().nullish(),
   })
   .loose();
+
+/** `dimensions`, or `output_dimensions` (the same request under another provider's name); both must agree. */
+function dimensionsOf(b: z.infer<typeof body>): number | null {
+  const given = b.dimensions ?? null;
+  const other = b.output_dimensions ?? null;
+  if (given !== null && other !== null && given !== other) {
+    throw new DomainError('invalid_value', `'dimensions' (${given}) and 'output_dimensions' (${other}) disagree; give one of them.`, {
+      param: 'dimensions',
+    });
+  }
+  return given ?? other;
+}
 
 export function float32Base64(vector: number[]): string {
   const buf = Buffer.allocUnsafe(vector.length * 4);
@@ -25,7 +43,8 @@ export function float32Base64(vector: number[]): string {
 export function embeddings(door: CompatDoor) {
   return async (req: Request, res: Response, ctx: GraphQLContext) => {
     const b = parseBody(req, body);
-    const data = await run(documents.createEmbeddings, { input: { model: b.model, input: toList(b.input) } }, ctx);
+    const input = { model: b.model, input: toList(b.input), dimensions: dimensionsOf(b), user: b.user ?? null };
+    const data = await run(documents.createEmbeddings, { input }, ctx);
     const e = data.createEmbeddings;
     const base64 = b.encoding_format === 'base64';
     setHeaders(res, deprecationHeaders(door.model(b.model)));

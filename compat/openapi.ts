@@ -194,12 +194,15 @@ const UsageReport = z
     object: z.literal('usage'),
     period_start: z.string(),
     period_end: z.string(),
+    group_by: z.enum(['model', 'user', 'key']),
     allocation: z.object({ monthly_tokens: z.int().nullable(), used: z.int(), remaining: z.int().nullable() }),
     data: z.array(
       z
         .object({
           date: z.string(),
-          model: z.string(),
+          model: z.string().optional().describe('group_by=model (the default)'),
+          user: z.string().nullable().optional().describe("group_by=user: the requests' `user` (null: calls that gave none)"),
+          key_id: z.string().nullable().optional().describe('group_by=key: the API key (null: calls made without one)'),
           requests: z.int(),
           prompt_tokens: z.int(),
           completion_tokens: z.int(),
@@ -361,12 +364,16 @@ export function buildOpenApiDocument(serverUrl: string) {
   registry.registerPath({
     method: 'get',
     path: '/v1/usage',
-    summary: 'Daily usage per model, and the allocation of the current period.',
+    summary: 'Daily usage per model, end user or API key, and the allocation of the current period.',
     security: bearer,
     request: {
       query: z.object({
         start: z.string().optional().describe('UTC date YYYY-MM-DD'),
         end: z.string().optional().describe('UTC date YYYY-MM-DD'),
+        group_by: z
+          .enum(['model', 'user', 'key'])
+          .optional()
+          .describe("What each day's rows are summed by: model (default), user (the requests' `user` field) or key (the API key)."),
       }),
     },
     responses: { 200: { description: 'The usage report.', headers: requestIdHeader, content: json(UsageReport) }, ...commonErrors },

@@ -23,6 +23,8 @@ import { accountsSchema, type AccountsSettings } from './config-accounts.js';
 import { alertsSchema, readMailEnv, type AlertsSettings, type MailEnv } from './config-alerts.js';
 
 const positiveInt = z.number().int().positive();
+/** safety.window_chars when the config gives none (README, "Content filtering", says what it costs). */
+export const DEFAULT_SAFETY_WINDOW_CHARS = 200;
 /** engine.max_duration_ms when the config gives none: 5 minutes, well inside the default hold expiry of 15. */
 export const DEFAULT_MAX_DURATION_MS = 300_000;
 // Prices and fees become integer nanos (src/domain/billing/money.ts): more than 9 decimal places would be rounded, so it is refused.
@@ -74,6 +76,8 @@ const llamacppEngine = z.strictObject({
     .default({ max_depth: 16, max_wait_ms: 30_000 }),
   /** eager: loaded at start-up (/readyz waits for it); lazy: on its first call. */
   load: z.enum(['eager', 'lazy']).default('eager'),
+  /** Layers offloaded to the GPU when llama.cpp runs a GPU build: auto (all that fit; default), max, or a count (0: none). */
+  gpu_layers: z.union([z.enum(['auto', 'max']), z.number().int().nonnegative()]).optional(),
 });
 
 const engine = z.discriminatedUnion('type', [openaiEngine, llamacppEngine]);
@@ -102,6 +106,18 @@ const chatModel = z.strictObject({
     max_output_tokens: positiveInt,
     training_cutoff: z.string().regex(/^\d{4}-\d{2}$/, 'year-month, e.g. 2024-10'),
   }),
+  /** Content filtering by a moderation model of the catalog (README, "Content filtering"). */
+  safety: z
+    .strictObject({
+      moderation_model: z.string().min(1),
+      /** The messages are checked before generation; flagged: 400 content_filter, nothing generated. */
+      input: z.boolean().default(true),
+      /** The answer is checked in windows before it is sent; flagged: it ends with finish_reason content_filter. */
+      output: z.boolean().default(true),
+      /** Characters of answer per output check (the first text of a stream waits for one window). */
+      window_chars: z.number().int().min(16).max(8192).default(DEFAULT_SAFETY_WINDOW_CHARS),
+    })
+    .optional(),
 });
 
 const embeddingModel = z.strictObject({
@@ -109,7 +125,21 @@ const embeddingModel = z.strictObject({
   category: z.literal('embedding'),
   capabilities: z.strictObject({ embeddings: z.boolean() }),
   pricing: z.strictObject({ price_per_million_tokens: price, currency }),
-  specifications: z.strictObject({ max_tokens: positiveInt, output_dimensions: positiveInt }),
+  specifications: z
+    .strictObject({
+      max_tokens: positiveInt,
+      output_dimensions: positiveInt,
+      /** Shorter vector sizes a request may ask for with `dimensions` (a Matryoshka-trained model's): cut and L2-renormalised. */
+      supported_dimensions: z
+        .array(positiveInt)
+        .min(1)
+        .refine((d) => new Set(d).size === d.length, 'each size once')
+        .optional(),
+    })
+    .refine((s) => (s.supported_dimensions ?? []).every((d) => d < s.output_dimensions), {
+      message: 'every size must be below output_dimensions (the full size is always supported)',
+      path: ['supported_dimensions'],
+    }),
 });
 
 const rerankModel = z.strictObject({
@@ -222,6 +252,10 @@ const fileSchema = z.strictObject({
   alerts: alertsSchema,
   // Sign-up and sign-in for the dashboard (issue 15; src/config-accounts.ts).
   accounts: accountsSchema,
+  /** The in-process engine's runtime: which prebuilt build of llama.cpp (README, "GPU offload"). */
+  llamacpp: z
+    .strictObject({ gpu: z.union([z.enum(['auto', 'cuda', 'vulkan']), z.literal(false)]).default('auto') })
+    .default({ gpu: 'auto' }),
   models: z.array(z.unknown()).default([]),
 });
 
@@ -261,6 +295,8 @@ export interface AppConfig {
   accounts: AccountsSettings;
   /** SMTP_URL, MAIL_FROM, MAIL_DIR. */
   mail: MailEnv;
+  /** `llamacpp:` the in-process engine's runtime (its GPU build). */
+  llamacpp: z.infer<typeof fileSchema>['llamacpp'];
   models: ModelConfig[];
 }
 
@@ -327,7 +363,18 @@ export function parseConfigText(
   env: { REDIS_URL?: string } = {},
 ): Pick<
   AppConfig,
-  'server' | 'graphql' | 'chat' | 'tiers' | 'billing' | 'payments' | 'rateLimits' | 'redisUrl' | 'alerts' | 'accounts' | 'models'
+  | 'server'
+  | 'graphql'
+  | 'chat'
+  | 'tiers'
+  | 'billing'
+  | 'payments'
+  | 'rateLimits'
+  | 'redisUrl'
+  | 'alerts'
+  | 'accounts'
+  | 'llamacpp'
+  | 'models'
 > {
   let raw: unknown;
   try {
@@ -369,6 +416,19 @@ export function parseConfigText(
   });
   if (problems.length === 1) throw new ConfigError(`${source}: ${problems[0]}`);
   if (problems.length > 1) throw new ConfigError(`${source}: ${problems.length} problems:\n${problems.map((p) => `  ${p}`).join('\n')}`);
+  // A chat model's safety names a moderation model of this catalog.
+  for (const m of models) {
+    if (m.category !== 'chat' || !m.safety) continue;
+    const moderator = models.find((x) => x.id === m.safety!.moderation_model);
+    const why = !moderator
+      ? 'no model of the catalog has this id'
+      : moderator.category !== 'moderation'
+        ? `"${moderator.id}" is a ${moderator.category} model, not a moderation model`
+        : null;
+    if (why) throw new ConfigError(`${source}: model "${m.id}": safety.moderation_model "${m.safety.moderation_model}": ${why}`);
+    if (!m.safety.input && !m.safety.output)
+      throw new ConfigError(`${source}: model "${m.id}": safety.input and safety.output are both false: nothing would be checked`);
+  }
   // A call that outlives its hold is released by the sweeper and billed nothing: refuse the config.
   const holdMs = top.data.billing.hold_expiry_seconds * 1000;
   for (const m of models) {
@@ -411,6 +471,7 @@ export function parseConfigText(
     redisUrl,
     alerts: top.data.alerts,
     accounts: top.data.accounts,
+    llamacpp: top.data.llamacpp,
     models,
   };
 }

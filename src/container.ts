@@ -6,6 +6,7 @@ import { AccountsService } from './domain/accounts/accounts-service.js';
 import { KeyWatch } from './domain/accounts/key-watch.js';
 import { BillingService } from './domain/billing/billing-service.js';
 import { Catalog } from './domain/catalog/catalog.js';
+import { ContentFilter } from './domain/inference/content-filter.js';
 import { Engines } from './domain/inference/engines.js';
 import { InferenceService, type Metering } from './domain/inference/inference-service.js';
 import type { AutoTopupService } from './domain/payments/auto-topup-service.js';
@@ -58,7 +59,9 @@ export interface ServiceOptions {
 export async function createServices(config: AppConfig, logger: Logger, opts: ServiceOptions = {}): Promise<Services> {
   const catalog = new Catalog(config.models);
   // First: it reads the in-process models' files, and a catalog that contradicts one stops start-up.
-  const engines = new Engines(config.models, logger.child({ component: 'engine' }));
+  const engines = new Engines(config.models, logger.child({ component: 'engine' }), process.env, { gpu: config.llamacpp.gpu });
+  // An explicit GPU build that cannot run here stops start-up, before the database opens.
+  await engines.checkRuntime();
   const orm = await openDatabase(config.databaseUrl);
   const billing = new BillingService({
     orm,
@@ -102,6 +105,10 @@ export async function createServices(config: AppConfig, logger: Logger, opts: Se
   // Metrics outermost: they count what each call was settled at, after limits and billing.
   const metering: Metering = new MetricsMetering(limited, metrics);
   const forwarding = new Set(config.models.filter((m) => m.engine.type === 'openai').map((m) => m.id));
+  const timedEngines = new TimedEngines(engines, metrics, forwarding);
+  // A chat model's content filter bills its moderation calls (and counts them in the metrics), but
+  // not against the rate limits: the chat call they belong to was counted once already.
+  const contentFilter = new ContentFilter(catalog, timedEngines, new MetricsMetering(billing, metrics));
   // Top-ups credit through billing's ledger; debits start automatic top-up checks.
   const { payments, autoTopups } = createPayments({
     billing,
@@ -128,9 +135,7 @@ export async function createServices(config: AppConfig, logger: Logger, opts: Se
     orm,
     catalog,
     engines,
-    inference: new InferenceService(catalog, new TimedEngines(engines, metrics, forwarding), metering, {
-      maxChoices: config.chat.max_choices,
-    }),
+    inference: new InferenceService(catalog, timedEngines, metering, { maxChoices: config.chat.max_choices, contentFilter }),
     accounts,
     keyWatch: new KeyWatch(accounts, { sessions: auth, logger: logger.child({ component: 'keys' }) }),
     billing,

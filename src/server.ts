@@ -225,7 +225,8 @@ export function createApp(services: Services) {
     const ready = state.ready && !state.shuttingDown && services.engines.ready;
     const status = ready ? 'ready' : state.shuttingDown ? 'shutting_down' : services.engines.ready ? 'starting' : 'loading_models';
     // The upstreams' circuit breakers are shown, not judged: an ejected base URL is the upstream's trouble, not this instance's.
-    res.status(ready ? 200 : 503).json({ status, upstreams: services.engines.upstreamHealth() });
+    // In-process models: where each runs (backend cpu, cuda or vulkan; layers on the GPU), once loaded.
+    res.status(ready ? 200 : 503).json({ status, upstreams: services.engines.upstreamHealth(), models: services.engines.placements() });
   });
 
   app.use(['/v1', '/graphql'], corsFor(config.server.cors_origins));

@@ -158,7 +158,8 @@ describe.each(BACKENDS)('BillingService on %s', (backend) => {
     const billing = billingService();
     const id = await newAccount('startup');
     await billing.creditWallet({ accountId: id, amount: usd('1'), type: 'bonus', description: 'start' });
-    const ticket = await billing.admit(meter(id, 10, 20)); // 10·1000 + 20·2000 = 50,000 nanos held
+    // 10·1000 + 20·2000 = 50,000 nanos held; the end user travels with the hold.
+    const ticket = await billing.admit({ ...meter(id, 10, 20), endUser: 'end-user-7' });
     expect(await billing.getWallet(id)).toMatchObject({ balance: usd('1'), held: 50_000n });
 
     clock = new Date('2026-06-01T10:01:01Z'); // 61 s later: past the 60 s expiry
@@ -168,13 +169,13 @@ describe.each(BACKENDS)('BillingService on %s', (backend) => {
     expect(await billing.releaseStaleHolds()).toBe(1);
     expect(await billing.getWallet(id)).toMatchObject({ balance: usd('1'), held: 0n });
     expect(await billing.listUsageEvents(id)).toMatchObject([
-      { outcome: 'abandoned', totalTokens: 0, walletNanos: 0n, billingNote: 'hold_released' },
+      { outcome: 'abandoned', totalTokens: 0, walletNanos: 0n, billingNote: 'hold_released', endUser: 'end-user-7' },
     ]);
 
     await ticket.settle({ promptTokens: 10, completionTokens: 20, totalTokens: 30 }, 'completed');
     expect(await billing.getWallet(id)).toMatchObject({ balance: usd('1'), held: 0n });
     expect(await billing.listUsageEvents(id)).toMatchObject([
-      { outcome: 'completed', totalTokens: 30, walletNanos: 0n, billingNote: 'hold_released' },
+      { outcome: 'completed', totalTokens: 30, walletNanos: 0n, billingNote: 'hold_released', endUser: 'end-user-7' },
     ]);
   });
 

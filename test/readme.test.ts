@@ -15,7 +15,7 @@ import { V1_ENDPOINTS } from '../compat/router.js';
 import { FIXTURE_MODEL_IDS, fixturesConfigYaml } from '../src/cli-models.js';
 import { parseDecimal } from '../src/domain/billing/money.js';
 import { writeFixtures } from '../src/fixtures/gguf-fixtures.js';
-import { startTestServer, type TestServer } from './support/harness.js';
+import { ADMIN_TOKEN, startTestServer, type TestServer } from './support/harness.js';
 import { findExecutable, missing } from './support/requirements.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -144,6 +144,8 @@ describe.skipIf(missing('curl and bash (the README examples are shell)', CURL !=
         BASE: s.url,
         TOLLGATE_KEY: created.apiKey,
         ACCOUNT: account.id,
+        // The operator's examples (the test server's admin token).
+        ADMIN_TOKEN,
       };
     }, 120_000);
     afterAll(async () => {

@@ -16,6 +16,8 @@ export const ERROR_CODES = {
   empty_query: { status: 400, type: 'invalid_request_error' },
   too_many_stop_sequences: { status: 400, type: 'invalid_request_error' },
   context_length_exceeded: { status: 400, type: 'invalid_request_error' },
+  /** A chat model's content filter flagged the messages (src/domain/inference/content-filter.ts). */
+  content_filter: { status: 400, type: 'invalid_request_error' },
   // Top-ups (payments): the amount rules, a card needed for automatic top-ups, webhook signatures.
   invalid_amount: { status: 400, type: 'invalid_request_error' },
   amount_too_small: { status: 400, type: 'invalid_request_error' },

@@ -9,6 +9,8 @@ export class Hold {
   id!: string;
   account!: Account;
   keyId: string | null = null;
+  /** The request's `user` (the customer's end-user id), when it gave one. */
+  endUser: string | null = null;
   requestId!: string;
   model!: string;
   period!: string;
@@ -28,6 +30,7 @@ export const HoldSchema = new EntitySchema<Hold>({
     id: { type: 'string', primary: true, length: 40 },
     account: { ...accountRef, index: 'holds_account_id_index' },
     keyId: { type: 'string', length: 32, nullable: true },
+    endUser: { type: 'string', length: 256, nullable: true },
     requestId: { type: 'string', length: 128 },
     model: { type: 'string', length: 200 },
     period: { type: 'string', length: 7 },

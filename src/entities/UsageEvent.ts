@@ -10,6 +10,8 @@ export class UsageEvent {
   id!: string;
   account!: Account;
   keyId: string | null = null;
+  /** The request's `user` (the customer's end-user id), when it gave one. */
+  endUser: string | null = null;
   model!: string;
   requestId!: string;
   outcome!: string;
@@ -39,6 +41,7 @@ export const UsageEventSchema = new EntitySchema<UsageEvent>({
     // No index of its own: usage_events_account_day_index starts with it.
     account: { ...accountRef, index: false },
     keyId: { type: 'string', length: 32, nullable: true },
+    endUser: { type: 'string', length: 256, nullable: true },
     model: { type: 'string', length: 200 },
     requestId: { type: 'string', length: 128 },
     outcome: { type: 'string', length: 32 },

@@ -13,6 +13,7 @@
 // - logprobs: every content piece gets a log-probability (-0.25 × (its position + 1)), with
 //   top_logprobs alternatives ("alt<k>", lower each).
 // - seed: accepted (the answers are deterministic anyway).
+// - `#flag=N` (the fake upstream's marker): choice 0's word N is 'kill' (the other choices are clean).
 import type { ServerResponse } from 'node:http';
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
@@ -98,7 +99,7 @@ function toolResults(body: Rec): string {
   return results.length ? `results: ${results.join(', ')}` : '';
 }
 
-function choicesFor(body: Rec, seq: number, words: number, cap: number): ChoiceOut[] {
+function choicesFor(body: Rec, seq: number, words: number, cap: number, flagWord?: number): ChoiceOut[] {
   const n = typeof body.n === 'number' && body.n > 1 ? body.n : 1;
   const format = rec(body.response_format);
   const out: ChoiceOut[] = [];
@@ -115,7 +116,8 @@ function choicesFor(body: Rec, seq: number, words: number, cap: number): ChoiceO
     else {
       const after = toolResults(body);
       const prefix = c === 0 ? '' : `c${c}`;
-      pieces = after ? split(after) : Array.from({ length: words }, (_, i) => `${i === 0 ? '' : ' '}${prefix}w${i}`);
+      const word = (i: number) => (c === 0 && i === flagWord ? 'kill' : `${prefix}w${i}`);
+      pieces = after ? split(after) : Array.from({ length: words }, (_, i) => `${i === 0 ? '' : ' '}${word(i)}`);
     }
     // JSON is never cut (the tests check it parses); words are, at max_tokens.
     const cut = !format && pieces.length > cap;
@@ -146,10 +148,20 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 export async function featureChat(
   res: ServerResponse,
   body: Rec,
-  o: { id: string; created: number; model: string; words: number; cap: number; delay: number; promptTokens: number; noUsage: boolean },
+  o: {
+    id: string;
+    created: number;
+    model: string;
+    words: number;
+    cap: number;
+    delay: number;
+    promptTokens: number;
+    noUsage: boolean;
+    flagWord?: number;
+  },
 ): Promise<void> {
   const seq = Number(o.id.replace(/\D/g, '')) || 0;
-  const choices = choicesFor(body, seq, o.words, o.cap);
+  const choices = choicesFor(body, seq, o.words, o.cap, o.flagWord);
   const wantLogprobs = body.logprobs === true;
   const top = typeof body.top_logprobs === 'number' ? body.top_logprobs : 0;
   let completion = 0;

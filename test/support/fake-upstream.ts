@@ -102,6 +102,8 @@ interface Markers {
   tokens?: number;
   delay?: number;
   fail?: '500' | 'reset' | 'midstream';
+  /** The answer's word of this index is 'kill' (which the fake moderation flags as violence). */
+  flagWord?: number;
   noUsage: boolean;
 }
 
@@ -125,6 +127,8 @@ function readMarkers(messages: unknown): Markers {
   const fail = /#fail=(500|reset|midstream)/.exec(text);
   if (fail) out.fail = fail[1] as Markers['fail'];
   out.noUsage = text.includes('#nousage');
+  const flag = /#flag=(\d+)/.exec(text);
+  if (flag) out.flagWord = Number(flag[1]);
   return out;
 }
 
@@ -218,6 +222,8 @@ function sendError(res: ServerResponse, status: number, message: string): void {
  * - `#fail=midstream` stream the role chunk and two content chunks, then destroy the socket
  * - `#nousage`        leave usage out, in both modes
  * Tools, response_format, n > 1 and logprobs are answered by ./fake-chat-features.ts.
+ * - `#flag=N`         word N of the answer is 'kill' instead of `wN`
+ * Moderation flags a text with the word 'kill' (violence) or 'hateful' (hate, harassment).
  */
 export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise<FakeUpstream> {
   const host = opts.host ?? '127.0.0.1';
@@ -304,6 +310,7 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
       req.socket.destroy();
       return;
     }
+    const word = (i: number) => (i === markers.flagWord ? 'kill' : `w${i}`);
     const maxTokens = (body.max_tokens ?? body.max_completion_tokens) as number | undefined;
     const ignoresMax = fault === 'ignore-max-tokens';
     const wanted = markers.tokens ?? (ignoresMax ? 400 : defaultTokens);
@@ -329,6 +336,7 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
         delay,
         promptTokens: promptTokensOf(body.messages),
         noUsage: markers.noUsage,
+        flagWord: markers.flagWord,
       });
     }
 
@@ -336,7 +344,7 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
       if (delay > 0) await sleep(delay);
       if (res.destroyed) return;
       let content = '';
-      for (let i = 0; i < n; i++) content += i === 0 ? `w${i}` : ` w${i}`;
+      for (let i = 0; i < n; i++) content += (i === 0 ? '' : ' ') + word(i);
       const out: Record<string, unknown> = {
         id,
         object: 'chat.completion',
@@ -367,7 +375,7 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
       `data: ${head}"choices":[{"index":0,"delta":${delta},"logprobs":null,"finish_reason":${finish === null ? 'null' : `"${finish}"`}}]${tail}\n\n`;
     const frames: string[] = [frame('{"role":"assistant","content":""}', null)];
     const contentFrames = markers.fail === 'midstream' ? Math.min(2, n) : n;
-    for (let i = 0; i < contentFrames; i++) frames.push(frame(`{"content":"${i === 0 ? '' : ' '}w${i}"}`, null));
+    for (let i = 0; i < contentFrames; i++) frames.push(frame(`{"content":"${i === 0 ? '' : ' '}${word(i)}"}`, null));
     if (markers.fail !== 'midstream') {
       frames.push(frame('{}', finishReason));
       if (includeUsage) frames.push(`data: ${head}"choices":[],"usage":${JSON.stringify(usage)}}\n\n`);
@@ -451,14 +459,16 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
     if (!inputs) return sendError(res, 400, "'input' is required");
     const keys = opts.moderationKeys ?? OPENAI_MODERATION_KEYS;
     const results = inputs.map((text) => {
-      const violent = /\bkill\b/i.test(text);
+      const fired = new Set<string>();
+      if (/\bkill\b/i.test(text)) fired.add('violence');
+      if (/\bhateful\b/i.test(text)) fired.add('hate').add('harassment');
       const categories: Record<string, boolean> = {};
       const scores: Record<string, number> = {};
       for (const k of keys) {
-        categories[k] = k === 'violence' && violent;
-        scores[k] = k === 'violence' && violent ? 0.97 : 0.001;
+        categories[k] = fired.has(k);
+        scores[k] = fired.has(k) ? 0.97 : 0.001;
       }
-      return { flagged: violent, categories, category_scores: scores };
+      return { flagged: fired.size > 0, categories, category_scores: scores };
     });
     sendJson(res, 200, { id: `modr-fake${++seq}`, model: body.model, results });
   }

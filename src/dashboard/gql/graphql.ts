@@ -400,7 +400,7 @@ export type UsageQueryVariables = Exact<{
 }>;
 
 
-export type UsageQuery = { viewer: { id: string, usage: { data: Array<{ date: string, model: string, requests: number, promptTokens: number, completionTokens: number, totalTokens: number, cost: string }> } } };
+export type UsageQuery = { viewer: { id: string, usage: { data: Array<{ date: string, model: string | null, requests: number, promptTokens: number, completionTokens: number, totalTokens: number, cost: string }> } } };
 
 export type UpdateAlertSettingsMutationVariables = Exact<{
   input: AlertSettingsInput;

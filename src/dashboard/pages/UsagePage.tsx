@@ -31,7 +31,8 @@ export default function UsagePage() {
   const [month, setMonth] = useState(() => new Date().toISOString().slice(0, 7));
   const range = monthRange(month);
   const [{ data, fetching, error }] = useQuery({ query: UsageDoc, variables: range });
-  const rows = data?.viewer.usage.data ?? [];
+  // Grouped by model (the default), every row names its model.
+  const rows = (data?.viewer.usage.data ?? []).map((r) => ({ ...r, model: r.model ?? '' }));
   const totals = modelTotals(rows);
   return (
     <>

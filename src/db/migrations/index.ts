@@ -10,6 +10,7 @@ import { Migration0004RateLimitOverrides } from './0004-rate-limit-overrides.js'
 import { Migration0005AccountEmailUnique } from './0005-account-email-unique.js';
 import { Migration0006AlertDelivery } from './0006-alert-delivery.js';
 import { Migration0007SignIn } from './0007-sign-in.js';
+import { Migration0008UsageEndUser } from './0008-usage-end-user.js';
 
 export const MIGRATIONS: { name: string; class: Constructor<Migration> }[] = [
   { name: '0001-accounts-and-keys', class: Migration0001AccountsAndKeys },
@@ -19,4 +20,5 @@ export const MIGRATIONS: { name: string; class: Constructor<Migration> }[] = [
   { name: '0005-account-email-unique', class: Migration0005AccountEmailUnique },
   { name: '0006-alert-delivery', class: Migration0006AlertDelivery },
   { name: '0007-sign-in', class: Migration0007SignIn },
+  { name: '0008-usage-end-user', class: Migration0008UsageEndUser },
 ];

@@ -24,6 +24,7 @@ export abstract class Admission extends Settlement {
       id: newId('call'),
       accountId: caller.accountId,
       keyId: caller.keyId ?? null,
+      endUser: req.endUser ?? null,
       requestId: caller.requestId,
       model: model.id,
       prices,
@@ -84,6 +85,7 @@ export abstract class Admission extends Settlement {
       this.instanceId,
       now,
       expiresAt,
+      call.endUser,
     ];
   }
 
@@ -182,7 +184,7 @@ export abstract class Admission extends Settlement {
         this.db,
         'with w as (update wallets set held = held + ?, period_held = period_held + ?, updated_at = ? ' +
           `where account_id = ? and period = ? and balance - held >= ? and ? - period_used - period_held ${coversAll ? '>=' : '='} ?${limitCheck} returning account_id) ` +
-          `insert into holds (${HOLD_COLUMNS}) select ?, w.account_id, ?, ?, ?, ?, ?::bigint, ?::bigint, ?::int, ?::int, ?, ?::timestamptz, ?::timestamptz from w`,
+          `insert into holds (${HOLD_COLUMNS}) select ?, w.account_id, ?, ?, ?, ?, ?::bigint, ?::bigint, ?::int, ?::int, ?, ?::timestamptz, ?::timestamptz, ? from w`,
         [
           plan.walletNanos,
           plan.allocationTokens,

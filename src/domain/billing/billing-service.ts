@@ -23,6 +23,8 @@ export {
   type SettingsView,
   type SpendingLimitAction,
   type UsageDay,
+  type UsageGroupBy,
+  USAGE_GROUP_BY,
   type UsageEventView,
   type UsageOutcome,
   type UsageReport,

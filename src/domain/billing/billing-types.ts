@@ -48,9 +48,18 @@ export interface SettingsView {
   monthlySpend: bigint;
 }
 
+/** What the usage report's rows are summed by, beside the day: the model, the end user or the API key. */
+export type UsageGroupBy = 'model' | 'user' | 'key';
+export const USAGE_GROUP_BY: readonly UsageGroupBy[] = ['model', 'user', 'key'];
+
 export interface UsageDay {
   date: string;
-  model: string;
+  /** Null unless the report is grouped by model. */
+  model: string | null;
+  /** Grouped by user: the requests' `user` (null: calls that gave none). */
+  user?: string | null;
+  /** Grouped by key: the API key's id (null: calls made without a key). */
+  keyId?: string | null;
   requests: number;
   promptTokens: number;
   completionTokens: number;
@@ -62,6 +71,7 @@ export interface UsageDay {
 export interface UsageReport {
   start: string;
   end: string;
+  groupBy: UsageGroupBy;
   allocation: AllocationView;
   data: UsageDay[];
 }
@@ -70,6 +80,7 @@ export interface UsageEventView {
   id: string;
   accountId: string;
   keyId: string | null;
+  endUser: string | null;
   model: string;
   requestId: string;
   outcome: UsageOutcome;
@@ -135,6 +146,8 @@ export interface CallBase {
   id: string;
   accountId: string;
   keyId: string | null;
+  /** The request's `user` (the customer's end-user id), or null. */
+  endUser: string | null;
   requestId: string;
   model: string;
   prices: Prices;
@@ -151,10 +164,10 @@ export interface HeldCall extends CallBase {
 }
 
 export const USAGE_EVENT_COLUMNS =
-  'id, account_id, key_id, model, request_id, outcome, prompt_tokens, completion_tokens, total_tokens, allocation_tokens, wallet_nanos, billing_note, day, created_at';
-export const USAGE_EVENT_INSERT = `insert into usage_events (${USAGE_EVENT_COLUMNS}) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+  'id, account_id, key_id, model, request_id, outcome, prompt_tokens, completion_tokens, total_tokens, allocation_tokens, wallet_nanos, billing_note, day, created_at, end_user';
+export const USAGE_EVENT_INSERT = `insert into usage_events (${USAGE_EVENT_COLUMNS}) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
 export const HOLD_COLUMNS =
-  'id, account_id, key_id, request_id, model, period, allocation_tokens, wallet_nanos, prompt_tokens, max_output_tokens, owner, created_at, expires_at';
+  'id, account_id, key_id, request_id, model, period, allocation_tokens, wallet_nanos, prompt_tokens, max_output_tokens, owner, created_at, expires_at, end_user';
 /** Optimistic admissions before the locked path takes over (PostgreSQL). */
 export const OPTIMISTIC_ATTEMPTS = 4;
 

@@ -10,6 +10,7 @@ export interface StaleHold {
   id: string;
   accountId: string;
   keyId: string | null;
+  endUser: string | null;
   requestId: string;
   model: string;
   period: string;
@@ -19,7 +20,7 @@ export interface StaleHold {
 
 /** Inserts a hold row: the bindings in HOLD_COLUMNS order. */
 export async function insertHold(db: Db, row: Binding[]): Promise<void> {
-  await exec(db, `insert into holds (${HOLD_COLUMNS}) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, row);
+  await exec(db, `insert into holds (${HOLD_COLUMNS}) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, row);
 }
 
 /** Deletes a hold; false when it was gone already (settled, or released by the sweeper). */
@@ -31,7 +32,7 @@ export async function deleteHold(db: Db, id: string): Promise<boolean> {
 export async function findStaleHolds(db: Db, now: Date, live: readonly string[], limit: number): Promise<StaleHold[]> {
   const found = await rows<Record<string, unknown>>(
     db,
-    `select id, account_id, key_id, request_id, model, period, cast(allocation_tokens as text) as allocation_tokens, cast(wallet_nanos as text) as wallet_nanos
+    `select id, account_id, key_id, end_user, request_id, model, period, cast(allocation_tokens as text) as allocation_tokens, cast(wallet_nanos as text) as wallet_nanos
        from holds where expires_at < ? or owner not in (${live.map(() => '?').join(', ')}) limit ${Number(limit)}`,
     [now, ...live],
   );
@@ -39,6 +40,7 @@ export async function findStaleHolds(db: Db, now: Date, live: readonly string[],
     id: String(h.id),
     accountId: String(h.account_id),
     keyId: (h.key_id as string | null) ?? null,
+    endUser: (h.end_user as string | null) ?? null,
     requestId: String(h.request_id),
     model: String(h.model),
     period: String(h.period),

@@ -59,6 +59,7 @@ export abstract class Settlement extends WalletLifecycle {
       note,
       dayOf(now),
       now,
+      call.endUser,
     ];
 
     if (call.kind === 'free') {
@@ -100,8 +101,8 @@ export abstract class Settlement extends WalletLifecycle {
       // 'abandoned' event: the call is charged nothing; the event gets its real usage.
       const updated = await run(
         trx,
-        "update usage_events set outcome = ?, prompt_tokens = ?, completion_tokens = ?, total_tokens = ?, billing_note = 'hold_released' where id = ?",
-        [outcome, promptTokens, completionTokens, totalTokens, call.id],
+        "update usage_events set outcome = ?, prompt_tokens = ?, completion_tokens = ?, total_tokens = ?, billing_note = 'hold_released', end_user = ? where id = ?",
+        [outcome, promptTokens, completionTokens, totalTokens, call.endUser, call.id],
       );
       if (updated === 0) await exec(trx, USAGE_EVENT_INSERT, event(0, 0n, 'hold_released'));
     };
@@ -116,7 +117,7 @@ export abstract class Settlement extends WalletLifecycle {
           `w as (${walletUpdate[0]} and exists (select 1 from d) returning *), ` +
           't as (insert into wallet_transactions (id, account_id, type, amount, balance_after, description, reference, idempotency_key, created_at) ' +
           "select ?, w.account_id, 'usage', ?::bigint, w.balance, ?, ?, ?, ?::timestamptz from w where ?::bigint > 0), " +
-          `e as (insert into usage_events (${USAGE_EVENT_COLUMNS}) select ?, w.account_id, ?, ?, ?, ?, ?::bigint, ?::bigint, ?::bigint, ?::bigint, ?::bigint, ?, ?, ?::timestamptz from w) ` +
+          `e as (insert into usage_events (${USAGE_EVENT_COLUMNS}) select ?, w.account_id, ?, ?, ?, ?, ?::bigint, ?::bigint, ?::bigint, ?::bigint, ?::bigint, ?, ?, ?::timestamptz, ? from w) ` +
           `select ${WALLET_COLUMNS} from w`,
         [
           call.id,

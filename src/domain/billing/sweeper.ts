@@ -104,6 +104,7 @@ export abstract class Sweeper extends Admission {
         'hold_released',
         dayOf(now),
         now,
+        h.endUser,
       ]);
       return true;
     });

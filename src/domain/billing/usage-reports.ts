@@ -4,17 +4,29 @@ import { DomainError } from '../errors.js';
 import { verifyLedger } from '../ledger/ledger.js';
 import { listNotifications, type NotificationView } from '../notifications/outbox.js';
 import { isDay, periodDays } from './period.js';
-import { MAX_USAGE_REPORT_DAYS, type UsageEventView, type UsageReport } from './billing-types.js';
+import { MAX_USAGE_REPORT_DAYS, USAGE_GROUP_BY, type UsageEventView, type UsageGroupBy, type UsageReport } from './billing-types.js';
 import { AccountBilling } from './account-billing.js';
 import { countOpenHolds } from './hold-store.js';
 import { dailyUsage, listUsageEvents } from './usage-store.js';
 
 export abstract class UsageReports extends AccountBilling {
   /**
-   * Daily sums per model of the account's usage events between two UTC dates (inclusive;
-   * default: the current period), with the current period's allocation.
+   * Daily sums of the account's usage events between two UTC dates (inclusive; default: the
+   * current period) per model, end user (the requests' `user`) or API key, with the current
+   * period's allocation.
    */
-  async usageReport(accountId: string, range: { start?: string | null; end?: string | null } = {}): Promise<UsageReport> {
+  async usageReport(
+    accountId: string,
+    range: { start?: string | null; end?: string | null; groupBy?: string | null } = {},
+  ): Promise<UsageReport> {
+    const groupBy = (range.groupBy ?? 'model') as UsageGroupBy;
+    if (!USAGE_GROUP_BY.includes(groupBy)) {
+      throw new DomainError(
+        'invalid_value',
+        `'group_by' must be one of ${USAGE_GROUP_BY.join(', ')}; got '${String(range.groupBy).slice(0, 40)}'.`,
+        { param: 'group_by' },
+      );
+    }
     const allocation = await this.getAllocation(accountId);
     const days = periodDays(allocation.period);
     const start = range.start ?? days.first;
@@ -32,10 +44,11 @@ export abstract class UsageReports extends AccountBilling {
         param: 'end',
       });
     }
-    const data = await dailyUsage(this.db, accountId, start, end);
+    const data = await dailyUsage(this.db, accountId, start, end, groupBy);
     return {
       start,
       end,
+      groupBy,
       allocation,
       data,
     };

@@ -2,34 +2,54 @@
 // settlement and the sweeper (USAGE_EVENT_INSERT; PostgreSQL's one-statement settlement writes its
 // row inside that statement), and read here: daily sums for the usage report, the events of an
 // account.
-import type { UsageDay, UsageEventView, UsageOutcome } from './billing-types.js';
+import type { UsageDay, UsageEventView, UsageGroupBy, UsageOutcome } from './billing-types.js';
 import { big, date, int, rows, type Db } from './sql.js';
 
-/** Daily sums per model of an account's usage between two UTC dates (inclusive). */
-export async function dailyUsage(db: Db, accountId: string, start: string, end: string): Promise<UsageDay[]> {
+/** The column each grouping sums by (fixed strings: never built from input). */
+const GROUP_COLUMNS: Record<UsageGroupBy, string> = { model: 'model', user: 'end_user', key: 'key_id' };
+
+/**
+ * Daily sums of an account's usage between two UTC dates (inclusive), per model, end user or API
+ * key. Every grouping reads the same rows through usage_events_account_day_index (the account's
+ * days) and sums them exactly; only the grouping column differs. Rows without one (calls
+ * that gave no `user`, or had no key) come last on every database.
+ */
+export async function dailyUsage(
+  db: Db,
+  accountId: string,
+  start: string,
+  end: string,
+  groupBy: UsageGroupBy = 'model',
+): Promise<UsageDay[]> {
+  const column = GROUP_COLUMNS[groupBy];
   const found = await rows<Record<string, unknown>>(
     db,
-    'select day, model, count(*) as requests, sum(prompt_tokens) as prompt_tokens, sum(completion_tokens) as completion_tokens, ' +
+    `select day, ${column} as grp, count(*) as requests, sum(prompt_tokens) as prompt_tokens, sum(completion_tokens) as completion_tokens, ` +
       'sum(total_tokens) as total_tokens, cast(sum(wallet_nanos) as text) as cost ' +
-      'from usage_events where account_id = ? and day >= ? and day <= ? group by day, model order by day, model',
+      `from usage_events where account_id = ? and day >= ? and day <= ? group by day, ${column} order by day, ${column} is null, ${column}`,
     [accountId, start, end],
   );
-  return found.map((r) => ({
-    date: String(r.day),
-    model: String(r.model),
-    requests: int(r.requests),
-    promptTokens: int(r.prompt_tokens),
-    completionTokens: int(r.completion_tokens),
-    totalTokens: int(r.total_tokens),
-    cost: big(String(r.cost).split('.')[0]),
-  }));
+  return found.map((r) => {
+    const group = (r.grp as string | null) ?? null;
+    return {
+      date: String(r.day),
+      model: groupBy === 'model' ? String(group) : null,
+      ...(groupBy === 'user' ? { user: group } : {}),
+      ...(groupBy === 'key' ? { keyId: group } : {}),
+      requests: int(r.requests),
+      promptTokens: int(r.prompt_tokens),
+      completionTokens: int(r.completion_tokens),
+      totalTokens: int(r.total_tokens),
+      cost: big(String(r.cost).split('.')[0]),
+    };
+  });
 }
 
 /** An account's usage events, oldest first. */
 export async function listUsageEvents(db: Db, accountId: string): Promise<UsageEventView[]> {
   const found = await rows<Record<string, unknown>>(
     db,
-    'select id, account_id, key_id, model, request_id, outcome, prompt_tokens, completion_tokens, total_tokens, allocation_tokens, cast(wallet_nanos as text) as wallet_nanos, billing_note, created_at ' +
+    'select id, account_id, key_id, end_user, model, request_id, outcome, prompt_tokens, completion_tokens, total_tokens, allocation_tokens, cast(wallet_nanos as text) as wallet_nanos, billing_note, created_at ' +
       'from usage_events where account_id = ? order by seq',
     [accountId],
   );
@@ -37,6 +57,7 @@ export async function listUsageEvents(db: Db, accountId: string): Promise<UsageE
     id: String(r.id),
     accountId: String(r.account_id),
     keyId: (r.key_id as string | null) ?? null,
+    endUser: (r.end_user as string | null) ?? null,
     model: String(r.model),
     requestId: String(r.request_id),
     outcome: r.outcome as UsageOutcome,

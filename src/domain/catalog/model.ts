@@ -34,6 +34,8 @@ export interface LlamaCppEngineConfig {
   batch_size?: number;
   queue: { max_depth: number; max_wait_ms: number };
   load: 'eager' | 'lazy';
+  /** Layers offloaded to the GPU (with a GPU build): 'auto' (all that fit, the default), 'max', or a count. */
+  gpu_layers?: 'auto' | 'max' | number;
 }
 
 export type EngineConfig = OpenAIEngineConfig | LlamaCppEngineConfig;
@@ -49,18 +51,34 @@ interface ModelBase {
   engine: EngineConfig;
 }
 
+/**
+ * Content filtering of a chat model (src/domain/inference/content-filter.ts): its input and/or
+ * output checked by a moderation model of the catalog; output in windows of `window_chars`.
+ */
+export interface SafetyConfig {
+  moderation_model: string;
+  input: boolean;
+  output: boolean;
+  window_chars: number;
+}
+
 export interface ChatModelConfig extends ModelBase {
   category: 'chat';
   capabilities: { chat_completion: boolean; streaming: boolean; function_calling: boolean };
   pricing: { input_price_per_million: number; output_price_per_million: number; currency: string };
   specifications: { context_window: number; max_output_tokens: number; training_cutoff: string };
+  safety?: SafetyConfig;
 }
 
 export interface EmbeddingModelConfig extends ModelBase {
   category: 'embedding';
   capabilities: { embeddings: boolean };
   pricing: { price_per_million_tokens: number; currency: string };
-  specifications: { max_tokens: number; output_dimensions: number };
+  /**
+   * supported_dimensions: shorter sizes a request may ask for with `dimensions` (a
+   * Matryoshka-trained model's), each below output_dimensions.
+   */
+  specifications: { max_tokens: number; output_dimensions: number; supported_dimensions?: number[] };
 }
 
 export interface RerankModelConfig extends ModelBase {

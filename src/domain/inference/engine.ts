@@ -74,12 +74,20 @@ export interface EngineChatRequest {
   topLogprobs?: number;
 }
 
+/** What a model's content filter said of its answer (./content-filter.ts): the categories that fired. */
+export interface ContentFilterVerdict {
+  flagged: boolean;
+  categories: string[];
+}
+
 /** One generated choice. */
 export interface EngineChoice {
   content: string;
   toolCalls?: ToolCall[];
   finishReason: FinishReason;
   logprobs?: TokenLogprob[];
+  /** Set when the answer went through a content filter (./content-filter.ts). */
+  contentFilter?: ContentFilterVerdict;
 }
 
 /** The first choice, and with n > 1 every choice in `choices`; `usage` sums their output tokens. */
@@ -107,7 +115,7 @@ export type EngineStreamEvent =
       name?: string;
       arguments: string;
     }
-  | { type: 'choice_finish'; choice: number; finishReason: FinishReason }
+  | { type: 'choice_finish'; choice: number; finishReason: FinishReason; contentFilter?: ContentFilterVerdict }
   | { type: 'finish'; finishReason: FinishReason; usage: Usage };
 
 export interface EngineEmbedResult {

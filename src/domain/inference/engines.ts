@@ -7,7 +7,7 @@ import { DomainError } from '../errors.js';
 import type { Engine, ModelAvailability } from './engine.js';
 import type { EngineRegistry } from './inference-service.js';
 import { LlamaCppEngine, type LlamaCppModel } from './llamacpp/llamacpp-engine.js';
-import { setRuntimeLogger } from './llamacpp/runtime.js';
+import { type Backend, getRuntime, type GpuSetting, setRuntimeGpu, setRuntimeLogger } from './llamacpp/runtime.js';
 import { OpenAIEngine, type UpstreamHealth } from './openai/openai-engine.js';
 
 export interface EngineLogger {
@@ -28,7 +28,12 @@ export class Engines implements EngineRegistry {
   private loading: Promise<void> | undefined;
   private loaded = false;
 
-  constructor(models: ModelConfig[], logger: EngineLogger, env: NodeJS.ProcessEnv = process.env) {
+  constructor(
+    models: ModelConfig[],
+    logger: EngineLogger,
+    env: NodeJS.ProcessEnv = process.env,
+    private readonly runtime: { gpu: GpuSetting } = { gpu: 'auto' },
+  ) {
     for (const m of models) {
       const local = asLlamaCpp(m);
       if (local) {
@@ -40,7 +45,12 @@ export class Engines implements EngineRegistry {
       if (m.engine.type === 'openai') this.byModel.set(m.id, new OpenAIEngine(m.engine, { logger, env }));
     }
     if (this.inProcess.length > 0) {
-      setRuntimeLogger({ debug: (o, msg) => logger.debug?.(o, msg), warn: (o, msg) => logger.warn(o, msg) });
+      setRuntimeLogger({
+        debug: (o, msg) => logger.debug?.(o, msg),
+        info: (o, msg) => logger.info(o, msg),
+        warn: (o, msg) => logger.warn(o, msg),
+      });
+      setRuntimeGpu(runtime.gpu);
     }
     // Reads every in-process model's file header now: a catalog contradiction throws (start-up
     // stops); a file problem of a lazy model is reported now, an eager one's when it loads.
@@ -53,6 +63,30 @@ export class Engines implements EngineRegistry {
         );
       }
     }
+  }
+
+  /**
+   * With an explicit `llamacpp.gpu` (cuda, vulkan) and in-process models: loads the runtime now, so
+   * that a GPU build that cannot run here stops start-up (a ConfigError saying so) instead of
+   * leaving every in-process model unserved. `auto` and `false` load it with the first model.
+   */
+  async checkRuntime(): Promise<void> {
+    if (this.inProcess.length > 0 && (this.runtime.gpu === 'cuda' || this.runtime.gpu === 'vulkan')) await getRuntime();
+  }
+
+  /** Where each loaded in-process model runs (/readyz): its backend and its layers on the GPU. */
+  placements(): Record<string, { status: string; backend: Backend | null; gpu_layers: number | null; layers: number | null }> {
+    const out: Record<string, { status: string; backend: Backend | null; gpu_layers: number | null; layers: number | null }> = {};
+    for (const engine of this.inProcess) {
+      const p = engine.placement;
+      out[engine.modelId] = {
+        status: engine.status,
+        backend: p?.backend ?? null,
+        gpu_layers: p?.gpuLayers ?? null,
+        layers: p?.layers ?? null,
+      };
+    }
+    return out;
   }
 
   /** Loads the eager in-process models, one after another; resolves when all are loaded or failed. */

@@ -7,6 +7,8 @@ import type { Catalog } from '../catalog/catalog.js';
 import { DomainError } from '../errors.js';
 import { countWithin, PIECE_CHARS, provablyOver } from './bounded-count.js';
 import { chatMessages, chatOptions, outputText, refuseUnsupported } from './chat-options.js';
+import type { ContentFilter } from './content-filter.js';
+import { checkDimensions, shorten } from './embedding-dimensions.js';
 import type { ChatMessage, Engine, EngineChatRequest, EngineStreamEvent, FinishReason, ToolDefinition, Usage } from './engine.js';
 import { truncateTextTokens } from './tokenizer.js';
 import {
@@ -107,9 +109,19 @@ function checkRange(value: number | null | undefined, min: number, max: number, 
   }
 }
 
+/** The request's `user` (an end-user id, stored with the usage event): at most LIMITS.maxUserLength characters. */
+function checkUser(user: string | null | undefined) {
+  if (user && user.length > LIMITS.maxUserLength)
+    throw new DomainError('invalid_value', `'user' takes at most ${LIMITS.maxUserLength} characters; got ${user.length}.`, {
+      param: 'user',
+    });
+}
+
 export interface InferenceOptions {
   /** The most choices (`n`) a chat call may ask for; default DEFAULT_MAX_CHOICES. */
   maxChoices?: number;
+  /** Chat models with `safety` (./content-filter.ts); none: no model is filtered. */
+  contentFilter?: Pick<ContentFilter, 'screen'>;
 }
 
 /** Each choice's share of the output tokens a ticket allows (every choice gets at least one). */
@@ -117,6 +129,7 @@ const perChoice = (ticketTokens: number, n: number) => Math.max(1, Math.floor(ti
 
 export class InferenceService {
   private readonly maxChoices: number;
+  private readonly contentFilter: Pick<ContentFilter, 'screen'>;
 
   constructor(
     private readonly catalog: Catalog,
@@ -125,6 +138,7 @@ export class InferenceService {
     options: InferenceOptions = {},
   ) {
     this.maxChoices = options.maxChoices ?? DEFAULT_MAX_CHOICES;
+    this.contentFilter = options.contentFilter ?? { screen: async (_caller, prepared) => prepared };
   }
 
   /**
@@ -184,6 +198,7 @@ export class InferenceService {
     checkRange(input.topP, 0, 1, 'top_p');
     checkRange(input.presencePenalty, -2, 2, 'presence_penalty');
     checkRange(input.frequencyPenalty, -2, 2, 'frequency_penalty');
+    checkUser(input.user);
     const stop = input.stop ?? undefined;
     if (stop && stop.length > LIMITS.maxStopSequences) {
       throw new DomainError('too_many_stop_sequences', `'stop' takes at most ${LIMITS.maxStopSequences} sequences; got ${stop.length}.`, {
@@ -250,9 +265,18 @@ export class InferenceService {
   }
 
   async createChatCompletion(caller: Caller, input: ChatInput, signal: AbortSignal): Promise<ChatCompletion> {
-    const { model, request, engine, promptTokens, requestedOutputTokens } = await this.screen(caller, () => this.prepareChat(input));
+    const { model, request, engine, promptTokens, requestedOutputTokens } = await this.screen(caller, async () =>
+      this.contentFilter.screen(caller, await this.prepareChat(input), signal),
+    );
     const n = request.n ?? 1;
-    const meter: MeterRequest = { caller, model, promptTokens, requestedOutputTokens, maxOutputTokens: request.maxTokens * n };
+    const meter: MeterRequest = {
+      caller,
+      model,
+      promptTokens,
+      requestedOutputTokens,
+      maxOutputTokens: request.maxTokens * n,
+      endUser: input.user,
+    };
     return this.metered(meter, signal, async (ticket) => {
       const maxTokens = perChoice(ticket.maxOutputTokens, n);
       const result = await engine.chat({ ...request, maxTokens }, signal);
@@ -281,6 +305,7 @@ export class InferenceService {
             message: { role: 'assistant', content: toolCalls && !content ? null : content, toolCalls },
             finishReason,
             logprobs: request.logprobs ? (choice.logprobs ?? []) : null,
+            contentFilter: choice.contentFilter ?? null,
           };
         }),
         usage: zeroUsage(),
@@ -300,7 +325,9 @@ export class InferenceService {
    * final chunk (no choices) carries the usage; doors decide whether to show it.
    */
   async *chatCompletionStream(caller: Caller, input: ChatInput, signal: AbortSignal): AsyncGenerator<ChatChunk> {
-    const { model, request, engine, promptTokens, requestedOutputTokens } = await this.screen(caller, () => this.prepareChat(input));
+    const { model, request, engine, promptTokens, requestedOutputTokens } = await this.screen(caller, async () =>
+      this.contentFilter.screen(caller, await this.prepareChat(input), signal),
+    );
     const n = request.n ?? 1;
     const ticket = await this.metering.admit({
       caller,
@@ -308,6 +335,7 @@ export class InferenceService {
       promptTokens,
       requestedOutputTokens,
       maxOutputTokens: request.maxTokens * n,
+      endUser: input.user,
     });
     const maxTokens = perChoice(ticket.maxOutputTokens, n);
     const id = responseId('chatcmpl');
@@ -374,7 +402,7 @@ export class InferenceService {
         if (event.type === 'choice_finish') {
           if (event.choice >= 0 && event.choice < n && !ended[event.choice]) {
             ended[event.choice] = true;
-            yield chunk(event.choice, {}, event.finishReason);
+            yield chunk(event.choice, {}, event.finishReason, event.contentFilter ? { contentFilter: event.contentFilter } : {});
           }
           continue;
         }
@@ -410,8 +438,9 @@ export class InferenceService {
   }
 
   async createEmbeddings(caller: Caller, input: EmbeddingsInput, signal: AbortSignal): Promise<Embeddings> {
-    const { model, engine, promptTokens } = await this.screen(caller, () => this.checkEmbeddings(input));
-    return this.metered({ caller, model, promptTokens, requestedOutputTokens: null, maxOutputTokens: 0 }, signal, async () => {
+    const { model, engine, promptTokens, dimensions } = await this.screen(caller, () => this.checkEmbeddings(input));
+    const meter: MeterRequest = { caller, model, promptTokens, requestedOutputTokens: null, maxOutputTokens: 0, endUser: input.user };
+    return this.metered(meter, signal, async () => {
       const result = await engine.embed(input.input, signal);
       const tokens = clampInput(result.promptTokens, promptTokens);
       const dims = model.specifications.output_dimensions;
@@ -424,7 +453,7 @@ export class InferenceService {
       const value: Embeddings = {
         object: 'list',
         model: model.id,
-        data: result.embeddings.map((embedding, index) => ({ object: 'embedding', index, embedding })),
+        data: result.embeddings.map((e, index) => ({ object: 'embedding', index, embedding: dimensions ? shorten(e, dimensions) : e })),
         usage: { promptTokens: tokens, totalTokens: tokens },
       };
       return { value, usage: zeroUsage(tokens) };
@@ -434,6 +463,8 @@ export class InferenceService {
   private async checkEmbeddings(input: EmbeddingsInput) {
     const model = this.catalog.require(input.model, 'embedding');
     if (input.input.length === 0) throw new DomainError('invalid_value', "'input' must not be empty.", { param: 'input' });
+    checkUser(input.user);
+    const dimensions = checkDimensions(model, input.dimensions);
     if (input.input.length > LIMITS.maxEmbeddingInputs) {
       throw new DomainError('too_many_inputs', `'input' takes at most ${LIMITS.maxEmbeddingInputs} strings; got ${input.input.length}.`, {
         param: 'input',
@@ -453,7 +484,7 @@ export class InferenceService {
       }
       promptTokens += tokens;
     }
-    return { model, engine, promptTokens };
+    return { model, engine, promptTokens, dimensions };
   }
 
   async rerank(caller: Caller, input: RerankInput, signal: AbortSignal): Promise<RerankResult> {

@@ -2,7 +2,7 @@
 // the specification, and the Metering hooks through which billing and rate limits wrap a call.
 import type { ModelConfig } from '../catalog/model.js';
 import type { LimiterState } from '../ratelimit/types.js';
-import type { Engine, FinishReason, Role, TokenLogprob, ToolCall, Usage } from './engine.js';
+import type { ContentFilterVerdict, Engine, FinishReason, Role, TokenLogprob, ToolCall, Usage } from './engine.js';
 
 export const LIMITS = {
   maxStopSequences: 4,
@@ -11,6 +11,8 @@ export const LIMITS = {
   maxModerationInputs: 100,
   maxTools: 128,
   maxTopLogprobs: 20,
+  /** The longest `user` (end-user id) a request may carry; it is stored with the usage event. */
+  maxUserLength: 256,
 } as const;
 
 /** The most choices (`n`) a chat call may ask for unless the operator sets another (`chat.max_choices`). */
@@ -91,6 +93,8 @@ export interface ChatCompletion {
     message: { role: 'assistant'; content: string | null; toolCalls: ToolCall[] | null };
     finishReason: FinishReason;
     logprobs: TokenLogprob[] | null;
+    /** Null unless the model has an output content filter. */
+    contentFilter?: ContentFilterVerdict | null;
   }[];
   usage: Usage;
 }
@@ -105,6 +109,8 @@ export interface ChatChunk {
     delta: { role?: 'assistant'; content?: string; toolCalls?: ToolCallDelta[] };
     finishReason: FinishReason | null;
     logprobs?: TokenLogprob[] | null;
+    /** On the chunk with the finish reason, when the model has an output content filter. */
+    contentFilter?: ContentFilterVerdict | null;
   }[];
   /** Only on the last chunk, which has no choices (as OpenAI's `stream_options.include_usage`). */
   usage: Usage | null;
@@ -113,6 +119,9 @@ export interface ChatChunk {
 export interface EmbeddingsInput {
   model: string;
   input: string[];
+  /** Vectors cut to this size and L2-renormalised (one of the model's supported_dimensions, or its full size). */
+  dimensions?: number | null;
+  user?: string | null;
 }
 export interface Embeddings {
   object: 'list';
@@ -179,6 +188,8 @@ export interface MeterRequest {
   requestedOutputTokens: number | null;
   /** The most output the model may produce for this prompt, every choice together (0 for non-chat calls). */
   maxOutputTokens: number;
+  /** The request's `user` (the customer's end-user id), stored with the usage event. */
+  endUser?: string | null;
 }
 
 export interface MeterTicket {

@@ -2,6 +2,7 @@
 import type { ChatChunk, ChatCompletion, ChatInput } from '../../domain/inference/inference-service.js';
 import type { Usage } from '../../domain/inference/engine.js';
 import { builder } from '../builder.js';
+import { ContentFilterResultRef } from './content-filter.js';
 import type { GraphQLContext } from '../context.js';
 import { type StreamItem, untilKeyInvalid, unwrapStreamItem } from '../key-guard.js';
 import { SafeIntScalar } from './money.js';
@@ -81,6 +82,12 @@ const ChatChoiceRef = builder.objectRef<ChatCompletion['choices'][number]>('Chat
     message: t.field({ type: ChatMessageRef, resolve: (c) => c.message }),
     finishReason: t.field({ type: FinishReasonEnum, resolve: (c) => c.finishReason }),
     logprobs: t.field({ type: [TokenLogprobRef], nullable: true, description: 'With logprobs: true.', resolve: (c) => c.logprobs }),
+    contentFilter: t.field({
+      type: ContentFilterResultRef,
+      nullable: true,
+      description: 'Null unless the model has an output content filter (its catalog entry names a moderation model).',
+      resolve: (c) => c.contentFilter ?? null,
+    }),
   }),
 });
 
@@ -109,6 +116,12 @@ const ChunkChoiceRef = builder.objectRef<ChatChunk['choices'][number]>('ChatChun
     delta: t.field({ type: ChatDeltaRef, resolve: (c) => c.delta }),
     finishReason: t.field({ type: FinishReasonEnum, nullable: true, resolve: (c) => c.finishReason }),
     logprobs: t.field({ type: [TokenLogprobRef], nullable: true, description: 'With logprobs: true.', resolve: (c) => c.logprobs ?? null }),
+    contentFilter: t.field({
+      type: ContentFilterResultRef,
+      nullable: true,
+      description: 'On the chunk with the finish reason, when the model has an output content filter.',
+      resolve: (c) => c.contentFilter ?? null,
+    }),
   }),
 });
 

@@ -40,6 +40,12 @@ const EmbeddingsInput = builder.inputType('EmbeddingsInput', {
   fields: (t) => ({
     model: t.string({ required: true }),
     input: t.stringList({ required: true, description: 'One string or up to 100.' }),
+    dimensions: t.int({
+      required: false,
+      description:
+        "Shorter vectors: one of the model's supportedDimensions (or its full size); the vectors are cut to it and L2-renormalised.",
+    }),
+    user: t.string({ required: false, description: 'End-user identifier for monitoring and abuse detection (stored with the usage).' }),
   }),
 });
 

@@ -60,6 +60,11 @@ const Specifications = builder.objectRef<Specifications>('ModelSpecifications').
     trainingCutoff: t.string({ nullable: true, resolve: (o) => o.training_cutoff ?? null }),
     maxTokens: t.int({ nullable: true, resolve: (o) => o.max_tokens ?? null }),
     outputDimensions: t.int({ nullable: true, resolve: (o) => o.output_dimensions ?? null }),
+    supportedDimensions: t.intList({
+      nullable: true,
+      description: 'Embeddings: the shorter sizes `dimensions` may ask for (the full outputDimensions is always allowed).',
+      resolve: (o) => o.supported_dimensions ?? null,
+    }),
     maxDocuments: t.int({ nullable: true, resolve: (o) => o.max_documents ?? null }),
   }),
 });

@@ -1,6 +1,6 @@
-// Usage: Account.allocation (this period's monthly tokens) and Account.usage (daily sums per model
-// of the usage events, with what the wallet paid), the data behind GET /v1/usage.
-import type { AllocationView, UsageDay, UsageReport } from '../../domain/billing/billing-service.js';
+// Usage: Account.allocation (this period's monthly tokens) and Account.usage (daily sums per model,
+// end user or API key of the usage events, with what the wallet paid), the data behind GET /v1/usage.
+import { type AllocationView, USAGE_GROUP_BY, type UsageDay, type UsageReport } from '../../domain/billing/billing-service.js';
 import { requireAccountAccess } from '../access.js';
 import { builder } from '../builder.js';
 import { AccountRef, TierEnum } from './account.js';
@@ -28,10 +28,27 @@ export const AllocationRef = builder.objectRef<AllocationView>('Allocation').imp
   }),
 });
 
+export const UsageGroupByEnum = builder.enumType('UsageGroupBy', {
+  description:
+    "What usage rows are summed by, beside the day: model; user (the requests' `user` field, the customer's end-user id); key (the API key).",
+  values: USAGE_GROUP_BY,
+});
+
 const UsageDayRef = builder.objectRef<UsageDay>('UsageDay').implement({
+  description: 'The usage of one day and one model, end user or API key (as the report is grouped).',
   fields: (t) => ({
     date: t.exposeString('date', { description: 'YYYY-MM-DD (UTC)' }),
-    model: t.exposeString('model'),
+    model: t.string({ nullable: true, description: 'The model; null unless grouped by model.', resolve: (d) => d.model }),
+    user: t.string({
+      nullable: true,
+      description: "Grouped by user: the requests' `user` (null for calls that gave none, and unless grouped by user).",
+      resolve: (d) => d.user ?? null,
+    }),
+    keyId: t.id({
+      nullable: true,
+      description: 'Grouped by key: the API key (null for calls made without one, and unless grouped by key).',
+      resolve: (d) => d.keyId ?? null,
+    }),
     requests: t.field({ type: SafeIntScalar, resolve: (d) => d.requests }),
     promptTokens: t.field({ type: SafeIntScalar, resolve: (d) => d.promptTokens }),
     completionTokens: t.field({ type: SafeIntScalar, resolve: (d) => d.completionTokens }),
@@ -48,6 +65,7 @@ const UsageReportRef = builder.objectRef<UsageReport>('UsageReport').implement({
   fields: (t) => ({
     start: t.exposeString('start', { description: 'First day covered, YYYY-MM-DD.' }),
     end: t.exposeString('end', { description: 'Last day covered (inclusive), YYYY-MM-DD.' }),
+    groupBy: t.field({ type: UsageGroupByEnum, resolve: (r) => r.groupBy }),
     allocation: t.field({ type: AllocationRef, resolve: (r) => r.allocation }),
     data: t.field({ type: [UsageDayRef], resolve: (r) => r.data }),
   }),
@@ -63,14 +81,16 @@ builder.objectFields(AccountRef, (t) => ({
   }),
   usage: t.field({
     type: UsageReportRef,
-    description: 'Daily usage per model between two UTC dates (inclusive, at most 366 days); default: the current period.',
+    description:
+      'Daily usage per model (or end user, or API key: `groupBy`) between two UTC dates (inclusive, at most 366 days); default: the current period.',
     args: {
       start: t.arg.string({ required: false, description: 'YYYY-MM-DD' }),
       end: t.arg.string({ required: false, description: 'YYYY-MM-DD' }),
+      groupBy: t.arg({ type: UsageGroupByEnum, required: false, defaultValue: 'model' }),
     },
     resolve: async (account, args, ctx) => {
       await requireAccountAccess(ctx, account.id);
-      return ctx.services.billing.usageReport(account.id, { start: args.start, end: args.end });
+      return ctx.services.billing.usageReport(account.id, { start: args.start, end: args.end, groupBy: args.groupBy });
     },
   }),
 }));

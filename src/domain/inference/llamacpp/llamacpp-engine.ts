@@ -57,7 +57,7 @@ import {
   type Runner,
   VERDICT_MAX_TOKENS,
 } from './runners.js';
-import { getRuntime, takeLastRuntimeError } from './runtime.js';
+import { type Backend, backendOf, getRuntime, takeLastRuntimeError } from './runtime.js';
 import { SlotPool, type QueueLimits } from './slot-pool.js';
 
 export {
@@ -86,6 +86,8 @@ export class LlamaCppEngine implements Engine {
   private fileProblem: ModelFileError | undefined;
   private loading: Promise<void> | undefined;
   private runner: Runner | undefined;
+  /** Where the loaded model runs: llama.cpp's backend and the layers offloaded to the GPU. */
+  private placed: { backend: Backend; gpuLayers: number; layers: number } | undefined;
   private readonly logger: LlamaCppLogger;
   private readonly threads: number;
   private readonly parallel: number;
@@ -110,6 +112,11 @@ export class LlamaCppEngine implements Engine {
 
   get status(): EngineStatus {
     return this.statusValue;
+  }
+
+  /** Once loaded: its backend (cpu, cuda, vulkan) and how many of its layers run on the GPU. */
+  get placement(): { backend: Backend; gpuLayers: number; layers: number } | null {
+    return this.placed ?? null;
   }
 
   /** Calls waiting for a slot now (metrics). */
@@ -249,6 +256,8 @@ export class LlamaCppEngine implements Engine {
       let reported = -1;
       model = await llama.loadModel({
         modelPath: this.file,
+        // A CPU build offloads nothing whatever this says.
+        gpuLayers: this.config.engine.gpu_layers ?? 'auto',
         onLoadProgress: (progress) => {
           const step = Math.floor(progress * 4);
           if (step > reported) {
@@ -266,10 +275,12 @@ export class LlamaCppEngine implements Engine {
         return;
       }
       this.runner = runner;
+      this.placed = { backend: backendOf(llama), gpuLayers: model.gpuLayers, layers: model.fileInsights.totalLayers };
       this.statusValue = 'ready';
+      const { backend, gpuLayers, layers } = this.placed;
       this.logger.info(
-        { model: this.modelId, ms: Date.now() - started, parallel: this.parallel, threads: this.threads },
-        `model "${this.modelId}" loaded`,
+        { model: this.modelId, ms: Date.now() - started, parallel: this.parallel, threads: this.threads, backend, gpuLayers, layers },
+        `model "${this.modelId}" loaded on ${backend === 'cpu' ? 'the CPU' : `${backend}: ${gpuLayers} of ${layers} layers on the GPU`}`,
       );
     } catch (e) {
       await model?.dispose().catch(() => {});

@@ -31,6 +31,8 @@ export interface LlamaCppEngineConfig {
   queue?: { max_depth?: number; max_wait_ms?: number };
   /** eager: load at start-up (the default); lazy: on the first call. */
   load?: 'eager' | 'lazy';
+  /** Layers offloaded to the GPU by a GPU build: 'auto' (all that fit; the default), 'max', or a count. */
+  gpu_layers?: 'auto' | 'max' | number;
 }
 
 /** The parts of a catalog entry the engine reads. */
