@@ -350,9 +350,13 @@ describe('the same features over GraphQL', () => {
   });
 
   it('chatCompletionStream streams tool-call pieces and per-choice chunks', async () => {
-    const events = await subscribeAll(s.url, key, print(ChatCompletionStreamDocument), {
-      input: { model: 'chat-tools', messages: [{ role: 'user', content: 'hi' }], tools: gqlTools, n: 2 },
-    });
+    const { events, error } = await subscribeAll(
+      s.url,
+      print(ChatCompletionStreamDocument),
+      { input: { model: 'chat-tools', messages: [{ role: 'user', content: 'hi' }], tools: gqlTools, n: 2 } },
+      key,
+    );
+    expect(error).toBeUndefined();
     const chunks = events.map((e) => e.data.chatCompletionStream);
     const pieces = chunks.flatMap((c) => c.choices.filter((ch: any) => ch.index === 1).flatMap((ch: any) => ch.delta.toolCalls ?? []));
     expect(pieces[0]).toMatchObject({ index: 0, type: 'function', function: { name: 'get_weather', arguments: '' } });

@@ -12,7 +12,7 @@ import { countTextTokens } from '../src/domain/inference/tokenizer.js';
 import { catalogYaml, startTestServer, type TestServer } from './support/harness.js';
 import { makeFixtureDir } from './support/llamacpp.js';
 import { client as v1, seed } from './support/seed.js';
-import { subscribeAll } from './support/subscribe.js';
+import { subscribeAll } from './support/ws.js';
 
 const fixtures = makeFixtureDir();
 const WINDOW = 24;

@@ -294,17 +294,23 @@ describe('through the server', () => {
   });
 
   it('GraphQL subscription: JSON output streamed per choice, logprobs on each content chunk', async () => {
-    const events = await subscribeAll(s.url, key, print(ChatCompletionStreamDocument), {
-      input: {
-        model: 'tiny-tools',
-        messages: [{ role: 'user', content: 'hi' }],
-        maxTokens: 128,
-        seed: 5,
-        n: 2,
-        logprobs: true,
-        responseFormat: { type: 'json_schema', jsonSchema: { name: 'pet', schema: petSchema } },
+    const { events, error } = await subscribeAll(
+      s.url,
+      print(ChatCompletionStreamDocument),
+      {
+        input: {
+          model: 'tiny-tools',
+          messages: [{ role: 'user', content: 'hi' }],
+          maxTokens: 128,
+          seed: 5,
+          n: 2,
+          logprobs: true,
+          responseFormat: { type: 'json_schema', jsonSchema: { name: 'pet', schema: petSchema } },
+        },
       },
-    });
+      key,
+    );
+    expect(error).toBeUndefined();
     const chunks = events.map((e) => e.data.chatCompletionStream);
     for (const index of [0, 1]) {
       const mine = chunks.flatMap((c) => c.choices.filter((ch: any) => ch.index === index));

@@ -11,7 +11,7 @@ import { BACKENDS, createTestDatabase, type TestDatabase } from './support/datab
 import { ADMIN_TOKEN, catalogYaml, startTestServer, type TestServer } from './support/harness.js';
 import { makeFixtureDir } from './support/llamacpp.js';
 import { client, seed } from './support/seed.js';
-import { subscribeAll } from './support/subscribe.js';
+import { subscribeAll } from './support/ws.js';
 
 const fixtures = makeFixtureDir();
 afterAll(() => fixtures.remove());

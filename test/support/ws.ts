@@ -37,13 +37,16 @@ export function operation(
   });
 }
 
-/** One subscription of `key` run to its end on a client of its own; fails on an error. */
-export async function subscribeAll(baseUrl: string, key: string, query: string, variables: Record<string, unknown>): Promise<any[]> {
-  const client = wsClient(baseUrl, key);
+/** One subscription run to its end on a client of its own: every event it sent, and the error it ended with (if any). */
+export async function subscribeAll(
+  baseUrl: string,
+  query: string,
+  variables: Record<string, unknown>,
+  apiKey?: string,
+): Promise<{ events: any[]; error?: unknown }> {
+  const client = wsClient(baseUrl, apiKey ?? null);
   try {
-    const { events, error } = await operation(client, query, variables);
-    if (error) throw new Error(`the subscription failed: ${JSON.stringify(error)}`);
-    return events;
+    return await operation(client, query, variables);
   } finally {
     await client.dispose();
   }
