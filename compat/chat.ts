@@ -94,6 +94,8 @@ export const body = z
     presence_penalty: optionalNumber,
     frequency_penalty: optionalNumber,
     user: z.string().nullish(),
+    /** OpenAI's newer name for `user` (the end user, for usage reports and abuse detection). */
+    safety_identifier: z.string().nullish(),
     n: optionalInt,
     tools: z.array(tool).nullish(),
     tool_choice: toolChoice.nullish(),
@@ -143,6 +145,17 @@ function refuseUnsupported(b: Body) {
   }
 }
 
+/** The end user: `user`, or OpenAI's newer `safety_identifier`; two different values are refused. */
+function endUserOf(b: Body): string | null {
+  const { user, safety_identifier: id } = b;
+  if (user != null && id != null && user !== id) {
+    throw new DomainError('invalid_value', "'user' and 'safety_identifier' name the end user twice, differently: send one of them.", {
+      param: 'safety_identifier',
+    });
+  }
+  return user ?? id ?? null;
+}
+
 function toInput(b: Body): ChatCompletionInput {
   return {
     model: b.model,
@@ -158,7 +171,7 @@ function toInput(b: Body): ChatCompletionInput {
     stop: b.stop === null || b.stop === undefined ? null : toList(b.stop),
     presencePenalty: b.presence_penalty ?? null,
     frequencyPenalty: b.frequency_penalty ?? null,
-    user: b.user ?? null,
+    user: endUserOf(b),
     tools: b.tools?.map((t) => ({ type: t.type, function: t.function })) ?? null,
     toolChoice:
       b.tool_choice === null || b.tool_choice === undefined

@@ -192,6 +192,7 @@ describe.each(BACKENDS)('usage by end user on %s', (backend) => {
     for (const [route, body] of [
       ['/chat/completions', chatBody('chat-test', long)],
       ['/chat/completions', chatBody('tiny-chat', long, { stream: true })],
+      ['/chat/completions', chatBody('chat-test', undefined, { safety_identifier: long })],
       ['/embeddings', { model: 'embed-test', input: 'x', user: long }],
     ] as const) {
       const r = await c.post(route, body);
@@ -202,5 +203,24 @@ describe.each(BACKENDS)('usage by end user on %s', (backend) => {
     // 256 is fine, and stored whole.
     expect((await c.post('/chat/completions', chatBody('chat-test', 'u'.repeat(256)))).status).toBe(200);
     expect((await s.services.billing.listUsageEvents(a.id)).map((e) => e.endUser)).toEqual(['u'.repeat(256)]);
+  });
+});
+
+describe("OpenAI's safety_identifier", () => {
+  let s: TestServer;
+  beforeAll(async () => {
+    s = await startTestServer();
+  });
+  afterAll(async () => s?.close());
+
+  it('is read as the end user, and refused when it names another one than user', async () => {
+    const a = await seed(s).account({ tier: 'startup' }).wallet('1.00');
+    const c = client(s, a.apiKey);
+    expect((await c.post('/chat/completions', chatBody('chat-test', undefined, { safety_identifier: 'hashed-42' }))).status).toBe(200);
+    expect((await c.post('/chat/completions', chatBody('chat-test', 'same', { safety_identifier: 'same' }))).status).toBe(200);
+    const both = await c.post('/chat/completions', chatBody('chat-test', 'ann', { safety_identifier: 'bob' }));
+    expect(both.status).toBe(400);
+    expect(both.body.error).toMatchObject({ code: 'invalid_value', param: 'safety_identifier' });
+    expect((await s.services.billing.listUsageEvents(a.id)).map((e) => e.endUser).sort()).toEqual(['hashed-42', 'same']);
   });
 });
