@@ -210,9 +210,7 @@ describe.each(BACKENDS)('the wallet store on %s', (backend) => {
     expect(ledger).toHaveLength(11); // the 11 calls that cost something
     const returned = settled.map((x) => x!.transaction?.balanceAfter ?? null).filter((x) => x !== null);
     expect(returned.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))).toEqual(
-      ledger
-        .map((r) => big(r.after))
-        .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)),
+      ledger.map((r) => big(r.after)).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)),
     );
     const events = await rows<{ n: unknown }>(db(), 'select count(*) as n from usage_events where account_id = ?', [id]);
     expect(Number(events[0]!.n)).toBe(12);
@@ -227,6 +225,7 @@ describe.each(BACKENDS)('the wallet store on %s', (backend) => {
     const calls = [heldCall(account, 'hold_cas_1', 30n), heldCall(account, 'hold_cas_2', 30n)];
     const cond = {
       accountId: id,
+      tier: 'startup' as const,
       period: PERIOD,
       monthlyTokens: 0,
       walletNanos: 60n,
@@ -251,6 +250,13 @@ describe.each(BACKENDS)('the wallet store on %s', (backend) => {
     ).toBe(false); // 60 > 40 left
     expect(await billing.countOpenHolds(id)).toBe(2);
     expect(await store.balance(db(), id)).toEqual({ balance: 100n, held: 60n });
+    // Planned for a tier the account no longer has: nothing placed, though the money would do.
+    await exec(db(), "update accounts set tier = 'developer' where id = ?", [id]);
+    const one = heldCall(account, 'hold_cas_5', 10n);
+    expect(await store.placeHoldsIfUnchanged({ ...cond, walletNanos: 10n }, [{ call: one, row: holdRow(one) }])).toBe(false);
+    await exec(db(), "update accounts set tier = 'startup' where id = ?", [id]);
+    expect(await store.placeHoldsIfUnchanged({ ...cond, walletNanos: 10n }, [{ call: one, row: holdRow(one) }])).toBe(true);
+    expect(await store.balance(db(), id)).toEqual({ balance: 100n, held: 70n });
   });
 
   it('claims each alert once', async () => {

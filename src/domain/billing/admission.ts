@@ -145,13 +145,21 @@ export abstract class Admission extends Settlement {
   private admissions: KeyedBatcher<Admitting, MeterTicket | null> | undefined;
 
   private async admitBatch(accountId: string, items: Admitting[]): Promise<Outcome<MeterTicket | null>[]> {
+    let fresh = false;
     for (let attempt = 0; attempt < OPTIMISTIC_ATTEMPTS; attempt++) {
       const now = this.now();
-      const read = await this.wallets.read(this.db, accountId);
-      if (!read || read.period !== periodOf(now) || this.feeDue(read)) break;
+      const { row: read, cached } = fresh
+        ? { row: await this.wallets.read(this.db, accountId), cached: false }
+        : await this.wallets.readForAdmission(accountId);
+      fresh = true;
+      if (!read || read.period !== periodOf(now) || this.feeDue(read)) {
+        if (cached) continue;
+        break;
+      }
       const policy = this.tiers[read.tier];
       const monthly = policy.monthly_tokens;
       if (monthly === null) {
+        if (cached) continue; // unlimited: nothing to place that would check the tier
         return items.map(({ req, base }) => ({
           ok: true,
           value: this.ticket(unlimitedCall(base, read.period), req.requestedOutputTokens ?? req.maxOutputTokens),
@@ -160,11 +168,13 @@ export abstract class Admission extends Settlement {
       // Each plan sees the wallet as the holds planned before it in the batch leave it.
       let w = read;
       let exact = false;
+      let refused = false;
       const outcomes: Outcome<MeterTicket | null>[] = [];
       const planned: PlannedHold[] = [];
       for (const { req, base } of items) {
         const plan = this.plan(req, w, { ...policy, monthly_tokens: monthly }, base.prices);
         if (!plan.ok) {
+          refused = true;
           outcomes.push({ ok: false, error: new DomainError(plan.code, plan.message) });
           continue;
         }
@@ -183,9 +193,12 @@ export abstract class Admission extends Settlement {
         outcomes.push({ ok: true, value: this.ticket(call, plan.outputTokens) });
         w = { ...w, held: w.held + plan.walletNanos, periodHeld: w.periodHeld + plan.allocationTokens };
       }
+      // A refusal is only given on a row read just now.
+      if (refused && cached) continue;
       const placed = await this.wallets.placeHoldsIfUnchanged(
         {
           accountId,
+          tier: read.tier,
           period: read.period,
           monthlyTokens: monthly,
           walletNanos: w.held - read.held,

@@ -39,18 +39,25 @@ export class KeyedBatcher<T, R> {
     return n;
   }
 
+  /** A batch that fails is written again one item at a time, so one bad item fails alone. */
+  private async writeOrSplit(key: string, items: T[]): Promise<Outcome<R>[]> {
+    try {
+      return await this.write(key, items);
+    } catch (error) {
+      if (items.length === 1) return [{ ok: false, error }];
+      const outcomes: Outcome<R>[] = [];
+      for (const item of items) outcomes.push(...(await this.writeOrSplit(key, [item])));
+      return outcomes;
+    }
+  }
+
   private async drain(key: string, queue: Waiting<T, R>[]): Promise<void> {
     while (queue.length > 0) {
       const batch = queue.splice(0, this.max);
-      let outcomes: Outcome<R>[];
-      try {
-        outcomes = await this.write(
-          key,
-          batch.map((w) => w.item),
-        );
-      } catch (error) {
-        outcomes = batch.map(() => ({ ok: false, error }));
-      }
+      const outcomes = await this.writeOrSplit(
+        key,
+        batch.map((w) => w.item),
+      );
       for (const [i, w] of batch.entries()) {
         const outcome = outcomes[i] ?? { ok: false, error: new Error('batch write returned no outcome') };
         if (outcome.ok) w.resolve(outcome.value);

@@ -23,6 +23,7 @@ import {
   type Settling,
   usageEventRow,
   WalletStoreBase,
+  withTier,
 } from './wallet-store.js';
 
 /** JSON for jsonb_to_recordset: 64-bit money as text (PostgreSQL reads it back exactly), dates as ISO text. */
@@ -54,7 +55,8 @@ const SETTLE_BATCH =
   'period_held = w.period_held - coalesce((select sum(alloc_held) from s where s.period = w.period), 0), ' +
   'period_used = w.period_used + coalesce((select sum(alloc_used) from s where s.period = w.period), 0), ' +
   'period_spent = w.period_spent + (select sum(charge) from s), updated_at = ?::timestamptz ' +
-  `where w.account_id = ? and exists (select 1 from s) returning w.balance as final_balance, ${WALLET_COLUMNS}), ` +
+  `where w.account_id = ? and exists (select 1 from s) returning w.balance as final_balance, ${WALLET_COLUMNS}, ` +
+  '(select a.tier from accounts a where a.id = w.account_id) as tier), ' +
   'b as (select s.*, w.final_balance + (sum(s.charge) over (order by s.ord desc) - s.charge) as balance_after from s cross join w), ' +
   't as (insert into wallet_transactions (id, account_id, type, amount, balance_after, description, reference, idempotency_key, created_at) ' +
   "select txn_id, ?, 'usage', -charge, balance_after, description, request_id, 'usage:' || hold_id, created_at from b where charge > 0 order by ord), " +
@@ -62,10 +64,16 @@ const SETTLE_BATCH =
   'prompt_tokens + completion_tokens, alloc_used, charge, note, day, created_at from s order by ord) ' +
   `select b.hold_id, b.txn_id, cast(b.balance_after as text) as balance_after, w.* from b cross join w`;
 
+/** How long a wallet row this process saw may stand in for a read at admission. */
+const ROW_TTL_MS = 1000;
+const MAX_ROWS = 10_000;
+
 export class PostgresWalletStore extends WalletStoreBase {
   readonly kind = 'postgresql' as const;
   readonly optimistic = true;
   private readonly settlements: KeyedBatcher<Settling, Settled | null>;
+  /** The last wallet row each of its own statements returned, per account (readForAdmission). */
+  private readonly seen = new Map<string, { row: WalletRow; at: number }>();
 
   constructor(db: BillingDatabase) {
     super(db);
@@ -73,7 +81,23 @@ export class PostgresWalletStore extends WalletStoreBase {
   }
 
   lock(db: Db, accountId: string): Promise<WalletRow | null> {
+    this.seen.delete(accountId);
     return this.selectLocked(db, accountId, ' for update of w');
+  }
+
+  async readForAdmission(accountId: string): Promise<{ row: WalletRow | null; cached: boolean }> {
+    const seen = this.seen.get(accountId);
+    if (seen && Date.now() - seen.at < ROW_TTL_MS) return { row: seen.row, cached: true };
+    const row = await this.read(this.db, accountId);
+    if (row) this.remember(accountId, row);
+    else this.seen.delete(accountId);
+    return { row, cached: false };
+  }
+
+  private remember(accountId: string, row: WalletRow): void {
+    this.seen.delete(accountId);
+    if (this.seen.size >= MAX_ROWS) this.seen.delete(this.seen.keys().next().value!);
+    this.seen.set(accountId, { row, at: Date.now() });
   }
 
   settle(s: Settling): Promise<Settled | null> {
@@ -111,6 +135,7 @@ export class PostgresWalletStore extends WalletStoreBase {
       accountId,
     ]);
     const byHold = new Map(found.map((r) => [String(r.hold_id), r]));
+    if (found[0]) this.remember(accountId, withTier(found[0]));
     return items.map((s, ord): Outcome<Settled | null> => {
       const r = byHold.get(s.call.id);
       if (!r) return { ok: true, value: null };
@@ -139,11 +164,38 @@ export class PostgresWalletStore extends WalletStoreBase {
 
   async placeHoldsIfUnchanged(c: HoldCondition, holds: readonly PlannedHold[]): Promise<boolean> {
     if (holds.length === 0) return true;
+    const found = await rows<Record<string, unknown>>(this.db, this.casStatement(c), this.casBindings(c, holds));
+    const after = found[0];
+    if (!after) {
+      this.seen.delete(c.accountId);
+      return false;
+    }
+    if (Number(after.placed) !== holds.length) throw new Error(`placed ${String(after.placed)} of ${holds.length} holds`);
+    this.remember(c.accountId, withTier(after));
+    return true;
+  }
+
+  /**
+   * One statement: the wallet row moved by the holds' sums if it still allows them (and the
+   * account still has the tier planned with), the hold rows inserted, the row after returned.
+   */
+  private casStatement(c: HoldCondition): string {
     const limitCheck =
       c.walletNanos > 0n
-        ? " and (not (spending_limit_enabled and spending_limit_action = 'block' and spending_limit is not null) or spending_limit - period_spent - held >= ?)"
+        ? " and (not (w.spending_limit_enabled and w.spending_limit_action = 'block' and w.spending_limit is not null) or w.spending_limit - w.period_spent - w.held >= ?)"
         : '';
-    const bindings: Binding[] = [
+    return (
+      'with w as (update wallets w set held = w.held + ?, period_held = w.period_held + ?, updated_at = ? ' +
+      `where w.account_id = ? and w.period = ? and w.balance - w.held >= ? and ? - w.period_used - w.period_held ${c.exactAllocationLeft === null ? '>=' : '='} ?${limitCheck} ` +
+      `and exists (select 1 from accounts a where a.id = w.account_id and a.tier = ?) returning ${WALLET_COLUMNS}, ?::text as tier), ` +
+      `h as (insert into holds (${HOLD_COLUMNS}) select h.id, ?, h.key_id, h.request_id, h.model, h.period, h.allocation_tokens, h.wallet_nanos, ` +
+      `h.prompt_tokens, h.max_output_tokens, h.owner, h.created_at, h.expires_at from w cross join jsonb_to_recordset(?::jsonb) as h(${HOLD_RECORD}) returning 1) ` +
+      'select w.*, (select count(*) from h) as placed from w'
+    );
+  }
+
+  private casBindings(c: HoldCondition, holds: readonly PlannedHold[]): Binding[] {
+    return [
       c.walletNanos,
       c.allocationTokens,
       c.now,
@@ -153,18 +205,11 @@ export class PostgresWalletStore extends WalletStoreBase {
       c.monthlyTokens,
       c.exactAllocationLeft ?? c.allocationTokens,
       ...(c.walletNanos > 0n ? [c.walletNanos] : []),
+      c.tier,
+      c.tier,
+      c.accountId,
       jsonRows(holds.map((h) => Object.fromEntries(HOLD_FIELDS.map((field, i) => [field, toJson(h.row[i])])))),
     ];
-    const placed = await run(
-      this.db,
-      'with w as (update wallets set held = held + ?, period_held = period_held + ?, updated_at = ? ' +
-        `where account_id = ? and period = ? and balance - held >= ? and ? - period_used - period_held ${c.exactAllocationLeft === null ? '>=' : '='} ?${limitCheck} returning account_id) ` +
-        `insert into holds (${HOLD_COLUMNS}) select h.id, w.account_id, h.key_id, h.request_id, h.model, h.period, h.allocation_tokens, h.wallet_nanos, ` +
-        `h.prompt_tokens, h.max_output_tokens, h.owner, h.created_at, h.expires_at from w cross join jsonb_to_recordset(?::jsonb) as h(${HOLD_RECORD})`,
-      bindings,
-    );
-    if (placed !== 0 && placed !== holds.length) throw new Error(`placed ${placed} of ${holds.length} holds`);
-    return placed === holds.length;
   }
 }
 

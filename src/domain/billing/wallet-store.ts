@@ -73,6 +73,8 @@ export interface PlannedHold {
  */
 export interface HoldCondition {
   accountId: string;
+  /** The tier the plans followed (the account's tier may have changed since the row was read). */
+  tier: Tier;
   period: string;
   monthlyTokens: number;
   walletNanos: bigint;
@@ -88,6 +90,13 @@ export interface WalletStore {
   readonly optimistic: boolean;
   /** The account's wallet row with its tier, unlocked; null when it has none yet. */
   read(db: Db, accountId: string): Promise<WalletRow | null>;
+  /**
+   * The row admission plans on: on PostgreSQL the last row this process saw for the account (from
+   * its own holds and settlements, at most a second old) when there is one, saving a round trip;
+   * else a fresh read. `cached`: not read just now, so a refusal must be checked on a fresh read.
+   * Whatever a cached row says wrong, placeHoldsIfUnchanged checks the database's own values.
+   */
+  readForAdmission(accountId: string): Promise<{ row: WalletRow | null; cached: boolean }>;
   /** The same, locked until the transaction ends (FOR UPDATE on PostgreSQL; BEGIN IMMEDIATE locks SQLite whole). */
   lock(db: Db, accountId: string): Promise<WalletRow | null>;
   /** Creates the wallet row unless it exists; false when the account does not exist. */
@@ -190,6 +199,10 @@ export abstract class WalletStoreBase implements WalletStore {
   async read(db: Db, accountId: string): Promise<WalletRow | null> {
     const [r] = await rows<Record<string, unknown>>(db, SELECT_WITH_TIER, [accountId]);
     return r ? withTier(r) : null;
+  }
+
+  async readForAdmission(accountId: string): Promise<{ row: WalletRow | null; cached: boolean }> {
+    return { row: await this.read(this.db, accountId), cached: false };
   }
 
   protected async selectLocked(db: Db, accountId: string, clause: string): Promise<WalletRow | null> {
