@@ -139,7 +139,7 @@ export interface WalletStore {
 const SELECT_WITH_TIER = `select ${WALLET_COLUMNS}, a.tier from wallets w join accounts a on a.id = w.account_id where w.account_id = ?`;
 
 /** The wallet update of a consumed hold: held money and allocation released, the charge taken. */
-export const CONSUME_HOLD_UPDATE =
+const CONSUME_HOLD_UPDATE =
   'update wallets set held = held - ?, balance = balance - ?, ' +
   'period_held = case when period = ? then period_held - ? else period_held end, ' +
   'period_used = case when period = ? then period_used + ? else period_used end, ' +
@@ -150,7 +150,7 @@ export const COUNT_USAGE =
 
 export const countUsageBindings = (s: Settling): Binding[] => [s.call.period, s.promptTokens + s.completionTokens, s.now, s.call.accountId];
 
-export const consumeHoldBindings = (hold: HoldRef, change: Charge, now: Date): Binding[] => [
+const consumeHoldBindings = (hold: HoldRef, change: Charge, now: Date): Binding[] => [
   hold.walletNanos,
   change.charge,
   hold.period,
