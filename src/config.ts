@@ -29,7 +29,15 @@ export const DEFAULT_SAFETY_WINDOW_CHARS = 200;
 export const DEFAULT_MAX_DURATION_MS = 300_000;
 // Prices and fees become integer nanos (src/domain/billing/money.ts): more than 9 decimal places would be rounded, so it is refused.
 const price = z.number().nonnegative().finite().refine(isExactDecimal, 'at most 9 decimal places');
-const currency = z.string().regex(/^[a-z]{3}$/, 'a lowercase three-letter currency code, e.g. usd');
+// Wallets, the ledger, fees, top-ups and every display are in US dollars (the domain's
+// WALLET_CURRENCY); a model priced in another currency would be billed as if its prices were
+// dollars, so any other code is refused here rather than ignored (README, "Currency").
+const currency = z
+  .string()
+  .regex(/^[a-z]{3}$/, 'a lowercase three-letter currency code, e.g. usd')
+  .refine((code) => code === 'usd', {
+    message: 'only usd is supported: wallets, the ledger, fees and top-ups are kept in US dollars, and prices are charged as dollars',
+  });
 
 const openaiEngine = z.strictObject({
   type: z.literal('openai'),

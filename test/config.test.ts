@@ -53,6 +53,15 @@ describe('the config file', () => {
     expect(msg).toContain('missing');
   });
 
+  it('refuses a pricing currency other than usd, saying why, instead of billing it as dollars', () => {
+    const msg = fails(chat().replace('currency: usd', 'currency: eur'));
+    expect(msg).toContain('model "chat-a"');
+    expect(msg).toContain('currency');
+    expect(msg).toContain('only usd is supported');
+    expect(fails(chat().replace('currency: usd', 'currency: USD'))).toContain('lowercase three-letter');
+    expect(parseConfigText(chat(), 't').models[0]!.pricing).toMatchObject({ currency: 'usd' });
+  });
+
   it('refuses a category-specific key of another category', () => {
     const msg = fails(chat().replace('function_calling: false', 'function_calling: false, embeddings: true'));
     expect(msg).toContain('capabilities');

@@ -1,10 +1,13 @@
 // GraphQL fetches per item in batches: a page of 100 ledger entries resolves the top-up behind each
-// credit with one query, whatever the page size, and `viewer` reuses the account that
-// authentication read.
+// credit with one query, whatever the page size; a list of accounts reads their keys, their feeds
+// and their unread counts with one query each, however many accounts; and `viewer` reuses the
+// account that authentication read.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { getKnex } from '../src/db/connection.js';
 import { startTestServer, type TestServer } from './support/harness.js';
 import { seed } from './support/seed.js';
+import { ADMIN_TOKEN } from './support/harness.js';
+import { enqueueNotification } from '../src/domain/notifications/outbox.js';
 
 const PAGE = `query($first: Int) { viewer { id email wallet { transactions(first: $first, order: asc) { nodes { type topUp { id amount status } } } } } }`;
 
@@ -74,5 +77,68 @@ describe('batched loading in GraphQL', () => {
     // Four: authentication, the wallet and the page of the ledger, the top-ups. `viewer` reads no
     // account again (it is the one authentication read).
     expect(page.queries).toBe(4);
+  });
+
+  it("loads a list of accounts' keys, notification feeds and unread counts with one query each, whatever the length", async () => {
+    // 30 accounts, each with a second key and notifications of its own (3 unread, 1 read).
+    const made: { id: string; keys: string[] }[] = [];
+    for (let i = 0; i < 30; i++) {
+      const a = await seed(s).account();
+      const second = await s.graphql('mutation($id: ID!) { createApiKey(accountId: $id) { id } }', { id: a.id }, ADMIN_TOKEN);
+      made.push({ id: a.id, keys: [a.keyId, second.body.data.createApiKey.id] });
+      for (let n = 0; n < 4; n++) {
+        await enqueueNotification(s.services.billing.db, {
+          accountId: a.id,
+          kind: 'low_balance',
+          dedupeKey: `dl:${a.id}:${n}`,
+          payload: { balance: '0.1', threshold: '1', currency: 'USD' },
+          now: new Date(Date.UTC(2030, 0, 1, 0, 0, n)),
+        });
+      }
+      await s.services.billing.db.run('update notifications set read_at = created_at where dedupe_key = ?', [`dl:${a.id}:0`]);
+    }
+    const LIST =
+      'query($first: Int) { accounts(first: $first) { id apiKeys { id } notifications(first: 2) { unreadCount pageInfo { hasNextPage } nodes { id } } } }';
+    const listWithQueryCount = async (first: number) => {
+      const db = s.services.billing.db;
+      const rows = vi.spyOn(db, 'rows');
+      const run = vi.spyOn(db, 'run');
+      const knex = getKnex(s.services.orm);
+      let viaKnex = 0;
+      const listener = () => viaKnex++;
+      knex.on('query', listener);
+      try {
+        const r = await s.graphql(LIST, { first }, ADMIN_TOKEN);
+        expect(r.body.errors).toBeUndefined();
+        return {
+          accounts: r.body.data.accounts as {
+            id: string;
+            apiKeys: { id: string }[];
+            notifications: { unreadCount: number; pageInfo: { hasNextPage: boolean }; nodes: { id: string }[] };
+          }[],
+          queries: rows.mock.calls.length + run.mock.calls.length + viaKnex,
+        };
+      } finally {
+        knex.removeListener('query', listener);
+        rows.mockRestore();
+        run.mockRestore();
+      }
+    };
+    const many = await listWithQueryCount(30);
+    expect(many.accounts.map((a) => a.id).sort()).toEqual(made.map((m) => m.id).sort());
+    for (const a of many.accounts) {
+      expect(a.apiKeys.map((k) => k.id)).toEqual(made.find((m) => m.id === a.id)!.keys);
+      expect(a.notifications.unreadCount).toBe(3);
+      expect(a.notifications.nodes).toHaveLength(2);
+      expect(a.notifications.pageInfo.hasNextPage).toBe(true);
+    }
+    // Every account's notifications are its own.
+    const ids = many.accounts.flatMap((a) => a.notifications.nodes.map((n) => n.id));
+    expect(new Set(ids).size).toBe(60);
+    const few = await listWithQueryCount(2);
+    expect(few.accounts).toHaveLength(2);
+    expect(few.queries).toBe(many.queries);
+    // The account search (ids, then the accounts), the keys, the feeds, the unread counts.
+    expect(many.queries).toBe(5);
   });
 });

@@ -323,13 +323,13 @@ describe.each(backends)('accounts and API keys on $name', (backend) => {
     await expect(accounts.listKeys('acct_doesnotexist000000')).rejects.toMatchObject({ code: 'not_found' });
   });
 
-  it('writes accounts, keys and tiers without entering an AsyncLocalStorage (which would switch on async hooks for good)', async () => {
+  it('writes accounts, keys, tiers and a billed call without entering an AsyncLocalStorage (which would switch on async hooks for good)', async () => {
     // On Node 20 the first AsyncLocalStorage run enables a promise hook for the rest of the
     // process; a unit-of-work flush does one. The writes must not.
     const entered: string[] = [];
     const record = () => {
       const stack = new Error().stack ?? '';
-      if (stack.includes('@mikro-orm') || stack.includes('accounts-service')) entered.push(stack);
+      if (stack.includes('@mikro-orm') || stack.includes('accounts-service') || stack.includes('domain/billing')) entered.push(stack);
     };
     const run = vi.spyOn(AsyncLocalStorage.prototype, 'run').mockImplementation(function (
       this: AsyncLocalStorage<unknown>,
@@ -349,6 +349,21 @@ describe.each(backends)('accounts and API keys on $name', (backend) => {
       const { account } = await seedAccount('free');
       const { id: keyId } = await accounts.createKey(account.id, { name: 'ci' });
       expect((await billing.setTier(account.id, 'startup')).tier).toBe('startup');
+      // A billed call through the wallet store: credit, hold, settlement.
+      await billing.creditWallet({ accountId: account.id, amount: 1_000_000_000n, type: 'bonus', description: 'test' });
+      const ticket = await billing.admit({
+        caller: { accountId: account.id, keyId, requestId: 'req_als' },
+        model: {
+          id: 'chat-als',
+          category: 'chat',
+          pricing: { input_price_per_million: 1, output_price_per_million: 2, currency: 'usd' },
+        } as Parameters<BillingService['admit']>[0]['model'],
+        promptTokens: 5,
+        requestedOutputTokens: 5,
+        maxOutputTokens: 16,
+      });
+      await ticket.settle({ promptTokens: 5, completionTokens: 5, totalTokens: 10 }, 'completed');
+      expect(await billing.countOpenHolds(account.id)).toBe(0);
       await accounts.revokeKey(keyId);
     } finally {
       run.mockRestore();

@@ -195,6 +195,15 @@ export class AccountsService {
     return apiKeyView(key);
   }
 
+  /** The keys of several accounts (each list oldest first), in one query; [] for an account without keys. */
+  async keysOf(accountIds: readonly string[]): Promise<ApiKeyView[][]> {
+    if (accountIds.length === 0) return [];
+    const keys = await this.orm.em.fork().find(ApiKey, { account: { $in: [...accountIds] } }, { orderBy: { createdAt: 'asc', id: 'asc' } });
+    const byAccount = new Map<string, ApiKeyView[]>(accountIds.map((id) => [id, []]));
+    for (const key of keys) byAccount.get(key.account.id)?.push(apiKeyView(key));
+    return accountIds.map((id) => byAccount.get(id) ?? []);
+  }
+
   async listKeys(accountId: string): Promise<ApiKeyView[]> {
     const em = this.orm.em.fork();
     const keys = await em.find(ApiKey, { account: accountId }, { orderBy: { createdAt: 'asc', id: 'asc' } });

@@ -13,12 +13,11 @@ import {
 } from '../ledger/ledger.js';
 import { MAX_NANOS, WALLET_CURRENCY } from './money.js';
 import { periodBounds, periodOf } from './period.js';
-import { big, exec, int, rows, type Queryable } from './sql.js';
+import { exec, type Queryable } from './sql.js';
 import type { WalletChange } from './wallet-events.js';
 import {
+  Effects,
   SPENDING_LIMIT_ACTIONS,
-  WALLET_COLUMNS,
-  walletRow,
   type AllocationView,
   type SettingsView,
   type SpendingLimitAction,
@@ -29,12 +28,8 @@ import { Sweeper } from './sweeper.js';
 
 export abstract class AccountBilling extends Sweeper {
   async getWallet(accountId: string): Promise<WalletView> {
-    const found = await rows<{ balance: unknown; held: unknown }>(
-      this.db,
-      'select cast(balance as text) as balance, cast(held as text) as held from wallets where account_id = ?',
-      [accountId],
-    );
-    return { accountId, balance: big(found[0]?.balance ?? 0), held: big(found[0]?.held ?? 0), currency: WALLET_CURRENCY };
+    const { balance, held } = await this.wallets.balance(this.db, accountId);
+    return { accountId, balance, held, currency: WALLET_CURRENCY };
   }
 
   listTransactions(accountId: string, query: TransactionQuery = {}): Promise<TransactionPage> {
@@ -70,11 +65,9 @@ export abstract class AccountBilling extends Sweeper {
     if (key && key.length > 240)
       throw new DomainError('invalid_value', 'idempotency key is too long (at most 200 characters).', { param: 'idempotency_key' });
     const now = this.now();
-    const effects: WalletChange[] = [];
-    const transaction = await this.db.transaction((trx) =>
-      this.creditWithin(trx, { ...input, description, idempotencyKey: key }, now, effects),
-    );
-    this.publish(effects);
+    const effects = new Effects();
+    const transaction = await this.db.transaction((trx) => this.credit(trx, { ...input, description, idempotencyKey: key }, now, effects));
+    await this.afterCommit(effects);
     return transaction;
   }
 
@@ -95,7 +88,20 @@ export abstract class AccountBilling extends Sweeper {
       idempotencyKey: string | null;
     },
     now: Date,
-    effects: WalletChange[],
+    changes: WalletChange[],
+  ): Promise<TransactionView> {
+    const effects = new Effects();
+    const transaction = await this.credit(trx, input, now, effects);
+    changes.push(...effects.changes);
+    // The alerts a fee charged on the way may leave due are checked when the caller publishes.
+    return transaction;
+  }
+
+  private async credit(
+    trx: Queryable,
+    input: Parameters<AccountBilling['creditWithin']>[1],
+    now: Date,
+    effects: Effects,
   ): Promise<TransactionView> {
     await this.openWallet(trx, input.accountId, now, effects);
     // Checked under the wallet's lock: a concurrent twin has committed or not started.
@@ -103,14 +109,7 @@ export abstract class AccountBilling extends Sweeper {
       const existing = await findByIdempotencyKey(trx, input.idempotencyKey);
       if (existing) return replayed(existing, input);
     }
-    const [after] = await rows<{ balance: unknown }>(
-      trx,
-      'update wallets set balance = balance + ?, ' +
-        'low_balance_alerted = case when low_balance_threshold is not null and balance + ? >= low_balance_threshold then ? else low_balance_alerted end, ' +
-        'updated_at = ? where account_id = ? returning cast(balance as text) as balance',
-      [input.amount, input.amount, false, now, input.accountId],
-    );
-    const balance = big(after!.balance);
+    const balance = await this.wallets.credit(trx, input.accountId, input.amount, now);
     const transaction = await appendTransaction(trx, {
       accountId: input.accountId,
       type: input.type,
@@ -121,13 +120,23 @@ export abstract class AccountBilling extends Sweeper {
       idempotencyKey: input.idempotencyKey,
       createdAt: now,
     });
-    effects.push({ accountId: input.accountId, balance, transaction });
+    effects.changes.push({ accountId: input.accountId, balance, transaction });
     return transaction;
   }
 
-  /** Publishes wallet changes once the transaction that made them has committed. */
-  publishChanges(effects: WalletChange[]): void {
-    this.publish(effects);
+  /**
+   * Publishes wallet changes once the transaction that made them (payments' credits) has
+   * committed, and raises the alerts the accounts' wallets are past (a monthly fee charged on the
+   * way can leave one due), after the commit as every billing change does.
+   */
+  publishChanges(changes: WalletChange[]): void {
+    this.publish(changes);
+    for (const accountId of new Set(changes.map((c) => c.accountId))) void this.checkAlerts(accountId, changes.at(-1)!.transaction.id);
+  }
+
+  private async checkAlerts(accountId: string, occasion: string): Promise<void> {
+    const row = await this.wallets.read(this.db, accountId).catch(() => null);
+    if (row) await this.raiseAfterCommit({ accountId, row, monthlyTokens: null, occasion, now: this.now() });
   }
 
   /**
@@ -138,7 +147,7 @@ export abstract class AccountBilling extends Sweeper {
     if (!isTier(tier))
       throw new DomainError('invalid_value', `tier must be one of ${Object.keys(this.tiers).join(', ')}.`, { param: 'tier' });
     const now = this.now();
-    const effects: WalletChange[] = [];
+    const effects = new Effects();
     await this.db.transaction(async (trx) => {
       let w = await this.openWallet(trx, accountId, now, effects);
       if (w.tier === tier) return;
@@ -146,23 +155,18 @@ export abstract class AccountBilling extends Sweeper {
         w = await this.chargeFee(trx, accountId, w, tier, now, effects, 'taken');
       await exec(trx, 'update accounts set tier = ? where id = ?', [tier, accountId]);
     });
-    this.publish(effects);
+    await this.afterCommit(effects);
     return { id: accountId, tier };
   }
 
   async getAllocation(accountId: string): Promise<AllocationView> {
-    const found = await rows<{ tier: string; period: string | null; period_used: unknown; period_held: unknown }>(
-      this.db,
-      'select a.tier, w.period, w.period_used, w.period_held from accounts a left join wallets w on w.account_id = a.id where a.id = ?',
-      [accountId],
-    );
-    const r = found[0];
+    const r = await this.wallets.allocation(this.db, accountId);
     if (!r) throw new DomainError('not_found', `No account with id '${accountId}'.`, { param: 'account_id' });
-    const tier: Tier = isTier(r.tier) ? r.tier : 'free';
+    const tier = r.tier;
     const period = periodOf(this.now());
     const current = r.period === period;
-    const used = current ? int(r.period_used) : 0;
-    const held = current ? int(r.period_held) : 0;
+    const used = current ? r.used : 0;
+    const held = current ? r.held : 0;
     const monthlyTokens = this.tiers[tier].monthly_tokens;
     const { start, next } = periodBounds(period);
     return {
@@ -178,10 +182,7 @@ export abstract class AccountBilling extends Sweeper {
   }
 
   async getSettings(accountId: string): Promise<SettingsView> {
-    const found = await rows<Record<string, unknown>>(this.db, `select ${WALLET_COLUMNS} from wallets w where w.account_id = ?`, [
-      accountId,
-    ]);
-    const w = found[0] ? walletRow(found[0], 'free') : null;
+    const w = await this.wallets.read(this.db, accountId);
     const period = periodOf(this.now());
     return {
       accountId,
@@ -211,16 +212,12 @@ export abstract class AccountBilling extends Sweeper {
     if (limit !== null && (limit < 0n || limit > MAX_NANOS / 2n))
       throw new DomainError('invalid_value', 'monthlyLimit must be zero or a positive amount.', { param: 'monthlyLimit' });
     const now = this.now();
-    const effects: WalletChange[] = [];
+    const effects = new Effects();
     await this.db.transaction(async (trx) => {
       await this.openWallet(trx, accountId, now, effects);
-      await exec(
-        trx,
-        'update wallets set spending_limit_enabled = ?, spending_limit = ?, spending_limit_action = ?, spending_alert_period = null, updated_at = ? where account_id = ?',
-        [input.enabled, limit, action, now, accountId],
-      );
+      await this.wallets.setSpendingLimit(trx, accountId, { enabled: input.enabled, limit, action }, now);
     });
-    this.publish(effects);
+    await this.afterCommit(effects);
     return this.getSettings(accountId);
   }
 
@@ -232,18 +229,12 @@ export abstract class AccountBilling extends Sweeper {
     if (threshold !== null && (threshold < 0n || threshold > MAX_NANOS / 2n))
       throw new DomainError('invalid_value', 'threshold must be zero or a positive amount.', { param: 'threshold' });
     const now = this.now();
-    const effects: WalletChange[] = [];
+    const effects = new Effects();
     await this.db.transaction(async (trx) => {
       const w = await this.openWallet(trx, accountId, now, effects);
-      const alreadyBelow = threshold !== null && w.balance < threshold;
-      await exec(trx, 'update wallets set low_balance_threshold = ?, low_balance_alerted = ?, updated_at = ? where account_id = ?', [
-        threshold,
-        alreadyBelow,
-        now,
-        accountId,
-      ]);
+      await this.wallets.setLowBalanceAlert(trx, accountId, threshold, threshold !== null && w.balance < threshold, now);
     });
-    this.publish(effects);
+    await this.afterCommit(effects);
     return this.getSettings(accountId);
   }
 }

@@ -1,20 +1,25 @@
 // Admission: before the engine call, a hold on the allocation and the wallet for the call's worst
 // case, under the tier's policy and the spending limit (./hold-plan.ts decides). On SQLite in one
-// locked transaction; on PostgreSQL first optimistically (a compare-and-set), then locked.
+// locked transaction; on PostgreSQL first optimistically, an account's concurrent admissions
+// batched into one compare-and-set, then locked.
 import type { TierPolicy } from '../accounts/tiers.js';
-import { isTier } from '../accounts/accounts-service.js';
 import { DomainError } from '../errors.js';
 import type { MeterRequest, MeterTicket } from '../inference/inference-service.js';
 import { newId } from '../ids.js';
 import { planHold } from './hold-plan.js';
 import type { Prices } from './money.js';
 import { periodBounds, periodOf } from './period.js';
-import { rows, run, type Binding } from './sql.js';
-import type { WalletChange } from './wallet-events.js';
-import type { CallBase, HeldCall, WalletRow } from './billing-types.js';
-import { HOLD_COLUMNS, OPTIMISTIC_ATTEMPTS, WALLET_COLUMNS, walletRow } from './billing-types.js';
+import type { Binding } from './sql.js';
+import { Effects, OPTIMISTIC_ATTEMPTS, type CallBase, type HeldCall, type WalletRow } from './billing-types.js';
+import { KeyedBatcher, type Outcome } from './batcher.js';
 import { insertHold } from './hold-store.js';
+import { holdOf, type PlannedHold } from './wallet-store.js';
 import { Settlement } from './settlement.js';
+
+interface Admitting {
+  req: MeterRequest;
+  base: CallBase;
+}
 
 export abstract class Admission extends Settlement {
   async admit(req: MeterRequest): Promise<MeterTicket> {
@@ -41,7 +46,7 @@ export abstract class Admission extends Settlement {
       };
       return this.ticket(call, req.requestedOutputTokens ?? req.maxOutputTokens);
     }
-    if (this.db.kind === 'postgresql') {
+    if (this.wallets.optimistic) {
       const placed = await this.admitOptimistically(req, base);
       if (placed) return placed;
     }
@@ -92,11 +97,12 @@ export abstract class Admission extends Settlement {
   /**
    * Admission in one transaction holding the wallet row's lock: read, decide, hold. Creates the
    * wallet and rolls the period (charging its fee) on the way. The path on SQLite, where the
-   * transaction runs synchronously and shares its commit with the others of the same tick.
+   * transaction runs synchronously and shares its commit with the others of the same tick, and
+   * PostgreSQL's fallback.
    */
   protected async admitLocked(req: MeterRequest, base: CallBase): Promise<MeterTicket> {
     const now = this.now();
-    const effects: WalletChange[] = [];
+    const effects = new Effects();
     const { call, outputTokens } = await this.db.transaction(async (trx) => {
       const w = await this.openWallet(trx, base.accountId, now, effects);
       const policy = this.tiers[w.tier];
@@ -115,92 +121,98 @@ export abstract class Admission extends Settlement {
         monthlyTokens: policy.monthly_tokens,
       };
       // The row is locked: the conditions cannot fail; they stay as the last line of defence.
-      const placed = await run(
-        trx,
-        'update wallets set held = held + ?, period_held = period_held + ?, updated_at = ? ' +
-          'where account_id = ? and period = ? and balance - held >= ? and period_used + period_held + ? <= ?',
-        [
-          plan.walletNanos,
-          plan.allocationTokens,
-          now,
-          base.accountId,
-          w.period,
-          plan.walletNanos,
-          plan.allocationTokens,
-          policy.monthly_tokens,
-        ],
-      );
-      if (placed !== 1) throw new Error(`hold for ${base.accountId} did not fit its locked wallet row`);
+      if (!(await this.wallets.hold(trx, { ...holdOf(call), monthlyTokens: policy.monthly_tokens }, now)))
+        throw new Error(`hold for ${base.accountId} did not fit its locked wallet row`);
       await insertHold(trx, this.holdRow(call, req, plan.outputTokens, now));
       return { call, outputTokens: plan.outputTokens };
     });
-    this.publish(effects);
+    await this.afterCommit(effects);
     return this.ticket(call, outputTokens);
   }
 
   /**
-   * Admission on PostgreSQL in two statements and no held lock: read the wallet row, decide, then
-   * place the hold with one conditional update (compare-and-set on what the decision relied on:
-   * the period, the money available, the allocation left, the spending-limit room) that inserts
-   * the hold row in the same statement. When another call changed those values in between, the
-   * update matches nothing and admission starts over; after a few tries, or when the wallet must
-   * be created or rolled into a new period, it takes the locked path. Returns null for it.
+   * Admission without a held lock (PostgreSQL): the admissions of one account that arrive together
+   * are planned one after the other on one read of the wallet row, and their holds placed by one
+   * conditional statement (compare-and-set on what the plans relied on: the period, the money
+   * available, the allocation left, the spending-limit room) that inserts the hold rows with it.
+   * When another change came in between, the statement places nothing and the batch is planned
+   * again; after a few tries, or when the wallet must be created or rolled into a new period, each
+   * takes the locked path (null).
    */
-  protected async admitOptimistically(req: MeterRequest, base: CallBase): Promise<MeterTicket | null> {
+  protected admitOptimistically(req: MeterRequest, base: CallBase): Promise<MeterTicket | null> {
+    this.admissions ??= new KeyedBatcher((accountId, items) => this.admitBatch(accountId, items));
+    return this.admissions.add(base.accountId, { req, base });
+  }
+
+  private admissions: KeyedBatcher<Admitting, MeterTicket | null> | undefined;
+
+  private async admitBatch(accountId: string, items: Admitting[]): Promise<Outcome<MeterTicket | null>[]> {
+    let fresh = false;
     for (let attempt = 0; attempt < OPTIMISTIC_ATTEMPTS; attempt++) {
       const now = this.now();
-      const found = await rows<Record<string, unknown>>(
-        this.db,
-        `select ${WALLET_COLUMNS}, a.tier from wallets w join accounts a on a.id = w.account_id where w.account_id = ?`,
-        [base.accountId],
-      );
-      const r = found[0];
-      if (!r) return null;
-      const w = walletRow(r, isTier(r.tier) ? r.tier : 'free');
-      if (w.period !== periodOf(now) || this.feeDue(w)) return null;
-      const policy = this.tiers[w.tier];
-      if (policy.monthly_tokens === null) {
-        return this.ticket(unlimitedCall(base, w.period), req.requestedOutputTokens ?? req.maxOutputTokens);
+      const { row: read, cached } = fresh
+        ? { row: await this.wallets.read(this.db, accountId), cached: false }
+        : await this.wallets.readForAdmission(accountId);
+      fresh = true;
+      if (!read || read.period !== periodOf(now) || this.feeDue(read)) {
+        if (cached) continue;
+        break;
       }
-      const plan = this.plan(req, w, { ...policy, monthly_tokens: policy.monthly_tokens }, base.prices);
-      if (!plan.ok) throw new DomainError(plan.code, plan.message);
-      const call: HeldCall = {
-        ...base,
-        kind: 'held',
-        period: w.period,
-        allocationTokens: plan.allocationTokens,
-        walletNanos: plan.walletNanos,
-        monthlyTokens: policy.monthly_tokens,
-      };
-      // Allocation first: when the allocation could not cover the whole call, the hold is only
-      // right if the allocation left is still exactly what the plan split the call with.
-      const allocationLeft = policy.monthly_tokens - w.periodUsed - w.periodHeld;
-      const coversAll = plan.allocationTokens === req.promptTokens + plan.outputTokens;
-      const limitCheck =
-        plan.walletNanos > 0n
-          ? " and (not (spending_limit_enabled and spending_limit_action = 'block' and spending_limit is not null) or spending_limit - period_spent - held >= ?)"
-          : '';
-      const placed = await run(
-        this.db,
-        'with w as (update wallets set held = held + ?, period_held = period_held + ?, updated_at = ? ' +
-          `where account_id = ? and period = ? and balance - held >= ? and ? - period_used - period_held ${coversAll ? '>=' : '='} ?${limitCheck} returning account_id) ` +
-          `insert into holds (${HOLD_COLUMNS}) select ?, w.account_id, ?, ?, ?, ?, ?::bigint, ?::bigint, ?::int, ?::int, ?, ?::timestamptz, ?::timestamptz, ? from w`,
-        [
-          plan.walletNanos,
-          plan.allocationTokens,
+      const policy = this.tiers[read.tier];
+      const monthly = policy.monthly_tokens;
+      if (monthly === null) {
+        if (cached) continue; // unlimited: nothing to place that would check the tier
+        return items.map(({ req, base }) => ({
+          ok: true,
+          value: this.ticket(unlimitedCall(base, read.period), req.requestedOutputTokens ?? req.maxOutputTokens),
+        }));
+      }
+      // Each plan sees the wallet as the holds planned before it in the batch leave it.
+      let w = read;
+      let exact = false;
+      let refused = false;
+      const outcomes: Outcome<MeterTicket | null>[] = [];
+      const planned: PlannedHold[] = [];
+      for (const { req, base } of items) {
+        const plan = this.plan(req, w, { ...policy, monthly_tokens: monthly }, base.prices);
+        if (!plan.ok) {
+          refused = true;
+          outcomes.push({ ok: false, error: new DomainError(plan.code, plan.message) });
+          continue;
+        }
+        const call: HeldCall = {
+          ...base,
+          kind: 'held',
+          period: w.period,
+          allocationTokens: plan.allocationTokens,
+          walletNanos: plan.walletNanos,
+          monthlyTokens: monthly,
+        };
+        // A call the allocation could not cover whole is only right if the allocation left is
+        // still exactly what the plans split the calls with.
+        if (plan.allocationTokens !== req.promptTokens + plan.outputTokens) exact = true;
+        planned.push({ call, row: this.holdRow(call, req, plan.outputTokens, now) });
+        outcomes.push({ ok: true, value: this.ticket(call, plan.outputTokens) });
+        w = { ...w, held: w.held + plan.walletNanos, periodHeld: w.periodHeld + plan.allocationTokens };
+      }
+      // A refusal is only given on a row read just now.
+      if (refused && cached) continue;
+      const placed = await this.wallets.placeHoldsIfUnchanged(
+        {
+          accountId,
+          tier: read.tier,
+          period: read.period,
+          monthlyTokens: monthly,
+          walletNanos: w.held - read.held,
+          allocationTokens: w.periodHeld - read.periodHeld,
+          exactAllocationLeft: exact ? monthly - read.periodUsed - read.periodHeld : null,
           now,
-          base.accountId,
-          w.period,
-          plan.walletNanos,
-          policy.monthly_tokens,
-          coversAll ? plan.allocationTokens : allocationLeft,
-          ...(plan.walletNanos > 0n ? [plan.walletNanos] : []),
-          ...this.holdRow(call, req, plan.outputTokens, now).filter((_, i) => i !== 1),
-        ],
+        },
+        planned,
       );
-      if (placed === 1) return this.ticket(call, plan.outputTokens);
+      if (placed) return outcomes;
     }
-    return null;
+    return items.map(() => ({ ok: true, value: null }));
   }
 
   protected ticket(call: HeldCall, maxOutputTokens: number): MeterTicket {

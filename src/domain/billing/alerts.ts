@@ -1,10 +1,12 @@
 // Billing's alerts: which are due after a balance or usage change (low balance, 80% and 100% of
 // the monthly allocation, the spending limit), each raised once per occasion into the
-// notifications outbox, in the transaction that crossed the line.
+// notifications outbox. On both databases they are raised after the change has committed, in a
+// transaction of their own (BillingCore.afterCommit): never for a change that rolled back, and an
+// alert that fails cannot roll back the money it is about (test/billing-alert-commit.test.ts).
 import { enqueueNotification } from '../notifications/outbox.js';
 import { formatDecimal, WALLET_CURRENCY } from './money.js';
-import { run, type Db } from './sql.js';
-import type { WalletRow } from './billing-types.js';
+import type { Db } from './sql.js';
+import type { AlertCheck, WalletRow } from './billing-types.js';
 import { BillingCore } from './billing-core.js';
 
 export abstract class BillingAlerts extends BillingCore {
@@ -33,19 +35,13 @@ export abstract class BillingAlerts extends BillingCore {
     return due.lowBalance || due.allocation || due.allocationFull || due.spending;
   }
 
-  /** Marks a once-per-period alert as written for `period`; false when another change did first. */
-  protected async claimPeriodAlert(
-    trx: Db,
-    column: 'allocation_alert_period' | 'allocation_full_period' | 'spending_alert_period',
-    accountId: string,
-    period: string,
-  ): Promise<boolean> {
-    const flipped = await run(trx, `update wallets set ${column} = ? where account_id = ? and (${column} is null or ${column} <> ?)`, [
-      period,
-      accountId,
-      period,
-    ]);
-    return flipped > 0;
+  protected async raiseAfterCommit(check: AlertCheck): Promise<void> {
+    if (!this.alertDue(check.row, check.monthlyTokens)) return;
+    try {
+      await this.db.transaction((trx) => this.raiseAlerts(trx, check.accountId, check.row, check.monthlyTokens, check.now, check.occasion));
+    } catch (err) {
+      this.logger.error({ err, account: check.accountId, occasion: check.occasion }, 'raising billing alerts failed');
+    }
   }
 
   /**
@@ -63,12 +59,7 @@ export abstract class BillingAlerts extends BillingCore {
   ): Promise<void> {
     const due = this.dueAlerts(w, monthlyTokens);
     if (due.lowBalance) {
-      const flipped = await run(trx, 'update wallets set low_balance_alerted = ? where account_id = ? and low_balance_alerted = ?', [
-        true,
-        accountId,
-        false,
-      ]);
-      if (flipped > 0) {
+      if (await this.wallets.claimLowBalanceAlert(trx, accountId)) {
         await enqueueNotification(trx, {
           accountId,
           kind: 'low_balance',
@@ -78,7 +69,7 @@ export abstract class BillingAlerts extends BillingCore {
         });
       }
     }
-    if (due.allocation && (await this.claimPeriodAlert(trx, 'allocation_alert_period', accountId, w.period))) {
+    if (due.allocation && (await this.wallets.claimPeriodAlert(trx, 'allocation_alert_period', accountId, w.period))) {
       await enqueueNotification(trx, {
         accountId,
         kind: 'allocation_80',
@@ -87,7 +78,7 @@ export abstract class BillingAlerts extends BillingCore {
         now,
       });
     }
-    if (due.allocationFull && (await this.claimPeriodAlert(trx, 'allocation_full_period', accountId, w.period))) {
+    if (due.allocationFull && (await this.wallets.claimPeriodAlert(trx, 'allocation_full_period', accountId, w.period))) {
       await enqueueNotification(trx, {
         accountId,
         kind: 'allocation_100',
@@ -96,7 +87,7 @@ export abstract class BillingAlerts extends BillingCore {
         now,
       });
     }
-    if (due.spending && (await this.claimPeriodAlert(trx, 'spending_alert_period', accountId, w.period))) {
+    if (due.spending && (await this.wallets.claimPeriodAlert(trx, 'spending_alert_period', accountId, w.period))) {
       await enqueueNotification(trx, {
         accountId,
         kind: 'spending_limit',

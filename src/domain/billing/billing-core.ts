@@ -12,7 +12,9 @@ import { pricesOf } from './hold-plan.js';
 import { parseDecimal, type Prices } from './money.js';
 import { billingDatabase, type BillingDatabase } from './sql.js';
 import { WalletEvents, type WalletChange } from './wallet-events.js';
-import type { BillingOptions } from './billing-types.js';
+import type { AlertCheck, BillingOptions, Effects } from './billing-types.js';
+import { SqliteWalletStore, type WalletStore } from './wallet-store.js';
+import { PostgresWalletStore } from './wallet-store-postgres.js';
 
 export abstract class BillingCore {
   readonly events: WalletEvents;
@@ -20,6 +22,8 @@ export abstract class BillingCore {
   readonly instanceId = newId('inst');
   /** The database runner; payments run their crediting transactions on it (creditWithin). */
   readonly db: BillingDatabase;
+  /** Every statement on wallet rows (./wallet-store.ts), in the database's dialect. */
+  readonly wallets: WalletStore;
   protected readonly tiers: Record<TierName, TierPolicy>;
   protected readonly fees: Record<TierName, bigint>;
   protected readonly settings: BillingSettings;
@@ -32,6 +36,7 @@ export abstract class BillingCore {
 
   constructor(opts: BillingOptions) {
     this.db = billingDatabase(opts.orm);
+    this.wallets = this.db.kind === 'postgresql' ? new PostgresWalletStore(this.db) : new SqliteWalletStore(this.db);
     this.tiers = opts.tiers;
     this.fees = Object.fromEntries(Object.entries(opts.tiers).map(([name, t]) => [name, parseDecimal(t.monthly_fee)])) as Record<
       TierName,
@@ -46,6 +51,19 @@ export abstract class BillingCore {
   protected publish(effects: WalletChange[]): void {
     for (const change of effects) this.events.publish(change);
   }
+
+  /**
+   * After a billing transaction committed: publishes its wallet changes and raises the alerts it
+   * left due, each in a transaction of its own (on both databases alike). An alert that cannot be
+   * written is logged; the change it is about stands.
+   */
+  protected async afterCommit(effects: Effects): Promise<void> {
+    this.publish(effects.changes);
+    for (const check of effects.alerts) await this.raiseAfterCommit(check);
+  }
+
+  /** Raises the alerts a committed change left due (./alerts.ts). */
+  protected abstract raiseAfterCommit(check: AlertCheck): Promise<void>;
 
   protected pricesOf(model: ModelConfig): Prices {
     let prices = this.prices.get(model.id);

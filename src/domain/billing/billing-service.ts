@@ -3,15 +3,19 @@
 // (spending limit, low-balance alert), the usage report, and the sweeper that releases holds left
 // by calls that never settled. The written policy is docs/billing.md.
 //
-// Every write to an account's billing state runs in one database transaction that first locks the
-// account's wallet row (SELECT … FOR UPDATE on PostgreSQL; BEGIN IMMEDIATE on SQLite), so checks
-// and charges cannot interleave; the hot path is a handful of plain SQL statements, no ORM flush.
-// Wallet changes are published (Subscription.walletUpdated) only after their transaction commits.
+// Every write to an account's billing state is atomic on its wallet row: a transaction that first
+// locks it (SELECT … FOR UPDATE on PostgreSQL; BEGIN IMMEDIATE on SQLite), or on PostgreSQL one
+// conditional statement for a batch of an account's holds or settlements; checks and charges
+// cannot interleave, and the hot path runs plain SQL through the wallet store (./wallet-store.ts),
+// no ORM flush. Wallet changes are published (Subscription.walletUpdated) and alerts raised only
+// after their change has committed (BillingCore.afterCommit), on both databases.
 //
 // The parts, one concern per file, each building on the one before: ./billing-core.ts (shared
 // state), ./alerts.ts, ./wallet-lifecycle.ts (wallet row, periods, fees), ./settlement.ts,
 // ./admission.ts, ./sweeper.ts (instances, stale holds), ./account-billing.ts (wallet, credits,
-// tier, settings), ./usage-reports.ts; the vocabulary is ./billing-types.ts.
+// tier, settings), ./usage-reports.ts; the vocabulary is ./billing-types.ts; the tables are the
+// stores (./wallet-store.ts and ./wallet-store-postgres.ts, ./hold-store.ts, ./instance-store.ts,
+// ./usage-store.ts).
 import type { Metering } from '../inference/inference-service.js';
 import { UsageReports } from './usage-reports.js';
 

@@ -9,7 +9,7 @@ import type { Tier } from '../accounts/accounts-service.js';
 import type { CallOutcome } from '../inference/inference-service.js';
 import type { Prices } from './money.js';
 import { big, bigOrNull, bool, int } from './sql.js';
-import type { WalletEvents } from './wallet-events.js';
+import type { WalletChange, WalletEvents } from './wallet-events.js';
 
 /** How a usage event ended: a call's outcome, or 'abandoned' when its hold was released unsettled. */
 export type UsageOutcome = CallOutcome | 'abandoned';
@@ -161,6 +161,25 @@ export interface HeldCall extends CallBase {
   allocationTokens: number;
   walletNanos: bigint;
   monthlyTokens: number | null;
+}
+
+/** An alert check a change left to do once it has committed (./alerts.ts). */
+export interface AlertCheck {
+  accountId: string;
+  row: WalletRow;
+  monthlyTokens: number | null;
+  /** What crossed the line (a call or transaction id): the low-balance alert's dedupe key. */
+  occasion: string;
+  now: Date;
+}
+
+/**
+ * What a billing transaction leaves for after its commit: wallet changes to publish and alerts to
+ * check. Neither happens for a change that rolled back, and neither can roll the change back.
+ */
+export class Effects {
+  readonly changes: WalletChange[] = [];
+  readonly alerts: AlertCheck[] = [];
 }
 
 export const USAGE_EVENT_COLUMNS =

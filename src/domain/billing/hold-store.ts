@@ -1,9 +1,10 @@
 // The holds table: money and allocation promised to calls in flight. A hold is inserted at
 // admission and deleted by whichever comes first, its settlement or the sweeper; deleting it is
-// what makes that happen once. (PostgreSQL's one-statement admission and settlement write their
-// hold inside their own statements: ./admission.ts, ./settlement.ts.)
+// what makes that happen once, and it is deleted only by the wallet store's consumeHold (the hold
+// row, then the wallet row: ./wallet-store.ts), or by PostgreSQL's batched statements in the same
+// order (./wallet-store-postgres.ts), which also insert the holds they place.
 import { HOLD_COLUMNS } from './billing-types.js';
-import { big, exec, int, rows, run, type Binding, type Db } from './sql.js';
+import { big, exec, int, rows, type Binding, type Db } from './sql.js';
 
 /** A hold as the sweeper releases it. */
 export interface StaleHold {
@@ -21,11 +22,6 @@ export interface StaleHold {
 /** Inserts a hold row: the bindings in HOLD_COLUMNS order. */
 export async function insertHold(db: Db, row: Binding[]): Promise<void> {
   await exec(db, `insert into holds (${HOLD_COLUMNS}) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, row);
-}
-
-/** Deletes a hold; false when it was gone already (settled, or released by the sweeper). */
-export async function deleteHold(db: Db, id: string): Promise<boolean> {
-  return (await run(db, 'delete from holds where id = ?', [id])) > 0;
 }
 
 /** Up to `limit` holds past their expiry or owned by a server not in `live`. */

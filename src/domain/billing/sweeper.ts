@@ -5,7 +5,7 @@ import { dayOf } from './period.js';
 import { exec } from './sql.js';
 import { USAGE_EVENT_INSERT } from './billing-types.js';
 import { Admission } from './admission.js';
-import { deleteHold, findStaleHolds, type StaleHold } from './hold-store.js';
+import { findStaleHolds, type StaleHold } from './hold-store.js';
 import { beatHeartbeat, forgetInstances, listInstances, registerInstance } from './instance-store.js';
 
 export abstract class Sweeper extends Admission {
@@ -82,13 +82,8 @@ export abstract class Sweeper extends Admission {
 
   protected async releaseHold(h: StaleHold, now: Date): Promise<boolean> {
     return this.db.transaction(async (trx) => {
-      // The hold row first, then the wallet row: the order settlement takes them in.
-      if (!(await deleteHold(trx, h.id))) return false; // settled meanwhile
-      await exec(
-        trx,
-        'update wallets set held = held - ?, period_held = case when period = ? then period_held - ? else period_held end, updated_at = ? where account_id = ?',
-        [h.walletNanos, h.period, h.allocationTokens, now, h.accountId],
-      );
+      // The hold row, then the wallet row (consumeHold: the one lock order); charging nothing.
+      if (!(await this.wallets.consumeHold(trx, h, { charge: 0n, allocationUsed: 0 }, now))) return false; // settled meanwhile
       await exec(trx, USAGE_EVENT_INSERT, [
         h.id,
         h.accountId,

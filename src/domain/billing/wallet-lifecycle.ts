@@ -2,55 +2,33 @@
 // rolled into a new period at a month's start, and the tier's monthly fee charged (at the period
 // start, or when the tier is taken), falling back to free when the wallet cannot pay it.
 import type { Tier as TierName } from '../accounts/tiers.js';
-import { isTier, type Tier } from '../accounts/accounts-service.js';
+import type { Tier } from '../accounts/accounts-service.js';
 import { DomainError } from '../errors.js';
 import { appendTransaction, findByIdempotencyKey } from '../ledger/ledger.js';
 import { enqueueNotification } from '../notifications/outbox.js';
 import { formatDecimal, WALLET_CURRENCY } from './money.js';
 import { periodOf } from './period.js';
-import { big, exec, rows, type Db } from './sql.js';
-import type { WalletChange } from './wallet-events.js';
-import type { WalletRow } from './billing-types.js';
-import { WALLET_COLUMNS, walletRow } from './billing-types.js';
+import { exec, type Db } from './sql.js';
+import { Effects, type WalletRow } from './billing-types.js';
 import { BillingAlerts } from './alerts.js';
 
 export abstract class WalletLifecycle extends BillingAlerts {
-  protected async lockWalletRow(trx: Db, accountId: string): Promise<WalletRow | null> {
-    const found = await rows<Record<string, unknown>>(
-      trx,
-      `select ${WALLET_COLUMNS}, a.tier from wallets w join accounts a on a.id = w.account_id where w.account_id = ?${this.db.kind === 'postgresql' ? ' for update of w' : ''}`,
-      [accountId],
-    );
-    const r = found[0];
-    if (!r) return null;
-    return walletRow(r, isTier(r.tier) ? r.tier : 'free');
-  }
-
   /**
    * Locks the account's wallet row, creating it on first use, and brings it to the current
    * period: counters reset, and the tier's fee charged (or the account moved to free when the
    * wallet cannot pay it). Must run inside a transaction.
    */
-  protected async openWallet(trx: Db, accountId: string, now: Date, effects: WalletChange[]): Promise<WalletRow> {
-    let w = await this.lockWalletRow(trx, accountId);
+  protected async openWallet(trx: Db, accountId: string, now: Date, effects: Effects): Promise<WalletRow> {
+    let w = await this.wallets.lock(trx, accountId);
     if (!w) {
-      const account = await rows<{ id: string }>(trx, 'select id from accounts where id = ?', [accountId]);
-      if (!account[0]) throw new DomainError('not_found', `No account with id '${accountId}'.`, { param: 'account_id' });
-      await exec(
-        trx,
-        'insert into wallets (account_id, period, created_at, updated_at) values (?, ?, ?, ?) on conflict (account_id) do nothing',
-        [accountId, periodOf(now), now, now],
-      );
-      w = await this.lockWalletRow(trx, accountId);
+      if (!(await this.wallets.create(trx, accountId, periodOf(now), now)))
+        throw new DomainError('not_found', `No account with id '${accountId}'.`, { param: 'account_id' });
+      w = await this.wallets.lock(trx, accountId);
       if (!w) throw new Error(`wallet of ${accountId} vanished`);
     }
     const period = periodOf(now);
     if (w.period !== period) {
-      await exec(
-        trx,
-        'update wallets set period = ?, period_used = 0, period_held = 0, period_spent = 0, updated_at = ? where account_id = ?',
-        [period, now, accountId],
-      );
+      await this.wallets.rollPeriod(trx, accountId, period, now);
       w = { ...w, period, periodUsed: 0, periodHeld: 0, periodSpent: 0n };
     }
     if (this.feeDue(w)) w = await this.chargeFee(trx, accountId, w, w.tier, now, effects, 'period');
@@ -72,14 +50,14 @@ export abstract class WalletLifecycle extends BillingAlerts {
     w: WalletRow,
     tier: Tier,
     now: Date,
-    effects: WalletChange[],
+    effects: Effects,
     when: 'period' | 'taken',
   ): Promise<WalletRow> {
     const fee = this.fees[tier];
     const key = `subscription:${accountId}:${w.period}:${tier}`;
     if (await findByIdempotencyKey(trx, key)) {
       // Paid already this period (the account left the tier and came back).
-      await exec(trx, 'update wallets set fee_period = ?, fee_tier = ? where account_id = ?', [w.period, tier, accountId]);
+      await this.wallets.markFeePaid(trx, accountId, w.period, tier);
       return { ...w, feePeriod: w.period, feeTier: tier };
     }
     if (w.balance - w.held < fee) {
@@ -107,12 +85,7 @@ export abstract class WalletLifecycle extends BillingAlerts {
       this.logger.info({ account: accountId, tier, period: w.period }, 'monthly fee unpaid: account moved to the free tier');
       return { ...w, tier: 'free' };
     }
-    const [after] = await rows<{ balance: unknown }>(
-      trx,
-      'update wallets set balance = balance - ?, fee_period = ?, fee_tier = ?, updated_at = ? where account_id = ? returning cast(balance as text) as balance',
-      [fee, w.period, tier, now, accountId],
-    );
-    const balance = big(after!.balance);
+    const balance = await this.wallets.debitFee(trx, accountId, fee, w.period, tier, now);
     const transaction = await appendTransaction(trx, {
       accountId,
       type: 'subscription',
@@ -123,7 +96,7 @@ export abstract class WalletLifecycle extends BillingAlerts {
       idempotencyKey: key,
       createdAt: now,
     });
-    effects.push({ accountId, balance, transaction });
+    effects.changes.push({ accountId, balance, transaction });
     await enqueueNotification(trx, {
       accountId,
       kind: 'subscription_charged',
@@ -132,7 +105,7 @@ export abstract class WalletLifecycle extends BillingAlerts {
       now,
     });
     const next = { ...w, balance, feePeriod: w.period, feeTier: tier };
-    await this.raiseAlerts(trx, accountId, next, null, now, transaction.id);
+    effects.alerts.push({ accountId, row: next, monthlyTokens: null, occasion: transaction.id, now });
     return next;
   }
 
@@ -142,16 +115,11 @@ export abstract class WalletLifecycle extends BillingAlerts {
     if (feeTiers.length === 0) return 0;
     const now = this.now();
     const period = periodOf(now);
-    const due = await rows<{ id: string }>(
-      this.db,
-      `select a.id from accounts a left join wallets w on w.account_id = a.id
-        where a.tier in (${feeTiers.map(() => '?').join(', ')}) and (w.account_id is null or w.fee_period is null or w.fee_period <> ? or w.fee_tier <> a.tier)`,
-      [...feeTiers, period],
-    );
-    for (const { id } of due) {
-      const effects: WalletChange[] = [];
+    const due = await this.wallets.feesDue(this.db, feeTiers, period);
+    for (const id of due) {
+      const effects = new Effects();
       await this.db.transaction((trx) => this.openWallet(trx, id, now, effects));
-      this.publish(effects);
+      await this.afterCommit(effects);
     }
     return due.length;
   }

@@ -205,6 +205,43 @@ export async function pageNotifications(
   return { notifications: found.slice(0, limit).map(record), hasMore: found.length > limit };
 }
 
+/**
+ * The first page of each account's feed in one query (GraphQL lists accounts with their feeds).
+ * With a cursor (`after`, one account's notification), each account's page is read on its own.
+ */
+export async function pageNotificationsOf(
+  db: Db,
+  accountIds: readonly string[],
+  q: { first?: number | null; after?: string | null; unreadOnly?: boolean | null },
+): Promise<FeedPage[]> {
+  const limit = q.first ?? FEED_PAGE.defaultLimit;
+  if (q.after || accountIds.length <= 1 || !Number.isInteger(limit) || limit < 1 || limit > FEED_PAGE.maxLimit)
+    return Promise.all(accountIds.map((id) => pageNotifications(db, id, q)));
+  const found = await rows<Row>(
+    db,
+    `select ${COLUMNS} from (select ${COLUMNS}, row_number() over (partition by account_id order by seq desc) as rn from notifications
+      where account_id in (${accountIds.map(() => '?').join(', ')})${q.unreadOnly ? ' and read_at is null' : ''}) x
+      where rn <= ? order by seq desc`,
+    [...accountIds, limit + 1],
+  );
+  return accountIds.map((id) => {
+    const mine = found.filter((r) => r.account_id === id);
+    return { notifications: mine.slice(0, limit).map(record), hasMore: mine.length > limit };
+  });
+}
+
+/** Unread notifications of each account, in one query. */
+export async function countUnreadOf(db: Db, accountIds: readonly string[]): Promise<number[]> {
+  if (accountIds.length === 0) return [];
+  const found = await rows<{ account_id: string; n: unknown }>(
+    db,
+    `select account_id, count(*) as n from notifications where read_at is null and account_id in (${accountIds.map(() => '?').join(', ')}) group by account_id`,
+    [...accountIds],
+  );
+  const counts = new Map(found.map((r) => [r.account_id, int(r.n)]));
+  return accountIds.map((id) => counts.get(id) ?? 0);
+}
+
 /** Marks the account's notifications among `ids` read (others' ids are ignored); returns them. */
 export async function markRead(db: Db, accountId: string, ids: string[], now: Date): Promise<NotificationRecord[]> {
   if (ids.length === 0) return [];

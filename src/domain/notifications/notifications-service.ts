@@ -8,12 +8,14 @@ import type { Db } from '../billing/sql.js';
 import { getAlertSettings, updateAlertSettings, type AlertSettingsInput, type AlertSettingsView } from './alert-settings.js';
 import {
   countUnread,
+  countUnreadOf,
   deliveryCounts,
   listByDelivery,
   markRead,
   maxSeq,
   notificationsAfter,
   pageNotifications,
+  pageNotificationsOf,
   retryFailed,
   type DeliveryState,
   type FeedPage,
@@ -53,8 +55,21 @@ export class NotificationsService {
     return pageNotifications(this.o.db, accountId, q);
   }
 
+  /** The same page of several accounts' feeds, in one query where it can (GraphQL's batches). */
+  pages(
+    accountIds: readonly string[],
+    q: { first?: number | null; after?: string | null; unreadOnly?: boolean | null },
+  ): Promise<FeedPage[]> {
+    return pageNotificationsOf(this.o.db, accountIds, q);
+  }
+
   unreadCount(accountId: string): Promise<number> {
     return countUnread(this.o.db, accountId);
+  }
+
+  /** Unread counts of several accounts, in one query. */
+  unreadCounts(accountIds: readonly string[]): Promise<number[]> {
+    return countUnreadOf(this.o.db, accountIds);
   }
 
   markRead(accountId: string, ids: string[]): Promise<NotificationRecord[]> {

@@ -5,7 +5,6 @@ import type { PaymentsSettings, StripeEnv } from './settings.js';
 import type { Logger } from '../../logger.js';
 import type { BillingService } from '../billing/billing-service.js';
 import { formatDecimal, parseDecimal } from '../billing/money.js';
-import { big, rows } from '../billing/sql.js';
 import { enqueueNotification } from '../notifications/outbox.js';
 import { BonusTable } from './amounts.js';
 import { AutoTopupService } from './auto-topup-service.js';
@@ -66,12 +65,7 @@ export function createPayments(o: {
         effects,
       );
     },
-    balanceOf: async (db, accountId) => {
-      const found = await rows<{ balance: unknown }>(db, 'select cast(balance as text) as balance from wallets where account_id = ?', [
-        accountId,
-      ]);
-      return big(found[0]?.balance ?? 0);
-    },
+    balanceOf: async (db, accountId) => (await billing.wallets.balance(db, accountId)).balance,
     publish: (effects) => billing.publishChanges(effects),
   };
   const notifier: NotifierPort = { enqueue: (db, n) => enqueueNotification(db, n) };

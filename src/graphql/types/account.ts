@@ -29,7 +29,12 @@ export const AccountRef = builder.loadableObject('Account', {
     email: t.exposeString('email'),
     tier: t.field({ type: TierEnum, resolve: (a) => a.tier }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
-    apiKeys: t.field({ type: [ApiKeyRef], resolve: (a, _args, ctx) => ctx.services.accounts.listKeys(a.id) }),
+    // Batched: a list of accounts reads all their keys in one query.
+    apiKeys: t.loadableList({
+      type: ApiKeyRef,
+      load: (ids: string[], ctx) => ctx.services.accounts.keysOf(ids),
+      resolve: (a) => a.id,
+    }),
   }),
 });
 
@@ -37,8 +42,13 @@ builder.queryField('viewer', (t) =>
   t.field({
     type: AccountRef,
     description: 'The account of the API key in the Authorization header.',
-    // The account authentication already read: given whole, the loader does not read it again.
-    resolve: async (_root, _args, ctx) => (await ctx.principal()).account,
+    // The account authentication already read: given whole, and put in the loader's cache, so
+    // nothing reads it again.
+    resolve: async (_root, _args, ctx) => {
+      const { account } = await ctx.principal();
+      AccountRef.getDataloader(ctx).prime(account.id, account);
+      return account;
+    },
   }),
 );
 

@@ -79,30 +79,35 @@ const ConnectionRef = builder.objectRef<ConnectionShape>('NotificationConnection
         endCursor: c.notifications.at(-1)?.id ?? null,
       }),
     }),
-    unreadCount: t.int({
+    unreadCount: t.loadable({
+      type: 'Int',
       description: "The account's unread notifications, all pages.",
-      resolve: (c, _args, ctx) => ctx.services.alerts.notifications.unreadCount(c.accountId),
+      // Batched: a list of accounts counts all their unread notifications in one query.
+      load: (accountIds: string[], ctx) => ctx.services.alerts.notifications.unreadCounts(accountIds),
+      resolve: (c) => c.accountId,
     }),
   }),
 });
 
+// Batched by path: a list of accounts reads the first page of every feed in one query.
 builder.objectField(AccountRef, 'notifications', (t) =>
-  t.field({
+  t.loadable({
     type: ConnectionRef,
+    byPath: true,
+    load: async (accountIds: string[], ctx, args) => {
+      const q = { first: args.first, after: args.after, unreadOnly: args.unreadOnly };
+      const pages = await ctx.services.alerts.notifications.pages(accountIds, q);
+      return pages.map((page, i) => ({ ...page, accountId: accountIds[i]!, after: args.after ?? null }));
+    },
     description: `Alerts and receipts, newest first; after takes a notification id (a cursor). first: 1 to ${FEED_PAGE.maxLimit}, default ${FEED_PAGE.defaultLimit}.`,
     args: {
       first: t.arg.int({ required: false }),
       after: t.arg.string({ required: false }),
       unreadOnly: t.arg.boolean({ required: false }),
     },
-    resolve: async (account, args, ctx) => {
+    resolve: async (account, _args, ctx) => {
       await requireAccountAccess(ctx, account.id);
-      const page = await ctx.services.alerts.notifications.page(account.id, {
-        first: args.first,
-        after: args.after,
-        unreadOnly: args.unreadOnly,
-      });
-      return { ...page, accountId: account.id, after: args.after ?? null };
+      return account.id;
     },
   }),
 );
