@@ -7,7 +7,9 @@
 //    against the same server without metering, on SQLite and on PostgreSQL;
 // then the sections other modules add (rate limits, in-process llama.cpp).
 // 3. hostile input: /healthz latency while one key sends oversize requests, against idle.
-// BENCH_ONLY picks sections (comma-separated: foundation, billing, hostile, llamacpp, ratelimit, dashboard).
+// 4. gateways: tollgate beside a bare forwarder and the Portkey gateway, interleaved (./gateways.ts).
+// BENCH_ONLY picks sections (comma-separated: foundation, billing, hostile, gateways, llamacpp,
+// ratelimit, dashboard).
 // BENCH_SECONDS (default 10) sets the length of each run, BENCH_RATE (default 500) the fixed load,
 // BENCH_DATABASE_URL (default TEST_DATABASE_URL, else the local PostgreSQL) the PostgreSQL server.
 import { benchConfig, createAccount, fmt, startFakeUpstream, startTollgate } from './lib.js';
@@ -16,6 +18,7 @@ import { benchLlamaCpp } from './llamacpp.js';
 import { benchRateLimit } from './ratelimit.js';
 import { benchHostile } from './hostile.js';
 import { benchDashboard } from './dashboard.js';
+import { benchGateways } from './gateways.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const RATE = Number(process.env.BENCH_RATE ?? 500);
@@ -115,7 +118,7 @@ async function main() {
   console.log(`tollgate benchmark: ${SECONDS}s per run, node ${process.version}`);
   // BENCH_ONLY=foundation,billing,llamacpp,ratelimit runs some sections only (default: all).
   const only = new Set(
-    (process.env.BENCH_ONLY ?? 'foundation,billing,hostile,llamacpp,ratelimit,dashboard').split(',').map((x) => x.trim()),
+    (process.env.BENCH_ONLY ?? 'foundation,billing,hostile,gateways,llamacpp,ratelimit,dashboard').split(',').map((x) => x.trim()),
   );
   const upstream = await startFakeUpstream();
   try {
@@ -130,6 +133,7 @@ async function main() {
   } finally {
     await upstream.stop();
   }
+  if (only.has('gateways')) await benchGateways();
   if (only.has('llamacpp')) await benchLlamaCpp();
   if (only.has('ratelimit')) await benchRateLimit();
   if (only.has('dashboard')) await benchDashboard();
