@@ -343,7 +343,10 @@ export async function benchGateways(): Promise<void> {
     );
     lines.forEach((l, i) => {
       const s = samples[i]!;
-      if (s.streams === 0) return console.log(`  ${l.name.padEnd(34)} every streamed request failed`);
+      if (s.streams === 0) {
+        console.log(`  ${l.name.padEnd(34)} every streamed request failed`);
+        return;
+      }
       console.log(
         `  ${l.name.padEnd(34)} ${fmt(ttft[i]!).padStart(16)} ${(i === UP ? '' : `+${fmt(ttft[i]! - ttft[UP]!)}`).padStart(8)} ${fmt(lastToken[i]!).padStart(15)} ${(i === UP ? '' : `+${fmt(lastToken[i]! - lastToken[UP]!)}`).padStart(8)} ${`${s.mergedReads}/${s.streams}`.padStart(13)}`,
       );
