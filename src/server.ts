@@ -154,6 +154,10 @@ export function createApp(services: Services) {
   app.set('etag', false);
   sendRateLimitHeaders(app);
 
+  // The access line's fields are fixed and hold no key or token (the request id is checked against
+  // REQUEST_ID, the path carries no credentials): logged without the redaction pass, which
+  // otherwise clones each line's object and doubles what logging a request costs.
+  const accessLog = logger.child({}, { redact: { paths: [] } });
   app.use((req, res, next) => {
     if (state.shuttingDown) res.setHeader('Connection', 'close');
     const given = req.headers['x-request-id'];
@@ -169,7 +173,7 @@ export function createApp(services: Services) {
       const route = req.route ? `${req.baseUrl}${req.route.path as string}` : req.baseUrl || 'unmatched';
       services.metrics.observeHttp(door, route, res.statusCode, ms / 1000);
       const settled = settledUsage(res);
-      logger.info(
+      accessLog.info(
         {
           reqId: req.requestId,
           method: req.method,
