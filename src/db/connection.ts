@@ -45,6 +45,8 @@ export function selectRows(orm: MikroORM): <T>(sql: string, params: readonly Par
   const client = (knex as unknown as { client: PoolClient }).client;
   const prepared = new WeakMap<SqliteConnection, Map<string, { all(...params: unknown[]): unknown[] }>>();
   return async <T>(sql: string, params: readonly Param[]) => {
+    // Listeners of knex's 'query' event (tracing, tests counting queries) hear it as they would from knex.
+    if (knex.listenerCount('query') > 0) knex.emit('query', { sql, bindings: params, method: 'select' });
     const conn = await client.acquireConnection();
     try {
       let statements = prepared.get(conn);
