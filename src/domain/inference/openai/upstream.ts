@@ -47,21 +47,29 @@ export class Retryable {
   ) {}
 }
 
-/** The whole call's deadline (engine.max_duration_ms), across every base URL it tries; never paused. */
+/**
+ * The whole call's deadline (engine.max_duration_ms), across every base URL it tries; never paused.
+ * Attempts run one after the other, so the one in progress registers itself (`attach`) to hear the
+ * expiry: a callback rather than an AbortSignal, which would cost an EventTarget per call.
+ */
 export class CallDeadline {
-  private readonly ctl = new AbortController();
   private readonly timer: NodeJS.Timeout;
+  private onExpire: (() => void) | undefined;
   expired = false;
+  /** Why the call was ended, once it has expired. */
+  reason: DOMException | undefined;
 
   constructor(ms: number) {
     this.timer = setTimeout(() => {
       this.expired = true;
-      this.ctl.abort(new DOMException('call deadline', 'TimeoutError'));
+      this.reason = new DOMException('call deadline', 'TimeoutError');
+      this.onExpire?.();
     }, ms);
   }
 
-  get signal(): AbortSignal {
-    return this.ctl.signal;
+  /** `onExpire` hears the expiry (the attempt in progress); undefined detaches it. */
+  attach(onExpire: (() => void) | undefined): void {
+    this.onExpire = onExpire;
   }
 
   dispose(): void {
@@ -92,7 +100,7 @@ export class Attempt {
   ) {
     this.timer = setTimeout(this.onTimer, firstByteMs);
     caller.addEventListener('abort', this.onCallerAbort);
-    call.signal.addEventListener('abort', this.onCallExpired);
+    call.attach(this.onCallExpired);
     if (call.expired) this.onCallExpired();
   }
 
@@ -119,7 +127,7 @@ export class Attempt {
   };
 
   private readonly onCallerAbort = () => this.ctl.abort(this.caller.reason);
-  private readonly onCallExpired = () => this.ctl.abort(this.call.signal.reason);
+  private readonly onCallExpired = () => this.ctl.abort(this.call.reason);
 
   /** The response head arrived: from now on the timer is the idle timeout. */
   headReceived(): void {
@@ -146,7 +154,7 @@ export class Attempt {
   dispose(): void {
     clearTimeout(this.timer);
     this.caller.removeEventListener('abort', this.onCallerAbort);
-    this.call.signal.removeEventListener('abort', this.onCallExpired);
+    this.call.attach(undefined);
   }
 }
 
