@@ -15,7 +15,7 @@ export interface Child {
   stop(): Promise<void>;
 }
 
-function track(proc: ChildProcess): Child {
+export function track(proc: ChildProcess): Child {
   return {
     proc,
     stop: () =>
@@ -38,10 +38,11 @@ export async function startReporting(
   entry: string,
   args: string[] = [],
   env: Record<string, string> = {},
+  opts: SpawnOptions = {},
 ): Promise<{ child: Child; line: unknown }> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', entry, ...args], {
+  const proc = spawn(process.execPath, ['--import', 'tsx', ...(opts.execArgv ?? []), entry, ...args], {
     cwd: ROOT,
-    stdio: ['ignore', 'pipe', 'inherit'],
+    stdio: ['ignore', 'pipe', 'inherit', ...(opts.ipc ? (['ipc'] as const) : [])],
     env: { ...process.env, ...env },
   });
   const line = await new Promise<string>((resolve, reject) => {
@@ -49,6 +50,12 @@ export async function startReporting(
     proc.once('exit', (code) => reject(new Error(`${entry} exited with ${code}`)));
   });
   return { child: track(proc), line: JSON.parse(line) };
+}
+
+/** More for a child process: node options after `--import tsx`, and an IPC channel. */
+export interface SpawnOptions {
+  execArgv?: string[];
+  ipc?: boolean;
 }
 
 export function benchConfig(upstreamUrl: string, extra = ''): string {
@@ -77,22 +84,26 @@ ${extra}`,
  * picked at random; one that turns out to be taken (by another program or one of this machine's
  * outgoing connections) is tried again with another.
  */
-export async function startTollgate(env: Record<string, string>, entry = 'src/main.ts'): Promise<Child & { url: string }> {
+export async function startTollgate(
+  env: Record<string, string>,
+  entry = 'src/main.ts',
+  opts: SpawnOptions = {},
+): Promise<Child & { url: string }> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await startTollgateOnce(env, entry);
+      return await startTollgateOnce(env, entry, opts);
     } catch (err) {
       if (attempt >= 3) throw err;
     }
   }
 }
 
-async function startTollgateOnce(env: Record<string, string>, entry: string): Promise<Child & { url: string }> {
+async function startTollgateOnce(env: Record<string, string>, entry: string, opts: SpawnOptions): Promise<Child & { url: string }> {
   const port = 20000 + Math.floor(Math.random() * 12000);
   const dir = mkdtempSync(path.join(tmpdir(), 'tollgate-bench-db-'));
-  const proc = spawn(process.execPath, ['--import', 'tsx', entry], {
+  const proc = spawn(process.execPath, ['--import', 'tsx', ...(opts.execArgv ?? []), entry], {
     cwd: ROOT,
-    stdio: ['ignore', 'ignore', 'inherit'],
+    stdio: ['ignore', 'ignore', 'inherit', ...(opts.ipc ? (['ipc'] as const) : [])],
     env: {
       ...process.env,
       PORT: String(port),

@@ -11,6 +11,8 @@ export interface OpenLoopResult {
   p90: number;
   p99: number;
   max: number;
+  /** Every request's latency (ms), sorted. */
+  latencies: number[];
 }
 
 export function percentile(sorted: number[], p: number): number {
@@ -117,5 +119,6 @@ export async function openLoop(opts: {
     p90: percentile(latencies, 90),
     p99: percentile(latencies, 99),
     max: latencies.at(-1) ?? NaN,
+    latencies,
   };
 }

@@ -275,6 +275,9 @@ function chunkWire(c: Chunk, includeUsage: boolean) {
   };
 }
 
+/** What each chunk of a stream is executed with (./operations.ts stream): its fields take no arguments. */
+const CHUNK_VARIABLES = { input: { model: '', messages: [] } };
+
 export function chatCompletions(door: CompatDoor, log: (req: Request, err: unknown) => void) {
   return async (req: Request, res: Response, ctx: GraphQLContext) => {
     const b = parseBody(req, body);
@@ -283,7 +286,8 @@ export function chatCompletions(door: CompatDoor, log: (req: Request, err: unkno
     const headers = deprecationHeaders(door.model(b.model));
     if (b.stream) {
       const includeUsage = b.stream_options?.include_usage === true;
-      await sendSse(res, stream(documents.chatCompletionStream, variables, ctx), (e) => chunkWire(e.chatCompletionStream, includeUsage), {
+      const events = stream(documents.chatCompletionStream, variables, ctx, CHUNK_VARIABLES);
+      await sendSse(res, events, (e) => chunkWire(e.chatCompletionStream, includeUsage), {
         headers,
         log: (err) => log(req, err),
       });

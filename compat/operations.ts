@@ -1,6 +1,6 @@
 // The GraphQL documents compat executes, in-process: parsed by codegen at build time and validated
 // against the schema once, at start-up (never per request).
-import { execute, subscribe, validate, type DocumentNode, type ExecutionResult, type GraphQLError } from 'graphql';
+import { createSourceEventStream, execute, validate, type DocumentNode, type ExecutionResult, type GraphQLError } from 'graphql';
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import {
   ChatCompletionStreamDocument,
@@ -56,15 +56,31 @@ export async function run<R, V>(doc: TypedDocumentNode<R, V>, variables: V, cont
   return result.data as R;
 }
 
-/** Starts a subscription; yields each event's data, throws the first error met. */
-export async function* stream<R, V>(doc: TypedDocumentNode<R, V>, variables: V, context: GraphQLContext): AsyncGenerator<R> {
-  const result = await subscribe({ schema, document: doc, variableValues: variables as Record<string, unknown>, contextValue: context });
-  if (!(Symbol.asyncIterator in result)) {
-    throw new OperationError((result as ExecutionResult).errors![0]!);
+/**
+ * Starts a subscription; yields each event's data, throws the first error met. As graphql's
+ * subscribe(): the source stream is created with `variables` (checked and coerced as ever), then
+ * each event is executed against the operation's selection set. graphql 16 coerces the
+ * operation's variables again for every event; `eventVariables`, when given, are what each event
+ * is executed with instead: for an operation whose event fields take no arguments from the
+ * variables (the chat stream's chunk resolver only unwraps its item), the smallest valid ones,
+ * so that a long conversation is not coerced again per token.
+ */
+export async function* stream<R, V>(
+  doc: TypedDocumentNode<R, V>,
+  variables: V,
+  context: GraphQLContext,
+  eventVariables?: V,
+): AsyncGenerator<R> {
+  const args = { schema, document: doc, variableValues: variables as Record<string, unknown>, contextValue: context };
+  const source = await createSourceEventStream(args);
+  if (!(Symbol.asyncIterator in source)) {
+    throw new OperationError((source as ExecutionResult).errors![0]!);
   }
-  const events = result as AsyncGenerator<ExecutionResult<R>>;
+  const events = source as AsyncGenerator<unknown>;
+  const perEvent = { ...args, variableValues: (eventVariables ?? variables) as Record<string, unknown> };
   try {
-    for await (const event of events) {
+    for await (const payload of events) {
+      const event = (await execute({ ...perEvent, rootValue: payload })) as ExecutionResult<R>;
       if (event.errors?.length) throw new OperationError(event.errors[0]!);
       yield event.data as R;
     }

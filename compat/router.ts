@@ -1,4 +1,5 @@
 // The /v1 routes, one line each, mapped onto GraphQL operations executed in-process.
+import { parse as parseBytes } from 'bytes';
 import express, { type Request, type Response } from 'express';
 import { DomainError, requestTooLarge } from '../src/domain/errors.js';
 import { chatCompletions } from './chat.js';
@@ -35,8 +36,12 @@ export function createCompatRouter(door: CompatDoor, opts: { onUnexpected: (req:
     };
 
   const json = express.json({ limit: door.bodyLimit, type: ['application/json', 'application/*+json'] });
+  const limit = parseBytes(door.bodyLimit)!;
+  // The common case (plain JSON, UTF-8, not compressed, its length declared) read directly;
+  // everything else through body-parser. Both end in the same req.body and the same errors.
+  const readJson = (req: Request, res: Response) => (isPlainJson(req, limit) ? readPlainJson(req) : readAnyJson(req, res));
   // Body parser failures become DomainErrors: broken JSON, an unsupported charset, a body over the limit.
-  const readJson = (req: Request, res: Response) =>
+  const readAnyJson = (req: Request, res: Response) =>
     new Promise<void>((resolve, reject) =>
       json(req, res, (err?: unknown) => {
         if (!err) return resolve();
@@ -67,6 +72,51 @@ export function createCompatRouter(door: CompatDoor, opts: { onUnexpected: (req:
   router.use((req: Request, res: Response) => sendError(res, unknownEndpoint(req.method, req.path)));
 
   return router;
+}
+
+/**
+ * A body body-parser would read as it comes (`application/json`, no charset or UTF-8, no
+ * Content-Encoding) whose declared length is within the limit: the server refused longer ones.
+ */
+function isPlainJson(req: Request, limit: number): boolean {
+  const type = req.headers['content-type'];
+  const length = req.headers['content-length'];
+  return (
+    (type === 'application/json' || type === 'application/json; charset=utf-8') &&
+    req.headers['content-encoding'] === undefined &&
+    length !== undefined &&
+    Number(length) <= limit
+  );
+}
+
+/**
+ * Reads and parses a plain JSON body as body-parser's json() does with `strict` on: an empty body
+ * is `{}`, a leading byte-order mark is dropped, anything but an object or array is invalid JSON.
+ */
+function readPlainJson(req: Request): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    const failed = () => reject(new DomainError('invalid_request', 'The request body could not be read (check Content-Type and charset).'));
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.once('error', failed);
+    req.once('aborted', failed);
+    req.once('end', () => {
+      let text = chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8');
+      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+      if (text.length === 0) {
+        req.body = {};
+        return resolve();
+      }
+      const first = /^[ \t\n\r]*(.)/.exec(text)?.[1];
+      try {
+        if (first !== '{' && first !== '[') throw new SyntaxError('not an object or array');
+        req.body = JSON.parse(text);
+      } catch {
+        return reject(new DomainError('invalid_json', 'The request body is not valid JSON.'));
+      }
+      resolve();
+    });
+  });
 }
 
 /** Every /v1 endpoint, for the 404 of any other path (keep in step with the routes above). */

@@ -7,6 +7,7 @@
 // promise (dozens per generated token in llama.cpp, several per request everywhere) costs more.
 import { timingSafeEqual } from 'node:crypto';
 import { UniqueConstraintViolationException, type MikroORM } from '@mikro-orm/core';
+import { selectRows } from '../../db/connection.js';
 import { Account, ApiKey } from '../../entities/index.js';
 import { DomainError } from '../errors.js';
 import { newId } from '../ids.js';
@@ -91,6 +92,8 @@ const MAX_KEY_NAME_LENGTH = 255;
 
 export class AccountsService {
   private readonly now: () => Date;
+  /** The key lookup of every request, prepared once (SQLite). */
+  private readonly select: <T>(sql: string, params: readonly (string | number | null)[]) => Promise<T[]>;
 
   /** `now` is the clock that decides key expiry (tests move it). */
   constructor(
@@ -98,6 +101,7 @@ export class AccountsService {
     opts: { now?: () => Date } = {},
   ) {
     this.now = opts.now ?? (() => new Date());
+    this.select = selectRows(orm);
   }
 
   async createAccount(input: { email: string; tier: Tier | string }): Promise<CreatedAccount> {
@@ -225,7 +229,7 @@ export class AccountsService {
     if (!hasValidChecksum(key)) throw authError(MESSAGES.incorrect);
 
     const digest = digestApiKey(key);
-    const [row] = await this.sql<AuthenticateRow>(AUTHENTICATE_SQL, [digest]);
+    const [row] = await this.select<AuthenticateRow>(AUTHENTICATE_SQL, [digest]);
     // The index found the row by equality already; the constant-time comparison keeps the final
     // decision free of early-exit string comparison.
     if (!row || !digestsEqual(row.digest, digest)) throw authError(MESSAGES.incorrect);

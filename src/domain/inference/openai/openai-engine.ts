@@ -37,16 +37,16 @@ import {
   asRecord,
   Attempt,
   CallDeadline,
-  CONTEXT_LENGTH_RE,
   invalidResponse,
   MAX_RETRY_AFTER_S,
   msg,
   noopLogger,
   parseJson,
   readErrorBody,
+  requestWhole,
+  statusError,
   type ResponseData,
   Retryable,
-  retryAfterSeconds,
   type StreamState,
   tokenCount,
   truncate,
@@ -379,13 +379,7 @@ export class OpenAIEngine implements Engine {
         attempted = true;
         const attempt = new Attempt(signal, call, this.firstByteMs, this.timeoutMs);
         try {
-          const res = await this.open(up, path, body, attempt, op, this.jsonHeaders);
-          let text: string;
-          try {
-            text = await res.body.text();
-          } catch (e) {
-            throw this.translate(e, attempt, up, op);
-          }
+          const text = await this.openWhole(up, path, body, attempt, op);
           // Arrays are let through for the bare-array rerank answer; `read` checks shapes.
           const data = parseJson(text);
           let value: T;
@@ -442,22 +436,30 @@ export class OpenAIEngine implements Engine {
     attempt.headReceived();
     const status = res.statusCode;
     if (status >= 200 && status < 300) return res;
+    throw this.refusal(status, await readErrorBody(res), res.headers['retry-after'], attempt, up, op);
+  }
 
-    const detail = await readErrorBody(res);
+  /** As open(), for a JSON answer read whole (./upstream.ts requestWhole): its text. */
+  private async openWhole(up: Upstream, path: string, body: string, attempt: Attempt, op: string): Promise<string> {
+    const onHead = () => attempt.headReceived();
+    const answer = await requestWhole(up.pool, {
+      path: up.prefix + path,
+      headers: this.jsonHeaders,
+      body,
+      signal: attempt.signal,
+      onHead,
+    }).catch((e: unknown) => {
+      throw this.translate(e, attempt, up, op);
+    });
+    if (answer.statusCode >= 200 && answer.statusCode < 300) return answer.text;
+    throw this.refusal(answer.statusCode, answer.text, answer.retryAfter, attempt, up, op);
+  }
+
+  /** What an error status is thrown as; the start of its body goes to the log. */
+  private refusal(status: number, detail: string, retryAfter: string | string[] | undefined, attempt: Attempt, up: Upstream, op: string) {
     this.logger.warn({ upstream: up.label, op, status, detail }, 'upstream answered with an error status');
-    if (attempt.callerAborted || attempt.callExpired || attempt.expired) throw this.translate(undefined, attempt, up, op);
-    // Busy, not broken: passed on with its back-off once no other base URL can take the call.
-    if (status === 429 || status === 503) {
-      throw new Retryable(
-        new DomainError('model_overloaded', msg.overloaded, { retryAfter: retryAfterSeconds(res.headers['retry-after']) }),
-        false,
-      );
-    }
-    if (status >= 500) throw new Retryable(new DomainError('upstream_error', msg.status(status)), false);
-    if (status === 400 && CONTEXT_LENGTH_RE.test(detail)) {
-      throw new DomainError('context_length_exceeded', msg.contextLength, { param: 'messages' });
-    }
-    throw new DomainError('upstream_error', msg.status(status));
+    if (attempt.callerAborted || attempt.callExpired || attempt.expired) return this.translate(undefined, attempt, up, op);
+    return statusError(status, detail, retryAfter);
   }
 
   /** Maps a transport error to what the caller should see, logging the details. */

@@ -47,21 +47,29 @@ export class Retryable {
   ) {}
 }
 
-/** The whole call's deadline (engine.max_duration_ms), across every base URL it tries; never paused. */
+/**
+ * The whole call's deadline (engine.max_duration_ms), across every base URL it tries; never paused.
+ * Attempts run one after the other, so the one in progress registers itself (`attach`) to hear the
+ * expiry: a callback rather than an AbortSignal, which would cost an EventTarget per call.
+ */
 export class CallDeadline {
-  private readonly ctl = new AbortController();
   private readonly timer: NodeJS.Timeout;
+  private onExpire: (() => void) | undefined;
   expired = false;
+  /** Why the call was ended, once it has expired. */
+  reason: DOMException | undefined;
 
   constructor(ms: number) {
     this.timer = setTimeout(() => {
       this.expired = true;
-      this.ctl.abort(new DOMException('call deadline', 'TimeoutError'));
+      this.reason = new DOMException('call deadline', 'TimeoutError');
+      this.onExpire?.();
     }, ms);
   }
 
-  get signal(): AbortSignal {
-    return this.ctl.signal;
+  /** `onExpire` hears the expiry (the attempt in progress); undefined detaches it. */
+  attach(onExpire: (() => void) | undefined): void {
+    this.onExpire = onExpire;
   }
 
   dispose(): void {
@@ -92,7 +100,7 @@ export class Attempt {
   ) {
     this.timer = setTimeout(this.onTimer, firstByteMs);
     caller.addEventListener('abort', this.onCallerAbort);
-    call.signal.addEventListener('abort', this.onCallExpired);
+    call.attach(this.onCallExpired);
     if (call.expired) this.onCallExpired();
   }
 
@@ -119,7 +127,7 @@ export class Attempt {
   };
 
   private readonly onCallerAbort = () => this.ctl.abort(this.caller.reason);
-  private readonly onCallExpired = () => this.ctl.abort(this.call.signal.reason);
+  private readonly onCallExpired = () => this.ctl.abort(this.call.reason);
 
   /** The response head arrived: from now on the timer is the idle timeout. */
   headReceived(): void {
@@ -146,7 +154,7 @@ export class Attempt {
   dispose(): void {
     clearTimeout(this.timer);
     this.caller.removeEventListener('abort', this.onCallerAbort);
-    this.call.signal.removeEventListener('abort', this.onCallExpired);
+    this.call.attach(undefined);
   }
 }
 
@@ -263,4 +271,110 @@ export async function readErrorBody(res: ResponseData): Promise<string> {
     // The status is what matters; a body that breaks off is no further news.
   }
   return truncate(text);
+}
+
+/** What an upstream's error status becomes: busy (429, 503) and 5xx may be failed over; the rest not. */
+export function statusError(status: number, detail: string, retryAfter: string | string[] | undefined): DomainError | Retryable {
+  // Busy, not broken: passed on with its back-off once no other base URL can take the call.
+  if (status === 429 || status === 503) {
+    return new Retryable(new DomainError('model_overloaded', msg.overloaded, { retryAfter: retryAfterSeconds(retryAfter) }), false);
+  }
+  if (status >= 500) return new Retryable(new DomainError('upstream_error', msg.status(status)), false);
+  if (status === 400 && CONTEXT_LENGTH_RE.test(detail)) {
+    return new DomainError('context_length_exceeded', msg.contextLength, { param: 'messages' });
+  }
+  return new DomainError('upstream_error', msg.status(status));
+}
+
+/** An answer read whole by requestWhole. */
+export interface WholeAnswer {
+  statusCode: number;
+  /** The Retry-After header, if any. */
+  retryAfter: string | undefined;
+  /** The body as text; of an error answer (not 2xx), at most ERROR_BODY_LIMIT bytes, cut to 500 characters. */
+  text: string;
+}
+
+/**
+ * Sends one request and reads its answer whole, through undici's dispatcher with a handler that
+ * keeps the body's bytes: no stream, async resource or header object per response, as `request()`
+ * makes for a body that is read whole anyway (a third of an upstream call's cost here). As with
+ * `request()`: aborting `signal` aborts the request with the signal's reason, and transport errors
+ * reject with undici's errors. `onHead` is called when the response head arrives. An error answer's
+ * body is read up to ERROR_BODY_LIMIT (then the request is aborted) and a failure while reading it
+ * keeps what arrived, as readErrorBody does.
+ */
+export function requestWhole(
+  pool: Dispatcher,
+  opts: { path: string; headers: Record<string, string>; body: string; signal: AbortSignal; onHead: () => void },
+): Promise<WholeAnswer> {
+  const { signal } = opts;
+  if (signal.aborted) return Promise.reject(abortReason(signal));
+  return new Promise<WholeAnswer>((resolve, reject) => {
+    let abort: ((reason: Error) => void) | undefined;
+    let reason: unknown;
+    let statusCode = 0;
+    let retryAfter: string | undefined;
+    let chunks: Buffer[] = [];
+    let size = 0;
+    let done = false;
+    const onAbort = () => {
+      reason = abortReason(signal);
+      abort?.(reason as Error);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    const finish = () => {
+      done = true;
+      signal.removeEventListener('abort', onAbort);
+    };
+    const errorText = () => truncate(Buffer.concat(chunks).toString('utf8'));
+    pool.dispatch(
+      { method: 'POST', path: opts.path, headers: opts.headers, body: opts.body },
+      {
+        onConnect(abortRequest: (reason: Error) => void) {
+          if (reason !== undefined) abortRequest(reason as Error);
+          else abort = abortRequest;
+        },
+        onHeaders(status: number, rawHeaders: Buffer[]) {
+          if (status < 200) return true; // informational: the answer is still to come
+          statusCode = status;
+          if (status >= 300) {
+            for (let i = 0; i < rawHeaders.length; i += 2) {
+              if (rawHeaders[i]!.toString('latin1').toLowerCase() === 'retry-after') retryAfter = rawHeaders[i + 1]!.toString('latin1');
+            }
+          }
+          opts.onHead();
+          return true;
+        },
+        onData(chunk: Buffer) {
+          if (done) return true;
+          chunks.push(chunk);
+          size += chunk.length;
+          if (statusCode >= 300 && size > ERROR_BODY_LIMIT) {
+            // Enough of an error answer to log: stop reading it.
+            finish();
+            resolve({ statusCode, retryAfter, text: errorText() });
+            abort?.(new Error('error answer read far enough'));
+          }
+          return true;
+        },
+        onComplete() {
+          if (done) return;
+          finish();
+          let body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+          chunks = [];
+          // As undici's text(): a leading UTF-8 byte-order mark is not part of the text.
+          if (body.length >= 3 && body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf) body = body.subarray(3);
+          resolve({ statusCode, retryAfter, text: statusCode >= 300 ? truncate(body.toString('utf8')) : body.toString('utf8') });
+        },
+        onError(err: Error) {
+          if (done) return;
+          finish();
+          // An error answer that breaks off is still that answer; anything else is the request's failure.
+          if (statusCode >= 300) resolve({ statusCode, retryAfter, text: errorText() });
+          else reject(err);
+        },
+      },
+    );
+  });
 }
