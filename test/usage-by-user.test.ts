@@ -199,10 +199,17 @@ describe.each(BACKENDS)('usage by end user on %s', (backend) => {
       expect(r.status).toBe(400);
       expect(r.body.error).toMatchObject({ code: 'invalid_value', param: 'user' });
     }
+    // Not text a database stores: a lone surrogate, a NUL.
+    for (const user of ['x\ud800', 'x\udc00y', 'a\u0000b']) {
+      const r = await c.post('/chat/completions', chatBody('chat-test', user));
+      expect(r.status).toBe(400);
+      expect(r.body.error).toMatchObject({ code: 'invalid_value', param: 'user' });
+    }
     expect(await s.services.billing.listUsageEvents(a.id)).toEqual([]);
-    // 256 is fine, and stored whole.
+    // 256 is fine, and stored whole; so is a paired surrogate (an emoji).
     expect((await c.post('/chat/completions', chatBody('chat-test', 'u'.repeat(256)))).status).toBe(200);
-    expect((await s.services.billing.listUsageEvents(a.id)).map((e) => e.endUser)).toEqual(['u'.repeat(256)]);
+    expect((await c.post('/chat/completions', chatBody('chat-test', 'ann \u{1F600}'))).status).toBe(200);
+    expect((await s.services.billing.listUsageEvents(a.id)).map((e) => e.endUser)).toEqual(['u'.repeat(256), 'ann \u{1F600}']);
   });
 });
 

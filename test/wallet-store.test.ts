@@ -321,6 +321,37 @@ describe.each(BACKENDS)('billing alerts on %s', (backend) => {
     expect(await notifications()).toEqual(['low_balance']);
     expect(await billing.verifyLedger()).toEqual([]);
   });
+
+  it('are decided on the row as it is when raised: a top-up committed in between gets none, the next real crossing gets one', async () => {
+    const billing = t.billing();
+    const id = await t.account('startup');
+    const cost = 10n * 1_000n + 10n * 2_000n;
+    // One call takes the balance under the threshold.
+    await billing.creditWallet({ accountId: id, amount: 5n * cost, type: 'bonus', description: 'test' });
+    await billing.setLowBalanceAlert(id, 5n * cost - 1n);
+    const notifications = async () =>
+      (await rows<{ kind: string }>(billing.db, 'select kind from notifications where account_id = ?', [id])).map((n) => n.kind);
+    // The interleaving: a top-up commits after the settlement's commit, before its alerts are raised.
+    const hooks = billing as unknown as { raiseAfterCommit(check: unknown): Promise<void> };
+    const raise = hooks.raiseAfterCommit.bind(billing);
+    let topUpFirst = true;
+    hooks.raiseAfterCommit = async (check) => {
+      if (topUpFirst) {
+        topUpFirst = false;
+        await billing.creditWallet({ accountId: id, amount: 10n * cost, type: 'bonus', description: 'top-up' });
+      }
+      return raise(check);
+    };
+    const call = async () =>
+      (await billing.admit(meter(id))).settle({ promptTokens: 10, completionTokens: 10, totalTokens: 20 }, 'completed');
+    await call();
+    expect((await billing.getWallet(id)).balance).toBe(14n * cost);
+    expect(await notifications()).toEqual([]);
+    // Spending down past the line for real raises it, once.
+    for (let i = 0; i < 11; i++) await call();
+    expect((await billing.getWallet(id)).balance).toBe(3n * cost);
+    expect(await notifications()).toEqual(['low_balance']);
+  });
 });
 
 describe.skipIf(!HAS_POSTGRES)('lock order on PostgreSQL: the hold row, then the wallet row', () => {
@@ -391,6 +422,30 @@ describe.skipIf(!HAS_POSTGRES)('lock order on PostgreSQL: the hold row, then the
 
 describe.each(BACKENDS)('two billing instances batching against one wallet on %s', (backend) => {
   const t = setup(backend);
+
+  it("does not lower a call's output on a wallet row cached before another instance's top-up", async () => {
+    const a = t.billing(() => new Date());
+    const b = t.billing(() => new Date());
+    const id = await t.account('startup');
+    // Enough for a 10-token prompt and 20 of output (2,000 nanos a token).
+    await b.creditWallet({ accountId: id, amount: 10n * 1_000n + 20n * 2_000n, type: 'bonus', description: 'test' });
+    const ask = () =>
+      a.admit({
+        caller: { accountId: id, keyId: null, requestId: `req-${Math.random()}` },
+        model: MODEL,
+        promptTokens: 10,
+        requestedOutputTokens: null,
+        maxOutputTokens: 256,
+      });
+    const first = await ask();
+    expect(first.maxOutputTokens).toBe(20);
+    await first.settle({ promptTokens: 10, completionTokens: 1, totalTokens: 11 }, 'completed'); // a's row is now cached
+    await b.creditWallet({ accountId: id, amount: parseDecimal('10'), type: 'topup', description: 'top-up' });
+    const second = await ask();
+    expect(second.maxOutputTokens).toBe(256);
+    await second.settle({ promptTokens: 10, completionTokens: 1, totalTokens: 11 }, 'completed');
+    expect(await a.verifyLedger()).toEqual([]);
+  });
 
   it('admit and settle 300 calls between them with every nano accounted for and no overdraft', async () => {
     const a = t.billing(() => new Date());

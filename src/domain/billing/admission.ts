@@ -171,6 +171,7 @@ export abstract class Admission extends Settlement {
       let w = read;
       let exact = false;
       let refused = false;
+      let capped = false;
       const outcomes: Outcome<MeterTicket | null>[] = [];
       const planned: PlannedHold[] = [];
       for (const { req, base } of items) {
@@ -191,12 +192,15 @@ export abstract class Admission extends Settlement {
         // A call the allocation could not cover whole is only right if the allocation left is
         // still exactly what the plans split the calls with.
         if (plan.allocationTokens !== req.promptTokens + plan.outputTokens) exact = true;
+        // Billing lowered the output to what the wallet pays for.
+        if (plan.outputTokens < (req.requestedOutputTokens ?? req.maxOutputTokens)) capped = true;
         planned.push({ call, row: this.holdRow(call, req, plan.outputTokens, now) });
         outcomes.push({ ok: true, value: this.ticket(call, plan.outputTokens) });
         w = { ...w, held: w.held + plan.walletNanos, periodHeld: w.periodHeld + plan.allocationTokens };
       }
-      // A refusal is only given on a row read just now.
-      if (refused && cached) continue;
+      // A refusal, or an output lowered to what the wallet pays for, is only given on a row read
+      // just now: a cached row may predate a top-up or a release on another instance.
+      if ((refused || capped) && cached) continue;
       const placed = await this.wallets.placeHoldsIfUnchanged(
         {
           accountId,

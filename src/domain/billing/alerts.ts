@@ -38,7 +38,15 @@ export abstract class BillingAlerts extends BillingCore {
   protected async raiseAfterCommit(check: AlertCheck): Promise<void> {
     if (!this.alertDue(check.row, check.monthlyTokens)) return;
     try {
-      await this.db.transaction((trx) => this.raiseAlerts(trx, check.accountId, check.row, check.monthlyTokens, check.now, check.occasion));
+      // Decided on the row as it is now, locked, not on the one the change committed: a top-up
+      // (or a new limit) committed in between must not get an alert for a balance it no longer
+      // has, which would also use up the flag the next real crossing needs.
+      await this.db.transaction(async (trx) => {
+        const current = await this.wallets.lock(trx, check.accountId);
+        if (!current) return;
+        const monthly = current.period === check.row.period ? check.monthlyTokens : null;
+        await this.raiseAlerts(trx, check.accountId, current, monthly, check.now, check.occasion);
+      });
     } catch (err) {
       this.logger.error({ err, account: check.accountId, occasion: check.occasion }, 'raising billing alerts failed');
     }

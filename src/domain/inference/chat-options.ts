@@ -30,6 +30,20 @@ function toolCallsOf(calls: NonNullable<ChatInputMessage['toolCalls']>, i: numbe
   });
 }
 
+/** A UTF-16 surrogate without its pair: not text a database can store. */
+const UNPAIRED_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** The request's `user` (an end-user id, stored with the usage event): at most LIMITS.maxUserLength characters of text. */
+export function checkUser(user: string | null | undefined) {
+  if (user && user.length > LIMITS.maxUserLength)
+    throw new DomainError('invalid_value', `'user' takes at most ${LIMITS.maxUserLength} characters; got ${user.length}.`, {
+      param: 'user',
+    });
+  // Stored as text on both databases: a lone surrogate or a NUL is not text PostgreSQL takes.
+  if (user && (UNPAIRED_SURROGATE.test(user) || user.includes('\0')))
+    throw new DomainError('invalid_value', "'user' must be text without NUL characters or unpaired surrogates.", { param: 'user' });
+}
+
 /** The conversation as the engine takes it: roles resolved, tool calls and results checked. */
 export function chatMessages(input: ChatInputMessage[]): ChatMessage[] {
   if (!Array.isArray(input) || input.length === 0) throw invalid('messages', "'messages' must be a non-empty array.");

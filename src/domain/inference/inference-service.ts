@@ -6,7 +6,7 @@ import type { ChatModelConfig } from '../catalog/model.js';
 import type { Catalog } from '../catalog/catalog.js';
 import { DomainError } from '../errors.js';
 import { countWithin, PIECE_CHARS, provablyOver } from './bounded-count.js';
-import { chatMessages, chatOptions, outputText, refuseUnsupported } from './chat-options.js';
+import { chatMessages, chatOptions, checkUser, outputText, refuseUnsupported } from './chat-options.js';
 import type { ContentFilter } from './content-filter.js';
 import { checkDimensions, shorten } from './embedding-dimensions.js';
 import type { ChatMessage, Engine, EngineChatRequest, EngineStreamEvent, FinishReason, ToolDefinition, Usage } from './engine.js';
@@ -107,14 +107,6 @@ function checkRange(value: number | null | undefined, min: number, max: number, 
   if (!Number.isFinite(value) || value < min || value > max) {
     throw new DomainError('invalid_value', `'${param}' must be a number from ${min} to ${max}; got ${value}.`, { param });
   }
-}
-
-/** The request's `user` (an end-user id, stored with the usage event): at most LIMITS.maxUserLength characters. */
-function checkUser(user: string | null | undefined) {
-  if (user && user.length > LIMITS.maxUserLength)
-    throw new DomainError('invalid_value', `'user' takes at most ${LIMITS.maxUserLength} characters; got ${user.length}.`, {
-      param: 'user',
-    });
 }
 
 export interface InferenceOptions {
