@@ -354,6 +354,42 @@ describe.each(BACKENDS)('billing alerts on %s', (backend) => {
   });
 });
 
+describe.each(BACKENDS)('a settlement whose answer is lost after it committed, on %s', (backend) => {
+  const t = setup(backend);
+
+  it('is retried to no effect: charged once, its usage event and its charge stand', async () => {
+    const billing = t.billing();
+    const id = await t.account('startup');
+    await billing.creditWallet({ accountId: id, amount: parseDecimal('1'), type: 'bonus', description: 'test' });
+    // The store commits the settlement, then the connection "drops" before the answer arrives.
+    const store = (billing as unknown as { wallets: { settle(s: unknown): Promise<unknown> } }).wallets;
+    const settle = store.settle.bind(store);
+    let lose = true;
+    store.settle = async (s) => {
+      const answer = await settle(s);
+      if (lose) {
+        lose = false;
+        throw new Error('connection lost after commit');
+      }
+      return answer;
+    };
+    const ticket = await billing.admit({
+      caller: { accountId: id, keyId: null, requestId: 'req-lost' },
+      model: MODEL,
+      promptTokens: 10,
+      requestedOutputTokens: 10,
+      maxOutputTokens: 256,
+    });
+    await ticket.settle({ promptTokens: 10, completionTokens: 10, totalTokens: 20 }, 'completed');
+    const cost = 10n * 1_000n + 10n * 2_000n;
+    expect((await billing.getWallet(id)).balance).toBe(parseDecimal('1') - cost);
+    const events = await billing.listUsageEvents(id);
+    expect(events.map((e) => [e.outcome, e.walletNanos, e.billingNote])).toEqual([['completed', cost, null]]);
+    expect(await billing.countOpenHolds(id)).toBe(0);
+    expect(await billing.verifyLedger()).toEqual([]);
+  });
+});
+
 describe.skipIf(!HAS_POSTGRES)('lock order on PostgreSQL: the hold row, then the wallet row', () => {
   const t = setup('PostgreSQL');
 

@@ -7,7 +7,7 @@ import type { CallOutcome } from '../inference/inference-service.js';
 import type { Usage } from '../inference/engine.js';
 import { ledgerDescription } from '../ledger/ledger.js';
 import { split } from './hold-plan.js';
-import { exec, run } from './sql.js';
+import { exec, rows, run } from './sql.js';
 import { Effects, SETTLE_ATTEMPTS, USAGE_EVENT_INSERT, type HeldCall } from './billing-types.js';
 import { usageEventRow, type Settling } from './wallet-store.js';
 import { WalletLifecycle } from './wallet-lifecycle.js';
@@ -75,15 +75,26 @@ export abstract class Settlement extends WalletLifecycle {
     };
     const settled = await this.wallets.settle(settling);
     if (!settled) {
-      // The sweeper released the hold (expired, or this server was taken for dead) and wrote an
-      // 'abandoned' event: the call is charged nothing; the event gets its real usage.
+      // The hold is gone. Either the sweeper released it (expired, or this server was taken for
+      // dead) and wrote an 'abandoned' event: the call is charged nothing, and that event gets its
+      // real usage. Or this very settlement committed and only its answer was lost (a connection
+      // dropped after the commit, and this is the retry): its event, with its charge, stands.
       await this.db.transaction(async (trx) => {
         const updated = await run(
           trx,
-          "update usage_events set outcome = ?, prompt_tokens = ?, completion_tokens = ?, total_tokens = ?, billing_note = 'hold_released', end_user = ? where id = ?",
+          "update usage_events set outcome = ?, prompt_tokens = ?, completion_tokens = ?, total_tokens = ?, end_user = ? where id = ? and billing_note = 'hold_released'",
           [outcome, promptTokens, completionTokens, promptTokens + completionTokens, call.endUser, call.id],
         );
-        if (updated === 0) await exec(trx, USAGE_EVENT_INSERT, usageEventRow(base, 0, 0n, 'hold_released'));
+        if (updated > 0) return;
+        const [settledBefore] = await rows<{ id: string }>(trx, 'select id from usage_events where id = ?', [call.id]);
+        if (settledBefore) {
+          this.logger.warn(
+            { reqId: call.requestId, hold: call.id },
+            'settlement: committed before its answer was lost; nothing to do again',
+          );
+          return;
+        }
+        await exec(trx, USAGE_EVENT_INSERT, usageEventRow(base, 0, 0n, 'hold_released'));
       });
       return;
     }
