@@ -112,14 +112,7 @@ export abstract class Admission extends Settlement {
       }
       const plan = this.plan(req, w, { ...policy, monthly_tokens: policy.monthly_tokens }, base.prices);
       if (!plan.ok) throw new DomainError(plan.code, plan.message);
-      const call: HeldCall = {
-        ...base,
-        kind: 'held',
-        period: w.period,
-        allocationTokens: plan.allocationTokens,
-        walletNanos: plan.walletNanos,
-        monthlyTokens: policy.monthly_tokens,
-      };
+      const call = heldCall(base, w.period, plan, policy.monthly_tokens);
       // The row is locked: the conditions cannot fail; they stay as the last line of defence.
       if (!(await this.wallets.hold(trx, { ...holdOf(call), monthlyTokens: policy.monthly_tokens }, now)))
         throw new Error(`hold for ${base.accountId} did not fit its locked wallet row`);
@@ -181,14 +174,7 @@ export abstract class Admission extends Settlement {
           outcomes.push({ ok: false, error: new DomainError(plan.code, plan.message) });
           continue;
         }
-        const call: HeldCall = {
-          ...base,
-          kind: 'held',
-          period: w.period,
-          allocationTokens: plan.allocationTokens,
-          walletNanos: plan.walletNanos,
-          monthlyTokens: monthly,
-        };
+        const call = heldCall(base, w.period, plan, monthly);
         // A call the allocation could not cover whole is only right if the allocation left is
         // still exactly what the plans split the calls with.
         if (plan.allocationTokens !== req.promptTokens + plan.outputTokens) exact = true;
@@ -233,6 +219,16 @@ export abstract class Admission extends Settlement {
 }
 
 /** A call of an unlimited tier: nothing is held; usage is recorded at settlement. */
+/** A call with its hold: what the plan reserves of the allocation and of the wallet. */
+function heldCall(
+  base: CallBase,
+  period: string,
+  plan: { allocationTokens: number; walletNanos: bigint },
+  monthlyTokens: number,
+): HeldCall {
+  return { ...base, kind: 'held', period, allocationTokens: plan.allocationTokens, walletNanos: plan.walletNanos, monthlyTokens };
+}
+
 function unlimitedCall(base: CallBase, period: string): HeldCall {
   return { ...base, kind: 'unlimited', period, allocationTokens: 0, walletNanos: 0n, monthlyTokens: null };
 }

@@ -109,6 +109,16 @@ function checkRange(value: number | null | undefined, min: number, max: number, 
   }
 }
 
+/** What admission weighs for a chat call: the output figures cover every choice (n choices may produce n × max_tokens). */
+function chatMeter(
+  caller: Caller,
+  p: { model: ChatModelConfig; request: EngineChatRequest; promptTokens: number; requestedOutputTokens: number | null },
+  endUser: string | null | undefined,
+): MeterRequest {
+  const { model, request, promptTokens, requestedOutputTokens } = p;
+  return { caller, model, promptTokens, requestedOutputTokens, maxOutputTokens: request.maxTokens * (request.n ?? 1), endUser };
+}
+
 export interface InferenceOptions {
   /** The most choices (`n`) a chat call may ask for; default DEFAULT_MAX_CHOICES. */
   maxChoices?: number;
@@ -257,19 +267,10 @@ export class InferenceService {
   }
 
   async createChatCompletion(caller: Caller, input: ChatInput, signal: AbortSignal): Promise<ChatCompletion> {
-    const { model, request, engine, promptTokens, requestedOutputTokens } = await this.screen(caller, async () =>
-      this.contentFilter.screen(caller, await this.prepareChat(input), signal),
-    );
+    const prepared = await this.screen(caller, async () => this.contentFilter.screen(caller, await this.prepareChat(input), signal));
+    const { model, request, engine, promptTokens } = prepared;
     const n = request.n ?? 1;
-    const meter: MeterRequest = {
-      caller,
-      model,
-      promptTokens,
-      requestedOutputTokens,
-      maxOutputTokens: request.maxTokens * n,
-      endUser: input.user,
-    };
-    return this.metered(meter, signal, async (ticket) => {
+    return this.metered(chatMeter(caller, prepared, input.user), signal, async (ticket) => {
       const maxTokens = perChoice(ticket.maxOutputTokens, n);
       const result = await engine.chat({ ...request, maxTokens }, signal);
       const choices = (result.choices ?? [result]).slice(0, n);
@@ -317,18 +318,10 @@ export class InferenceService {
    * final chunk (no choices) carries the usage; doors decide whether to show it.
    */
   async *chatCompletionStream(caller: Caller, input: ChatInput, signal: AbortSignal): AsyncGenerator<ChatChunk> {
-    const { model, request, engine, promptTokens, requestedOutputTokens } = await this.screen(caller, async () =>
-      this.contentFilter.screen(caller, await this.prepareChat(input), signal),
-    );
+    const prepared = await this.screen(caller, async () => this.contentFilter.screen(caller, await this.prepareChat(input), signal));
+    const { model, request, engine, promptTokens } = prepared;
     const n = request.n ?? 1;
-    const ticket = await this.metering.admit({
-      caller,
-      model,
-      promptTokens,
-      requestedOutputTokens,
-      maxOutputTokens: request.maxTokens * n,
-      endUser: input.user,
-    });
+    const ticket = await this.metering.admit(chatMeter(caller, prepared, input.user));
     const maxTokens = perChoice(ticket.maxOutputTokens, n);
     const id = responseId('chatcmpl');
     const created = now();
