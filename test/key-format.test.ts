@@ -72,9 +72,23 @@ describe('API key format', () => {
     expect(displayKey(parts.prefix, parts.last4)).toBe('ask_AbCd1234…wxyz');
   });
 
-  it('makes record ids of a prefix and 20 base62 characters', () => {
+  it('makes record ids of a prefix and 20 base62 characters: the time first (they sort as created), then 12 random', () => {
     expect(newId('acct')).toMatch(/^acct_[0-9A-Za-z]{20}$/);
     expect(newId('key')).toMatch(/^key_[0-9A-Za-z]{20}$/);
+    const ids = Array.from({ length: 2000 }, () => newId('txn'));
+    expect(new Set(ids).size).toBe(ids.length);
+    // Made one after another, they sort in the order made (the same millisecond: by their time part).
+    const times = ids.map((id) => id.slice(4, 12));
+    expect([...times].sort()).toEqual(times);
+    const earlier = newId('txn');
+    const later = (() => {
+      const until = Date.now() + 2;
+      while (Date.now() < until) {}
+      return newId('txn');
+    })();
+    expect(earlier < later).toBe(true);
+    // The random part uses the whole alphabet.
+    expect(new Set(ids.map((id) => id.slice(12)).join('')).size).toBe(62);
   });
 
   it('draws random base62 strings of the asked length that use the whole alphabet', () => {

@@ -1,5 +1,6 @@
-// The one generator of ids: records (`acct_…`, `txn_…`), API keys' random part, and the ids of
-// API responses (`chatcmpl-…`, OpenAI's spelling), all from uniformly random base62 characters.
+// The one generator of ids: records (`acct_…`, `txn_…`) and the ids of API responses
+// (`chatcmpl-…`, OpenAI's spelling), time-ordered then random; and API keys' random part, random
+// throughout (src/domain/keys/key-format.ts).
 import { randomFillSync } from 'node:crypto';
 
 export const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
@@ -28,10 +29,24 @@ export function randomBase62(length: number): string {
   return out;
 }
 
+/** The current millisecond as 8 base62 characters (62^8 ms is about 6,900 years): they sort as time does. */
+function timeBase62(ms: number): string {
+  let out = '';
+  for (let i = 0; i < 8; i++) {
+    out = BASE62[ms % 62] + out;
+    ms = Math.floor(ms / 62);
+  }
+  return out;
+}
+
 /**
- * An id such as `acct_` + 20 base62 characters (about 119 random bits). Response ids use OpenAI's
+ * An id such as `acct_` + 20 base62 characters: 8 of the creation time (in milliseconds), then 12
+ * random (about 71 bits; unique without coordination between instances). Time first makes ids of
+ * one table arrive in index order: each insert appends to the id index's last page instead of a
+ * random one, which made a billed call's SQLite work a quarter cheaper (README, Benchmarks). The
+ * creation time they show is also in every record's created_at. Response ids use OpenAI's
  * spelling with a hyphen: `newId('chatcmpl', '-')`.
  */
 export function newId(prefix: 'acct' | 'key' | (string & {}), separator: '_' | '-' = '_'): string {
-  return `${prefix}${separator}${randomBase62(20)}`;
+  return `${prefix}${separator}${timeBase62(Date.now())}${randomBase62(12)}`;
 }
