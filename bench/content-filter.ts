@@ -5,25 +5,13 @@
 // not a real guard model's), at the default window (200 characters) and a small one (50). The
 // fake answers 150 words (≈ 700 characters) at one word every 2 ms. Measured: time to the first
 // content chunk, and to the end of the stream.
-import { benchConfig, createAccount, fmt, startTollgate } from './lib.js';
+import { benchChatModel, benchConfig, createAccount, fmt, startTollgate } from './lib.js';
 
 const REQUESTS = Number(process.env.BENCH_FILTER_REQUESTS ?? 40);
 
-const model = (id: string, upstreamUrl: string, safety: string) => `  - id: ${id}
-    category: chat
-    owned_by: bench
-    created: 1735689600
-    version: "2025-01-01"
-    status: active
-    capabilities: { chat_completion: true, streaming: true, function_calling: false }
-    pricing: { input_price_per_million: 1.0, output_price_per_million: 2.0, currency: usd }
-    specifications: { context_window: 8192, max_output_tokens: 512, training_cutoff: "2024-10" }
-    engine: { type: openai, base_url: "${upstreamUrl}", model: upstream-chat }
-${safety}`;
-
 const extra = (upstreamUrl: string) =>
-  model('chat-filtered', upstreamUrl, '    safety: { moderation_model: guard-bench }\n') +
-  model('chat-filtered-50', upstreamUrl, '    safety: { moderation_model: guard-bench, window_chars: 50 }\n') +
+  benchChatModel('chat-filtered', upstreamUrl, '    safety: { moderation_model: guard-bench }\n') +
+  benchChatModel('chat-filtered-50', upstreamUrl, '    safety: { moderation_model: guard-bench, window_chars: 50 }\n') +
   `  - id: guard-bench
     category: moderation
     owned_by: bench

@@ -58,13 +58,9 @@ export interface SpawnOptions {
   ipc?: boolean;
 }
 
-export function benchConfig(upstreamUrl: string, extra = ''): string {
-  const dir = mkdtempSync(path.join(tmpdir(), 'tollgate-bench-'));
-  const file = path.join(dir, 'config.yaml');
-  writeFileSync(
-    file,
-    `models:
-  - id: chat-bench
+/** A chat model of the bench catalogs, forwarded to `upstreamUrl`; `extra` adds keys (indented 4). */
+export function benchChatModel(id: string, upstreamUrl: string, extra = ''): string {
+  return `  - id: ${id}
     category: chat
     owned_by: bench
     created: 1735689600
@@ -74,8 +70,13 @@ export function benchConfig(upstreamUrl: string, extra = ''): string {
     pricing: { input_price_per_million: 1.0, output_price_per_million: 2.0, currency: usd }
     specifications: { context_window: 8192, max_output_tokens: 512, training_cutoff: "2024-10" }
     engine: { type: openai, base_url: "${upstreamUrl}", model: upstream-chat }
-${extra}`,
-  );
+${extra}`;
+}
+
+export function benchConfig(upstreamUrl: string, extra = ''): string {
+  const dir = mkdtempSync(path.join(tmpdir(), 'tollgate-bench-'));
+  const file = path.join(dir, 'config.yaml');
+  writeFileSync(file, `models:\n${benchChatModel('chat-bench', upstreamUrl)}${extra}`);
   return file;
 }
 
