@@ -34,29 +34,13 @@ const deliverySchema = z.strictObject({
   batch_size: z.number().int().positive().max(500).default(20),
 });
 
+// prefault: a section left out is parsed as {}, so the defaults above are written once.
 export const alertsSchema = z
   .strictObject({
-    unusual_usage: unusualUsageSchema.default({ factor: 5, min_tokens: 100_000, min_spend: 1, check_interval_seconds: 300, enabled: true }),
-    delivery: deliverySchema.default({
-      max_attempts: 10,
-      backoff_seconds: 10,
-      max_backoff_seconds: 3600,
-      poll_interval_ms: 1000,
-      lease_seconds: 120,
-      batch_size: 20,
-    }),
+    unusual_usage: unusualUsageSchema.prefault({}),
+    delivery: deliverySchema.prefault({}),
   })
-  .default({
-    unusual_usage: { factor: 5, min_tokens: 100_000, min_spend: 1, check_interval_seconds: 300, enabled: true },
-    delivery: {
-      max_attempts: 10,
-      backoff_seconds: 10,
-      max_backoff_seconds: 3600,
-      poll_interval_ms: 1000,
-      lease_seconds: 120,
-      batch_size: 20,
-    },
-  });
+  .prefault({});
 
 export type AlertsSettings = z.infer<typeof alertsSchema>;
 export type UnusualUsageSettings = AlertsSettings['unusual_usage'];

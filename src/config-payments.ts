@@ -58,21 +58,12 @@ export const paymentsSchema = z
           ctx.addIssue({ code: 'custom', message: (e as Error).message.replace(/^bonus_table/, '') });
         }
       }),
-    auto_topup: autoTopupSchema.default({ max_monthly: null, max_consecutive_failures: 3, retry_after_seconds: 300 }),
+    auto_topup: autoTopupSchema.prefault({}),
     /** Where customers arrange top-ups of 500 and more (shown by the dashboard and in the 400's message). */
     sales_contact: contact.nullable().default(null),
   })
-  .default({
-    processor: 'sandbox',
-    allow_sandbox: false,
-    success_url: null,
-    cancel_url: null,
-    return_url: null,
-    checkout_expires_after_minutes: 1440,
-    bonus_table: DEFAULT_BONUS_TABLE.map((r) => ({ ...r })),
-    auto_topup: { max_monthly: null, max_consecutive_failures: 3, retry_after_seconds: 300 },
-    sales_contact: null,
-  });
+  // prefault: a section left out is parsed as {}, so each default is written once, on its key.
+  .prefault({});
 
 // The domain's type (src/domain/payments/settings.ts) is what the section is read onto.
 export type { PaymentsSettings, StripeEnv };

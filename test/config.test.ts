@@ -35,6 +35,25 @@ describe('the config file', () => {
     expect(cfg.graphql.introspection).toBe(true);
   });
 
+  it('fills the alerts section from the defaults of its keys, whole or in part', () => {
+    const defaults = {
+      unusual_usage: { factor: 5, min_tokens: 100_000, min_spend: 1, check_interval_seconds: 300, enabled: true },
+      delivery: {
+        max_attempts: 10,
+        backoff_seconds: 10,
+        max_backoff_seconds: 3600,
+        poll_interval_ms: 1000,
+        lease_seconds: 120,
+        batch_size: 20,
+      },
+    };
+    expect(parseConfigText('', 't').alerts).toEqual(defaults);
+    expect(parseConfigText('alerts: { delivery: { max_attempts: 3 } }', 't').alerts).toEqual({
+      ...defaults,
+      delivery: { ...defaults.delivery, max_attempts: 3 },
+    });
+  });
+
   it('fills engine defaults', () => {
     const m = parseConfigText(chat(), 't').models[0]!;
     expect(m.engine).toMatchObject({ type: 'openai', timeout_ms: 60000, rerank_path: '/rerank' });
