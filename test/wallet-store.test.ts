@@ -5,7 +5,8 @@
 // every path takes, and exact money when two billing instances batch against one wallet.
 import type { MikroORM } from '@mikro-orm/core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { TIER_DEFAULTS, type BillingSettings, type ChatModelConfig, type TierName, type TierPolicy } from '../src/config.js';
+import { TIER_DEFAULTS, type TierName, type TierPolicy } from '../src/config.js';
+import { MODEL, SETTINGS } from './support/billing-fixtures.js';
 import { closeDatabase, getKnex, openDatabase } from '../src/db/orm.js';
 import { AccountsService } from '../src/domain/accounts/accounts-service.js';
 import type { HeldCall } from '../src/domain/billing/billing-types.js';
@@ -26,20 +27,6 @@ const TIERS: Record<TierName, TierPolicy> = {
   startup: { monthly_tokens: 0, overage: true, monthly_fee: 0 },
   enterprise: { monthly_tokens: null, overage: false, monthly_fee: 0 },
 };
-const SETTINGS: BillingSettings = { hold_expiry_seconds: 60, sweep_interval_seconds: 3600, instance_timeout_seconds: 90 };
-const MODEL = {
-  id: 'chat-test',
-  category: 'chat',
-  owned_by: 'tests',
-  created: 0,
-  version: '1',
-  status: 'active',
-  capabilities: { chat_completion: true, streaming: true, function_calling: false },
-  // 1 USD per million input tokens, 2 per million output: 1,000 and 2,000 nanos a token.
-  pricing: { input_price_per_million: 1, output_price_per_million: 2, currency: 'usd' },
-  specifications: { context_window: 4096, max_output_tokens: 256, training_cutoff: '2024-10' },
-  engine: { type: 'openai', base_url: 'http://127.0.0.1:1/v1', model: 'x', timeout_ms: 1000, rerank_path: '/rerank' },
-} as ChatModelConfig;
 
 const PERIOD = '2031-05';
 const NOW = new Date('2031-05-14T12:00:00Z');
