@@ -230,16 +230,11 @@ export class AuthService {
       expires_at_ms: unknown;
     }[];
     const now = this.now();
-    const live = new Set(rows.filter((r) => Number(r.expires_at_ms) > now).map((r) => r.id));
-    const expired = new Set(rows.map((r) => r.id));
+    const expiresAt = new Map(rows.map((r) => [r.id, Number(r.expires_at_ms)]));
     for (const id of sessionIds) {
-      if (live.has(id)) continue;
-      out.set(
-        id,
-        expired.has(id)
-          ? 'This sign-in session has expired: sign in again.'
-          : 'This sign-in session has ended (signed out or revoked): sign in again.',
-      );
+      const expiry = expiresAt.get(id);
+      if (expiry === undefined) out.set(id, 'This sign-in session has ended (signed out or revoked): sign in again.');
+      else if (expiry <= now) out.set(id, 'This sign-in session has expired: sign in again.');
     }
     return out;
   }
