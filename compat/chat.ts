@@ -121,6 +121,9 @@ const UNSERVED: readonly [param: string, asksForNothing: (v: unknown) => boolean
   ['audio', () => false, 'answers are text only'],
   ['web_search_options', () => false, 'this server does not search the web'],
   ['reasoning_effort', () => false, "this server's models do not take a reasoning effort"],
+  // The deprecated forerunners of tools and tool_choice, pointing at their successors.
+  ['functions', (v) => Array.isArray(v) && v.length === 0, "it is deprecated; send 'tools' instead"],
+  ['function_call', () => false, "it is deprecated; send 'tool_choice' instead"],
 ];
 
 /** Fields we ignore would silently change the result: refuse them instead. */
@@ -130,18 +133,6 @@ function refuseUnsupported(b: Body) {
     const value = given[param];
     if (value === undefined || value === null || asksForNothing(value)) continue;
     throw new DomainError('unsupported_parameter', `'${param}' is not supported: ${why}.`, { param });
-  }
-  // The deprecated forerunners of tools and tool_choice: refused, pointing at their successors.
-  for (const [param, successor] of [
-    ['functions', 'tools'],
-    ['function_call', 'tool_choice'],
-  ] as const) {
-    const value = b[param];
-    if (value !== undefined && value !== null && !(Array.isArray(value) && value.length === 0)) {
-      throw new DomainError('unsupported_parameter', `'${param}' is not supported (it is deprecated): send '${successor}' instead.`, {
-        param,
-      });
-    }
   }
 }
 
