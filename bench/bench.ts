@@ -11,7 +11,7 @@
 // 5. gateways: tollgate beside a bare forwarder and the Portkey gateway, interleaved (./gateways.ts).
 // BENCH_ONLY picks sections (comma-separated: foundation, billing, hostile, contentfilter, gateways,
 // llamacpp, ratelimit, dashboard).
-// BENCH_SECONDS (default 10) sets the length of each run, BENCH_RATE (default 500) the fixed load,
+// BENCH_SECONDS (default 10) sets the length of each run, BILLING_ROUNDS (default 3) the billing rounds, BENCH_RATE (default 500) the fixed load,
 // BENCH_DATABASE_URL (default TEST_DATABASE_URL, else the local PostgreSQL) the PostgreSQL server.
 import { benchConfig, createAccount, fmt, startFakeUpstream, startTollgate } from './lib.js';
 import { openLoop, type OpenLoopResult } from './openloop.js';
@@ -25,6 +25,7 @@ import { benchGateways } from './gateways.js';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const RATE = Number(process.env.BENCH_RATE ?? 500);
 const CONNECTIONS = 32; // in flight at saturation
+const BILLING_ROUNDS = Number(process.env.BILLING_ROUNDS ?? 3);
 
 const chatBody = (model: string) => ({ model, max_tokens: 16, messages: [{ role: 'user', content: 'Say something short. #tokens=16' }] });
 
@@ -97,22 +98,38 @@ async function billing(upstreamUrl: string, backend: 'SQLite' | 'PostgreSQL') {
       await tollgate.stop();
     }
   };
+  // The three servers take turns, BILLING_ROUNDS times (default 3), so a slow spell of this shared
+  // machine falls on all of them; each line is the round with the median throughput.
+  const runs = { unbilled: [] as OpenLoopResult[], allocation: [] as OpenLoopResult[], wallet: [] as OpenLoopResult[] };
   try {
-    const unbilled = await measure('bench/unmetered-main.ts', 'developer');
-    const allocation = await measure('src/main.ts', 'developer');
-    const wallet = await measure('src/main.ts', 'startup', '100000');
-    console.log(`\n== billing on ${backend}: saturation, ${CONNECTIONS} requests in flight`);
-    console.log(row('  without metering (baseline)', unbilled));
-    console.log(row('  billed, developer allocation', allocation));
-    console.log(row('  billed, paid from the wallet', wallet));
-    const worst = Math.min(allocation.rps, wallet.rps) / unbilled.rps;
-    console.log(
-      `  ratio to baseline: allocation ${fmt(allocation.rps / unbilled.rps, 3)}, wallet ${fmt(wallet.rps / unbilled.rps, 3)}` +
-        (backend === 'SQLite' ? ` (budget: cost ≤ 25%, i.e. ratio ≥ 0.75: ${worst >= 0.75 ? 'within' : 'OVER'})` : ''),
-    );
+    for (let round = 0; round < BILLING_ROUNDS; round++) {
+      runs.unbilled.push(await measure('bench/unmetered-main.ts', 'developer'));
+      runs.allocation.push(await measure('src/main.ts', 'developer'));
+      runs.wallet.push(await measure('src/main.ts', 'startup', '100000'));
+    }
   } finally {
     await db.drop();
   }
+  const unbilled = median(runs.unbilled);
+  const allocation = median(runs.allocation);
+  const wallet = median(runs.wallet);
+  const each = (rs: OpenLoopResult[]) => rs.map((r) => fmt(r.rps, 0)).join(', ');
+  console.log(`\n== billing on ${backend}: saturation, ${CONNECTIONS} requests in flight, median of ${BILLING_ROUNDS} rounds`);
+  console.log(`${row('  without metering (baseline)', unbilled)}  (rounds: ${each(runs.unbilled)})`);
+  console.log(`${row('  billed, developer allocation', allocation)}  (rounds: ${each(runs.allocation)})`);
+  console.log(`${row('  billed, paid from the wallet', wallet)}  (rounds: ${each(runs.wallet)})`);
+  const worst = Math.min(allocation.rps, wallet.rps) / unbilled.rps;
+  console.log(
+    `  ratio to baseline: allocation ${fmt(allocation.rps / unbilled.rps, 3)}, wallet ${fmt(wallet.rps / unbilled.rps, 3)}` +
+      (backend === 'SQLite'
+        ? ` (goal ≥ 0.90: ${worst >= 0.9 ? 'met' : 'NOT met'})`
+        : ` (goal ≥ 0.80: ${worst >= 0.8 ? 'met' : 'NOT met'})`),
+  );
+}
+
+/** The run with the median throughput. */
+function median(results: OpenLoopResult[]): OpenLoopResult {
+  return [...results].sort((a, b) => a.rps - b.rps)[Math.floor(results.length / 2)]!;
 }
 
 async function main() {

@@ -10,6 +10,7 @@ import { ENTITIES } from '../entities/index.js';
 import { MIGRATIONS } from './migrations/index.js';
 
 import { type DatabaseKind, databaseKind, getKnex } from './connection.js';
+import { BACKSTOP_PAGES, type Checkpointer, startCheckpointer } from './sqlite-checkpointer.js';
 
 export { type DatabaseKind, databaseKind, getKnex };
 
@@ -118,7 +119,7 @@ async function migrate(orm: MikroORM, kind: DatabaseKind): Promise<void> {
  *   waits for it (busy_timeout). Within the process, knex's one-connection pool already
  *   serialises transactions.
  * - WAL journal (readers do not block the writer), busy_timeout and foreign keys, set on every
- *   connection the pool opens.
+ *   connection the pool opens, and the WAL checkpointed on a worker thread (./sqlite-checkpointer.ts).
  * better-sqlite3 waits for a lock synchronously, blocking the event loop: open one ORM per SQLite
  * file per process, or two of them writing at once in one process wait on each other until
  * busy_timeout runs out.
@@ -137,8 +138,17 @@ class SqliteConnection extends BetterSqliteConnection {
     };
   }
 
+  private readonly checkpointers: Checkpointer[] = [];
+
+  override async close(force?: boolean): Promise<void> {
+    // The worker's connection first: the server's, closing last, checkpoints and removes the WAL.
+    await Promise.all(this.checkpointers.splice(0).map((c) => c.stop()));
+    await super.close(force);
+  }
+
   protected override getKnexOptions(type: string): Knex.Config {
     const options = super.getKnexOptions(type);
+    const checkpointers = this.checkpointers;
     return {
       ...options,
       pool: {
@@ -148,6 +158,10 @@ class SqliteConnection extends BetterSqliteConnection {
             conn.pragma('journal_mode = WAL');
             conn.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
             conn.pragma('foreign_keys = ON');
+            // One worker per file is enough, should the pool ever open a second connection.
+            const checkpointer = checkpointers.length === 0 ? startCheckpointer(conn) : null;
+            if (checkpointer) checkpointers.push(checkpointer);
+            else if (checkpointers.length > 0) conn.pragma(`wal_autocheckpoint = ${BACKSTOP_PAGES}`);
             done(null, conn);
           } catch (e) {
             done(e as Error, conn);
@@ -160,6 +174,8 @@ class SqliteConnection extends BetterSqliteConnection {
 
 interface SqliteHandle {
   pragma(source: string): unknown;
+  readonly name: string;
+  readonly memory: boolean;
 }
 
 interface KnexDialect {

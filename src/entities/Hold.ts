@@ -28,7 +28,8 @@ export const HoldSchema = new EntitySchema<Hold>({
   tableName: 'holds',
   properties: {
     id: { type: 'string', primary: true, length: 40 },
-    account: { ...accountRef, index: 'holds_account_id_index' },
+    // Only the primary key: the table holds the calls in flight, read by id or whole (migration 0009).
+    account: { ...accountRef, index: false },
     keyId: { type: 'string', length: 32, nullable: true },
     endUser: { type: 'string', length: 256, nullable: true },
     requestId: { type: 'string', length: 128 },
@@ -38,8 +39,8 @@ export const HoldSchema = new EntitySchema<Hold>({
     walletNanos: bigintColumn,
     promptTokens: { type: 'integer' },
     maxOutputTokens: { type: 'integer' },
-    owner: { type: 'string', length: 40, index: 'holds_owner_index' },
+    owner: { type: 'string', length: 40 },
     createdAt: timestamp,
-    expiresAt: { ...timestamp, index: 'holds_expires_at_index' },
+    expiresAt: timestamp,
   },
 });

@@ -11,6 +11,7 @@ import { Migration0005AccountEmailUnique } from './0005-account-email-unique.js'
 import { Migration0006AlertDelivery } from './0006-alert-delivery.js';
 import { Migration0007SignIn } from './0007-sign-in.js';
 import { Migration0008UsageEndUser } from './0008-usage-end-user.js';
+import { Migration0009HoldsWithoutIndexes } from './0009-holds-without-indexes.js';
 
 export const MIGRATIONS: { name: string; class: Constructor<Migration> }[] = [
   { name: '0001-accounts-and-keys', class: Migration0001AccountsAndKeys },
@@ -21,4 +22,5 @@ export const MIGRATIONS: { name: string; class: Constructor<Migration> }[] = [
   { name: '0006-alert-delivery', class: Migration0006AlertDelivery },
   { name: '0007-sign-in', class: Migration0007SignIn },
   { name: '0008-usage-end-user', class: Migration0008UsageEndUser },
+  { name: '0009-holds-without-indexes', class: Migration0009HoldsWithoutIndexes },
 ];
