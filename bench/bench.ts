@@ -11,10 +11,10 @@
 // 5. gateways: tollgate beside a bare forwarder and the Portkey gateway, interleaved (./gateways.ts).
 // BENCH_ONLY picks sections (comma-separated: foundation, billing, hostile, contentfilter, gateways,
 // llamacpp, ratelimit, dashboard).
-// BENCH_SECONDS (default 10) sets the length of each run, BILLING_ROUNDS (default 3) the billing rounds, BENCH_RATE (default 500) the fixed load,
+// BENCH_SECONDS (default 10) sets the length of each run, BILLING_SLICES (default 5) the billing slices, BENCH_RATE (default 500) the fixed load,
 // BENCH_DATABASE_URL (default TEST_DATABASE_URL, else the local PostgreSQL) the PostgreSQL server.
 import { benchConfig, createAccount, fmt, startFakeUpstream, startTollgate } from './lib.js';
-import { openLoop, type OpenLoopResult } from './openloop.js';
+import { openLoop, openPool, percentile, type OpenLoopResult } from './openloop.js';
 import { benchLlamaCpp } from './llamacpp.js';
 import { benchRateLimit } from './ratelimit.js';
 import { benchHostile } from './hostile.js';
@@ -25,7 +25,7 @@ import { benchGateways } from './gateways.js';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const RATE = Number(process.env.BENCH_RATE ?? 500);
 const CONNECTIONS = 32; // in flight at saturation
-const BILLING_ROUNDS = Number(process.env.BILLING_ROUNDS ?? 3);
+const BILLING_SLICES = Number(process.env.BILLING_SLICES ?? 5);
 
 const chatBody = (model: string) => ({ model, max_tokens: 16, messages: [{ role: 'user', content: 'Say something short. #tokens=16' }] });
 
@@ -81,43 +81,58 @@ rate_limits: { backend: none }
 async function billing(upstreamUrl: string, backend: 'SQLite' | 'PostgreSQL') {
   // Imported here: it reads TEST_DATABASE_URL when it loads, which main() sets first.
   const { createTestDatabase } = await import('../test/support/databases.js');
-  const db = await createTestDatabase(backend);
-  const env = { CONFIG: benchConfig(upstreamUrl, BILLING_ONLY), DATABASE_URL: db.url };
-  const measure = async (entry: string, tier: string, credit?: string) => {
-    const tollgate = await startTollgate(env, entry);
-    try {
-      const { apiKey } = await createAccount(tollgate.url, tier, credit);
-      const through = {
+  const config = benchConfig(upstreamUrl, BILLING_ONLY);
+  const variants = [
+    { name: 'without metering (baseline)', entry: 'bench/unmetered-main.ts', tier: 'developer' },
+    { name: 'billed, developer allocation', entry: 'src/main.ts', tier: 'developer' },
+    { name: 'billed, paid from the wallet', entry: 'src/main.ts', tier: 'startup', credit: '100000' },
+  ];
+  // The three servers run side by side, each on a database of its own, and take turns in short
+  // slices (BILLING_SLICES of BENCH_SECONDS ÷ BILLING_SLICES each, in rotating order), so a slow
+  // spell of this shared machine falls on all of them alike instead of on one whole run.
+  const servers: { name: string; through: Parameters<typeof openLoop>[0]; slices: OpenLoopResult[]; stop(): Promise<void> }[] = [];
+  try {
+    for (const v of variants) {
+      const db = await createTestDatabase(backend);
+      const tollgate = await startTollgate({ CONFIG: config, DATABASE_URL: db.url }, v.entry).catch(async (err) => {
+        await db.drop();
+        throw err;
+      });
+      const pool = openPool(tollgate.url);
+      const stop = async () => {
+        await pool.close();
+        await tollgate.stop();
+        await db.drop();
+      };
+      servers.push({ name: v.name, through: { url: '', body: null, seconds: 0, rate: 0 }, slices: [], stop });
+      const { apiKey } = await createAccount(tollgate.url, v.tier, v.credit);
+      servers.at(-1)!.through = {
         url: `${tollgate.url}/v1/chat/completions`,
         body: chatBody('chat-bench'),
         headers: { authorization: `Bearer ${apiKey}` },
+        seconds: SECONDS / BILLING_SLICES,
+        rate: 0,
+        concurrency: CONNECTIONS,
+        pool, // kept open across the slices
       };
-      await openLoop({ ...through, seconds: 2, rate: 300 });
-      return await openLoop({ ...through, seconds: SECONDS, rate: 0, concurrency: CONNECTIONS });
-    } finally {
-      await tollgate.stop();
     }
-  };
-  // The three servers take turns, BILLING_ROUNDS times (default 3), so a slow spell of this shared
-  // machine falls on all of them; each line is the round with the median throughput.
-  const runs = { unbilled: [] as OpenLoopResult[], allocation: [] as OpenLoopResult[], wallet: [] as OpenLoopResult[] };
-  try {
-    for (let round = 0; round < BILLING_ROUNDS; round++) {
-      runs.unbilled.push(await measure('bench/unmetered-main.ts', 'developer'));
-      runs.allocation.push(await measure('src/main.ts', 'developer'));
-      runs.wallet.push(await measure('src/main.ts', 'startup', '100000'));
+    for (const s of servers) await openLoop({ ...s.through, seconds: 2, rate: 300 }); // warm-up
+    for (let slice = 0; slice < BILLING_SLICES; slice++) {
+      for (let i = 0; i < servers.length; i++) {
+        const s = servers[(slice + i) % servers.length]!;
+        s.slices.push(await openLoop(s.through));
+      }
     }
   } finally {
-    await db.drop();
+    for (const s of servers) await s.stop();
   }
-  const unbilled = median(runs.unbilled);
-  const allocation = median(runs.allocation);
-  const wallet = median(runs.wallet);
-  const each = (rs: OpenLoopResult[]) => rs.map((r) => fmt(r.rps, 0)).join(', ');
-  console.log(`\n== billing on ${backend}: saturation, ${CONNECTIONS} requests in flight, median of ${BILLING_ROUNDS} rounds`);
-  console.log(`${row('  without metering (baseline)', unbilled)}  (rounds: ${each(runs.unbilled)})`);
-  console.log(`${row('  billed, developer allocation', allocation)}  (rounds: ${each(runs.allocation)})`);
-  console.log(`${row('  billed, paid from the wallet', wallet)}  (rounds: ${each(runs.wallet)})`);
+  const [unbilled, allocation, wallet] = servers.map((s) => combine(s.slices)) as [OpenLoopResult, OpenLoopResult, OpenLoopResult];
+  console.log(
+    `\n== billing on ${backend}: saturation, ${CONNECTIONS} requests in flight, ${BILLING_SLICES} slices of ${fmt(SECONDS / BILLING_SLICES, 1)} s each, taking turns`,
+  );
+  for (const [i, s] of servers.entries()) {
+    console.log(`${row(`  ${s.name}`, [unbilled, allocation, wallet][i]!)}  (slices: ${s.slices.map((r) => fmt(r.rps, 0)).join(', ')})`);
+  }
   const worst = Math.min(allocation.rps, wallet.rps) / unbilled.rps;
   console.log(
     `  ratio to baseline: allocation ${fmt(allocation.rps / unbilled.rps, 3)}, wallet ${fmt(wallet.rps / unbilled.rps, 3)}` +
@@ -127,9 +142,22 @@ async function billing(upstreamUrl: string, backend: 'SQLite' | 'PostgreSQL') {
   );
 }
 
-/** The run with the median throughput. */
-function median(results: OpenLoopResult[]): OpenLoopResult {
-  return [...results].sort((a, b) => a.rps - b.rps)[Math.floor(results.length / 2)]!;
+/** One server's slices as one run: the requests of all, over their time together. */
+function combine(slices: OpenLoopResult[]): OpenLoopResult {
+  const latencies = slices.flatMap((r) => r.latencies).sort((a, b) => a - b);
+  const seconds = slices.reduce((t, r) => t + (r.ok > 0 ? r.ok / r.rps : 0), 0);
+  const ok = slices.reduce((t, r) => t + r.ok, 0);
+  return {
+    sent: slices.reduce((t, r) => t + r.sent, 0),
+    ok,
+    failed: slices.reduce((t, r) => t + r.failed, 0),
+    rps: seconds > 0 ? ok / seconds : 0,
+    p50: percentile(latencies, 50),
+    p90: percentile(latencies, 90),
+    p99: percentile(latencies, 99),
+    max: latencies.at(-1) ?? Number.NaN,
+    latencies,
+  };
 }
 
 async function main() {
