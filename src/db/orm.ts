@@ -158,6 +158,11 @@ class SqliteConnection extends BetterSqliteConnection {
             conn.pragma('journal_mode = WAL');
             conn.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
             conn.pragma('foreign_keys = ON');
+            // Every commit waits for the disk. Set here, not left to SQLite: a connection that opens
+            // a file already in WAL mode would start at NORMAL (better-sqlite3's build default), so
+            // the first run of a new file and every later start would differ. Billing's hot path
+            // asks for NORMAL per commit batch (lazySync in src/domain/billing/sql.ts).
+            conn.pragma('synchronous = FULL');
             // One worker per file is enough, should the pool ever open a second connection.
             const checkpointer = checkpointers.length === 0 ? startCheckpointer(conn) : null;
             if (checkpointer) checkpointers.push(checkpointer);

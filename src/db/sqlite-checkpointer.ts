@@ -10,12 +10,13 @@
 // checkpoint only as a backstop (BACKSTOP_PAGES), for a worker that died or fell far behind.
 //
 // Several processes on one file each run their own worker; a checkpoint that finds another one
-// running returns at once. Durability is unchanged: commits still sync the WAL (synchronous=FULL),
-// and a checkpoint only moves committed pages into the database file.
+// running returns at once. A checkpoint only moves committed pages into the database file, after
+// syncing the WAL: so it also bounds what billing's lazily synced commits (lazySync in
+// src/domain/billing/sql.ts; every other commit syncs the WAL itself) may lose to a power loss.
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 
-const CHECKPOINT_INTERVAL_MS = 200;
+export const CHECKPOINT_INTERVAL_MS = 200;
 /** The server connection's own automatic checkpoint, as a backstop: about 40 MB of WAL. */
 export const BACKSTOP_PAGES = 10_000;
 /** SQLite's default, restored on the server's connection if the worker fails. */

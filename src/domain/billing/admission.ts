@@ -10,7 +10,7 @@ import { planHold } from './hold-plan.js';
 import type { Prices } from './money.js';
 import { periodBounds, periodOf } from './period.js';
 import type { Binding } from './sql.js';
-import { Effects, OPTIMISTIC_ATTEMPTS, type CallBase, type HeldCall, type WalletRow } from './billing-types.js';
+import { Effects, HOT_PATH, OPTIMISTIC_ATTEMPTS, type CallBase, type HeldCall, type WalletRow } from './billing-types.js';
 import { KeyedBatcher, type Outcome } from './batcher.js';
 import { insertHold } from './hold-store.js';
 import { holdOf, type PlannedHold } from './wallet-store.js';
@@ -118,7 +118,7 @@ export abstract class Admission extends Settlement {
         throw new Error(`hold for ${base.accountId} did not fit its locked wallet row`);
       await insertHold(trx, this.holdRow(call, req, plan.outputTokens, now));
       return { call, outputTokens: plan.outputTokens };
-    });
+    }, HOT_PATH);
     await this.afterCommit(effects);
     return this.ticket(call, outputTokens);
   }

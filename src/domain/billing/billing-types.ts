@@ -202,3 +202,9 @@ export interface BillingOptions {
   /** The clock (tests move it across period boundaries). */
   now?: () => Date;
 }
+
+/**
+ * The transactions of the billing hot path (a call's hold, its settlement, its usage event): on
+ * SQLite their commits do not wait for the disk (lazySync: ./sql.ts says what that can lose).
+ */
+export const HOT_PATH = { lazySync: true } as const;

@@ -8,7 +8,7 @@ import type { Usage } from '../inference/engine.js';
 import { ledgerDescription } from '../ledger/ledger.js';
 import { split } from './hold-plan.js';
 import { exec, rows, run } from './sql.js';
-import { Effects, SETTLE_ATTEMPTS, USAGE_EVENT_INSERT, type HeldCall } from './billing-types.js';
+import { Effects, HOT_PATH, SETTLE_ATTEMPTS, USAGE_EVENT_INSERT, type HeldCall } from './billing-types.js';
 import { usageEventRow, type Settling } from './wallet-store.js';
 import { WalletLifecycle } from './wallet-lifecycle.js';
 
@@ -54,7 +54,7 @@ export abstract class Settlement extends WalletLifecycle {
     } satisfies Settling;
 
     if (call.kind === 'free') {
-      await exec(this.db, USAGE_EVENT_INSERT, usageEventRow(base, 0, 0n, null));
+      await this.db.transaction((trx) => exec(trx, USAGE_EVENT_INSERT, usageEventRow(base, 0, 0n, null)), HOT_PATH);
       return;
     }
     if (call.kind === 'unlimited') {

@@ -14,6 +14,11 @@ import { type DatabaseKind, databaseKind, getKnex, knexKind } from '../../db/con
 
 export type Binding = string | number | bigint | boolean | Date | null;
 
+export interface TransactionOptions {
+  snapshot?: boolean;
+  lazySync?: boolean;
+}
+
 /** A connection, or a transaction on one: what every billing query runs on. */
 export interface Queryable {
   readonly kind: DatabaseKind;
@@ -32,8 +37,16 @@ export interface BillingDatabase extends Queryable {
   /**
    * Runs `fn` in one transaction: committed when it resolves, rolled back when it throws.
    * `snapshot`: one consistent view for a read-only check (repeatable read on PostgreSQL).
+   * `lazySync`: the billing hot path's holds and usage charges. On SQLite such a commit does not
+   * wait for the disk (`synchronous = NORMAL` for it; every other commit is FULL): a power loss or
+   * an OS crash, not a process crash, may lose the lazily synced commits since the WAL was last
+   * synced (at most about CHECKPOINT_INTERVAL_MS of src/db/sqlite-checkpointer.ts, or the next
+   * FULL commit, whichever comes first), always a suffix of the log, never a commit made before a
+   * FULL one. What that can lose is the charges of the calls of that instant (the operator's, never
+   * money a customer paid in: credits and top-ups are FULL). PostgreSQL ignores it: every commit
+   * waits for the disk.
    */
-  transaction<T>(fn: (tx: Queryable) => Promise<T>, opts?: { snapshot?: boolean }): Promise<T>;
+  transaction<T>(fn: (tx: Queryable) => Promise<T>, opts?: TransactionOptions): Promise<T>;
 }
 
 export function billingDatabase(orm: MikroORM): BillingDatabase {
@@ -89,7 +102,7 @@ class KnexDatabase extends KnexDb implements BillingDatabase {
     super(root);
   }
 
-  transaction<T>(fn: (tx: Queryable) => Promise<T>, opts: { snapshot?: boolean } = {}): Promise<T> {
+  transaction<T>(fn: (tx: Queryable) => Promise<T>, opts: TransactionOptions = {}): Promise<T> {
     return this.root.transaction((trx) => fn(new KnexDb(trx)), opts.snapshot ? { isolationLevel: 'repeatable read' } : undefined);
   }
 }
@@ -112,6 +125,10 @@ interface PoolClient {
   acquireConnection(): Promise<SqliteConnection>;
   releaseConnection(connection: SqliteConnection): Promise<unknown>;
 }
+
+/** SQLite's safety levels: every commit waits for the disk, but a batch of lazySync ones (see BillingDatabase). */
+export const DEFAULT_SYNC = 'full';
+const LAZY_SYNC = 'normal';
 
 const statementCache = new WeakMap<SqliteConnection, Map<string, SqliteStatement>>();
 
@@ -168,6 +185,7 @@ class SqliteTx implements Queryable {
 
 interface QueuedTransaction {
   fn: (tx: Queryable) => Promise<unknown>;
+  lazySync: boolean;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
 }
@@ -177,7 +195,8 @@ interface QueuedTransaction {
  * loop run one after the other inside one BEGIN IMMEDIATE … COMMIT, each in its own savepoint
  * (so each is still all-or-nothing: a failing one is rolled back alone). A commit costs far
  * more than the few statements of a hold or a settlement; sharing it is what lets billing keep
- * up with the server. Each caller's promise settles only after the shared COMMIT.
+ * up with the server. Each caller's promise settles only after the shared COMMIT. The commit
+ * is synced to disk (FULL) unless every transaction of the batch asked for `lazySync`.
  *
  * A transaction's function must only use the Queryable it is given, and await nothing but its
  * statements: the pool's one connection is taken for the whole batch, so calling this
@@ -210,9 +229,9 @@ class SqliteDatabase implements BillingDatabase {
     return this.withConnection(async (tx) => tx.runSync(sql, bindings));
   }
 
-  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+  transaction<T>(fn: (tx: Queryable) => Promise<T>, opts: TransactionOptions = {}): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ fn, resolve: resolve as (value: unknown) => void, reject });
+      this.queue.push({ fn, lazySync: opts.lazySync === true, resolve: resolve as (value: unknown) => void, reject });
       if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(() => void this.flush());
@@ -227,26 +246,13 @@ class SqliteDatabase implements BillingDatabase {
     const outcomes: { ok: boolean; value: unknown }[] = [];
     try {
       await this.withConnection(async (tx, conn) => {
-        // IMMEDIATE: take the write lock now (waiting busy_timeout for another process's), so a
-        // transaction that reads and then writes cannot fail half-way with SQLITE_BUSY.
-        tx.runSync('begin immediate', []);
+        // The safety level cannot change inside a transaction: it is set for the batch before it.
+        const lazy = batch.every((job) => job.lazySync);
+        if (lazy) tx.runSync(`pragma synchronous = ${LAZY_SYNC}`, []);
         try {
-          for (const job of batch) {
-            tx.runSync('savepoint billing', []);
-            try {
-              const value = await job.fn(tx);
-              tx.runSync('release billing', []);
-              outcomes.push({ ok: true, value });
-            } catch (e) {
-              tx.runSync('rollback to billing', []);
-              tx.runSync('release billing', []);
-              outcomes.push({ ok: false, value: e });
-            }
-          }
-          tx.runSync('commit', []);
-        } catch (e) {
-          if (conn.inTransaction) tx.runSync('rollback', []);
-          throw e;
+          await this.commitBatch(tx, conn, batch, outcomes);
+        } finally {
+          if (lazy) tx.runSync(`pragma synchronous = ${DEFAULT_SYNC}`, []);
         }
       });
     } catch (e) {
@@ -257,6 +263,35 @@ class SqliteDatabase implements BillingDatabase {
       const outcome = outcomes[i]!;
       if (outcome.ok) job.resolve(outcome.value);
       else job.reject(outcome.value);
+    }
+  }
+
+  private async commitBatch(
+    tx: SqliteTx,
+    conn: SqliteConnection,
+    batch: QueuedTransaction[],
+    outcomes: { ok: boolean; value: unknown }[],
+  ): Promise<void> {
+    // IMMEDIATE: take the write lock now (waiting busy_timeout for another process's), so a
+    // transaction that reads and then writes cannot fail half-way with SQLITE_BUSY.
+    tx.runSync('begin immediate', []);
+    try {
+      for (const job of batch) {
+        tx.runSync('savepoint billing', []);
+        try {
+          const value = await job.fn(tx);
+          tx.runSync('release billing', []);
+          outcomes.push({ ok: true, value });
+        } catch (e) {
+          tx.runSync('rollback to billing', []);
+          tx.runSync('release billing', []);
+          outcomes.push({ ok: false, value: e });
+        }
+      }
+      tx.runSync('commit', []);
+    } catch (e) {
+      if (conn.inTransaction) tx.runSync('rollback', []);
+      throw e;
     }
   }
 }

@@ -18,7 +18,7 @@ import { isTier, type Tier } from '../accounts/accounts-service.js';
 import type { CallOutcome } from '../inference/inference-service.js';
 import { appendTransaction, type TransactionView } from '../ledger/ledger.js';
 import type { HeldCall, WalletRow } from './billing-types.js';
-import { USAGE_EVENT_INSERT, WALLET_COLUMNS, walletRow } from './billing-types.js';
+import { HOT_PATH, USAGE_EVENT_INSERT, WALLET_COLUMNS, walletRow } from './billing-types.js';
 import { dayOf } from './period.js';
 import { big, exec, int, rows, run, type BillingDatabase, type Binding, type Db } from './sql.js';
 
@@ -282,7 +282,7 @@ export abstract class WalletStoreBase implements WalletStore {
     await this.db.transaction(async (trx) => {
       await exec(trx, COUNT_USAGE, countUsageBindings(s));
       await exec(trx, USAGE_EVENT_INSERT, usageEventRow(s, 0, 0n, null));
-    });
+    }, HOT_PATH);
   }
 
   async setSpendingLimit(
@@ -394,7 +394,7 @@ export class SqliteWalletStore extends WalletStoreBase {
           : null;
       await exec(trx, USAGE_EVENT_INSERT, usageEventRow(s, s.allocationUsed, s.charge, s.note));
       return { row, transaction };
-    });
+    }, HOT_PATH);
   }
 }
 
