@@ -1,6 +1,7 @@
 // BillingService on its own, with a clock the tests move: billing periods, monthly fees, hold
 // expiry and the release of holds left by servers that stopped, on SQLite and PostgreSQL.
 import { hostname } from 'node:os';
+import Database from 'better-sqlite3';
 import type { MikroORM } from '@mikro-orm/core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { TIER_DEFAULTS, type TierName, type TierPolicy } from '../src/config.js';
@@ -232,5 +233,48 @@ describe.each(BACKENDS)('BillingService on %s', (backend) => {
     await expect(billing.creditWallet({ accountId: id, amount: 1n, type: 'usage' as never, description: 'x' })).rejects.toMatchObject({
       param: 'type',
     });
+  });
+
+  it('admits an unlimited tier on one read of its wallet row, and takes the locked path whenever the row disagrees', async () => {
+    clock = new Date('2026-06-10T12:00:00Z');
+    const billing = billingService();
+    const id = await newAccount('free');
+    await billing.creditWallet({ accountId: id, amount: usd('50'), type: 'bonus', description: 'start' });
+    await billing.setTier(id, 'enterprise'); // charges June's fee (20)
+    // The key was read as enterprise: the tier the caller's rate-limit profile carries.
+    const asEnterprise = (accountId: string): MeterRequest => {
+      const r = meter(accountId, 10, 20);
+      return { ...r, caller: { ...r.caller, rateLimitProfile: { tier: 'enterprise', rpm: null, tpm: null } } };
+    };
+    if (backend === 'SQLite') {
+      // Another connection holds SQLite's write lock: an admission that took it would wait out
+      // busy_timeout (the event loop blocked) and fail; one read needs no lock.
+      const blocker = new Database(db.url.slice('sqlite:'.length));
+      blocker.exec('begin immediate');
+      try {
+        const ticket = await billing.admit(asEnterprise(id));
+        expect(ticket.maxOutputTokens).toBe(20);
+      } finally {
+        blocker.exec('rollback');
+        blocker.close();
+      }
+    }
+    const ticket = await billing.admit(asEnterprise(id));
+    await ticket.settle({ promptTokens: 10, completionTokens: 20, totalTokens: 30 }, 'completed');
+    expect(await billing.getAllocation(id)).toMatchObject({ period: '2026-06', held: 0 });
+    expect((await billing.getWallet(id)).balance).toBe(usd('30'));
+
+    // July: the fee is due, so the first call takes the locked path, which charges it.
+    clock = new Date('2026-07-01T00:00:05Z');
+    await (await billing.admit(asEnterprise(id))).settle({ promptTokens: 1, completionTokens: 1, totalTokens: 2 }, 'completed');
+    expect((await billing.getWallet(id)).balance).toBe(usd('10'));
+
+    // The tier changed after the key was read: the row's tier decides, and the call is held.
+    await billing.setTier(id, 'free');
+    const held = await billing.admit(asEnterprise(id));
+    expect(await billing.getAllocation(id)).toMatchObject({ tier: 'free', held: 30 });
+    await held.settle({ promptTokens: 10, completionTokens: 20, totalTokens: 30 }, 'completed');
+    // July's first (unlimited) call counted its 2 tokens too.
+    expect(await billing.getAllocation(id)).toMatchObject({ used: 32, held: 0 });
   });
 });

@@ -2,7 +2,7 @@
 // case, under the tier's policy and the spending limit (./hold-plan.ts decides). On SQLite in one
 // locked transaction; on PostgreSQL first optimistically, an account's concurrent admissions
 // batched into one compare-and-set, then locked.
-import type { TierPolicy } from '../accounts/tiers.js';
+import type { Tier, TierPolicy } from '../accounts/tiers.js';
 import { DomainError } from '../errors.js';
 import type { MeterRequest, MeterTicket } from '../inference/inference-service.js';
 import { newId } from '../ids.js';
@@ -49,8 +49,24 @@ export abstract class Admission extends Settlement {
     if (this.wallets.optimistic) {
       const placed = await this.admitOptimistically(req, base);
       if (placed) return placed;
+    } else if (this.tiers[req.caller.rateLimitProfile?.tier as Tier]?.monthly_tokens === null) {
+      const unlimited = await this.admitUnlimited(req, base);
+      if (unlimited) return unlimited;
     }
     return this.admitLocked(req, base);
+  }
+
+  /**
+   * A call of an unlimited tier holds nothing, so it needs no lock: one read of the wallet row
+   * admits it when the row says the tier is unlimited, the period is current and its fee is paid.
+   * Anything else (no wallet yet, a new period, a fee due, a tier changed since the key was read)
+   * takes the locked path. SQLite's path (PostgreSQL's optimistic batch does the same): the key's
+   * tier is the hint, the row's own tier decides.
+   */
+  private async admitUnlimited(req: MeterRequest, base: CallBase): Promise<MeterTicket | null> {
+    const w = await this.wallets.read(this.db, base.accountId);
+    if (!w || w.period !== periodOf(this.now()) || this.feeDue(w) || this.tiers[w.tier].monthly_tokens !== null) return null;
+    return this.ticket(unlimitedCall(base, w.period), req.requestedOutputTokens ?? req.maxOutputTokens);
   }
 
   /** The hold plan for a call against a wallet row, under the tier's policy. */
