@@ -23,6 +23,42 @@ export function knexKind(knex: Knex | Knex.Transaction): DatabaseKind {
 
 type Param = string | number | null;
 
+/** The better-sqlite3 connection as the stores use it. */
+export interface SqliteHandle {
+  prepare(sql: string): { all(...params: unknown[]): unknown[]; run(...params: unknown[]): { changes: number }; readonly reader: boolean };
+  readonly inTransaction: boolean;
+}
+
+interface PoolCounts {
+  numUsed(): number;
+  numFree(): number;
+  numPendingAcquires(): number;
+  numPendingCreates(): number;
+}
+
+/** SQLite's one pooled connection, by the knex client whose pool holds it (src/db/orm.ts registers it). */
+const sqliteHandles = new WeakMap<object, SqliteHandle>();
+
+export function registerSqliteHandle(knex: Knex, handle: SqliteHandle): void {
+  sqliteHandles.set((knex as unknown as { client: object }).client, handle);
+}
+
+/**
+ * SQLite's connection when nobody holds it: the pool's one connection free, no acquire waiting.
+ * Then a statement run synchronously on it cannot come between the statements of anything else
+ * (a knex or MikroORM transaction holds the connection acquired from start to end), and taking
+ * it through the pool, an allocation-heavy promise dance per statement, is not needed. Only for
+ * work that is synchronous from start to end: anything that awaits must acquire it.
+ */
+export function idleSqliteHandle(knex: Knex): SqliteHandle | null {
+  const client = (knex as unknown as { client: { pool?: PoolCounts } }).client;
+  const handle = sqliteHandles.get(client);
+  const pool = client.pool;
+  if (!handle || !pool) return null;
+  if (pool.numFree() !== 1 || pool.numUsed() !== 0 || pool.numPendingAcquires() !== 0 || pool.numPendingCreates() !== 0) return null;
+  return handle;
+}
+
 interface SqliteConnection {
   prepare(sql: string): { all(...params: unknown[]): unknown[] };
 }
@@ -47,13 +83,18 @@ export function selectRows(orm: MikroORM): <T>(sql: string, params: readonly Par
   return async <T>(sql: string, params: readonly Param[]) => {
     // Listeners of knex's 'query' event (tracing, tests counting queries) hear it as they would from knex.
     if (knex.listenerCount('query') > 0) knex.emit('query', { sql, bindings: params, method: 'select' });
-    const conn = await client.acquireConnection();
-    try {
+    const run = (conn: SqliteConnection) => {
       let statements = prepared.get(conn);
       if (!statements) prepared.set(conn, (statements = new Map()));
       let statement = statements.get(sql);
       if (!statement) statements.set(sql, (statement = conn.prepare(sql)));
       return statement.all(...params) as T[];
+    };
+    const idle = idleSqliteHandle(knex);
+    if (idle) return run(idle);
+    const conn = await client.acquireConnection();
+    try {
+      return run(conn);
     } finally {
       await client.releaseConnection(conn);
     }

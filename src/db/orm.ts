@@ -9,7 +9,7 @@ import { Migrator } from '@mikro-orm/migrations';
 import { ENTITIES } from '../entities/index.js';
 import { MIGRATIONS } from './migrations/index.js';
 
-import { type DatabaseKind, databaseKind, getKnex } from './connection.js';
+import { type DatabaseKind, databaseKind, getKnex, registerSqliteHandle, type SqliteHandle as PooledSqlite } from './connection.js';
 import { BACKSTOP_PAGES, type Checkpointer, startCheckpointer } from './sqlite-checkpointer.js';
 
 export { type DatabaseKind, databaseKind, getKnex };
@@ -149,6 +149,7 @@ class SqliteConnection extends BetterSqliteConnection {
   protected override getKnexOptions(type: string): Knex.Config {
     const options = super.getKnexOptions(type);
     const checkpointers = this.checkpointers;
+    const self = this;
     return {
       ...options,
       pool: {
@@ -163,6 +164,8 @@ class SqliteConnection extends BetterSqliteConnection {
             // the first run of a new file and every later start would differ. Billing's hot path
             // asks for NORMAL per commit batch (lazySync in src/domain/billing/sql.ts).
             conn.pragma('synchronous = FULL');
+            // The stores run single synchronous statements on it while the pool holds it free.
+            registerSqliteHandle(self.getKnex(), conn as unknown as PooledSqlite);
             // One worker per file is enough, should the pool ever open a second connection.
             const checkpointer = checkpointers.length === 0 ? startCheckpointer(conn) : null;
             if (checkpointer) checkpointers.push(checkpointer);

@@ -10,7 +10,7 @@
 // a network round trip anyway, transactions are knex's, on a pooled connection.
 import type { MikroORM } from '@mikro-orm/core';
 import type { Knex } from '@mikro-orm/knex';
-import { type DatabaseKind, databaseKind, getKnex, knexKind } from '../../db/connection.js';
+import { type DatabaseKind, databaseKind, getKnex, idleSqliteHandle, knexKind } from '../../db/connection.js';
 
 export type Binding = string | number | bigint | boolean | Date | null;
 
@@ -221,11 +221,16 @@ class SqliteDatabase implements BillingDatabase {
     }
   }
 
-  rows<T>(sql: string, bindings: readonly Binding[] = []): Promise<T[]> {
+  // One statement is synchronous from start to end: on the idle connection it needs no pool.
+  async rows<T>(sql: string, bindings: readonly Binding[] = []): Promise<T[]> {
+    const idle = idleSqliteHandle(this.knex);
+    if (idle) return new SqliteTx(idle).rowsSync<T>(sql, bindings);
     return this.withConnection(async (tx) => tx.rowsSync<T>(sql, bindings));
   }
 
-  run(sql: string, bindings: readonly Binding[] = []): Promise<number> {
+  async run(sql: string, bindings: readonly Binding[] = []): Promise<number> {
+    const idle = idleSqliteHandle(this.knex);
+    if (idle) return new SqliteTx(idle).runSync(sql, bindings);
     return this.withConnection(async (tx) => tx.runSync(sql, bindings));
   }
 
