@@ -13,6 +13,7 @@ import {
   type GraphQLError,
   type GraphQLInputType,
   type ValueNode,
+  type VariableNode,
 } from 'graphql';
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import {
@@ -88,8 +89,8 @@ export function eventDocument<R, V>(doc: TypedDocumentNode<R, V>, values: V): Ty
     }
   }
   const out = visit(doc as DocumentNode, {
-    VariableDefinition: () => null,
-    Variable: (node) => literals.get(node.name.value),
+    [Kind.VARIABLE_DEFINITION]: () => null,
+    [Kind.VARIABLE]: (node: VariableNode) => literals.get(node.name.value),
   });
   const errors = validate(schema, out);
   if (errors.length) throw new Error(`eventDocument does not validate: ${errors.map((e) => e.message).join('; ')}`);

@@ -2,7 +2,10 @@
 // back waiting for more. The fake upstream writes each frame only once the client has received the
 // event of the frame before, so a relay that buffered would hold the client's event back for good
 // (the upstream waits for it) and one that merged would hand the client two events in one read.
+import { execute, Kind, print } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { documents, eventDocument } from '../compat/operations.js';
+import { schema } from '../src/graphql/schema.js';
 import { startTestServer, type TestServer } from './support/harness.js';
 
 let s: TestServer;
@@ -91,5 +94,40 @@ describe('streamed chat completions', () => {
     const paced = reads.slice(0, tokens + 1);
     expect(paced.map((r) => r.split('\n\n').length - 1)).toEqual(new Array(tokens + 1).fill(1));
     expect(paced.every((r) => r.startsWith('data: ') && r.endsWith('\n\n'))).toBe(true);
+  });
+});
+
+describe("a stream's event document", () => {
+  it('declares no variables and executes a chunk as the operation does with its variables', () => {
+    const input = { model: '', messages: [] };
+    const doc = eventDocument(documents.chatCompletionStream, { input });
+    const op = doc.definitions.find((d) => d.kind === Kind.OPERATION_DEFINITION);
+    expect(op?.variableDefinitions ?? []).toEqual([]);
+    expect(print(doc)).toContain('chatCompletionStream(input: {messages: [], model: ""})');
+    const chunk = {
+      id: 'chatcmpl-1',
+      object: 'chat.completion.chunk',
+      created: 1,
+      model: 'chat-test',
+      choices: [
+        {
+          index: 0,
+          delta: { content: 'hi' },
+          finishReason: null,
+          logprobs: [{ token: 'hi', logprob: -0.5, bytes: [104, 105], topLogprobs: [] }],
+        },
+      ],
+      usage: null,
+    };
+    const viaEvent = execute({ schema, document: doc, rootValue: chunk, contextValue: {} });
+    const viaVariables = execute({
+      schema,
+      document: documents.chatCompletionStream,
+      variableValues: { input },
+      rootValue: chunk,
+      contextValue: {},
+    });
+    expect(viaEvent).toEqual(viaVariables);
+    expect(viaEvent).toMatchObject({ data: { chatCompletionStream: { choices: [{ delta: { content: 'hi' } }] } } });
   });
 });
