@@ -6,7 +6,7 @@ import { DomainError } from '../src/domain/errors.js';
 import type { ChatCompletionInput, ChatCompletionStreamSubscription, CreateChatCompletionMutation } from '../src/generated/graphql.js';
 import { optionalInt, optionalNumber, parseBody, stringOrList, toList } from './body.js';
 import type { GraphQLContext } from '../src/graphql/context.js';
-import { documents, run, stream } from './operations.js';
+import { documents, eventDocument, run, stream } from './operations.js';
 import { sendSse } from './sse.js';
 import { deprecationHeaders, setHeaders, usageWire } from './wire.js';
 import type { CompatDoor } from './door.js';
@@ -266,8 +266,11 @@ function chunkWire(c: Chunk, includeUsage: boolean) {
   };
 }
 
-/** What each chunk of a stream is executed with (./operations.ts stream): its fields take no arguments. */
-const CHUNK_VARIABLES = { input: { model: '', messages: [] } };
+/**
+ * What each chunk of a stream is executed with (./operations.ts eventDocument): the chunk's fields
+ * take nothing from the input, so it is written in as the smallest valid literal.
+ */
+const CHUNK_DOCUMENT = eventDocument(documents.chatCompletionStream, { input: { model: '', messages: [] } });
 
 export function chatCompletions(door: CompatDoor, log: (req: Request, err: unknown) => void) {
   return async (req: Request, res: Response, ctx: GraphQLContext) => {
@@ -277,7 +280,7 @@ export function chatCompletions(door: CompatDoor, log: (req: Request, err: unkno
     const headers = deprecationHeaders(door.model(b.model));
     if (b.stream) {
       const includeUsage = b.stream_options?.include_usage === true;
-      const events = stream(documents.chatCompletionStream, variables, ctx, CHUNK_VARIABLES);
+      const events = stream(documents.chatCompletionStream, variables, ctx, CHUNK_DOCUMENT);
       await sendSse(res, events, (e) => chunkWire(e.chatCompletionStream, includeUsage), {
         headers,
         log: (err) => log(req, err),

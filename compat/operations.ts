@@ -3,7 +3,21 @@
 // run compiled by graphql-jit (the same schema and resolvers, the operation turned into one
 // function: variables coerced and fields walked without graphql-js's per-request interpretation,
 // a large part of a /v1 call's CPU and allocation); subscriptions run through graphql-js.
-import { createSourceEventStream, execute, validate, type DocumentNode, type ExecutionResult, type GraphQLError } from 'graphql';
+import {
+  astFromValue,
+  createSourceEventStream,
+  execute,
+  Kind,
+  typeFromAST,
+  validate,
+  visit,
+  type DocumentNode,
+  type ExecutionResult,
+  type GraphQLError,
+  type GraphQLInputType,
+  type ValueNode,
+  type VariableNode,
+} from 'graphql';
 import { type CompiledQuery, compileQuery, isCompiledQuery } from 'graphql-jit';
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import {
@@ -66,19 +80,43 @@ export async function run<R, V>(doc: TypedDocumentNode<R, V>, variables: V, cont
 }
 
 /**
+ * `doc` with `values` written into it as literals in place of its variables, which it no longer
+ * declares: what each event of a subscription is executed with when its event fields take nothing
+ * from the variables. graphql 16 coerces an operation's variables again for every event (its
+ * subscribe() does too); a document without variables has none to coerce, so a token costs the
+ * selection set's execution only. Built and validated once, at start-up.
+ */
+export function eventDocument<R, V>(doc: TypedDocumentNode<R, V>, values: V): TypedDocumentNode<R, Record<string, never>> {
+  const literals = new Map<string, ValueNode>();
+  for (const def of doc.definitions) {
+    if (def.kind !== Kind.OPERATION_DEFINITION) continue;
+    for (const v of def.variableDefinitions ?? []) {
+      const name = v.variable.name.value;
+      const literal = astFromValue((values as Record<string, unknown>)[name], typeFromAST(schema, v.type) as GraphQLInputType);
+      if (!literal) throw new Error(`eventDocument: no literal for $${name}`);
+      literals.set(name, literal);
+    }
+  }
+  const out = visit(doc as DocumentNode, {
+    [Kind.VARIABLE_DEFINITION]: () => null,
+    [Kind.VARIABLE]: (node: VariableNode) => literals.get(node.name.value),
+  });
+  const errors = validate(schema, out);
+  if (errors.length) throw new Error(`eventDocument does not validate: ${errors.map((e) => e.message).join('; ')}`);
+  return out as TypedDocumentNode<R, Record<string, never>>;
+}
+
+/**
  * Starts a subscription; yields each event's data, throws the first error met. As graphql's
  * subscribe(): the source stream is created with `variables` (checked and coerced as ever), then
- * each event is executed against the operation's selection set. graphql 16 coerces the
- * operation's variables again for every event; `eventVariables`, when given, are what each event
- * is executed with instead: for an operation whose event fields take no arguments from the
- * variables (the chat stream's chunk resolver only unwraps its item), the smallest valid ones,
- * so that a long conversation is not coerced again per token.
+ * each event is executed against the operation's selection set, with `perEvent` (./eventDocument)
+ * when given, else with the operation and its variables again.
  */
 export async function* stream<R, V>(
   doc: TypedDocumentNode<R, V>,
   variables: V,
   context: GraphQLContext,
-  eventVariables?: V,
+  perEvent?: TypedDocumentNode<R, Record<string, never>>,
 ): AsyncGenerator<R> {
   const args = { schema, document: doc, variableValues: variables as Record<string, unknown>, contextValue: context };
   const source = await createSourceEventStream(args);
@@ -86,10 +124,10 @@ export async function* stream<R, V>(
     throw new OperationError((source as ExecutionResult).errors![0]!);
   }
   const events = source as AsyncGenerator<unknown>;
-  const perEvent = { ...args, variableValues: (eventVariables ?? variables) as Record<string, unknown> };
+  const eventArgs = perEvent ? { schema, document: perEvent as DocumentNode, contextValue: context } : args;
   try {
     for await (const payload of events) {
-      const event = (await execute({ ...perEvent, rootValue: payload })) as ExecutionResult<R>;
+      const event = (await execute({ ...eventArgs, rootValue: payload })) as ExecutionResult<R>;
       if (event.errors?.length) throw new OperationError(event.errors[0]!);
       yield event.data as R;
     }

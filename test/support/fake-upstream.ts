@@ -22,6 +22,9 @@ export type FailMode = '500' | '503' | 'reset' | 'hang';
  * - { status, retryAfter } answer 429 or 503 with that Retry-After header
  * - { usage: N }         report N prompt and N completion tokens whatever was produced
  * - { gate }             streamed: the head at once, then the chunks only once `gate` resolves
+ * - { pace }             streamed: the head at once, then each frame (role, content…, finish,
+ *                        [DONE]) written on its own once `pace(index)` resolves, so a test can hold
+ *                        a chunk back until the client has seen the one before
  */
 export type Fault =
   | FailMode
@@ -32,7 +35,8 @@ export type Fault =
   | 'reset-mid'
   | { status: 429 | 503; retryAfter?: string }
   | { usage: number }
-  | { gate: Promise<void> };
+  | { gate: Promise<void> }
+  | { pace: (frame: number) => Promise<void> };
 
 export interface FakeUpstreamOptions {
   port?: number;
@@ -241,7 +245,7 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
   const pingMs = 50;
   function takeFault(): Fault | null {
     const f = typeof fault === 'function' ? fault() : fault;
-    const name = f === null ? 'none' : typeof f === 'string' ? f : 'gate' in f ? 'gate' : JSON.stringify(f);
+    const name = f === null ? 'none' : typeof f === 'string' ? f : 'gate' in f ? 'gate' : 'pace' in f ? 'pace' : JSON.stringify(f);
     faults[name] = (faults[name] ?? 0) + 1;
     return f;
   }
@@ -393,14 +397,16 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
       await fault.gate;
       if (res.destroyed) return;
     }
-    if (delay === 0 && markers.fail !== 'midstream') {
+    const pace = fault !== null && typeof fault === 'object' && 'pace' in fault ? fault.pace : undefined;
+    if (delay === 0 && markers.fail !== 'midstream' && !pace) {
       res.end(frames.join(''));
       return;
     }
     // Headers go out at once, as real servers do, so a delay is a gap in the body, not a slow start.
     res.flushHeaders();
-    for (const f of frames) {
+    for (const [i, f] of frames.entries()) {
       if (delay > 0) await sleep(delay);
+      if (pace) await pace(i);
       if (res.destroyed) return;
       res.write(f);
     }
