@@ -51,6 +51,8 @@ export const documents = {
 };
 
 const compiled = new Map<DocumentNode, CompiledQuery>();
+/** Event documents (eventDocument), compiled. */
+const compiledEvents = new Map<DocumentNode, CompiledQuery>();
 
 for (const [name, doc] of Object.entries(documents)) {
   const errors = validate(schema, doc as DocumentNode);
@@ -103,6 +105,10 @@ export function eventDocument<R, V>(doc: TypedDocumentNode<R, V>, values: V): Ty
   });
   const errors = validate(schema, out);
   if (errors.length) throw new Error(`eventDocument does not validate: ${errors.map((e) => e.message).join('; ')}`);
+  // Compiled too (graphql-jit): with no variables, each event is the selection set run on its payload.
+  const query = compileQuery(schema, out, undefined, { disablingCapturingStackErrors: true });
+  if (!isCompiledQuery(query)) throw new Error(`eventDocument does not compile: ${(query.errors ?? []).map((e) => e.message).join('; ')}`);
+  compiledEvents.set(out, query);
   return out as TypedDocumentNode<R, Record<string, never>>;
 }
 
@@ -124,10 +130,13 @@ export async function* stream<R, V>(
     throw new OperationError((source as ExecutionResult).errors![0]!);
   }
   const events = source as AsyncGenerator<unknown>;
+  const compiledEvent = perEvent ? compiledEvents.get(perEvent as DocumentNode) : undefined;
   const eventArgs = perEvent ? { schema, document: perEvent as DocumentNode, contextValue: context } : args;
   try {
     for await (const payload of events) {
-      const event = (await execute({ ...eventArgs, rootValue: payload })) as ExecutionResult<R>;
+      const event = (
+        compiledEvent ? await compiledEvent.query(payload, context, {}) : await execute({ ...eventArgs, rootValue: payload })
+      ) as ExecutionResult<R>;
       if (event.errors?.length) throw new OperationError(event.errors[0]!);
       yield event.data as R;
     }
