@@ -15,14 +15,14 @@ import { walletTopUp } from './top-up.js';
 import type { GraphQLContext } from '../src/graphql/context.js';
 
 type Handler = (req: Request, res: Response, ctx: GraphQLContext) => Promise<void>;
+type Route = (req: Request, res: Response) => Promise<void>;
 
 export function createCompatRouter(door: CompatDoor, opts: { onUnexpected: (req: Request, err: unknown) => void }) {
-  const router = express.Router();
   // `keyRequired`: the key is checked before the body, so a bad key is a 401 whatever the body says.
   // `metered`: an account already known to be over its RPM is refused (429) before its body is
   // read, so a refused key costs next to nothing however large its requests.
   const route =
-    (handler: Handler, keyRequired = true, metered = false) =>
+    (handler: Handler, keyRequired = true, metered = false): Route =>
     async (req: Request, res: Response) => {
       try {
         const ctx = door.context(req, res);
@@ -57,22 +57,48 @@ export function createCompatRouter(door: CompatDoor, opts: { onUnexpected: (req:
       }),
     );
 
-  router.get('/models', route(listModels(), false));
-  router.get('/models/*id', route(getModel(door), false));
-  router.post('/chat/completions', route(chatCompletions(door, opts.onUnexpected), true, true));
-  router.post('/embeddings', route(embeddings(door), true, true));
-  router.post('/rerank', route(rerank(door), true, true));
-  router.post('/moderate', route(moderate(door), true, true));
-  router.post('/moderations', route(moderate(door), true, true));
-  router.get('/wallet/balance', route(walletBalance()));
-  router.get('/wallet/transactions', route(walletTransactions()));
-  router.post('/wallet/top-up', route(walletTopUp()));
-  router.get('/usage', route(usage()));
-  // Anything else under /v1: a 404 that says what does exist (OpenAI clients often try these two).
-  router.use((req: Request, res: Response) => sendError(res, unknownEndpoint(req.method, req.path)));
+  // The routes, matched as express's router would (case-insensitive, a trailing slash ignored,
+  // HEAD served by GET), from one table: a lookup per request instead of trying each route's
+  // pattern in turn through express's router (a tenth of a /v1 call's allocation).
+  const routes = new Map<string, { path: string; run: Route }>();
+  const add = (method: 'GET' | 'POST', path: string, run: Route) => routes.set(`${method} ${path}`, { path, run });
+  add('GET', '/models', route(listModels(), false));
+  const oneModel = { path: '/models/*id', run: route(getModel(door), false) };
+  add('POST', '/chat/completions', route(chatCompletions(door, opts.onUnexpected), true, true));
+  add('POST', '/embeddings', route(embeddings(door), true, true));
+  add('POST', '/rerank', route(rerank(door), true, true));
+  add('POST', '/moderate', route(moderate(door), true, true));
+  add('POST', '/moderations', route(moderate(door), true, true));
+  add('GET', '/wallet/balance', route(walletBalance()));
+  add('GET', '/wallet/transactions', route(walletTransactions()));
+  add('POST', '/wallet/top-up', route(walletTopUp()));
+  add('GET', '/usage', route(usage()));
 
-  return router;
+  return (req: Request, res: Response): void => {
+    const method = req.method === 'HEAD' ? 'GET' : req.method;
+    const path = req.path.length > 1 && req.path.endsWith('/') ? req.path.slice(0, -1) : req.path;
+    let found = routes.get(`${method} ${path.toLowerCase()}`);
+    if (!found && method === 'GET' && path.length > MODELS.length && path.slice(0, MODELS.length).toLowerCase() === MODELS) {
+      // /models/{id}: the id may hold slashes; each segment decoded, as express's `*id` gives it.
+      try {
+        req.params = { id: path.slice(MODELS.length).split('/').map(decodeURIComponent) } as unknown as Request['params'];
+      } catch {
+        return void sendError(
+          res,
+          new DomainError('invalid_value', 'The model id in the path is not valid percent-encoding.', { param: 'model' }),
+        );
+      }
+      found = oneModel;
+    }
+    // Anything else under /v1: a 404 that says what does exist (OpenAI clients often try these two).
+    if (!found) return void sendError(res, unknownEndpoint(req.method, req.path));
+    // The access log and the metrics label the request by its route's pattern.
+    (req as { route?: unknown }).route = { path: found.path };
+    void found.run(req, res);
+  };
 }
+
+const MODELS = '/models/';
 
 /**
  * A body body-parser would read as it comes (`application/json`, no charset or UTF-8, no

@@ -203,7 +203,7 @@ export function createApp(services: Services) {
     apiCors(req, res, (err?: unknown) => {
       if (err) return next(err);
       if (Number(req.headers['content-length'] ?? 0) > bodyLimit) return sendError(res.setHeader('Connection', 'close'), tooLarge());
-      compat(req, res, next);
+      compat(req, res);
     });
   });
 

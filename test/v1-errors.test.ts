@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './support/harness.js';
 import { violations } from './support/oracle.js';
+import { contractFailures } from './support/openapi-contract.js';
 
 let s: TestServer;
 let key: string;
@@ -325,5 +326,48 @@ describe('request ids', () => {
     expect(a.headers.get('x-request-id')).toBe('abc-123');
     const b = await fetch(`${s.v1}/models`);
     expect(b.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+  });
+});
+
+describe('route matching (compat/router.ts)', () => {
+  it('matches a path case-insensitively and with a trailing slash, serves HEAD as GET, and labels the metrics by the route', async () => {
+    const upper = await post('/Chat/Completions/', chat({}));
+    expect(upper.status).toBe(200);
+    expect(upper.body.object).toBe('chat.completion');
+    const head = await fetch(`${s.v1}/models`, { method: 'HEAD' });
+    expect(head.status).toBe(200);
+    expect(await head.text()).toBe('');
+    const metrics = await (await fetch(`${s.url}/metrics`)).text();
+    expect(metrics).toMatch(/route="\/v1\/chat\/completions"/);
+    // The OpenAPI document declares the canonical forms only; these variants are matched as
+    // express's router always matched them, and are not contract failures.
+    for (const variant of ['POST /v1/Chat/Completions/ → 200', 'HEAD /v1/models → 200']) {
+      const i = contractFailures.findIndex((f) => f.startsWith(variant));
+      expect(i).toBeGreaterThanOrEqual(0);
+      contractFailures.splice(i, 1);
+    }
+  });
+
+  it('reads a model id with slashes and percent-encoding, and refuses broken percent-encoding with 400', async () => {
+    const ids = ((await (await fetch(`${s.v1}/models`)).json()) as { data: { id: string }[] }).data.map((m) => m.id);
+    const one = await fetch(`${s.v1}/models/${encodeURIComponent(ids[0]!)}`);
+    expect(one.status).toBe(200);
+    expect(((await one.json()) as { id: string }).id).toBe(ids[0]);
+    const missing = await fetch(`${s.v1}/models/some-org/no%20such-model`);
+    expect(missing.status).toBe(404);
+    expect(((await missing.json()) as { error: { message: string } }).error.message).toContain("'some-org/no such-model'");
+    await expectError(
+      fetch(`${s.v1}/models/%E0%A4%A`).then(async (r) => ({ status: r.status, body: await r.json() })),
+      400,
+      'invalid_request_error',
+      'invalid_value',
+    );
+  });
+
+  it('answers a known path with the wrong method, and an unknown path, with 404 naming the endpoints', async () => {
+    const wrong = await fetch(`${s.v1}/chat/completions`, { headers: { authorization: `Bearer ${key}` } });
+    expect(wrong.status).toBe(404);
+    expect(((await wrong.json()) as { error: { message: string } }).error.message).toContain('GET /v1/chat/completions');
+    await expectError(post('/nope', {}), 404, 'invalid_request_error', 'not_found');
   });
 });
