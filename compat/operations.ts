@@ -77,7 +77,21 @@ export async function run<R, V>(doc: TypedDocumentNode<R, V>, variables: V, cont
   const query = compiled.get(doc);
   if (!query) throw new Error('compat ran an operation that is not one of its compiled documents');
   const result = (await query.query(undefined, context, variables as Record<string, unknown>)) as ExecutionResult<R>;
-  if (result.errors?.length) throw new OperationError(result.errors[0]!);
+  if (result.errors?.length) {
+    // An error without a path came before any resolver ran: the variables did not coerce.
+    // graphql-jit words those its own way (a scalar's reason dropped, a nested field named as a
+    // variable); graphql-js, run again on the same input, gives the message the GraphQL door gives.
+    if (!result.errors[0]!.path) {
+      const again = (await execute({
+        schema,
+        document: doc,
+        variableValues: variables as Record<string, unknown>,
+        contextValue: context,
+      })) as ExecutionResult<R>;
+      if (again.errors?.length) throw new OperationError(again.errors[0]!);
+    }
+    throw new OperationError(result.errors[0]!);
+  }
   return result.data as R;
 }
 

@@ -371,3 +371,30 @@ describe('route matching (compat/router.ts)', () => {
     await expectError(post('/nope', {}), 404, 'invalid_request_error', 'not_found');
   });
 });
+
+describe('input the GraphQL variables refuse', () => {
+  // compat runs its operations compiled (graphql-jit); an input that fails coercion gets the
+  // message graphql-js gives, the same as over /graphql: the scalar's reason, the input's path.
+  it('says why a top-up amount is refused: more than 9 decimal places', async () => {
+    const r = await expectError(post('/wallet/top-up', { amount: 10.0000000001 }), 400, 'invalid_request_error', 'invalid_value');
+    expect(r.body.error.message).toContain('more than 9 decimal places');
+  });
+
+  it('names the path of a field a tool call may not have, as the GraphQL door does', async () => {
+    const body = chat({
+      messages: [
+        { role: 'user', content: 'hi' },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' }, extra: 1 }],
+        },
+        { role: 'tool', tool_call_id: 'c1', content: 'ok' },
+      ],
+    });
+    const r = await post('/chat/completions', body);
+    expect(r.status).toBe(400);
+    expect(r.body.error.message).toContain('at "input.messages[1].toolCalls[0]"');
+    expect(r.body.error.param).toBe('input');
+  });
+});

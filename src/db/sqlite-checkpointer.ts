@@ -27,7 +27,17 @@ const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.driver);
 const db = new Database(workerData.file, { fileMustExist: true });
-const timer = setInterval(() => db.pragma('wal_checkpoint(PASSIVE)'), workerData.intervalMs);
+let reported = false;
+const timer = setInterval(() => {
+  try {
+    db.pragma('wal_checkpoint(PASSIVE)');
+    reported = false;
+  } catch (e) {
+    // Tried again at the next interval; the server hears of it once per spell of failures.
+    if (!reported) parentPort.postMessage({ error: String((e && e.message) || e) });
+    reported = true;
+  }
+}, workerData.intervalMs);
 parentPort.on('message', () => {
   clearInterval(timer);
   db.close();
@@ -61,8 +71,20 @@ export function startCheckpointer(conn: SqliteHandle): Checkpointer | null {
   worker.unref(); // never what keeps a process alive
   conn.pragma(`wal_autocheckpoint = ${BACKSTOP_PAGES}`);
   let stopped = false;
-  worker.on('error', () => {
-    if (!stopped) conn.pragma(`wal_autocheckpoint = ${DEFAULT_AUTOCHECKPOINT_PAGES}`);
+  worker.on('message', (m: { error?: string }) => {
+    if (m?.error)
+      process.emitWarning(`SQLite checkpoint of ${conn.name} failed (tried again every ${CHECKPOINT_INTERVAL_MS} ms): ${m.error}`);
+  });
+  worker.on('error', (err) => {
+    if (stopped) return;
+    process.emitWarning(
+      `SQLite checkpoint worker for ${conn.name} stopped (${err.message}); the server's connection checkpoints itself again`,
+    );
+    try {
+      conn.pragma(`wal_autocheckpoint = ${DEFAULT_AUTOCHECKPOINT_PAGES}`);
+    } catch {
+      // The connection is closing: nothing to checkpoint.
+    }
   });
   const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
   return {

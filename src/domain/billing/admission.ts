@@ -234,7 +234,6 @@ export abstract class Admission extends Settlement {
   }
 }
 
-/** A call of an unlimited tier: nothing is held; usage is recorded at settlement. */
 /** A call with its hold: what the plan reserves of the allocation and of the wallet. */
 function heldCall(
   base: CallBase,
@@ -245,6 +244,7 @@ function heldCall(
   return { ...base, kind: 'held', period, allocationTokens: plan.allocationTokens, walletNanos: plan.walletNanos, monthlyTokens };
 }
 
+/** A call of an unlimited tier: nothing is held; usage is recorded at settlement. */
 function unlimitedCall(base: CallBase, period: string): HeldCall {
   return { ...base, kind: 'unlimited', period, allocationTokens: 0, walletNanos: 0n, monthlyTokens: null };
 }

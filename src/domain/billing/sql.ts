@@ -257,7 +257,8 @@ class SqliteDatabase implements BillingDatabase {
         try {
           await this.commitBatch(tx, conn, batch, outcomes);
         } finally {
-          if (lazy) tx.runSync(`pragma synchronous = ${DEFAULT_SYNC}`, []);
+          // (Not inside a transaction a failed rollback left open: that would hide its error.)
+          if (lazy && !conn.inTransaction) tx.runSync(`pragma synchronous = ${DEFAULT_SYNC}`, []);
         }
       });
     } catch (e) {
