@@ -1,9 +1,10 @@
 // The contract of billing's SQL runner (src/domain/billing/sql.ts), which has one implementation
-// per database side by side (better-sqlite3 statements on SQLite, knex on PostgreSQL): the same
-// cases run against both, so the two cannot drift apart.
+// per database side by side (better-sqlite3 statements on SQLite; on PostgreSQL named prepared
+// statements outside a transaction, knex within one): the same cases run against both, so the
+// two cannot drift apart.
 import type { MikroORM } from '@mikro-orm/core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { closeDatabase, openDatabase } from '../src/db/orm.js';
+import { closeDatabase, getKnex, openDatabase } from '../src/db/orm.js';
 import { big, billingDatabase, bool, date, exec, isUniqueViolation, rows, run, type BillingDatabase } from '../src/domain/billing/sql.js';
 import { BACKENDS, createTestDatabase, type TestDatabase } from './support/databases.js';
 
@@ -134,4 +135,23 @@ describe.each(BACKENDS)("billing's SQL runner on %s", (backend) => {
     );
     expect(seen).toEqual([5n, 5n]);
   });
+
+  it.runIf(backend === 'PostgreSQL')(
+    'on PostgreSQL runs a statement outside a transaction prepared under a name, its placeholders numbered, and tells the query listeners',
+    async () => {
+      const heard: string[] = [];
+      const listener = (q: { sql: string }) => heard.push(q.sql);
+      const knex = getKnex(orm);
+      knex.on('query', listener);
+      try {
+        // The statement lists itself: it is prepared on its connection before it runs.
+        const sql = "select name, statement from pg_prepared_statements where statement like '%pg_prepared_statements%' and ? = ?";
+        const found = await rows<{ name: string; statement: string }>(db, sql, ['a', 'a']);
+        expect(found).toEqual([{ name: expect.stringMatching(/^billing_\d+$/), statement: sql.replace('? = ?', '$1 = $2') }]);
+        expect(heard).toContain(sql);
+      } finally {
+        knex.off('query', listener);
+      }
+    },
+  );
 });
