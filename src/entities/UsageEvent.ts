@@ -31,9 +31,9 @@ export const UsageEventSchema = new EntitySchema<UsageEvent>({
   tableName: 'usage_events',
   uniques: [{ name: 'usage_events_id_unique', properties: ['id'] }],
   indexes: [
+    // The one index per account (migration 0010): the usage report's days, and the unusual-usage
+    // check's baseline (its query bounds the days as well as the times).
     { name: 'usage_events_account_day_index', properties: ['account', 'day'] },
-    // Unusual-usage detection sums an account's last hour.
-    { name: 'usage_events_account_created_index', properties: ['account', 'createdAt'] },
   ],
   properties: {
     seq: { ...bigintColumn, primary: true, autoincrement: true },

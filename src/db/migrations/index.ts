@@ -12,6 +12,7 @@ import { Migration0006AlertDelivery } from './0006-alert-delivery.js';
 import { Migration0007SignIn } from './0007-sign-in.js';
 import { Migration0008UsageEndUser } from './0008-usage-end-user.js';
 import { Migration0009HoldsWithoutIndexes } from './0009-holds-without-indexes.js';
+import { Migration0010UsageEventsOneAccountIndex } from './0010-usage-events-one-account-index.js';
 
 export const MIGRATIONS: { name: string; class: Constructor<Migration> }[] = [
   { name: '0001-accounts-and-keys', class: Migration0001AccountsAndKeys },
@@ -23,4 +24,5 @@ export const MIGRATIONS: { name: string; class: Constructor<Migration> }[] = [
   { name: '0007-sign-in', class: Migration0007SignIn },
   { name: '0008-usage-end-user', class: Migration0008UsageEndUser },
   { name: '0009-holds-without-indexes', class: Migration0009HoldsWithoutIndexes },
+  { name: '0010-usage-events-one-account-index', class: Migration0010UsageEventsOneAccountIndex },
 ];

@@ -8,6 +8,7 @@
 import type { UnusualUsageSettings } from '../../config-alerts.js';
 import type { Logger } from '../../logger.js';
 import { formatDecimal, parseDecimal, WALLET_CURRENCY } from '../billing/money.js';
+import { dayOf } from '../billing/period.js';
 import { big, int, rows, type Db } from '../billing/sql.js';
 import { enqueueNotification } from './outbox.js';
 
@@ -108,10 +109,12 @@ export class UnusualUsageDetector {
       )
       .join(', ');
     const bindings = windows.flatMap(([a, b]) => [a, b, a, b]);
+    const [from, to] = [windows.at(-1)![0], windows[0]![1]];
+    // The days as well as the times: usage_events_account_day_index finds the account's rows.
     const [r] = await rows<Record<string, unknown>>(
       this.o.db,
-      `select ${columns} from usage_events where account_id = ? and created_at >= ? and created_at < ?`,
-      [...bindings, accountId, windows.at(-1)![0], windows[0]![1]],
+      `select ${columns} from usage_events where account_id = ? and day >= ? and day <= ? and created_at >= ? and created_at < ?`,
+      [...bindings, accountId, dayOf(from), dayOf(to), from, to],
     );
     const tokens = windows.map((_, i) => int(r?.[`t${i}`])).sort((a, b) => a - b);
     const spend = windows.map((_, i) => big(String(r?.[`s${i}`] ?? '0').split('.')[0])).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
