@@ -36,13 +36,15 @@ const ALLOC_BEFORE_KB = { unbilled: 172, billed: 180 };
 const PROBE = ['--import', './bench/alloc-probe.ts'];
 
 // Limits no run here reaches, on the two tiers measured.
-const TIERS = `tiers:
+/** Limits this machine never reaches, for the tiers the gateway and stream benchmarks use. */
+export const TIERS = `tiers:
   enterprise: { rpm: 100000000, tpm: 100000000000 }
   developer: { rpm: 100000000, tpm: 100000000000 }
 `;
 
 const chat = (model: string) => ({ model, max_tokens: 16, messages: [{ role: 'user', content: 'Say something short. #tokens=16' }] });
-const streamed = (model: string) => ({
+/** A short streamed chat: four tokens, 2 ms apart at the fake upstream. */
+export const streamed = (model: string) => ({
   model,
   max_tokens: 16,
   stream: true,
@@ -96,7 +98,7 @@ async function ask(child: Child, message: string): Promise<Record<string, number
 }
 
 /** One streamed request: when the first and the last content event arrived, and reads that held more than one. */
-function streamOnce(pool: Pool, path: string, headers: Record<string, string>, body: string) {
+export function streamOnce(pool: Pool, path: string, headers: Record<string, string>, body: string) {
   return new Promise<{ status: number; ttft: number; last: number; merged: number }>((resolve, reject) => {
     const started = performance.now();
     let status = 0;

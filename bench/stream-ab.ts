@@ -10,21 +10,11 @@
 import type { Pool } from 'undici';
 import { fmt, startFakeUpstream, type Child } from './lib.js';
 import { openPool } from './openloop.js';
+import { streamed, streamOnce, TIERS } from './gateways.js';
 
 const ROUNDS = Number(process.env.STREAM_AB_ROUNDS ?? 6);
 const SLICE_SECONDS = Number(process.env.STREAM_AB_SLICE_SECONDS ?? 1);
 const TREES = (process.env.STREAM_AB_TREES ?? process.cwd()).split(',');
-const TIERS = `tiers:
-  enterprise: { rpm: 100000000, tpm: 100000000000 }
-  developer: { rpm: 100000000, tpm: 100000000000 }
-`;
-const streamed = (model: string) => ({
-  model,
-  max_tokens: 16,
-  stream: true,
-  messages: [{ role: 'user', content: 'Say something short. #tokens=4 #delay=2' }],
-});
-
 interface Line {
   name: string;
   path: string;
@@ -37,31 +27,9 @@ interface Line {
 }
 
 /** One stream: when its first content event came (ms), and whether any read held two. */
-function streamOnce(l: Line) {
-  return new Promise<{ status: number; ttft: number; merged: boolean }>((resolve, reject) => {
-    const started = performance.now();
-    let status = 0;
-    let ttft = Number.NaN;
-    let merged = false;
-    l.pool.dispatch(
-      { path: l.path, method: 'POST', headers: l.headers, body: l.body },
-      {
-        onConnect() {},
-        onHeaders(statusCode: number) {
-          status = statusCode;
-          return true;
-        },
-        onData(chunk: Buffer) {
-          const events = chunk.toString('latin1').match(/"content":"[^"]/g)?.length ?? 0;
-          if (events > 0 && Number.isNaN(ttft)) ttft = performance.now() - started;
-          if (events > 1) merged = true;
-          return true;
-        },
-        onComplete: () => resolve({ status, ttft, merged }),
-        onError: reject,
-      },
-    );
-  });
+async function streamOnceOn(l: Line): Promise<{ status: number; ttft: number; merged: boolean }> {
+  const r = await streamOnce(l.pool, l.path, l.headers, l.body);
+  return { status: r.status, ttft: r.ttft, merged: r.merged > 0 };
 }
 
 const median = (xs: number[]) => {
@@ -73,7 +41,7 @@ async function slice(l: Line, seconds: number): Promise<number> {
   const ttft: number[] = [];
   const end = performance.now() + seconds * 1000;
   while (performance.now() < end) {
-    const r = await streamOnce(l);
+    const r = await streamOnceOn(l);
     if (r.status !== 200 || Number.isNaN(r.ttft)) throw new Error(`${l.name}: a stream failed (status ${r.status})`);
     ttft.push(r.ttft);
     l.merged += r.merged ? 1 : 0;
