@@ -21,7 +21,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import type { Pool } from 'undici';
 import { benchConfig, type Child, createAccount, fmt, ROOT, startFakeUpstream, startReporting, startTollgate, track } from './lib.js';
-import { openLoop, openPool, percentile } from './openloop.js';
+import { openLoop, openPool, percentile, post } from './openloop.js';
 
 const ROUNDS = Number(process.env.BENCH_GW_ROUNDS ?? 8);
 const SLICE_SECONDS = Number(process.env.BENCH_GW_SLICE_SECONDS ?? 1);
@@ -98,38 +98,21 @@ async function ask(child: Child, message: string): Promise<Record<string, number
 }
 
 /** One streamed request: when the first and the last content event arrived, and reads that held more than one. */
-export function streamOnce(pool: Pool, path: string, headers: Record<string, string>, body: string) {
-  return new Promise<{ status: number; ttft: number; last: number; merged: number }>((resolve, reject) => {
-    const started = performance.now();
-    let status = 0;
-    let ttft = Number.NaN;
-    let last = Number.NaN;
-    let merged = 0;
-    pool.dispatch(
-      { path, method: 'POST', headers, body },
-      {
-        onConnect() {},
-        onHeaders(statusCode: number) {
-          status = statusCode;
-          return true;
-        },
-        onData(chunk: Buffer) {
-          // A content event has text; the role event's content is "".
-          const events = chunk.toString('latin1').match(/"content":"[^"]/g)?.length ?? 0;
-          if (events > 0) {
-            last = performance.now() - started;
-            if (Number.isNaN(ttft)) ttft = last;
-            if (events > 1) merged++;
-          }
-          return true;
-        },
-        onComplete() {
-          resolve({ status, ttft, last, merged });
-        },
-        onError: reject,
-      },
-    );
+export async function streamOnce(pool: Pool, path: string, headers: Record<string, string>, body: string) {
+  const started = performance.now();
+  let ttft = Number.NaN;
+  let last = Number.NaN;
+  let merged = 0;
+  const status = await post(pool, path, headers, body, (chunk) => {
+    // A content event has text; the role event's content is "".
+    const events = chunk.toString('latin1').match(/"content":"[^"]/g)?.length ?? 0;
+    if (events > 0) {
+      last = performance.now() - started;
+      if (Number.isNaN(ttft)) ttft = last;
+      if (events > 1) merged++;
+    }
   });
+  return { status, ttft, last, merged };
 }
 
 async function streamSlice(line: Line, seconds: number) {

@@ -22,12 +22,18 @@ export function percentile(sorted: number[], p: number): number {
 
 /**
  * POSTs and resolves the status once the whole response has arrived. Through undici's dispatcher
- * with a handler that keeps the status and drops the rest as it comes: the generator shares this
- * machine's two cores with the server, so it does not turn headers into strings or collect the
- * body it never reads (as `request()` does), and what it costs per response stays small and the
- * same whatever headers the server sends.
+ * with a handler that keeps the status and hands each piece of the body to `onData` (by default
+ * drops it) as it comes: the generator shares this machine's two cores with the server, so it does
+ * not turn headers into strings or collect the body it never reads (as `request()` does), and what
+ * it costs per response stays small and the same whatever headers the server sends.
  */
-function post(pool: Pool, path: string, headers: Record<string, string>, body: string): Promise<number> {
+export function post(
+  pool: Pool,
+  path: string,
+  headers: Record<string, string>,
+  body: string,
+  onData?: (chunk: Buffer) => void,
+): Promise<number> {
   return new Promise((resolve, reject) => {
     let status = 0;
     pool.dispatch(
@@ -38,7 +44,8 @@ function post(pool: Pool, path: string, headers: Record<string, string>, body: s
           status = statusCode;
           return true;
         },
-        onData() {
+        onData(chunk: Buffer) {
+          onData?.(chunk);
           return true;
         },
         onComplete() {
