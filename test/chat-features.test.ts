@@ -4,7 +4,7 @@
 import { print } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ChatCompletionStreamDocument, CreateChatCompletionDocument } from '../src/generated/graphql.js';
-import { catalogYaml, chatModelYaml, startTestServer, type TestServer } from './support/harness.js';
+import { catalogYaml, startTestServer, toolsCatalogYaml, type TestServer } from './support/harness.js';
 import { violations } from './support/oracle.js';
 import { subscribeAll } from './support/ws.js';
 import { client, credit, seed } from './support/seed.js';
@@ -15,18 +15,7 @@ let key: string;
 
 beforeAll(async () => {
   s = await startTestServer({
-    yaml: (url) =>
-      catalogYaml(
-        url,
-        chatModelYaml(url, {
-          id: 'chat-tools',
-          inputPrice: '1.0',
-          outputPrice: '2.0',
-          maxOutputTokens: 256,
-          timeoutMs: 5000,
-          functionCalling: true,
-        }) + '\ntiers:\n  startup: { monthly_tokens: 0 }\n',
-      ),
+    yaml: (url) => toolsCatalogYaml(url, '\ntiers:\n  startup: { monthly_tokens: 0 }\n'),
   });
   key = (await s.account('developer')).apiKey;
 });

@@ -5,7 +5,7 @@ import { createOpenAI } from '@ai-sdk/openai';
 import { generateText, jsonSchema, tool } from 'ai';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { catalogYaml, chatModelYaml, startTestServer, type TestServer } from './support/harness.js';
+import { startTestServer, toolsCatalogYaml, type TestServer } from './support/harness.js';
 import { violations } from './support/oracle.js';
 
 let s: TestServer;
@@ -14,18 +14,7 @@ let client: OpenAI;
 
 beforeAll(async () => {
   s = await startTestServer({
-    yaml: (url) =>
-      catalogYaml(
-        url,
-        chatModelYaml(url, {
-          id: 'chat-tools',
-          inputPrice: '1.0',
-          outputPrice: '2.0',
-          maxOutputTokens: 256,
-          timeoutMs: 5000,
-          functionCalling: true,
-        }),
-      ),
+    yaml: (url) => toolsCatalogYaml(url),
   });
   apiKey = (await s.account('developer')).apiKey;
   client = new OpenAI({ apiKey, baseURL: s.v1, maxRetries: 0 });

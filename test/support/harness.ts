@@ -30,6 +30,21 @@ export function chatModelYaml(
 `;
 }
 
+/** The catalog with `chat-tools` added: a chat model that takes tools, for the tool-calling suites. */
+export function toolsCatalogYaml(upstreamUrl: string, extra = ''): string {
+  return catalogYaml(
+    upstreamUrl,
+    chatModelYaml(upstreamUrl, {
+      id: 'chat-tools',
+      inputPrice: '1.0',
+      outputPrice: '2.0',
+      maxOutputTokens: 256,
+      timeoutMs: 5000,
+      functionCalling: true,
+    }) + extra,
+  );
+}
+
 export function catalogYaml(upstreamUrl: string, extra = ''): string {
   return `
 models:
