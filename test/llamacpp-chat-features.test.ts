@@ -10,23 +10,15 @@ import type { EngineChatRequest, EngineStreamEvent } from '../src/domain/inferen
 import type { LlamaCppEngine } from '../src/domain/inference/llamacpp/llamacpp-engine.js';
 import { ChatCompletionStreamDocument, CreateChatCompletionDocument } from '../src/generated/graphql.js';
 import { startTestServer, type TestServer } from './support/harness.js';
-import { llamaEngine, makeFixtureDir, neverAborted } from './support/llamacpp.js';
+import { neverAborted, withLoadedChatEngine } from './support/llamacpp.js';
 import { violations } from './support/oracle.js';
 import { subscribeAll } from './support/ws.js';
 
-const fixtures = makeFixtureDir();
 let engine: LlamaCppEngine;
+const fixtures = withLoadedChatEngine((e) => {
+  engine = e;
+});
 const ajv = new Ajv2020({ strict: false });
-
-beforeAll(async () => {
-  engine = llamaEngine('chat', { file: fixtures.files.chat });
-  await engine.load();
-  expect(engine.status).toBe('ready');
-});
-afterAll(async () => {
-  await engine.close();
-  fixtures.remove();
-});
 
 const messages: EngineChatRequest['messages'] = [{ role: 'user', content: 'Describe a pet.' }];
 // Bounded: enums, booleans and constants end on a random model (free strings and integers may not).

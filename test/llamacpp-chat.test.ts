@@ -2,22 +2,14 @@
 // own tokenizer, max_tokens, stop sequences, streaming, determinism, disconnects and the queue.
 // Random weights give broken text: the tests assert counts, framing and finish reasons, never text.
 import { getLlama, LlamaLogLevel, resolveChatWrapper } from 'node-llama-cpp';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { EngineChatRequest, EngineStreamEvent } from '../src/domain/inference/engine.js';
 import type { LlamaCppEngine } from '../src/domain/inference/llamacpp/llamacpp-engine.js';
-import { llamaEngine, makeFixtureDir, neverAborted } from './support/llamacpp.js';
+import { llamaEngine, neverAborted, withLoadedChatEngine } from './support/llamacpp.js';
 
-const fixtures = makeFixtureDir();
 let engine: LlamaCppEngine;
-
-beforeAll(async () => {
-  engine = llamaEngine('chat', { file: fixtures.files.chat });
-  await engine.load();
-  expect(engine.status).toBe('ready');
-});
-afterAll(async () => {
-  await engine.close();
-  fixtures.remove();
+const fixtures = withLoadedChatEngine((e) => {
+  engine = e;
 });
 
 const messages: EngineChatRequest['messages'] = [

@@ -3,6 +3,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { writeFixtures } from '../../src/fixtures/gguf-fixtures.js';
 import { writeGguf, type GgufSpec } from '../../src/fixtures/gguf-writer.js';
 import {
@@ -76,3 +77,23 @@ export function llamaEngine(
 }
 
 export const neverAborted = () => new AbortController().signal;
+
+/**
+ * For a suite on the chat fixture: a fixture directory, and a chat engine on it loaded before the
+ * suite (handed to `loaded`) and closed after it, with the directory removed.
+ */
+export function withLoadedChatEngine(loaded: (engine: LlamaCppEngine) => void): FixtureDir {
+  const fixtures = makeFixtureDir();
+  let engine: LlamaCppEngine | undefined;
+  beforeAll(async () => {
+    engine = llamaEngine('chat', { file: fixtures.files.chat });
+    await engine.load();
+    expect(engine.status).toBe('ready');
+    loaded(engine);
+  });
+  afterAll(async () => {
+    await engine?.close();
+    fixtures.remove();
+  });
+  return fixtures;
+}
