@@ -9,7 +9,7 @@ import path from 'node:path';
 import { getLlamaGpuTypes } from 'node-llama-cpp';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, parseConfigText } from '../src/config.js';
-import { makeFixtureDir } from './support/llamacpp.js';
+import { makeFixtureDir, tinyModelsYaml } from './support/llamacpp.js';
 import { freePort, spawnTollgate, waitReady } from './support/ready.js';
 
 const fixtures = makeFixtureDir();
@@ -19,29 +19,8 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const config = (llamacpp: string, chatEngine = '') => `${llamacpp}
-models:
-  - id: tiny-chat
-    category: chat
-    owned_by: tests
-    created: 1735689600
-    version: fixture
-    status: beta
-    capabilities: { chat_completion: true, streaming: true, function_calling: false }
-    pricing: { input_price_per_million: 1, output_price_per_million: 2, currency: usd }
-    specifications: { context_window: 1024, max_output_tokens: 256, training_cutoff: "2025-01" }
-    engine: { type: llamacpp, file: "${fixtures.files.chat}", threads: 1${chatEngine} }
-  - id: tiny-embed
-    category: embedding
-    owned_by: tests
-    created: 1735689600
-    version: fixture
-    status: beta
-    capabilities: { embeddings: true }
-    pricing: { price_per_million_tokens: 0.1, currency: usd }
-    specifications: { max_tokens: 512, output_dimensions: 64 }
-    engine: { type: llamacpp, file: "${fixtures.files.embedding}", threads: 1, gpu_layers: 0 }
-`;
+const config = (llamacpp: string, chatEngine = '') =>
+  `${llamacpp}\nmodels:\n${tinyModelsYaml(fixtures, { chatEngine, embedEngine: ', gpu_layers: 0' })}`;
 
 function start(name: string, text: string, port: number | null) {
   const file = path.join(dir, `${name}.yaml`);

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ChatCompletionStreamDocument, CreateChatCompletionDocument, CreateEmbeddingsDocument } from '../src/generated/graphql.js';
 import { BACKENDS, createTestDatabase, type TestDatabase } from './support/databases.js';
 import { ADMIN_TOKEN, catalogYaml, startTestServer, type TestServer } from './support/harness.js';
-import { makeFixtureDir } from './support/llamacpp.js';
+import { makeFixtureDir, tinyModelsYaml } from './support/llamacpp.js';
 import { client, seed } from './support/seed.js';
 import { subscribeAll } from './support/ws.js';
 
@@ -17,33 +17,7 @@ const fixtures = makeFixtureDir();
 afterAll(() => fixtures.remove());
 
 // startup: no allocation, so every call is paid from the wallet (settlement's full path).
-const yaml = (url: string) =>
-  catalogYaml(
-    url,
-    `  - id: tiny-chat
-    category: chat
-    owned_by: tests
-    created: 1735689600
-    version: fixture
-    status: beta
-    capabilities: { chat_completion: true, streaming: true, function_calling: false }
-    pricing: { input_price_per_million: 1, output_price_per_million: 2, currency: usd }
-    specifications: { context_window: 1024, max_output_tokens: 256, training_cutoff: "2025-01" }
-    engine: { type: llamacpp, file: "${fixtures.files.chat}", threads: 1 }
-  - id: tiny-embed
-    category: embedding
-    owned_by: tests
-    created: 1735689600
-    version: fixture
-    status: beta
-    capabilities: { embeddings: true }
-    pricing: { price_per_million_tokens: 0.1, currency: usd }
-    specifications: { max_tokens: 512, output_dimensions: 64 }
-    engine: { type: llamacpp, file: "${fixtures.files.embedding}", threads: 1 }
-tiers:
-  startup: { monthly_tokens: 0 }
-`,
-  );
+const yaml = (url: string) => catalogYaml(url, `${tinyModelsYaml(fixtures)}tiers:\n  startup: { monthly_tokens: 0 }\n`);
 
 const chatBody = (model: string, user?: string, extra: Record<string, unknown> = {}) => ({
   model,

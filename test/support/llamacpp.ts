@@ -97,3 +97,31 @@ export function withLoadedChatEngine(loaded: (engine: LlamaCppEngine) => void): 
   });
   return fixtures;
 }
+
+/**
+ * `tiny-chat` and `tiny-embed` on the fixtures, as entries of a catalog's `models:` list;
+ * `chatEngine` and `embedEngine` add keys to their engines (e.g. ", gpu_layers: 0").
+ */
+export function tinyModelsYaml(fixtures: FixtureDir, extra: { chatEngine?: string; embedEngine?: string } = {}): string {
+  return `  - id: tiny-chat
+    category: chat
+    owned_by: tests
+    created: 1735689600
+    version: fixture
+    status: beta
+    capabilities: { chat_completion: true, streaming: true, function_calling: false }
+    pricing: { input_price_per_million: 1, output_price_per_million: 2, currency: usd }
+    specifications: { context_window: 1024, max_output_tokens: 256, training_cutoff: "2025-01" }
+    engine: { type: llamacpp, file: "${fixtures.files.chat}", threads: 1${extra.chatEngine ?? ''} }
+  - id: tiny-embed
+    category: embedding
+    owned_by: tests
+    created: 1735689600
+    version: fixture
+    status: beta
+    capabilities: { embeddings: true }
+    pricing: { price_per_million_tokens: 0.1, currency: usd }
+    specifications: { max_tokens: 512, output_dimensions: 64 }
+    engine: { type: llamacpp, file: "${fixtures.files.embedding}", threads: 1${extra.embedEngine ?? ''} }
+`;
+}
