@@ -6,12 +6,12 @@
 // "unsafe", and the plain chat fixture, whose verdicts say "safe"). The moderation calls are billed
 // at the moderation model's price as usage events of their own; a refused input's generation is not.
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfigText } from '../src/config.js';
 import { countTextTokens } from '../src/domain/inference/tokenizer.js';
-import { catalogYaml, startTestServer, type TestServer } from './support/harness.js';
-import { makeFixtureDir } from './support/llamacpp.js';
-import { client as v1, seed } from './support/seed.js';
+import { catalogYaml, type TestServer } from './support/harness.js';
+import { makeFixtureDir, withLoadedServer } from './support/llamacpp.js';
+import { client as v1 } from './support/seed.js';
 import { subscribeAll } from './support/ws.js';
 
 const fixtures = makeFixtureDir();
@@ -61,14 +61,9 @@ const yaml = (url: string) => {
 let s: TestServer;
 let key: string;
 let accountId: string;
-beforeAll(async () => {
-  s = await startTestServer({ yaml });
-  await s.services.engines.startLoading();
-  ({ apiKey: key, id: accountId } = await seed(s).account({ tier: 'developer' }).wallet('5.00'));
-});
-afterAll(async () => {
-  await s.close();
-  fixtures.remove();
+withLoadedServer(yaml, fixtures, (server, account) => {
+  s = server;
+  ({ key, accountId } = account);
 });
 
 const body = (model: string, content: string, extra: Record<string, unknown> = {}) => ({

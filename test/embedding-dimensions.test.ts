@@ -5,13 +5,13 @@
 // and GraphQL; any other size is 400 invalid_value naming `dimensions`, before anything is billed.
 import { print } from 'graphql';
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfigText } from '../src/config.js';
 import { shorten } from '../src/domain/inference/embedding-dimensions.js';
 import { CreateEmbeddingsDocument } from '../src/generated/graphql.js';
-import { catalogYaml, startTestServer, type TestServer } from './support/harness.js';
-import { makeFixtureDir } from './support/llamacpp.js';
-import { client as v1, seed } from './support/seed.js';
+import { catalogYaml, type TestServer } from './support/harness.js';
+import { makeFixtureDir, withLoadedServer } from './support/llamacpp.js';
+import { client as v1 } from './support/seed.js';
 
 const fixtures = makeFixtureDir();
 
@@ -45,14 +45,9 @@ const yaml = (url: string) =>
 let s: TestServer;
 let key: string;
 let accountId: string;
-beforeAll(async () => {
-  s = await startTestServer({ yaml });
-  await s.services.engines.startLoading();
-  ({ apiKey: key, id: accountId } = await seed(s).account({ tier: 'developer' }).wallet('5.00'));
-});
-afterAll(async () => {
-  await s.close();
-  fixtures.remove();
+withLoadedServer(yaml, fixtures, (server, account) => {
+  s = server;
+  ({ key, accountId } = account);
 });
 
 const norm = (v: number[]) => Math.hypot(...v);

@@ -4,6 +4,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect } from 'vitest';
+import { startTestServer, type TestServer } from './harness.js';
+import { seed } from './seed.js';
 import { writeFixtures } from '../../src/fixtures/gguf-fixtures.js';
 import { writeGguf, type GgufSpec } from '../../src/fixtures/gguf-writer.js';
 import {
@@ -124,4 +126,27 @@ export function tinyModelsYaml(fixtures: FixtureDir, extra: { chatEngine?: strin
     specifications: { max_tokens: 512, output_dimensions: 64 }
     engine: { type: llamacpp, file: "${fixtures.files.embedding}", threads: 1${extra.embedEngine ?? ''} }
 `;
+}
+
+/**
+ * For a suite against the server with in-process models: tollgate started on `yaml`, its models
+ * loaded, and a developer account with 5.00 in its wallet, handed to `ready` before the suite; the
+ * server closed and the fixture directory removed after it.
+ */
+export function withLoadedServer(
+  yaml: (upstreamUrl: string) => string,
+  fixtures: FixtureDir,
+  ready: (s: TestServer, account: { key: string; accountId: string }) => void,
+): void {
+  let s: TestServer | undefined;
+  beforeAll(async () => {
+    s = await startTestServer({ yaml });
+    await s.services.engines.startLoading();
+    const { apiKey, id } = await seed(s).account({ tier: 'developer' }).wallet('5.00');
+    ready(s, { key: apiKey, accountId: id });
+  });
+  afterAll(async () => {
+    await s?.close();
+    fixtures.remove();
+  });
 }
