@@ -193,6 +193,8 @@ export async function benchGateways(): Promise<void> {
       server,
       pool: openPool(url),
     });
+    const tollgateLine = (name: string, apiKey: string) =>
+      line(name, `${tollgate.url}/v1/chat/completions`, 'chat-bench', { authorization: `Bearer ${apiKey}` }, tollgate);
     lines.push(
       line('upstream alone', `${upstream.url}/chat/completions`, 'upstream-chat', {}),
       line('bare node:http forwarder', `${forwarderUrl}/v1/chat/completions`, 'upstream-chat', {}, forwarder),
@@ -203,20 +205,8 @@ export async function benchGateways(): Promise<void> {
         { 'x-portkey-provider': 'openai', 'x-portkey-custom-host': upstream.url, authorization: 'Bearer x' },
         portkey,
       ),
-      line(
-        'tollgate, enterprise (unbilled)',
-        `${tollgate.url}/v1/chat/completions`,
-        'chat-bench',
-        { authorization: `Bearer ${enterprise.apiKey}` },
-        tollgate,
-      ),
-      line(
-        'tollgate, developer (billed)',
-        `${tollgate.url}/v1/chat/completions`,
-        'chat-bench',
-        { authorization: `Bearer ${developer.apiKey}` },
-        tollgate,
-      ),
+      tollgateLine('tollgate, enterprise (unbilled)', enterprise.apiKey),
+      tollgateLine('tollgate, developer (billed)', developer.apiKey),
     );
     const [UP, FWD, PK, TG_E, TG_D] = [0, 1, 2, 3, 4];
     const samples: Samples[] = lines.map(() => ({
