@@ -9,7 +9,7 @@ import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfigText } from '../src/config.js';
 import { countTextTokens } from '../src/domain/inference/tokenizer.js';
-import { catalogYaml, type TestServer } from './support/harness.js';
+import { catalogYaml, moderationModelYaml, type TestServer } from './support/harness.js';
 import { makeFixtureDir, withLoadedServer } from './support/llamacpp.js';
 import { client as v1 } from './support/seed.js';
 import { subscribeAll } from './support/ws.js';
@@ -29,17 +29,6 @@ const chat = (id: string, engine: string, safety: string) => `  - id: ${id}
     engine: ${engine}
     safety: ${safety}
 `;
-const guard = (id: string, engine: string, price = '') => `  - id: ${id}
-    category: moderation
-    owned_by: tests
-    created: 1735689600
-    version: "2025-01-01"
-    status: active
-    capabilities: { moderation: true }
-    pricing: { ${price}currency: usd }
-    specifications: { max_tokens: 512 }
-    engine: ${engine}
-`;
 
 const yaml = (url: string) => {
   const upstream = (model: string) => `{ type: openai, base_url: "${url}", model: ${model} }`;
@@ -52,9 +41,9 @@ const yaml = (url: string) => {
       chat('tiny-chat-out', local(fixtures.files.chat), `{ moderation_model: tiny-guard-unsafe, input: false, window_chars: ${WINDOW} }`) +
       chat('tiny-chat-in', local(fixtures.files.chat), '{ moderation_model: tiny-guard-unsafe, output: false }') +
       chat('tiny-chat-clean', local(fixtures.files.chat), `{ moderation_model: guard-test, window_chars: ${WINDOW} }`) +
-      guard('guard-priced', upstream('upstream-guard'), 'price_per_million_tokens: 1, ') +
-      guard('tiny-guard-unsafe', local(fixtures.files.guard)) +
-      guard('tiny-guard-safe', local(fixtures.files.chat)),
+      moderationModelYaml('guard-priced', upstream('upstream-guard'), { price: 'price_per_million_tokens: 1, ' }) +
+      moderationModelYaml('tiny-guard-unsafe', local(fixtures.files.guard)) +
+      moderationModelYaml('tiny-guard-safe', local(fixtures.files.chat)),
   );
 };
 
@@ -344,7 +333,7 @@ describe('a moderation model that fails', () => {
 
 describe('the safety config', () => {
   const config = (safety: string, extra = '') =>
-    `models:\n${chat('c', '{ type: openai, base_url: "http://127.0.0.1:1/v1", model: m }', safety)}${guard('g', '{ type: openai, base_url: "http://127.0.0.1:1/v1", model: m }')}${extra}`;
+    `models:\n${chat('c', '{ type: openai, base_url: "http://127.0.0.1:1/v1", model: m }', safety)}${moderationModelYaml('g', '{ type: openai, base_url: "http://127.0.0.1:1/v1", model: m }')}${extra}`;
   it('fills the defaults: input and output checked, windows of 200 characters', () => {
     const m = parseConfigText(config('{ moderation_model: g }'), 't.yaml').models[0]!;
     expect(m.category === 'chat' && m.safety).toEqual({ moderation_model: 'g', input: true, output: true, window_chars: 200 });

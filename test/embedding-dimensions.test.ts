@@ -9,33 +9,21 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfigText } from '../src/config.js';
 import { shorten } from '../src/domain/inference/embedding-dimensions.js';
 import { CreateEmbeddingsDocument } from '../src/generated/graphql.js';
-import { catalogYaml, type TestServer } from './support/harness.js';
+import { catalogYaml, embeddingModelYaml, type TestServer } from './support/harness.js';
 import { makeFixtureDir, withLoadedServer } from './support/llamacpp.js';
 import { client as v1 } from './support/seed.js';
 
 const fixtures = makeFixtureDir();
 
-const embeddingModel = (id: string, specifications: string, engine: string) => `  - id: ${id}
-    category: embedding
-    owned_by: tests
-    created: 1735689600
-    version: "2025-01-01"
-    status: active
-    capabilities: { embeddings: true }
-    pricing: { price_per_million_tokens: 0.1, currency: usd }
-    specifications: ${specifications}
-    engine: ${engine}
-`;
-
 const yaml = (url: string) =>
   catalogYaml(
     url,
-    embeddingModel(
+    embeddingModelYaml(
       'embed-mrl',
       '{ max_tokens: 512, output_dimensions: 768, supported_dimensions: [256, 512] }',
       `{ type: openai, base_url: "${url}", model: upstream-embed }`,
     ) +
-      embeddingModel(
+      embeddingModelYaml(
         'tiny-embed-mrl',
         '{ max_tokens: 512, output_dimensions: 64, supported_dimensions: [16, 32] }',
         `{ type: llamacpp, file: "${fixtures.files.embedding}", threads: 1 }`,
@@ -145,7 +133,7 @@ describe('the catalog', () => {
   });
 
   const config = (dims: string) =>
-    `models:\n${embeddingModel('e', `{ max_tokens: 512, output_dimensions: 768, supported_dimensions: ${dims} }`, '{ type: openai, base_url: "http://127.0.0.1:1/v1", model: m }')}`;
+    `models:\n${embeddingModelYaml('e', `{ max_tokens: 512, output_dimensions: 768, supported_dimensions: ${dims} }`, '{ type: openai, base_url: "http://127.0.0.1:1/v1", model: m }')}`;
   it.each([
     ['[256, 768]', 'every size must be below output_dimensions'],
     ['[1024]', 'every size must be below output_dimensions'],

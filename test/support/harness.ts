@@ -45,6 +45,36 @@ export function toolsCatalogYaml(upstreamUrl: string, extra = ''): string {
   );
 }
 
+/** An embedding model, as an entry of the catalog's `models:` list. */
+export function embeddingModelYaml(id: string, specifications: string, engine: string): string {
+  return `  - id: ${id}
+    category: embedding
+    owned_by: tests
+    created: 1735689600
+    version: "2025-01-01"
+    status: active
+    capabilities: { embeddings: true }
+    pricing: { price_per_million_tokens: 0.1, currency: usd }
+    specifications: ${specifications}
+    engine: ${engine}
+`;
+}
+
+/** A moderation model, as an entry of the catalog's `models:` list; free unless `price` (e.g. "price_per_million_tokens: 1, "). */
+export function moderationModelYaml(id: string, engine: string, o: { price?: string; maxTokens?: number } = {}): string {
+  return `  - id: ${id}
+    category: moderation
+    owned_by: tests
+    created: 1735689600
+    version: "2025-01-01"
+    status: active
+    capabilities: { moderation: true }
+    pricing: { ${o.price ?? ''}currency: usd }
+    specifications: { max_tokens: ${o.maxTokens ?? 512} }
+    engine: ${engine}
+`;
+}
+
 export function catalogYaml(upstreamUrl: string, extra = ''): string {
   return `
 models:
@@ -59,17 +89,7 @@ ${chatModelYaml(upstreamUrl, { id: 'chat-test', inputPrice: '1.0', outputPrice: 
     pricing: { input_price_per_million: 0.5, output_price_per_million: 1.0, currency: usd }
     specifications: { context_window: 2048, max_output_tokens: 128, training_cutoff: "2023-10" }
     engine: { type: openai, base_url: "${upstreamUrl}", model: upstream-chat }
-  - id: embed-test
-    category: embedding
-    owned_by: tests
-    created: 1735689600
-    version: "2025-01-01"
-    status: active
-    capabilities: { embeddings: true }
-    pricing: { price_per_million_tokens: 0.1, currency: usd }
-    specifications: { max_tokens: 512, output_dimensions: 768 }
-    engine: { type: openai, base_url: "${upstreamUrl}", model: upstream-embed }
-  - id: rerank-test
+${embeddingModelYaml('embed-test', '{ max_tokens: 512, output_dimensions: 768 }', `{ type: openai, base_url: "${upstreamUrl}", model: upstream-embed }`)}  - id: rerank-test
     category: reranking
     owned_by: tests
     created: 1735689600
@@ -79,17 +99,7 @@ ${chatModelYaml(upstreamUrl, { id: 'chat-test', inputPrice: '1.0', outputPrice: 
     pricing: { price_per_million_tokens: 0.1, currency: usd }
     specifications: { max_tokens: 512 }
     engine: { type: openai, base_url: "${upstreamUrl}", model: upstream-rerank }
-  - id: guard-test
-    category: moderation
-    owned_by: tests
-    created: 1735689600
-    version: "2025-01-01"
-    status: active
-    capabilities: { moderation: true }
-    pricing: { currency: usd }
-    specifications: { max_tokens: 1024 }
-    engine: { type: openai, base_url: "${upstreamUrl}", model: upstream-guard }
-${extra}`;
+${moderationModelYaml('guard-test', `{ type: openai, base_url: "${upstreamUrl}", model: upstream-guard }`, { maxTokens: 1024 })}${extra}`;
 }
 
 export interface TestServer {
