@@ -61,6 +61,10 @@ interface Line {
   server?: Child;
 }
 
+/** Non-streamed chat on a line, `concurrency` requests kept in flight for `seconds`. */
+const saturate = (l: Line, seconds: number, concurrency: number) =>
+  openLoop({ url: l.url, body: chat(l.model), headers: l.headers, pool: l.pool, seconds, rate: 0, concurrency });
+
 interface Samples {
   latency: number[][];
   rps: number[];
@@ -227,7 +231,7 @@ export async function benchGateways(): Promise<void> {
     );
     // Warm-up: JIT, pools, SQLite pages, every path once.
     for (const l of lines) {
-      await openLoop({ url: l.url, body: chat(l.model), headers: l.headers, pool: l.pool, seconds: 2, rate: 0, concurrency: CONNECTIONS });
+      await saturate(l, 2, CONNECTIONS);
       await streamSlice(l, 1);
     }
 
@@ -235,15 +239,7 @@ export async function benchGateways(): Promise<void> {
       const order = lines.map((_, i) => (i + round) % lines.length);
       for (const i of order) {
         const l = lines[i]!;
-        const r = await openLoop({
-          url: l.url,
-          body: chat(l.model),
-          headers: l.headers,
-          pool: l.pool,
-          seconds: SLICE_SECONDS,
-          rate: 0,
-          concurrency: 1,
-        });
+        const r = await saturate(l, SLICE_SECONDS, 1);
         samples[i]!.latency.push(r.latencies);
         samples[i]!.failed += r.failed;
         if (VERBOSE) console.log(`    round ${round} latency    ${l.name.padEnd(32)} p50 ${fmt(r.p50)} ms  p99 ${fmt(r.p99)} ms`);
@@ -251,15 +247,7 @@ export async function benchGateways(): Promise<void> {
       for (const i of order) {
         const l = lines[i]!;
         if (l.server) await ask(l.server, 'alloc:start');
-        const r = await openLoop({
-          url: l.url,
-          body: chat(l.model),
-          headers: l.headers,
-          pool: l.pool,
-          seconds: SLICE_SECONDS,
-          rate: 0,
-          concurrency: CONNECTIONS,
-        });
+        const r = await saturate(l, SLICE_SECONDS, CONNECTIONS);
         const s = samples[i]!;
         s.rps.push(r.rps);
         s.failed += r.failed;
