@@ -23,11 +23,26 @@ export function knexKind(knex: Knex | Knex.Transaction): DatabaseKind {
 
 type Param = string | number | null;
 
-/** The better-sqlite3 connection as the stores use it. */
-export interface SqliteHandle {
-  prepare(sql: string): { all(...params: unknown[]): unknown[]; run(...params: unknown[]): { changes: number }; readonly reader: boolean };
-  readonly inTransaction: boolean;
+/** A better-sqlite3 prepared statement, as the stores use it. */
+export interface SqliteStatement {
+  readonly reader: boolean;
+  all(...params: unknown[]): unknown[];
+  run(...params: unknown[]): { changes: number };
 }
+
+/** A better-sqlite3 connection, as the stores, the ORM's pool set-up and the checkpoint worker use it. */
+export interface SqliteHandle {
+  prepare(sql: string): SqliteStatement;
+  pragma(source: string): unknown;
+  readonly inTransaction: boolean;
+  readonly name: string;
+  readonly memory: boolean;
+}
+
+/** SQLite's safety level for every commit (src/db/orm.ts sets it), but billing's lazySync batches. */
+export const SQLITE_SYNC = 'FULL';
+/** What billing's lazySync batches commit at (src/domain/billing/sql.ts). */
+export const SQLITE_LAZY_SYNC = 'NORMAL';
 
 interface PoolCounts {
   numUsed(): number;
@@ -59,13 +74,9 @@ export function idleSqliteHandle(knex: Knex): SqliteHandle | null {
   return handle;
 }
 
-interface SqliteConnection {
-  prepare(sql: string): { all(...params: unknown[]): unknown[] };
-}
-
 interface PoolClient {
-  acquireConnection(): Promise<SqliteConnection>;
-  releaseConnection(connection: SqliteConnection): Promise<unknown>;
+  acquireConnection(): Promise<SqliteHandle>;
+  releaseConnection(connection: SqliteHandle): Promise<unknown>;
 }
 
 /**
@@ -79,11 +90,11 @@ export function selectRows(orm: MikroORM): <T>(sql: string, params: readonly Par
     return async <T>(sql: string, params: readonly Param[]) => ((await knex.raw(sql, params as Param[])) as { rows: T[] }).rows;
   }
   const client = (knex as unknown as { client: PoolClient }).client;
-  const prepared = new WeakMap<SqliteConnection, Map<string, { all(...params: unknown[]): unknown[] }>>();
+  const prepared = new WeakMap<SqliteHandle, Map<string, { all(...params: unknown[]): unknown[] }>>();
   return async <T>(sql: string, params: readonly Param[]) => {
     // Listeners of knex's 'query' event (tracing, tests counting queries) hear it as they would from knex.
     if (knex.listenerCount('query') > 0) knex.emit('query', { sql, bindings: params, method: 'select' });
-    const run = (conn: SqliteConnection) => {
+    const run = (conn: SqliteHandle) => {
       let statements = prepared.get(conn);
       if (!statements) prepared.set(conn, (statements = new Map()));
       let statement = statements.get(sql);

@@ -9,7 +9,7 @@ import { Migrator } from '@mikro-orm/migrations';
 import { ENTITIES } from '../entities/index.js';
 import { MIGRATIONS } from './migrations/index.js';
 
-import { type DatabaseKind, databaseKind, getKnex, registerSqliteHandle, type SqliteHandle as PooledSqlite } from './connection.js';
+import { type DatabaseKind, databaseKind, getKnex, registerSqliteHandle, SQLITE_SYNC, type SqliteHandle } from './connection.js';
 import { BACKSTOP_PAGES, type Checkpointer, startCheckpointer } from './sqlite-checkpointer.js';
 
 export { type DatabaseKind, databaseKind, getKnex };
@@ -163,9 +163,9 @@ class SqliteConnection extends BetterSqliteConnection {
             // a file already in WAL mode would start at NORMAL (better-sqlite3's build default), so
             // the first run of a new file and every later start would differ. Billing's hot path
             // asks for NORMAL per commit batch (lazySync in src/domain/billing/sql.ts).
-            conn.pragma('synchronous = FULL');
+            conn.pragma(`synchronous = ${SQLITE_SYNC}`);
             // The stores run single synchronous statements on it while the pool holds it free.
-            registerSqliteHandle(self.getKnex(), conn as unknown as PooledSqlite);
+            registerSqliteHandle(self.getKnex(), conn);
             // One worker per file is enough, should the pool ever open a second connection.
             const checkpointer = checkpointers.length === 0 ? startCheckpointer(conn) : null;
             if (checkpointer) checkpointers.push(checkpointer);
@@ -178,12 +178,6 @@ class SqliteConnection extends BetterSqliteConnection {
       },
     };
   }
-}
-
-interface SqliteHandle {
-  pragma(source: string): unknown;
-  readonly name: string;
-  readonly memory: boolean;
 }
 
 interface KnexDialect {

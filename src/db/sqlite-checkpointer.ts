@@ -15,6 +15,7 @@
 // src/domain/billing/sql.ts; every other commit syncs the WAL itself) may lose to a power loss.
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
+import type { SqliteHandle } from './connection.js';
 
 export const CHECKPOINT_INTERVAL_MS = 200;
 /** The server connection's own automatic checkpoint, as a backstop: about 40 MB of WAL. */
@@ -44,12 +45,6 @@ parentPort.on('message', () => {
   parentPort.close();
 });
 `;
-
-interface SqliteHandle {
-  pragma(source: string): unknown;
-  readonly name: string;
-  readonly memory: boolean;
-}
 
 export interface Checkpointer {
   /** Stops the worker and closes its connection. */

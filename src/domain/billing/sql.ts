@@ -10,7 +10,17 @@
 // a network round trip anyway, transactions are knex's, on a pooled connection.
 import type { MikroORM } from '@mikro-orm/core';
 import type { Knex } from '@mikro-orm/knex';
-import { type DatabaseKind, databaseKind, getKnex, idleSqliteHandle, knexKind } from '../../db/connection.js';
+import {
+  type DatabaseKind,
+  databaseKind,
+  getKnex,
+  idleSqliteHandle,
+  knexKind,
+  SQLITE_LAZY_SYNC,
+  SQLITE_SYNC,
+  type SqliteHandle,
+  type SqliteStatement,
+} from '../../db/connection.js';
 
 export type Binding = string | number | bigint | boolean | Date | null;
 
@@ -167,27 +177,12 @@ function preparedStatement(sql: string): { name?: string; text: string } {
 // ---------------------------------------------------------------------------------------------
 // SQLite: better-sqlite3, synchronously, on the connection taken from knex's pool.
 
-interface SqliteStatement {
-  readonly reader: boolean;
-  all(...params: unknown[]): unknown[];
-  run(...params: unknown[]): { changes: number };
-}
-
-interface SqliteConnection {
-  prepare(sql: string): SqliteStatement;
-  readonly inTransaction: boolean;
-}
-
-interface PoolClient<C = SqliteConnection> {
+interface PoolClient<C = SqliteHandle> {
   acquireConnection(): Promise<C>;
   releaseConnection(connection: C): Promise<unknown>;
 }
 
-/** SQLite's safety levels: every commit waits for the disk, but a batch of lazySync ones (see BillingDatabase). */
-export const DEFAULT_SYNC = 'full';
-const LAZY_SYNC = 'normal';
-
-const statementCache = new WeakMap<SqliteConnection, Map<string, SqliteStatement>>();
+const statementCache = new WeakMap<SqliteHandle, Map<string, SqliteStatement>>();
 
 /** As knex binds for SQLite: dates as epoch milliseconds, booleans as 0/1. */
 function sqliteBinding(value: Binding | undefined): unknown {
@@ -200,7 +195,7 @@ class SqliteTx implements Queryable {
   readonly kind: DatabaseKind = 'sqlite';
   private readonly cache: Map<string, SqliteStatement>;
 
-  constructor(private readonly conn: SqliteConnection) {
+  constructor(private readonly conn: SqliteHandle) {
     let cache = statementCache.get(conn);
     if (!cache) statementCache.set(conn, (cache = new Map()));
     this.cache = cache;
@@ -268,7 +263,7 @@ class SqliteDatabase implements BillingDatabase {
 
   constructor(private readonly knex: Knex) {}
 
-  private async withConnection<T>(fn: (tx: SqliteTx, conn: SqliteConnection) => Promise<T>): Promise<T> {
+  private async withConnection<T>(fn: (tx: SqliteTx, conn: SqliteHandle) => Promise<T>): Promise<T> {
     const client = (this.knex as unknown as { client: PoolClient }).client;
     const conn = await client.acquireConnection();
     try {
@@ -310,12 +305,12 @@ class SqliteDatabase implements BillingDatabase {
       await this.withConnection(async (tx, conn) => {
         // The safety level cannot change inside a transaction: it is set for the batch before it.
         const lazy = batch.every((job) => job.lazySync);
-        if (lazy) tx.runSync(`pragma synchronous = ${LAZY_SYNC}`, []);
+        if (lazy) tx.runSync(`pragma synchronous = ${SQLITE_LAZY_SYNC}`, []);
         try {
           await this.commitBatch(tx, conn, batch, outcomes);
         } finally {
           // (Not inside a transaction a failed rollback left open: that would hide its error.)
-          if (lazy && !conn.inTransaction) tx.runSync(`pragma synchronous = ${DEFAULT_SYNC}`, []);
+          if (lazy && !conn.inTransaction) tx.runSync(`pragma synchronous = ${SQLITE_SYNC}`, []);
         }
       });
     } catch (e) {
@@ -331,7 +326,7 @@ class SqliteDatabase implements BillingDatabase {
 
   private async commitBatch(
     tx: SqliteTx,
-    conn: SqliteConnection,
+    conn: SqliteHandle,
     batch: QueuedTransaction[],
     outcomes: { ok: boolean; value: unknown }[],
   ): Promise<void> {
