@@ -44,6 +44,21 @@ export const SQLITE_SYNC = 'FULL';
 /** What billing's lazySync batches commit at (src/domain/billing/sql.ts). */
 export const SQLITE_LAZY_SYNC = 'NORMAL';
 
+const statements = new WeakMap<SqliteHandle, Map<string, SqliteStatement>>();
+
+/** `sql` prepared on `conn`, once per connection (the stores' statements, the key lookup). */
+export function sqliteStatement(conn: SqliteHandle, sql: string): SqliteStatement {
+  let cache = statements.get(conn);
+  if (!cache) statements.set(conn, (cache = new Map()));
+  let statement = cache.get(sql);
+  if (!statement) {
+    statement = conn.prepare(sql);
+    // Statements built with a variable number of placeholders are few; keep the cache bounded.
+    if (cache.size < 500) cache.set(sql, statement);
+  }
+  return statement;
+}
+
 interface PoolCounts {
   numUsed(): number;
   numFree(): number;
@@ -90,17 +105,10 @@ export function selectRows(orm: MikroORM): <T>(sql: string, params: readonly Par
     return async <T>(sql: string, params: readonly Param[]) => ((await knex.raw(sql, params as Param[])) as { rows: T[] }).rows;
   }
   const client = (knex as unknown as { client: PoolClient }).client;
-  const prepared = new WeakMap<SqliteHandle, Map<string, { all(...params: unknown[]): unknown[] }>>();
   return async <T>(sql: string, params: readonly Param[]) => {
     // Listeners of knex's 'query' event (tracing, tests counting queries) hear it as they would from knex.
     if (knex.listenerCount('query') > 0) knex.emit('query', { sql, bindings: params, method: 'select' });
-    const run = (conn: SqliteHandle) => {
-      let statements = prepared.get(conn);
-      if (!statements) prepared.set(conn, (statements = new Map()));
-      let statement = statements.get(sql);
-      if (!statement) statements.set(sql, (statement = conn.prepare(sql)));
-      return statement.all(...params) as T[];
-    };
+    const run = (conn: SqliteHandle) => sqliteStatement(conn, sql).all(...params) as T[];
     const idle = idleSqliteHandle(knex);
     if (idle) return run(idle);
     const conn = await client.acquireConnection();

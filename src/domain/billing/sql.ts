@@ -19,7 +19,7 @@ import {
   SQLITE_LAZY_SYNC,
   SQLITE_SYNC,
   type SqliteHandle,
-  type SqliteStatement,
+  sqliteStatement,
 } from '../../db/connection.js';
 
 export type Binding = string | number | bigint | boolean | Date | null;
@@ -182,8 +182,6 @@ interface PoolClient<C = SqliteHandle> {
   releaseConnection(connection: C): Promise<unknown>;
 }
 
-const statementCache = new WeakMap<SqliteHandle, Map<string, SqliteStatement>>();
-
 /** As knex binds for SQLite: dates as epoch milliseconds, booleans as 0/1. */
 function sqliteBinding(value: Binding | undefined): unknown {
   if (value instanceof Date) return value.getTime();
@@ -193,26 +191,10 @@ function sqliteBinding(value: Binding | undefined): unknown {
 
 class SqliteTx implements Queryable {
   readonly kind: DatabaseKind = 'sqlite';
-  private readonly cache: Map<string, SqliteStatement>;
-
-  constructor(private readonly conn: SqliteHandle) {
-    let cache = statementCache.get(conn);
-    if (!cache) statementCache.set(conn, (cache = new Map()));
-    this.cache = cache;
-  }
-
-  private statement(sql: string): SqliteStatement {
-    let statement = this.cache.get(sql);
-    if (!statement) {
-      statement = this.conn.prepare(sql);
-      // Statements built with a variable number of placeholders are few; keep the cache bounded.
-      if (this.cache.size < 500) this.cache.set(sql, statement);
-    }
-    return statement;
-  }
+  constructor(private readonly conn: SqliteHandle) {}
 
   rowsSync<T>(sql: string, bindings: readonly Binding[]): T[] {
-    const statement = this.statement(sql);
+    const statement = sqliteStatement(this.conn, sql);
     const params = bindings.map(sqliteBinding);
     if (statement.reader) return statement.all(...params) as T[];
     statement.run(...params);
@@ -220,7 +202,7 @@ class SqliteTx implements Queryable {
   }
 
   runSync(sql: string, bindings: readonly Binding[]): number {
-    const statement = this.statement(sql);
+    const statement = sqliteStatement(this.conn, sql);
     const params = bindings.map(sqliteBinding);
     if (statement.reader) return statement.all(...params).length;
     return statement.run(...params).changes;
