@@ -50,21 +50,24 @@ export const documents = {
   topUp: TopUpDocument,
 };
 
+/** The operations and the event documents (eventDocument), compiled by graphql-jit. */
 const compiled = new Map<DocumentNode, CompiledQuery>();
-/** Event documents (eventDocument), compiled. */
-const compiledEvents = new Map<DocumentNode, CompiledQuery>();
 
-for (const [name, doc] of Object.entries(documents)) {
-  const errors = validate(schema, doc as DocumentNode);
-  if (errors.length)
-    throw new Error(`compat operation ${name} does not validate against the schema: ${errors.map((e) => e.message).join('; ')}`);
-  const isSubscription = (doc as DocumentNode).definitions.some((d) => d.kind === 'OperationDefinition' && d.operation === 'subscription');
-  if (isSubscription) continue;
-  const query = compileQuery(schema, doc as DocumentNode, undefined, { disablingCapturingStackErrors: true });
-  if (!isCompiledQuery(query))
-    throw new Error(`compat operation ${name} does not compile: ${(query.errors ?? []).map((e) => e.message).join('; ')}`);
-  compiled.set(doc as DocumentNode, query);
+/** Validates `doc` against the schema and, when `compile`, compiles it; `what` names it in the error. */
+function prepare(doc: DocumentNode, what: string, compile: boolean): void {
+  const errors = validate(schema, doc);
+  if (errors.length) throw new Error(`${what} does not validate against the schema: ${errors.map((e) => e.message).join('; ')}`);
+  if (!compile) return;
+  const query = compileQuery(schema, doc, undefined, { disablingCapturingStackErrors: true });
+  if (!isCompiledQuery(query)) throw new Error(`${what} does not compile: ${(query.errors ?? []).map((e) => e.message).join('; ')}`);
+  compiled.set(doc, query);
 }
+
+// Subscriptions run through graphql-js: their events are executed with an event document (below).
+const isSubscription = (doc: DocumentNode) =>
+  doc.definitions.some((d) => d.kind === Kind.OPERATION_DEFINITION && d.operation === 'subscription');
+for (const [name, doc] of Object.entries(documents))
+  prepare(doc as DocumentNode, `compat operation ${name}`, !isSubscription(doc as DocumentNode));
 
 /** Thrown with the operation's first (already public) error. */
 export class OperationError extends Error {
@@ -117,12 +120,8 @@ export function eventDocument<R, V>(doc: TypedDocumentNode<R, V>, values: V): Ty
     [Kind.VARIABLE_DEFINITION]: () => null,
     [Kind.VARIABLE]: (node: VariableNode) => literals.get(node.name.value),
   });
-  const errors = validate(schema, out);
-  if (errors.length) throw new Error(`eventDocument does not validate: ${errors.map((e) => e.message).join('; ')}`);
   // Compiled too (graphql-jit): with no variables, each event is the selection set run on its payload.
-  const query = compileQuery(schema, out, undefined, { disablingCapturingStackErrors: true });
-  if (!isCompiledQuery(query)) throw new Error(`eventDocument does not compile: ${(query.errors ?? []).map((e) => e.message).join('; ')}`);
-  compiledEvents.set(out, query);
+  prepare(out, 'eventDocument', true);
   return out as TypedDocumentNode<R, Record<string, never>>;
 }
 
@@ -144,12 +143,12 @@ export async function* stream<R, V>(
     throw new OperationError((source as ExecutionResult).errors![0]!);
   }
   const events = source as AsyncGenerator<unknown>;
-  const compiledEvent = perEvent ? compiledEvents.get(perEvent as DocumentNode) : undefined;
-  const eventArgs = perEvent ? { schema, document: perEvent as DocumentNode, contextValue: context } : args;
+  const compiledEvent = perEvent ? compiled.get(perEvent as DocumentNode) : undefined;
+  if (perEvent && !compiledEvent) throw new Error('compat streamed with an event document eventDocument did not build');
   try {
     for await (const payload of events) {
       const event = (
-        compiledEvent ? await compiledEvent.query(payload, context, {}) : await execute({ ...eventArgs, rootValue: payload })
+        compiledEvent ? await compiledEvent.query(payload, context, {}) : await execute({ ...args, rootValue: payload })
       ) as ExecutionResult<R>;
       if (event.errors?.length) throw new OperationError(event.errors[0]!);
       yield event.data as R;
