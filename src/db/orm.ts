@@ -138,23 +138,23 @@ class SqliteConnection extends BetterSqliteConnection {
     };
   }
 
-  private readonly checkpointers: Checkpointer[] = [];
+  /** The file's checkpoint worker, once the pool opened its connection (null: none, in memory). */
+  private checkpointer: Checkpointer | null | undefined;
 
   override async close(force?: boolean): Promise<void> {
     // The worker's connection first: the server's, closing last, checkpoints and removes the WAL.
-    await Promise.all(this.checkpointers.splice(0).map((c) => c.stop()));
+    await this.checkpointer?.stop();
+    this.checkpointer = undefined;
     await super.close(force);
   }
 
   protected override getKnexOptions(type: string): Knex.Config {
     const options = super.getKnexOptions(type);
-    const checkpointers = this.checkpointers;
-    const self = this;
     return {
       ...options,
       pool: {
         ...options.pool,
-        afterCreate(conn: SqliteHandle, done: (err: Error | null, conn: SqliteHandle) => void) {
+        afterCreate: (conn: SqliteHandle, done: (err: Error | null, conn: SqliteHandle) => void) => {
           try {
             conn.pragma('journal_mode = WAL');
             conn.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
@@ -165,11 +165,10 @@ class SqliteConnection extends BetterSqliteConnection {
             // asks for NORMAL per commit batch (lazySync in src/domain/billing/sql.ts).
             conn.pragma(`synchronous = ${SQLITE_SYNC}`);
             // The stores run single synchronous statements on it while the pool holds it free.
-            registerSqliteHandle(self.getKnex(), conn);
+            registerSqliteHandle(this.getKnex(), conn);
             // One worker per file is enough, should the pool ever open a second connection.
-            const checkpointer = checkpointers.length === 0 ? startCheckpointer(conn) : null;
-            if (checkpointer) checkpointers.push(checkpointer);
-            else if (checkpointers.length > 0) conn.pragma(`wal_autocheckpoint = ${BACKSTOP_PAGES}`);
+            if (this.checkpointer === undefined) this.checkpointer = startCheckpointer(conn);
+            else if (this.checkpointer) conn.pragma(`wal_autocheckpoint = ${BACKSTOP_PAGES}`);
             done(null, conn);
           } catch (e) {
             done(e as Error, conn);
