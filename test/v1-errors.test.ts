@@ -364,6 +364,29 @@ describe('route matching (compat/router.ts)', () => {
     );
   });
 
+  it('serves the /v1 mount from its own entry as express mounted it: any case, the bare mount, a query, a request id', async () => {
+    const upper = await fetch(`${s.url}/V1/models?limit=1`);
+    expect(upper.status).toBe(200);
+    expect(((await upper.json()) as { object: string }).object).toBe('list');
+    for (const bare of ['/v1', '/v1?x=1', '/v1/']) {
+      const r = await fetch(`${s.url}${bare}`);
+      expect(r.status).toBe(404);
+      expect(((await r.json()) as { error: { message: string } }).error.message).toContain('there is no endpoint GET /v1/');
+    }
+    // Not the mount: a path that merely starts with "/v1" is the server's, not the door's.
+    const other = await fetch(`${s.url}/v1x/models`);
+    expect(other.status).toBe(404);
+    expect(((await other.json()) as { error: { message: string } }).error.message).toBe('No route for GET /v1x/models.');
+    const given = await fetch(`${s.url}/v1/models`, { headers: { 'x-request-id': 'trace-42' } });
+    expect(given.headers.get('x-request-id')).toBe('trace-42');
+    const metrics = await (await fetch(`${s.url}/metrics`)).text();
+    expect(metrics).toMatch(/door="v1",route="\/v1\/models",status="200"/);
+    for (const variant of ['GET /v1/models?limit=1', 'GET /V1/models']) {
+      const i = contractFailures.findIndex((f) => f.startsWith(variant));
+      if (i >= 0) contractFailures.splice(i, 1);
+    }
+  });
+
   it('answers a known path with the wrong method, and an unknown path, with 404 naming the endpoints', async () => {
     const wrong = await fetch(`${s.v1}/chat/completions`, { headers: { authorization: `Bearer ${key}` } });
     expect(wrong.status).toBe(404);
