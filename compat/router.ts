@@ -123,10 +123,11 @@ function readPlainJson(req: Request): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     const chunks: Buffer[] = [];
     const failed = () => reject(new DomainError('invalid_request', 'The request body could not be read (check Content-Type and charset).'));
+    // `on`, not `once`: each fires at most once for a request, and `once` wraps every listener.
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.once('error', failed);
-    req.once('aborted', failed);
-    req.once('end', () => {
+    req.on('error', failed);
+    req.on('aborted', failed);
+    req.on('end', () => {
       let text = chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8');
       if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
       if (text.length === 0) {

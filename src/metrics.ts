@@ -25,8 +25,13 @@ const NANOS = 1e9;
 
 export class Metrics {
   readonly registry = new Registry();
-  /** Each model's prices in nanos, parsed once (settlement is a hot path). */
-  private readonly prices = new Map<string, Prices>();
+  // Each series' handle, looked up once: prom-client hashes a label object on every call otherwise.
+  private readonly httpSeries = new Map<string, { requests: Counter.Internal; duration: Histogram.Internal<'door' | 'route'> }>();
+  private readonly settledSeries = new Map<
+    string,
+    { prompt: Counter.Internal; completion: Counter.Internal; spend: Counter.Internal; prices: Prices }
+  >();
+  private readonly upstreamSeries = new Map<string, { duration: Histogram.Internal<'model'>; errors: Counter.Internal | null }>();
   private readonly httpRequests: Counter<'door' | 'route' | 'status'>;
   private readonly httpDuration: Histogram<'door' | 'route'>;
   private readonly tokens: Counter<'model' | 'kind'>;
@@ -118,24 +123,53 @@ export class Metrics {
   }
 
   observeHttp(door: string, route: string, status: number, seconds: number): void {
-    this.httpRequests.inc({ door, route, status: String(status) });
-    this.httpDuration.observe({ door, route }, seconds);
+    const key = `${status} ${door} ${route}`;
+    let series = this.httpSeries.get(key);
+    if (!series) {
+      series = {
+        requests: this.httpRequests.labels({ door, route, status: String(status) }),
+        duration: this.httpDuration.labels({ door, route }),
+      };
+      // Routes are patterns and statuses few: the series stay few (a bound all the same).
+      if (this.httpSeries.size < SERIES_CACHED) this.httpSeries.set(key, series);
+    }
+    series.requests.inc();
+    series.duration.observe(seconds);
   }
 
   observeSettled(model: ModelConfig, usage: Usage): void {
-    this.tokens.inc({ model: model.id, kind: 'prompt' }, usage.promptTokens);
-    if (usage.completionTokens > 0) this.tokens.inc({ model: model.id, kind: 'completion' }, usage.completionTokens);
-    let prices = this.prices.get(model.id);
-    if (!prices) this.prices.set(model.id, (prices = pricesOf(model)));
-    const { walletNanos } = split(usage.promptTokens, usage.completionTokens, 0, prices);
-    this.spend.inc({ model: model.id, currency: model.pricing.currency.toUpperCase() }, Number(walletNanos) / NANOS);
+    const m = this.modelSeries(model);
+    m.prompt.inc(usage.promptTokens);
+    if (usage.completionTokens > 0) m.completion.inc(usage.completionTokens);
+    const { walletNanos } = split(usage.promptTokens, usage.completionTokens, 0, m.prices);
+    m.spend.inc(Number(walletNanos) / NANOS);
   }
 
   observeUpstream(modelId: string, seconds: number, failed: boolean): void {
-    this.upstreamDuration.observe({ model: modelId }, seconds);
-    if (failed) this.upstreamErrors.inc({ model: modelId });
+    let m = this.upstreamSeries.get(modelId);
+    if (!m) this.upstreamSeries.set(modelId, (m = { duration: this.upstreamDuration.labels({ model: modelId }), errors: null }));
+    m.duration.observe(seconds);
+    if (failed) (m.errors ??= this.upstreamErrors.labels({ model: modelId })).inc();
+  }
+
+  /** A model's series of settled calls and its prices in nanos, made once (settlement is a hot path). */
+  private modelSeries(model: ModelConfig) {
+    let m = this.settledSeries.get(model.id);
+    if (!m) {
+      m = {
+        prompt: this.tokens.labels({ model: model.id, kind: 'prompt' }),
+        completion: this.tokens.labels({ model: model.id, kind: 'completion' }),
+        spend: this.spend.labels({ model: model.id, currency: model.pricing.currency.toUpperCase() }),
+        prices: pricesOf(model),
+      };
+      this.settledSeries.set(model.id, m);
+    }
+    return m;
   }
 }
+
+/** How many HTTP series observeHttp keeps its handles for (prom-client keeps every series anyway). */
+const SERIES_CACHED = 1000;
 
 /**
  * The outermost metering: counts each settled call's tokens and spend, and tells the caller what

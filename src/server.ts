@@ -119,7 +119,7 @@ function compatDoor(services: Services): CompatDoor {
     context(req, res) {
       // Aborted when the client goes away before the response is finished.
       const controller = new AbortController();
-      res.once('close', () => {
+      res.on('close', () => {
         if (!res.writableFinished) controller.abort(new Error('client disconnected'));
       });
       return createContext(services, {
@@ -173,19 +173,13 @@ export function createApp(services: Services) {
       const route = req.route ? `${req.baseUrl}${req.route.path as string}` : req.baseUrl || 'unmatched';
       services.metrics.observeHttp(door, route, res.statusCode, ms / 1000);
       const settled = settledUsage(res);
-      accessLog.info(
-        {
-          reqId: req.requestId,
-          method: req.method,
-          door,
-          route,
-          path,
-          status: res.statusCode,
-          ms,
-          ...(settled ? { model: settled.model, prompt_tokens: settled.promptTokens, completion_tokens: settled.completionTokens } : {}),
-        },
-        'request',
-      );
+      const line: Record<string, unknown> = { reqId: req.requestId, method: req.method, door, route, path, status: res.statusCode, ms };
+      if (settled) {
+        line.model = settled.model;
+        line.prompt_tokens = settled.promptTokens;
+        line.completion_tokens = settled.completionTokens;
+      }
+      accessLog.info(line, 'request');
     });
   };
   app.use((req, res, next) => {
