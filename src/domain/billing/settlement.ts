@@ -69,9 +69,13 @@ export abstract class Settlement extends WalletLifecycle {
       charge,
       allocationUsed,
       note: cost > call.walletNanos ? 'capped_at_hold' : null,
-      description: ledgerDescription(
-        `${call.model}: ${promptTokens} prompt + ${completionTokens} completion tokens${allocationUsed > 0 ? ` (${allocationUsed} from the monthly allocation)` : ''}`,
-      ),
+      // The ledger row's, written only for a charge.
+      description:
+        charge > 0n
+          ? ledgerDescription(
+              `${call.model}: ${promptTokens} prompt + ${completionTokens} completion tokens${allocationUsed > 0 ? ` (${allocationUsed} from the monthly allocation)` : ''}`,
+            )
+          : '',
     };
     const settled = await this.wallets.settle(settling);
     if (!settled) {

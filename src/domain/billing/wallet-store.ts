@@ -188,6 +188,9 @@ export function usageEventRow(s: Settling, allocationTokens: number, walletNanos
   ];
 }
 
+/** consumeHold's update, returning the wallet row after it (built once: settlement is a hot path). */
+const CONSUME_HOLD_RETURNING = `${CONSUME_HOLD_UPDATE} returning ${WALLET_COLUMNS.replaceAll('w.', '')}`;
+
 export abstract class WalletStoreBase implements WalletStore {
   abstract readonly kind: DatabaseKind;
   abstract readonly optimistic: boolean;
@@ -269,11 +272,7 @@ export abstract class WalletStoreBase implements WalletStore {
   async consumeHold(db: Db, hold: HoldRef, change: Charge, now: Date): Promise<WalletRow | null> {
     // The hold row first: deleting it is what makes a settlement or a release happen once.
     if ((await run(db, 'delete from holds where id = ?', [hold.id])) === 0) return null;
-    const [after] = await rows<Record<string, unknown>>(
-      db,
-      `${CONSUME_HOLD_UPDATE} returning ${WALLET_COLUMNS.replaceAll('w.', '')}`,
-      consumeHoldBindings(hold, change, now),
-    );
+    const [after] = await rows<Record<string, unknown>>(db, CONSUME_HOLD_RETURNING, consumeHoldBindings(hold, change, now));
     if (!after) throw new Error(`hold ${hold.id} had no wallet row`);
     return walletRow(after, 'free');
   }
