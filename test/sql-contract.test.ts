@@ -88,6 +88,20 @@ describe.each(BACKENDS)("billing's SQL runner on %s", (backend) => {
     expect(await balance()).toBe(70n);
   });
 
+  it('rolls back a throwing transaction alone among others started with it (one shared commit on SQLite)', async () => {
+    await wallet(100n);
+    const outcomes = await Promise.allSettled([
+      db.transaction(async (tx) => exec(tx, 'update wallets set balance = balance - 10 where account_id = ?', ['acct_contract'])),
+      db.transaction(async (tx) => {
+        await exec(tx, 'update wallets set balance = balance - 50 where account_id = ?', ['acct_contract']);
+        throw new Error('changed my mind');
+      }),
+      db.transaction(async (tx) => exec(tx, 'update wallets set balance = balance - 20 where account_id = ?', ['acct_contract'])),
+    ]);
+    expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect(await balance()).toBe(70n);
+  });
+
   it('serialises read-then-write transactions on one row: no update is lost', async () => {
     await wallet(0n);
     await Promise.all(

@@ -315,6 +315,7 @@ class SqliteDatabase implements BillingDatabase {
     // IMMEDIATE: take the write lock now (waiting busy_timeout for another process's), so a
     // transaction that reads and then writes cannot fail half-way with SQLITE_BUSY.
     tx.runSync('begin immediate', []);
+    if (batch.length === 1) return this.commitOne(tx, conn, batch[0]!, outcomes);
     try {
       for (const job of batch) {
         tx.runSync('savepoint billing', []);
@@ -332,6 +333,18 @@ class SqliteDatabase implements BillingDatabase {
     } catch (e) {
       if (conn.inTransaction) tx.runSync('rollback', []);
       throw e;
+    }
+  }
+
+  /** A batch of one: its transaction is the whole of BEGIN … COMMIT, with no savepoint of its own. */
+  private async commitOne(tx: SqliteTx, conn: SqliteHandle, job: QueuedTransaction, outcomes: { ok: boolean; value: unknown }[]) {
+    try {
+      const value = await job.fn(tx);
+      tx.runSync('commit', []);
+      outcomes.push({ ok: true, value });
+    } catch (e) {
+      if (conn.inTransaction) tx.runSync('rollback', []);
+      outcomes.push({ ok: false, value: e });
     }
   }
 }
