@@ -8,8 +8,9 @@
 // then the sections other modules add (rate limits, in-process llama.cpp).
 // 3. hostile input: /healthz latency while one key sends oversize requests, against idle.
 // 4. content filter: a streamed answer with and without a chat model's input and output filter.
-// 5. gateways: tollgate beside a bare forwarder and the Portkey gateway, interleaved (./gateways.ts).
-// BENCH_ONLY picks sections (comma-separated: foundation, billing, hostile, contentfilter, gateways,
+// 5. prototypes: express 5's per-request prototype change, and tollgate's server classes (./express-prototypes.ts).
+// 6. gateways: tollgate beside a bare forwarder and the Portkey gateway, interleaved (./gateways.ts).
+// BENCH_ONLY picks sections (comma-separated: foundation, billing, hostile, contentfilter, prototypes, gateways,
 // llamacpp, ratelimit, dashboard).
 // BENCH_SECONDS (default 10) sets the length of each run, BILLING_SLICES (default 5) the billing slices, BENCH_RATE (default 500) the fixed load,
 // BENCH_DATABASE_URL (default TEST_DATABASE_URL, else the local PostgreSQL) the PostgreSQL server.
@@ -21,6 +22,7 @@ import { benchHostile } from './hostile.js';
 import { benchDashboard } from './dashboard.js';
 import { benchContentFilter } from './content-filter.js';
 import { benchGateways } from './gateways.js';
+import { benchPrototypes } from './express-prototypes.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const RATE = Number(process.env.BENCH_RATE ?? 500);
@@ -165,7 +167,7 @@ async function main() {
   console.log(`tollgate benchmark: ${SECONDS}s per run, node ${process.version}`);
   // BENCH_ONLY=foundation,billing,llamacpp,ratelimit runs some sections only (default: all).
   const only = new Set(
-    (process.env.BENCH_ONLY ?? 'foundation,billing,hostile,contentfilter,gateways,llamacpp,ratelimit,dashboard')
+    (process.env.BENCH_ONLY ?? 'foundation,billing,hostile,contentfilter,prototypes,gateways,llamacpp,ratelimit,dashboard')
       .split(',')
       .map((x) => x.trim()),
   );
@@ -183,6 +185,7 @@ async function main() {
   } finally {
     await upstream.stop();
   }
+  if (only.has('prototypes')) benchPrototypes();
   if (only.has('gateways')) await benchGateways();
   if (only.has('llamacpp')) await benchLlamaCpp();
   if (only.has('ratelimit')) await benchRateLimit();

@@ -1,7 +1,7 @@
 // The HTTP server: express with the two doors (/graphql through graphql-yoga and graphql-ws,
 // /v1 through compat), health probes, request ids, and graceful shutdown.
 import { randomUUID, timingSafeEqual } from 'node:crypto';
-import { createServer, IncomingMessage, type Server, ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { AddressInfo, Socket } from 'node:net';
@@ -30,6 +30,7 @@ import { isUnexpectedError, publicErrorBody, toPublicGraphQLError } from './grap
 import { schema } from './graphql/schema.js';
 import { createPaymentsRouter } from './web/payments-router.js';
 import { createDashboardRouter } from './web/dashboard-router.js';
+import { serverClassesFor } from './web/express-classes.js';
 import { clearedSessionCookie, isSecure, sessionCookie, sessionTokenOf } from './web/session-cookie.js';
 
 declare module 'express-serve-static-core' {
@@ -383,18 +384,8 @@ export function createApp(services: Services) {
     v1(r, s);
   };
 
-  // The server's request and response classes: node's, extended by this app's express request and
-  // response, which then become the app's own (`app.request`, `app.response`). express sets each
-  // request's and response's prototype to those as it arrives (a no-op now: it already is), and
-  // /v1 skips express altogether. Setting an object's prototype after it was made moves it out of
-  // V8's fast shapes: every later property access slower, kilobytes more per request.
-  class AppRequest extends IncomingMessage {}
-  class AppResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {}
-  Object.setPrototypeOf(AppRequest.prototype, app.request);
-  Object.setPrototypeOf(AppResponse.prototype, app.response);
-  app.request = AppRequest.prototype as express.Request;
-  app.response = AppResponse.prototype as unknown as express.Response;
-  const serverOptions = { IncomingMessage: AppRequest, ServerResponse: AppResponse };
+  // Requests and responses made with this app's express prototypes (./web/express-classes.ts).
+  const serverOptions = serverClassesFor(app);
 
   return { app, handle, serverOptions, yoga, state };
 }

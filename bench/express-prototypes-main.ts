@@ -1,0 +1,55 @@
+// One run of the "prototypes" section (./express-prototypes.ts), in a process of its own: a bare
+// express 5 app (a middleware and a /v1 handler touching what compat's do: headers, path, query,
+// a finish listener, res.json) served by node:http, either as express is usually served
+// (`createServer(app)`) or with the server classes tollgate uses (src/web/express-classes.ts);
+// an undici client in the same process keeps 8 requests in flight. Prints one JSON line: heap
+// allocated per request (from garbage collections, as ./alloc-probe.ts counts it) and CPU per
+// request, client and server together.
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { GCProfiler, getHeapStatistics } from 'node:v8';
+import express from 'express';
+import { Pool } from 'undici';
+import { serverClassesFor } from '../src/web/express-classes.js';
+
+const variant = process.argv[2] === 'classes' ? 'classes' : 'express';
+const REQUESTS = Number(process.env.PROTOTYPES_REQUESTS ?? 40_000);
+const IN_FLIGHT = 8;
+
+const app = express();
+app.use((req, res, next) => {
+  res.setHeader('x-request-id', String(req.headers['x-request-id'] ?? 'none'));
+  res.on('finish', () => {});
+  next();
+});
+app.use('/v1', (req, res) => {
+  res.json({ path: req.path, url: req.originalUrl, query: req.query, key: req.headers.authorization ?? null });
+});
+const server = variant === 'classes' ? createServer(serverClassesFor(app), app) : createServer(app);
+await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+const pool = new Pool(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, { connections: IN_FLIGHT });
+const one = () =>
+  pool.request({ path: '/v1/models?limit=1', method: 'GET', headers: { authorization: 'Bearer k' } }).then((r) => r.body.text());
+const run = async (n: number) => {
+  for (let i = 0; i < n / IN_FLIGHT; i++) await Promise.all(Array.from({ length: IN_FLIGHT }, one));
+};
+
+await run(REQUESTS / 2); // warm-up
+const profiler = new GCProfiler();
+const startUsed = getHeapStatistics().used_heap_size;
+const startCpu = process.cpuUsage();
+profiler.start();
+await run(REQUESTS);
+const endUsed = getHeapStatistics().used_heap_size;
+const cpu = process.cpuUsage(startCpu);
+const data = profiler.stop();
+let previous = startUsed;
+let bytes = 0;
+for (const gc of data?.statistics ?? []) {
+  bytes += gc.beforeGC.heapStatistics.usedHeapSize - previous;
+  previous = gc.afterGC.heapStatistics.usedHeapSize;
+}
+bytes += endUsed - previous;
+console.log(JSON.stringify({ variant, kbPerRequest: bytes / REQUESTS / 1024, cpuUsPerRequest: (cpu.user + cpu.system) / REQUESTS }));
+await pool.close();
+server.close();
