@@ -51,6 +51,7 @@ import {
   tokenCount,
   truncate,
   type Upstream,
+  type WholeAnswer,
   worthReporting,
 } from './upstream.js';
 
@@ -122,7 +123,7 @@ export class OpenAIEngine implements Engine {
     this.sseHeaders = { ...headers, accept: 'text/event-stream' };
   }
 
-  async chat(req: EngineChatRequest, signal: AbortSignal): Promise<EngineChatResult> {
+  chat(req: EngineChatRequest, signal: AbortSignal): Promise<EngineChatResult> {
     return this.postJson('/chat/completions', chatPayload(this.model, req, false), signal, 'chat', (data) =>
       this.chatResultFrom(data, req),
     );
@@ -441,16 +442,12 @@ export class OpenAIEngine implements Engine {
 
   /** As open(), for a JSON answer read whole (./upstream.ts requestWhole): its text. */
   private async openWhole(up: Upstream, path: string, body: string, attempt: Attempt, op: string): Promise<string> {
-    const onHead = () => attempt.headReceived();
-    const answer = await requestWhole(up.pool, {
-      path: up.prefix + path,
-      headers: this.jsonHeaders,
-      body,
-      signal: attempt.signal,
-      onHead,
-    }).catch((e: unknown) => {
+    let answer: WholeAnswer;
+    try {
+      answer = await requestWhole(up.pool, { path: up.prefix + path, headers: this.jsonHeaders, body, attempt });
+    } catch (e) {
       throw this.translate(e, attempt, up, op);
-    });
+    }
     if (answer.statusCode >= 200 && answer.statusCode < 300) return answer.text;
     throw this.refusal(answer.statusCode, answer.text, answer.retryAfter, attempt, up, op);
   }
