@@ -45,10 +45,20 @@ const EXACT_COUNT_MESSAGES = 256;
  * ordinary requests; for long ones, the framing (the messages without their text) plus the text
  * counted in pieces, stopping past the limit (./bounded-count.ts).
  */
-async function countPrompt(engine: Engine, messages: ChatMessage[], limit: number, tools?: ToolDefinition[]): Promise<number> {
+function countPrompt(engine: Engine, messages: ChatMessage[], limit: number, tools?: ToolDefinition[]): number | Promise<number> {
   let chars = 0;
   for (const m of messages) chars += m.content.length;
   if (chars <= EXACT_COUNT_CHARS && messages.length <= EXACT_COUNT_MESSAGES) return engine.countChatTokens(messages, tools);
+  return countLongPrompt(engine, messages, limit, chars, tools);
+}
+
+async function countLongPrompt(
+  engine: Engine,
+  messages: ChatMessage[],
+  limit: number,
+  chars: number,
+  tools?: ToolDefinition[],
+): Promise<number> {
   // Every chat template spends at least one token on each message.
   if (messages.length > limit || provablyOver(chars, limit)) return limit + 1;
   // The framing includes the tool definitions and the tool calls (counted whole).
@@ -119,10 +129,22 @@ function chatMeter(
   return { caller, model, promptTokens, requestedOutputTokens, maxOutputTokens: request.maxTokens * (request.n ?? 1), endUser };
 }
 
+/** A chat call validated and counted (prepareChat): what the engine runs, and the figures admission weighs. */
+export interface PreparedChatCall {
+  model: ChatModelConfig;
+  request: EngineChatRequest;
+  engine: Engine;
+  promptTokens: number;
+  requestedOutputTokens: number | null;
+}
+
 export interface InferenceOptions {
   /** The most choices (`n`) a chat call may ask for; default DEFAULT_MAX_CHOICES. */
   maxChoices?: number;
-  /** Chat models with `safety` (./content-filter.ts); none: no model is filtered. */
+  /**
+   * Chat models with `safety` (./content-filter.ts); none: no model is filtered. `screen` gives
+   * back the very call it was given (not a promise of it) when it has nothing to do.
+   */
   contentFilter?: Pick<ContentFilter, 'screen'>;
 }
 
@@ -140,7 +162,7 @@ export class InferenceService {
     options: InferenceOptions = {},
   ) {
     this.maxChoices = options.maxChoices ?? DEFAULT_MAX_CHOICES;
-    this.contentFilter = options.contentFilter ?? { screen: async (_caller, prepared) => prepared };
+    this.contentFilter = options.contentFilter ?? { screen: (_caller, prepared) => prepared };
   }
 
   /**
@@ -165,9 +187,12 @@ export class InferenceService {
     return result.value;
   }
 
-  /** Refuses (429) a caller already known to be over its limits; doors may ask before reading a request. */
-  async precheck(caller: Caller): Promise<void> {
-    await this.metering.precheck?.(caller);
+  /**
+   * Refuses (429) a caller already known to be over its limits; doors may ask before reading a
+   * request. Nothing to wait for (undefined) when the metering decides at once that it may go on.
+   */
+  precheck(caller: Caller): void | Promise<void> {
+    return this.metering.precheck?.(caller);
   }
 
   /**
@@ -176,7 +201,8 @@ export class InferenceService {
    * refused here still counts as a request against the caller's RPM.
    */
   private async screen<T>(caller: Caller, check: () => Promise<T>): Promise<T> {
-    await this.metering.precheck?.(caller);
+    const pending = this.metering.precheck?.(caller);
+    if (pending) await pending;
     try {
       return await check();
     } catch (err) {
@@ -185,14 +211,22 @@ export class InferenceService {
     }
   }
 
+  /** screen() of a chat call, its validation and the content filter, written out: no closures for every chat call. */
+  private async screenChat(caller: Caller, input: ChatInput, signal: AbortSignal): Promise<PreparedChatCall> {
+    const pending = this.metering.precheck?.(caller);
+    if (pending) await pending;
+    try {
+      const prepared = await this.prepareChat(input);
+      const screened = this.contentFilter.screen(caller, prepared, signal);
+      return screened === prepared ? prepared : await screened;
+    } catch (err) {
+      if (err instanceof DomainError && err.status < 500) await this.metering.countRefused?.(caller);
+      throw err;
+    }
+  }
+
   /** Validates a chat request and resolves what the engine runs: the messages and the effective max_tokens. */
-  async prepareChat(input: ChatInput): Promise<{
-    model: ChatModelConfig;
-    request: EngineChatRequest;
-    engine: Engine;
-    promptTokens: number;
-    requestedOutputTokens: number | null;
-  }> {
+  async prepareChat(input: ChatInput): Promise<PreparedChatCall> {
     const model = this.catalog.require(input.model, 'chat');
     const messages = chatMessages(input.messages);
     const options = chatOptions(input, model, this.maxChoices);
@@ -222,7 +256,8 @@ export class InferenceService {
       }
     }
     const engine = this.engines.get(model.id);
-    const promptTokens = await countPrompt(engine, messages, contextWindow - 1, options.tools);
+    const counted = countPrompt(engine, messages, contextWindow - 1, options.tools);
+    const promptTokens = typeof counted === 'number' ? counted : await counted;
     if (promptTokens >= contextWindow) {
       // Counting stops once the window is passed: the figure is exact only up to it.
       const taken = promptTokens === contextWindow ? `${contextWindow} tokens` : `more than ${contextWindow - 1} tokens`;
@@ -267,17 +302,20 @@ export class InferenceService {
   }
 
   async createChatCompletion(caller: Caller, input: ChatInput, signal: AbortSignal): Promise<ChatCompletion> {
-    const prepared = await this.screen(caller, async () => this.contentFilter.screen(caller, await this.prepareChat(input), signal));
+    const prepared = await this.screenChat(caller, input, signal);
     const { model, request, engine, promptTokens } = prepared;
     const n = request.n ?? 1;
-    return this.metered(chatMeter(caller, prepared, input.user), signal, async (ticket) => {
+    // As metered(), written out: no closure and no promise of its own for every chat call.
+    const ticket = await this.metering.admit(chatMeter(caller, prepared, input.user));
+    let value: ChatCompletion;
+    try {
       const maxTokens = perChoice(ticket.maxOutputTokens, n);
-      const result = await engine.chat({ ...request, maxTokens }, signal);
+      const result = await engine.chat(maxTokens === request.maxTokens ? request : { ...request, maxTokens }, signal);
       const choices = (result.choices ?? [result]).slice(0, n);
       if (choices.length !== n) throw new DomainError('upstream_error', `The model returned ${choices.length} choices instead of ${n}.`);
       const overran = result.usage.completionTokens > maxTokens * n;
       let delivered = '';
-      const value: ChatCompletion = {
+      value = {
         id: responseId('chatcmpl'),
         object: 'chat.completion',
         created: now(),
@@ -292,7 +330,7 @@ export class InferenceService {
             if (cut !== content) finishReason = 'length';
             content = cut;
           }
-          delivered += outputText({ content, toolCalls: toolCalls ?? undefined });
+          delivered += toolCalls ? outputText({ content, toolCalls }) : content;
           return {
             index,
             message: { role: 'assistant', content: toolCalls && !content ? null : content, toolCalls },
@@ -304,8 +342,12 @@ export class InferenceService {
         usage: zeroUsage(),
       };
       value.usage = clampChatUsage(result.usage, { promptTokens, maxTokens: maxTokens * n, delivered, choices: n });
-      return { value, usage: value.usage };
-    });
+    } catch (err) {
+      await ticket.settle(zeroUsage(), signal.aborted ? 'client_disconnected' : 'failed');
+      throw err;
+    }
+    await ticket.settle(value.usage, 'completed');
+    return value;
   }
 
   /**
@@ -318,7 +360,7 @@ export class InferenceService {
    * final chunk (no choices) carries the usage; doors decide whether to show it.
    */
   async *chatCompletionStream(caller: Caller, input: ChatInput, signal: AbortSignal): AsyncGenerator<ChatChunk> {
-    const prepared = await this.screen(caller, async () => this.contentFilter.screen(caller, await this.prepareChat(input), signal));
+    const prepared = await this.screenChat(caller, input, signal);
     const { model, request, engine, promptTokens } = prepared;
     const n = request.n ?? 1;
     const ticket = await this.metering.admit(chatMeter(caller, prepared, input.user));
