@@ -90,7 +90,9 @@ export class RateLimiter {
   async admit(accountId: string, limits: RateLimits, tokens: number, onState?: (state: LimiterState) => void): Promise<Admission> {
     let result: AdmitResult;
     try {
-      result = await this.store.admit(accountId, limits, tokens, this.alertThreshold);
+      // The memory store answers at once: no promise to wait for.
+      const answer = this.store.admit(accountId, limits, tokens, this.alertThreshold);
+      result = answer instanceof Promise ? await answer : answer;
     } catch (err) {
       return this.storeUnavailable(err);
     }
@@ -107,6 +109,11 @@ export class RateLimiter {
       this.blocked.set(accountId, { untilMs: Date.now() + result.retryAfter * 1000, rpm: limits.rpm, state: result.state });
     }
     throw refusal(result.exceeded, result.retryAfter, limits, tokens, result.state);
+  }
+
+  /** Whether `precheck` may refuse the account: this instance saw it refused for its RPM (cheap; no state changes). */
+  mayRefuse(accountId: string): boolean {
+    return this.blocked.size > 0 && this.blocked.has(accountId);
   }
 
   /**
@@ -219,7 +226,8 @@ class CountedAdmission implements Admission {
     try {
       // A store that applies the correction later answers null: the call's own change is applied
       // to the last state it saw (other calls' meanwhile are not in it).
-      const after = (await this.limiter.store.correct(this.ref, this.limits, delta)) ?? withTokens(this.known, delta);
+      const answer = this.limiter.store.correct(this.ref, this.limits, delta);
+      const after = (answer instanceof Promise ? await answer : answer) ?? withTokens(this.known, delta);
       this.known = after;
       this.onState?.(after);
       return after;
