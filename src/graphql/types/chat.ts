@@ -71,22 +71,21 @@ export const UsageRef = builder.objectRef<Usage>('Usage').implement({
 const ChatMessageRef = builder.objectRef<ChatCompletion['choices'][number]['message']>('ChatMessage').implement({
   fields: (t) => ({
     role: t.exposeString('role'),
-    content: t.string({ nullable: true, description: 'null when the answer is only tool calls.', resolve: (m) => m.content }),
-    toolCalls: t.field({ type: [ToolCallRef], nullable: true, resolve: (m) => m.toolCalls }),
+    content: t.exposeString('content', { nullable: true, description: 'null when the answer is only tool calls.' }),
+    toolCalls: t.expose('toolCalls', { type: [ToolCallRef], nullable: true }),
   }),
 });
 
 const ChatChoiceRef = builder.objectRef<ChatCompletion['choices'][number]>('ChatChoice').implement({
   fields: (t) => ({
     index: t.exposeInt('index'),
-    message: t.field({ type: ChatMessageRef, resolve: (c) => c.message }),
-    finishReason: t.field({ type: FinishReasonEnum, resolve: (c) => c.finishReason }),
-    logprobs: t.field({ type: [TokenLogprobRef], nullable: true, description: 'With logprobs: true.', resolve: (c) => c.logprobs }),
-    contentFilter: t.field({
+    message: t.expose('message', { type: ChatMessageRef }),
+    finishReason: t.expose('finishReason', { type: FinishReasonEnum }),
+    logprobs: t.expose('logprobs', { type: [TokenLogprobRef], nullable: true, description: 'With logprobs: true.' }),
+    contentFilter: t.expose('contentFilter', {
       type: ContentFilterResultRef,
       nullable: true,
       description: 'Null unless the model has an output content filter (its catalog entry names a moderation model).',
-      resolve: (c) => c.contentFilter ?? null,
     }),
   }),
 });
@@ -97,30 +96,29 @@ const ChatCompletionRef = builder.objectRef<ChatCompletion>('ChatCompletion').im
     object: t.exposeString('object'),
     created: t.exposeInt('created'),
     model: t.exposeString('model'),
-    choices: t.field({ type: [ChatChoiceRef], resolve: (c) => c.choices }),
-    usage: t.field({ type: UsageRef, resolve: (c) => c.usage }),
+    choices: t.expose('choices', { type: [ChatChoiceRef] }),
+    usage: t.expose('usage', { type: UsageRef }),
   }),
 });
 
 const ChatDeltaRef = builder.objectRef<ChatChunk['choices'][number]['delta']>('ChatDelta').implement({
   fields: (t) => ({
-    role: t.string({ nullable: true, resolve: (d) => d.role ?? null }),
-    content: t.string({ nullable: true, resolve: (d) => d.content ?? null }),
-    toolCalls: t.field({ type: [ToolCallDeltaRef], nullable: true, resolve: (d) => d.toolCalls ?? null }),
+    role: t.exposeString('role', { nullable: true }),
+    content: t.exposeString('content', { nullable: true }),
+    toolCalls: t.expose('toolCalls', { type: [ToolCallDeltaRef], nullable: true }),
   }),
 });
 
 const ChunkChoiceRef = builder.objectRef<ChatChunk['choices'][number]>('ChatChunkChoice').implement({
   fields: (t) => ({
     index: t.exposeInt('index'),
-    delta: t.field({ type: ChatDeltaRef, resolve: (c) => c.delta }),
-    finishReason: t.field({ type: FinishReasonEnum, nullable: true, resolve: (c) => c.finishReason }),
-    logprobs: t.field({ type: [TokenLogprobRef], nullable: true, description: 'With logprobs: true.', resolve: (c) => c.logprobs ?? null }),
-    contentFilter: t.field({
+    delta: t.expose('delta', { type: ChatDeltaRef }),
+    finishReason: t.expose('finishReason', { type: FinishReasonEnum, nullable: true }),
+    logprobs: t.expose('logprobs', { type: [TokenLogprobRef], nullable: true, description: 'With logprobs: true.' }),
+    contentFilter: t.expose('contentFilter', {
       type: ContentFilterResultRef,
       nullable: true,
       description: 'On the chunk with the finish reason, when the model has an output content filter.',
-      resolve: (c) => c.contentFilter ?? null,
     }),
   }),
 });
@@ -133,8 +131,8 @@ const ChatChunkRef = builder.objectRef<ChatChunk>('ChatCompletionChunk').impleme
     object: t.exposeString('object'),
     created: t.exposeInt('created'),
     model: t.exposeString('model'),
-    choices: t.field({ type: [ChunkChoiceRef], resolve: (c) => c.choices }),
-    usage: t.field({ type: UsageRef, nullable: true, resolve: (c) => c.usage }),
+    choices: t.expose('choices', { type: [ChunkChoiceRef] }),
+    usage: t.expose('usage', { type: UsageRef, nullable: true }),
   }),
 });
 
