@@ -148,6 +148,45 @@ export interface InferenceOptions {
   contentFilter?: Pick<ContentFilter, 'screen'>;
 }
 
+/** What every chunk of a stream repeats. */
+interface ChunkHead {
+  id: string;
+  created: number;
+  model: string;
+}
+
+type ChunkChoice = ChatChunk['choices'][number];
+
+/** One choice's chunk; `logprobs` and `contentFilter` are set only when given. */
+function chunkOf(
+  head: ChunkHead,
+  index: number,
+  delta: ChunkChoice['delta'],
+  finishReason: FinishReason | null,
+  logprobs?: ChunkChoice['logprobs'],
+  contentFilter?: ChunkChoice['contentFilter'],
+): ChatChunk {
+  const choice: ChunkChoice = { index, delta, finishReason };
+  if (logprobs !== undefined) choice.logprobs = logprobs;
+  if (contentFilter) choice.contentFilter = contentFilter;
+  return { id: head.id, object: 'chat.completion.chunk', created: head.created, model: head.model, choices: [choice], usage: null };
+}
+
+/** The final chunk: no choices, the usage. */
+function usageChunkOf(head: ChunkHead, usage: Usage): ChatChunk {
+  return { id: head.id, object: 'chat.completion.chunk', created: head.created, model: head.model, choices: [], usage };
+}
+
+/** A stream's usage counted from what it delivered (`delivered`: the text of each choice). */
+async function countDelivered(engine: Engine, delivered: string[], promptTokens: number, maxTokens: number): Promise<Usage> {
+  let completionTokens = 0;
+  for (const text of delivered) if (text) completionTokens += await engine.countTokens(text);
+  return clampChatUsage(
+    { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens },
+    { promptTokens, maxTokens, delivered: delivered.join(''), choices: delivered.length },
+  );
+}
+
 /** Each choice's share of the output tokens a ticket allows (every choice gets at least one). */
 const perChoice = (ticketTokens: number, n: number) => Math.max(1, Math.floor(ticketTokens / n));
 
@@ -365,17 +404,7 @@ export class InferenceService {
     const n = request.n ?? 1;
     const ticket = await this.metering.admit(chatMeter(caller, prepared, input.user));
     const maxTokens = perChoice(ticket.maxOutputTokens, n);
-    const id = responseId('chatcmpl');
-    const created = now();
-    const chunk = (index: number, delta: ChatChunk['choices'][0]['delta'], finishReason: FinishReason | null, extra = {}): ChatChunk => ({
-      id,
-      object: 'chat.completion.chunk',
-      created,
-      model: model.id,
-      choices: [{ index, delta, finishReason, ...extra }],
-      usage: null,
-    });
-    const usageChunk = (usage: Usage): ChatChunk => ({ id, object: 'chat.completion.chunk', created, model: model.id, choices: [], usage });
+    const head: ChunkHead = { id: responseId('chatcmpl'), created: now(), model: model.id };
     // What was handed to the client so far, per choice: a stream that does not finish is billed
     // from it, and a stream that delivered none of its answer is billed nothing.
     const delivered: string[] = new Array(n).fill('');
@@ -383,22 +412,14 @@ export class InferenceService {
     const ended: boolean[] = new Array(n).fill(false);
     let settled: { usage: Usage; outcome: CallOutcome } | undefined;
     let failure: unknown;
-    const countDelivered = async (): Promise<Usage> => {
-      let completionTokens = 0;
-      for (const text of delivered) if (text) completionTokens += await engine.countTokens(text);
-      return clampChatUsage(
-        { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens },
-        { promptTokens, maxTokens: maxTokens * n, delivered: delivered.join(''), choices: n },
-      );
-    };
-    const events = engine.chatStream({ ...request, maxTokens }, signal)[Symbol.asyncIterator]();
+    const events = engine.chatStream(maxTokens === request.maxTokens ? request : { ...request, maxTokens }, signal)[Symbol.asyncIterator]();
     try {
       let headSent = false;
       for (let next: IteratorResult<EngineStreamEvent> = await events.next(); !next.done; next = await events.next()) {
         const event = next.value;
         if (!headSent) {
           headSent = true;
-          for (let i = 0; i < n; i++) yield chunk(i, { role: 'assistant', content: '' }, null);
+          for (let i = 0; i < n; i++) yield chunkOf(head, i, { role: 'assistant', content: '' }, null);
         }
         if (event.type === 'started') continue;
         if (event.type === 'delta' || event.type === 'tool_call') {
@@ -408,17 +429,18 @@ export class InferenceService {
           if (chunks[c]! >= maxTokens) {
             // This choice went on past max_tokens: it ends there, as a model that stopped would have.
             ended[c] = true;
-            yield chunk(c, {}, 'length');
+            yield chunkOf(head, c, {}, 'length');
             if (ended.every(Boolean)) break;
             continue;
           }
           chunks[c]!++;
           delivered[c] += piece;
           if (event.type === 'delta') {
-            yield chunk(c, { content: event.content }, null, request.logprobs ? { logprobs: event.logprobs ?? [] } : {});
+            yield chunkOf(head, c, { content: event.content }, null, request.logprobs ? (event.logprobs ?? []) : undefined);
           } else {
             const fn = event.name === undefined ? { arguments: event.arguments } : { name: event.name, arguments: event.arguments };
-            yield chunk(
+            yield chunkOf(
+              head,
               c,
               { toolCalls: [{ index: event.index, ...(event.id ? { id: event.id, type: 'function' as const } : {}), function: fn }] },
               null,
@@ -429,7 +451,7 @@ export class InferenceService {
         if (event.type === 'choice_finish') {
           if (event.choice >= 0 && event.choice < n && !ended[event.choice]) {
             ended[event.choice] = true;
-            yield chunk(event.choice, {}, event.finishReason, event.contentFilter ? { contentFilter: event.contentFilter } : {});
+            yield chunkOf(head, event.choice, {}, event.finishReason, undefined, event.contentFilter);
           }
           continue;
         }
@@ -437,15 +459,15 @@ export class InferenceService {
           usage: clampChatUsage(event.usage, { promptTokens, maxTokens: maxTokens * n, delivered: delivered.join(''), choices: n }),
           outcome: 'completed',
         };
-        for (let i = 0; i < n; i++) if (!ended[i]) yield chunk(i, {}, event.finishReason);
-        yield usageChunk(settled.usage);
+        for (let i = 0; i < n; i++) if (!ended[i]) yield chunkOf(head, i, {}, event.finishReason);
+        yield usageChunkOf(head, settled.usage);
         return;
       }
       if (ended.every(Boolean)) {
         // The engine went on past max_tokens: stop it (closing the upstream request).
         await events.return?.();
-        settled = { usage: await countDelivered(), outcome: 'completed' };
-        yield usageChunk(settled.usage);
+        settled = { usage: await countDelivered(engine, delivered, promptTokens, maxTokens * n), outcome: 'completed' };
+        yield usageChunkOf(head, settled.usage);
         return;
       }
       throw new DomainError('upstream_error', 'The model stopped without finishing its answer.');
@@ -458,7 +480,11 @@ export class InferenceService {
       if (!settled) {
         const left = failure === undefined || signal.aborted;
         if (!delivered.some(Boolean)) settled = { usage: zeroUsage(), outcome: left ? 'client_disconnected' : 'failed' };
-        else settled = { usage: await countDelivered(), outcome: left ? 'client_disconnected' : 'failed_mid_stream' };
+        else
+          settled = {
+            usage: await countDelivered(engine, delivered, promptTokens, maxTokens * n),
+            outcome: left ? 'client_disconnected' : 'failed_mid_stream',
+          };
       }
       await ticket.settle(settled.usage, settled.outcome);
     }

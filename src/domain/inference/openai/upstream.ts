@@ -284,8 +284,6 @@ export function worthReporting(previous: DomainError | undefined, next: DomainEr
 
 export interface StreamState {
   yielded: boolean;
-  /** A well-formed event arrived: the base URL works (its breaker is told once). */
-  healthy: boolean;
   content: string;
   finishReason: FinishReason | undefined;
   usage: Record<string, unknown> | undefined;
