@@ -20,16 +20,24 @@ export function unwrapStreamItem<T>(item: StreamItem<T>): T {
   throw item.streamError instanceof Error ? item.streamError : new DomainError('internal_error', 'The stream failed.');
 }
 
+/** What a guarded subscription's source is: its items, or (once started) a promise of them. */
+export type OpenSource<T> = (
+  signal: AbortSignal,
+  principal: Principal,
+) => AsyncIterable<StreamItem<T>> | Promise<AsyncIterable<StreamItem<T>>>;
+
 /**
  * The items of the source that `open` starts (with a signal that aborts when the operation ends,
  * the client goes away or the key stops being valid), until one of those happens. A failure to
- * authenticate, or the key's end, is yielded once as an error item; then the iterator is done.
+ * authenticate or to open the source, or the key's end, is yielded once as an error item; then the
+ * iterator is done. With `errorsAsItems`, so is the source's own failure (otherwise next() throws it).
  */
 export function untilKeyInvalid<T>(
   ctx: GraphQLContext,
-  open: (signal: AbortSignal, principal: Principal) => AsyncIterable<StreamItem<T>>,
+  open: OpenSource<T>,
+  opts: { errorsAsItems?: boolean } = {},
 ): AsyncIterableIterator<StreamItem<T>> {
-  return new KeyGuarded(ctx, open);
+  return new KeyGuarded(ctx, open, opts.errorsAsItems ?? false);
 }
 
 type Result<T> = IteratorResult<StreamItem<T>>;
@@ -57,7 +65,8 @@ class KeyGuarded<T> implements AsyncIterableIterator<StreamItem<T>> {
 
   constructor(
     private readonly ctx: GraphQLContext,
-    private readonly open: (signal: AbortSignal, principal: Principal) => AsyncIterable<StreamItem<T>>,
+    private readonly open: OpenSource<T>,
+    private readonly errorsAsItems: boolean,
   ) {
     ctx.signal.addEventListener('abort', this, { once: true });
     this.onItem = (result) => {
@@ -69,10 +78,14 @@ class KeyGuarded<T> implements AsyncIterableIterator<StreamItem<T>> {
       else wake(result);
     };
     this.onError = (err) => {
-      const fail = this.fail;
+      const { wake, fail } = this;
       this.wake = this.fail = undefined;
       // So is an error after the key's end.
-      fail?.(err);
+      if (!this.errorsAsItems) fail?.(err);
+      else if (wake) {
+        this.finish();
+        wake({ value: { streamError: err }, done: false });
+      }
     };
     this.end = (error) => this.ended(error);
     this.waitItem = (resolve, reject) => {
@@ -123,7 +136,8 @@ class KeyGuarded<T> implements AsyncIterableIterator<StreamItem<T>> {
       // session is signed out, revoked (from another device) or expires.
       if (principal.keyId) this.unwatch = ctx.services.keyWatch.watch({ keyId: principal.keyId }, this.end);
       else if (ctx.session) this.unwatch = ctx.services.keyWatch.watch({ sessionId: ctx.session.id }, this.end);
-      this.source = this.open(this.controller.signal, principal)[Symbol.asyncIterator]();
+      const source = this.open(this.controller.signal, principal);
+      this.source = (source instanceof Promise ? await source : source)[Symbol.asyncIterator]();
     } catch (err) {
       this.ended(err);
     }

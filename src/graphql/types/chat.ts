@@ -3,7 +3,6 @@ import type { ChatChunk, ChatCompletion, ChatInput } from '../../domain/inferenc
 import type { Usage } from '../../domain/inference/engine.js';
 import { builder } from '../builder.js';
 import { ContentFilterResultRef } from './content-filter.js';
-import type { GraphQLContext } from '../context.js';
 import { type StreamItem, untilKeyInvalid, unwrapStreamItem } from '../key-guard.js';
 import { SafeIntScalar } from './money.js';
 import {
@@ -136,16 +135,6 @@ const ChatChunkRef = builder.objectRef<ChatChunk>('ChatCompletionChunk').impleme
   }),
 });
 
-/** The stream of one call; its errors become items (./key-guard.ts says why). */
-async function* chatStream(ctx: GraphQLContext, input: () => ChatInput, signal: AbortSignal): AsyncGenerator<StreamItem<ChatChunk>> {
-  try {
-    const caller = await ctx.caller();
-    yield* ctx.services.inference.chatCompletionStream(caller, input(), signal);
-  } catch (streamError) {
-    yield { streamError };
-  }
-}
-
 builder.mutationField('createChatCompletion', (t) =>
   t.field({
     type: ChatCompletionRef,
@@ -162,9 +151,13 @@ builder.subscriptionField('chatCompletionStream', (t) =>
     type: ChatChunkRef,
     args: { input: t.arg({ type: ChatCompletionInput, required: true }) },
     // The stream ends when the client goes, the operation completes, or the key is revoked or expires.
+    // Its errors become items (../key-guard.ts says why), the service's stream taken as it is: a
+    // generator around it would add one more step to every chunk.
     subscribe: (_root, { input }, ctx) =>
-      untilKeyInvalid(ctx, (signal) =>
-        chatStream(ctx, () => chatInput(input), signal),
+      untilKeyInvalid<ChatChunk>(
+        ctx,
+        async (signal) => ctx.services.inference.chatCompletionStream(await ctx.caller(), chatInput(input), signal),
+        { errorsAsItems: true },
       ) as AsyncIterable<unknown> as AsyncIterable<ChatChunk>,
     resolve: (item) => unwrapStreamItem(item as StreamItem<ChatChunk>),
   }),
