@@ -6,7 +6,7 @@ import type { ChatModelConfig } from '../catalog/model.js';
 import type { Catalog } from '../catalog/catalog.js';
 import { DomainError } from '../errors.js';
 import { countWithin, PIECE_CHARS, provablyOver } from './bounded-count.js';
-import { chatMessages, chatOptions, checkUser, outputText, refuseUnsupported } from './chat-options.js';
+import { type ChatOptions, chatMessages, chatOptions, checkUser, outputText, refuseUnsupported } from './chat-options.js';
 import type { ContentFilter } from './content-filter.js';
 import { checkDimensions, shorten } from './embedding-dimensions.js';
 import type { ChatMessage, Engine, EngineChatRequest, EngineStreamEvent, FinishReason, ToolDefinition, Usage } from './engine.js';
@@ -250,22 +250,41 @@ export class InferenceService {
     }
   }
 
-  /** screen() of a chat call, its validation and the content filter, written out: no closures for every chat call. */
-  private async screenChat(caller: Caller, input: ChatInput, signal: AbortSignal): Promise<PreparedChatCall> {
+  /**
+   * screen() of a chat call (its validation, token count and the content filter), without a
+   * promise when none of them has to wait: the prepared call itself, or a promise of it.
+   */
+  private screenChat(caller: Caller, input: ChatInput, signal: AbortSignal): PreparedChatCall | Promise<PreparedChatCall> {
     const pending = this.metering.precheck?.(caller);
-    if (pending) await pending;
-    try {
-      const prepared = await this.prepareChat(input);
-      const screened = this.contentFilter.screen(caller, prepared, signal);
-      return screened === prepared ? prepared : await screened;
-    } catch (err) {
-      if (err instanceof DomainError && err.status < 500) await this.metering.countRefused?.(caller);
-      throw err;
-    }
+    if (pending) return pending.then(() => this.checkChat(caller, input, signal));
+    return this.checkChat(caller, input, signal);
   }
 
-  /** Validates a chat request and resolves what the engine runs: the messages and the effective max_tokens. */
-  async prepareChat(input: ChatInput): Promise<PreparedChatCall> {
+  private checkChat(caller: Caller, input: ChatInput, signal: AbortSignal): PreparedChatCall | Promise<PreparedChatCall> {
+    let screened: PreparedChatCall | Promise<PreparedChatCall>;
+    try {
+      const prepared = this.prepareChat(input);
+      screened =
+        prepared instanceof Promise
+          ? prepared.then((p) => this.contentFilter.screen(caller, p, signal))
+          : this.contentFilter.screen(caller, prepared, signal);
+    } catch (err) {
+      return this.refusedChat(caller, err);
+    }
+    return screened instanceof Promise ? screened.catch((err: unknown) => this.refusedChat(caller, err)) : screened;
+  }
+
+  /** An input refused here still counts as a request against the caller's RPM. */
+  private async refusedChat(caller: Caller, err: unknown): Promise<never> {
+    if (err instanceof DomainError && err.status < 500) await this.metering.countRefused?.(caller);
+    throw err;
+  }
+
+  /**
+   * Validates a chat request and resolves what the engine runs: the messages and the effective
+   * max_tokens. At once when the engine counts the prompt at once; else a promise.
+   */
+  prepareChat(input: ChatInput): PreparedChatCall | Promise<PreparedChatCall> {
     const model = this.catalog.require(input.model, 'chat');
     const messages = chatMessages(input.messages);
     const options = chatOptions(input, model, this.maxChoices);
@@ -296,7 +315,21 @@ export class InferenceService {
     }
     const engine = this.engines.get(model.id);
     const counted = countPrompt(engine, messages, contextWindow - 1, options.tools);
-    const promptTokens = typeof counted === 'number' ? counted : await counted;
+    if (typeof counted === 'number') return this.preparedChat(input, model, engine, messages, options, stop, counted);
+    return counted.then((promptTokens) => this.preparedChat(input, model, engine, messages, options, stop, promptTokens));
+  }
+
+  /** The rest of prepareChat, once the prompt is counted. */
+  private preparedChat(
+    input: ChatInput,
+    model: ChatModelConfig,
+    engine: Engine,
+    messages: ChatMessage[],
+    options: ChatOptions,
+    stop: string[] | undefined,
+    promptTokens: number,
+  ): PreparedChatCall {
+    const { max_output_tokens: modelMax, context_window: contextWindow } = model.specifications;
     if (promptTokens >= contextWindow) {
       // Counting stops once the window is passed: the figure is exact only up to it.
       const taken = promptTokens === contextWindow ? `${contextWindow} tokens` : `more than ${contextWindow - 1} tokens`;
@@ -341,7 +374,8 @@ export class InferenceService {
   }
 
   async createChatCompletion(caller: Caller, input: ChatInput, signal: AbortSignal): Promise<ChatCompletion> {
-    const prepared = await this.screenChat(caller, input, signal);
+    const screened = this.screenChat(caller, input, signal);
+    const prepared = screened instanceof Promise ? await screened : screened;
     const { model, request, engine, promptTokens } = prepared;
     const n = request.n ?? 1;
     // As metered(), written out: no closure and no promise of its own for every chat call.

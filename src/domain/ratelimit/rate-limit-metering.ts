@@ -46,7 +46,8 @@ export class RateLimitMetering implements Metering {
     // A client that gave no max_tokens gets at most what one minute's TPM leaves beside its prompt,
     // so the call can be admitted at all; an explicit max_tokens is counted as given.
     const outputCap = req.requestedOutputTokens ?? Math.min(req.maxOutputTokens, Math.max(0, limits.tpm - req.promptTokens));
-    const admission = await this.limiter.admit(caller.accountId, limits, req.promptTokens + outputCap, caller.onRateLimit);
+    const admitted = this.limiter.admit(caller.accountId, limits, req.promptTokens + outputCap, caller.onRateLimit);
+    const admission = admitted instanceof Promise ? await admitted : admitted;
 
     let ticket: MeterTicket;
     try {
@@ -72,9 +73,11 @@ class RateLimitedTicket implements MeterTicket {
     this.maxOutputTokens = inner.maxOutputTokens;
   }
 
-  async settle(usage: Usage, outcome: CallOutcome): Promise<void> {
-    await this.admission.recount(usage.totalTokens);
-    await this.inner.settle(usage, outcome);
+  settle(usage: Usage, outcome: CallOutcome): Promise<void> {
+    // The memory store corrects at once: the inner settlement then starts without a promise of its own.
+    const recounted = this.admission.recount(usage.totalTokens);
+    if (recounted instanceof Promise) return recounted.then(() => this.inner.settle(usage, outcome));
+    return this.inner.settle(usage, outcome);
   }
 }
 
