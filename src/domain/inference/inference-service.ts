@@ -384,7 +384,8 @@ export class InferenceService {
     try {
       const maxTokens = perChoice(ticket.maxOutputTokens, n);
       const result = await engine.chat(maxTokens === request.maxTokens ? request : { ...request, maxTokens }, signal);
-      const choices = (result.choices ?? [result]).slice(0, n);
+      const all = result.choices ?? [result];
+      const choices = all.length > n ? all.slice(0, n) : all;
       if (choices.length !== n) throw new DomainError('upstream_error', `The model returned ${choices.length} choices instead of ${n}.`);
       const overran = result.usage.completionTokens > maxTokens * n;
       let delivered = '';

@@ -4,7 +4,9 @@
 import type { ChatMessage, EngineChatRequest, EngineChoice, EngineStreamEvent, FinishReason, TokenLogprob, ToolCall } from '../engine.js';
 import { asRecord, invalidResponse, mapFinishReason } from './upstream.js';
 
-function messageWire(m: ChatMessage): Record<string, unknown> {
+function messageWire(m: ChatMessage): object {
+  // A plain message is sent as it is: its JSON is the same ({role, content}).
+  if (m.toolCalls === undefined && m.toolCallId === undefined) return m;
   const out: Record<string, unknown> = { role: m.role, content: m.content };
   if (m.toolCalls?.length) {
     // OpenAI's own form of an assistant turn that only called tools.
@@ -97,11 +99,12 @@ function readToolCalls(value: unknown): ToolCall[] | undefined {
 export function readChoices(data: Record<string, unknown>, n: number): EngineChoice[] {
   if (!Array.isArray(data.choices) || data.choices.length < n) throw invalidResponse();
   const out: EngineChoice[] = new Array(n);
-  data.choices.forEach((raw, i) => {
-    const choice = asRecord(raw);
+  const all: unknown[] = data.choices;
+  for (let i = 0; i < all.length; i++) {
+    const choice = asRecord(all[i]);
     if (!choice) throw invalidResponse();
     const index = typeof choice.index === 'number' ? choice.index : i;
-    if (index < 0 || index >= n) return;
+    if (index < 0 || index >= n) continue;
     const message = asRecord(choice.message);
     const content = typeof message?.content === 'string' ? message.content : '';
     const one: EngineChoice = { content, finishReason: mapFinishReason(choice.finish_reason) };
@@ -110,7 +113,7 @@ export function readChoices(data: Record<string, unknown>, n: number): EngineCho
     const logprobs = readLogprobs(choice.logprobs);
     if (logprobs) one.logprobs = logprobs;
     out[index] = one;
-  });
+  }
   for (let i = 0; i < n; i++) if (!out[i]) throw invalidResponse();
   return out;
 }

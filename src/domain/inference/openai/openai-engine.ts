@@ -298,8 +298,16 @@ export class OpenAIEngine implements Engine {
 
   private chatResultFrom(data: Record<string, unknown>, req: EngineChatRequest): EngineChatResult {
     const choices = readChoices(data, req.n ?? 1);
-    const usage = this.usageFrom(asRecord(data.usage), req, choices.map(choiceText).join(''));
-    return { ...choices[0]!, usage, ...(choices.length > 1 ? { choices } : {}) };
+    const reported = asRecord(data.usage);
+    // What the upstream left out is counted here (the answer's text made only then).
+    const promptTokens = tokenCount(reported?.prompt_tokens) ?? countChatTokens(req.messages, req.tools);
+    const completionTokens = tokenCount(reported?.completion_tokens) ?? countTextTokens(choices.map(choiceText).join(''));
+    const result: EngineChatResult = {
+      ...choices[0]!,
+      usage: { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens },
+    };
+    if (choices.length > 1) result.choices = choices;
+    return result;
   }
 
   /** Usage as the upstream reported it; what it left out is counted here. */
