@@ -56,8 +56,14 @@ export const ChatCompletionInput = builder.inputType('ChatCompletionInput', {
 
 type GraphQLChatInput = typeof ChatCompletionInput.$inferInput;
 
-/** The GraphQL input as the domain reads it (the tool choice is an input object here). */
-const chatInput = (input: GraphQLChatInput): ChatInput => ({ ...input, toolChoice: toolChoiceOf(input.toolChoice) });
+/**
+ * The GraphQL input as the domain reads it (the tool choice is an input object here): without a
+ * tool choice, the input itself (the fields are the same), not a copy for every call.
+ */
+const chatInput = (input: GraphQLChatInput): ChatInput =>
+  input.toolChoice === null || input.toolChoice === undefined
+    ? (input as Omit<GraphQLChatInput, 'toolChoice'> as ChatInput)
+    : { ...input, toolChoice: toolChoiceOf(input.toolChoice) };
 
 export const UsageRef = builder.objectRef<Usage>('Usage').implement({
   fields: (t) => ({

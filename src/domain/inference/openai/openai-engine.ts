@@ -59,6 +59,9 @@ import type { OpenAIEngineLogger, OpenAIEngineOptions, UpstreamHealth } from './
 
 export type { OpenAIEngineLogger, OpenAIEngineOptions, UpstreamHealth };
 
+/** TextDecoder's options for a piece of a stream (one object, not one per network read). */
+const DECODE_STREAM = { stream: true } as const;
+
 export class OpenAIEngine implements Engine {
   private readonly upstreams: Upstream[];
   private readonly model: string;
@@ -195,7 +198,7 @@ export class OpenAIEngine implements Engine {
             try {
               for await (const chunk of res.body as AsyncIterable<Buffer>) {
                 if (state.done) continue; // drain to the end so the socket goes back to the pool
-                parser.feed(decoder.decode(chunk, { stream: true }));
+                parser.feed(decoder.decode(chunk, DECODE_STREAM));
                 if (events.length > 0) attempt.progress();
                 for (let i = 0; i < events.length; i++) {
                   const data = events[i]!;
