@@ -197,6 +197,22 @@ describe('rate-limit metering', () => {
     expect(await limiter.recentHits('acct_1')).toBe(5);
   });
 
+  it('prechecks an account it has not refused at once, with no promise; after an RPM refusal, refuses it', async () => {
+    const { metering, request, headers } = setup();
+    const caller = request(1, 1).caller;
+    // Nothing to wait for: every call of an account within its limits asks this.
+    expect(metering.precheck(caller)).toBeUndefined();
+    for (let i = 0; i < 3; i++) await metering.admit(request(10, 5));
+    expect(metering.precheck(caller)).toBeUndefined();
+    const refused = await rejection(metering.admit(request(10, 5)));
+    const before = headers.length;
+    const err = await rejection(metering.precheck(caller) as Promise<void>);
+    expect(err.code).toBe('rate_limit_exceeded');
+    expect(err.message).toMatch(/RPM/);
+    expect(err.retryAfter).toBeLessThanOrEqual(refused.retryAfter!);
+    expect(headers.length).toBe(before + 1);
+  });
+
   it('serves calls unlimited, warns and counts, when the store cannot be reached (fail-open)', async () => {
     const broken = unreachableStore();
     const { metering, request, billing, headers, limiter, warnings } = setup({ store: broken });

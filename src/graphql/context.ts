@@ -63,30 +63,25 @@ export function createContext(
   },
 ): GraphQLContext {
   let authenticated: Promise<Principal> | undefined;
+  let calling: Promise<Caller> | undefined;
   // An API key in the Authorization header decides; without one, a signed-in person's session.
   const session = opts.authorization ? null : (opts.session ?? null);
-  const fromSession = async (accountId: string): Promise<Principal> => {
-    const [account, profile] = await Promise.all([services.accounts.getAccount(accountId), services.rateLimitOverrides.profile(accountId)]);
-    return { account, keyId: null, rateLimitOverride: { rpm: profile.rpm, tpm: profile.tpm } };
-  };
-  const principal = () =>
-    (authenticated ??= session?.accountId ? fromSession(session.accountId) : services.accounts.authenticate(opts.authorization));
-  return {
+  // Methods rather than closures held in constants: a context is made for every request.
+  const ctx: GraphQLContext = {
     services,
     requestId: opts.requestId,
     path: opts.path,
     signal: opts.signal,
-    principal,
-    async caller() {
-      const { account, keyId, rateLimitOverride } = await principal();
-      return {
-        accountId: account.id,
-        keyId,
-        requestId: opts.requestId,
-        rateLimitProfile: { tier: account.tier, ...rateLimitOverride },
-        onRateLimit: opts.onRateLimit,
-        onSettled: opts.onSettled,
-      };
+    principal() {
+      authenticated ??= session?.accountId
+        ? principalOfSession(services, session.accountId)
+        : services.accounts.authenticate(opts.authorization);
+      return authenticated;
+    },
+    // The same caller for every metered call of the request (a door may ask before the operation does).
+    caller() {
+      calling ??= callerOf(ctx.principal(), opts);
+      return calling;
     },
     session,
     cookies: opts.cookies ?? null,
@@ -109,6 +104,27 @@ export function createContext(
         );
       }
     },
+  };
+  return ctx;
+}
+
+async function principalOfSession(services: Services, accountId: string): Promise<Principal> {
+  const [account, profile] = await Promise.all([services.accounts.getAccount(accountId), services.rateLimitOverrides.profile(accountId)]);
+  return { account, keyId: null, rateLimitOverride: { rpm: profile.rpm, tpm: profile.tpm } };
+}
+
+async function callerOf(
+  principal: Promise<Principal>,
+  opts: { requestId: string; onRateLimit?: (state: LimiterState) => void; onSettled?: (model: string, usage: Usage) => void },
+): Promise<Caller> {
+  const { account, keyId, rateLimitOverride } = await principal;
+  return {
+    accountId: account.id,
+    keyId,
+    requestId: opts.requestId,
+    rateLimitProfile: { tier: account.tier, rpm: rateLimitOverride.rpm, tpm: rateLimitOverride.tpm },
+    onRateLimit: opts.onRateLimit,
+    onSettled: opts.onSettled,
   };
 }
 

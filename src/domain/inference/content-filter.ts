@@ -59,11 +59,20 @@ export class ContentFilter {
   /**
    * Checks the input of a chat call whose model has `safety.input` (a flagged input throws 400
    * content_filter), and gives back the call with its engine wrapped when the model has
-   * `safety.output`. A model without `safety` is given back as it is.
+   * `safety.output`. A model without `safety` is given back as it is, at once (not a promise: most
+   * chat calls come this way).
    */
-  async screen<P extends PreparedChat>(caller: Caller, prepared: P, signal: AbortSignal): Promise<P> {
-    const safety = prepared.model.safety;
-    if (!safety) return prepared;
+  screen<P extends PreparedChat>(caller: Caller, prepared: P, signal: AbortSignal): P | Promise<P> {
+    if (!prepared.model.safety) return prepared;
+    return this.screenSafety(caller, prepared, signal, prepared.model.safety);
+  }
+
+  private async screenSafety<P extends PreparedChat>(
+    caller: Caller,
+    prepared: P,
+    signal: AbortSignal,
+    safety: NonNullable<P['model']['safety']>,
+  ): Promise<P> {
     const moderator = this.catalog.require(safety.moderation_model, 'moderation');
     // The chat call's rate-limit headers and access line stay the chat call's.
     const quiet: Caller = { ...caller, onRateLimit: undefined, onSettled: undefined };

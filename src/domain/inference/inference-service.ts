@@ -6,7 +6,7 @@ import type { ChatModelConfig } from '../catalog/model.js';
 import type { Catalog } from '../catalog/catalog.js';
 import { DomainError } from '../errors.js';
 import { countWithin, PIECE_CHARS, provablyOver } from './bounded-count.js';
-import { chatMessages, chatOptions, checkUser, outputText, refuseUnsupported } from './chat-options.js';
+import { type ChatOptions, chatMessages, chatOptions, checkUser, outputText, refuseUnsupported } from './chat-options.js';
 import type { ContentFilter } from './content-filter.js';
 import { checkDimensions, shorten } from './embedding-dimensions.js';
 import type { ChatMessage, Engine, EngineChatRequest, EngineStreamEvent, FinishReason, ToolDefinition, Usage } from './engine.js';
@@ -45,10 +45,20 @@ const EXACT_COUNT_MESSAGES = 256;
  * ordinary requests; for long ones, the framing (the messages without their text) plus the text
  * counted in pieces, stopping past the limit (./bounded-count.ts).
  */
-async function countPrompt(engine: Engine, messages: ChatMessage[], limit: number, tools?: ToolDefinition[]): Promise<number> {
+function countPrompt(engine: Engine, messages: ChatMessage[], limit: number, tools?: ToolDefinition[]): number | Promise<number> {
   let chars = 0;
   for (const m of messages) chars += m.content.length;
   if (chars <= EXACT_COUNT_CHARS && messages.length <= EXACT_COUNT_MESSAGES) return engine.countChatTokens(messages, tools);
+  return countLongPrompt(engine, messages, limit, chars, tools);
+}
+
+async function countLongPrompt(
+  engine: Engine,
+  messages: ChatMessage[],
+  limit: number,
+  chars: number,
+  tools?: ToolDefinition[],
+): Promise<number> {
   // Every chat template spends at least one token on each message.
   if (messages.length > limit || provablyOver(chars, limit)) return limit + 1;
   // The framing includes the tool definitions and the tool calls (counted whole).
@@ -119,11 +129,62 @@ function chatMeter(
   return { caller, model, promptTokens, requestedOutputTokens, maxOutputTokens: request.maxTokens * (request.n ?? 1), endUser };
 }
 
+/** A chat call validated and counted (prepareChat): what the engine runs, and the figures admission weighs. */
+export interface PreparedChatCall {
+  model: ChatModelConfig;
+  request: EngineChatRequest;
+  engine: Engine;
+  promptTokens: number;
+  requestedOutputTokens: number | null;
+}
+
 export interface InferenceOptions {
   /** The most choices (`n`) a chat call may ask for; default DEFAULT_MAX_CHOICES. */
   maxChoices?: number;
-  /** Chat models with `safety` (./content-filter.ts); none: no model is filtered. */
+  /**
+   * Chat models with `safety` (./content-filter.ts); none: no model is filtered. `screen` gives
+   * back the very call it was given (not a promise of it) when it has nothing to do.
+   */
   contentFilter?: Pick<ContentFilter, 'screen'>;
+}
+
+/** What every chunk of a stream repeats. */
+interface ChunkHead {
+  id: string;
+  created: number;
+  model: string;
+}
+
+type ChunkChoice = ChatChunk['choices'][number];
+
+/** One choice's chunk; `logprobs` and `contentFilter` are set only when given. */
+function chunkOf(
+  head: ChunkHead,
+  index: number,
+  delta: ChunkChoice['delta'],
+  finishReason: FinishReason | null,
+  logprobs?: ChunkChoice['logprobs'],
+  contentFilter?: ChunkChoice['contentFilter'],
+): ChatChunk {
+  const choice: ChunkChoice = { index, delta, finishReason };
+  if (logprobs !== undefined) choice.logprobs = logprobs;
+  if (contentFilter) choice.contentFilter = contentFilter;
+  return { id: head.id, object: 'chat.completion.chunk', created: head.created, model: head.model, choices: [choice], usage: null };
+}
+
+/** The final chunk: no choices, the usage. */
+function usageChunkOf(head: ChunkHead, usage: Usage): ChatChunk {
+  return { id: head.id, object: 'chat.completion.chunk', created: head.created, model: head.model, choices: [], usage };
+}
+
+/** A stream's usage counted from what it delivered (`delivered`: the text of each choice). */
+async function countDelivered(engine: Engine, delivered: string[], promptTokens: number, maxTokens: number): Promise<Usage> {
+  let completionTokens = 0;
+  for (const text of delivered) if (text) completionTokens += await engine.countTokens(text);
+  return clampChatUsage(
+    { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens },
+    { promptTokens, maxTokens, delivered: delivered.join(''), choices: delivered.length },
+  );
 }
 
 /** Each choice's share of the output tokens a ticket allows (every choice gets at least one). */
@@ -140,7 +201,7 @@ export class InferenceService {
     options: InferenceOptions = {},
   ) {
     this.maxChoices = options.maxChoices ?? DEFAULT_MAX_CHOICES;
-    this.contentFilter = options.contentFilter ?? { screen: async (_caller, prepared) => prepared };
+    this.contentFilter = options.contentFilter ?? { screen: (_caller, prepared) => prepared };
   }
 
   /**
@@ -165,9 +226,12 @@ export class InferenceService {
     return result.value;
   }
 
-  /** Refuses (429) a caller already known to be over its limits; doors may ask before reading a request. */
-  async precheck(caller: Caller): Promise<void> {
-    await this.metering.precheck?.(caller);
+  /**
+   * Refuses (429) a caller already known to be over its limits; doors may ask before reading a
+   * request. Nothing to wait for (undefined) when the metering decides at once that it may go on.
+   */
+  precheck(caller: Caller): void | Promise<void> {
+    return this.metering.precheck?.(caller);
   }
 
   /**
@@ -176,7 +240,8 @@ export class InferenceService {
    * refused here still counts as a request against the caller's RPM.
    */
   private async screen<T>(caller: Caller, check: () => Promise<T>): Promise<T> {
-    await this.metering.precheck?.(caller);
+    const pending = this.metering.precheck?.(caller);
+    if (pending) await pending;
     try {
       return await check();
     } catch (err) {
@@ -185,14 +250,41 @@ export class InferenceService {
     }
   }
 
-  /** Validates a chat request and resolves what the engine runs: the messages and the effective max_tokens. */
-  async prepareChat(input: ChatInput): Promise<{
-    model: ChatModelConfig;
-    request: EngineChatRequest;
-    engine: Engine;
-    promptTokens: number;
-    requestedOutputTokens: number | null;
-  }> {
+  /**
+   * screen() of a chat call (its validation, token count and the content filter), without a
+   * promise when none of them has to wait: the prepared call itself, or a promise of it.
+   */
+  private screenChat(caller: Caller, input: ChatInput, signal: AbortSignal): PreparedChatCall | Promise<PreparedChatCall> {
+    const pending = this.metering.precheck?.(caller);
+    if (pending) return pending.then(() => this.checkChat(caller, input, signal));
+    return this.checkChat(caller, input, signal);
+  }
+
+  private checkChat(caller: Caller, input: ChatInput, signal: AbortSignal): PreparedChatCall | Promise<PreparedChatCall> {
+    let screened: PreparedChatCall | Promise<PreparedChatCall>;
+    try {
+      const prepared = this.prepareChat(input);
+      screened =
+        prepared instanceof Promise
+          ? prepared.then((p) => this.contentFilter.screen(caller, p, signal))
+          : this.contentFilter.screen(caller, prepared, signal);
+    } catch (err) {
+      return this.refusedChat(caller, err);
+    }
+    return screened instanceof Promise ? screened.catch((err: unknown) => this.refusedChat(caller, err)) : screened;
+  }
+
+  /** An input refused here still counts as a request against the caller's RPM. */
+  private async refusedChat(caller: Caller, err: unknown): Promise<never> {
+    if (err instanceof DomainError && err.status < 500) await this.metering.countRefused?.(caller);
+    throw err;
+  }
+
+  /**
+   * Validates a chat request and resolves what the engine runs: the messages and the effective
+   * max_tokens. At once when the engine counts the prompt at once; else a promise.
+   */
+  prepareChat(input: ChatInput): PreparedChatCall | Promise<PreparedChatCall> {
     const model = this.catalog.require(input.model, 'chat');
     const messages = chatMessages(input.messages);
     const options = chatOptions(input, model, this.maxChoices);
@@ -222,7 +314,22 @@ export class InferenceService {
       }
     }
     const engine = this.engines.get(model.id);
-    const promptTokens = await countPrompt(engine, messages, contextWindow - 1, options.tools);
+    const counted = countPrompt(engine, messages, contextWindow - 1, options.tools);
+    if (typeof counted === 'number') return this.preparedChat(input, model, engine, messages, options, stop, counted);
+    return counted.then((promptTokens) => this.preparedChat(input, model, engine, messages, options, stop, promptTokens));
+  }
+
+  /** The rest of prepareChat, once the prompt is counted. */
+  private preparedChat(
+    input: ChatInput,
+    model: ChatModelConfig,
+    engine: Engine,
+    messages: ChatMessage[],
+    options: ChatOptions,
+    stop: string[] | undefined,
+    promptTokens: number,
+  ): PreparedChatCall {
+    const { max_output_tokens: modelMax, context_window: contextWindow } = model.specifications;
     if (promptTokens >= contextWindow) {
       // Counting stops once the window is passed: the figure is exact only up to it.
       const taken = promptTokens === contextWindow ? `${contextWindow} tokens` : `more than ${contextWindow - 1} tokens`;
@@ -267,17 +374,22 @@ export class InferenceService {
   }
 
   async createChatCompletion(caller: Caller, input: ChatInput, signal: AbortSignal): Promise<ChatCompletion> {
-    const prepared = await this.screen(caller, async () => this.contentFilter.screen(caller, await this.prepareChat(input), signal));
+    const screened = this.screenChat(caller, input, signal);
+    const prepared = screened instanceof Promise ? await screened : screened;
     const { model, request, engine, promptTokens } = prepared;
     const n = request.n ?? 1;
-    return this.metered(chatMeter(caller, prepared, input.user), signal, async (ticket) => {
+    // As metered(), written out: no closure and no promise of its own for every chat call.
+    const ticket = await this.metering.admit(chatMeter(caller, prepared, input.user));
+    let value: ChatCompletion;
+    try {
       const maxTokens = perChoice(ticket.maxOutputTokens, n);
-      const result = await engine.chat({ ...request, maxTokens }, signal);
-      const choices = (result.choices ?? [result]).slice(0, n);
+      const result = await engine.chat(maxTokens === request.maxTokens ? request : { ...request, maxTokens }, signal);
+      const all = result.choices ?? [result];
+      const choices = all.length > n ? all.slice(0, n) : all;
       if (choices.length !== n) throw new DomainError('upstream_error', `The model returned ${choices.length} choices instead of ${n}.`);
       const overran = result.usage.completionTokens > maxTokens * n;
       let delivered = '';
-      const value: ChatCompletion = {
+      value = {
         id: responseId('chatcmpl'),
         object: 'chat.completion',
         created: now(),
@@ -292,7 +404,7 @@ export class InferenceService {
             if (cut !== content) finishReason = 'length';
             content = cut;
           }
-          delivered += outputText({ content, toolCalls: toolCalls ?? undefined });
+          delivered += toolCalls ? outputText({ content, toolCalls }) : content;
           return {
             index,
             message: { role: 'assistant', content: toolCalls && !content ? null : content, toolCalls },
@@ -304,8 +416,12 @@ export class InferenceService {
         usage: zeroUsage(),
       };
       value.usage = clampChatUsage(result.usage, { promptTokens, maxTokens: maxTokens * n, delivered, choices: n });
-      return { value, usage: value.usage };
-    });
+    } catch (err) {
+      await ticket.settle(zeroUsage(), signal.aborted ? 'client_disconnected' : 'failed');
+      throw err;
+    }
+    await ticket.settle(value.usage, 'completed');
+    return value;
   }
 
   /**
@@ -318,22 +434,12 @@ export class InferenceService {
    * final chunk (no choices) carries the usage; doors decide whether to show it.
    */
   async *chatCompletionStream(caller: Caller, input: ChatInput, signal: AbortSignal): AsyncGenerator<ChatChunk> {
-    const prepared = await this.screen(caller, async () => this.contentFilter.screen(caller, await this.prepareChat(input), signal));
+    const prepared = await this.screenChat(caller, input, signal);
     const { model, request, engine, promptTokens } = prepared;
     const n = request.n ?? 1;
     const ticket = await this.metering.admit(chatMeter(caller, prepared, input.user));
     const maxTokens = perChoice(ticket.maxOutputTokens, n);
-    const id = responseId('chatcmpl');
-    const created = now();
-    const chunk = (index: number, delta: ChatChunk['choices'][0]['delta'], finishReason: FinishReason | null, extra = {}): ChatChunk => ({
-      id,
-      object: 'chat.completion.chunk',
-      created,
-      model: model.id,
-      choices: [{ index, delta, finishReason, ...extra }],
-      usage: null,
-    });
-    const usageChunk = (usage: Usage): ChatChunk => ({ id, object: 'chat.completion.chunk', created, model: model.id, choices: [], usage });
+    const head: ChunkHead = { id: responseId('chatcmpl'), created: now(), model: model.id };
     // What was handed to the client so far, per choice: a stream that does not finish is billed
     // from it, and a stream that delivered none of its answer is billed nothing.
     const delivered: string[] = new Array(n).fill('');
@@ -341,22 +447,14 @@ export class InferenceService {
     const ended: boolean[] = new Array(n).fill(false);
     let settled: { usage: Usage; outcome: CallOutcome } | undefined;
     let failure: unknown;
-    const countDelivered = async (): Promise<Usage> => {
-      let completionTokens = 0;
-      for (const text of delivered) if (text) completionTokens += await engine.countTokens(text);
-      return clampChatUsage(
-        { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens },
-        { promptTokens, maxTokens: maxTokens * n, delivered: delivered.join(''), choices: n },
-      );
-    };
-    const events = engine.chatStream({ ...request, maxTokens }, signal)[Symbol.asyncIterator]();
+    const events = engine.chatStream(maxTokens === request.maxTokens ? request : { ...request, maxTokens }, signal)[Symbol.asyncIterator]();
     try {
       let headSent = false;
       for (let next: IteratorResult<EngineStreamEvent> = await events.next(); !next.done; next = await events.next()) {
         const event = next.value;
         if (!headSent) {
           headSent = true;
-          for (let i = 0; i < n; i++) yield chunk(i, { role: 'assistant', content: '' }, null);
+          for (let i = 0; i < n; i++) yield chunkOf(head, i, { role: 'assistant', content: '' }, null);
         }
         if (event.type === 'started') continue;
         if (event.type === 'delta' || event.type === 'tool_call') {
@@ -366,17 +464,18 @@ export class InferenceService {
           if (chunks[c]! >= maxTokens) {
             // This choice went on past max_tokens: it ends there, as a model that stopped would have.
             ended[c] = true;
-            yield chunk(c, {}, 'length');
+            yield chunkOf(head, c, {}, 'length');
             if (ended.every(Boolean)) break;
             continue;
           }
           chunks[c]!++;
           delivered[c] += piece;
           if (event.type === 'delta') {
-            yield chunk(c, { content: event.content }, null, request.logprobs ? { logprobs: event.logprobs ?? [] } : {});
+            yield chunkOf(head, c, { content: event.content }, null, request.logprobs ? (event.logprobs ?? []) : undefined);
           } else {
             const fn = event.name === undefined ? { arguments: event.arguments } : { name: event.name, arguments: event.arguments };
-            yield chunk(
+            yield chunkOf(
+              head,
               c,
               { toolCalls: [{ index: event.index, ...(event.id ? { id: event.id, type: 'function' as const } : {}), function: fn }] },
               null,
@@ -387,7 +486,7 @@ export class InferenceService {
         if (event.type === 'choice_finish') {
           if (event.choice >= 0 && event.choice < n && !ended[event.choice]) {
             ended[event.choice] = true;
-            yield chunk(event.choice, {}, event.finishReason, event.contentFilter ? { contentFilter: event.contentFilter } : {});
+            yield chunkOf(head, event.choice, {}, event.finishReason, undefined, event.contentFilter);
           }
           continue;
         }
@@ -395,15 +494,15 @@ export class InferenceService {
           usage: clampChatUsage(event.usage, { promptTokens, maxTokens: maxTokens * n, delivered: delivered.join(''), choices: n }),
           outcome: 'completed',
         };
-        for (let i = 0; i < n; i++) if (!ended[i]) yield chunk(i, {}, event.finishReason);
-        yield usageChunk(settled.usage);
+        for (let i = 0; i < n; i++) if (!ended[i]) yield chunkOf(head, i, {}, event.finishReason);
+        yield usageChunkOf(head, settled.usage);
         return;
       }
       if (ended.every(Boolean)) {
         // The engine went on past max_tokens: stop it (closing the upstream request).
         await events.return?.();
-        settled = { usage: await countDelivered(), outcome: 'completed' };
-        yield usageChunk(settled.usage);
+        settled = { usage: await countDelivered(engine, delivered, promptTokens, maxTokens * n), outcome: 'completed' };
+        yield usageChunkOf(head, settled.usage);
         return;
       }
       throw new DomainError('upstream_error', 'The model stopped without finishing its answer.');
@@ -416,7 +515,11 @@ export class InferenceService {
       if (!settled) {
         const left = failure === undefined || signal.aborted;
         if (!delivered.some(Boolean)) settled = { usage: zeroUsage(), outcome: left ? 'client_disconnected' : 'failed' };
-        else settled = { usage: await countDelivered(), outcome: left ? 'client_disconnected' : 'failed_mid_stream' };
+        else
+          settled = {
+            usage: await countDelivered(engine, delivered, promptTokens, maxTokens * n),
+            outcome: left ? 'client_disconnected' : 'failed_mid_stream',
+          };
       }
       await ticket.settle(settled.usage, settled.outcome);
     }

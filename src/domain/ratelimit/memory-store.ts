@@ -153,7 +153,7 @@ export class MemoryRateLimitStore implements RateLimitStore {
     return this.windows.size;
   }
 
-  async admit(key: string, limits: RateLimits, tokens: number, alertThreshold: number): Promise<AdmitResult> {
+  admit(key: string, limits: RateLimits, tokens: number, alertThreshold: number): AdmitResult {
     const nowMs = this.now();
     const w = this.touch(key);
     w.advance(nowMs);
@@ -184,7 +184,7 @@ export class MemoryRateLimitStore implements RateLimitStore {
     };
   }
 
-  async correct(ref: AdmissionRef, limits: RateLimits, deltaTokens: number): Promise<LimiterState> {
+  correct(ref: AdmissionRef, limits: RateLimits, deltaTokens: number): LimiterState {
     const nowMs = this.now();
     const w = this.windows.get(ref.key);
     if (!w) return stateFromTotals(limits, nowMs, 0, 0, -1);

@@ -20,7 +20,13 @@ export class RateLimitMetering implements Metering {
     private readonly limitsFor: LimitsResolver,
   ) {}
 
-  async precheck(caller: Caller): Promise<void> {
+  /** Nothing to wait for (undefined) unless this instance has seen the account refused for its RPM. */
+  precheck(caller: Caller): void | Promise<void> {
+    if (!this.limiter.mayRefuse(caller.accountId)) return;
+    return this.precheckBlocked(caller);
+  }
+
+  private async precheckBlocked(caller: Caller): Promise<void> {
     await this.limiter.precheck(caller.accountId, await this.limitsFor(caller), caller.onRateLimit);
   }
 
@@ -35,11 +41,13 @@ export class RateLimitMetering implements Metering {
 
   async admit(req: MeterRequest): Promise<MeterTicket> {
     const caller = req.caller;
-    const limits = await this.limitsFor(caller);
+    const resolved = this.limitsFor(caller);
+    const limits = resolved instanceof Promise ? await resolved : resolved;
     // A client that gave no max_tokens gets at most what one minute's TPM leaves beside its prompt,
     // so the call can be admitted at all; an explicit max_tokens is counted as given.
     const outputCap = req.requestedOutputTokens ?? Math.min(req.maxOutputTokens, Math.max(0, limits.tpm - req.promptTokens));
-    const admission = await this.limiter.admit(caller.accountId, limits, req.promptTokens + outputCap, caller.onRateLimit);
+    const admitted = this.limiter.admit(caller.accountId, limits, req.promptTokens + outputCap, caller.onRateLimit);
+    const admission = admitted instanceof Promise ? await admitted : admitted;
 
     let ticket: MeterTicket;
     try {
@@ -65,9 +73,11 @@ class RateLimitedTicket implements MeterTicket {
     this.maxOutputTokens = inner.maxOutputTokens;
   }
 
-  async settle(usage: Usage, outcome: CallOutcome): Promise<void> {
-    await this.admission.recount(usage.totalTokens);
-    await this.inner.settle(usage, outcome);
+  settle(usage: Usage, outcome: CallOutcome): Promise<void> {
+    // The memory store corrects at once: the inner settlement then starts without a promise of its own.
+    const recounted = this.admission.recount(usage.totalTokens);
+    if (recounted instanceof Promise) return recounted.then(() => this.inner.settle(usage, outcome));
+    return this.inner.settle(usage, outcome);
   }
 }
 
@@ -86,6 +96,8 @@ export function tierLimits(tiers: Record<string, RateLimits>, lookup: (accountId
   const limitsOf = (p: RateLimitProfile): RateLimits => {
     // A tier the config does not know (renamed since) gets the most restrictive contract tier's.
     const tier = tiers[p.tier] ?? tiers.free!;
+    // Without an override, the tier's own (read-only) limits: no object per call.
+    if ((p.rpm === null || p.rpm === undefined) && (p.tpm === null || p.tpm === undefined)) return tier;
     return { rpm: p.rpm ?? tier.rpm, tpm: p.tpm ?? tier.tpm };
   };
   return (caller) => (caller.rateLimitProfile ? limitsOf(caller.rateLimitProfile) : lookup(caller.accountId).then(limitsOf));

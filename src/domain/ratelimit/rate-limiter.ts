@@ -34,14 +34,17 @@ export interface Admission {
   readonly state: LimiterState | null;
   /** The tokens counted for the call now. */
   readonly counted: number;
-  /** Counts `tokens` for the call instead (its real usage, or a lower estimate); returns the new state. */
-  recount(tokens: number): Promise<LimiterState | null>;
+  /**
+   * Counts `tokens` for the call instead (its real usage, or a lower estimate); returns the new
+   * state (at once when the store answers at once).
+   */
+  recount(tokens: number): LimiterState | null | Promise<LimiterState | null>;
   /**
    * The call did not run (refused after admission, e.g. by billing): its tokens are given back. The
    * request itself stays counted: the server did handle it, and a client hammering with calls
    * that billing refuses must still meet the RPM limit.
    */
-  refund(): Promise<LimiterState | null>;
+  refund(): LimiterState | null | Promise<LimiterState | null>;
 }
 
 export const ALERT_KIND = 'rate_limit_hits';
@@ -85,15 +88,34 @@ export class RateLimiter {
 
   /**
    * Counts one request and `tokens` for the account, or throws `rate_limit_exceeded` (429). `onState`
-   * sees the state the client is told about: after the admission, or the one that refused it.
+   * sees the state the client is told about: after the admission, or the one that refused it. At
+   * once (the admission, or the refusal thrown) when the store answers at once, as the memory
+   * store does; else a promise.
    */
-  async admit(accountId: string, limits: RateLimits, tokens: number, onState?: (state: LimiterState) => void): Promise<Admission> {
-    let result: AdmitResult;
+  admit(accountId: string, limits: RateLimits, tokens: number, onState?: (state: LimiterState) => void): Admission | Promise<Admission> {
+    let answer: AdmitResult | Promise<AdmitResult>;
     try {
-      result = await this.store.admit(accountId, limits, tokens, this.alertThreshold);
+      answer = this.store.admit(accountId, limits, tokens, this.alertThreshold);
     } catch (err) {
       return this.storeUnavailable(err);
     }
+    if (answer instanceof Promise) {
+      return answer.then(
+        (result) => this.decide(accountId, limits, tokens, result, onState),
+        (err: unknown) => this.storeUnavailable(err),
+      );
+    }
+    return this.decide(accountId, limits, tokens, answer, onState);
+  }
+
+  /** What admit() makes of the store's answer. */
+  private decide(
+    accountId: string,
+    limits: RateLimits,
+    tokens: number,
+    result: AdmitResult,
+    onState: ((state: LimiterState) => void) | undefined,
+  ): Admission {
     onState?.(result.state);
     if (result.admitted) {
       this.stats.admitted++;
@@ -107,6 +129,11 @@ export class RateLimiter {
       this.blocked.set(accountId, { untilMs: Date.now() + result.retryAfter * 1000, rpm: limits.rpm, state: result.state });
     }
     throw refusal(result.exceeded, result.retryAfter, limits, tokens, result.state);
+  }
+
+  /** Whether `precheck` may refuse the account: this instance saw it refused for its RPM (cheap; no state changes). */
+  mayRefuse(accountId: string): boolean {
+    return this.blocked.size > 0 && this.blocked.has(accountId);
   }
 
   /**
@@ -174,7 +201,7 @@ export class RateLimiter {
     }
     this.stats.failOpen++;
     this.warn(err, 'rate limiter: store unreachable; serving calls without rate limits (fail-open)');
-    return { state: null, counted: 0, recount: async () => null, refund: async () => null };
+    return { state: null, counted: 0, recount: () => null, refund: () => null };
   }
 
   private raiseAlert(accountId: string, recentHits: number) {
@@ -212,25 +239,37 @@ class CountedAdmission implements Admission {
   /** The last state this call saw. */
   private known: LimiterState;
 
-  async recount(real: number): Promise<LimiterState | null> {
+  recount(real: number): LimiterState | null | Promise<LimiterState | null> {
     const delta = real - this.counted;
     if (delta === 0) return null;
     this.counted = real;
     try {
-      // A store that applies the correction later answers null: the call's own change is applied
-      // to the last state it saw (other calls' meanwhile are not in it).
-      const after = (await this.limiter.store.correct(this.ref, this.limits, delta)) ?? withTokens(this.known, delta);
-      this.known = after;
-      this.onState?.(after);
-      return after;
+      const answer = this.limiter.store.correct(this.ref, this.limits, delta);
+      if (answer instanceof Promise) return answer.then((after) => this.corrected(after, delta)).catch((err: unknown) => this.failed(err));
+      return this.corrected(answer, delta);
     } catch (err) {
-      // The call itself went through; only its count stays at the estimate (or misses a rise).
-      this.limiter.backgroundError(err);
-      return null;
+      return this.failed(err);
     }
   }
 
-  refund(): Promise<LimiterState | null> {
+  /**
+   * The state after a correction. A store that applies the correction later answers null: the
+   * call's own change is applied to the last state it saw (other calls' meanwhile are not in it).
+   */
+  private corrected(answer: LimiterState | null, delta: number): LimiterState {
+    const after = answer ?? withTokens(this.known, delta);
+    this.known = after;
+    this.onState?.(after);
+    return after;
+  }
+
+  /** The call itself went through; only its count stays at the estimate (or misses a rise). */
+  private failed(err: unknown): null {
+    this.limiter.backgroundError(err);
+    return null;
+  }
+
+  refund(): LimiterState | null | Promise<LimiterState | null> {
     return this.recount(0);
   }
 }

@@ -70,7 +70,8 @@ export type AdmitResult =
 
 /**
  * A backend of the sliding window. Every method is atomic with respect to the others, across all
- * the processes sharing the store.
+ * the processes sharing the store. `admit` and `correct` may answer at once (the memory store) or
+ * with a promise (Redis).
  */
 export interface RateLimitStore {
   readonly name: 'memory' | 'redis';
@@ -78,13 +79,13 @@ export interface RateLimitStore {
    * Counts 1 request and `tokens` when both fit under `limits`, or counts nothing and records a
    * hit (for the alert, which fires when hits exceed `alertThreshold`).
    */
-  admit(key: string, limits: RateLimits, tokens: number, alertThreshold: number): Promise<AdmitResult>;
+  admit(key: string, limits: RateLimits, tokens: number, alertThreshold: number): AdmitResult | Promise<AdmitResult>;
   /**
    * Adds `deltaTokens` (negative: gives tokens back) to the slot of an admission, never below zero;
    * nothing when the slot has already left the window. Returns the state afterwards, or null when
    * the store applies the correction a moment later (Redis batches it with the next admission).
    */
-  correct(ref: AdmissionRef, limits: RateLimits, deltaTokens: number): Promise<LimiterState | null>;
+  correct(ref: AdmissionRef, limits: RateLimits, deltaTokens: number): LimiterState | null | Promise<LimiterState | null>;
   /** 429s of the key in the last HITS_WINDOW_SECONDS. */
   recentHits(key: string): Promise<number>;
   close(): Promise<void>;

@@ -34,11 +34,14 @@ export function used(slots: readonly SlotCount[], d: Dimension): number {
  * counted now has left it.
  */
 export function stateFromTotals(limits: RateLimits, nowMs: number, usedRequests: number, usedTokens: number, newest: number): LimiterState {
-  const reset = (used: number) => (used > 0 && newest >= 0 ? slotExpiry(newest) : slotOf(nowMs));
   return {
-    rpm: { limit: limits.rpm, remaining: Math.max(0, limits.rpm - usedRequests), reset: reset(usedRequests) },
-    tpm: { limit: limits.tpm, remaining: Math.max(0, limits.tpm - usedTokens), reset: reset(usedTokens) },
+    rpm: { limit: limits.rpm, remaining: Math.max(0, limits.rpm - usedRequests), reset: resetAt(usedRequests, newest, nowMs) },
+    tpm: { limit: limits.tpm, remaining: Math.max(0, limits.tpm - usedTokens), reset: resetAt(usedTokens, newest, nowMs) },
   };
+}
+
+function resetAt(used: number, newest: number, nowMs: number): number {
+  return used > 0 && newest >= 0 ? slotExpiry(newest) : slotOf(nowMs);
 }
 
 /** Which limits a request of `tokens` would break now (empty: it fits). */

@@ -119,13 +119,13 @@ export const ToolCallRef = builder.objectRef<ToolCall>('ToolCall').implement({
   fields: (t) => ({
     id: t.exposeString('id'),
     type: t.exposeString('type'),
-    function: t.field({ type: ToolCallFunctionRef, resolve: (c) => c.function }),
+    function: t.expose('function', { type: ToolCallFunctionRef }),
   }),
 });
 
 const ToolCallDeltaFunctionRef = builder.objectRef<ToolCallDelta['function']>('ToolCallDeltaFunction').implement({
   fields: (t) => ({
-    name: t.string({ nullable: true, resolve: (f) => f.name ?? null }),
+    name: t.exposeString('name', { nullable: true }),
     arguments: t.exposeString('arguments', { description: 'The next piece of the arguments’ JSON text.' }),
   }),
 });
@@ -134,9 +134,9 @@ export const ToolCallDeltaRef = builder.objectRef<ToolCallDelta>('ToolCallDelta'
   description: 'A piece of a streamed tool call: its id, type and name come with its first piece.',
   fields: (t) => ({
     index: t.exposeInt('index'),
-    id: t.string({ nullable: true, resolve: (d) => d.id ?? null }),
-    type: t.string({ nullable: true, resolve: (d) => d.type ?? null }),
-    function: t.field({ type: ToolCallDeltaFunctionRef, resolve: (d) => d.function }),
+    id: t.exposeString('id', { nullable: true }),
+    type: t.exposeString('type', { nullable: true }),
+    function: t.expose('function', { type: ToolCallDeltaFunctionRef }),
   }),
 });
 
@@ -146,7 +146,7 @@ const TopLogprobRef = builder.objectRef<TopLogprob>('TopLogprob').implement({
   fields: (t) => ({
     token: t.exposeString('token'),
     logprob: t.exposeFloat('logprob'),
-    bytes: t.field({ type: ['Int'], nullable: true, resolve: (l) => l.bytes }),
+    bytes: t.exposeIntList('bytes', { nullable: true }),
   }),
 });
 
@@ -155,7 +155,7 @@ export const TokenLogprobRef = builder.objectRef<TokenLogprob>('TokenLogprob').i
   fields: (t) => ({
     token: t.exposeString('token'),
     logprob: t.exposeFloat('logprob'),
-    bytes: t.field({ type: ['Int'], nullable: true, resolve: (l) => l.bytes }),
-    topLogprobs: t.field({ type: [TopLogprobRef], resolve: (l) => l.topLogprobs }),
+    bytes: t.exposeIntList('bytes', { nullable: true }),
+    topLogprobs: t.expose('topLogprobs', { type: [TopLogprobRef] }),
   }),
 });

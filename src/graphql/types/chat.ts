@@ -3,7 +3,6 @@ import type { ChatChunk, ChatCompletion, ChatInput } from '../../domain/inferenc
 import type { Usage } from '../../domain/inference/engine.js';
 import { builder } from '../builder.js';
 import { ContentFilterResultRef } from './content-filter.js';
-import type { GraphQLContext } from '../context.js';
 import { type StreamItem, untilKeyInvalid, unwrapStreamItem } from '../key-guard.js';
 import { SafeIntScalar } from './money.js';
 import {
@@ -57,8 +56,14 @@ export const ChatCompletionInput = builder.inputType('ChatCompletionInput', {
 
 type GraphQLChatInput = typeof ChatCompletionInput.$inferInput;
 
-/** The GraphQL input as the domain reads it (the tool choice is an input object here). */
-const chatInput = (input: GraphQLChatInput): ChatInput => ({ ...input, toolChoice: toolChoiceOf(input.toolChoice) });
+/**
+ * The GraphQL input as the domain reads it (the tool choice is an input object here): without a
+ * tool choice, the input itself (the fields are the same), not a copy for every call.
+ */
+const chatInput = (input: GraphQLChatInput): ChatInput =>
+  input.toolChoice === null || input.toolChoice === undefined
+    ? (input as Omit<GraphQLChatInput, 'toolChoice'> as ChatInput)
+    : { ...input, toolChoice: toolChoiceOf(input.toolChoice) };
 
 export const UsageRef = builder.objectRef<Usage>('Usage').implement({
   fields: (t) => ({
@@ -71,22 +76,21 @@ export const UsageRef = builder.objectRef<Usage>('Usage').implement({
 const ChatMessageRef = builder.objectRef<ChatCompletion['choices'][number]['message']>('ChatMessage').implement({
   fields: (t) => ({
     role: t.exposeString('role'),
-    content: t.string({ nullable: true, description: 'null when the answer is only tool calls.', resolve: (m) => m.content }),
-    toolCalls: t.field({ type: [ToolCallRef], nullable: true, resolve: (m) => m.toolCalls }),
+    content: t.exposeString('content', { nullable: true, description: 'null when the answer is only tool calls.' }),
+    toolCalls: t.expose('toolCalls', { type: [ToolCallRef], nullable: true }),
   }),
 });
 
 const ChatChoiceRef = builder.objectRef<ChatCompletion['choices'][number]>('ChatChoice').implement({
   fields: (t) => ({
     index: t.exposeInt('index'),
-    message: t.field({ type: ChatMessageRef, resolve: (c) => c.message }),
-    finishReason: t.field({ type: FinishReasonEnum, resolve: (c) => c.finishReason }),
-    logprobs: t.field({ type: [TokenLogprobRef], nullable: true, description: 'With logprobs: true.', resolve: (c) => c.logprobs }),
-    contentFilter: t.field({
+    message: t.expose('message', { type: ChatMessageRef }),
+    finishReason: t.expose('finishReason', { type: FinishReasonEnum }),
+    logprobs: t.expose('logprobs', { type: [TokenLogprobRef], nullable: true, description: 'With logprobs: true.' }),
+    contentFilter: t.expose('contentFilter', {
       type: ContentFilterResultRef,
       nullable: true,
       description: 'Null unless the model has an output content filter (its catalog entry names a moderation model).',
-      resolve: (c) => c.contentFilter ?? null,
     }),
   }),
 });
@@ -97,30 +101,29 @@ const ChatCompletionRef = builder.objectRef<ChatCompletion>('ChatCompletion').im
     object: t.exposeString('object'),
     created: t.exposeInt('created'),
     model: t.exposeString('model'),
-    choices: t.field({ type: [ChatChoiceRef], resolve: (c) => c.choices }),
-    usage: t.field({ type: UsageRef, resolve: (c) => c.usage }),
+    choices: t.expose('choices', { type: [ChatChoiceRef] }),
+    usage: t.expose('usage', { type: UsageRef }),
   }),
 });
 
 const ChatDeltaRef = builder.objectRef<ChatChunk['choices'][number]['delta']>('ChatDelta').implement({
   fields: (t) => ({
-    role: t.string({ nullable: true, resolve: (d) => d.role ?? null }),
-    content: t.string({ nullable: true, resolve: (d) => d.content ?? null }),
-    toolCalls: t.field({ type: [ToolCallDeltaRef], nullable: true, resolve: (d) => d.toolCalls ?? null }),
+    role: t.exposeString('role', { nullable: true }),
+    content: t.exposeString('content', { nullable: true }),
+    toolCalls: t.expose('toolCalls', { type: [ToolCallDeltaRef], nullable: true }),
   }),
 });
 
 const ChunkChoiceRef = builder.objectRef<ChatChunk['choices'][number]>('ChatChunkChoice').implement({
   fields: (t) => ({
     index: t.exposeInt('index'),
-    delta: t.field({ type: ChatDeltaRef, resolve: (c) => c.delta }),
-    finishReason: t.field({ type: FinishReasonEnum, nullable: true, resolve: (c) => c.finishReason }),
-    logprobs: t.field({ type: [TokenLogprobRef], nullable: true, description: 'With logprobs: true.', resolve: (c) => c.logprobs ?? null }),
-    contentFilter: t.field({
+    delta: t.expose('delta', { type: ChatDeltaRef }),
+    finishReason: t.expose('finishReason', { type: FinishReasonEnum, nullable: true }),
+    logprobs: t.expose('logprobs', { type: [TokenLogprobRef], nullable: true, description: 'With logprobs: true.' }),
+    contentFilter: t.expose('contentFilter', {
       type: ContentFilterResultRef,
       nullable: true,
       description: 'On the chunk with the finish reason, when the model has an output content filter.',
-      resolve: (c) => c.contentFilter ?? null,
     }),
   }),
 });
@@ -133,20 +136,10 @@ const ChatChunkRef = builder.objectRef<ChatChunk>('ChatCompletionChunk').impleme
     object: t.exposeString('object'),
     created: t.exposeInt('created'),
     model: t.exposeString('model'),
-    choices: t.field({ type: [ChunkChoiceRef], resolve: (c) => c.choices }),
-    usage: t.field({ type: UsageRef, nullable: true, resolve: (c) => c.usage }),
+    choices: t.expose('choices', { type: [ChunkChoiceRef] }),
+    usage: t.expose('usage', { type: UsageRef, nullable: true }),
   }),
 });
-
-/** The stream of one call; its errors become items (./key-guard.ts says why). */
-async function* chatStream(ctx: GraphQLContext, input: () => ChatInput, signal: AbortSignal): AsyncGenerator<StreamItem<ChatChunk>> {
-  try {
-    const caller = await ctx.caller();
-    yield* ctx.services.inference.chatCompletionStream(caller, input(), signal);
-  } catch (streamError) {
-    yield { streamError };
-  }
-}
 
 builder.mutationField('createChatCompletion', (t) =>
   t.field({
@@ -164,9 +157,13 @@ builder.subscriptionField('chatCompletionStream', (t) =>
     type: ChatChunkRef,
     args: { input: t.arg({ type: ChatCompletionInput, required: true }) },
     // The stream ends when the client goes, the operation completes, or the key is revoked or expires.
+    // Its errors become items (../key-guard.ts says why), the service's stream taken as it is: a
+    // generator around it would add one more step to every chunk.
     subscribe: (_root, { input }, ctx) =>
-      untilKeyInvalid(ctx, (signal) =>
-        chatStream(ctx, () => chatInput(input), signal),
+      untilKeyInvalid<ChatChunk>(
+        ctx,
+        async (signal) => ctx.services.inference.chatCompletionStream(await ctx.caller(), chatInput(input), signal),
+        { errorsAsItems: true },
       ) as AsyncIterable<unknown> as AsyncIterable<ChatChunk>,
     resolve: (item) => unwrapStreamItem(item as StreamItem<ChatChunk>),
   }),

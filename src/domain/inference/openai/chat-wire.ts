@@ -1,10 +1,12 @@
 // The openai engine's chat wire format: the request it forwards (tools, response_format, seed, n,
 // logprobs included) and how it reads answers and stream chunks (several choices, tool calls and
 // their streamed pieces, log-probabilities) into the engine's vocabulary.
-import type { ChatMessage, EngineChatRequest, EngineChoice, EngineStreamEvent, TokenLogprob, ToolCall } from '../engine.js';
+import type { ChatMessage, EngineChatRequest, EngineChoice, EngineStreamEvent, FinishReason, TokenLogprob, ToolCall } from '../engine.js';
 import { asRecord, invalidResponse, mapFinishReason } from './upstream.js';
 
-function messageWire(m: ChatMessage): Record<string, unknown> {
+function messageWire(m: ChatMessage): object {
+  // A plain message is sent as it is: its JSON is the same ({role, content}).
+  if (m.toolCalls === undefined && m.toolCallId === undefined) return m;
   const out: Record<string, unknown> = { role: m.role, content: m.content };
   if (m.toolCalls?.length) {
     // OpenAI's own form of an assistant turn that only called tools.
@@ -97,11 +99,12 @@ function readToolCalls(value: unknown): ToolCall[] | undefined {
 export function readChoices(data: Record<string, unknown>, n: number): EngineChoice[] {
   if (!Array.isArray(data.choices) || data.choices.length < n) throw invalidResponse();
   const out: EngineChoice[] = new Array(n);
-  data.choices.forEach((raw, i) => {
-    const choice = asRecord(raw);
+  const all: unknown[] = data.choices;
+  for (let i = 0; i < all.length; i++) {
+    const choice = asRecord(all[i]);
     if (!choice) throw invalidResponse();
     const index = typeof choice.index === 'number' ? choice.index : i;
-    if (index < 0 || index >= n) return;
+    if (index < 0 || index >= n) continue;
     const message = asRecord(choice.message);
     const content = typeof message?.content === 'string' ? message.content : '';
     const one: EngineChoice = { content, finishReason: mapFinishReason(choice.finish_reason) };
@@ -110,7 +113,7 @@ export function readChoices(data: Record<string, unknown>, n: number): EngineCho
     const logprobs = readLogprobs(choice.logprobs);
     if (logprobs) one.logprobs = logprobs;
     out[index] = one;
-  });
+  }
   for (let i = 0; i < n; i++) if (!out[i]) throw invalidResponse();
   return out;
 }
@@ -119,21 +122,22 @@ export function readChoices(data: Record<string, unknown>, n: number): EngineCho
 export const choiceText = (c: EngineChoice) => c.content + (c.toolCalls ?? []).map((t) => t.function.name + t.function.arguments).join('');
 
 /**
- * The engine events one streamed chunk's choice carries: its content (with its log-probabilities),
- * its tool-call pieces, and (with several choices) its end.
+ * The engine events one streamed chunk's choice carries, appended to `out`: its content (with its
+ * log-probabilities), its tool-call pieces, and (with several choices) its end. Returns how the
+ * choice finished, if it did in this chunk.
  */
-export function choiceEvents(
-  choice: Record<string, unknown>,
-  n: number,
-): { events: EngineStreamEvent[]; finish?: ReturnType<typeof mapFinishReason> } {
-  const events: EngineStreamEvent[] = [];
+export function choiceEvents(choice: Record<string, unknown>, n: number, out: EngineStreamEvent[]): FinishReason | undefined {
   const index = typeof choice.index === 'number' && choice.index >= 0 && choice.index < n ? choice.index : 0;
-  const at = n > 1 ? { choice: index } : {};
   const delta = asRecord(choice.delta);
   const content = delta?.content;
   if (typeof content === 'string' && content.length > 0) {
-    const logprobs = readLogprobs(choice.logprobs);
-    events.push({ type: 'delta', content, ...at, ...(logprobs ? { logprobs } : {}) });
+    const event: EngineStreamEvent = { type: 'delta', content };
+    if (n > 1) event.choice = index;
+    if (choice.logprobs !== undefined && choice.logprobs !== null) {
+      const logprobs = readLogprobs(choice.logprobs);
+      if (logprobs) event.logprobs = logprobs;
+    }
+    out.push(event);
   }
   if (Array.isArray(delta?.tool_calls)) {
     for (const raw of delta.tool_calls) {
@@ -142,19 +146,19 @@ export function choiceEvents(
       if (!call || typeof call.index !== 'number') throw invalidResponse();
       const piece: EngineStreamEvent = {
         type: 'tool_call',
-        ...at,
+        ...(n > 1 ? { choice: index } : {}),
         index: call.index,
         arguments: typeof fn?.arguments === 'string' ? fn.arguments : '',
       };
       if (typeof call.id === 'string') piece.id = call.id;
       if (typeof fn?.name === 'string') piece.name = fn.name;
-      events.push(piece);
+      out.push(piece);
     }
   }
-  if (choice.finish_reason === null || choice.finish_reason === undefined) return { events };
+  if (choice.finish_reason === null || choice.finish_reason === undefined) return undefined;
   const finish = mapFinishReason(choice.finish_reason);
-  if (n > 1) events.push({ type: 'choice_finish', choice: index, finishReason: finish });
-  return { events, finish };
+  if (n > 1) out.push({ type: 'choice_finish', choice: index, finishReason: finish });
+  return finish;
 }
 
 /** A whole answer replayed as stream events (a server that ignored `stream: true`). */

@@ -51,12 +51,16 @@ import {
   tokenCount,
   truncate,
   type Upstream,
+  type WholeAnswer,
   worthReporting,
 } from './upstream.js';
 
 import type { OpenAIEngineLogger, OpenAIEngineOptions, UpstreamHealth } from './upstream.js';
 
 export type { OpenAIEngineLogger, OpenAIEngineOptions, UpstreamHealth };
+
+/** TextDecoder's options for a piece of a stream (one object, not one per network read). */
+const DECODE_STREAM = { stream: true } as const;
 
 export class OpenAIEngine implements Engine {
   private readonly upstreams: Upstream[];
@@ -122,7 +126,7 @@ export class OpenAIEngine implements Engine {
     this.sseHeaders = { ...headers, accept: 'text/event-stream' };
   }
 
-  async chat(req: EngineChatRequest, signal: AbortSignal): Promise<EngineChatResult> {
+  chat(req: EngineChatRequest, signal: AbortSignal): Promise<EngineChatResult> {
     return this.postJson('/chat/completions', chatPayload(this.model, req, false), signal, 'chat', (data) =>
       this.chatResultFrom(data, req),
     );
@@ -131,6 +135,7 @@ export class OpenAIEngine implements Engine {
   async *chatStream(req: EngineChatRequest, signal: AbortSignal): AsyncGenerator<EngineStreamEvent> {
     if (signal.aborted) throw abortReason(signal);
     const body = JSON.stringify(chatPayload(this.model, req, true));
+    const n = req.n ?? 1;
     const call = new CallDeadline(this.maxDurationMs);
     const order = this.order();
     let last: DomainError | undefined;
@@ -142,7 +147,7 @@ export class OpenAIEngine implements Engine {
         if (!up.breaker.tryAcquire()) continue;
         attempted = true;
         // A fresh state per attempt: we only move on to another server while nothing was yielded.
-        const state: StreamState = { yielded: false, healthy: false, content: '', finishReason: undefined, usage: undefined, done: false };
+        const state: StreamState = { yielded: false, content: '', finishReason: undefined, usage: undefined, done: false };
         const attempt = new Attempt(signal, call, this.firstByteMs, this.timeoutMs);
         let res: ResponseData;
         try {
@@ -166,10 +171,62 @@ export class OpenAIEngine implements Engine {
             yield { type: 'started' };
             attempt.resume();
           }
-          yield* this.relay(res, state, attempt, req.n ?? 1, () => {
+          const type = res.headers['content-type'];
+          if (typeof type === 'string' && type.includes('application/json')) {
+            // The server ignored stream: true and answered in one piece: relay it as one piece per choice.
+            const events = await this.wholeAnswer(res, state, n);
             judged = true;
             up.breaker.succeeded();
-          });
+            if (events.length > 0) {
+              state.yielded = true;
+              attempt.pause();
+              yield* events;
+            }
+          } else {
+            // The SSE answer, relayed event by event as it comes (written out here rather than in
+            // a generator of its own: every event would pass through one more).
+            const events: string[] = [];
+            const out: EngineStreamEvent[] = [];
+            // Comments (": ping") and retry fields are not events: they do not count as progress.
+            const parser = createParser({
+              onEvent(e) {
+                events.push(e.data);
+              },
+            });
+            // undici's body ignores setEncoding; a streaming decoder keeps characters split across chunks whole.
+            const decoder = new TextDecoder();
+            try {
+              for await (const chunk of res.body as AsyncIterable<Buffer>) {
+                if (state.done) continue; // drain to the end so the socket goes back to the pool
+                parser.feed(decoder.decode(chunk, DECODE_STREAM));
+                if (events.length > 0) attempt.progress();
+                for (let i = 0; i < events.length; i++) {
+                  const data = events[i]!;
+                  if (data === '[DONE]') {
+                    state.done = true;
+                    break;
+                  }
+                  this.readChunk(data, state, n, out);
+                  // The first well-formed event: the base URL works.
+                  if (!judged) {
+                    judged = true;
+                    up.breaker.succeeded();
+                  }
+                  if (out.length > 0) {
+                    state.yielded = true;
+                    attempt.pause();
+                    for (let j = 0; j < out.length; j++) yield out[j]!;
+                    out.length = 0;
+                    attempt.resume();
+                  }
+                }
+                events.length = 0;
+              }
+            } catch (e) {
+              // After [DONE] everything the consumer needs is in hand; a broken tail changes nothing.
+              if (!state.done) throw e;
+            }
+          }
         } catch (e) {
           const err = this.translate(e, attempt, up, 'chat.stream');
           if (err instanceof Retryable) {
@@ -244,8 +301,16 @@ export class OpenAIEngine implements Engine {
 
   private chatResultFrom(data: Record<string, unknown>, req: EngineChatRequest): EngineChatResult {
     const choices = readChoices(data, req.n ?? 1);
-    const usage = this.usageFrom(asRecord(data.usage), req, choices.map(choiceText).join(''));
-    return { ...choices[0]!, usage, ...(choices.length > 1 ? { choices } : {}) };
+    const reported = asRecord(data.usage);
+    // What the upstream left out is counted here (the answer's text made only then).
+    const promptTokens = tokenCount(reported?.prompt_tokens) ?? countChatTokens(req.messages, req.tools);
+    const completionTokens = tokenCount(reported?.completion_tokens) ?? countTextTokens(choices.map(choiceText).join(''));
+    const result: EngineChatResult = {
+      ...choices[0]!,
+      usage: { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens },
+    };
+    if (choices.length > 1) result.choices = choices;
+    return result;
   }
 
   /** Usage as the upstream reported it; what it left out is counted here. */
@@ -255,80 +320,25 @@ export class OpenAIEngine implements Engine {
     return { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens };
   }
 
-  /**
-   * Reads one SSE response into the state, yielding content deltas as they come. `healthy` is
-   * called once, at the first well-formed event (the base URL works).
-   */
-  private async *relay(
-    res: ResponseData,
-    state: StreamState,
-    attempt: Attempt,
-    n: number,
-    healthy: () => void,
-  ): AsyncGenerator<EngineStreamEvent> {
-    const type = res.headers['content-type'];
-    if (typeof type === 'string' && type.includes('application/json')) {
-      // The server ignored stream: true and answered in one piece: relay it as one piece per choice.
-      const data = asRecord(parseJson(await res.body.text()));
-      let choices: ReturnType<typeof readChoices>;
-      try {
-        if (!data) throw invalidResponse();
-        choices = readChoices(data, n);
-      } catch {
-        throw new Retryable(invalidResponse(), true);
-      }
-      healthy();
-      state.usage = asRecord(data.usage);
-      state.finishReason = choices[0]!.finishReason;
-      state.done = true;
-      state.content = choices.map(choiceText).join('');
-      const events = answerEvents(choices);
-      if (events.length > 0) {
-        state.yielded = true;
-        attempt.pause();
-        yield* events;
-      }
-      return;
-    }
-
-    const events: string[] = [];
-    // Comments (": ping") and retry fields are not events: they do not count as progress.
-    const parser = createParser({ onEvent: (e) => events.push(e.data) });
-    // undici's body ignores setEncoding; a streaming decoder keeps characters split across chunks whole.
-    const decoder = new TextDecoder();
+  /** A JSON answer to a streamed request (a server that ignored stream: true), read into the state: its events. */
+  private async wholeAnswer(res: ResponseData, state: StreamState, n: number): Promise<EngineStreamEvent[]> {
+    const data = asRecord(parseJson(await res.body.text()));
+    let choices: ReturnType<typeof readChoices>;
     try {
-      for await (const chunk of res.body as AsyncIterable<Buffer>) {
-        if (state.done) continue; // drain to the end so the socket goes back to the pool
-        parser.feed(decoder.decode(chunk, { stream: true }));
-        if (events.length > 0) attempt.progress();
-        for (let i = 0; i < events.length; i++) {
-          const data = events[i]!;
-          if (data === '[DONE]') {
-            state.done = true;
-            break;
-          }
-          const out = this.readChunk(data, state, n);
-          if (!state.healthy) {
-            state.healthy = true;
-            healthy();
-          }
-          if (out.length > 0) {
-            state.yielded = true;
-            attempt.pause();
-            yield* out;
-            attempt.resume();
-          }
-        }
-        events.length = 0;
-      }
-    } catch (e) {
-      // After [DONE] everything the consumer needs is in hand; a broken tail changes nothing.
-      if (!state.done) throw e;
+      if (!data) throw invalidResponse();
+      choices = readChoices(data, n);
+    } catch {
+      throw new Retryable(invalidResponse(), true);
     }
+    state.usage = asRecord(data.usage);
+    state.finishReason = choices[0]!.finishReason;
+    state.done = true;
+    state.content = choices.map(choiceText).join('');
+    return answerEvents(choices);
   }
 
-  /** Applies one chunk to the state; returns the events it carries (content, tool-call pieces). */
-  private readChunk(data: string, state: StreamState, n: number): EngineStreamEvent[] {
+  /** Applies one chunk to the state; appends the events it carries (content, tool-call pieces) to `out`. */
+  private readChunk(data: string, state: StreamState, n: number, out: EngineStreamEvent[]): void {
     const chunk = asRecord(parseJson(data));
     if (!chunk) throw new Retryable(invalidResponse(), true);
     if (chunk.error !== undefined) {
@@ -338,20 +348,19 @@ export class OpenAIEngine implements Engine {
     // Servers with continuous usage stats send usage on every chunk: the last one wins.
     const usage = asRecord(chunk.usage);
     if (usage) state.usage = usage;
-    if (!Array.isArray(chunk.choices)) return [];
-    const out: EngineStreamEvent[] = [];
+    if (!Array.isArray(chunk.choices)) return;
     for (const raw of chunk.choices) {
       const choice = asRecord(raw);
       if (!choice) continue;
-      const { events, finish } = choiceEvents(choice, n);
+      const from = out.length;
+      const finish = choiceEvents(choice, n, out);
       if (finish) state.finishReason = finish;
-      for (const e of events) {
+      for (let i = from; i < out.length; i++) {
+        const e = out[i]!;
         if (e.type === 'delta') state.content += e.content;
         else if (e.type === 'tool_call') state.content += (e.name ?? '') + e.arguments;
-        out.push(e);
       }
     }
-    return out;
   }
 
   /**
@@ -441,16 +450,12 @@ export class OpenAIEngine implements Engine {
 
   /** As open(), for a JSON answer read whole (./upstream.ts requestWhole): its text. */
   private async openWhole(up: Upstream, path: string, body: string, attempt: Attempt, op: string): Promise<string> {
-    const onHead = () => attempt.headReceived();
-    const answer = await requestWhole(up.pool, {
-      path: up.prefix + path,
-      headers: this.jsonHeaders,
-      body,
-      signal: attempt.signal,
-      onHead,
-    }).catch((e: unknown) => {
+    let answer: WholeAnswer;
+    try {
+      answer = await requestWhole(up.pool, { path: up.prefix + path, headers: this.jsonHeaders, body, attempt });
+    } catch (e) {
       throw this.translate(e, attempt, up, op);
-    });
+    }
     if (answer.statusCode >= 200 && answer.statusCode < 300) return answer.text;
     throw this.refusal(answer.statusCode, answer.text, answer.retryAfter, attempt, up, op);
   }

@@ -50,26 +50,29 @@ export class Retryable {
 /**
  * The whole call's deadline (engine.max_duration_ms), across every base URL it tries; never paused.
  * Attempts run one after the other, so the one in progress registers itself (`attach`) to hear the
- * expiry: a callback rather than an AbortSignal, which would cost an EventTarget per call.
+ * expiry: a method call rather than an AbortSignal, which would cost an EventTarget per call.
  */
 export class CallDeadline {
   private readonly timer: NodeJS.Timeout;
-  private onExpire: (() => void) | undefined;
+  private attempt: Attempt | undefined;
   expired = false;
   /** Why the call was ended, once it has expired. */
   reason: DOMException | undefined;
 
   constructor(ms: number) {
-    this.timer = setTimeout(() => {
-      this.expired = true;
-      this.reason = new DOMException('call deadline', 'TimeoutError');
-      this.onExpire?.();
-    }, ms);
+    this.timer = setTimeout(callExpired, ms, this);
   }
 
-  /** `onExpire` hears the expiry (the attempt in progress); undefined detaches it. */
-  attach(onExpire: (() => void) | undefined): void {
-    this.onExpire = onExpire;
+  /** `attempt` hears the expiry (the attempt in progress); undefined detaches it. */
+  attach(attempt: Attempt | undefined): void {
+    this.attempt = attempt;
+  }
+
+  /** The timer fired. */
+  expire(): void {
+    this.expired = true;
+    this.reason = new DOMException('call deadline', 'TimeoutError');
+    this.attempt?.abort(this.reason);
   }
 
   dispose(): void {
@@ -77,17 +80,33 @@ export class CallDeadline {
   }
 }
 
+// Timer callbacks at module level, given their object as the timer's argument: no closure per call
+// (and none of the names tsx gives every closure, a defineProperty each).
+function callExpired(call: CallDeadline): void {
+  call.expire();
+}
+function attemptTimerFired(attempt: Attempt): void {
+  attempt.timerFired();
+}
+
 /**
  * One attempt's timers and abort wiring. The caller's signal, the call's deadline and the
- * attempt's own timer all abort the upstream request through `signal`. The timer first covers
- * the wait for the response head (first byte), then each gap between events; it is paused while
- * the consumer holds an event, since a slow reader is not a slow upstream. (undici's own
- * headersTimeout/bodyTimeout tick at about one second, too coarse for short timeouts.)
+ * attempt's own timer all abort the upstream request: the one requestWhole sends (through the
+ * abort hook it registers with `onAbort`) or, for a stream, the one given `signal`. The timer
+ * first covers the wait for the response head (first byte), then each gap between events; it is
+ * paused while the consumer holds an event, since a slow reader is not a slow upstream. (undici's
+ * own headersTimeout/bodyTimeout tick at about one second, too coarse for short timeouts.) The
+ * caller's signal is listened to with the attempt itself (`handleEvent`), and an AbortController
+ * is made only for a request that needs a signal.
  */
 export class Attempt {
-  private readonly ctl = new AbortController();
+  private ctl: AbortController | undefined;
   private timer: NodeJS.Timeout;
   private paused = false;
+  private request: Abortable | undefined;
+  /** Why the attempt's request was aborted, once it was (the first reason wins). */
+  private reason: unknown;
+  aborted = false;
   /** The response head arrived: the timer now measures gaps between events. */
   headSeen = false;
   expired: 'first_byte' | 'idle' | undefined;
@@ -98,14 +117,28 @@ export class Attempt {
     firstByteMs: number,
     private readonly idleMs: number,
   ) {
-    this.timer = setTimeout(this.onTimer, firstByteMs);
-    caller.addEventListener('abort', this.onCallerAbort);
-    call.attach(this.onCallExpired);
-    if (call.expired) this.onCallExpired();
+    this.timer = setTimeout(attemptTimerFired, firstByteMs, this);
+    caller.addEventListener('abort', this);
+    call.attach(this);
+    if (call.expired) this.abort(call.reason);
   }
 
+  /** An AbortSignal for the request of this attempt (made on first use, aborted with the attempt). */
   get signal(): AbortSignal {
+    if (!this.ctl) {
+      this.ctl = new AbortController();
+      if (this.aborted) this.ctl.abort(this.reason);
+    }
     return this.ctl.signal;
+  }
+
+  /**
+   * Registers the request in progress, to be aborted with the attempt (at once when the attempt
+   * was aborted already); undefined unregisters it.
+   */
+  watch(request: Abortable | undefined): void {
+    this.request = request;
+    if (request && this.aborted) request.abort(this.reason);
   }
 
   get callerAborted(): boolean {
@@ -120,20 +153,32 @@ export class Attempt {
     return abortReason(this.caller);
   }
 
-  private readonly onTimer = () => {
+  /** Ends the attempt's request with `reason`. */
+  abort(reason: unknown): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = reason;
+    this.request?.abort(reason);
+    this.ctl?.abort(reason);
+  }
+
+  /** The caller's signal aborted (the attempt listens to it as an EventListener object). */
+  handleEvent(): void {
+    this.abort(this.caller.reason);
+  }
+
+  /** The attempt's timer fired. */
+  timerFired(): void {
     if (this.paused) return;
     this.expired = this.headSeen ? 'idle' : 'first_byte';
-    this.ctl.abort(new DOMException('upstream timeout', 'TimeoutError'));
-  };
-
-  private readonly onCallerAbort = () => this.ctl.abort(this.caller.reason);
-  private readonly onCallExpired = () => this.ctl.abort(this.call.reason);
+    this.abort(new DOMException('upstream timeout', 'TimeoutError'));
+  }
 
   /** The response head arrived: from now on the timer is the idle timeout. */
   headReceived(): void {
     this.headSeen = true;
     clearTimeout(this.timer);
-    this.timer = setTimeout(this.onTimer, this.idleMs);
+    this.timer = setTimeout(attemptTimerFired, this.idleMs, this);
   }
 
   /** An event arrived (not a comment, not a keep-alive): the next gap starts now. */
@@ -153,8 +198,9 @@ export class Attempt {
 
   dispose(): void {
     clearTimeout(this.timer);
-    this.caller.removeEventListener('abort', this.onCallerAbort);
+    this.caller.removeEventListener('abort', this);
     this.call.attach(undefined);
+    this.request = undefined;
   }
 }
 
@@ -238,8 +284,6 @@ export function worthReporting(previous: DomainError | undefined, next: DomainEr
 
 export interface StreamState {
   yielded: boolean;
-  /** A well-formed event arrived: the base URL works (its breaker is told once). */
-  healthy: boolean;
   content: string;
   finishReason: FinishReason | undefined;
   usage: Record<string, unknown> | undefined;
@@ -298,83 +342,121 @@ export interface WholeAnswer {
 /**
  * Sends one request and reads its answer whole, through undici's dispatcher with a handler that
  * keeps the body's bytes: no stream, async resource or header object per response, as `request()`
- * makes for a body that is read whole anyway (a third of an upstream call's cost here). As with
- * `request()`: aborting `signal` aborts the request with the signal's reason, and transport errors
- * reject with undici's errors. `onHead` is called when the response head arrives. An error answer's
- * body is read up to ERROR_BODY_LIMIT (then the request is aborted) and a failure while reading it
- * keeps what arrived, as readErrorBody does.
+ * makes for a body that is read whole anyway (a third of an upstream call's cost here). The
+ * attempt aborts the request (with its reason, which the promise rejects with, as `request()`
+ * does for its signal's); transport errors reject with undici's errors. The attempt hears when the
+ * response head arrives (`headReceived`). An error answer's body is read up to ERROR_BODY_LIMIT
+ * (then the request is aborted) and a failure while reading it keeps what arrived, as
+ * readErrorBody does.
  */
 export function requestWhole(
   pool: Dispatcher,
-  opts: { path: string; headers: Record<string, string>; body: string; signal: AbortSignal; onHead: () => void },
+  opts: { path: string; headers: Record<string, string>; body: string; attempt: Attempt },
 ): Promise<WholeAnswer> {
-  const { signal } = opts;
-  if (signal.aborted) return Promise.reject(abortReason(signal));
   return new Promise<WholeAnswer>((resolve, reject) => {
-    let abort: ((reason: Error) => void) | undefined;
-    let reason: unknown;
-    let statusCode = 0;
-    let retryAfter: string | undefined;
-    let chunks: Buffer[] = [];
-    let size = 0;
-    let done = false;
-    const onAbort = () => {
-      reason = abortReason(signal);
-      abort?.(reason as Error);
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-    const finish = () => {
-      done = true;
-      signal.removeEventListener('abort', onAbort);
-    };
-    const errorText = () => truncate(Buffer.concat(chunks).toString('utf8'));
-    pool.dispatch(
-      { method: 'POST', path: opts.path, headers: opts.headers, body: opts.body },
-      {
-        onConnect(abortRequest: (reason: Error) => void) {
-          if (reason !== undefined) abortRequest(reason as Error);
-          else abort = abortRequest;
-        },
-        onHeaders(status: number, rawHeaders: Buffer[]) {
-          if (status < 200) return true; // informational: the answer is still to come
-          statusCode = status;
-          if (status >= 300) {
-            for (let i = 0; i < rawHeaders.length; i += 2) {
-              if (rawHeaders[i]!.toString('latin1').toLowerCase() === 'retry-after') retryAfter = rawHeaders[i + 1]!.toString('latin1');
-            }
-          }
-          opts.onHead();
-          return true;
-        },
-        onData(chunk: Buffer) {
-          if (done) return true;
-          chunks.push(chunk);
-          size += chunk.length;
-          if (statusCode >= 300 && size > ERROR_BODY_LIMIT) {
-            // Enough of an error answer to log: stop reading it.
-            finish();
-            resolve({ statusCode, retryAfter, text: errorText() });
-            abort?.(new Error('error answer read far enough'));
-          }
-          return true;
-        },
-        onComplete() {
-          if (done) return;
-          finish();
-          let body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
-          chunks = [];
-          // As undici's text(): a leading UTF-8 byte-order mark is not part of the text.
-          if (body.length >= 3 && body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf) body = body.subarray(3);
-          resolve({ statusCode, retryAfter, text: statusCode >= 300 ? truncate(body.toString('utf8')) : body.toString('utf8') });
-        },
-        onError(err: Error) {
-          if (done) return;
-          finish();
-          // An error answer that breaks off is still that answer; anything else is the request's failure.
-          if (statusCode >= 300) resolve({ statusCode, retryAfter, text: errorText() });
-          else reject(err);
-        },
-      },
-    );
+    const handler = new WholeHandler(opts.attempt, resolve, reject);
+    opts.attempt.watch(handler);
+    if (handler.done) return;
+    handler.dispatched = true;
+    pool.dispatch({ method: 'POST', path: opts.path, headers: opts.headers, body: opts.body }, handler);
   });
+}
+
+/** A request an attempt can abort. */
+export interface Abortable {
+  abort(reason: unknown): void;
+}
+
+/** requestWhole's dispatch handler: one object per request, its callbacks on the prototype. */
+class WholeHandler implements Dispatcher.DispatchHandler, Abortable {
+  private abortRequest: ((reason: Error) => void) | undefined;
+  private reason: unknown;
+  private aborted = false;
+  private statusCode = 0;
+  private retryAfter: string | undefined;
+  private chunks: Buffer[] = [];
+  private size = 0;
+  done = false;
+  dispatched = false;
+
+  constructor(
+    private readonly attempt: Attempt,
+    private readonly resolve: (answer: WholeAnswer) => void,
+    private readonly reject: (err: unknown) => void,
+  ) {}
+
+  abort(reason: unknown): void {
+    if (this.aborted || this.done) return;
+    this.aborted = true;
+    this.reason = reason;
+    if (this.abortRequest) this.abortRequest(reason as Error);
+    else if (!this.dispatched) {
+      // Aborted before it was sent: refused at once, as request() does for an aborted signal. (A
+      // request dispatched but not yet connected is aborted in onConnect.)
+      this.finish();
+      this.reject(reason);
+    }
+  }
+
+  private finish(): void {
+    this.done = true;
+    this.attempt.watch(undefined);
+  }
+
+  private errorText(): string {
+    return truncate(Buffer.concat(this.chunks).toString('utf8'));
+  }
+
+  onConnect(abortRequest: (reason: Error) => void): void {
+    if (this.aborted) abortRequest(this.reason as Error);
+    else this.abortRequest = abortRequest;
+  }
+
+  onHeaders(status: number, rawHeaders: Buffer[]): boolean {
+    if (status < 200) return true; // informational: the answer is still to come
+    this.statusCode = status;
+    if (status >= 300) {
+      for (let i = 0; i < rawHeaders.length; i += 2) {
+        if (rawHeaders[i]!.toString('latin1').toLowerCase() === 'retry-after') this.retryAfter = rawHeaders[i + 1]!.toString('latin1');
+      }
+    }
+    this.attempt.headReceived();
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    if (this.done) return true;
+    this.chunks.push(chunk);
+    this.size += chunk.length;
+    if (this.statusCode >= 300 && this.size > ERROR_BODY_LIMIT) {
+      // Enough of an error answer to log: stop reading it.
+      this.finish();
+      this.resolve({ statusCode: this.statusCode, retryAfter: this.retryAfter, text: this.errorText() });
+      this.abortRequest?.(new Error('error answer read far enough'));
+    }
+    return true;
+  }
+
+  onComplete(): void {
+    if (this.done) return;
+    this.finish();
+    const { chunks, statusCode } = this;
+    let body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+    this.chunks = [];
+    // As undici's text(): a leading UTF-8 byte-order mark is not part of the text.
+    if (body.length >= 3 && body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf) body = body.subarray(3);
+    this.resolve({
+      statusCode,
+      retryAfter: this.retryAfter,
+      text: statusCode >= 300 ? truncate(body.toString('utf8')) : body.toString('utf8'),
+    });
+  }
+
+  onError(err: Error): void {
+    if (this.done) return;
+    this.finish();
+    // An error answer that breaks off is still that answer; anything else is the request's failure.
+    if (this.statusCode >= 300) this.resolve({ statusCode: this.statusCode, retryAfter: this.retryAfter, text: this.errorText() });
+    else this.reject(err);
+  }
 }
