@@ -42,6 +42,8 @@ export function untilKeyInvalid<T>(
 
 type Result<T> = IteratorResult<StreamItem<T>>;
 
+export const CONCURRENT_NEXT = 'a guarded stream takes one next() at a time: await each item before asking for the next';
+
 /**
  * untilKeyInvalid's iterator. A stream passes every item through it, so an item costs one promise
  * (the one next() answers, settled by the source's item or by the key's end, whichever comes
@@ -146,6 +148,9 @@ class KeyGuarded<T> implements AsyncIterableIterator<StreamItem<T>> {
 
   next(): Promise<Result<T>> {
     if (this.done) return Promise.resolve({ value: undefined, done: true });
+    // One next() at a time (every consumer here awaits each item): a second one while the first
+    // waits is refused rather than left to take the first one's item.
+    if (this.wake || (this.started && !this.ready)) return Promise.reject(new Error(CONCURRENT_NEXT));
     if (!this.ready) return this.firstNext();
     if (this.ending) return Promise.resolve(this.errorItem());
     return new Promise(this.waitItem);
