@@ -108,12 +108,11 @@ export function selectRows(orm: MikroORM): <T>(sql: string, params: readonly Par
   return async <T>(sql: string, params: readonly Param[]) => {
     // Listeners of knex's 'query' event (tracing, tests counting queries) hear it as they would from knex.
     if (knex.listenerCount('query') > 0) knex.emit('query', { sql, bindings: params, method: 'select' });
-    const run = (conn: SqliteHandle) => sqliteStatement(conn, sql).all(...params) as T[];
     const idle = idleSqliteHandle(knex);
-    if (idle) return run(idle);
+    if (idle) return sqliteStatement(idle, sql).all(...params) as T[];
     const conn = await client.acquireConnection();
     try {
-      return run(conn);
+      return sqliteStatement(conn, sql).all(...params) as T[];
     } finally {
       await client.releaseConnection(conn);
     }

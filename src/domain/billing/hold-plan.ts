@@ -78,6 +78,15 @@ const usd = (nanos: bigint) => `${formatDecimal(nanos)} ${WALLET_CURRENCY}`;
 const n = (x: number) => x.toLocaleString('en-US');
 
 /** Decides admission: the hold to place, or the 402 and a message saying what the account can afford. */
+/** The output tokens a call can be admitted with when `affordable` are paid for; null if none. */
+function outputFor(input: HoldInput, affordable: number): number | null {
+  const requested = input.requestedOutputTokens;
+  if (requested !== null) return affordable >= requested ? requested : null;
+  if (!input.chat) return affordable >= 0 ? 0 : null;
+  const output = Math.min(input.maxOutputTokens, affordable);
+  return output >= 1 ? output : null;
+}
+
 export function planHold(input: HoldInput): HoldPlan {
   const { promptTokens: p, requestedOutputTokens: requested, prices } = input;
   const allocationLeft = Math.max(0, input.allocationLeft);
@@ -86,15 +95,8 @@ export function planHold(input: HoldInput): HoldPlan {
   const limitRoom = limit ? limit.limit - limit.spent - limit.held : null;
   const budget = limitRoom === null ? walletBudget : limitRoom < walletBudget ? (limitRoom > 0n ? limitRoom : 0n) : walletBudget;
 
-  const outputFor = (affordable: number): number | null => {
-    if (requested !== null) return affordable >= requested ? requested : null;
-    if (!input.chat) return affordable >= 0 ? 0 : null;
-    const output = Math.min(input.maxOutputTokens, affordable);
-    return output >= 1 ? output : null;
-  };
-
   const affordable = affordableOutput(p, allocationLeft, budget, prices);
-  const output = outputFor(affordable);
+  const output = outputFor(input, affordable);
   if (output !== null) return { ok: true, outputTokens: output, ...holdFor(p, output, allocationLeft, prices) };
 
   // Refused: say why, and what the account can afford.
@@ -116,7 +118,7 @@ export function planHold(input: HoldInput): HoldPlan {
     };
   }
   const cost = holdFor(p, minimum, allocationLeft, prices).walletNanos;
-  if (limit && limitRoom !== null && outputFor(affordableOutput(p, allocationLeft, walletBudget, prices)) !== null) {
+  if (limit && limitRoom !== null && outputFor(input, affordableOutput(p, allocationLeft, walletBudget, prices)) !== null) {
     return {
       ok: false,
       code: 'spending_limit_reached',
