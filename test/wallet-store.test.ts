@@ -249,56 +249,6 @@ describe.each(BACKENDS)('the wallet store on %s', (backend) => {
     expect(await store.balance(db(), id)).toEqual({ balance: 100n, held: 70n });
   });
 
-  it("writes an account's settlements and an admission's holds that arrive together in one statement (PostgreSQL)", async () => {
-    if (backend === 'SQLite') return; // one transaction each, sharing a commit (./sql.ts)
-    const account = await t.account();
-    const calls = [heldCall(account, 'hold_both_1', 30n), heldCall(account, 'hold_both_2', 30n)];
-    const id = await walletWith(100n, calls);
-    const cond = (walletNanos: bigint) => ({
-      accountId: id,
-      tier: 'startup' as const,
-      period: PERIOD,
-      monthlyTokens: 0,
-      walletNanos,
-      allocationTokens: 0,
-      exactAllocationLeft: 0,
-      now: NOW,
-    });
-    const knex = getKnex(t.s.orm);
-    const statements: string[] = [];
-    const listen = (q: { sql: string }) => statements.push(q.sql);
-    knex.on('query', listen);
-    try {
-      // 40 left to hold before the settlements, as the plans saw it: the holds fit.
-      const fresh = heldCall(account, 'hold_both_3', 40n);
-      const [a, b, placed] = await Promise.all([
-        store.settle(settling(calls[0]!, 10n)),
-        store.settle(settling(calls[1]!, 20n)),
-        store.placeHoldsIfUnchanged(cond(40n), [{ call: fresh, row: holdRow(fresh) }]),
-      ]);
-      expect(statements).toHaveLength(1);
-      expect(placed).toBe(true);
-      expect([a!.transaction!.balanceAfter, b!.transaction!.balanceAfter]).toEqual([90n, 70n]);
-      expect(b!.row).toMatchObject({ balance: 70n, held: 40n });
-      expect(await store.balance(db(), id)).toEqual({ balance: 70n, held: 40n });
-      expect(await billing.countOpenHolds(id)).toBe(1);
-      // Holds that did not fit the row as the plans read it are not placed; the settlements stand.
-      statements.length = 0;
-      const more = heldCall(account, 'hold_both_4', 31n);
-      const [c, refused] = await Promise.all([
-        store.settle(settling(fresh, 5n)),
-        store.placeHoldsIfUnchanged(cond(31n), [{ call: more, row: holdRow(more) }]),
-      ]);
-      expect(statements).toHaveLength(1);
-      expect(refused).toBe(false);
-      expect(c!.transaction!.balanceAfter).toBe(65n);
-      expect(await store.balance(db(), id)).toEqual({ balance: 65n, held: 0n });
-      expect(await billing.countOpenHolds(id)).toBe(0);
-    } finally {
-      knex.off('query', listen);
-    }
-  });
-
   it('claims each alert once', async () => {
     const id = await walletWith(10n);
     await store.setLowBalanceAlert(db(), id, 50n, false, NOW);

@@ -10,27 +10,13 @@ interface Waiting<T, R> {
   reject: (error: unknown) => void;
 }
 
-/**
- * How many promise steps `settleFirst` waits: more than the chain from a placement's answer to the
- * next admission batch's placement takes when its wallet row is cached (./admission.ts), about a
- * dozen. Only promise callbacks run meanwhile (no I/O, no timers), so it costs microseconds; what
- * takes longer (a fresh read of the row) goes in a later batch.
- */
-const FOLLOW_UP_STEPS = 20;
-
 export class KeyedBatcher<T, R> {
   private readonly queues = new Map<string, Waiting<T, R>[]>();
 
-  /**
-   * `write` gets a key's waiting items (at most `max`, in the order added) and settles each.
-   * `settleFirst`: after a write, let the promise callbacks its results set off run before taking
-   * the next batch, so that what they add at once joins it (on PostgreSQL, an account's next
-   * admission batch, planned on the row the write returned, placing its holds beside the
-   * settlements that waited: one statement instead of two).
-   */
+  /** `write` gets a key's waiting items (at most `max`, in the order added) and settles each. */
   constructor(
     private readonly write: (key: string, items: T[]) => Promise<Outcome<R>[]>,
-    private readonly opts: { max?: number; settleFirst?: boolean } = {},
+    private readonly max = 200,
   ) {}
 
   add(key: string, item: T): Promise<R> {
@@ -66,9 +52,8 @@ export class KeyedBatcher<T, R> {
   }
 
   private async drain(key: string, queue: Waiting<T, R>[]): Promise<void> {
-    for (let first = true; queue.length > 0; first = false) {
-      if (!first && this.opts.settleFirst) for (let step = 0; step < FOLLOW_UP_STEPS; step++) await null;
-      const batch = queue.splice(0, this.opts.max ?? 200);
+    while (queue.length > 0) {
+      const batch = queue.splice(0, this.max);
       const outcomes = await this.writeOrSplit(
         key,
         batch.map((w) => w.item),
