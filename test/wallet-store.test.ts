@@ -430,6 +430,34 @@ describe.skipIf(!HAS_POSTGRES)('lock order on PostgreSQL: the hold row, then the
     expect(await billing.wallets.balance(billing.db, id)).toEqual({ balance: 1_000_000n - 500n, held: 0n });
   });
 
+  it("settlement beside an admission's holds takes the hold row first", async () => {
+    const billing = t.billing();
+    const id = await t.account('startup');
+    await billing.creditWallet({ accountId: id, amount: 1_000_000n, type: 'bonus', description: 'test' });
+    const period = (await billing.wallets.read(billing.db, id))!.period;
+    const call = { ...heldCall(id, 'hold_order_both', 1_000n), period };
+    await billing.wallets.hold(billing.db, { ...call, monthlyTokens: 0 }, NOW);
+    await insertHold(billing.db, holdRow(call));
+    const fresh = { ...heldCall(id, 'hold_order_both_new', 1_000n), period };
+    const cond = {
+      accountId: id,
+      tier: 'startup' as const,
+      period,
+      monthlyTokens: 0,
+      walletNanos: 1_000n,
+      allocationTokens: 0,
+      exactAllocationLeft: 0,
+      now: NOW,
+    };
+    const both = () =>
+      Promise.all([
+        billing.wallets.settle(settling(call, 500n)),
+        billing.wallets.placeHoldsIfUnchanged(cond, [{ call: fresh, row: holdRow(fresh) }]),
+      ]);
+    expect(await holdLockedWhileWalletWaits(id, call.id, both)).toBe(true);
+    expect(await billing.wallets.balance(billing.db, id)).toEqual({ balance: 1_000_000n - 500n, held: 1_000n });
+  });
+
   it('the sweeper takes the hold row first', async () => {
     const billing = t.billing();
     const id = await t.account('startup');

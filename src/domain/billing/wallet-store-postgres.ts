@@ -28,7 +28,7 @@ import {
 
 /** JSON for jsonb_to_recordset: 64-bit money as text (PostgreSQL reads it back exactly), dates as ISO text. */
 function jsonRows(items: readonly Record<string, unknown>[]): string {
-  return JSON.stringify(items, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value));
+  return JSON.stringify(items);
 }
 
 const HOLD_FIELDS = HOLD_COLUMNS.split(', ');
@@ -46,6 +46,7 @@ const SETTLE_RECORD =
  * each settlement happen once; those the sweeper released are not in `s`), then the wallet row:
  * the lock order of consumeHold. The ledger rows' balance_after: the balance after the whole batch
  * plus the charges of the settlements after each, so the account's chain stays exact, in seq order.
+ * One row back: the wallet row after, and the settled holds' ids and balance_after in order.
  */
 const SETTLE_BATCH =
   `with i as (select * from jsonb_to_recordset(?::jsonb) as i(${SETTLE_RECORD})), ` +
@@ -62,7 +63,7 @@ const SETTLE_BATCH =
   "select txn_id, ?, 'usage', -charge, balance_after, description, request_id, 'usage:' || hold_id, created_at from b where charge > 0 order by ord), " +
   `e as (insert into usage_events (${USAGE_EVENT_COLUMNS}) select hold_id, ?, key_id, model, request_id, outcome, prompt_tokens, completion_tokens, ` +
   'prompt_tokens + completion_tokens, alloc_used, charge, note, day, created_at, end_user from s order by ord) ' +
-  `select b.hold_id, b.txn_id, cast(b.balance_after as text) as balance_after, w.* from b cross join w`;
+  'select w.*, (select array_agg(hold_id order by ord) from b) as settled, (select array_agg(cast(balance_after as text) order by ord) from b) as balances from w';
 
 /** How long a wallet row this process saw may stand in for a read at admission. */
 const ROW_TTL_MS = 1000;
@@ -115,8 +116,8 @@ export class PostgresWalletStore extends WalletStoreBase {
       prompt_tokens: s.promptTokens,
       completion_tokens: s.completionTokens,
       period: s.call.period,
-      held: s.call.walletNanos,
-      charge: s.charge,
+      held: s.call.walletNanos.toString(),
+      charge: s.charge.toString(),
       alloc_held: s.call.allocationTokens,
       alloc_used: s.allocationUsed,
       note: s.note,
@@ -127,7 +128,7 @@ export class PostgresWalletStore extends WalletStoreBase {
       end_user: s.call.endUser,
     }));
     const now = items.reduce((latest, s) => (s.now > latest ? s.now : latest), items[0]!.now);
-    const found = await rows<Record<string, unknown>>(this.db, SETTLE_BATCH, [
+    const [r] = await rows<Record<string, unknown>>(this.db, SETTLE_BATCH, [
       jsonRows(input),
       accountId,
       now,
@@ -135,12 +136,17 @@ export class PostgresWalletStore extends WalletStoreBase {
       accountId,
       accountId,
     ]);
-    const byHold = new Map(found.map((r) => [String(r.hold_id), r]));
-    if (found[0]) this.remember(accountId, withTier(found[0]));
+    if (!r) return items.map(() => ({ ok: true, value: null }));
+    this.remember(accountId, withTier(r));
+    // Each settlement's row: the wallet after the batch (its tier is not read: 'free').
+    const row = walletRow(r, 'free');
+    const balances = new Map<string, bigint>();
+    const ids = (r.settled as string[] | null) ?? [];
+    const after = (r.balances as string[] | null) ?? [];
+    for (let j = 0; j < ids.length; j++) balances.set(ids[j]!, big(after[j]));
     return items.map((s, ord): Outcome<Settled | null> => {
-      const r = byHold.get(s.call.id);
-      if (!r) return { ok: true, value: null };
-      const balanceAfter = big(r.balance_after);
+      const balanceAfter = balances.get(s.call.id);
+      if (balanceAfter === undefined) return { ok: true, value: null };
       const transaction =
         s.charge > 0n
           ? {
@@ -154,7 +160,7 @@ export class PostgresWalletStore extends WalletStoreBase {
               createdAt: s.now,
             }
           : null;
-      return { ok: true, value: { row: walletRow(r, 'free'), transaction } };
+      return { ok: true, value: { row, transaction } };
     });
   }
 
@@ -209,9 +215,16 @@ export class PostgresWalletStore extends WalletStoreBase {
       c.tier,
       c.tier,
       c.accountId,
-      jsonRows(holds.map((h) => Object.fromEntries(HOLD_FIELDS.map((field, i) => [field, toJson(h.row[i])])))),
+      jsonRows(holds.map(holdJson)),
     ];
   }
+}
+
+/** A planned hold as jsonb_to_recordset reads it (HOLD_RECORD). */
+function holdJson(h: PlannedHold): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (let i = 0; i < HOLD_FIELDS.length; i++) out[HOLD_FIELDS[i]!] = toJson(h.row[i]);
+  return out;
 }
 
 function toJson(value: Binding | undefined): unknown {
