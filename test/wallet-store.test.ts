@@ -430,14 +430,20 @@ describe.skipIf(!HAS_POSTGRES)('lock order on PostgreSQL: the hold row, then the
     expect(await billing.wallets.balance(billing.db, id)).toEqual({ balance: 1_000_000n - 500n, held: 0n });
   });
 
-  it("settlement beside an admission's holds takes the hold row first", async () => {
+  /** A startup account's wallet with 1 000 000 nanos and a hold of 1 000 on it (its row owned by `owner`). */
+  async function walletWithHold(holdId: string, owner?: string) {
     const billing = t.billing();
     const id = await t.account('startup');
     await billing.creditWallet({ accountId: id, amount: 1_000_000n, type: 'bonus', description: 'test' });
     const period = (await billing.wallets.read(billing.db, id))!.period;
-    const call = { ...heldCall(id, 'hold_order_both', 1_000n), period };
+    const call = { ...heldCall(id, holdId, 1_000n), period };
     await billing.wallets.hold(billing.db, { ...call, monthlyTokens: 0 }, NOW);
-    await insertHold(billing.db, holdRow(call));
+    await insertHold(billing.db, holdRow(call, owner));
+    return { billing, id, period, call };
+  }
+
+  it("settlement beside an admission's holds takes the hold row first", async () => {
+    const { billing, id, period, call } = await walletWithHold('hold_order_both');
     const fresh = { ...heldCall(id, 'hold_order_both_new', 1_000n), period };
     const cond = {
       accountId: id,
@@ -459,13 +465,7 @@ describe.skipIf(!HAS_POSTGRES)('lock order on PostgreSQL: the hold row, then the
   });
 
   it('the sweeper takes the hold row first', async () => {
-    const billing = t.billing();
-    const id = await t.account('startup');
-    await billing.creditWallet({ accountId: id, amount: 1_000_000n, type: 'bonus', description: 'test' });
-    const period = (await billing.wallets.read(billing.db, id))!.period;
-    const call = { ...heldCall(id, 'hold_order_sweep', 1_000n), period };
-    await billing.wallets.hold(billing.db, { ...call, monthlyTokens: 0 }, NOW);
-    await insertHold(billing.db, holdRow(call, 'inst_gone'));
+    const { billing, id, call } = await walletWithHold('hold_order_sweep', 'inst_gone');
     expect(await holdLockedWhileWalletWaits(id, call.id, () => billing.releaseStaleHolds())).toBe(true);
     expect(await billing.wallets.balance(billing.db, id)).toEqual({ balance: 1_000_000n, held: 0n });
   });
