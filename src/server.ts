@@ -365,8 +365,8 @@ export function createApp(services: Services) {
   /**
    * The server's request listener. /v1, most of the traffic, goes straight to its door with what
    * express's stack would have given it (express's request and response, the access line, `/v1`
-   * as the mount): walking express's router to the one layer every /v1 request ends in cost a
-   * tenth of a call's CPU and allocation. Everything else goes through express.
+   * as the mount), without walking express's router to the one layer every /v1 request ends in
+   * (about 4 KB of a call's heap, measured). Everything else goes through express.
    */
   const handle = (req: IncomingMessage, res: ServerResponse) => {
     const url = req.url ?? '';
