@@ -245,8 +245,7 @@ export class InferenceService {
     try {
       return await check();
     } catch (err) {
-      if (err instanceof DomainError && err.status < 500) await this.metering.countRefused?.(caller);
-      throw err;
+      return this.refused(caller, err);
     }
   }
 
@@ -269,13 +268,13 @@ export class InferenceService {
           ? prepared.then((p) => this.contentFilter.screen(caller, p, signal))
           : this.contentFilter.screen(caller, prepared, signal);
     } catch (err) {
-      return this.refusedChat(caller, err);
+      return this.refused(caller, err);
     }
-    return screened instanceof Promise ? screened.catch((err: unknown) => this.refusedChat(caller, err)) : screened;
+    return screened instanceof Promise ? screened.catch((err: unknown) => this.refused(caller, err)) : screened;
   }
 
-  /** An input refused here still counts as a request against the caller's RPM. */
-  private async refusedChat(caller: Caller, err: unknown): Promise<never> {
+  /** An input refused by screen() or screenChat() still counts as a request against the caller's RPM. */
+  private async refused(caller: Caller, err: unknown): Promise<never> {
     if (err instanceof DomainError && err.status < 500) await this.metering.countRefused?.(caller);
     throw err;
   }
@@ -378,10 +377,7 @@ export class InferenceService {
     const prepared = screened instanceof Promise ? await screened : screened;
     const { model, request, engine, promptTokens } = prepared;
     const n = request.n ?? 1;
-    // As metered(), written out: no closure and no promise of its own for every chat call.
-    const ticket = await this.metering.admit(chatMeter(caller, prepared, input.user));
-    let value: ChatCompletion;
-    try {
+    return this.metered(chatMeter(caller, prepared, input.user), signal, async (ticket) => {
       const maxTokens = perChoice(ticket.maxOutputTokens, n);
       const result = await engine.chat(maxTokens === request.maxTokens ? request : { ...request, maxTokens }, signal);
       const all = result.choices ?? [result];
@@ -389,7 +385,7 @@ export class InferenceService {
       if (choices.length !== n) throw new DomainError('upstream_error', `The model returned ${choices.length} choices instead of ${n}.`);
       const overran = result.usage.completionTokens > maxTokens * n;
       let delivered = '';
-      value = {
+      const value: ChatCompletion = {
         id: responseId('chatcmpl'),
         object: 'chat.completion',
         created: now(),
@@ -416,12 +412,8 @@ export class InferenceService {
         usage: zeroUsage(),
       };
       value.usage = clampChatUsage(result.usage, { promptTokens, maxTokens: maxTokens * n, delivered, choices: n });
-    } catch (err) {
-      await ticket.settle(zeroUsage(), signal.aborted ? 'client_disconnected' : 'failed');
-      throw err;
-    }
-    await ticket.settle(value.usage, 'completed');
-    return value;
+      return { value, usage: value.usage };
+    });
   }
 
   /**
