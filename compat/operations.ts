@@ -2,7 +2,8 @@
 // against the schema and compiled once, at start-up (never per request). Queries and mutations
 // run compiled by graphql-jit (the same schema and resolvers, the operation turned into one
 // function: variables coerced and fields walked without graphql-js's per-request interpretation,
-// a large part of a /v1 call's CPU and allocation); subscriptions run through graphql-js.
+// a large part of a /v1 call's CPU and allocation); a subscription's source stream is created by
+// graphql-js, its events executed compiled (eventDocument).
 import {
   astFromValue,
   createSourceEventStream,
@@ -128,28 +129,30 @@ export function eventDocument<R, V>(doc: TypedDocumentNode<R, V>, values: V): Ty
 /**
  * Starts a subscription; yields each event's data, throws the first error met. As graphql's
  * subscribe(): the source stream is created with `variables` (checked and coerced as ever), then
- * each event is executed against the operation's selection set, with `perEvent` (./eventDocument)
- * when given, else with the operation and its variables again.
+ * each event is executed against the operation's selection set with `perEvent` (./eventDocument),
+ * compiled, so that the variables are not coerced again for every event.
  */
 export async function* stream<R, V>(
   doc: TypedDocumentNode<R, V>,
   variables: V,
   context: GraphQLContext,
-  perEvent?: TypedDocumentNode<R, Record<string, never>>,
+  perEvent: TypedDocumentNode<R, Record<string, never>>,
 ): AsyncGenerator<R> {
-  const args = { schema, document: doc, variableValues: variables as Record<string, unknown>, contextValue: context };
-  const source = await createSourceEventStream(args);
+  const source = await createSourceEventStream({
+    schema,
+    document: doc,
+    variableValues: variables as Record<string, unknown>,
+    contextValue: context,
+  });
   if (!(Symbol.asyncIterator in source)) {
     throw new OperationError((source as ExecutionResult).errors![0]!);
   }
   const events = source as AsyncGenerator<unknown>;
-  const compiledEvent = perEvent ? compiled.get(perEvent as DocumentNode) : undefined;
-  if (perEvent && !compiledEvent) throw new Error('compat streamed with an event document eventDocument did not build');
+  const compiledEvent = compiled.get(perEvent as DocumentNode);
+  if (!compiledEvent) throw new Error('compat streamed with an event document eventDocument did not build');
   try {
     for await (const payload of events) {
-      const event = (
-        compiledEvent ? await compiledEvent.query(payload, context, {}) : await execute({ ...args, rootValue: payload })
-      ) as ExecutionResult<R>;
+      const event = (await compiledEvent.query(payload, context, {})) as ExecutionResult<R>;
       if (event.errors?.length) throw new OperationError(event.errors[0]!);
       yield event.data as R;
     }

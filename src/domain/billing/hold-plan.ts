@@ -77,7 +77,6 @@ function affordableOutput(promptTokens: number, allocationLeft: number, budget: 
 const usd = (nanos: bigint) => `${formatDecimal(nanos)} ${WALLET_CURRENCY}`;
 const n = (x: number) => x.toLocaleString('en-US');
 
-/** Decides admission: the hold to place, or the 402 and a message saying what the account can afford. */
 /** The output tokens a call can be admitted with when `affordable` are paid for; null if none. */
 function outputFor(input: HoldInput, affordable: number): number | null {
   const requested = input.requestedOutputTokens;
@@ -87,6 +86,7 @@ function outputFor(input: HoldInput, affordable: number): number | null {
   return output >= 1 ? output : null;
 }
 
+/** Decides admission: the hold to place, or the 402 and a message saying what the account can afford. */
 export function planHold(input: HoldInput): HoldPlan {
   const { promptTokens: p, requestedOutputTokens: requested, prices } = input;
   const allocationLeft = Math.max(0, input.allocationLeft);
