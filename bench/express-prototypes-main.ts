@@ -3,14 +3,13 @@
 // a finish listener, res.json) served by node:http, either as express is usually served
 // (`createServer(app)`) or with the server classes tollgate uses (src/web/express-classes.ts);
 // an undici client in the same process keeps 8 requests in flight. Prints one JSON line: heap
-// allocated per request (from garbage collections, as ./alloc-probe.ts counts it) and CPU per
-// request, client and server together.
+// allocated and CPU used per request (./allocation.ts), client and server together.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { GCProfiler, getHeapStatistics } from 'node:v8';
 import express from 'express';
 import { Pool } from 'undici';
 import { serverClassesFor } from '../src/web/express-classes.js';
+import { countAllocation } from './allocation.js';
 
 const variant = process.argv[2] === 'classes' ? 'classes' : 'express';
 const REQUESTS = Number(process.env.PROTOTYPES_REQUESTS ?? 40_000);
@@ -35,21 +34,9 @@ const run = async (n: number) => {
 };
 
 await run(REQUESTS / 2); // warm-up
-const profiler = new GCProfiler();
-const startUsed = getHeapStatistics().used_heap_size;
-const startCpu = process.cpuUsage();
-profiler.start();
+const stop = countAllocation();
 await run(REQUESTS);
-const endUsed = getHeapStatistics().used_heap_size;
-const cpu = process.cpuUsage(startCpu);
-const data = profiler.stop();
-let previous = startUsed;
-let bytes = 0;
-for (const gc of data?.statistics ?? []) {
-  bytes += gc.beforeGC.heapStatistics.usedHeapSize - previous;
-  previous = gc.afterGC.heapStatistics.usedHeapSize;
-}
-bytes += endUsed - previous;
-console.log(JSON.stringify({ variant, kbPerRequest: bytes / REQUESTS / 1024, cpuUsPerRequest: (cpu.user + cpu.system) / REQUESTS }));
+const { bytes, cpuMs } = stop();
+console.log(JSON.stringify({ variant, kbPerRequest: bytes / REQUESTS / 1024, cpuUsPerRequest: (cpuMs * 1000) / REQUESTS }));
 await pool.close();
 server.close();
