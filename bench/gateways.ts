@@ -19,8 +19,20 @@
 // Ratios against the goals of issue 19 are printed with the quartiles of the per-round ratios.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { pathToFileURL } from 'node:url';
 import type { Pool } from 'undici';
-import { benchConfig, type Child, createAccount, fmt, ROOT, startFakeUpstream, startReporting, startTollgate, track } from './lib.js';
+import {
+  benchConfig,
+  type Child,
+  compiled,
+  createAccount,
+  fmt,
+  ROOT,
+  startFakeUpstream,
+  startReporting,
+  startTollgate,
+  track,
+} from './lib.js';
 import { openLoop, openPool, percentile, post } from './openloop.js';
 
 const ROUNDS = Number(process.env.BENCH_GW_ROUNDS ?? 8);
@@ -33,7 +45,8 @@ const VERBOSE = process.env.BENCH_GW_VERBOSE === '1';
  * da6550c), for the goal of halving it.
  */
 const ALLOC_BEFORE_KB = { unbilled: 172, billed: 180 };
-const PROBE = ['--import', './bench/alloc-probe.ts'];
+/** node's options for a process the section measures: the allocation probe, compiled. */
+const probe = async () => ['--import', pathToFileURL(await compiled('bench/alloc-probe.ts')).href];
 
 // Limits no run here reaches, on the two tiers measured.
 /** Limits this machine never reaches, for the tiers the gateway and stream benchmarks use. */
@@ -146,7 +159,7 @@ async function startPortkey(): Promise<Child & { url: string }> {
     const port = 20000 + Math.floor(Math.random() * 12000);
     const proc = spawn(
       process.execPath,
-      ['--import', 'tsx', ...PROBE, 'node_modules/@portkey-ai/gateway/build/start-server.js', `--port=${port}`, '--headless'],
+      [...(await probe()), 'node_modules/@portkey-ai/gateway/build/start-server.js', `--port=${port}`, '--headless'],
       { cwd: ROOT, stdio: ['ignore', 'ignore', 'ignore', 'ipc'] },
     );
     const child = track(proc);
@@ -178,13 +191,16 @@ export async function benchGateways(): Promise<void> {
       'bench/forwarder-main.ts',
       [],
       { FORWARD_TO: origin },
-      { execArgv: PROBE, ipc: true },
+      { execArgv: await probe(), ipc: true },
     );
     children.push(forwarder);
     const forwarderUrl = (ready as { url: string }).url;
     const portkey = await startPortkey();
     children.push(portkey);
-    const tollgate = await startTollgate({ CONFIG: benchConfig(upstream.url, TIERS) }, 'src/main.ts', { execArgv: PROBE, ipc: true });
+    const tollgate = await startTollgate({ CONFIG: benchConfig(upstream.url, TIERS) }, 'src/main.ts', {
+      execArgv: await probe(),
+      ipc: true,
+    });
     children.push(tollgate);
     const enterprise = await createAccount(tollgate.url, 'enterprise');
     // Billed from its monthly allocation, then (overage) from the wallet.

@@ -6,6 +6,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
+import { buildServer } from '../src/build.js';
 
 export const ROOT = path.resolve(import.meta.dirname, '..');
 export const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
@@ -33,6 +34,20 @@ export async function startFakeUpstream(): Promise<Child & { url: string }> {
   return { ...child, url: (line as { url: string }).url };
 }
 
+const BUILD = path.join(ROOT, '.bench', 'build');
+let built: Promise<unknown> | undefined;
+
+/**
+ * The compiled form of a TypeScript file of the project (`src/main.ts` → .bench/build/src/main.js).
+ * The bench's processes run compiled, as `npm start` runs the server (src/build.ts), not through
+ * tsx: src, compat, bench and test/support are compiled once per bench run.
+ */
+export async function compiled(file: string): Promise<string> {
+  built ??= buildServer(BUILD, ['src', 'compat', 'bench', 'test/support']);
+  await built;
+  return path.join(BUILD, file.replace(/\.ts$/, '.js'));
+}
+
 /** Starts a TypeScript entry point that prints one JSON line when it is ready; returns it parsed. */
 export async function startReporting(
   entry: string,
@@ -40,7 +55,7 @@ export async function startReporting(
   env: Record<string, string> = {},
   opts: SpawnOptions = {},
 ): Promise<{ child: Child; line: unknown }> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', ...(opts.execArgv ?? []), entry, ...args], {
+  const proc = spawn(process.execPath, [...(opts.execArgv ?? []), await compiled(entry), ...args], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'inherit', ...(opts.ipc ? (['ipc'] as const) : [])],
     env: { ...process.env, ...env },
@@ -52,7 +67,7 @@ export async function startReporting(
   return { child: track(proc), line: JSON.parse(line) };
 }
 
-/** More for a child process: node options after `--import tsx`, and an IPC channel. */
+/** More for a child process: node options before the entry point, and an IPC channel. */
 export interface SpawnOptions {
   execArgv?: string[];
   ipc?: boolean;
@@ -102,7 +117,8 @@ export async function startTollgate(
 async function startTollgateOnce(env: Record<string, string>, entry: string, opts: SpawnOptions): Promise<Child & { url: string }> {
   const port = 20000 + Math.floor(Math.random() * 12000);
   const dir = mkdtempSync(path.join(tmpdir(), 'tollgate-bench-db-'));
-  const proc = spawn(process.execPath, ['--import', 'tsx', ...(opts.execArgv ?? []), entry], {
+  // As `npm start` runs it.
+  const proc = spawn(process.execPath, ['--enable-source-maps', ...(opts.execArgv ?? []), await compiled(entry)], {
     cwd: ROOT,
     stdio: ['ignore', 'ignore', 'inherit', ...(opts.ipc ? (['ipc'] as const) : [])],
     env: {

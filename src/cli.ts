@@ -3,6 +3,8 @@
 // database (DATABASE_URL) through the same domain services, and opens it only when a command runs.
 import { registerDashboardCommands, setPasswordLink } from './cli-dashboard.js';
 import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { PROJECT_ROOT } from './project-root.js';
 import { Command, CommanderError, Option } from 'commander';
 import { formatDecimal } from './domain/billing/money.js';
 import { exactNanos, stringifyExact } from './exact-json.js';
@@ -23,7 +25,7 @@ import { DomainError } from './domain/errors.js';
 const DEFAULT_DATABASE_URL = 'sqlite:./data/tollgate.db';
 
 /** The package's version (package.json), for `tollgate --version`. */
-export const TOLLGATE_VERSION: string = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version;
+export const TOLLGATE_VERSION: string = JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8')).version;
 
 export interface CliServices {
   orm: MikroORM;

@@ -3,10 +3,10 @@
 // cached for a year; every other path under /dashboard gets index.html (the app routes itself).
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import express from 'express';
+import { PROJECT_ROOT } from '../project-root.js';
 
-export const DASHBOARD_DIST = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/dashboard');
+export const DASHBOARD_DIST = path.join(PROJECT_ROOT, 'dist/dashboard');
 
 const NOT_BUILT = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Dashboard not built</title></head>
 <body><main><h1>The dashboard is not built</h1><p>Run <code>npm run dashboard:build</code> (npm ci runs it), or <code>npm run dashboard:dev</code> for the dev server.</p></main></body></html>`;
