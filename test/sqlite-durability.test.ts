@@ -1,9 +1,11 @@
 // SQLite's commits wait for the disk (synchronous = FULL) on every start, not only on a new file,
-// except the batches of billing's hot path that ask for lazySync (src/domain/billing/sql.ts).
+// except the batches of billing's hot path that ask for lazySync (src/domain/billing/sql.ts), which
+// leave the connection at NORMAL for the next one: everything else puts it back at FULL first.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { getKnex, idleSqliteHandle } from '../src/db/connection.js';
 import { closeDatabase, openDatabase } from '../src/db/orm.js';
 import { billingDatabase, type Queryable } from '../src/domain/billing/sql.js';
 
@@ -41,21 +43,27 @@ describe('SQLite durability', () => {
     }
   });
 
-  it('commits a batch of lazySync transactions unsynced, a batch with any other synced, and returns to FULL', async () => {
+  it('commits a batch of lazySync transactions unsynced, a batch with any other synced, and every other write synced', async () => {
     const orm = await openDatabase(fileUrl());
     try {
       const db = billingDatabase(orm);
+      const knex = getKnex(orm);
+      // Through knex (MikroORM's way, and knex transactions'), as what runs inside sees it.
+      const knexLevel = async () =>
+        knex.transaction(async (trx) => Number(((await trx.raw('pragma synchronous')) as { synchronous: number }[])[0]!.synchronous));
       // A batch of billing hot-path transactions alone.
       const lazy = await Promise.all([
         db.transaction((trx) => level(trx), { lazySync: true }),
         db.transaction((trx) => level(trx), { lazySync: true }),
       ]);
       expect(lazy).toEqual([NORMAL, NORMAL]);
-      expect(await level(db)).toBe(FULL);
+      // Whatever takes the connection through knex next gets it at FULL.
+      expect(await knexLevel()).toBe(FULL);
+      expect(await orm.em.getConnection().execute('pragma synchronous')).toEqual([{ synchronous: FULL }]);
       // A credit in the same batch as a hold: the shared commit is synced.
       const mixed = await Promise.all([db.transaction((trx) => level(trx), { lazySync: true }), db.transaction((trx) => level(trx))]);
       expect(mixed).toEqual([FULL, FULL]);
-      // A failing lazy transaction rolls back alone and still leaves the connection at FULL.
+      // A failing lazy transaction rolls back alone; knex's next transaction is synced all the same.
       await expect(
         db.transaction(
           async () => {
@@ -64,7 +72,34 @@ describe('SQLite durability', () => {
           { lazySync: true },
         ),
       ).rejects.toThrow('boom');
+      expect(await knexLevel()).toBe(FULL);
+      // Billing's own writes outside a batch (each its own commit) are synced too; its reads leave
+      // the level where the last batch put it.
+      await db.transaction((trx) => level(trx), { lazySync: true });
+      expect(await level(db)).toBe(NORMAL);
+      await db.run('create table probe (id integer)');
       expect(await level(db)).toBe(FULL);
+      await db.transaction((trx) => level(trx), { lazySync: true });
+      await db.rows('insert into probe (id) values (1) returning id');
+      expect(await level(db)).toBe(FULL);
+    } finally {
+      await closeDatabase(orm);
+    }
+  });
+
+  it('changes the level only between batches that need another: hot batches back to back run no pragma', async () => {
+    const orm = await openDatabase(fileUrl());
+    try {
+      const db = billingDatabase(orm);
+      await db.transaction((trx) => level(trx), { lazySync: true });
+      const handle = idleSqliteHandle(getKnex(orm))!;
+      const pragma = vi.spyOn(handle, 'pragma');
+      for (let i = 0; i < 3; i++) expect(await db.transaction((trx) => level(trx), { lazySync: true })).toBe(NORMAL);
+      expect(pragma).not.toHaveBeenCalled();
+      // A synced batch changes it, once, and the next hot batch changes it back, once.
+      expect(await db.transaction((trx) => level(trx))).toBe(FULL);
+      expect(await db.transaction((trx) => level(trx), { lazySync: true })).toBe(NORMAL);
+      expect(pragma.mock.calls).toEqual([['synchronous = FULL'], ['synchronous = NORMAL']]);
     } finally {
       await closeDatabase(orm);
     }

@@ -25,7 +25,10 @@ type Param = string | number | null;
 
 /** A better-sqlite3 prepared statement, as the stores use it. */
 export interface SqliteStatement {
+  /** It returns rows (a SELECT, a pragma, or a write with RETURNING). */
   readonly reader: boolean;
+  /** It changes nothing in the database. */
+  readonly readonly: boolean;
   all(...params: unknown[]): unknown[];
   run(...params: unknown[]): { changes: number };
 }
@@ -43,6 +46,22 @@ export interface SqliteHandle {
 export const SQLITE_SYNC = 'FULL';
 /** What billing's lazySync batches commit at (src/domain/billing/sql.ts). */
 export const SQLITE_LAZY_SYNC = 'NORMAL';
+
+/** The safety level each connection is at, as setSqliteSync left it. */
+const syncLevels = new WeakMap<SqliteHandle, string>();
+
+/**
+ * Puts `conn` at safety level `level`, with a pragma only when it is at another. Billing's hot
+ * batches leave the connection at NORMAL for the next one (a pragma before and after every batch
+ * cost about as much as one of its statements); whatever else takes the connection from the pool
+ * gets it back at FULL first (src/db/orm.ts), as do billing's own writes outside its batches.
+ * Never inside a transaction: SQLite cannot change the level there.
+ */
+export function setSqliteSync(conn: SqliteHandle, level: string): void {
+  if (syncLevels.get(conn) === level) return;
+  conn.pragma(`synchronous = ${level}`);
+  syncLevels.set(conn, level);
+}
 
 const statements = new WeakMap<SqliteHandle, Map<string, SqliteStatement>>();
 
@@ -71,6 +90,22 @@ const sqliteHandles = new WeakMap<object, SqliteHandle>();
 
 export function registerSqliteHandle(knex: Knex, handle: SqliteHandle): void {
   sqliteHandles.set((knex as unknown as { client: object }).client, handle);
+}
+
+/** The pool's own acquire, by knex client, before src/db/orm.ts made it restore FULL. */
+const acquiresAsIs = new WeakMap<object, () => Promise<SqliteHandle>>();
+
+export function registerAcquireAsIs(client: object, acquire: () => Promise<SqliteHandle>): void {
+  acquiresAsIs.set(client, acquire);
+}
+
+/**
+ * Takes SQLite's connection from the pool at whatever safety level it is: for billing's batches,
+ * which set their own, and for reads, which commit nothing. Everything else acquires through knex.
+ */
+export function acquireAsIs(knex: Knex): Promise<SqliteHandle> {
+  const client = (knex as unknown as { client: PoolClient }).client;
+  return (acquiresAsIs.get(client) ?? client.acquireConnection).call(client);
 }
 
 /**
@@ -110,7 +145,7 @@ export function selectRows(orm: MikroORM): <T>(sql: string, params: readonly Par
     if (knex.listenerCount('query') > 0) knex.emit('query', { sql, bindings: params, method: 'select' });
     const idle = idleSqliteHandle(knex);
     if (idle) return sqliteStatement(idle, sql).all(...params) as T[];
-    const conn = await client.acquireConnection();
+    const conn = await acquireAsIs(knex);
     try {
       return sqliteStatement(conn, sql).all(...params) as T[];
     } finally {

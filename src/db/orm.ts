@@ -9,7 +9,16 @@ import { Migrator } from '@mikro-orm/migrations';
 import { ENTITIES } from '../entities/index.js';
 import { MIGRATIONS } from './migrations/index.js';
 
-import { type DatabaseKind, databaseKind, getKnex, registerSqliteHandle, SQLITE_SYNC, type SqliteHandle } from './connection.js';
+import {
+  type DatabaseKind,
+  databaseKind,
+  getKnex,
+  registerAcquireAsIs,
+  registerSqliteHandle,
+  setSqliteSync,
+  SQLITE_SYNC,
+  type SqliteHandle,
+} from './connection.js';
 import { BACKSTOP_PAGES, type Checkpointer, startCheckpointer } from './sqlite-checkpointer.js';
 
 export { type DatabaseKind, databaseKind, getKnex };
@@ -136,6 +145,15 @@ class SqliteConnection extends BetterSqliteConnection {
       trx.begin = (conn: unknown) => trx.query(conn, 'BEGIN IMMEDIATE;');
       return trx;
     };
+    // Billing's hot batches leave the connection at NORMAL (setSqliteSync): everything that takes it
+    // through knex (MikroORM, knex transactions) gets it back at FULL. Billing takes it as it is.
+    const acquire = dialect.acquireConnection;
+    registerAcquireAsIs(dialect, () => acquire.call(dialect));
+    dialect.acquireConnection = async function (this: KnexDialect) {
+      const conn = await acquire.call(this);
+      setSqliteSync(conn, SQLITE_SYNC);
+      return conn;
+    };
   }
 
   /** The file's checkpoint worker, once the pool opened its connection (null: none, in memory). */
@@ -162,8 +180,9 @@ class SqliteConnection extends BetterSqliteConnection {
             // Every commit waits for the disk. Set here, not left to SQLite: a connection that opens
             // a file already in WAL mode would start at NORMAL (better-sqlite3's build default), so
             // the first run of a new file and every later start would differ. Billing's hot path
-            // asks for NORMAL per commit batch (lazySync in src/domain/billing/sql.ts).
-            conn.pragma(`synchronous = ${SQLITE_SYNC}`);
+            // asks for NORMAL per commit batch (lazySync in src/domain/billing/sql.ts), and the
+            // pool's acquire above puts it back.
+            setSqliteSync(conn, SQLITE_SYNC);
             // The stores run single synchronous statements on it while the pool holds it free.
             registerSqliteHandle(this.getKnex(), conn);
             // One worker per file is enough, should the pool ever open a second connection.
@@ -181,6 +200,7 @@ class SqliteConnection extends BetterSqliteConnection {
 
 interface KnexDialect {
   transaction(...args: unknown[]): KnexTransactionInternals;
+  acquireConnection(): Promise<SqliteHandle>;
 }
 
 interface KnexTransactionInternals {

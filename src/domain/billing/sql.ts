@@ -16,6 +16,8 @@ import {
   getKnex,
   idleSqliteHandle,
   knexKind,
+  acquireAsIs,
+  setSqliteSync,
   SQLITE_LAZY_SYNC,
   SQLITE_SYNC,
   type SqliteHandle,
@@ -191,11 +193,20 @@ function sqliteBinding(value: Binding | undefined): unknown {
 
 class SqliteTx implements Queryable {
   readonly kind: DatabaseKind = 'sqlite';
-  constructor(private readonly conn: SqliteHandle) {}
+  /**
+   * `autocommit`: statements outside a transaction, each its own commit; one that writes (RETURNING
+   * included) is synced (FULL), whatever level the last batch left the connection at. Inside a
+   * batch, flush() has set the level.
+   */
+  constructor(
+    private readonly conn: SqliteHandle,
+    private readonly autocommit = false,
+  ) {}
 
   rowsSync<T>(sql: string, bindings: readonly Binding[]): T[] {
     const statement = sqliteStatement(this.conn, sql);
     const params = bindings.map(sqliteBinding);
+    if (this.autocommit && !statement.readonly) setSqliteSync(this.conn, SQLITE_SYNC);
     if (statement.reader) return statement.all(...params) as T[];
     statement.run(...params);
     return [];
@@ -204,6 +215,7 @@ class SqliteTx implements Queryable {
   runSync(sql: string, bindings: readonly Binding[]): number {
     const statement = sqliteStatement(this.conn, sql);
     const params = bindings.map(sqliteBinding);
+    if (this.autocommit && !statement.readonly) setSqliteSync(this.conn, SQLITE_SYNC);
     if (statement.reader) return statement.all(...params).length;
     return statement.run(...params).changes;
   }
@@ -245,11 +257,12 @@ class SqliteDatabase implements BillingDatabase {
 
   constructor(private readonly knex: Knex) {}
 
-  private async withConnection<T>(fn: (tx: SqliteTx, conn: SqliteHandle) => Promise<T>): Promise<T> {
+  private async withConnection<T>(autocommit: boolean, fn: (tx: SqliteTx, conn: SqliteHandle) => Promise<T>): Promise<T> {
     const client = (this.knex as unknown as { client: PoolClient }).client;
-    const conn = await client.acquireConnection();
+    // As it is: a batch sets its own level, and an autocommit write sets FULL.
+    const conn = await acquireAsIs(this.knex);
     try {
-      return await fn(new SqliteTx(conn), conn);
+      return await fn(new SqliteTx(conn, autocommit), conn);
     } finally {
       await client.releaseConnection(conn);
     }
@@ -258,14 +271,14 @@ class SqliteDatabase implements BillingDatabase {
   // One statement is synchronous from start to end: on the idle connection it needs no pool.
   async rows<T>(sql: string, bindings: readonly Binding[] = []): Promise<T[]> {
     const idle = idleSqliteHandle(this.knex);
-    if (idle) return new SqliteTx(idle).rowsSync<T>(sql, bindings);
-    return this.withConnection(async (tx) => tx.rowsSync<T>(sql, bindings));
+    if (idle) return new SqliteTx(idle, true).rowsSync<T>(sql, bindings);
+    return this.withConnection(true, async (tx) => tx.rowsSync<T>(sql, bindings));
   }
 
   async run(sql: string, bindings: readonly Binding[] = []): Promise<number> {
     const idle = idleSqliteHandle(this.knex);
-    if (idle) return new SqliteTx(idle).runSync(sql, bindings);
-    return this.withConnection(async (tx) => tx.runSync(sql, bindings));
+    if (idle) return new SqliteTx(idle, true).runSync(sql, bindings);
+    return this.withConnection(true, async (tx) => tx.runSync(sql, bindings));
   }
 
   transaction<T>(fn: (tx: Queryable) => Promise<T>, opts: TransactionOptions = {}): Promise<T> {
@@ -284,16 +297,11 @@ class SqliteDatabase implements BillingDatabase {
     this.scheduled = false;
     const outcomes: { ok: boolean; value: unknown }[] = [];
     try {
-      await this.withConnection(async (tx, conn) => {
-        // The safety level cannot change inside a transaction: it is set for the batch before it.
-        const lazy = batch.every((job) => job.lazySync);
-        if (lazy) tx.runSync(`pragma synchronous = ${SQLITE_LAZY_SYNC}`, []);
-        try {
-          await this.commitBatch(tx, conn, batch, outcomes);
-        } finally {
-          // (Not inside a transaction a failed rollback left open: that would hide its error.)
-          if (lazy && !conn.inTransaction) tx.runSync(`pragma synchronous = ${SQLITE_SYNC}`, []);
-        }
+      await this.withConnection(false, async (tx, conn) => {
+        // The safety level cannot change inside a transaction: it is set for the batch before it,
+        // and left there for the next batch (setSqliteSync: whatever else comes restores FULL).
+        setSqliteSync(conn, batch.every((job) => job.lazySync) ? SQLITE_LAZY_SYNC : SQLITE_SYNC);
+        await this.commitBatch(tx, conn, batch, outcomes);
       });
     } catch (e) {
       for (const job of batch) job.reject(e);
