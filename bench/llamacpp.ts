@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fork } from 'node:child_process';
 import { writeFixtures } from '../src/fixtures/gguf-fixtures.js';
-import { createAccount, fmt, startTollgate } from './lib.js';
+import { compiled, createAccount, fmt, startTollgate } from './lib.js';
 import { EMBED_INPUTS, type Fixtures, MAX_TOKENS, MESSAGES } from './llamacpp-shared.js';
 
 const ROUNDS = Number(process.env.BENCH_LLAMA_ROUNDS ?? 24);
@@ -97,8 +97,9 @@ async function compare(a: () => Promise<number>, b: () => Promise<number>): Prom
  * work runs in (in one process, engine and direct loop take the same time).
  */
 async function direct(files: Fixtures): Promise<Side> {
-  const child = fork(path.join(import.meta.dirname, 'llamacpp-direct-main.ts'), [JSON.stringify(files)], {
-    execArgv: ['--import', 'tsx'],
+  // Compiled, as tollgate's side is.
+  const child = fork(await compiled('bench/llamacpp-direct-main.ts'), [JSON.stringify(files)], {
+    execArgv: [],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const next = () =>
