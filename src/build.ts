@@ -5,8 +5,8 @@
 // `keepNames`, which wraps every named function and closure the server makes in a `__name` call
 // (a defineProperty) as it is made, and the request path makes many. Compiled file by file without
 // it, each module is its own scope, nothing is renamed, and every name stays what JavaScript gives
-// it: the code runs as written. The gateway benchmark measured the difference (README, "A compiled
-// `npm start`"). Source maps are written beside each file, for `--enable-source-maps`.
+// it: the code runs as written. The gateway benchmark measured the difference (README, "Server").
+// Source maps are written beside each file, for `--enable-source-maps`.
 import { readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
