@@ -10,7 +10,7 @@ COPY package.json package-lock.json ./
 RUN npm ci
 COPY . .
 RUN npm run dashboard:build
-# The server compiled to plain JavaScript under build/, as `npm start` does; the CLI (npx tollgate)
+# The server compiled to plain JavaScript under build/ (build/current), as `npm start` does; the CLI (npx tollgate)
 # runs its sources through tsx. Everything else the tests and the dashboard build need goes.
 RUN node --import tsx src/build.ts
 RUN npm prune --omit=dev
@@ -29,4 +29,4 @@ VOLUME ["/data", "/app/models"]
 EXPOSE 8080
 HEALTHCHECK --interval=15s --timeout=3s --start-period=120s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-CMD ["node", "--enable-source-maps", "build/src/main.js"]
+CMD ["node", "--enable-source-maps", "build/current/src/main.js"]

@@ -34,18 +34,16 @@ export async function startFakeUpstream(): Promise<Child & { url: string }> {
   return { ...child, url: (line as { url: string }).url };
 }
 
-const BUILD = path.join(ROOT, '.bench', 'build');
-let built: Promise<unknown> | undefined;
+let built: Promise<{ outdir: string }> | undefined;
 
 /**
- * The compiled form of a TypeScript file of the project (`src/main.ts` → .bench/build/src/main.js).
+ * The compiled form of a TypeScript file of the project (`src/main.ts` → .bench/build/<hash>/src/main.js).
  * The bench's processes run compiled, as `npm start` runs the server (src/build.ts), not through
- * tsx: src, compat, bench and test/support are compiled once per bench run.
+ * tsx: src, compat, bench and test/support, compiled once per bench run.
  */
 export async function compiled(file: string): Promise<string> {
-  built ??= buildServer(BUILD, ['src', 'compat', 'bench', 'test/support']);
-  await built;
-  return path.join(BUILD, file.replace(/\.ts$/, '.js'));
+  built ??= buildServer(path.join(ROOT, '.bench', 'build'), ['src', 'compat', 'bench', 'test/support']);
+  return path.join((await built).outdir, file.replace(/\.ts$/, '.js'));
 }
 
 /** Starts a TypeScript entry point that prints one JSON line when it is ready; returns it parsed. */
