@@ -382,10 +382,17 @@ describe.skipIf(!HAS_POSTGRES)('lock order on PostgreSQL: the hold row, then the
 
   /**
    * Runs `path` (which consumes hold `holdId`) while another transaction holds the wallet row's
-   * lock, waits until `path` is blocked on a lock, and reports whether the hold row was locked
-   * meanwhile: true when `path` took the hold row before it reached for the wallet row.
+   * lock, waits until `path`'s `statements` are all blocked on a lock, and reports whether the
+   * hold row was locked meanwhile: true when `path` took the hold row before it reached for the
+   * wallet row. (Counting one waiter when two statements run at once could probe the hold row
+   * before the settlement has even reached it.)
    */
-  async function holdLockedWhileWalletWaits(accountId: string, holdId: string, path: () => Promise<unknown>): Promise<boolean> {
+  async function holdLockedWhileWalletWaits(
+    accountId: string,
+    holdId: string,
+    path: () => Promise<unknown>,
+    statements = 1,
+  ): Promise<boolean> {
     const knex = getKnex(t.s.orm);
     const blocker = await knex.transaction();
     await blocker.raw('select 1 from wallets where account_id = ? for update', [accountId]);
@@ -395,7 +402,7 @@ describe.skipIf(!HAS_POSTGRES)('lock order on PostgreSQL: the hold row, then the
         const waiting = await knex.raw(
           "select count(*) as n from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()",
         );
-        if (Number(waiting.rows[0].n) > 0) break;
+        if (Number(waiting.rows[0].n) >= statements) break;
         await new Promise((r) => setTimeout(r, 10));
       }
       const probe = await knex.transaction();
@@ -460,7 +467,8 @@ describe.skipIf(!HAS_POSTGRES)('lock order on PostgreSQL: the hold row, then the
         billing.wallets.settle(settling(call, 500n)),
         billing.wallets.placeHoldsIfUnchanged(cond, [{ call: fresh, row: holdRow(fresh) }]),
       ]);
-    expect(await holdLockedWhileWalletWaits(id, call.id, both)).toBe(true);
+    // Both wait for the wallet row: the settlement holding the hold row, the admission's update.
+    expect(await holdLockedWhileWalletWaits(id, call.id, both, 2)).toBe(true);
     expect(await billing.wallets.balance(billing.db, id)).toEqual({ balance: 1_000_000n - 500n, held: 1_000n });
   });
 
