@@ -1,5 +1,5 @@
 // The project's root folder: the nearest folder above this module holding a package.json. The same
-// answer whether this module runs from source (src/) or from `npm start`'s build (build/src/).
+// answer whether this module runs from source (src/) or from `npm start`'s build (build/<hash>/src/).
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
