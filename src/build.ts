@@ -13,7 +13,7 @@
 // latest: sources unchanged since the last start are not compiled again, and two servers started
 // at once from one checkout never see each other's half-written or deleted files.
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, statSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build, version as esbuildVersion } from 'esbuild';
@@ -86,13 +86,29 @@ export async function buildServer(into = path.join(PROJECT_ROOT, 'build'), folde
       rmSync(tmp, { recursive: true, force: true });
     }
   }
-  // Replaced in one step (a rename), so `current` always leads to a complete build.
-  const link = path.join(into, `current-${process.pid}`);
-  rmSync(link, { force: true });
-  symlinkSync(name, link);
-  renameSync(link, path.join(into, 'current'));
-  removeOldBuilds(into, name);
+  // Replaced in one step (a rename), so `current` always leads to a complete build. Left alone when
+  // it leads there already: a checkout started before can then run where it may not write.
+  const current = path.join(into, 'current');
+  if (!reused || readlinkOrNull(current) !== name) {
+    const link = path.join(into, `current-${process.pid}`);
+    rmSync(link, { force: true });
+    symlinkSync(name, link);
+    renameSync(link, current);
+  }
+  try {
+    removeOldBuilds(into, name);
+  } catch {
+    // Clean-up only: another start may be removing the same folders, or they may not be ours to remove.
+  }
   return { outdir, files: entryPoints.length, ms: performance.now() - started, reused };
+}
+
+function readlinkOrNull(link: string): string | null {
+  try {
+    return readlinkSync(link);
+  } catch {
+    return null;
+  }
 }
 
 /** Keeps the newest build and the KEEP_OLDER before it; removes temporary folders left by a crash. */
