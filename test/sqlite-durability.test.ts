@@ -87,6 +87,26 @@ describe('SQLite durability', () => {
     }
   });
 
+  it('hands a connection left inside a transaction back to the pool: the next statement fails, nothing hangs', async () => {
+    const orm = await openDatabase(fileUrl());
+    try {
+      const db = billingDatabase(orm);
+      const knex = getKnex(orm);
+      await db.transaction((trx) => level(trx), { lazySync: true });
+      // As a rollback that failed would leave it: inside a transaction, at NORMAL.
+      const handle = idleSqliteHandle(knex)!;
+      handle.prepare('begin immediate').run();
+      await expect(knex.transaction(async (trx) => trx.raw('select 1'))).rejects.toThrow(/within a transaction/);
+      await expect(db.transaction((trx) => level(trx), { lazySync: true })).rejects.toThrow(/within a transaction/);
+      handle.prepare('rollback').run();
+      // The pool has its connection back, and knex gets it at FULL again.
+      const inside = await knex.transaction(async (trx) => (await trx.raw('pragma synchronous')) as { synchronous: number }[]);
+      expect(inside).toEqual([{ synchronous: FULL }]);
+    } finally {
+      await closeDatabase(orm);
+    }
+  });
+
   it('changes the level only between batches that need another: hot batches back to back run no pragma', async () => {
     const orm = await openDatabase(fileUrl());
     try {

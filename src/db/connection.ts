@@ -55,10 +55,12 @@ const syncLevels = new WeakMap<SqliteHandle, string>();
  * batches leave the connection at NORMAL for the next one (a pragma before and after every batch
  * cost about as much as one of its statements); whatever else takes the connection from the pool
  * gets it back at FULL first (src/db/orm.ts), as do billing's own writes outside its batches.
- * Never inside a transaction: SQLite cannot change the level there.
+ * SQLite cannot change the level inside a transaction: on a connection a failed rollback left in
+ * one this changes nothing (no throw, which would keep a pool's acquire from handing it back), and
+ * what runs next fails on that transaction as it would have.
  */
 export function setSqliteSync(conn: SqliteHandle, level: string): void {
-  if (syncLevels.get(conn) === level) return;
+  if (conn.inTransaction || syncLevels.get(conn) === level) return;
   conn.pragma(`synchronous = ${level}`);
   syncLevels.set(conn, level);
 }
