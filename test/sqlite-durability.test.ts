@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { getKnex, idleSqliteHandle } from '../src/db/connection.js';
+import type { MikroORM } from '@mikro-orm/core';
 import { closeDatabase, openDatabase } from '../src/db/orm.js';
 import { billingDatabase, type Queryable } from '../src/domain/billing/sql.js';
 
@@ -26,6 +27,16 @@ describe('SQLite durability', () => {
     return `sqlite:${path.join(dir, 'tollgate.db')}`;
   };
 
+  /** Runs `fn` on a database of its own, closed after. */
+  const withDatabase = async (fn: (orm: MikroORM) => Promise<void>) => {
+    const orm = await openDatabase(fileUrl());
+    try {
+      await fn(orm);
+    } finally {
+      await closeDatabase(orm);
+    }
+  };
+
   it('syncs every commit to disk on a new file and on an existing one alike', async () => {
     const url = fileUrl();
     const first = await openDatabase(url);
@@ -44,8 +55,7 @@ describe('SQLite durability', () => {
   });
 
   it('commits a batch of lazySync transactions unsynced, a batch with any other synced, and every other write synced', async () => {
-    const orm = await openDatabase(fileUrl());
-    try {
+    await withDatabase(async (orm) => {
       const db = billingDatabase(orm);
       const knex = getKnex(orm);
       // Through knex (MikroORM's way, and knex transactions'), as what runs inside sees it.
@@ -82,14 +92,11 @@ describe('SQLite durability', () => {
       await db.transaction((trx) => level(trx), { lazySync: true });
       await db.rows('insert into probe (id) values (1) returning id');
       expect(await level(db)).toBe(FULL);
-    } finally {
-      await closeDatabase(orm);
-    }
+    });
   });
 
   it('hands a connection left inside a transaction back to the pool: the next statement fails, nothing hangs', async () => {
-    const orm = await openDatabase(fileUrl());
-    try {
+    await withDatabase(async (orm) => {
       const db = billingDatabase(orm);
       const knex = getKnex(orm);
       await db.transaction((trx) => level(trx), { lazySync: true });
@@ -102,14 +109,11 @@ describe('SQLite durability', () => {
       // The pool has its connection back, and knex gets it at FULL again.
       const inside = await knex.transaction(async (trx) => (await trx.raw('pragma synchronous')) as { synchronous: number }[]);
       expect(inside).toEqual([{ synchronous: FULL }]);
-    } finally {
-      await closeDatabase(orm);
-    }
+    });
   });
 
   it('changes the level only between batches that need another: hot batches back to back run no pragma', async () => {
-    const orm = await openDatabase(fileUrl());
-    try {
+    await withDatabase(async (orm) => {
       const db = billingDatabase(orm);
       await db.transaction((trx) => level(trx), { lazySync: true });
       const handle = idleSqliteHandle(getKnex(orm))!;
@@ -120,8 +124,6 @@ describe('SQLite durability', () => {
       expect(await db.transaction((trx) => level(trx))).toBe(FULL);
       expect(await db.transaction((trx) => level(trx), { lazySync: true })).toBe(NORMAL);
       expect(pragma.mock.calls).toEqual([['synchronous = FULL'], ['synchronous = NORMAL']]);
-    } finally {
-      await closeDatabase(orm);
-    }
+    });
   });
 });
