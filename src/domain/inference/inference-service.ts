@@ -187,6 +187,11 @@ async function countDelivered(engine: Engine, delivered: string[], promptTokens:
   );
 }
 
+/** The request with the ticket's max_tokens; the request itself when they agree (no copy per call). */
+function withMaxTokens(request: EngineChatRequest, maxTokens: number): EngineChatRequest {
+  return maxTokens === request.maxTokens ? request : { ...request, maxTokens };
+}
+
 /** Each choice's share of the output tokens a ticket allows (every choice gets at least one). */
 const perChoice = (ticketTokens: number, n: number) => Math.max(1, Math.floor(ticketTokens / n));
 
@@ -379,7 +384,7 @@ export class InferenceService {
     const n = request.n ?? 1;
     return this.metered(chatMeter(caller, prepared, input.user), signal, async (ticket) => {
       const maxTokens = perChoice(ticket.maxOutputTokens, n);
-      const result = await engine.chat(maxTokens === request.maxTokens ? request : { ...request, maxTokens }, signal);
+      const result = await engine.chat(withMaxTokens(request, maxTokens), signal);
       const all = result.choices ?? [result];
       const choices = all.length > n ? all.slice(0, n) : all;
       if (choices.length !== n) throw new DomainError('upstream_error', `The model returned ${choices.length} choices instead of ${n}.`);
@@ -439,7 +444,7 @@ export class InferenceService {
     const ended: boolean[] = new Array(n).fill(false);
     let settled: { usage: Usage; outcome: CallOutcome } | undefined;
     let failure: unknown;
-    const events = engine.chatStream(maxTokens === request.maxTokens ? request : { ...request, maxTokens }, signal)[Symbol.asyncIterator]();
+    const events = engine.chatStream(withMaxTokens(request, maxTokens), signal)[Symbol.asyncIterator]();
     try {
       let headSent = false;
       for (let next: IteratorResult<EngineStreamEvent> = await events.next(); !next.done; next = await events.next()) {
