@@ -163,7 +163,9 @@ describe('OpenAIEngine', () => {
     const { e } = engine([f.url]);
     const r = req('stream please #tokens=4');
     const events = await collect(e.chatStream(r, signal()));
-    expect(events.slice(0, -1)).toEqual(['w0', ' w1', ' w2', ' w3'].map((content) => ({ type: 'delta', content })));
+    expect(events.slice(0, -2)).toEqual(['w0', ' w1', ' w2', ' w3'].map((content) => ({ type: 'delta', content })));
+    // The choice's end as the upstream's finish chunk comes, then the stream's end with the usage.
+    expect(events.at(-2)).toEqual({ type: 'choice_finish', choice: 0, finishReason: 'stop' });
     expect(events.at(-1)).toEqual({
       type: 'finish',
       finishReason: 'stop',
@@ -259,7 +261,7 @@ describe('OpenAIEngine', () => {
     expect((await e.chat(req('hi'), signal())).finishReason).toBe('stop');
     a.setFailMode('reset');
     const events = await collect(e.chatStream(req('hi #tokens=3'), signal()));
-    expect(events).toHaveLength(4);
+    expect(events.map((ev) => ev.type)).toEqual(['delta', 'delta', 'delta', 'choice_finish', 'finish']);
     a.setFailMode('503');
     expect((await e.embed(['x'], signal())).embeddings).toHaveLength(1);
     expect(a.requests.length).toBeGreaterThanOrEqual(2);
@@ -328,7 +330,7 @@ describe('OpenAIEngine', () => {
       events.push(ev);
       await new Promise((r) => setTimeout(r, 250));
     }
-    expect(events.map((ev) => ev.type)).toEqual(['started', 'delta', 'delta', 'delta', 'finish']);
+    expect(events.map((ev) => ev.type)).toEqual(['started', 'delta', 'delta', 'delta', 'choice_finish', 'finish']);
   });
 
   it('closes the upstream request when the consumer stops iterating', async () => {

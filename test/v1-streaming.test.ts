@@ -42,10 +42,11 @@ describe('streamed chat completions', () => {
           resolve();
         };
       });
-    // Frames: 0 the role, 1…tokens the content, tokens + 1 the finish, then the usage and [DONE].
-    // The relay sends its role event when the upstream's head comes, before frame 0; so the event
-    // of frame i is the client's event i, and frame i + 1 waits until the client holds i + 1 events.
-    s.upstream.setFault({ pace: (frame) => (frame >= 1 && frame <= tokens + 1 ? seen(frame) : Promise.resolve()) });
+    // Frames: 0 the role, 1…tokens the content, tokens + 1 the finish, tokens + 2 the usage, then
+    // [DONE]. The relay sends its role event when the upstream's head comes, before frame 0; so the
+    // event of frame i is the client's event i, and frame i + 1 waits until the client holds i + 1
+    // events: the usage frame waits for the finish chunk, which must not wait for the usage.
+    s.upstream.setFault({ pace: (frame) => (frame >= 1 && frame <= tokens + 2 ? seen(frame) : Promise.resolve()) });
     try {
       const res = await fetch(`${s.v1}/chat/completions`, {
         method: 'POST',
@@ -89,10 +90,12 @@ describe('streamed chat completions', () => {
     expect(content).toHaveLength(tokens);
     expect(content.every((c: unknown) => typeof c === 'string' && c.length > 0)).toBe(true);
     expect(chunks[tokens + 1].choices[0].finish_reason).toBe('stop');
-    // The role and every content chunk came in a read of its own, whole: nothing merged, nothing
-    // split. (The finish chunk is relayed when the upstream's usage and [DONE] come, with them.)
-    const paced = reads.slice(0, tokens + 1);
-    expect(paced.map((r) => r.split('\n\n').length - 1)).toEqual(new Array(tokens + 1).fill(1));
+    expect(chunks[tokens + 2]).toMatchObject({ choices: [], usage: { completion_tokens: tokens } });
+    // The role, every content chunk and the finish chunk came in a read of its own, whole: nothing
+    // merged, nothing split. (The usage chunk and [DONE] may share one: the upstream sends them
+    // back to back.)
+    const paced = reads.slice(0, tokens + 2);
+    expect(paced.map((r) => r.split('\n\n').length - 1)).toEqual(new Array(tokens + 2).fill(1));
     expect(paced.every((r) => r.startsWith('data: ') && r.endsWith('\n\n'))).toBe(true);
   });
 });

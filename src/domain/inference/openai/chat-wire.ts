@@ -123,8 +123,9 @@ export const choiceText = (c: EngineChoice) => c.content + (c.toolCalls ?? []).m
 
 /**
  * The engine events one streamed chunk's choice carries, appended to `out`: its content (with its
- * log-probabilities), its tool-call pieces, and (with several choices) its end. Returns how the
- * choice finished, if it did in this chunk.
+ * log-probabilities), its tool-call pieces, and its end (`choice_finish`, with one choice too: the
+ * client gets its finish reason when the upstream sends it, not with the usage and [DONE] that
+ * follow). Returns how the choice finished, if it did in this chunk.
  */
 export function choiceEvents(choice: Record<string, unknown>, n: number, out: EngineStreamEvent[]): FinishReason | undefined {
   const index = typeof choice.index === 'number' && choice.index >= 0 && choice.index < n ? choice.index : 0;
@@ -157,7 +158,7 @@ export function choiceEvents(choice: Record<string, unknown>, n: number, out: En
   }
   if (choice.finish_reason === null || choice.finish_reason === undefined) return undefined;
   const finish = mapFinishReason(choice.finish_reason);
-  if (n > 1) out.push({ type: 'choice_finish', choice: index, finishReason: finish });
+  out.push({ type: 'choice_finish', choice: index, finishReason: finish });
   return finish;
 }
 
@@ -171,7 +172,7 @@ export function answerEvents(choices: EngineChoice[]): EngineStreamEvent[] {
     c.toolCalls?.forEach((t, index) => {
       events.push({ type: 'tool_call', ...at, index, id: t.id, name: t.function.name, arguments: t.function.arguments });
     });
-    if (n > 1) events.push({ type: 'choice_finish', choice: i, finishReason: c.finishReason });
+    events.push({ type: 'choice_finish', choice: i, finishReason: c.finishReason });
   });
   return events;
 }
