@@ -153,7 +153,7 @@ function toInput(b: Body): ChatCompletionInput {
     messages: b.messages.map((m, i) => ({
       role: m.role,
       content: m.content === null || m.content === undefined || typeof m.content === 'string' ? (m.content ?? null) : textOf(m.content, i),
-      toolCalls: m.tool_calls ?? null,
+      toolCalls: m.tool_calls?.map(toolCallInput) ?? null,
       toolCallId: m.tool_call_id ?? null,
     })),
     maxTokens: b.max_tokens ?? b.max_completion_tokens ?? null,
@@ -163,7 +163,16 @@ function toInput(b: Body): ChatCompletionInput {
     presencePenalty: b.presence_penalty ?? null,
     frequencyPenalty: b.frequency_penalty ?? null,
     user: endUserOf(b),
-    tools: b.tools?.map((t) => ({ type: t.type, function: t.function })) ?? null,
+    tools:
+      b.tools?.map((t) => ({
+        type: t.type,
+        function: {
+          name: t.function.name,
+          description: t.function.description ?? null,
+          parameters: t.function.parameters ?? null,
+          strict: t.function.strict ?? null,
+        },
+      })) ?? null,
     toolChoice:
       b.tool_choice === null || b.tool_choice === undefined
         ? null
@@ -183,6 +192,17 @@ function toInput(b: Body): ChatCompletionInput {
     topLogprobs: b.top_logprobs ?? null,
   };
 }
+
+/**
+ * A tool call of the history, by the fields it has in a request: anything else (the `index` a
+ * client keeps from the streamed pieces it assembled, a vendor's extra key) is left out, as a
+ * message's unknown keys are.
+ */
+const toolCallInput = (c: z.infer<typeof toolCall>) => ({
+  id: c.id,
+  type: c.type ?? null,
+  function: { name: c.function.name, arguments: c.function.arguments },
+});
 
 const jsonSchemaOf = (s: {
   name: string;

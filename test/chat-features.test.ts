@@ -138,6 +138,32 @@ describe('tool calls through /v1 (openai engine)', () => {
     expect(sent.messages[2]).toEqual({ role: 'tool', content: '21 degrees', tool_call_id: 'call_1' });
   });
 
+  it('takes a history assembled from a stream: tool calls with their `index`, function fields beyond the four', async () => {
+    // Clients that rebuild the assistant message from streamed deltas keep each piece's `index`
+    // (and some SDKs extra keys); they mean nothing in a request and are left out, as unknown keys
+    // of a message are.
+    const r = await post({
+      tools: [{ ...weather, function: { ...weather.function, examples: [] } }],
+      messages: [
+        { role: 'user', content: 'weather in Paris?' },
+        {
+          role: 'assistant',
+          content: '',
+          tool_calls: [
+            { index: 0, id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris","unit":"c"}' } },
+          ],
+        },
+        { role: 'tool', tool_call_id: 'call_1', name: 'get_weather', content: '21 degrees' },
+      ],
+    });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    const sent = lastRequest();
+    expect(sent.messages[1].tool_calls).toEqual([
+      { id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris","unit":"c"}' } },
+    ]);
+    expect(sent.tools[0].function).toEqual(weather.function);
+  });
+
   it('streams tool calls as OpenAI does: id, type and name first, then argument pieces', async () => {
     const r = await post({ tools: [weather, time], stream: true, stream_options: { include_usage: true } });
     expect(r.status).toBe(200);
