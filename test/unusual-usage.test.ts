@@ -1,19 +1,24 @@
 // Unusual-usage detection with a frozen clock and generated usage: a spike is alerted once that
 // day; a steady heavy user is not; a new account's first busy hour below the floor is not. On
-// SQLite, and on PostgreSQL when TEST_DATABASE_URL is set.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// SQLite, and on PostgreSQL when TEST_DATABASE_URL is set. Usage is written in time order, as the
+// server writes it (the check finds the hour's first row by `seq`): each test starts 30 days after
+// the one before, its history first.
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase, closeDatabase } from '../src/db/orm.js';
 import { AccountsService } from '../src/domain/accounts/accounts-service.js';
-import { billingDatabase, exec, type BillingDatabase } from '../src/domain/billing/sql.js';
+import { billingDatabase, exec, rows, type BillingDatabase } from '../src/domain/billing/sql.js';
 import { listNotifications } from '../src/domain/notifications/outbox.js';
-import { UnusualUsageDetector } from '../src/domain/notifications/unusual-usage.js';
+import { HOUR_SLICE_SQL, SEQ_BOUNDS_SQL, UnusualUsageDetector } from '../src/domain/notifications/unusual-usage.js';
 import { createLogger } from '../src/logger.js';
 import { BACKENDS, createTestDatabase, type TestDatabase } from './support/databases.js';
 import type { MikroORM } from '@mikro-orm/core';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
-const NOW = new Date('2026-11-26T15:30:00.000Z');
+const START = new Date('2026-11-26T15:30:00.000Z');
+/** This test's present: 30 days after the previous test's, so every test writes after the others. */
+let NOW = START;
+let tests = 0;
 const SETTINGS = { factor: 5, min_tokens: 10_000, min_spend: 1, check_interval_seconds: 300, enabled: true };
 
 let n = 0;
@@ -54,6 +59,9 @@ describe.each(BACKENDS)('unusual usage on %s', (backend) => {
     await closeDatabase(orm);
     await tdb.drop();
   });
+  beforeEach(() => {
+    NOW = new Date(START.getTime() + tests++ * 30 * DAY);
+  });
 
   it('alerts a spike far above the same hour of the previous 7 days, once that day', async () => {
     clock = NOW;
@@ -88,12 +96,12 @@ describe.each(BACKENDS)('unusual usage on %s', (backend) => {
   it('does not alert a steady heavy user, nor one earlier spike that makes the median', async () => {
     clock = NOW;
     const a = await newAccount();
-    await usualHours(db, a, 500_000, 5_000_000_000n);
-    await usage(db, a, new Date(NOW.getTime() - 30 * 60_000), 600_000, 6_000_000_000n);
     const b = await newAccount();
+    await usualHours(db, a, 500_000, 5_000_000_000n);
     // One huge day among seven quiet ones does not raise the usual (a median, not a mean) …
     await usualHours(db, b, 30_000);
-    await usage(db, b, new Date(NOW.getTime() - 2 * DAY - 10 * 60_000), 5_000_000);
+    await usage(db, b, new Date(NOW.getTime() - 2 * DAY - 5 * 60_000), 5_000_000);
+    await usage(db, a, new Date(NOW.getTime() - 30 * 60_000), 600_000, 6_000_000_000n);
     // … and an hour at the usual level is not unusual.
     await usage(db, b, new Date(NOW.getTime() - 10 * 60_000), 40_000);
     const spikes = (await detector.check()).map((s) => s.accountId);
@@ -113,5 +121,59 @@ describe.each(BACKENDS)('unusual usage on %s', (backend) => {
     expect(spikes).not.toContain(fresh);
     expect(await alerts(fresh)).toEqual([]);
     expect(spikes).toContain(big);
+  });
+
+  it('sums the hour in slices of seq, the event loop turning between them, whatever the table holds before it', async () => {
+    const a = await newAccount();
+    const b = await newAccount();
+    // Older usage the check must not read into its sums: a month of it (the previous tests' too).
+    for (let i = 0; i < 6; i++) await usage(db, a, new Date(NOW.getTime() - (20 - i) * DAY), 1_000_000);
+    await usage(db, a, new Date(NOW.getTime() - HOUR - 60_000), 1_000_000);
+    for (let i = 0; i < 5; i++) {
+      await usage(db, a, new Date(NOW.getTime() - (50 - i) * 60_000), 30_000, 1_000_000n);
+      await usage(db, b, new Date(NOW.getTime() - (45 - i) * 60_000), 7, 3n);
+    }
+    const sliced = new UnusualUsageDetector({ db, settings: SETTINGS, logger: createLogger('silent'), now: () => NOW, chunkRows: 2 });
+    let turns = 0;
+    let counting = true;
+    const count = () => {
+      if (!counting) return;
+      turns++;
+      setImmediate(count);
+    };
+    setImmediate(count);
+    const sums = await sliced.hourByAccount(new Date(NOW.getTime() - HOUR), NOW);
+    counting = false;
+    expect(sums.get(a)).toEqual({ tokens: 150_000, spend: 5_000_000n });
+    expect(sums.get(b)).toEqual({ tokens: 35, spend: 15n });
+    // Ten rows in the hour, two per slice: the loop turned between the slices.
+    expect(turns).toBeGreaterThanOrEqual(4);
+    expect(await sliced.hourByAccount(new Date(NOW.getTime() + DAY), new Date(NOW.getTime() + DAY + HOUR))).toEqual(new Map());
+  });
+
+  it('counts rows written out of order by a few minutes (clock skew between instances)', async () => {
+    const a = await newAccount();
+    const from = new Date(NOW.getTime() - HOUR);
+    const at = (minutes: number) => new Date(from.getTime() + minutes * 60_000);
+    await usage(db, a, at(-30), 1_000_000); // before the hour
+    await usage(db, a, at(-3), 1_000_000); // before the hour, just
+    await usage(db, a, at(1), 100);
+    await usage(db, a, at(-4), 1_000_000); // written after, by a clock behind: before the hour still
+    await usage(db, a, at(2), 20);
+    await usage(db, a, at(0.5), 3); // written last, stamped earlier
+    const sliced = new UnusualUsageDetector({ db, settings: SETTINGS, logger: createLogger('silent'), now: () => NOW, chunkRows: 1 });
+    expect((await sliced.hourByAccount(from, NOW)).get(a)).toEqual({ tokens: 123, spend: 0n });
+  });
+
+  it.runIf(backend === 'SQLite')("reads a slice through the primary key's range, not the table", async () => {
+    const plan = await rows<{ detail: string }>(db, `explain query plan ${HOUR_SLICE_SQL}`, [1, 2, NOW, NOW]);
+    const details = plan.map((p) => p.detail).join('; ');
+    expect(details).toMatch(/SEARCH usage_events USING INTEGER PRIMARY KEY \(rowid>\? AND rowid<\?\)/);
+    expect(details).not.toMatch(/SCAN usage_events/);
+    // The table's ends: each read from the key (min and max in one statement scan the table).
+    for (const sql of SEQ_BOUNDS_SQL) {
+      const ends = await rows<{ detail: string }>(db, `explain query plan ${sql}`);
+      expect(ends.map((p) => p.detail).join('; '), sql).not.toMatch(/SCAN/);
+    }
   });
 });
