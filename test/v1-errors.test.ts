@@ -1,5 +1,8 @@
 // Every refusal of the /v1 API: its HTTP status and its {error:{message,type,param,code}} body.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { documents, OperationError, run } from '../compat/operations.js';
+import type { ChatCompletionInput } from '../src/generated/graphql.js';
+import type { GraphQLContext } from '../src/graphql/context.js';
 import { startTestServer, type TestServer } from './support/harness.js';
 import { violations } from './support/oracle.js';
 import { contractFailures } from './support/openapi-contract.js';
@@ -403,21 +406,24 @@ describe('input the GraphQL variables refuse', () => {
     expect(r.body.error.message).toContain('more than 9 decimal places');
   });
 
-  it('names the path of a field a tool call may not have, as the GraphQL door does', async () => {
-    const body = chat({
+  it('names the path of a field an input may not have, as the GraphQL door does', async () => {
+    // /v1 maps every nested input field by field (a tool call's extra keys are left out), so this
+    // is run on compat's operation runner directly: graphql-jit refuses the variables, and the
+    // message is graphql-js's, with the input's path. Nothing runs past coercion: no context needed.
+    const input = {
+      model: 'chat-test',
       messages: [
         { role: 'user', content: 'hi' },
         {
           role: 'assistant',
           content: null,
-          tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' }, extra: 1 }],
+          toolCalls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' }, extra: 1 }],
         },
-        { role: 'tool', tool_call_id: 'c1', content: 'ok' },
       ],
-    });
-    const r = await post('/chat/completions', body);
-    expect(r.status).toBe(400);
-    expect(r.body.error.message).toContain('at "input.messages[1].toolCalls[0]"');
-    expect(r.body.error.param).toBe('input');
+    } as unknown as ChatCompletionInput;
+    const refused = await run(documents.createChatCompletion, { input }, {} as GraphQLContext).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(OperationError);
+    expect((refused as OperationError).message).toContain('at "input.messages[1].toolCalls[0]"');
+    expect((refused as OperationError).message).toContain('Field "extra" is not defined by type "ToolCallInput"');
   });
 });
