@@ -32,10 +32,19 @@ async function usage(db: BillingDatabase, accountId: string, at: Date, tokens: n
   );
 }
 
+type Use = [accountId: string, at: Date, tokens: number, nanos?: bigint];
+
 /** The same hour (ending at NOW minus d days) on each of the previous 7 days, `tokens` each. */
-async function usualHours(db: BillingDatabase, accountId: string, tokens: number, nanos = 0n): Promise<void> {
-  for (let d = 1; d <= 7; d++) await usage(db, accountId, new Date(NOW.getTime() - d * DAY - 20 * 60_000), tokens, nanos);
+const history = (accountId: string, tokens: number, nanos = 0n): Use[] =>
+  [7, 6, 5, 4, 3, 2, 1].map((d) => [accountId, new Date(NOW.getTime() - d * DAY - 20 * 60_000), tokens, nanos]);
+
+/** Writes usage in time order, as the server does. */
+async function inOrder(db: BillingDatabase, uses: Use[]): Promise<void> {
+  for (const [accountId, at, tokens, nanos] of [...uses].sort((x, y) => x[1].getTime() - y[1].getTime()))
+    await usage(db, accountId, at, tokens, nanos);
 }
+
+const usualHours = (db: BillingDatabase, accountId: string, tokens: number, nanos = 0n) => inOrder(db, history(accountId, tokens, nanos));
 
 describe.each(BACKENDS)('unusual usage on %s', (backend) => {
   let tdb: TestDatabase;
@@ -97,13 +106,15 @@ describe.each(BACKENDS)('unusual usage on %s', (backend) => {
     clock = NOW;
     const a = await newAccount();
     const b = await newAccount();
-    await usualHours(db, a, 500_000, 5_000_000_000n);
-    // One huge day among seven quiet ones does not raise the usual (a median, not a mean) …
-    await usualHours(db, b, 30_000);
-    await usage(db, b, new Date(NOW.getTime() - 2 * DAY - 5 * 60_000), 5_000_000);
-    await usage(db, a, new Date(NOW.getTime() - 30 * 60_000), 600_000, 6_000_000_000n);
-    // … and an hour at the usual level is not unusual.
-    await usage(db, b, new Date(NOW.getTime() - 10 * 60_000), 40_000);
+    await inOrder(db, [
+      ...history(a, 500_000, 5_000_000_000n),
+      [a, new Date(NOW.getTime() - 30 * 60_000), 600_000, 6_000_000_000n],
+      // One huge day among seven quiet ones does not raise the usual (a median, not a mean) …
+      ...history(b, 30_000),
+      [b, new Date(NOW.getTime() - 2 * DAY - 5 * 60_000), 5_000_000],
+      // … and an hour at the usual level is not unusual.
+      [b, new Date(NOW.getTime() - 10 * 60_000), 40_000],
+    ]);
     const spikes = (await detector.check()).map((s) => s.accountId);
     expect(spikes).not.toContain(a);
     expect(spikes).not.toContain(b);

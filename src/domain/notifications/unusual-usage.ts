@@ -6,17 +6,17 @@
 // An account is alerted at most once a UTC day (the outbox's dedupe key), whichever instance
 // checks first.
 //
-// The last hour is read by `seq` (usage_events' primary key, which grows as rows are written), not
-// by scanning the table: the first row of the hour is found by a binary search over `seq` (rows
-// are written with the time of writing, so `created_at` grows with `seq` but for instants of skew
-// between instances, which READ_MARGIN_MS covers), and the hour's rows are summed in slices of
-// `chunkRows`, the event loop free between slices. The check's work is the last hour's rows, however
-// long the table has grown (a scan of the whole table, on SQLite synchronously, stalled every
-// request once per interval).
+// Each hour (the last one, and the same hour of the 7 days before when an account is over a floor)
+// is read by `seq` (usage_events' primary key, which grows as rows are written), not by scanning
+// the table or an account's days: the hour's first row is found by a binary search over `seq`
+// (rows are written with the time of writing, so `created_at` grows with `seq` but for instants
+// of skew between instances, which READ_MARGIN_MS covers), and its rows are summed in slices of
+// `chunkRows`, the event loop free between slices. A check reads at most eight hours of rows,
+// however long the table has grown; before, the last hour was a scan of the whole table, and each
+// account's baseline a read of its eight days, on SQLite synchronously: every request waited.
 import type { UnusualUsageSettings } from '../../config-alerts.js';
 import type { Logger } from '../../logger.js';
 import { formatDecimal, parseDecimal, WALLET_CURRENCY } from '../billing/money.js';
-import { dayOf } from '../billing/period.js';
 import { big, date, int, rows, type Db } from '../billing/sql.js';
 import { enqueueNotification } from './outbox.js';
 
@@ -82,11 +82,18 @@ export class UnusualUsageDetector {
   async check(): Promise<UsageSpike[]> {
     const now = this.now();
     const from = new Date(now.getTime() - HOUR_MS);
+    // Below both floors nothing can be unusual: no need to read the baseline.
+    const recent = [...(await this.hourByAccount(from, now))].filter(
+      ([, hour]) => hour.tokens >= this.o.settings.min_tokens || hour.spend >= this.minSpend,
+    );
     const spikes: UsageSpike[] = [];
-    for (const [accountId, { tokens, spend }] of await this.hourByAccount(from, now)) {
-      // Below both floors nothing can be unusual: no need to read the baseline.
-      if (tokens < this.o.settings.min_tokens && spend < this.minSpend) continue;
-      const usual = await this.usualHour(accountId, now);
+    if (recent.length === 0) return spikes;
+    const usualHours = await this.usualHours(
+      recent.map(([accountId]) => accountId),
+      now,
+    );
+    for (const [accountId, { tokens, spend }] of recent) {
+      const usual = usualHours.get(accountId)!;
       const factorMilli = BigInt(Math.round(this.o.settings.factor * 1000));
       const tokensUnusual = tokens >= this.o.settings.min_tokens && tokens > this.o.settings.factor * usual.tokens;
       const spendUnusual = spend >= this.minSpend && spend * 1000n > factorMilli * usual.spend;
@@ -155,30 +162,23 @@ export class UnusualUsageDetector {
     return a;
   }
 
-  /** The median of the same hour on each of the previous 7 days (tokens and spend apart). */
-  private async usualHour(accountId: string, now: Date): Promise<{ tokens: number; spend: bigint }> {
-    const windows = Array.from({ length: BASELINE_DAYS }, (_, i) => {
-      const end = now.getTime() - (i + 1) * DAY_MS;
-      return [new Date(end - HOUR_MS), new Date(end)] as const;
-    });
-    const columns = windows
-      .map(
-        (_, i) =>
-          `sum(case when created_at >= ? and created_at < ? then total_tokens else 0 end) as t${i}, ` +
-          `cast(sum(case when created_at >= ? and created_at < ? then wallet_nanos else 0 end) as text) as s${i}`,
-      )
-      .join(', ');
-    const bindings = windows.flatMap(([a, b]) => [a, b, a, b]);
-    const [from, to] = [windows.at(-1)![0], windows[0]![1]];
-    // The days as well as the times: usage_events_account_day_index finds the account's rows.
-    const [r] = await rows<Record<string, unknown>>(
-      this.o.db,
-      `select ${columns} from usage_events where account_id = ? and day >= ? and day <= ? and created_at >= ? and created_at < ?`,
-      [...bindings, accountId, dayOf(from), dayOf(to), from, to],
-    );
-    const tokens = windows.map((_, i) => int(r?.[`t${i}`])).sort((a, b) => a - b);
-    const spend = windows.map((_, i) => big(String(r?.[`s${i}`] ?? '0').split('.')[0])).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  /**
+   * The usual hour of each of `accounts`: the median of the same hour on each of the previous 7
+   * days (tokens and spend apart), each day's hour read as the last hour is (hourByAccount).
+   */
+  private async usualHours(accounts: readonly string[], now: Date): Promise<Map<string, { tokens: number; spend: bigint }>> {
+    const days: Map<string, { tokens: number; spend: bigint }>[] = [];
+    for (let i = 1; i <= BASELINE_DAYS; i++) {
+      const end = new Date(now.getTime() - i * DAY_MS);
+      days.push(await this.hourByAccount(new Date(end.getTime() - HOUR_MS), end));
+    }
     const mid = Math.floor(BASELINE_DAYS / 2);
-    return { tokens: tokens[mid]!, spend: spend[mid]! };
+    const usual = new Map<string, { tokens: number; spend: bigint }>();
+    for (const accountId of accounts) {
+      const tokens = days.map((d) => d.get(accountId)?.tokens ?? 0).sort((a, b) => a - b);
+      const spend = days.map((d) => d.get(accountId)?.spend ?? 0n).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+      usual.set(accountId, { tokens: tokens[mid]!, spend: spend[mid]! });
+    }
+    return usual;
   }
 }
