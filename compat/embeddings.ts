@@ -34,6 +34,22 @@ function dimensionsOf(b: z.infer<typeof body>): number | null {
   return given ?? other;
 }
 
+/**
+ * OpenAI also takes `input` as token ids (a list of numbers, or of such lists; LangChain's
+ * OpenAIEmbeddings sends them by default). Ids mean nothing to another model's tokenizer, so they
+ * are refused with a message that says what to send instead.
+ */
+function refuseTokenIds(given: unknown): void {
+  const input = (given as { input?: unknown } | null | undefined)?.input;
+  const ids = (x: unknown) => typeof x === 'number' || (Array.isArray(x) && x.some((y) => typeof y === 'number'));
+  if (!Array.isArray(input) || !input.some(ids)) return;
+  throw new DomainError(
+    'invalid_type',
+    "'input' holds token ids, which this server does not take: send the text, as a string or a list of strings (with LangChain's OpenAIEmbeddings, set check_embedding_ctx_length=False).",
+    { param: 'input' },
+  );
+}
+
 export function float32Base64(vector: number[]): string {
   const buf = Buffer.allocUnsafe(vector.length * 4);
   for (let i = 0; i < vector.length; i++) buf.writeFloatLE(vector[i]!, i * 4);
@@ -42,6 +58,7 @@ export function float32Base64(vector: number[]): string {
 
 export function embeddings(door: CompatDoor) {
   return async (req: Request, res: Response, ctx: GraphQLContext) => {
+    refuseTokenIds(req.body);
     const b = parseBody(req, body);
     const input = { model: b.model, input: toList(b.input), dimensions: dimensionsOf(b), user: b.user ?? null };
     const data = await run(documents.createEmbeddings, { input }, ctx);

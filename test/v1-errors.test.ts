@@ -216,6 +216,24 @@ describe('embeddings, rerank and moderation rules', () => {
       'invalid_request_error',
       'input_too_long',
     ));
+  it('refuses token ids as embedding input, saying to send the text', async () => {
+    // OpenAI takes lists of token ids too (LangChain's OpenAIEmbeddings sends them by default);
+    // ids mean nothing to another model's tokenizer.
+    for (const input of [
+      [1, 2, 3],
+      [[1, 2], [3]],
+    ]) {
+      const r = await expectError(
+        post('/embeddings', { model: 'embed-test', input }),
+        400,
+        'invalid_request_error',
+        'invalid_type',
+        'input',
+      );
+      expect(r.body.error.message).toContain('token ids');
+      expect(r.body.error.message).toContain('send the text');
+    }
+  });
   it('refuses an embedding request for a chat model', () =>
     expectError(post('/embeddings', { model: 'chat-test', input: 'x' }), 400, 'invalid_request_error', 'invalid_model'));
   it('refuses an unknown encoding_format', () =>
