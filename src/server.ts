@@ -97,7 +97,9 @@ function corsFor(origins: string[]) {
     origin: any ? '*' : origins.length > 0 ? origins : false,
     credentials: !any && origins.length > 0,
     methods: ['GET', 'POST', 'OPTIONS'],
-    allowedHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'X-Request-Id', 'X-GraphQL-Yoga-CSRF', 'Apollo-Require-Preflight'],
+    // No list of allowed request headers: a preflight's requested headers are allowed, as the
+    // origin is. The official OpenAI SDKs send their own on every call (X-Stainless-*,
+    // OpenAI-Organization, OpenAI-Project), and a fixed list refused those calls in the browser.
     exposedHeaders: [
       'X-Request-Id',
       'Retry-After',

@@ -469,6 +469,20 @@ describe('safe exposure', () => {
         expect(pre.status).toBeLessThan(300);
         expect(pre.headers.get('access-control-allow-origin')).toBe('https://app.example.com');
         expect(pre.headers.get('access-control-allow-headers')?.toLowerCase()).toContain('authorization');
+        // The headers the official OpenAI SDKs send on every call from a browser page.
+        const sdk = 'authorization,content-type,x-stainless-os,x-stainless-lang,x-stainless-retry-count,x-stainless-timeout,openai-project';
+        const fromSdk = await fetch(`${allowed.url}${path}`, {
+          method: 'OPTIONS',
+          headers: { origin: 'https://app.example.com', 'access-control-request-method': 'POST', 'access-control-request-headers': sdk },
+        });
+        expect(fromSdk.status).toBeLessThan(300);
+        const granted = new Set(
+          fromSdk.headers
+            .get('access-control-allow-headers')
+            ?.toLowerCase()
+            .split(/\s*,\s*/),
+        );
+        for (const h of sdk.split(',')) expect(granted.has(h), h).toBe(true);
         const other = await fetch(`${allowed.url}${path}`, {
           method: 'OPTIONS',
           headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' },

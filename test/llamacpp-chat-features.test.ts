@@ -80,6 +80,69 @@ describe('the in-process engine', () => {
     expect(streamed.at(-1)).toMatchObject({ type: 'finish', finishReason: 'stop' });
   });
 
+  it('holds answers to what node-llama-cpp alone would let pass: bounds, draft 4 references, allOf, integers without exponents', async () => {
+    const schema = {
+      type: 'object',
+      definitions: {
+        pet: { type: 'object', properties: { kind: { enum: ['cat', 'dog'] } }, required: ['kind'], additionalProperties: false },
+      },
+      properties: {
+        n: { type: 'integer', minimum: 10, maximum: 12 },
+        count: { type: 'integer', minimum: 0 },
+        whole: { type: 'integer' },
+        score: { type: 'number', minimum: 0, maximum: 1 },
+        price: { type: 'number', exclusiveMinimum: 0 },
+        flag: { allOf: [{ type: 'boolean' }] },
+        pet: { $ref: '#/definitions/pet' },
+      },
+      required: ['n', 'count', 'whole', 'score', 'price', 'flag', 'pet'],
+      additionalProperties: false,
+    };
+    const validate = ajv.compile(schema);
+    for (const seed of [1, 2, 3, 4]) {
+      const r = await engine.chat(
+        req({ temperature: 1, seed, maxTokens: 256, responseFormat: { type: 'json_schema', jsonSchema: { name: 'bounded', schema } } }),
+        neverAborted(),
+      );
+      expect(r.finishReason, r.content).toBe('stop');
+      const value = JSON.parse(r.content);
+      expect(validate(value), `${r.content} ${JSON.stringify(validate.errors)}`).toBe(true);
+      expect(r.content).not.toMatch(/[eE][-+]?[0-9]/);
+      expect(Number.isSafeInteger(value.whole), r.content).toBe(true);
+    }
+    const days = {
+      type: 'function' as const,
+      function: {
+        name: 'forecast',
+        parameters: { type: 'object', properties: { days: { type: 'integer', minimum: 1, maximum: 7 } }, required: ['days'] },
+      },
+    };
+    for (const seed of [2, 4, 6]) {
+      const r = await engine.chat(req({ temperature: 1, seed, tools: [days], toolChoice: 'required' }), neverAborted());
+      const args = r.toolCalls![0]!.function.arguments;
+      expect(ajv.validate(days.function.parameters, JSON.parse(args)), args).toBe(true);
+    }
+  });
+
+  it('refuses a schema whose keywords no grammar holds, before anything is generated, naming the keyword and its place', async () => {
+    const format = {
+      type: 'json_schema' as const,
+      jsonSchema: { name: 'zip', schema: { type: 'object', properties: { zip: { type: 'string', pattern: '^[0-9]{5}$' } } } },
+    };
+    await expect(engine.chat(req({ responseFormat: format }), neverAborted())).rejects.toMatchObject({
+      code: 'unsupported_parameter',
+      param: 'response_format.json_schema.schema',
+      message: expect.stringContaining("'pattern' at response_format.json_schema.schema.properties.zip"),
+    });
+    const tool = {
+      type: 'function' as const,
+      function: { name: 'pick', parameters: { type: 'object', properties: { n: { type: 'number', maximum: 9 } } } },
+    };
+    // With tool_choice auto, before the model has said anything: the call could come in any answer.
+    const stream = engine.chatStream(req({ tools: [weather, tool] }), neverAborted());
+    await expect(stream.next()).rejects.toMatchObject({ code: 'unsupported_parameter', param: 'tools[1].function.parameters' });
+  });
+
   it('gives the same text for the same seed and settings', async () => {
     const a = await engine.chat(req({ temperature: 1, seed: 1234, maxTokens: 24 }), neverAborted());
     const b = await engine.chat(req({ temperature: 1, seed: 1234, maxTokens: 24 }), neverAborted());
@@ -267,6 +330,29 @@ describe('through the server', () => {
     });
     const forced = await post({ tools: [weather], tool_choice: 'required', response_format: { type: 'json_object' } });
     expect(forced.status).toBe(200);
+  });
+
+  it('/v1: a schema no grammar holds is a 400 naming the keyword, and the call is not charged', async () => {
+    const balance = async () =>
+      (await (await fetch(`${s.v1}/wallet/balance`, { headers: { authorization: `Bearer ${key}` } })).json()).balance;
+    const before = await balance();
+    for (const stream of [false, true]) {
+      const r = await post({
+        stream,
+        response_format: {
+          type: 'json_schema',
+          json_schema: { name: 'n', schema: { type: 'object', properties: { n: { type: 'number', minimum: 5 } } } },
+        },
+      });
+      expect(r.status).toBe(400);
+      expect((await r.json()).error).toMatchObject({
+        type: 'invalid_request_error',
+        code: 'unsupported_parameter',
+        param: 'response_format.json_schema.schema',
+        message: expect.stringContaining("'minimum' at response_format.json_schema.schema.properties.n"),
+      });
+    }
+    expect(await balance()).toBe(before);
   });
 
   it('GraphQL: the same seed gives the same text; a named tool call', async () => {

@@ -25,6 +25,7 @@ import {
 import { DomainError } from '../../errors.js';
 import type { ChatMessage, EngineChatRequest, TokenLogprob, ToolDefinition } from '../engine.js';
 import type { ChatRunner } from './runners.js';
+import { grammarSchema, patchGrammar } from './json-schema-grammar.js';
 
 /** Grammars built from schemas, per runtime: building one parses the schema and compiles GBNF. */
 const grammarCache = new Map<string, Promise<LlamaGrammar>>();
@@ -41,12 +42,21 @@ function cached(key: string, make: () => Promise<LlamaGrammar>): Promise<LlamaGr
   return g;
 }
 
-/** The grammar of a JSON Schema; a schema it cannot build is refused naming `param`. */
+/**
+ * The grammar of a JSON Schema (./json-schema-grammar.ts translates it, refusing what no grammar
+ * holds); a schema it cannot build is refused naming `param`.
+ */
 export async function schemaGrammar(llama: Llama, schema: Record<string, unknown> | undefined, param: string, modelId: string) {
+  const { schema: translated, rules } = grammarSchema(schema, param);
   try {
-    return await cached(`schema:${JSON.stringify(schema ?? {})}`, () =>
-      llama.createGrammarForJsonSchema((schema ?? { type: 'object' }) as Parameters<Llama['createGrammarForJsonSchema']>[0]),
-    );
+    return await cached(`schema:${JSON.stringify(schema ?? {})}`, async () => {
+      const json = await llama.createGrammarForJsonSchema(translated as Parameters<Llama['createGrammarForJsonSchema']>[0]);
+      return llama.createGrammar({
+        grammar: patchGrammar(json.grammar, rules),
+        stopGenerationTriggers: json.stopGenerationTriggers,
+        trimWhitespaceSuffix: json.trimWhitespaceSuffix,
+      });
+    });
   } catch (e) {
     throw new DomainError(
       'unsupported_parameter',
@@ -54,6 +64,12 @@ export async function schemaGrammar(llama: Llama, schema: Record<string, unknown
       { param },
     );
   }
+}
+
+/** Refuses, before anything is generated, a tool whose parameters no grammar holds. */
+export function checkToolSchemas(req: EngineChatRequest): void {
+  if (!usesTools(req)) return;
+  for (const [i, tool] of req.tools!.entries()) grammarSchema(tool.function.parameters, `tools[${i}].function.parameters`);
 }
 
 /** The grammar the response format asks for, if any. */

@@ -36,7 +36,7 @@ import type {
   ModelAvailability,
   ToolDefinition,
 } from '../engine.js';
-import { formatGrammar, grammarState, grammarStops, promptTokens, usesTools } from './chat-features.js';
+import { checkToolSchemas, formatGrammar, grammarState, grammarStops, promptTokens, usesTools } from './chat-features.js';
 import { type ChoiceBase, chatChoices, samplingOf, streamChoices } from './chat-run.js';
 import { CompletionText, decodesWithoutContext } from './completion-text.js';
 import { embeddingInput, embedOn, rerankOn } from './embeddings.js';
@@ -451,6 +451,7 @@ export class LlamaCppEngine implements Engine {
     const runner = await this.runnerOf('chat');
     const prompt = this.chatPrompt(runner, req);
     const format = await formatGrammar(await getRuntime(), req, this.modelId);
+    checkToolSchemas(req);
     const lease = await runner.pool.acquire(signal);
     try {
       if (!plain(req)) return await chatChoices(this.choiceBase(runner, lease.slot, prompt, req, format, signal));
@@ -474,6 +475,7 @@ export class LlamaCppEngine implements Engine {
     const runner = await this.runnerOf('chat');
     const prompt = this.chatPrompt(runner, req);
     const format = await formatGrammar(await getRuntime(), req, this.modelId);
+    checkToolSchemas(req);
     const lease = await runner.pool.acquire(signal);
     try {
       if (!plain(req)) {

@@ -1,0 +1,113 @@
+// A client's JSON Schema as llama.cpp's grammar (src/domain/inference/llamacpp/json-schema-grammar.ts):
+// what is translated, and what is refused with the keyword and its place named. The answers
+// generated under these grammars are checked on the fixture model in llamacpp-chat-features.test.ts.
+import { describe, expect, it } from 'vitest';
+import { DomainError } from '../src/domain/errors.js';
+import { grammarSchema, patchGrammar } from '../src/domain/inference/llamacpp/json-schema-grammar.js';
+
+const P = 'response_format.json_schema.schema';
+
+function refusal(schema: unknown): DomainError {
+  try {
+    grammarSchema(schema, P);
+  } catch (e) {
+    expect(e).toBeInstanceOf(DomainError);
+    return e as DomainError;
+  }
+  throw new Error(`not refused: ${JSON.stringify(schema)}`);
+}
+
+describe('a JSON Schema as a grammar', () => {
+  it.each([
+    [{ type: 'string', pattern: '^[0-9]{3}$' }, 'pattern', P],
+    [{ type: 'object', properties: { n: { type: 'number', minimum: 5, maximum: 10 } } }, 'minimum', `${P}.properties.n`],
+    [{ type: 'integer', minimum: 2 }, 'minimum', P],
+    [{ type: 'integer', maximum: 7 }, 'maximum', P],
+    [{ type: 'string', format: 'email' }, 'format', P],
+    [{ allOf: [{ type: 'string' }, { type: 'string', maxLength: 3 }] }, 'allOf', P],
+    [{ type: 'array', items: { type: 'string' }, uniqueItems: true }, 'uniqueItems', P],
+    [{ $ref: 'https://example.com/pet.json' }, '$ref', P],
+    [{ $ref: '#/$defs/missing' }, '$ref', P],
+    [{ type: 'object', properties: { a: { type: 'string' } }, required: ['b'] }, 'required', P],
+    [{ type: 'number', multipleOf: 0.5 }, 'multipleOf', P],
+    [{ type: 'string', enum: [1, 2] }, 'enum', P],
+    [{ const: { a: 1 } }, 'const', P],
+    [{ not: { type: 'null' } }, 'not', P],
+    [{ type: 'integer', minimum: 5, maximum: 4 }, 'minimum', P],
+  ])('refuses %j naming %s at %s', (schema, keyword, path) => {
+    const e = refusal(schema);
+    expect(e.code).toBe('unsupported_parameter');
+    expect(e.param).toBe(P);
+    expect(e.message).toContain(`'${keyword}' at ${path} `);
+  });
+
+  it('turns anyOf into alternatives, draft 4 definitions into $defs, and a recursive # into a definition', () => {
+    const { schema } = grammarSchema(
+      {
+        definitions: { pet: { type: 'object', properties: { kind: { enum: ['cat', 'dog'] } }, required: ['kind'] } },
+        type: 'object',
+        properties: {
+          pet: { $ref: '#/definitions/pet' },
+          tag: { anyOf: [{ type: 'string', maxLength: 4 }, { type: 'null' }] },
+          kids: { type: 'array', items: { $ref: '#' }, maxItems: 2 },
+        },
+      },
+      P,
+    );
+    expect(schema.$ref).toBe('#/$defs/tollgate-root');
+    const defs = schema.$defs as Record<string, any>;
+    expect(defs.pet).toEqual({ type: 'object', properties: { kind: { enum: ['cat', 'dog'] } } });
+    const root = defs['tollgate-root'];
+    expect(root.properties.pet).toEqual({ $ref: '#/$defs/pet' });
+    expect(root.properties.tag).toEqual({ oneOf: [{ type: 'string', maxLength: 4 }, { type: 'null' }] });
+    expect(root.properties.kids).toEqual({ type: 'array', items: { $ref: '#/$defs/tollgate-root' }, maxItems: 2 });
+  });
+
+  it('holds integers to a small range as an enum, with multipleOf; a list of types as alternatives; a tuple as prefixItems', () => {
+    expect(grammarSchema({ type: 'integer', minimum: 10, maximum: 12 }, P).schema).toEqual({ enum: [10, 11, 12] });
+    expect(grammarSchema({ type: 'integer', exclusiveMinimum: 0, maximum: 10, multipleOf: 5 }, P).schema).toEqual({ enum: [5, 10] });
+    expect(grammarSchema({ type: 'integer', minimum: 1, exclusiveMaximum: true, maximum: 3 }, P).schema).toEqual({ enum: [1, 2] });
+    expect(grammarSchema({ type: ['string', 'null'], maxLength: 3 }, P).schema).toEqual({
+      oneOf: [{ type: 'string', maxLength: 3 }, { type: 'null' }],
+    });
+    expect(grammarSchema({ type: 'array', items: [{ type: 'boolean' }], additionalItems: false }, P).schema).toEqual({
+      type: 'array',
+      prefixItems: [{ type: 'boolean' }],
+      maxItems: 1,
+    });
+    expect(grammarSchema({ allOf: [{ type: 'boolean' }], description: 'one' }, P).schema).toEqual({ type: 'boolean' });
+    // Bounds beyond what the grammar's numbers reach (zod's int() writes the safe-integer ones) hold already.
+    expect(grammarSchema({ type: 'integer', minimum: -9007199254740991, maximum: 9007199254740991 }, P).schema).toEqual({
+      type: 'integer',
+    });
+  });
+
+  it('gives the common one-sided bounds rules of their own, swapped into the grammar text', () => {
+    const { schema, rules } = grammarSchema(
+      {
+        type: 'object',
+        properties: {
+          count: { type: 'integer', minimum: 0 },
+          again: { type: 'integer', minimum: 0 },
+          score: { type: 'number', minimum: 0, maximum: 1 },
+          price: { type: 'number', exclusiveMinimum: 0 },
+        },
+      },
+      P,
+    );
+    const props = schema.properties as Record<string, { const: string }>;
+    expect(props.count).toEqual(props.again); // one rule per bound
+    expect(rules.size).toBe(3);
+    const text = patchGrammar(
+      `root ::= "{" val0 "," "\\"${props.score.const}\\"" "}"\nval0 ::= "\\"${props.count.const}\\""\n` +
+        'integer-number-rule ::= "-"? ("0" | [1-9] [0-9]{0,15}) ([eE] [-+]? ("0" | [1-9] [0-9]{0,15}))?\n' +
+        'fractional-number-rule ::= "-"? ("0" | [1-9] [0-9]{0,15}) ("." [0-9]{1,16})? ([eE] [-+]? ("0" | [1-9] [0-9]{0,15}))?',
+      rules,
+    );
+    expect(text).toContain(`val0 ::= ${props.count.const}\n`);
+    expect(text).toContain(`"," ${props.score.const} "}"`);
+    expect(text).toContain(`\n${props.count.const} ::= "0" | [1-9] [0-9]{0,14}`);
+    expect(text).not.toMatch(/\[eE\]/); // numbers without exponents
+    expect(text).toContain('integer-number-rule ::= "-"? ("0" | [1-9] [0-9]{0,14})\n');
+  });
+});
