@@ -32,9 +32,20 @@ const tool = z
       .loose(),
   })
   .loose();
+const namedFunction = z.object({ type: z.literal('function'), function: z.object({ name: z.string() }).loose() }).loose();
+// OpenAI's newer form: the model may call only these of the tools, freely (auto) or surely (required).
+const allowedTools = z
+  .object({
+    type: z.literal('allowed_tools'),
+    allowed_tools: z.object({ mode: z.enum(['auto', 'required']), tools: z.array(namedFunction).min(1) }).loose(),
+  })
+  .loose();
 const toolChoice = z.union([
   z.enum(['auto', 'none', 'required']),
-  z.object({ type: z.literal('function'), function: z.object({ name: z.string() }).loose() }).loose(),
+  namedFunction,
+  allowedTools,
+  // Any other kind (a custom tool's, say) gets a message naming it, not a type error.
+  z.object({ type: z.string() }).loose(),
 ]);
 const responseFormat = z.union([
   z.object({ type: z.literal('text') }).loose(),
@@ -49,9 +60,11 @@ const responseFormat = z.union([
     .loose(),
 ]);
 
-function textOf(parts: z.infer<typeof part>[], i: number): string {
+function textOf(parts: z.infer<typeof part>[], i: number, role: string): string {
   return parts
     .map((p, j) => {
+      // An assistant's refusal in the history, as OpenAI returns it: its text is what was said.
+      if (p.type === 'refusal' && role === 'assistant' && typeof p.refusal === 'string') return p.refusal;
       if (p.type !== 'text') {
         throw new DomainError(
           'invalid_value',
@@ -148,11 +161,25 @@ function endUserOf(b: Body): string | null {
 }
 
 function toInput(b: Body): ChatCompletionInput {
+  const choice = readToolChoice(b.tool_choice);
+  // Both names of the output limit: they may come together (clients that send both for older
+  // servers), but not disagree.
+  const both = [b.max_tokens, b.max_completion_tokens];
+  if (both.every((v) => v !== null && v !== undefined) && both[0] !== both[1]) {
+    throw new DomainError(
+      'invalid_value',
+      "'max_tokens' and 'max_completion_tokens' are two names for one limit: send one, or the same value in both.",
+      {
+        param: 'max_completion_tokens',
+      },
+    );
+  }
   return {
     model: b.model,
     messages: b.messages.map((m, i) => ({
       role: m.role,
-      content: m.content === null || m.content === undefined || typeof m.content === 'string' ? (m.content ?? null) : textOf(m.content, i),
+      content:
+        m.content === null || m.content === undefined || typeof m.content === 'string' ? (m.content ?? null) : textOf(m.content, i, m.role),
       toolCalls: m.tool_calls?.map(toolCallInput) ?? null,
       toolCallId: m.tool_call_id ?? null,
     })),
@@ -164,7 +191,7 @@ function toInput(b: Body): ChatCompletionInput {
     frequencyPenalty: b.frequency_penalty ?? null,
     user: endUserOf(b),
     tools:
-      b.tools?.map((t) => ({
+      toolsOf(b, choice.allowed)?.map((t) => ({
         type: t.type,
         function: {
           name: t.function.name,
@@ -173,12 +200,7 @@ function toInput(b: Body): ChatCompletionInput {
           strict: t.function.strict ?? null,
         },
       })) ?? null,
-    toolChoice:
-      b.tool_choice === null || b.tool_choice === undefined
-        ? null
-        : typeof b.tool_choice === 'string'
-          ? { mode: b.tool_choice }
-          : { functionName: b.tool_choice.function.name },
+    toolChoice: choice.input,
     parallelToolCalls: b.parallel_tool_calls ?? null,
     responseFormat: b.response_format
       ? {
@@ -191,6 +213,51 @@ function toInput(b: Body): ChatCompletionInput {
     logprobs: b.logprobs ?? null,
     topLogprobs: b.top_logprobs ?? null,
   };
+}
+
+/** The tool choice as GraphQL takes it, and with `allowed_tools` the names the model may call. */
+function readToolChoice(choice: Body['tool_choice']): { input: ChatCompletionInput['toolChoice']; allowed: string[] | null } {
+  if (choice === null || choice === undefined) return { input: null, allowed: null };
+  if (typeof choice === 'string') return { input: { mode: choice }, allowed: null };
+  const named = namedFunction.safeParse(choice);
+  if (named.success) return { input: { functionName: named.data.function.name }, allowed: null };
+  const allowed = allowedTools.safeParse(choice);
+  if (allowed.success) {
+    const { mode, tools } = allowed.data.allowed_tools;
+    return { input: { mode }, allowed: tools.map((t) => t.function.name) };
+  }
+  const shapes: Record<string, string> = {
+    function: '{"type":"function","function":{"name":…}}',
+    allowed_tools:
+      '{"type":"allowed_tools","allowed_tools":{"mode":"auto" or "required","tools":[{"type":"function","function":{"name":…}},…]}}',
+  };
+  const shape = shapes[choice.type];
+  if (shape)
+    throw new DomainError('invalid_value', `Invalid value for 'tool_choice': a choice of type '${choice.type}' is ${shape}.`, {
+      param: 'tool_choice',
+    });
+  throw new DomainError(
+    'unsupported_parameter',
+    `'tool_choice' of type '${choice.type.slice(0, 40)}' is not supported: send 'auto', 'none', 'required', ${shapes.function} or allowed_tools.`,
+    { param: 'tool_choice' },
+  );
+}
+
+/** The tools the model may call: with `allowed_tools`, those it names (each must be one of `tools`). */
+function toolsOf(b: Body, allowed: string[] | null): Body['tools'] {
+  if (!allowed) return b.tools;
+  for (const [i, name] of allowed.entries()) {
+    if (!b.tools?.some((tool) => tool.function.name === name)) {
+      throw new DomainError(
+        'invalid_value',
+        `'tool_choice.allowed_tools.tools[${i}]' names '${name.slice(0, 64)}', which is not among 'tools'.`,
+        {
+          param: `tool_choice.allowed_tools.tools[${i}].function.name`,
+        },
+      );
+    }
+  }
+  return b.tools!.filter((t) => allowed.includes(t.function.name));
 }
 
 /**

@@ -45,7 +45,7 @@ function refuseTokenIds(given: unknown): void {
   if (!Array.isArray(input) || !input.some(ids)) return;
   throw new DomainError(
     'invalid_type',
-    "'input' holds token ids, which this server does not take: send the text, as a string or a list of strings (with LangChain's OpenAIEmbeddings, set check_embedding_ctx_length=False).",
+    "'input' holds token ids, which this server does not take: send the text, as a string or a list of strings (with Python LangChain's OpenAIEmbeddings, set check_embedding_ctx_length=False).",
     { param: 'input' },
   );
 }

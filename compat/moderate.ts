@@ -1,19 +1,38 @@
 // POST /v1/moderate (and /v1/moderations, the path OpenAI clients call) → Mutation.moderate.
-// `input` is a string or, as OpenAI accepts, a list of up to 100 strings: one result each.
+// `input` is a string or, as OpenAI accepts, a list of up to 100 strings (one result each), or a
+// list of text parts (one result).
 import type { Request, Response } from 'express';
 import { z } from 'zod';
+import { DomainError } from '../src/domain/errors.js';
 import { parseBody, stringOrList, toList } from './body.js';
 import type { GraphQLContext } from '../src/graphql/context.js';
 import { documents, run } from './operations.js';
 import { deprecationHeaders, setHeaders } from './wire.js';
 import type { CompatDoor } from './door.js';
 
-export const body = z.object({ model: z.string(), input: stringOrList }).loose();
+// OpenAI's multimodal form: a list of parts, read as one input. Text parts only: this server's
+// moderation models read text, and an image is refused by its part's type rather than dropped.
+const part = z.object({ type: z.string(), text: z.unknown().optional() }).loose();
+export const body = z.object({ model: z.string(), input: z.union([stringOrList, z.array(part).min(1)]) }).loose();
+
+function inputsOf(input: z.infer<typeof body>['input']): string[] {
+  if (typeof input === 'string' || input.every((p) => typeof p === 'string')) return toList(input as string | string[]);
+  const texts = (input as z.infer<typeof part>[]).map((p, j) => {
+    if (p.type !== 'text')
+      throw new DomainError('invalid_value', `'input[${j}]' is a part of type '${p.type.slice(0, 40)}': this server moderates text only.`, {
+        param: `input[${j}].type`,
+      });
+    if (typeof p.text !== 'string')
+      throw new DomainError('invalid_type', `'input[${j}].text' must be a string.`, { param: `input[${j}].text` });
+    return p.text;
+  });
+  return [texts.join('\n')];
+}
 
 export function moderate(door: CompatDoor) {
   return async (req: Request, res: Response, ctx: GraphQLContext) => {
     const b = parseBody(req, body);
-    const data = await run(documents.moderate, { input: { model: b.model, input: toList(b.input) } }, ctx);
+    const data = await run(documents.moderate, { input: { model: b.model, input: inputsOf(b.input) } }, ctx);
     const m = data.moderate;
     setHeaders(res, deprecationHeaders(door.model(b.model)));
     res.json({

@@ -114,6 +114,33 @@ describe('tool calls through /v1 (openai engine)', () => {
     expect(none.body.choices[0].message.content).toBe('w0 w1 w2');
   });
 
+  it("takes OpenAI's allowed_tools choice: only the tools it names are offered, in its mode", async () => {
+    const allowed = (mode: string, names: string[]) => ({
+      type: 'allowed_tools',
+      allowed_tools: { mode, tools: names.map((name) => ({ type: 'function', function: { name } })) },
+    });
+    const r = await post({ tools: [weather, time], tool_choice: allowed('required', ['get_time']) });
+    expect(r.status).toBe(200);
+    expect(r.body.choices[0].message.tool_calls.map((c: any) => c.function.name)).toEqual(['get_time']);
+    expect(lastRequest().tools.map((t: any) => t.function.name)).toEqual(['get_time']);
+    expect(lastRequest().tool_choice).toBe('required');
+    await post({ tools: [weather, time], tool_choice: allowed('auto', ['get_weather', 'get_time']) });
+    expect(lastRequest().tools.map((t: any) => t.function.name)).toEqual(['get_weather', 'get_time']);
+    expect(lastRequest().tool_choice).toBe('auto');
+  });
+
+  it('takes an assistant refusal part in the history as what the assistant said', async () => {
+    const r = await post({
+      messages: [
+        { role: 'user', content: 'hi' },
+        { role: 'assistant', content: [{ type: 'refusal', refusal: 'I cannot help with that.' }] },
+        { role: 'user', content: 'ok #tokens=3' },
+      ],
+    });
+    expect(r.status).toBe(200);
+    expect(lastRequest().messages[1]).toMatchObject({ role: 'assistant', content: 'I cannot help with that.' });
+  });
+
   it('takes the tool results back in the history (assistant tool_calls, tool messages)', async () => {
     const r = await post({
       tools: [weather],
@@ -214,6 +241,25 @@ describe('tool calls through /v1 (openai engine)', () => {
       [{ top_logprobs: 3 }, 'invalid_value', 'top_logprobs'],
       [{ logprobs: true, top_logprobs: 21 }, 'invalid_value', 'top_logprobs'],
       [{ seed: 1.5 }, 'invalid_type', 'seed'],
+      [
+        {
+          tools: [weather],
+          tool_choice: {
+            type: 'allowed_tools',
+            allowed_tools: { mode: 'auto', tools: [{ type: 'function', function: { name: 'nope' } }] },
+          },
+        },
+        'invalid_value',
+        'tool_choice.allowed_tools.tools[0].function.name',
+      ],
+      [
+        { tools: [weather], tool_choice: { type: 'allowed_tools', allowed_tools: { mode: 'none', tools: [] } } },
+        'invalid_value',
+        'tool_choice',
+      ],
+      [{ tools: [weather], tool_choice: { type: 'custom', custom: { name: 'x' } } }, 'unsupported_parameter', 'tool_choice'],
+      [{ max_tokens: 5, max_completion_tokens: 6 }, 'invalid_value', 'max_completion_tokens'],
+      [{ messages: [{ role: 'user', content: [{ type: 'refusal', refusal: 'no' }] }] }, 'invalid_value', 'messages[0].content[0].type'],
     ];
     const before = s.upstream.requests.length;
     for (const [body, code, param] of cases) {

@@ -38,8 +38,17 @@ describe('batched loading in GraphQL', () => {
     await s?.close();
   });
 
-  /** Runs the page query and counts the SQL statements it sent, through both query paths. */
+  /**
+   * Runs the page query and counts the SQL statements sent meanwhile, through both query paths.
+   * The server's background work (the mail worker's poll, heartbeats) may add statements of its
+   * own to one run on a busy machine, never take any away: the fewest of three runs is the query's.
+   */
   async function pageWithQueryCount(first: number) {
+    const runs = [await pageOnce(first), await pageOnce(first), await pageOnce(first)];
+    return runs.reduce((a, b) => (b.queries < a.queries ? b : a));
+  }
+
+  async function pageOnce(first: number) {
     const db = s.services.billing.db;
     const rows = vi.spyOn(db, 'rows');
     const run = vi.spyOn(db, 'run');

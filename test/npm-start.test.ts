@@ -138,5 +138,5 @@ describe('npm start', () => {
       again.npm.kill('SIGTERM');
     }
     expect(await again.exited).toBe(0);
-  });
+  }, 180_000); // two servers compiled and started from nothing: minutes on a busy machine
 });

@@ -89,7 +89,7 @@ describe('tollgate limits', () => {
     }
     const text = await tollgate('limits', 'show', '--account', id);
     expect(text.stdout).toBe(`Account ${id}: 20 requests/min (tier free), 40000 tokens/min (tier free).\n`);
-  });
+  }, 120_000); // CLI processes, each a few seconds on a busy machine
 
   it('refuses a limit that is not a positive integer, and an unknown account', async () => {
     const created = await json<{ account: { id: string } }>(
@@ -112,5 +112,5 @@ describe('tollgate limits', () => {
     const unknown = await tollgate('limits', 'set', '--account', 'acct_nope', '--rpm', '5');
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain("No account with id 'acct_nope'");
-  });
+  }, 120_000); // seven CLI processes, each a few seconds on a busy machine
 });

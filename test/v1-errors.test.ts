@@ -202,13 +202,17 @@ describe('chat request rules', () => {
 });
 
 describe('embeddings, rerank and moderation rules', () => {
-  it('refuses 101 embedding inputs', () =>
-    expectError(
+  it('refuses 101 embedding inputs, saying how to batch them', async () => {
+    const r = await expectError(
       post('/embeddings', { model: 'embed-test', input: Array.from({ length: 101 }, (_, i) => `t${i}`) }),
       400,
       'invalid_request_error',
       'too_many_inputs',
-    ));
+    );
+    expect(r.body.error.message).toMatch(
+      /at most 100 strings; got 101\. Send them in requests of at most 100 \(LangChain.*batchSize: 100\)/,
+    );
+  });
   it("refuses an embedding input over the model's token limit", () =>
     expectError(
       post('/embeddings', { model: 'embed-test', input: ['ok', 'token '.repeat(600)] }),
@@ -217,7 +221,7 @@ describe('embeddings, rerank and moderation rules', () => {
       'input_too_long',
     ));
   it('refuses token ids as embedding input, saying to send the text', async () => {
-    // OpenAI takes lists of token ids too (LangChain's OpenAIEmbeddings sends them by default);
+    // OpenAI takes lists of token ids too (Python LangChain's OpenAIEmbeddings sends them by default);
     // ids mean nothing to another model's tokenizer.
     for (const input of [
       [1, 2, 3],
@@ -263,6 +267,32 @@ describe('embeddings, rerank and moderation rules', () => {
     ));
   it('refuses a moderation request for a reranking model', () =>
     expectError(post('/moderate', { model: 'rerank-test', input: 'x' }), 400, 'invalid_request_error', 'invalid_model'));
+
+  it("takes OpenAI's multimodal moderation input as one text, and refuses an image part by its type", async () => {
+    const parts = await post('/moderations', {
+      model: 'guard-test',
+      input: [
+        { type: 'text', text: 'first' },
+        { type: 'text', text: 'second' },
+      ],
+    });
+    expect(parts.status).toBe(200);
+    expect(parts.body.results).toHaveLength(1);
+    expect(s.upstream.requests.at(-1)!.body).toMatchObject({ input: 'first\nsecond' });
+    await expectError(
+      post('/moderations', {
+        model: 'guard-test',
+        input: [
+          { type: 'text', text: 'a' },
+          { type: 'image_url', image_url: { url: 'https://x/y.png' } },
+        ],
+      }),
+      400,
+      'invalid_request_error',
+      'invalid_value',
+      'input[1].type',
+    );
+  });
 
   it('reranks sorted by relevance, honouring top_n and return_documents', async () => {
     const r = await post('/rerank', {

@@ -551,9 +551,13 @@ export class InferenceService {
     checkUser(input.user);
     const dimensions = checkDimensions(model, input.dimensions);
     if (input.input.length > LIMITS.maxEmbeddingInputs) {
-      throw new DomainError('too_many_inputs', `'input' takes at most ${LIMITS.maxEmbeddingInputs} strings; got ${input.input.length}.`, {
-        param: 'input',
-      });
+      // Clients batch by their own defaults (LangChain's OpenAIEmbeddings 512, the AI SDK 2,048):
+      // the message says what to set.
+      throw new DomainError(
+        'too_many_inputs',
+        `'input' takes at most ${LIMITS.maxEmbeddingInputs} strings; got ${input.input.length}. Send them in requests of at most ${LIMITS.maxEmbeddingInputs} (LangChain's OpenAIEmbeddings: batchSize: ${LIMITS.maxEmbeddingInputs}).`,
+        { param: 'input' },
+      );
     }
     const engine = this.engines.get(model.id);
     const limit = model.specifications.max_tokens;
