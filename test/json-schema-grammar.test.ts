@@ -3,7 +3,7 @@
 // generated under these grammars are checked on the fixture model in llamacpp-chat-features.test.ts.
 import { describe, expect, it } from 'vitest';
 import { DomainError } from '../src/domain/errors.js';
-import { grammarSchema, patchGrammar } from '../src/domain/inference/llamacpp/json-schema-grammar.js';
+import { grammarSchema, patchGrammar, SCHEMA_LIMITS } from '../src/domain/inference/llamacpp/json-schema-grammar.js';
 
 const P = 'response_format.json_schema.schema';
 
@@ -39,6 +39,29 @@ describe('a JSON Schema as a grammar', () => {
     expect(e.code).toBe('unsupported_parameter');
     expect(e.param).toBe(P);
     expect(e.message).toContain(`'${keyword}' at ${path} `);
+  });
+
+  it('refuses a schema too large to build a grammar from on the event loop: values, properties, depth', () => {
+    const values = (n: number) => Array.from({ length: n }, (_, i) => `v${i}`);
+    expect(refusal({ enum: values(40_000) }).message).toContain(
+      `at most ${SCHEMA_LIMITS.values.toLocaleString('en-US')} enum and const values`,
+    );
+    // In all, not per enum; integer ranges count each of their values.
+    const split = { type: 'object', properties: { a: { enum: values(1500) }, b: { type: 'integer', minimum: 0, maximum: 600 } } };
+    expect(refusal(split).message).toContain(`'enum' at ${P}.properties.b `);
+    expect(grammarSchema({ type: 'object', properties: { a: { enum: values(SCHEMA_LIMITS.values) } } }, P).schema).toBeDefined();
+    const wide = {
+      type: 'object',
+      properties: Object.fromEntries(values(SCHEMA_LIMITS.properties + 1).map((v) => [v, { type: 'boolean' }])),
+    };
+    expect(refusal(wide).message).toContain(`'properties' at ${P} `);
+    let deep: Record<string, unknown> = { type: 'boolean' };
+    for (let i = 0; i < SCHEMA_LIMITS.depth; i++) deep = { type: 'object', properties: { a: deep } };
+    expect(refusal(deep).message).toContain(`nest at most ${SCHEMA_LIMITS.depth} levels`);
+    // A deeply nested value elsewhere in the schema (an enum's values are not schemas, but are read).
+    let nested: unknown = 1;
+    for (let i = 0; i < 10_000; i++) nested = [nested];
+    expect(refusal({ type: 'object', properties: {}, examples: [nested] }).message).toContain('nest at most');
   });
 
   it('turns anyOf into alternatives, draft 4 definitions into $defs, and a recursive # into a definition', () => {

@@ -11,7 +11,7 @@ import { ConfigError, parseConfigText } from '../src/config.js';
 import { formatDecimal, parseDecimal } from '../src/domain/billing/money.js';
 import { countChatTokens, countTextTokens, truncateTextTokens } from '../src/domain/inference/tokenizer.js';
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
-import { startTestServer, type TestServer } from './support/harness.js';
+import { embeddingModelYaml, moderationModelYaml, startTestServer, type TestServer } from './support/harness.js';
 import { client, seed } from './support/seed.js';
 
 const IN = 1_000n;
@@ -87,7 +87,11 @@ ${chatModel('chat-test', `base_url: "${url}", timeout_ms: 5000`)}${chatModel('ch
 )}${chatModel('chat-flaky', `base_urls: ["${flaky.url}", "${url}"], first_byte_timeout_ms: 1000, circuit_breaker: { failure_threshold: 1, cooldown_ms: 200 }`)}${chatModel(
   'chat-busy',
   `base_urls: ["${busy.url}", "${url}"]`,
-)}${chatModel('chat-only-busy', `base_url: "${busy.url}"`)}`,
+)}${chatModel('chat-only-busy', `base_url: "${busy.url}"`)}${embeddingModelYaml(
+  'embed-test',
+  '{ max_tokens: 512, output_dimensions: 4 }',
+  `{ type: openai, base_url: "${url}", model: upstream-embed }`,
+)}${moderationModelYaml('guard-paid', `{ type: openai, base_url: "${url}", model: upstream-guard }`, { price: 'price_per_million_tokens: 1, ' })}`,
     });
   });
   afterAll(async () => {
@@ -432,6 +436,64 @@ ${chatModel('m', `base_url: "http://127.0.0.1:1/v1"${engine}`)}`;
       const billed = { prompt: fakePrompt(content), completion: 8 };
       expect(r.body.usage).toEqual({ prompt_tokens: billed.prompt, completion_tokens: 8, total_tokens: billed.prompt + 8 });
       expect(await c.balance()).toBe(balanceAfter(billed));
+    });
+  });
+
+  describe('answers of the right shape with wrong values, and answers too large to hold, are 502 and billed nothing', () => {
+    const healthy = async () => (await fetch(`${s.url}/healthz`)).status === 200;
+
+    it('an answer over 64 MB ends at once with 502, and the server goes on serving', async () => {
+      const a = await account();
+      const c = client(s, a.apiKey);
+      s.upstream.setFault({ huge: 80 * 1024 * 1024 });
+      for (const r of [await chat(c, 'chat-test', 'big'), await c.post('/embeddings', { model: 'embed-test', input: 'big' })]) {
+        expect(r.status).toBe(502);
+        expect(r.body.error).toMatchObject({ code: 'upstream_error', message: expect.stringContaining('larger than 64 MB') });
+      }
+      s.upstream.setFault(null);
+      expect(await healthy()).toBe(true);
+      expect((await chat(c, 'chat-test', 'small #tokens=2', { max_tokens: 2 })).status).toBe(200);
+      expect(await c.balance()).toBe(balanceAfter({ prompt: fakePrompt('small #tokens=2'), completion: 2 }));
+    });
+
+    it.each([
+      ['a vector holding null', '[0.5, null, 0.1, 0.2]'],
+      ['a vector holding a number beyond a double (1e999)', '[0.5, 1e999, 0.1, 0.2]'],
+      ['a vector holding text', '[0.5, "x", 0.1, 0.2]'],
+    ])('embeddings: %s', async (_name, vector) => {
+      const a = await account();
+      const c = client(s, a.apiKey);
+      s.upstream.setFault({
+        raw: `{"object":"list","data":[{"object":"embedding","index":0,"embedding":${vector}}],"usage":{"prompt_tokens":3,"total_tokens":3}}`,
+      });
+      const r = await c.post('/embeddings', { model: 'embed-test', input: 'some text' });
+      expect(r.status).toBe(502);
+      expect(r.body.error).toMatchObject({ code: 'upstream_error', message: "The model's upstream server sent an invalid response." });
+      expect(await c.balance()).toBe(balanceAfter());
+    });
+
+    it('moderation: a category named like an object property is a category; a score of 1e999 is a broken answer', async () => {
+      const a = await account();
+      const c = client(s, a.apiKey);
+      s.upstream.setFault({
+        raw: '{"id":"m","model":"g","results":[{"flagged":true,"categories":{"constructor":true,"toString":false},"category_scores":{"constructor":0.75}}]}',
+      });
+      const ok = await c.post('/moderations', { model: 'guard-paid', input: 'some text' });
+      expect(ok.status).toBe(200);
+      expect(ok.body.results[0]).toMatchObject({
+        flagged: true,
+        categories: { constructor: true, toString: false, hate: false },
+        category_scores: { constructor: 0.75, toString: 0, hate: 0 },
+      });
+      const paid = await c.balance();
+      expect(paid).not.toBe(START);
+      s.upstream.setFault({
+        raw: '{"id":"m","model":"g","results":[{"flagged":false,"categories":{"hate":false},"category_scores":{"hate":1e999}}]}',
+      });
+      const broken = await c.post('/moderations', { model: 'guard-paid', input: 'some text' });
+      expect(broken.status).toBe(502);
+      expect(broken.body.error.code).toBe('upstream_error');
+      expect(await c.balance()).toBe(paid);
     });
   });
 

@@ -25,6 +25,10 @@ export type FailMode = '500' | '503' | 'reset' | 'hang';
  * - { pace }             streamed: the head at once, then each frame (role, content…, finish,
  *                        [DONE]) written on its own once `pace(index)` resolves, so a test can hold
  *                        a chunk back until the client has seen the one before
+ * - { raw }              every route: 200, `content-type: application/json`, with `raw` as the body
+ *                        (an answer of the right shape with wrong values, or numbers JSON.stringify
+ *                        cannot write, such as 1e999)
+ * - { huge: bytes }      every route: 200 with a JSON body of that many bytes, sent in 1 MB writes
  */
 export type Fault =
   | FailMode
@@ -36,7 +40,9 @@ export type Fault =
   | { status: 429 | 503; retryAfter?: string }
   | { usage: number }
   | { gate: Promise<void> }
-  | { pace: (frame: number) => Promise<void> };
+  | { pace: (frame: number) => Promise<void> }
+  | { raw: string }
+  | { huge: number };
 
 export interface FakeUpstreamOptions {
   port?: number;
@@ -508,6 +514,27 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
           ...(chosen.retryAfter ? { 'retry-after': chosen.retryAfter } : {}),
         });
         res.end(text);
+        return;
+      }
+      if (chosen !== null && typeof chosen === 'object' && 'raw' in chosen) {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(chosen.raw);
+        return;
+      }
+      if (chosen !== null && typeof chosen === 'object' && 'huge' in chosen) {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        const mb = Buffer.alloc(1024 * 1024, 'a');
+        res.write('{"pad":"');
+        let sent = 0;
+        const more = () => {
+          while (sent < chosen.huge && !res.destroyed) {
+            sent += mb.length;
+            if (!res.write(mb)) return void res.once('drain', more);
+          }
+          if (!res.destroyed) res.end('"}');
+        };
+        res.on('error', () => {});
+        more();
         return;
       }
       const failure = takeFailure() ?? (chosen === 'hang' || chosen === 'reset' || chosen === '500' || chosen === '503' ? chosen : null);

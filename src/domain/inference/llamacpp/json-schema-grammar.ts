@@ -84,6 +84,12 @@ const NUMBER_KEYWORDS = ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMax
 const WIDE = 999_999_999_999_999;
 /** Integer ranges up to this many values become an enum. */
 const MAX_ENUM_RANGE = 1000;
+/**
+ * What one schema may hold: the grammar is built on the event loop, and its cost grows faster than
+ * the schema (40,000 enum values held the process for half a minute). OpenAI's structured outputs
+ * set limits of the same kind (1,000 enum values, 5,000 properties, 10 levels).
+ */
+export const SCHEMA_LIMITS = { values: 2000, properties: 5000, depth: 32 };
 
 const DIGITS = '[1-9] [0-9]{0,14}';
 const FRACTION = '("." [0-9]{1,15})?';
@@ -120,6 +126,8 @@ class Translator {
   private readonly defs = new Map<string, unknown>();
   private readonly translated = new Map<string, Schema>();
   private rootReferenced = false;
+  private values = 0;
+  private properties = 0;
 
   constructor(private readonly param: string) {}
 
@@ -142,9 +150,10 @@ class Translator {
   }
 
   /** `$defs` and `definitions` anywhere, by name (a name defined twice differently is refused). */
-  private collectDefs(node: unknown, path: string): void {
+  private collectDefs(node: unknown, path: string, depth = 0): void {
+    if (depth > 4 * SCHEMA_LIMITS.depth) this.refuse(path, 'schema', `schemas may nest at most ${SCHEMA_LIMITS.depth} levels deep`);
     if (Array.isArray(node)) {
-      for (const [i, n] of node.entries()) this.collectDefs(n, `${path}[${i}]`);
+      for (const [i, n] of node.entries()) this.collectDefs(n, `${path}[${i}]`, depth + 1);
       return;
     }
     if (!isObject(node)) return;
@@ -160,10 +169,33 @@ class Translator {
       }
     }
     for (const [key, value] of Object.entries(node))
-      if (key !== '$defs' && key !== 'definitions') this.collectDefs(value, `${path}.${key}`);
+      if (key !== '$defs' && key !== 'definitions') this.collectDefs(value, `${path}.${key}`, depth + 1);
   }
 
+  private count(path: string, what: 'values' | 'properties', n: number): void {
+    this[what] += n;
+    const limit = SCHEMA_LIMITS[what];
+    if (this[what] > limit)
+      this.refuse(
+        path,
+        what === 'values' ? 'enum' : 'properties',
+        `a schema may hold at most ${limit.toLocaleString('en-US')} ${what === 'values' ? 'enum and const values (integer ranges count each of theirs)' : 'properties'} in all`,
+      );
+  }
+
+  private depth = 0;
+
   private translate(node: unknown, path: string): Schema {
+    if (this.depth >= SCHEMA_LIMITS.depth) this.refuse(path, 'schema', `schemas may nest at most ${SCHEMA_LIMITS.depth} levels deep`);
+    this.depth++;
+    try {
+      return this.translateNode(node, path);
+    } finally {
+      this.depth--;
+    }
+  }
+
+  private translateNode(node: unknown, path: string): Schema {
     if (node === true) return {};
     if (!isObject(node)) {
       if (node === false) this.refuse(path, 'false', 'no value satisfies it');
@@ -245,6 +277,7 @@ class Translator {
     if (!values.every(isPrimitive)) this.refuse(path, keyword, 'only strings, numbers, booleans and null can be generated as fixed values');
     const kept = types.length === 0 ? values : values.filter((v) => types.some((t) => fitsType(v, t)));
     if (kept.length === 0) this.refuse(path, keyword, `no value of it is of type ${types.join(' or ')}`);
+    this.count(path, 'values', kept.length);
     if (kept.some((v) => typeof v === 'string' && v.startsWith(SENTINEL)))
       this.refuse(path, keyword, `values starting with '${SENTINEL}' are reserved`);
     return { enum: kept };
@@ -322,6 +355,7 @@ class Translator {
         const values: number[] = [];
         for (let v = lo; v <= hi; v++) if (Number.isInteger(v / step)) values.push(v);
         if (values.length === 0) this.refuse(path, 'multipleOf', 'no integer within the bounds is a multiple of it');
+        this.count(path, 'values', values.length);
         return { enum: values };
       }
       if (!Number.isInteger(step) || (step !== 1 && multipleOf !== undefined))
@@ -359,6 +393,7 @@ class Translator {
     const out: Schema = { type: 'object' };
     const properties = node.properties ?? {};
     if (!isObject(properties)) this.refuse(path, 'properties', 'it must be an object of schemas');
+    this.count(path, 'properties', Object.keys(properties).length);
     out.properties = Object.fromEntries(Object.entries(properties).map(([k, v]) => [k, this.translate(v, `${path}.properties.${k}`)]));
     const extra = node.additionalProperties;
     if (extra !== undefined && extra !== false)

@@ -13,7 +13,8 @@ export function embedResultFrom(data: Record<string, unknown>, input: string[]):
     // Servers are expected to keep input order, but `index` is what the format promises.
     const index = item && typeof item.index === 'number' ? item.index : i;
     const vector = item ? decodeEmbedding(item.embedding) : undefined;
-    if (!vector || index < 0 || index >= input.length || embeddings[index] !== undefined) throw invalidResponse();
+    if (!vector || index < 0 || index >= input.length || embeddings[index] !== undefined || !vector.every(isFiniteNumber))
+      throw invalidResponse();
     embeddings[index] = vector;
   }
   const usage = asRecord(data.usage);
@@ -53,16 +54,28 @@ export function rerankResultFrom(data: Record<string, unknown>, query: string, d
 export function moderationResultFrom(data: Record<string, unknown>, input: string): EngineModerationResult {
   const first = Array.isArray(data.results) ? asRecord(data.results[0]) : undefined;
   if (!first) throw invalidResponse();
-  const categories: Record<string, boolean> = {};
-  const categoryScores: Record<string, number> = {};
+  // Without a prototype: a category named like one of Object's properties (`constructor`) is a
+  // category like any other, not a lookup that finds a function.
+  const categories: Record<string, boolean> = Object.create(null);
+  const categoryScores: Record<string, number> = Object.create(null);
   for (const key of MODERATION_KEYS) {
     categories[key] = false;
     categoryScores[key] = 0;
   }
-  for (const [k, v] of Object.entries(asRecord(first.categories) ?? {})) categories[k] = v === true;
+  const flags = Object.entries(asRecord(first.categories) ?? {});
+  for (const [k, v] of flags) categories[k] = v === true;
   for (const [k, v] of Object.entries(asRecord(first.category_scores) ?? {})) {
-    if (typeof v === 'number' && Number.isFinite(v)) categoryScores[k] = v;
+    // No score (null) scores as the flag says, below; one that is not a finite number (text,
+    // 1e999 read as Infinity) is a broken answer.
+    if (v === null) continue;
+    if (!isFiniteNumber(v)) throw invalidResponse();
+    categoryScores[k] = v;
+    if (!(k in categories)) categories[k] = false;
   }
+  // A category reported without a score scores as its flag says.
+  for (const [k] of flags) if (!(k in categoryScores)) categoryScores[k] = categories[k] ? 1 : 0;
   const flagged = typeof first.flagged === 'boolean' ? first.flagged : Object.values(categories).some(Boolean);
   return { flagged, categories, categoryScores, promptTokens: countTextTokens(input) };
 }
+
+const isFiniteNumber = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);

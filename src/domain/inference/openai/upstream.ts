@@ -208,6 +208,12 @@ export const MODERATION_KEYS = ['hate', 'harassment', 'self-harm', 'sexual', 'vi
 export const FINISH_REASONS: ReadonlySet<string> = new Set<FinishReason>(['stop', 'length', 'content_filter', 'tool_calls']);
 /** Upstream error bodies are read only to be logged or to spot a context-length complaint. */
 export const ERROR_BODY_LIMIT = 16 * 1024;
+/**
+ * The most of an answer read whole (chat, embeddings, rerank, moderation) this server takes: far
+ * beyond any real one (100 embeddings of 4,096 dimensions are about 8 MB), and an upstream that
+ * sends more has gone wrong (502), rather than growing this process without bound.
+ */
+export const ANSWER_BODY_LIMIT = 64 * 1024 * 1024;
 export const CONTEXT_LENGTH_RE = /context[ _-]?(length|window)|maximum context|too many tokens|prompt is too long/i;
 export const noopLogger: OpenAIEngineLogger = { warn() {} };
 /** An upstream's Retry-After is passed on, within reason: at least 1 s, at most 10 min. */
@@ -218,6 +224,7 @@ export const msg = {
   timeout: "The model's upstream server did not answer in time.",
   deadline: 'The call ran past its time limit and was ended.',
   invalid: "The model's upstream server sent an invalid response.",
+  tooLarge: `The model's upstream server sent an answer larger than ${ANSWER_BODY_LIMIT / 1024 / 1024} MB.`,
   brokenAnswer: "The model's upstream server broke off its answer.",
   brokenStream: "The model's upstream server broke off the stream.",
   overloaded: "The model's upstream servers are busy; retry after the time given in Retry-After.",
@@ -433,6 +440,11 @@ class WholeHandler implements Dispatcher.DispatchHandler, Abortable {
       this.finish();
       this.resolve({ statusCode: this.statusCode, retryAfter: this.retryAfter, text: this.errorText() });
       this.abortRequest?.(new Error('error answer read far enough'));
+    } else if (this.size > ANSWER_BODY_LIMIT) {
+      this.finish();
+      this.chunks = [];
+      this.reject(new DomainError('upstream_error', msg.tooLarge));
+      this.abortRequest?.(new Error('answer too large'));
     }
     return true;
   }
@@ -445,11 +457,14 @@ class WholeHandler implements Dispatcher.DispatchHandler, Abortable {
     this.chunks = [];
     // As undici's text(): a leading UTF-8 byte-order mark is not part of the text.
     if (body.length >= 3 && body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf) body = body.subarray(3);
-    this.resolve({
-      statusCode,
-      retryAfter: this.retryAfter,
-      text: statusCode >= 300 ? truncate(body.toString('utf8')) : body.toString('utf8'),
-    });
+    let text: string;
+    try {
+      text = statusCode >= 300 ? truncate(body.toString('utf8')) : body.toString('utf8');
+    } catch {
+      // A body no string can hold (the limit above keeps far below it): settled all the same.
+      return this.reject(invalidResponse());
+    }
+    this.resolve({ statusCode, retryAfter: this.retryAfter, text });
   }
 
   onError(err: Error): void {
