@@ -177,6 +177,8 @@ const tierOverride = z.strictObject({
   overage: z.boolean().optional(),
   /** A subscription fee in currency units, charged from the wallet when the tier is taken and at each period start. */
   monthly_fee: price.optional(),
+  /** Whether customers may move themselves to this tier from the dashboard (default: all but enterprise). */
+  self_service: z.boolean().optional(),
   /** Requests per minute per account (rate limits, issue 5). */
   rpm: positiveInt.optional(),
   /** Tokens per minute per account: prompt + maximum output at admission, corrected to the real usage. */
@@ -453,6 +455,7 @@ export function parseConfigText(
       monthly_tokens: given.monthly_tokens === undefined ? TIER_DEFAULTS[name].monthly_tokens : given.monthly_tokens,
       overage: given.overage ?? TIER_DEFAULTS[name].overage,
       monthly_fee: given.monthly_fee ?? TIER_DEFAULTS[name].monthly_fee,
+      self_service: given.self_service ?? TIER_DEFAULTS[name].self_service,
       rpm: given.rpm ?? TIER_DEFAULTS[name].rpm,
       tpm: given.tpm ?? TIER_DEFAULTS[name].tpm,
     };

@@ -17,10 +17,10 @@ import { BACKENDS, createTestDatabase, type TestDatabase } from './support/datab
 
 const TIERS: Record<TierName, TierPolicy> = {
   ...TIER_DEFAULTS,
-  free: { monthly_tokens: 100, overage: false, monthly_fee: 0 },
-  developer: { monthly_tokens: 50, overage: true, monthly_fee: 5 },
-  startup: { monthly_tokens: 0, overage: true, monthly_fee: 0 },
-  enterprise: { monthly_tokens: null, overage: false, monthly_fee: 20 },
+  free: { monthly_tokens: 100, overage: false, monthly_fee: 0, self_service: true },
+  developer: { monthly_tokens: 50, overage: true, monthly_fee: 5, self_service: true },
+  startup: { monthly_tokens: 0, overage: true, monthly_fee: 0, self_service: true },
+  enterprise: { monthly_tokens: null, overage: false, monthly_fee: 20, self_service: false },
 };
 
 const usd = (text: string) => parseDecimal(text);

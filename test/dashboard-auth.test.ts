@@ -345,6 +345,54 @@ describe('changing plan from a session', () => {
     expect(types.sort()).toEqual(['bonus 8', 'subscription -5']);
   });
 
+  it('refuses a tier the operator arranges (enterprise by default, or self_service: false), which an operator can still set', async () => {
+    const up = await gql(s, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }', {
+      e: 'free-rider@example.com',
+      p: PASSWORD,
+    });
+    const cookie = cookieOf(up.setCookie);
+    const accountId = (await gql(s, '{ viewer { id } }', {}, { cookie })).body.data.viewer.id as string;
+    const plans = (await gql(s, '{ plans { tier selfService } }')).body.data.plans;
+    expect(plans).toEqual([
+      { tier: 'free', selfService: true },
+      { tier: 'developer', selfService: true },
+      { tier: 'startup', selfService: true },
+      { tier: 'enterprise', selfService: false },
+    ]);
+    const refused = await changePlan(cookie, 'enterprise');
+    expect(refused.status).toBe(403);
+    expect(refused.body.errors?.[0].extensions.code).toBe('tier_not_self_service');
+    expect(refused.body.errors?.[0].message).toContain('arranged with the operator');
+    expect((await gql(s, '{ viewer { tier } }', {}, { cookie })).body.data.viewer.tier).toBe('free');
+    // The operator moves it; from there the customer may still move down to a tier they choose.
+    const moved = await s.graphql(
+      'mutation($id: ID!) { setAccountTier(accountId: $id, tier: enterprise) { tier } }',
+      { id: accountId },
+      ADMIN_TOKEN,
+    );
+    expect(moved.body.errors).toBeUndefined();
+    expect((await changePlan(cookie, 'developer')).body.data.changePlan.tier).toBe('developer');
+
+    const open = await startTestServer({
+      yaml: (u) => `${catalogYaml(u)}tiers:\n  enterprise: { self_service: true }\n  developer: { self_service: false }\n`,
+    });
+    try {
+      const o = await gql(open, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }', {
+        e: 'o@example.com',
+        p: PASSWORD,
+      });
+      const c = cookieOf(o.setCookie);
+      expect((await gql(open, 'mutation { changePlan(tier: enterprise) { tier } }', {}, { cookie: c })).body.data.changePlan.tier).toBe(
+        'enterprise',
+      );
+      expect(
+        (await gql(open, 'mutation { changePlan(tier: developer) { tier } }', {}, { cookie: c })).body.errors?.[0].extensions.code,
+      ).toBe('tier_not_self_service');
+    } finally {
+      await open.close();
+    }
+  });
+
   it('is for a signed-in person only, and refuses an unknown tier', async () => {
     const { apiKey } = await s.account('free');
     const withKey = await gql(s, 'mutation { changePlan(tier: startup) { tier } }', {}, { authorization: `Bearer ${apiKey}` });

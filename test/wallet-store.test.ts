@@ -22,10 +22,10 @@ import { BACKENDS, createTestDatabase, HAS_POSTGRES, type TestDatabase } from '.
 const BEYOND_DOUBLES = 9_007_199_254_740_993n; // 2^53 + 1
 const TIERS: Record<TierName, TierPolicy> = {
   ...TIER_DEFAULTS,
-  free: { monthly_tokens: 100, overage: false, monthly_fee: 0 },
-  developer: { monthly_tokens: 50, overage: true, monthly_fee: 0 },
-  startup: { monthly_tokens: 0, overage: true, monthly_fee: 0 },
-  enterprise: { monthly_tokens: null, overage: false, monthly_fee: 0 },
+  free: { monthly_tokens: 100, overage: false, monthly_fee: 0, self_service: true },
+  developer: { monthly_tokens: 50, overage: true, monthly_fee: 0, self_service: true },
+  startup: { monthly_tokens: 0, overage: true, monthly_fee: 0, self_service: true },
+  enterprise: { monthly_tokens: null, overage: false, monthly_fee: 0, self_service: false },
 };
 
 const PERIOD = '2031-05';

@@ -27,6 +27,8 @@ export const ERROR_CODES = {
   // 401 / 403
   invalid_api_key: { status: 401, type: 'authentication_error' },
   admin_required: { status: 403, type: 'permission_error' },
+  // A customer choosing a tier the operator arranges (tiers.<name>.self_service: false).
+  tier_not_self_service: { status: 403, type: 'permission_error' },
   // Dashboard sign-in (issue 15): a wrong e-mail or password, an operation that needs a signed-in
   // person (not an API key), sign-up turned off or needing an invitation, a used or expired link.
   invalid_credentials: { status: 401, type: 'authentication_error' },

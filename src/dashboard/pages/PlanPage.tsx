@@ -1,5 +1,6 @@
 // Plan: the tiers side by side and a switch between them (a monthly fee is charged from the
-// wallet as a subscription transaction when a tier with one is taken).
+// wallet as a subscription transaction when a tier with one is taken). A tier customers may not
+// choose themselves (enterprise by default) says so instead of offering a switch.
 import { useState } from 'react';
 import { useMutation, useQuery } from 'urql';
 import { Money } from '../components/Money';
@@ -17,6 +18,7 @@ const PlansDoc = graphql(`
       monthlyFee
       rpm
       tpm
+      selfService
     }
     viewer {
       id
@@ -58,7 +60,13 @@ export default function PlanPage() {
                   {p.monthlyTokens === null || p.monthlyTokens === undefined ? 'Unlimited' : `${formatTokens(p.monthlyTokens)} tokens`}
                 </dd>
                 <dt>Past the allocation</dt>
-                <dd>{p.overage ? 'Paid from the wallet' : 'Calls are refused'}</dd>
+                <dd>
+                  {p.monthlyTokens === null || p.monthlyTokens === undefined
+                    ? 'Not applicable'
+                    : p.overage
+                      ? 'Paid from the wallet'
+                      : 'Calls are refused'}
+                </dd>
                 <dt>Rate limits</dt>
                 <dd>
                   {formatTokens(p.rpm)} requests and {formatTokens(p.tpm)} tokens a minute
@@ -66,7 +74,9 @@ export default function PlanPage() {
                 <dt>Monthly fee</dt>
                 <dd>{toNumber(p.monthlyFee) > 0 ? <Money value={p.monthlyFee} currency="USD" /> : 'None'}</dd>
               </dl>
-              {current ? null : confirm === p.tier ? (
+              {current ? null : !p.selfService ? (
+                <p className="muted">Arranged with us: ask us to move your account to this plan.</p>
+              ) : confirm === p.tier ? (
                 // biome-ignore lint/a11y/useSemanticElements: a group of two buttons, not a form fieldset.
                 <div role="group" aria-label={`Confirm switching to ${p.tier}`}>
                   <p>{toNumber(p.monthlyFee) > 0 ? `The fee of ${p.monthlyFee} is charged from your wallet now.` : 'No fee is charged.'}</p>

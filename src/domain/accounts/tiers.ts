@@ -16,6 +16,11 @@ export interface TierPolicy {
   overage: boolean;
   /** A subscription fee in currency units, charged when the tier is taken and at each period start. */
   monthly_fee: number;
+  /**
+   * Whether customers may move themselves to this tier (the dashboard's Plan page); an operator
+   * moves accounts to any tier. Enterprise, unlimited and not billed, is arranged with the operator.
+   */
+  self_service: boolean;
 }
 
 /** A tier's rate limits, per account (README, "Rate limits"). */
@@ -28,8 +33,8 @@ export interface TierRateLimits {
 export type TierConfig = TierPolicy & TierRateLimits;
 
 export const TIER_DEFAULTS: Record<Tier, TierConfig> = {
-  free: { monthly_tokens: 100_000, overage: false, monthly_fee: 0, rpm: 20, tpm: 40_000 },
-  developer: { monthly_tokens: 5_000_000, overage: true, monthly_fee: 0, rpm: 500, tpm: 1_000_000 },
-  startup: { monthly_tokens: 25_000_000, overage: true, monthly_fee: 0, rpm: 2_000, tpm: 5_000_000 },
-  enterprise: { monthly_tokens: null, overage: false, monthly_fee: 0, rpm: 10_000, tpm: 20_000_000 },
+  free: { monthly_tokens: 100_000, overage: false, monthly_fee: 0, self_service: true, rpm: 20, tpm: 40_000 },
+  developer: { monthly_tokens: 5_000_000, overage: true, monthly_fee: 0, self_service: true, rpm: 500, tpm: 1_000_000 },
+  startup: { monthly_tokens: 25_000_000, overage: true, monthly_fee: 0, self_service: true, rpm: 2_000, tpm: 5_000_000 },
+  enterprise: { monthly_tokens: null, overage: false, monthly_fee: 0, self_service: false, rpm: 10_000, tpm: 20_000_000 },
 };

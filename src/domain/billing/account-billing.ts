@@ -159,6 +159,21 @@ export abstract class AccountBilling extends Sweeper {
     return { id: accountId, tier };
   }
 
+  /**
+   * A customer moving their own account to a tier (the dashboard's Plan page): only to a tier the
+   * config lets customers choose; anything else is as setTier.
+   */
+  async choosePlan(accountId: string, tier: string): Promise<{ id: string; tier: Tier }> {
+    if (isTier(tier) && !this.tiers[tier].self_service) {
+      throw new DomainError(
+        'tier_not_self_service',
+        `The ${tier} tier is arranged with the operator, not chosen here: ask them to move your account to it.`,
+        { param: 'tier' },
+      );
+    }
+    return this.setTier(accountId, tier);
+  }
+
   async getAllocation(accountId: string): Promise<AllocationView> {
     const r = await this.wallets.allocation(this.db, accountId);
     if (!r) throw new DomainError('not_found', `No account with id '${accountId}'.`, { param: 'account_id' });

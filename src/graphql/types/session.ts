@@ -46,6 +46,7 @@ interface PlanView {
   monthlyFee: bigint;
   rpm: number;
   tpm: number;
+  selfService: boolean;
 }
 
 const PlanRef = builder.objectRef<PlanView>('Plan').implement({
@@ -57,6 +58,9 @@ const PlanRef = builder.objectRef<PlanView>('Plan').implement({
     monthlyFee: t.field({ type: DecimalScalar, resolve: (p) => p.monthlyFee }),
     rpm: t.exposeInt('rpm'),
     tpm: t.exposeInt('tpm'),
+    selfService: t.exposeBoolean('selfService', {
+      description: 'Whether customers may move themselves to this tier (changePlan); an operator moves accounts to any.',
+    }),
   }),
 });
 
@@ -92,6 +96,7 @@ builder.queryFields((t) => ({
           monthlyFee: priceToNanos(c.monthly_fee),
           rpm: c.rpm,
           tpm: c.tpm,
+          selfService: c.self_service,
         };
       }),
   }),
@@ -255,8 +260,8 @@ builder.mutationFields((t) => ({
   changePlan: t.field({
     type: AccountRef,
     description:
-      "Session only: moves the signed-in account to a tier; a tier's monthly fee is charged from the wallet as a subscription transaction (402 insufficient_balance when it cannot be paid).",
+      "Session only: moves the signed-in account to a tier customers may choose (Plan.selfService; 403 tier_not_self_service for another); a tier's monthly fee is charged from the wallet as a subscription transaction (402 insufficient_balance when it cannot be paid).",
     args: { tier: t.arg({ type: TierEnum, required: true }) },
-    resolve: async (_root, args, ctx) => (await ctx.services.billing.setTier(ctx.requireSession().accountId, args.tier)).id,
+    resolve: async (_root, args, ctx) => (await ctx.services.billing.choosePlan(ctx.requireSession().accountId, args.tier)).id,
   }),
 }));

@@ -462,7 +462,8 @@ class WholeHandler implements Dispatcher.DispatchHandler, Abortable {
       text = statusCode >= 300 ? truncate(body.toString('utf8')) : body.toString('utf8');
     } catch {
       // A body no string can hold (the limit above keeps far below it): settled all the same.
-      return this.reject(invalidResponse());
+      this.reject(invalidResponse());
+      return;
     }
     this.resolve({ statusCode, retryAfter: this.retryAfter, text });
   }
