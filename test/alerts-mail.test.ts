@@ -142,10 +142,12 @@ describe('e-mail alerts through a real SMTP server', () => {
       );
       expect(mail!.to.sort()).toEqual([owner, ...extras].sort());
       for (const amount of amounts) expect(mail!.body, subject).toContain(amount);
-      expect(mail!.body).toContain(s.url); // the link to PUBLIC_URL
+      // The link to the dashboard's settings page under PUBLIC_URL, a page that is there.
+      expect(mail!.body).toContain(`${s.url}/dashboard/settings`);
       expect(mail!.body).toMatch(/Content-Type: text\/html/i);
       expect(mail!.messageId).toMatch(/^<ntf_[A-Za-z0-9_-]+@tollgate\.test>$/);
     }
+    expect((await fetch(`${s.url}/dashboard/settings`)).status).toBe(200);
     // Once each: the server does not send an alert twice.
     const ids = smtp.messages.filter((m) => m.to.includes(owner)).map((m) => m.messageId);
     expect(new Set(ids).size).toBe(ids.length);

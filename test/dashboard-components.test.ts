@@ -34,7 +34,13 @@ describe('the top-up amount and bonus preview', () => {
   it('checks the rules as the person types', () => {
     expect(checkTopUpAmount('')).toEqual({ kind: 'empty' });
     expect(checkTopUpAmount('50')).toEqual({ kind: 'ok', amount: '50' });
-    expect(checkTopUpAmount(' $1,00.50 ')).toEqual({ kind: 'ok', amount: '100.50' });
+    expect(checkTopUpAmount(' $100.50 ')).toEqual({ kind: 'ok', amount: '100.50' });
+    // A comma separates thousands and nothing else: a decimal comma is refused, never read as a bigger amount.
+    expect(checkTopUpAmount('1,250').kind).toBe('sales');
+    expect(checkTopUpAmount('1,250.50').kind).toBe('sales');
+    for (const t of ['12,5', '12,50', '1,00.50', '50,5', '1,2345']) {
+      expect(checkTopUpAmount(t), t).toMatchObject({ kind: 'invalid', message: expect.stringContaining('Use a point for decimals') });
+    }
     expect(checkTopUpAmount('050')).toEqual({ kind: 'ok', amount: '50' });
     expect(checkTopUpAmount('9.99').kind).toBe('too_small');
     expect(checkTopUpAmount('10').kind).toBe('ok');
@@ -46,10 +52,12 @@ describe('the top-up amount and bonus preview', () => {
   });
   it('previews the bonus and the credits of a quote', () => {
     expect(previewLines({ amount: '50', bonus: '2.5', bonusPercent: 5, credits: '52.5', currency: 'USD' }, formatMoney)).toEqual({
+      amount: '50.00 USD',
       bonus: '+2.50 USD (5%)',
       credits: '52.50 USD',
     });
     expect(previewLines({ amount: '10', bonus: '0', bonusPercent: 0, credits: '10', currency: 'USD' }, formatMoney)).toEqual({
+      amount: '10.00 USD',
       bonus: 'No bonus at this amount',
       credits: '10.00 USD',
     });

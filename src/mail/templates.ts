@@ -152,7 +152,8 @@ const TEMPLATES: Record<NotificationKind, (p: Payload) => Draft> = {
 export function renderNotification(kind: NotificationKind, payload: Payload, ctx: TemplateContext): RenderedMail {
   const template = TEMPLATES[kind];
   const draft = template ? template(payload) : { subject: `Notification: ${kind}`, lines: [JSON.stringify(payload)] };
-  const link = ctx.publicUrl.replace(/\/+$/, '');
+  // The dashboard's settings page, where the alerts are set (the server's root has no page).
+  const link = `${ctx.publicUrl.replace(/\/+$/, '')}/dashboard/settings`;
   const footer = [
     `Your account: ${ctx.accountId}. Manage your alerts and wallet at ${link}`,
     'You get this e-mail because of your tollgate alert settings; every alert but receipts can be turned off.',

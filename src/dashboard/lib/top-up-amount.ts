@@ -12,8 +12,14 @@ export type AmountCheck =
   | { kind: 'ok'; amount: string };
 
 export function checkTopUpAmount(input: string): AmountCheck {
-  const text = input.trim().replace(/^\$/, '').replace(/,/g, '');
+  let text = input.trim().replace(/^\$/, '');
   if (text === '') return { kind: 'empty' };
+  // A comma separates thousands (1,250.00) and nothing else: "12,5" is refused, not read as 125.
+  if (text.includes(',')) {
+    if (!/^\d{1,3}(,\d{3})+(\.\d+)?$/.test(text))
+      return { kind: 'invalid', message: 'Use a point for decimals, such as 12.50 (a comma only separates thousands: 1,250).' };
+    text = text.replace(/,/g, '');
+  }
   if (!/^\d+(\.\d{1,2})?$/.test(text)) return { kind: 'invalid', message: 'Enter an amount such as 50 or 49.99 (at most two decimals).' };
   const value = Number(text);
   if (value < MINIMUM_TOP_UP) return { kind: 'too_small', message: `The smallest top-up is ${MINIMUM_TOP_UP}.00.` };
@@ -34,9 +40,10 @@ export interface QuoteView {
 export function previewLines(
   q: QuoteView,
   format: (v: string, o: { currency?: string; sign?: boolean }) => string,
-): { bonus: string; credits: string } {
+): { amount: string; bonus: string; credits: string } {
   const pct = Number.isInteger(q.bonusPercent) ? String(q.bonusPercent) : q.bonusPercent.toFixed(1);
   return {
+    amount: format(q.amount, { currency: q.currency }),
     bonus: Number(q.bonus) > 0 ? `${format(q.bonus, { currency: q.currency, sign: true })} (${pct}%)` : 'No bonus at this amount',
     credits: format(q.credits, { currency: q.currency }),
   };
