@@ -7,18 +7,20 @@ import { checkTopUpAmount, previewLines } from '../src/dashboard/lib/top-up-amou
 import { dailySeries, modelTotals, monthRange, seriesModels, sumDecimals } from '../src/dashboard/lib/usage-shape.js';
 
 describe('formatMoney', () => {
-  it('shows two decimals, rounded half away from zero on the digits, with separators', () => {
+  it('shows the amount exactly (as the API does), with at least two decimals and separators', () => {
     expect(formatMoney('52.5')).toBe('52.50');
     expect(formatMoney('52.5', { currency: 'USD' })).toBe('52.50 USD');
     expect(formatMoney('0')).toBe('0.00');
-    expect(formatMoney('0.005')).toBe('0.01');
-    expect(formatMoney('0.004999999')).toBe('0.00');
-    expect(formatMoney('1234567.891')).toBe('1,234,567.89');
-    expect(formatMoney('-12.345')).toBe('-12.35');
-    expect(formatMoney('-0.001')).toBe('0.00');
+    expect(formatMoney('0.005')).toBe('0.005'); // exact: never more, nor less, than there is
+    expect(formatMoney('0.004999999')).toBe('0.004999999');
+    expect(formatMoney('9.998624000')).toBe('9.998624');
+    expect(formatMoney('1234567.891')).toBe('1,234,567.891');
+    expect(formatMoney('-12.345')).toBe('-12.345');
+    expect(formatMoney('-0.000034', { currency: 'USD' })).toBe('-0.000034 USD');
+    expect(formatMoney('-0.000')).toBe('0.00');
     expect(formatMoney('2.5', { sign: true })).toBe('+2.50');
     expect(formatMoney('-2.5', { sign: true })).toBe('-2.50');
-    expect(formatMoney('99999999999999999.999')).toBe('100,000,000,000,000,000.00');
+    expect(formatMoney('99999999999999999.999')).toBe('99,999,999,999,999,999.999');
     expect(formatMoney(null)).toBe('—');
     expect(formatMoney('abc')).toBe('—');
     expect(formatMoney(3.1)).toBe('3.10');

@@ -17,7 +17,11 @@ export interface TemplateContext {
 
 type Payload = Record<string, unknown>;
 
-/** A decimal (as the payload keeps it) in currency units with two decimals: "12.5" → "12.50 USD". Rounded down, so a balance shown is never more than there is. */
+/**
+ * A decimal (as the payload keeps it) in currency units, exact, with at least two decimals:
+ * "12.5" → "12.50 USD", "9.998624" → "9.998624 USD" (as the API, the CLI and the dashboard show
+ * it: usage is charged in fractions of a cent, and rounding made a 0.003 limit read 0.00).
+ */
 export function money(value: unknown, currency: unknown = WALLET_CURRENCY): string {
   const cur = typeof currency === 'string' && currency ? currency.toUpperCase() : WALLET_CURRENCY;
   let nanos: bigint;
@@ -28,8 +32,8 @@ export function money(value: unknown, currency: unknown = WALLET_CURRENCY): stri
   }
   const negative = nanos < 0n;
   const abs = negative ? -nanos : nanos;
-  const cents = abs / (NANOS_PER_UNIT / 100n);
-  return `${negative ? '-' : ''}${cents / 100n}.${(cents % 100n).toString().padStart(2, '0')} ${cur}`;
+  const frac = (abs % NANOS_PER_UNIT).toString().padStart(9, '0').replace(/0+$/, '').padEnd(2, '0');
+  return `${negative ? '-' : ''}${abs / NANOS_PER_UNIT}.${frac} ${cur}`;
 }
 
 function tokens(value: unknown): string {

@@ -9,16 +9,15 @@ export function formatMoney(value: string | number | null | undefined, opts: { c
   const m = /^([+-]?)(\d*)(?:\.(\d*))?$/.exec(text);
   if (!m || (m[2] === '' && (m[3] ?? '') === '')) return '—';
   const negative = m[1] === '-';
-  const whole = m[2] || '0';
-  const frac = (m[3] ?? '').padEnd(3, '0');
-  // Cents as a BigInt, rounded half away from zero on the third decimal.
-  let cents = BigInt(whole) * 100n + BigInt(frac.slice(0, 2));
-  if (Number(frac[2]) >= 5) cents += 1n;
-  const units = (cents / 100n).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ',');
-  const rest = (cents % 100n).toString().padStart(2, '0');
-  const zero = cents === 0n;
+  // Exact, as the API and the CLI show it: at least two decimals, more only when the amount has
+  // them (usage is charged in fractions of a cent). Rounding to cents showed a balance of 9.998624
+  // as 10.00, money the wallet does not have, and every small usage charge as 0.00.
+  const whole = BigInt(m[2] || '0');
+  const frac = (m[3] ?? '').slice(0, 9).replace(/0+$/, '').padEnd(2, '0');
+  const zero = whole === 0n && /^0*$/.test(frac);
+  const units = whole.toString().replace(/\B(?=(\d{3})+(?!\d))/g, ',');
   const prefix = negative && !zero ? '-' : opts.sign && !zero ? '+' : '';
-  return `${prefix}${units}.${rest}${opts.currency ? ` ${opts.currency}` : ''}`;
+  return `${prefix}${units}.${frac}${opts.currency ? ` ${opts.currency}` : ''}`;
 }
 
 /** Token counts with thousands separators: 1234567 → "1,234,567". */
