@@ -107,7 +107,8 @@ describe.each(BACKENDS)('sandbox top-ups on %s', (backend) => {
     expect(html).toMatch(/<th>Credited to your wallet<\/th><td data-field="credits">52\.50 USD/);
     expect(html).toMatch(/data-field="balance">52\.50 USD/);
     expect(html).toMatch(/Paid on <time datetime="[^"]+">\d{1,2} [A-Z][a-z]+ \d{4} at \d{2}:\d{2} UTC<\/time>/);
-    expect(html).toContain(`<a class="back" href="${s.url}/dashboard/top-up/return">`);
+    // Back to the result page of this very top-up (not of the account's latest, which may be another).
+    expect(html).toContain(`<a class="back" href="${s.url}/dashboard/top-up/return?top_up=${t.id}">`);
 
     expect(await c.balance()).toBe('52.5');
     const after = await c.graphql(
@@ -118,6 +119,15 @@ describe.each(BACKENDS)('sandbox top-ups on %s', (backend) => {
       { type: 'topup', amount: '50' },
       { type: 'bonus', amount: '2.5' },
     ]);
+    const later = (await topUp(a.apiKey, { amount: 70 })).body;
+    const byId = await c.graphql('query($id: ID!) { viewer { topUp(id: $id) { id status amount } } }', { id: t.id });
+    expect(byId.body.data.viewer.topUp).toEqual({ id: t.id, status: 'paid', amount: '50' });
+    const latest = await c.graphql('{ viewer { topUps(first: 1) { nodes { id } } } }');
+    expect(latest.body.data.viewer.topUps.nodes[0].id).toBe(later.id);
+    const strangers = await client(s, (await seed(s).account()).apiKey).graphql('query($id: ID!) { viewer { topUp(id: $id) { id } } }', {
+      id: t.id,
+    });
+    expect(strangers.body.data.viewer.topUp).toBeNull();
   });
 
   it('credits once when Pay is pressed twice, and ten times at once', async () => {

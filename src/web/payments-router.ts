@@ -100,7 +100,7 @@ export function createPaymentsRouter(o: PaymentsRouterOptions) {
       if (t.source !== 'checkout') throw notFound(String(req.params.id));
       if (!wantsHtml(req)) return void res.json(topUpJson(t));
       pageHeaders(res);
-      res.type('html').send(checkoutStatusPage(t, { simulated: payments.simulated, balance, backUrl: payments.backUrl }));
+      res.type('html').send(checkoutStatusPage(t, { simulated: payments.simulated, balance, backUrl: payments.backUrlFor(t.id) }));
     } catch (err) {
       fail(req, res, err);
     }

@@ -1,30 +1,39 @@
-// Where the checkout's status page sends the customer back: the outcome of their latest top-up.
+// Where the checkout's status page sends the customer back: the outcome of the top-up they come
+// back from (`?top_up=` its id, which the status page's link carries), else of their latest one.
 import { useQuery } from 'urql';
 import { Link } from '../components/Link';
 import { Money } from '../components/Money';
 import { Empty, ErrorMessage, Loading } from '../components/States';
 import { graphql } from '../gql';
+import { useRouter } from '../router';
 
-const LatestTopUpDoc = graphql(`
-  query LatestTopUp {
+const TopUpResultDoc = graphql(`
+  query TopUpResult($id: ID!, $byId: Boolean!) {
     viewer {
       id
       wallet {
         balance
         currency
       }
-      topUps(first: 1) {
+      topUp(id: $id) @include(if: $byId) {
+        ...TopUpOutcome
+      }
+      topUps(first: 1) @skip(if: $byId) {
         nodes {
-          id
-          status
-          amount
-          bonus
-          credits
-          currency
-          failureReason
+          ...TopUpOutcome
         }
       }
     }
+  }
+
+  fragment TopUpOutcome on TopUp {
+    id
+    status
+    amount
+    bonus
+    credits
+    currency
+    failureReason
   }
 `);
 
@@ -37,24 +46,29 @@ const OUTCOME = {
 } as const;
 
 export default function TopUpReturnPage() {
-  const [{ data, fetching, error }] = useQuery({ query: LatestTopUpDoc, requestPolicy: 'network-only' });
+  const id = useRouter().search.get('top_up') ?? '';
+  const [{ data, fetching, error }] = useQuery({
+    query: TopUpResultDoc,
+    variables: { id, byId: id !== '' },
+    requestPolicy: 'network-only',
+  });
   if (fetching && !data) return <Loading what="your top-up" />;
   if (error) return <ErrorMessage error={error} />;
-  const t = data?.viewer.topUps.nodes[0];
+  const t = id ? data?.viewer.topUp : data?.viewer.topUps?.nodes[0];
   return (
     <>
       <h1>Top-up result</h1>
       {!t ? (
-        <Empty>No top-up yet.</Empty>
+        <Empty>{id ? 'No top-up of yours has this id.' : 'No top-up yet.'}</Empty>
       ) : (
         <section className="card narrow" aria-labelledby="outcome">
           <h2 id="outcome">{OUTCOME[t.status]}</h2>
           <dl className="preview">
-            <dt>Paid</dt>
+            <dt>{t.status === 'paid' ? 'Paid' : 'Amount'}</dt>
             <dd>
               <Money value={t.amount} currency={t.currency} />
             </dd>
-            <dt>Credits</dt>
+            <dt>{t.status === 'paid' ? 'Credits added' : 'Credits'}</dt>
             <dd>
               <Money value={t.credits} currency={t.currency} />
             </dd>

@@ -279,6 +279,21 @@ export class PaymentsService {
     return this.o.returnUrl ?? `${this.o.publicUrl().replace(/\/+$/, '')}/dashboard/top-up/return`;
   }
 
+  /**
+   * The way back from one checkout's status page: the dashboard's result page for that top-up
+   * (`?top_up=` its id), or payments.return_url with its `{CHECKOUT_ID}` filled in.
+   */
+  backUrlFor(topUpId: string): string {
+    if (this.o.returnUrl) return this.o.returnUrl.replaceAll('{CHECKOUT_ID}', encodeURIComponent(topUpId));
+    return `${this.backUrl}?top_up=${encodeURIComponent(topUpId)}`;
+  }
+
+  /** One of an account's top-ups; null when it has none of that id. */
+  async findTopUpOf(accountId: string, id: string): Promise<TopUpView | null> {
+    const t = await findTopUp(this.o.db, id);
+    return t && t.accountId === accountId ? topUpView(t) : null;
+  }
+
   async getTopUp(id: string): Promise<TopUpView> {
     const t = await findTopUp(this.o.db, id);
     if (!t) throw topUpNotFound(id);

@@ -177,6 +177,19 @@ builder.objectField(AccountRef, 'topUps', (t) =>
   }),
 );
 
+builder.objectField(AccountRef, 'topUp', (t) =>
+  t.field({
+    type: TopUpRef,
+    nullable: true,
+    description: "One of the account's top-ups by its id (the checkout's); null when the account has none of that id.",
+    args: { id: t.arg.id({ required: true }) },
+    resolve: async (account, args, ctx) => {
+      await requireAccountAccess(ctx, account.id);
+      return ctx.services.payments.findTopUpOf(account.id, String(args.id));
+    },
+  }),
+);
+
 const AutoTopupRef = builder.objectRef<AutoTopupView>('AutoTopup').implement({
   description:
     'Automatic top-up: when a charge leaves the balance below threshold, amount is added (charged to the card saved at checkout).',
