@@ -31,6 +31,16 @@ export function parseBody<S extends z.ZodType>(req: Request, schema: S): z.infer
   return parsed.data;
 }
 
+/** The JSON text a request's body was parsed from (kept by the body readers), for fields read exactly. */
+const RAW = Symbol('raw body');
+export function keepRawBody(req: Request, raw: string | Buffer): void {
+  (req as unknown as Record<symbol, string | Buffer>)[RAW] = raw;
+}
+export function rawBodyOf(req: Request): string | null {
+  const raw = (req as unknown as Record<symbol, string | Buffer | undefined>)[RAW];
+  return raw === undefined ? null : raw.toString('utf8');
+}
+
 /** A number field that may also be null (clients send null for "default"). */
 export const optionalNumber = z.number().nullish();
 /**

@@ -5,6 +5,7 @@ import { DomainError, requestTooLarge } from '../src/domain/errors.js';
 import { chatCompletions } from './chat.js';
 import { embeddings } from './embeddings.js';
 import { sendError } from './errors.js';
+import { keepRawBody } from './body.js';
 import { getModel, listModels } from './models.js';
 import { moderate } from './moderate.js';
 import { rerank } from './rerank.js';
@@ -35,7 +36,11 @@ export function createCompatRouter(door: CompatDoor, opts: { onUnexpected: (req:
       }
     };
 
-  const json = express.json({ limit: door.bodyLimit, type: ['application/json', 'application/*+json'] });
+  const json = express.json({
+    limit: door.bodyLimit,
+    type: ['application/json', 'application/*+json'],
+    verify: (req, _res, buf) => keepRawBody(req as Request, buf),
+  });
   const limit = parseBytes(door.bodyLimit)!;
   // The common case (plain JSON, UTF-8, not compressed, its length declared) read directly;
   // everything else through body-parser. Both end in the same req.body and the same errors.
@@ -130,6 +135,7 @@ function readPlainJson(req: Request): Promise<void> {
     req.on('end', () => {
       let text = chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8');
       if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+      keepRawBody(req, text);
       if (text.length === 0) {
         req.body = {};
         return resolve();

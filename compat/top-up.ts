@@ -4,7 +4,9 @@
 import type { Request, Response } from 'express';
 import { z } from 'zod';
 import type { GraphQLContext } from '../src/graphql/context.js';
-import { parseBody } from './body.js';
+import { parse as parseLossless, isLosslessNumber } from 'lossless-json';
+import { DomainError } from '../src/domain/errors.js';
+import { parseBody, rawBodyOf } from './body.js';
 import { exact, sendExactJson } from './money.js';
 import { documents, run } from './operations.js';
 
@@ -12,10 +14,11 @@ export const TopUpBody = z.object({ amount: z.number() });
 
 export function walletTopUp() {
   return async (req: Request, res: Response, ctx: GraphQLContext) => {
-    const body = parseBody(req, TopUpBody);
-    // The JSON number as sent: the Decimal scalar takes numbers too and reads it exactly, and the
-    // domain's top-up rules refuse what is not a payable amount (10.001 is refused, not rounded).
-    const amount = body.amount as unknown as string;
+    parseBody(req, TopUpBody);
+    // The JSON number as sent, digit for digit (JSON.parse would have made 49.99999999999999999
+    // into 50): the domain's top-up rules refuse what is not a payable amount (10.001 is refused,
+    // not rounded).
+    const amount = exactAmount(req);
     const idempotencyKey = req.header('idempotency-key') ?? null;
     const data = await run(documents.topUp, { amount, idempotencyKey }, ctx);
     const t = data.topUp;
@@ -30,4 +33,33 @@ export function walletTopUp() {
       expires_at: t.expiresAt,
     });
   };
+}
+
+/** `amount` as its JSON text, from the body the request was parsed from. */
+function exactAmount(req: Request): string {
+  const raw = rawBodyOf(req);
+  let parsed: Record<string, unknown> | null = null;
+  try {
+    parsed = raw === null ? null : (parseLossless(raw) as Record<string, unknown> | null);
+  } catch (e) {
+    // JSON.parse read it, so only what it lets pass is left: two different values for one key.
+    throw new DomainError('invalid_json', `The request body is ambiguous: ${(e as Error).message.slice(0, 80)}.`);
+  }
+  const amount = parsed?.amount;
+  if (!isLosslessNumber(amount)) throw new Error('top-up: the body read exactly has no numeric amount');
+  // Decimal notation only: 1e2 is a number JSON allows, not an amount a person writes.
+  if (!/^-?\d+(\.\d+)?$/.test(amount.value))
+    throw new DomainError(
+      'invalid_amount',
+      `amount must be written as a decimal number with at most 2 decimal places, such as 25 or 49.99; got ${amount.value.slice(0, 40)}.`,
+      {
+        param: 'amount',
+      },
+    );
+  // Past 9 decimals the Decimal scalar would refuse it in GraphQL's words: the payments rule's here.
+  if ((amount.value.split('.')[1] ?? '').length > 9)
+    throw new DomainError('invalid_amount', `'amount' must have at most 2 decimal places (cents); got ${amount.value.slice(0, 40)}.`, {
+      param: 'amount',
+    });
+  return amount.value;
 }

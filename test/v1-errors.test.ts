@@ -450,8 +450,25 @@ describe('input the GraphQL variables refuse', () => {
   // compat runs its operations compiled (graphql-jit); an input that fails coercion gets the
   // message graphql-js gives, the same as over /graphql: the scalar's reason, the input's path.
   it('says why a top-up amount is refused: more than 9 decimal places', async () => {
-    const r = await expectError(post('/wallet/top-up', { amount: 10.0000000001 }), 400, 'invalid_request_error', 'invalid_value');
-    expect(r.body.error.message).toContain('more than 9 decimal places');
+    // /v1 reads the amount exactly and refuses it first (invalid_amount, below), so this is run on
+    // compat's operation runner directly: the scalar's reason, in graphql-js's words.
+    const refused = await run(documents.topUp, { amount: '10.0000000001', idempotencyKey: null }, {} as GraphQLContext).catch(
+      (e: unknown) => e,
+    );
+    expect(refused).toBeInstanceOf(OperationError);
+    expect((refused as OperationError).message).toContain('more than 9 decimal places');
+  });
+
+  it('reads a top-up amount digit for digit: what JSON.parse would round is refused, never paid as another amount', async () => {
+    for (const amount of ['49.99999999999999999', '10.000000000000001', '10.0000000001', '10.001']) {
+      const r = await post('/wallet/top-up', `{"amount": ${amount}}`, key, true);
+      expect([r.status, r.body.error.code], amount).toEqual([400, 'invalid_amount']);
+      expect(r.body.error.message).toContain(amount);
+    }
+    const exp = await post('/wallet/top-up', '{"amount": 1e2}', key, true);
+    expect([exp.status, exp.body.error.code]).toEqual([400, 'invalid_amount']);
+    const twice = await post('/wallet/top-up', '{"amount": 20, "amount": 30}', key, true);
+    expect([twice.status, twice.body.error.code]).toEqual([400, 'invalid_json']);
   });
 
   it('names the path of a field an input may not have, as the GraphQL door does', async () => {
