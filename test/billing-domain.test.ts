@@ -233,6 +233,19 @@ describe.each(BACKENDS)('BillingService on %s', (backend) => {
     await expect(billing.creditWallet({ accountId: id, amount: 1n, type: 'usage' as never, description: 'x' })).rejects.toMatchObject({
       param: 'type',
     });
+    // Near the 64-bit column's end: refused with what a wallet holds, never an overflow.
+    const most = 2n ** 62n - 1n;
+    await expect(billing.creditWallet({ accountId: id, amount: most + 1n, type: 'bonus', description: 'x' })).rejects.toMatchObject({
+      code: 'invalid_value',
+      message: expect.stringContaining('at most 4611686018.427387903 USD'),
+    });
+    const fourBillion = usd('4000000000');
+    await billing.creditWallet({ accountId: id, amount: fourBillion, type: 'bonus', description: 'x' });
+    await expect(billing.creditWallet({ accountId: id, amount: fourBillion, type: 'bonus', description: 'x' })).rejects.toMatchObject({
+      code: 'invalid_value',
+      message: expect.stringContaining('would bring the balance past 4611686018.427387903 USD'),
+    });
+    expect((await billing.getWallet(id)).balance).toBe(fourBillion);
   });
 
   it('admits an unlimited tier on one read of its wallet row, and takes the locked path whenever the row disagrees', async () => {

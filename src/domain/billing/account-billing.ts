@@ -11,7 +11,10 @@ import {
   type TransactionQuery,
   type TransactionView,
 } from '../ledger/ledger.js';
-import { MAX_NANOS, WALLET_CURRENCY } from './money.js';
+import { formatDecimal, MAX_NANOS, WALLET_CURRENCY } from './money.js';
+
+/** The most a wallet holds: half of what its 64-bit column can, so no sum of two amounts overflows. */
+const MAX_WALLET = MAX_NANOS / 2n;
 import { periodBounds, periodOf } from './period.js';
 import { exec, type Queryable } from './sql.js';
 import type { WalletChange } from './wallet-events.js';
@@ -53,10 +56,12 @@ export abstract class AccountBilling extends Sweeper {
         param: 'type',
       });
     }
-    if (input.amount <= 0n || input.amount > MAX_NANOS / 2n) {
-      throw new DomainError('invalid_value', `amount must be a positive number of ${WALLET_CURRENCY} with at most 9 decimal places.`, {
-        param: 'amount',
-      });
+    if (input.amount <= 0n || input.amount > MAX_WALLET) {
+      throw new DomainError(
+        'invalid_value',
+        `amount must be more than 0 and at most ${formatDecimal(MAX_WALLET)} ${WALLET_CURRENCY}, with at most 9 decimal places.`,
+        { param: 'amount' },
+      );
     }
     const description = input.description.trim();
     if (!description || description.length > 500)
@@ -103,11 +108,18 @@ export abstract class AccountBilling extends Sweeper {
     now: Date,
     effects: Effects,
   ): Promise<TransactionView> {
-    await this.openWallet(trx, input.accountId, now, effects);
+    const w = await this.openWallet(trx, input.accountId, now, effects);
     // Checked under the wallet's lock: a concurrent twin has committed or not started.
     if (input.idempotencyKey) {
       const existing = await findByIdempotencyKey(trx, input.idempotencyKey);
       if (existing) return replayed(existing, input);
+    }
+    if (w.balance + input.amount > MAX_WALLET) {
+      throw new DomainError(
+        'invalid_value',
+        `This credit would bring the balance past ${formatDecimal(MAX_WALLET)} ${WALLET_CURRENCY}, the most a wallet holds.`,
+        { param: 'amount' },
+      );
     }
     const balance = await this.wallets.credit(trx, input.accountId, input.amount, now);
     const transaction = await appendTransaction(trx, {
