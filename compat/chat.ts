@@ -339,6 +339,8 @@ function chunkWire(c: Chunk, includeUsage: boolean) {
       if (ch.delta.role) delta.role = ch.delta.role;
       if (ch.delta.content !== null && ch.delta.content !== undefined && (ch.delta.content !== '' || ch.delta.role))
         delta.content = ch.delta.content;
+      // The role chunk of a call that may be a tool call: `content: null`, as OpenAI's.
+      else if (ch.delta.role) delta.content = null;
       if (ch.delta.toolCalls?.length) {
         delta.tool_calls = ch.delta.toolCalls.map((c) => {
           const fn: Record<string, string> = {};

@@ -108,7 +108,8 @@ const ChatCompletionChunk = z
           delta: z
             .object({
               role: z.literal('assistant').optional(),
-              content: z.string().optional(),
+              // null in the role chunk of a call that may call tools, as OpenAI's.
+              content: z.string().nullable().optional(),
               tool_calls: z.array(ToolCallDelta).optional(),
             })
             .strict(),

@@ -195,6 +195,11 @@ describe('tool calls through /v1 (openai engine)', () => {
     const r = await post({ tools: [weather, time], stream: true, stream_options: { include_usage: true } });
     expect(r.status).toBe(200);
     expectStreamValid(r.events);
+    // The role chunk of a call that may call tools has content null, as OpenAI's (an empty string
+    // there opens an empty text part in clients such as the AI SDK); a plain stream's has "".
+    expect(r.events[0].choices[0].delta).toEqual({ role: 'assistant', content: null });
+    const plain = await post({ stream: true });
+    expect(plain.events[0].choices[0].delta).toEqual({ role: 'assistant', content: '' });
     const pieces = r.events.flatMap((e) => e.choices.flatMap((c: any) => c.delta.tool_calls ?? []));
     const firsts = pieces.filter((p: any) => p.id);
     expect(firsts.map((p: any) => [p.index, p.type, p.function.name])).toEqual([

@@ -445,13 +445,17 @@ export class InferenceService {
     let settled: { usage: Usage; outcome: CallOutcome } | undefined;
     let failure: unknown;
     const events = engine.chatStream(withMaxTokens(request, maxTokens), signal)[Symbol.asyncIterator]();
+    // The role chunk: with content "" as OpenAI's of a text answer; without content when the model
+    // may call tools, as OpenAI's of a call (clients such as the AI SDK open a text part for "").
+    const roleDelta: ChunkChoice['delta'] =
+      request.tools?.length && request.toolChoice !== 'none' ? { role: 'assistant' } : { role: 'assistant', content: '' };
     try {
       let headSent = false;
       for (let next: IteratorResult<EngineStreamEvent> = await events.next(); !next.done; next = await events.next()) {
         const event = next.value;
         if (!headSent) {
           headSent = true;
-          for (let i = 0; i < n; i++) yield chunkOf(head, i, { role: 'assistant', content: '' }, null);
+          for (let i = 0; i < n; i++) yield chunkOf(head, i, roleDelta, null);
         }
         if (event.type === 'started') continue;
         if (event.type === 'delta' || event.type === 'tool_call') {
