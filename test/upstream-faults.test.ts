@@ -472,6 +472,43 @@ ${chatModel('m', `base_url: "http://127.0.0.1:1/v1"${engine}`)}`;
       expect(await c.balance()).toBe(balanceAfter());
     });
 
+    it('chat: content that is not text, or a streamed choice the request did not ask for', async () => {
+      const a = await account();
+      const c = client(s, a.apiKey);
+      // A good call after each broken one, so the base URL's breaker (consecutive failures) stays closed.
+      const good = async () => {
+        s.upstream.setFault(null);
+        expect((await chat(c, 'chat-test', 'ok #tokens=1', { max_tokens: 1 })).status).toBe(200);
+      };
+      const answer = (content: string) =>
+        `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":${content}},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6}}`;
+      for (const content of ['12345', '{"text":"hi"}', '["hi"]']) {
+        await good();
+        const before = await c.balance();
+        s.upstream.setFault({ raw: answer(content) });
+        const r = await chat(c, 'chat-test', 'hi');
+        expect([r.status, r.body.error?.code], content).toEqual([502, 'upstream_error']);
+        expect(await c.balance()).toBe(before);
+      }
+      const chunk = (choice: string) =>
+        `data: {"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[${choice}]}\n\n`;
+      for (const bad of [
+        '{"index":7,"delta":{"content":"hi"},"finish_reason":null}',
+        '{"index":0,"delta":{"content":42},"finish_reason":null}',
+      ]) {
+        await good();
+        const before = await c.balance();
+        s.upstream.setFault({
+          raw: `${chunk('{"index":0,"delta":{"role":"assistant"},"finish_reason":null}')}${chunk(bad)}data: [DONE]\n\n`,
+          type: 'text/event-stream',
+        });
+        const r = await stream(c, 'chat-test', 'hi');
+        const last = r.status === 200 ? JSON.parse(sseData(r.text).at(-1)!) : r.body;
+        expect(last.error?.code, bad).toBe('upstream_error');
+        expect(await c.balance()).toBe(before);
+      }
+    });
+
     it('moderation: a category named like an object property is a category; a score of 1e999 is a broken answer', async () => {
       const a = await account();
       const c = client(s, a.apiKey);

@@ -25,7 +25,7 @@ export type FailMode = '500' | '503' | 'reset' | 'hang';
  * - { pace }             streamed: the head at once, then each frame (role, content…, finish,
  *                        [DONE]) written on its own once `pace(index)` resolves, so a test can hold
  *                        a chunk back until the client has seen the one before
- * - { raw }              every route: 200, `content-type: application/json`, with `raw` as the body
+ * - { raw, type? }       every route: 200, `content-type: application/json` (or `type`), with `raw` as the body
  *                        (an answer of the right shape with wrong values, or numbers JSON.stringify
  *                        cannot write, such as 1e999)
  * - { huge: bytes }      every route: 200 with a JSON body of that many bytes, sent in 1 MB writes
@@ -41,7 +41,7 @@ export type Fault =
   | { usage: number }
   | { gate: Promise<void> }
   | { pace: (frame: number) => Promise<void> }
-  | { raw: string }
+  | { raw: string; type?: string }
   | { huge: number };
 
 export interface FakeUpstreamOptions {
@@ -517,7 +517,7 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
         return;
       }
       if (chosen !== null && typeof chosen === 'object' && 'raw' in chosen) {
-        res.writeHead(200, { 'content-type': 'application/json' });
+        res.writeHead(200, { 'content-type': chosen.type ?? 'application/json' });
         res.end(chosen.raw);
         return;
       }

@@ -106,7 +106,11 @@ export function readChoices(data: Record<string, unknown>, n: number): EngineCho
     const index = typeof choice.index === 'number' ? choice.index : i;
     if (index < 0 || index >= n) continue;
     const message = asRecord(choice.message);
-    const content = typeof message?.content === 'string' ? message.content : '';
+    // A message's content is text or null (an answer that is only tool calls); a number or an
+    // object there is a broken answer, not an empty one to be billed.
+    const raw = message?.content;
+    if (!message || (raw !== null && raw !== undefined && typeof raw !== 'string')) throw invalidResponse();
+    const content = typeof raw === 'string' ? raw : '';
     const one: EngineChoice = { content, finishReason: mapFinishReason(choice.finish_reason) };
     const toolCalls = readToolCalls(message?.tool_calls);
     if (toolCalls) one.toolCalls = toolCalls;
@@ -128,9 +132,12 @@ export const choiceText = (c: EngineChoice) => c.content + (c.toolCalls ?? []).m
  * follow). Returns how the choice finished, if it did in this chunk.
  */
 export function choiceEvents(choice: Record<string, unknown>, n: number, out: EngineStreamEvent[]): FinishReason | undefined {
-  const index = typeof choice.index === 'number' && choice.index >= 0 && choice.index < n ? choice.index : 0;
+  // A choice the request did not ask for, or content that is not text, is a broken stream.
+  if (typeof choice.index === 'number' && !(choice.index >= 0 && choice.index < n)) throw invalidResponse();
+  const index = typeof choice.index === 'number' ? choice.index : 0;
   const delta = asRecord(choice.delta);
   const content = delta?.content;
+  if (content !== null && content !== undefined && typeof content !== 'string') throw invalidResponse();
   if (typeof content === 'string' && content.length > 0) {
     const event: EngineStreamEvent = { type: 'delta', content };
     if (n > 1) event.choice = index;
