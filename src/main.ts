@@ -1,8 +1,9 @@
 // `npm start`: loads the config, checks that the port is free, opens the database, serves the API
-// until SIGTERM/SIGINT. A problem an operator can fix (a bad config, a port in use) is one line on
-// stderr, printed once, without a stack trace.
+// until SIGTERM/SIGINT. A problem an operator can fix (a bad config, a port in use, a database file
+// it may not write) is one line on stderr, printed once, without a stack trace.
 import { createServer } from 'node:net';
 import { ConfigError, loadConfig } from './config.js';
+import { DatabaseLocationError } from './db/orm.js';
 import { closeServices, createServices } from './container.js';
 import { createLogger } from './logger.js';
 import { startServer } from './server.js';
@@ -59,7 +60,7 @@ async function main() {
 process.on('unhandledRejection', (err) => logger.error({ err }, 'unhandled rejection'));
 
 main().catch((err) => {
-  if (err instanceof ConfigError || err instanceof PortInUseError) {
+  if (err instanceof ConfigError || err instanceof PortInUseError || err instanceof DatabaseLocationError) {
     // Once, for a person: the JSON log would only say it again.
     console.error(`tollgate: ${err.message}`);
   } else {

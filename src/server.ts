@@ -5,6 +5,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { AddressInfo, Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { parse as parseBytes } from 'bytes';
 import cors from 'cors';
 import express from 'express';
@@ -26,7 +27,7 @@ import { sendError } from '../compat/errors.js';
 import type { Services } from './container.js';
 import { DomainError, requestTooLarge } from './domain/errors.js';
 import { createContext, type GraphQLContext } from './graphql/context.js';
-import { isUnexpectedError, publicErrorBody, toPublicGraphQLError } from './graphql/errors.js';
+import { httpError, isUnexpectedError, publicErrorBody, toPublicGraphQLError } from './graphql/errors.js';
 import { schema } from './graphql/schema.js';
 import { createPaymentsRouter } from './web/payments-router.js';
 import { createDashboardRouter } from './web/dashboard-router.js';
@@ -403,6 +404,25 @@ function isV1(url: string): boolean {
   );
 }
 
+/**
+ * A request node:http refuses before the app sees it (headers over its 16 KB, a malformed request
+ * line): the status Node would send, with the error body every other refusal has, then the socket
+ * closed. A socket that broke (a reset) is let go.
+ */
+function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
+  const refusal =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? new DomainError('request_headers_too_large', 'The request headers are larger than the limit of 16 KB.')
+      : new DomainError('invalid_request', 'The request could not be read as HTTP.');
+  const { status, body } = httpError(refusal);
+  const text = JSON.stringify(body);
+  const reason = status === 431 ? 'Request Header Fields Too Large' : 'Bad Request';
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\nX-Request-Id: ${randomUUID()}\r\nConnection: close\r\n\r\n${text}`,
+  );
+}
+
 let graphiqlPage: string | undefined;
 /** The GraphiQL page (about 9 MB, every asset inline), rendered once: its options never change. */
 const localGraphiQL = (opts?: GraphiQLOptions) => (graphiqlPage ??= renderGraphiQL(opts));
@@ -412,6 +432,7 @@ export async function startServer(services: Services, opts: { port?: number; hos
   const { handle, serverOptions, yoga, state } = createApp(services);
   const server = createServer(serverOptions, handle);
   server.keepAliveTimeout = 65_000;
+  server.on('clientError', answerClientError);
 
   // Frames over the body limit close their socket with 1009 (message too big) before being parsed.
   const wss = new WebSocketServer({ server, path: '/graphql', maxPayload: parseBytes(config.server.body_limit)! });

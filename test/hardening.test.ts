@@ -2,6 +2,7 @@
 // limit on every door, keys that end their open operations when revoked or expired, client
 // mistakes answered 4xx (never 500, never logged with their values), WebSocket limits that refuse
 // one operation rather than the socket, and safe exposure (loopback by default, CORS allow-list).
+import { connect } from 'node:net';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import WebSocket from 'ws';
@@ -226,6 +227,24 @@ describe('one body limit on every door', () => {
     });
     expect(res.status).toBe(413);
     expect((await res.json()).error.code).toBe('request_too_large');
+  });
+
+  it('answers headers over node:http limit with 431 in the error body, and a request that is not HTTP with 400', async () => {
+    const huge = await fetch(`${s.v1}/models`, { headers: { authorization: `Bearer ${'k'.repeat(70_000)}` } });
+    expect(huge.status).toBe(431);
+    expect((await huge.json()).error).toMatchObject({ code: 'request_headers_too_large', type: 'invalid_request_error' });
+    // A request line that is not HTTP, written on a raw socket.
+    const { port } = new URL(s.url);
+    const raw = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(port), '127.0.0.1', () => socket.write('NOT HTTP AT ALL\r\n\r\n'));
+      let text = '';
+      socket.on('data', (d) => (text += d.toString()));
+      socket.on('end', () => resolve(text));
+      socket.on('error', reject);
+    });
+    expect(raw).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+    expect(JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4)).error).toMatchObject({ code: 'invalid_request' });
+    expect((await fetch(`${s.url}/healthz`)).status).toBe(200);
   });
 
   it('still serves /graphql bodies under the limit', async () => {

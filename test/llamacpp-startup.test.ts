@@ -147,6 +147,25 @@ describe('the server process with in-process models', () => {
     }
   });
 
+  it('a database file it cannot create is one line naming the file and DATABASE_URL, with no stack trace', {
+    timeout: 90_000,
+  }, async () => {
+    const out = path.join(dir, 'nodb');
+    expect((await cli(['models', 'fixtures', '--out', out])).code).toBe(0);
+    // A file where the database's directory should be (root may write anywhere, so not a permission).
+    writeFileSync(path.join(out, 'not-a-dir'), 'x');
+    const url = `sqlite:${path.join(out, 'not-a-dir', 'data', 'db.sqlite')}`;
+    const server = spawnTollgate(['src/main.ts'], { CONFIG: path.join(out, 'tollgate.yaml'), PORT: '0', DATABASE_URL: url });
+    expect(await server.exited).toBe(1);
+    const lines = server.output().trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(
+      new RegExp(
+        `^tollgate: cannot open the SQLite database ${path.join(out, 'not-a-dir', 'data', 'db.sqlite')} \\(DATABASE_URL=${url}\\): ENOTDIR: make .* writable by this user, or set DATABASE_URL to another file`,
+      ),
+    );
+  });
+
   it('prints a config error once, naming the key and suggesting the one meant', { timeout: 90_000 }, async () => {
     const out = path.join(dir, 'typo');
     expect((await cli(['models', 'fixtures', '--out', out])).code).toBe(0);

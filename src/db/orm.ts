@@ -1,7 +1,7 @@
 // Opens the database named by DATABASE_URL (SQLite through better-sqlite3, or PostgreSQL) with every
 // entity registered explicitly, and brings its schema up to date with the in-code migrations.
 // The server, the CLI and the tests all open the database through here.
-import { mkdirSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { MikroORM, type Configuration, type Options } from '@mikro-orm/core';
 import { AbstractSqlDriver, BetterSqliteConnection, BetterSqlitePlatform, type Knex } from '@mikro-orm/better-sqlite';
@@ -55,6 +55,25 @@ export function parseDatabaseUrl(url: string): DatabaseTarget {
   return { kind: 'sqlite', location: value };
 }
 
+/** A SQLite file this process cannot create, read or write: the message names it and what to do. */
+export class DatabaseLocationError extends Error {}
+
+/** Creates the SQLite file's directory and checks that this user may write there (and the file). */
+function checkSqliteLocation(url: string, location: string): void {
+  const file = path.resolve(location);
+  const dir = path.dirname(file);
+  try {
+    mkdirSync(dir, { recursive: true });
+    accessSync(dir, constants.W_OK);
+    if (existsSync(file)) accessSync(file, constants.R_OK | constants.W_OK);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code ?? 'error';
+    throw new DatabaseLocationError(
+      `cannot open the SQLite database ${file} (DATABASE_URL=${url}): ${code === 'EACCES' || code === 'EPERM' ? 'permission denied' : code}: make ${dir} writable by this user, or set DATABASE_URL to another file (e.g. DATABASE_URL=sqlite:./data/tollgate.db)`,
+    );
+  }
+}
+
 export async function openDatabase(url: string, opts: { debug?: boolean } = {}): Promise<MikroORM> {
   const target = parseDatabaseUrl(url);
   const common: Options = {
@@ -76,7 +95,7 @@ export async function openDatabase(url: string, opts: { debug?: boolean } = {}):
 
   let orm: MikroORM;
   if (target.kind === 'sqlite') {
-    if (target.location !== ':memory:') mkdirSync(path.dirname(path.resolve(target.location)), { recursive: true });
+    if (target.location !== ':memory:') checkSqliteLocation(url, target.location);
     orm = await MikroORM.init({ ...common, driver: SqliteDriver, dbName: target.location });
   } else {
     // Loaded only when used: the CLI on SQLite does not pay for pg.
