@@ -2,7 +2,8 @@
 // and bonus preview, the usage chart's data shaping, and the CSV export.
 import { describe, expect, it } from 'vitest';
 import { toCsv } from '../src/dashboard/lib/csv.js';
-import { formatMoney, formatTokens, listPriceCost } from '../src/dashboard/lib/money.js';
+import { errorText } from '../src/dashboard/lib/error-text.js';
+import { formatMoney, formatTokens, listPriceCost, normalizeAmount } from '../src/dashboard/lib/money.js';
 import { checkTopUpAmount, previewLines } from '../src/dashboard/lib/top-up-amount.js';
 import { dailySeries, modelTotals, monthRange, seriesModels, sumDecimals } from '../src/dashboard/lib/usage-shape.js';
 
@@ -29,6 +30,25 @@ describe('formatMoney', () => {
     expect(formatTokens(1234567)).toBe('1,234,567');
     expect(listPriceCost(1000, 500, 1, 2)).toBe('0.002000000');
     expect(listPriceCost(3, 7, 0.5, 1.5)).toBe('0.000012000');
+  });
+});
+
+describe('what a form sends and what it says when refused', () => {
+  it('sends an amount as the server reads it: thousands separators and a $ dropped, anything else as typed', () => {
+    expect(normalizeAmount(' $1,250.50 ')).toBe('1250.50');
+    expect(normalizeAmount('1,000')).toBe('1000');
+    expect(normalizeAmount('12,5')).toBe('12,5'); // refused by the server, never read as 125
+    expect(normalizeAmount('abc')).toBe('abc');
+  });
+  it("turns GraphQL's refusal of a variable into the field and what to type; the server's own messages stay", () => {
+    expect(errorText('Variable "$input" got invalid value "abc" at "input.monthlyLimit"; Decimal: not a decimal number: "abc".')).toBe(
+      'Monthly limit: "abc" is not an amount. Enter a number such as 25 or 25.50, with a point for decimals.',
+    );
+    expect(errorText('Variable "$threshold" got invalid value "1.0000000001"; Decimal: more than 9 decimal places.')).toBe(
+      'Threshold: "1.0000000001" has too many decimal places.',
+    );
+    const own = 'monthlyLimit must be zero or a positive amount.';
+    expect(errorText(own)).toBe(own);
   });
 });
 

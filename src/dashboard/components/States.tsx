@@ -1,5 +1,6 @@
 // The loading, error and empty states every page shows.
 import type { CombinedError } from 'urql';
+import { errorText } from '../lib/error-text';
 
 export function Loading({ what }: { what: string }) {
   return (
@@ -14,7 +15,7 @@ export function ErrorMessage({ error, title = 'Something went wrong' }: { error:
     typeof error === 'string'
       ? error
       : 'graphQLErrors' in error && error.graphQLErrors.length > 0
-        ? error.graphQLErrors.map((e) => e.message).join(' ')
+        ? error.graphQLErrors.map((e) => errorText(e.message)).join(' ')
         : 'networkError' in error && error.networkError
           ? 'The server could not be reached. Check your connection and try again.'
           : error.message;

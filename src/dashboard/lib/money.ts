@@ -44,3 +44,13 @@ export function listPriceCost(promptTokens: number, completionTokens: number, in
   const frac = (perToken % 1_000_000_000n).toString().padStart(9, '0');
   return `${whole}.${frac}`;
 }
+
+/**
+ * An amount as a person types it, as the server reads it: spaces and a leading $ dropped, and
+ * commas that separate thousands (1,250.50); anything else is sent as typed, for the server to
+ * refuse with its reason (a decimal comma, "12,5", is never read as 125).
+ */
+export function normalizeAmount(text: string): string {
+  const t = text.trim().replace(/^\$\s*/, '');
+  return /^\d{1,3}(,\d{3})+(\.\d+)?$/.test(t) ? t.replace(/,/g, '') : t;
+}

@@ -5,6 +5,7 @@ import { Money } from '../components/Money';
 import { Empty, ErrorMessage, Loading } from '../components/States';
 import { graphql } from '../gql';
 import type { Tier } from '../gql/graphql';
+import { normalizeAmount } from '../lib/money';
 import ModelsPage from './ModelsPage';
 
 const AccountsDoc = graphql(`
@@ -82,7 +83,7 @@ function AccountRow({
           disabled={!credit || creditState.fetching}
           onClick={async () => {
             const r = await creditWallet({
-              input: { accountId: a.id, amount: credit, type: 'bonus', description: 'Credit from the operator dashboard' },
+              input: { accountId: a.id, amount: normalizeAmount(credit), type: 'bonus', description: 'Credit from the operator dashboard' },
             });
             if (r.data) {
               setCredit('');

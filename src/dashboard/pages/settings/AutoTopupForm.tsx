@@ -2,6 +2,7 @@ import { type FormEvent, useState } from 'react';
 import { useMutation } from 'urql';
 import { Field } from '../../components/Field';
 import { graphql } from '../../gql';
+import { normalizeAmount } from '../../lib/money';
 import { SaveStatus } from './SaveStatus';
 
 const UpdateDoc = graphql(`
@@ -28,7 +29,9 @@ export function AutoTopupForm({
   const [saved, setSaved] = useState(false);
   const submit = async (e: FormEvent) => {
     e.preventDefault();
-    const r = await update({ input: { enabled, threshold: threshold.trim() || null, amount: amount.trim() || null } });
+    const r = await update({
+      input: { enabled, threshold: normalizeAmount(threshold) || null, amount: normalizeAmount(amount) || null },
+    });
     setSaved(!r.error);
     if (!r.error) onSaved();
   };

@@ -2,6 +2,7 @@ import { type FormEvent, useState } from 'react';
 import { useMutation } from 'urql';
 import { Field } from '../../components/Field';
 import { graphql } from '../../gql';
+import { normalizeAmount } from '../../lib/money';
 import { SaveStatus } from './SaveStatus';
 
 const SetDoc = graphql(`
@@ -18,7 +19,7 @@ export function LowBalanceForm({ current, onSaved }: { current: string | null; o
   const [saved, setSaved] = useState(false);
   const submit = async (e: FormEvent) => {
     e.preventDefault();
-    const r = await set({ threshold: value.trim() === '' ? null : value.trim() });
+    const r = await set({ threshold: value.trim() === '' ? null : normalizeAmount(value) });
     setSaved(!r.error);
     if (!r.error) onSaved();
   };

@@ -3,6 +3,7 @@ import { useMutation } from 'urql';
 import { Field } from '../../components/Field';
 import { graphql } from '../../gql';
 import type { SpendingLimitAction } from '../../gql/graphql';
+import { normalizeAmount } from '../../lib/money';
 import { SaveStatus } from './SaveStatus';
 
 const UpdateDoc = graphql(`
@@ -31,7 +32,7 @@ export function SpendingLimitForm({
   const [saved, setSaved] = useState(false);
   const submit = async (e: FormEvent) => {
     e.preventDefault();
-    const r = await update({ input: { enabled, monthlyLimit: enabled ? limit : null, action } });
+    const r = await update({ input: { enabled, monthlyLimit: enabled ? normalizeAmount(limit) : null, action } });
     setSaved(!r.error);
     if (!r.error) onSaved();
   };
