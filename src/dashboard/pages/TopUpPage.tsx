@@ -5,6 +5,7 @@ import { type FormEvent, useEffect, useMemo, useState } from 'react';
 import { useMutation, useQuery } from 'urql';
 import { BonusPreview } from '../components/BonusPreview';
 import { Field } from '../components/Field';
+import { Link } from '../components/Link';
 import { ErrorMessage, Loading } from '../components/States';
 import { graphql } from '../gql';
 import { checkTopUpAmount, termsHint } from '../lib/top-up-amount';
@@ -36,6 +37,21 @@ const TermsDoc = graphql(`
   }
 `);
 
+// Whether the account's plan pays from the wallet at all: on one that does not (free), credits wait.
+const PlanDoc = graphql(`
+  query TopUpPlan {
+    viewer {
+      id
+      tier
+    }
+    plans {
+      tier
+      monthlyTokens
+      overage
+    }
+  }
+`);
+
 const TopUpDoc = graphql(`
   mutation TopUp($amount: Decimal!, $idempotencyKey: String) {
     topUp(amount: $amount, idempotencyKey: $idempotencyKey) {
@@ -61,6 +77,9 @@ export default function TopUpPage() {
   const [quote] = useQuery({ query: QuoteDoc, variables: { amount: amount ?? '0' }, pause: amount === null });
   const [topUp, start] = useMutation(TopUpDoc);
   const [terms] = useQuery({ query: TermsDoc });
+  const [plan] = useQuery({ query: PlanDoc });
+  const myPlan = plan.data?.plans.find((p) => p.tier === plan.data?.viewer.tier);
+  const walletUnused = myPlan !== undefined && myPlan.monthlyTokens !== null && myPlan.monthlyTokens !== undefined && !myPlan.overage;
   const salesContact = terms.data?.topUpTerms.salesContact ?? null;
   // One idempotency key per amount: a double click opens one checkout.
   // biome-ignore lint/correctness/useExhaustiveDependencies: a new key whenever the amount's text changes, on purpose.
@@ -78,6 +97,13 @@ export default function TopUpPage() {
       <h1>Top up</h1>
       <section className="card narrow" aria-labelledby="topup-title">
         <h2 id="topup-title">Add credits to your wallet</h2>
+        {walletUnused ? (
+          <p role="note" className="notice">
+            Your plan ({myPlan.tier}) does not pay from the wallet: past its monthly allocation calls are refused, whatever the wallet
+            holds. Credits are used once you move to a plan that pays from the wallet (see <Link to="/plan">Plan</Link>); they are not
+            refunded.
+          </p>
+        ) : null}
         <form onSubmit={submit}>
           <Field
             label="Amount"
