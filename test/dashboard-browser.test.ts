@@ -238,6 +238,15 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
       await page.getByRole('link', { name: 'Plan' }).click();
       await page.getByRole('button', { name: 'Switch to developer' }).waitFor();
       await axe(page, 'plan');
+      // Enterprise is arranged with the operator: no switch. A switch opened from the keyboard
+      // leaves the focus on the safe choice, not on the page's body.
+      expect(await page.getByRole('button', { name: 'Switch to enterprise' }).count()).toBe(0);
+      await page.getByText('Arranged with us').waitFor();
+      await page.getByRole('button', { name: 'Switch to developer' }).focus();
+      await page.keyboard.press('Enter');
+      expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Cancel');
+      await page.keyboard.press('Enter');
+      await page.getByRole('button', { name: 'Switch to developer' }).waitFor();
       await page.getByRole('link', { name: 'Models' }).click();
       await page.getByRole('rowheader', { name: 'chat-test' }).waitFor();
       await axe(page, 'models');
@@ -245,6 +254,13 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
       await page.getByRole('link', { name: 'Overview' }).click();
       await balance(page).getByText('62.50 USD').waitFor();
       await axe(page, 'overview at phone width');
+      // Nothing widens a page past the phone's width (tables scroll inside their own box).
+      for (const name of ['Overview', 'API keys', 'Transactions', 'Usage', 'Models']) {
+        await page.getByRole('link', { name, exact: true }).click();
+        await page.getByRole('heading', { name, level: 1 }).waitFor();
+        await page.waitForLoadState('networkidle');
+        expect(await page.evaluate(() => document.documentElement.scrollWidth), name).toBeLessThanOrEqual(390);
+      }
       await page.setViewportSize({ width: 1200, height: 860 });
     });
 

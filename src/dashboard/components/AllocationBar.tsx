@@ -5,7 +5,8 @@ export function AllocationBar({ used, monthlyTokens }: { used: number; monthlyTo
   if (monthlyTokens === null || monthlyTokens === undefined) {
     return <p>{formatTokens(used)} tokens used this month (unlimited allocation).</p>;
   }
-  const pct = monthlyTokens === 0 ? 100 : Math.min(100, Math.round((used / monthlyTokens) * 100));
+  if (monthlyTokens === 0) return <p>No monthly token allocation on this plan.</p>;
+  const pct = Math.min(100, Math.round((used / monthlyTokens) * 100));
   return (
     <div className="bar">
       <progress aria-label="Monthly allocation used" max={monthlyTokens} value={Math.min(used, monthlyTokens)} />

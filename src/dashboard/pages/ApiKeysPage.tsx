@@ -137,7 +137,9 @@ export default function ApiKeysPage() {
                         >
                           Yes, revoke
                         </button>{' '}
-                        <button type="button" onClick={() => setConfirm(null)}>
+                        {/* The safe choice takes the focus the Revoke button had, so the keyboard keeps its place. */}
+                        {/* biome-ignore lint/a11y/noAutofocus: the button that opened this group has just gone. */}
+                        <button type="button" onClick={() => setConfirm(null)} autoFocus>
                           Keep it
                         </button>
                       </span>

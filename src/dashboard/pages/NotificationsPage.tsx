@@ -61,7 +61,7 @@ export default function NotificationsPage() {
               <p className="muted">{new Date(n.createdAt).toLocaleString()}</p>
               <pre className="text">{n.text}</pre>
               {n.read ? null : (
-                <button type="button" onClick={() => markRead([n.id])}>
+                <button type="button" onClick={() => markRead([n.id])} aria-label={`Mark as read: ${n.subject}`}>
                   Mark as read
                 </button>
               )}

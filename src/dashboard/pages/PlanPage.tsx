@@ -92,7 +92,8 @@ export default function PlanPage() {
                   >
                     Confirm switch to {p.tier}
                   </button>{' '}
-                  <button type="button" onClick={() => setConfirm(null)}>
+                  {/* biome-ignore lint/a11y/noAutofocus: the Switch button this replaces had the focus; the safe choice takes it. */}
+                  <button type="button" onClick={() => setConfirm(null)} autoFocus>
                     Cancel
                   </button>
                 </div>
