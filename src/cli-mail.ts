@@ -3,7 +3,13 @@
 // (failed messages back to pending with a fresh count of tries; a running server sends them
 // within about a second).
 import type { CommandGroup } from './cli.js';
-import { deliveryCounts, listByDelivery, retryFailed, type NotificationRecord } from './domain/notifications/notification-store.js';
+import {
+  deliveryCounts,
+  findNotification,
+  listByDelivery,
+  retryFailed,
+  type NotificationRecord,
+} from './domain/notifications/notification-store.js';
 import { DomainError } from './domain/errors.js';
 
 function messageJson(n: NotificationRecord) {
@@ -55,6 +61,12 @@ export const registerMailCommands: CommandGroup = (program, ctx) => {
     .action(async (opts: { id?: string[]; all?: boolean; json?: boolean }) => {
       if (!opts.all && !opts.id?.length) throw new DomainError('invalid_value', 'give --id ID (one or more) or --all.');
       const { billing } = await ctx.services();
+      if (!opts.all) {
+        // An id that names no message is a mistake to say, before anything is queued.
+        const found = await Promise.all(opts.id!.map((id) => findNotification(billing.db, id)));
+        const unknown = opts.id!.filter((_id, i) => found[i] === null);
+        if (unknown.length > 0) throw new DomainError('not_found', `No message with id ${unknown.map((id) => `'${id}'`).join(', ')}.`);
+      }
       const retried = await retryFailed(billing.db, opts.all ? null : opts.id!);
       if (opts.json) ctx.printJson({ retried });
       else ctx.print(`${retried} failed message(s) queued again; a running server sends them within a few seconds.`);

@@ -67,8 +67,9 @@ const registerAccountCommands: CommandGroup = (program, ctx) => {
     .action(async (opts: { email: string; tier: string; json?: boolean }) => {
       const { accounts: service } = await ctx.services();
       const created = await service.createAccount({ email: opts.email, tier: opts.tier });
+      const link = await setPasswordLink(ctx, created.account.id);
       if (opts.json) {
-        ctx.printJson({ account: accountJson(created.account), api_key: created.apiKey, key_id: created.keyId });
+        ctx.printJson({ account: accountJson(created.account), api_key: created.apiKey, key_id: created.keyId, set_password_url: link });
         return;
       }
       ctx.print(
@@ -76,7 +77,7 @@ const registerAccountCommands: CommandGroup = (program, ctx) => {
           `Created account ${created.account.id} (${created.account.email}, tier ${created.account.tier}).`,
           `API key ${created.keyId}: ${created.apiKey}`,
           'Store the key now: it is not shown again.',
-          `Set-password link for the dashboard (works once, for 7 days): ${await setPasswordLink(ctx, created.account.id)}`,
+          `Set-password link for the dashboard (works once, for 7 days): ${link}`,
         ].join('\n'),
       );
     });

@@ -393,6 +393,11 @@ describe.each([
       expect(status.failed.map((f: { id: string }) => f.id)).toContain(n.id);
 
       smtp.refuseWith = null;
+      // An id that names no message is refused, and nothing is queued.
+      out.length = 0;
+      expect(await runCli(['node', 'tollgate', 'mail', 'retry', '--id', n.id, 'ntf_nope', '--json'], io)).toBe(1);
+      expect(out.join('')).toContain("No message with id 'ntf_nope'");
+      expect((await stateOf(a.id, n.id)).delivery).toBe('failed');
       out.length = 0;
       expect(await runCli(['node', 'tollgate', 'mail', 'retry', '--id', n.id, '--json'], io)).toBe(0);
       expect(JSON.parse(out.join(''))).toEqual({ retried: 1 });

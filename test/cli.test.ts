@@ -87,6 +87,8 @@ describe('tollgate CLI', () => {
       expect(created.account).toMatchObject({ email: 'a@b.c', tier: 'developer' });
       expect(created.account.id).toMatch(/^acct_/);
       expect(created.api_key).toMatch(/^ask_[0-9A-Za-z]{38}$/);
+      // The set-password link the plain output prints is in the JSON too, for scripts.
+      expect((created as unknown as { set_password_url: string }).set_password_url).toMatch(/^https?:\/\/.+\/dashboard\/\S+/);
 
       const key = await tollgateJson<{ id: string; api_key: string }>(
         url,

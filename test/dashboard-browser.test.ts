@@ -82,7 +82,10 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
     it('tops up 50 through the sandbox checkout and shows 52.50 on the overview', { timeout: 60_000 }, async () => {
       await page.getByRole('link', { name: 'Top up', exact: true }).click();
       // A new account is on the free tier, which never pays from the wallet: the page says so first.
-      await page.getByRole('note').getByText(/Your plan \(free\) does not pay from the wallet/).waitFor();
+      await page
+        .getByRole('note')
+        .getByText(/Your plan \(free\) does not pay from the wallet/)
+        .waitFor();
       await page.getByLabel('Amount').fill('600');
       await page.getByText('arranged with our sales team').waitFor();
       await page.getByLabel('Amount').fill('50');
