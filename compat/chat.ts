@@ -61,6 +61,11 @@ const responseFormat = z.union([
 ]);
 
 function textOf(parts: z.infer<typeof part>[], i: number, role: string): string {
+  if (parts.length === 0) {
+    throw new DomainError('invalid_value', `'messages[${i}].content' is an empty list: send at least one part, or a string.`, {
+      param: `messages[${i}].content`,
+    });
+  }
   return parts
     .map((p, j) => {
       // An assistant's refusal in the history, as OpenAI returns it: its text is what was said.
