@@ -118,12 +118,15 @@ function corsFor(origins: string[]) {
 }
 
 /** What the /v1 door gets from the server: contexts, the early RPM check, the body limit, model notices. */
-function compatDoor(services: Services): CompatDoor {
+function compatDoor(services: Services, inFlight: Set<AbortController>): CompatDoor {
   return {
     context(req, res) {
-      // Aborted when the client goes away before the response is finished.
+      // Aborted when the client goes away before the response is finished, or by a shutdown that
+      // ran out of time (`inFlight`).
       const controller = new AbortController();
+      inFlight.add(controller);
       res.on('close', () => {
+        inFlight.delete(controller);
         if (!res.writableFinished) controller.abort(new Error('client disconnected'));
       });
       return createContext(services, {
@@ -153,6 +156,8 @@ export function createApp(services: Services) {
   const { config, logger } = services;
   const bodyLimit = parseBytes(config.server.body_limit)!;
   const state = { ready: false, shuttingDown: false };
+  // The /v1 calls in progress, each by its abort: a shutdown out of time ends them with an answer.
+  const inFlight = new Set<AbortController>();
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -199,7 +204,7 @@ export function createApp(services: Services) {
   const tooLarge = () => requestTooLarge(config.server.body_limit);
   const onUnexpected = (req: express.Request, err: unknown) =>
     logger.error({ reqId: req.requestId, path: fullPath(req), err }, 'unexpected error');
-  const compat = createCompatRouter(compatDoor(services), { onUnexpected });
+  const compat = createCompatRouter(compatDoor(services, inFlight), { onUnexpected });
   const v1 = (req: express.Request, res: express.Response) =>
     apiCors(req, res, (err?: unknown) => {
       if (err) return sendError(res, err, (e) => onUnexpected(req, e));
@@ -390,7 +395,7 @@ export function createApp(services: Services) {
   // Requests and responses made with this app's express prototypes (./web/express-classes.ts).
   const serverOptions = serverClassesFor(app);
 
-  return { app, handle, serverOptions, yoga, state };
+  return { app, handle, serverOptions, yoga, state, inFlight };
 }
 
 /** Whether a request target is under the /v1 mount as express matches it (case-insensitive, a whole segment). */
@@ -429,7 +434,7 @@ const localGraphiQL = (opts?: GraphiQLOptions) => (graphiqlPage ??= renderGraphi
 
 export async function startServer(services: Services, opts: { port?: number; host?: string } = {}): Promise<RunningServer> {
   const { config, logger } = services;
-  const { handle, serverOptions, yoga, state } = createApp(services);
+  const { handle, serverOptions, yoga, state, inFlight } = createApp(services);
   const server = createServer(serverOptions, handle);
   server.keepAliveTimeout = 65_000;
   server.on('clientError', answerClientError);
@@ -522,7 +527,15 @@ export async function startServer(services: Services, opts: { port?: number; hos
       for (const client of wss.clients) client.close(1001, 'server shutting down');
       const timeout = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), config.server.shutdown_timeout_ms).unref());
       if ((await Promise.race([closed, timeout])) === 'timeout') {
-        logger.warn({ open: sockets.size }, 'shutdown timeout: closing the remaining connections');
+        // /v1 calls still running are ended with an answer (a stream with its error event, billed
+        // for what it delivered) before the connections close; a second at most.
+        logger.warn(
+          { open: sockets.size, calls: inFlight.size },
+          'shutdown timeout: ending the calls in progress, then closing connections',
+        );
+        for (const c of inFlight)
+          c.abort(new DomainError('shutting_down', 'The server is shutting down: this call ran past its shutdown time and was ended.'));
+        await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
         for (const s of sockets.keys()) s.destroy();
         await closed;
       }

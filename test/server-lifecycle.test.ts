@@ -3,7 +3,9 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { countTextTokens } from '../src/domain/inference/tokenizer.js';
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
 import { ADMIN_TOKEN, catalogYaml, startTestServer } from './support/harness.js';
 import { spawnTollgate, waitReady } from './support/ready.js';
@@ -53,6 +55,53 @@ describe('the server process', () => {
     expect(await server.exited).toBe(0);
     expect(server.output()).toContain('shutting down');
     await expect(fetch(`${url}/healthz`)).rejects.toThrow();
+  });
+
+  it('ends a stream still running when the shutdown time is up with an error event, billed for what it delivered', async () => {
+    const config = path.join(dir, 'short.yaml');
+    writeFileSync(config, `server: { shutdown_timeout_ms: 400 }\n${catalogYaml(upstream.url)}`);
+    const port = 30000 + Math.floor(Math.random() * 20000);
+    const url = `http://127.0.0.1:${port}`;
+    const file = path.join(dir, 'short.db');
+    const server = spawnTollgate(['src/main.ts'], { CONFIG: config, PORT: String(port), DATABASE_URL: `sqlite:${file}` });
+    await waitReady(url);
+    const created = await fetch(`${url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_TOKEN}` },
+      body: JSON.stringify({ query: 'mutation { createAccount(email: "late@example.com", tier: enterprise) { apiKey } }' }),
+    }).then((r) => r.json());
+    const res = await fetch(`${url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${created.data.createAccount.apiKey}` },
+      body: JSON.stringify({ model: 'chat-test', stream: true, messages: [{ role: 'user', content: 'long #tokens=200 #delay=50' }] }),
+    });
+    expect(res.status).toBe(200);
+    const body = res.text();
+    await new Promise((r) => setTimeout(r, 300));
+    server.proc.kill('SIGTERM');
+    const text = await body;
+    const events = text.trim().split('\n\n');
+    expect(events.at(-1)).not.toBe('data: [DONE]');
+    expect(JSON.parse(events.at(-1)!.slice('data: '.length)).error).toMatchObject({ code: 'shutting_down', type: 'server_error' });
+    const delivered = text.match(/"content":" ?w\d+"/g)?.length ?? 0;
+    expect(delivered).toBeGreaterThan(0);
+    expect(delivered).toBeLessThan(200);
+    expect(await server.exited).toBe(0);
+    const db = new Database(file, { readonly: true });
+    try {
+      const rows = db.prepare('select outcome, completion_tokens from usage_events').all() as {
+        outcome: string;
+        completion_tokens: number;
+      }[];
+      // Not 'client_disconnected': the server ended it. Billed for the text delivered, counted.
+      const content = events
+        .filter((e) => e.startsWith('data: {') && !e.includes('"error"'))
+        .map((e) => JSON.parse(e.slice('data: '.length)).choices[0]?.delta?.content ?? '')
+        .join('');
+      expect(rows).toEqual([{ outcome: 'failed_mid_stream', completion_tokens: countTextTokens(content) }]);
+    } finally {
+      db.close();
+    }
   });
 
   it('refuses a bad config at start-up with a message naming the model and the key', async () => {

@@ -158,6 +158,11 @@ interface ChunkHead {
 type ChunkChoice = ChatChunk['choices'][number];
 
 /** One choice's chunk; `logprobs` and `contentFilter` are set only when given. */
+/** The call was aborted because its client went away (not because the server is shutting down). */
+function clientLeft(signal: AbortSignal): boolean {
+  return signal.aborted && !(signal.reason instanceof DomainError && signal.reason.code === 'shutting_down');
+}
+
 function chunkOf(
   head: ChunkHead,
   index: number,
@@ -224,7 +229,7 @@ export class InferenceService {
     try {
       result = await run(ticket);
     } catch (err) {
-      await ticket.settle(zeroUsage(), signal.aborted ? 'client_disconnected' : 'failed');
+      await ticket.settle(zeroUsage(), clientLeft(signal) ? 'client_disconnected' : 'failed');
       throw err;
     }
     await ticket.settle(result.usage, 'completed');
@@ -514,7 +519,7 @@ export class InferenceService {
       // Runs on normal end, on error and when the consumer stops early (client disconnect).
       await events.return?.();
       if (!settled) {
-        const left = failure === undefined || signal.aborted;
+        const left = failure === undefined || clientLeft(signal);
         if (!delivered.some(Boolean)) settled = { usage: zeroUsage(), outcome: left ? 'client_disconnected' : 'failed' };
         else
           settled = {
