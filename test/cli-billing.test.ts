@@ -132,7 +132,7 @@ describe('tollgate wallet and ledger commands', () => {
     for (const [args, message] of [
       [['--amount', '0.0000000001', '--type', 'bonus'], /9 decimal places/],
       [['--amount', 'ten', '--type', 'bonus'], /decimal amount/],
-      [['--amount', '-5', '--type', 'bonus'], /amount must be a positive/],
+      [['--amount', '-5', '--type', 'bonus'], /amount must be more than 0/],
       [['--amount', '5', '--type', 'usage'], /Allowed choices are bonus, refund/],
     ] as const) {
       const r = await tollgate(env, 'wallet', 'credit', '--account', accountId, ...args, '--description', 'x');

@@ -84,10 +84,19 @@ describe('tiers in the config file', () => {
   it('default to the contract, and operators may override any key', () => {
     const { tiers } = parseConfigText('models: []', 'test.yaml');
     expect(tiers).toEqual(TIER_DEFAULTS);
-    expect(tiers.free).toEqual({ monthly_tokens: 100_000, overage: false, monthly_fee: 0, rpm: 20, tpm: 40_000 });
+    expect(tiers.free).toEqual({ monthly_tokens: 100_000, overage: false, monthly_fee: 0, self_service: true, rpm: 20, tpm: 40_000 });
     expect(tiers.enterprise.monthly_tokens).toBeNull();
+    // Enterprise (unlimited, not billed) is the operator's to give, not the customer's to take.
+    expect(tiers.enterprise.self_service).toBe(false);
     const custom = parseConfigText('tiers:\n  developer: { monthly_fee: 9.99 }\n  free: { monthly_tokens: 5 }', 'test.yaml').tiers;
-    expect(custom.developer).toEqual({ monthly_tokens: 5_000_000, overage: true, monthly_fee: 9.99, rpm: 500, tpm: 1_000_000 });
+    expect(custom.developer).toEqual({
+      monthly_tokens: 5_000_000,
+      overage: true,
+      monthly_fee: 9.99,
+      self_service: true,
+      rpm: 500,
+      tpm: 1_000_000,
+    });
     expect(custom.free.monthly_tokens).toBe(5);
   });
 
