@@ -180,8 +180,12 @@ const registerKeyCommands: CommandGroup = (program, ctx) => {
     .option('--json', 'print JSON')
     .action(async (keyId: string, opts: { json?: boolean }) => {
       const { accounts: service } = await ctx.services();
+      const started = Date.now();
       const key = await service.revokeKey(keyId);
+      // A second revoke keeps the first time: a key revoked before this command says so.
+      const before = key.revokedAt !== null && key.revokedAt.getTime() < started;
       if (opts.json) ctx.printJson(keyJson(key));
+      else if (before) ctx.print(`API key ${key.id} (${key.display}) was already revoked, at ${key.revokedAt!.toISOString()}.`);
       else ctx.print(`Revoked API key ${key.id} (${key.display}).`);
     });
 

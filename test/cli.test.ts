@@ -107,6 +107,10 @@ describe('tollgate CLI', () => {
       expect(revoked).toMatchObject({ code: 0, stderr: '' });
       expect(revoked.stdout).toContain(key.id);
       expect(revoked.stdout).not.toContain(key.api_key);
+      expect(revoked.stdout).toMatch(/^Revoked API key /);
+      const again = await tollgate(url, 'keys', 'revoke', key.id);
+      expect(again).toMatchObject({ code: 0, stderr: '' });
+      expect(again.stdout).toMatch(/was already revoked, at \d{4}-\d{2}-\d{2}T/);
 
       await expect(accounts.authenticate(`Bearer ${key.api_key}`)).rejects.toMatchObject({
         code: 'invalid_api_key',
