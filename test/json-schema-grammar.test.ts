@@ -34,6 +34,15 @@ describe('a JSON Schema as a grammar', () => {
     [{ const: { a: 1 } }, 'const', P],
     [{ not: { type: 'null' } }, 'not', P],
     [{ type: 'integer', minimum: 5, maximum: 4 }, 'minimum', P],
+    // Every listed property is written: a maximum below their number, or a minimum above it with no extras allowed.
+    [{ type: 'object', properties: { a: { type: 'null' }, b: { type: 'null' } }, maxProperties: 1 }, 'maxProperties', P],
+    [{ type: 'object', properties: { a: { type: 'null' } }, minProperties: 3 }, 'minProperties', P],
+    // Numbers reach up to 999999999999999.9…: a maximum of 999999999999999 is a bound they could pass.
+    [{ type: 'number', maximum: 999999999999999 }, 'maximum', P],
+    // A definition that leads back to itself before any value: no grammar has it.
+    [{ $defs: { a: { $ref: '#/$defs/a' } }, $ref: '#/$defs/a' }, '$ref', P],
+    [{ $ref: '#' }, '$ref', P],
+    [{ $defs: { a: { anyOf: [{ $ref: '#/$defs/b' }, { type: 'null' }] }, b: { $ref: '#/$defs/a' } }, $ref: '#/$defs/a' }, '$ref', P],
   ])('refuses %j naming %s at %s', (schema, keyword, path) => {
     const e = refusal(schema);
     expect(e.code).toBe('unsupported_parameter');
@@ -62,6 +71,23 @@ describe('a JSON Schema as a grammar', () => {
     let nested: unknown = 1;
     for (let i = 0; i < 10_000; i++) nested = [nested];
     expect(refusal({ type: 'object', properties: {}, examples: [nested] }).message).toContain('nest at most');
+  });
+
+  it('reads definitions only where schemas are: a property named like a keyword is a property', () => {
+    const { schema } = grammarSchema(
+      {
+        type: 'object',
+        properties: { definitions: { type: 'boolean' }, $defs: { type: 'null' }, 'tollgate-rule-0': { type: 'boolean' } },
+        examples: [{ $defs: 3 }],
+      },
+      P,
+    );
+    expect(Object.keys(schema.properties as object)).toEqual(['definitions', '$defs', 'tollgate-rule-0']);
+    // Recursion through a value that writes something first ("[") is fine.
+    expect(grammarSchema({ type: 'array', items: { $ref: '#' }, maxItems: 2 }, P).schema.$ref).toBe('#/$defs/tollgate-root');
+    expect(refusal({ anyOf: Array.from({ length: 10_001 }, () => ({ type: 'null' })) }).message).toContain('at most 10,000 subschemas');
+    const fine = grammarSchema({ type: 'object', properties: { a: { type: 'null' } }, additionalProperties: true, minProperties: 3 }, P);
+    expect(fine.schema).toMatchObject({ minProperties: 3, additionalProperties: true });
   });
 
   it('turns anyOf into alternatives, draft 4 definitions into $defs, and a recursive # into a definition', () => {

@@ -141,6 +141,18 @@ describe('the in-process engine', () => {
     // With tool_choice auto, before the model has said anything: the call could come in any answer.
     const stream = engine.chatStream(req({ tools: [weather, tool] }), neverAborted());
     await expect(stream.next()).rejects.toMatchObject({ code: 'unsupported_parameter', param: 'tools[1].function.parameters' });
+    // One the translation lets through but llama.cpp cannot build (a repetition over its cap): also before anything is generated.
+    const many = {
+      type: 'function' as const,
+      function: {
+        name: 'many',
+        parameters: { type: 'object', properties: { xs: { type: 'array', items: { type: 'boolean' }, minItems: 100_000 } } },
+      },
+    };
+    await expect(engine.chatStream(req({ tools: [many] }), neverAborted()).next()).rejects.toMatchObject({
+      code: 'unsupported_parameter',
+      param: 'tools[0].function.parameters',
+    });
   });
 
   it('gives the same text for the same seed and settings', async () => {

@@ -44,12 +44,13 @@ function cached(key: string, make: () => Promise<LlamaGrammar>): Promise<LlamaGr
 
 /**
  * The grammar of a JSON Schema (./json-schema-grammar.ts translates it, refusing what no grammar
- * holds); a schema it cannot build is refused naming `param`.
+ * holds), cached with its translation; a schema it cannot build is refused naming `param`.
  */
 export async function schemaGrammar(llama: Llama, schema: Record<string, unknown> | undefined, param: string, modelId: string) {
-  const { schema: translated, rules } = grammarSchema(schema, param);
+  const key = `schema:${param}:${JSON.stringify(schema ?? {})}`;
   try {
-    return await cached(`schema:${JSON.stringify(schema ?? {})}`, async () => {
+    return await cached(key, async () => {
+      const { schema: translated, rules } = grammarSchema(schema, param);
       const json = await llama.createGrammarForJsonSchema(translated as Parameters<Llama['createGrammarForJsonSchema']>[0]);
       return llama.createGrammar({
         grammar: patchGrammar(json.grammar, rules),
@@ -58,6 +59,7 @@ export async function schemaGrammar(llama: Llama, schema: Record<string, unknown
       });
     });
   } catch (e) {
+    if (e instanceof DomainError) throw e;
     throw new DomainError(
       'unsupported_parameter',
       `'${param}' is not supported by the model '${modelId}': its grammar cannot be built from this schema (${(e as Error).message.slice(0, 200)}).`,
@@ -66,10 +68,14 @@ export async function schemaGrammar(llama: Llama, schema: Record<string, unknown
   }
 }
 
-/** Refuses, before anything is generated, a tool whose parameters no grammar holds. */
-export function checkToolSchemas(req: EngineChatRequest): void {
+/**
+ * Builds (or finds cached) the grammar of every tool's parameters before anything is generated:
+ * a call may open in any answer, and a schema no grammar holds is refused now, not mid-call.
+ */
+export async function checkToolSchemas(llama: Llama, req: EngineChatRequest, modelId: string): Promise<void> {
   if (!usesTools(req)) return;
-  for (const [i, tool] of req.tools!.entries()) grammarSchema(tool.function.parameters, `tools[${i}].function.parameters`);
+  for (const [i, tool] of req.tools!.entries())
+    await schemaGrammar(llama, tool.function.parameters, `tools[${i}].function.parameters`, modelId);
 }
 
 /** The grammar the response format asks for, if any. */

@@ -9,6 +9,7 @@
 // written without exponents and with at most 15 digits before the point (so they stay within
 // JavaScript's safe integers), and every other assertion is refused, naming the keyword and where
 // it is, instead of being generated past.
+import { randomBytes } from 'node:crypto';
 import { DomainError } from '../../errors.js';
 
 /** The schema for createGrammarForJsonSchema, and the GBNF of the rules its sentinels stand for. */
@@ -89,7 +90,9 @@ const MAX_ENUM_RANGE = 1000;
  * the schema (40,000 enum values held the process for half a minute). OpenAI's structured outputs
  * set limits of the same kind (1,000 enum values, 5,000 properties, 10 levels).
  */
-export const SCHEMA_LIMITS = { values: 2000, properties: 5000, depth: 32 };
+export const SCHEMA_LIMITS = { values: 2000, properties: 5000, depth: 32, subschemas: 10_000 };
+/** The magnitude the grammar's numbers stay below: 15 digits before the point. */
+const NUMBER_REACH = 1e15;
 
 const DIGITS = '[1-9] [0-9]{0,14}';
 const FRACTION = '("." [0-9]{1,15})?';
@@ -105,7 +108,8 @@ const BOUND_RULES = {
 };
 
 const ROOT_DEF = 'tollgate-root';
-const SENTINEL = 'tollgate-rule-';
+// Per process and unguessable: no property name or enum value of a client's can be taken for one.
+const SENTINEL = `tollgate-rule-${randomBytes(6).toString('hex')}-`;
 
 const isObject = (v: unknown): v is Schema => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isPrimitive = (v: unknown) => v === null || ['string', 'number', 'boolean'].includes(typeof v);
@@ -128,6 +132,7 @@ class Translator {
   private rootReferenced = false;
   private values = 0;
   private properties = 0;
+  private subschemas = 0;
 
   constructor(private readonly param: string) {}
 
@@ -138,7 +143,27 @@ class Translator {
     // Definitions (and the root itself, when something refers to `#`) sit at the root's scope.
     const $defs: Schema = Object.fromEntries(this.translated);
     $defs[ROOT_DEF] = schema;
+    this.refuseLeftRecursion($defs as Record<string, Schema>);
     return { schema: { $defs, $ref: `#/$defs/${ROOT_DEF}` }, rules: this.rules };
+  }
+
+  /**
+   * A definition that can lead back to itself before any value is written (`A: {$ref: A}`, or an
+   * alternative of A that is A) has no finite value, and no grammar: refused.
+   */
+  private refuseLeftRecursion(defs: Record<string, Schema>): void {
+    const heads = (schema: Schema): string[] => {
+      if (typeof schema.$ref === 'string') return [schema.$ref.slice('#/$defs/'.length)];
+      if (Array.isArray(schema.oneOf)) return (schema.oneOf as Schema[]).flatMap(heads);
+      return [];
+    };
+    const reaches = (from: string, target: string, seen: Set<string>): boolean =>
+      heads(defs[from] ?? {}).some((h) => h === target || (!seen.has(h) && (seen.add(h), reaches(h, target, seen))));
+    for (const name of Object.keys(defs)) {
+      if (reaches(name, name, new Set())) {
+        this.refuse(this.param, '$ref', `${name === ROOT_DEF ? "'#'" : `'${name}'`} refers back to itself before any value is written`);
+      }
+    }
   }
 
   private refuse(path: string, keyword: string, why: string): never {
@@ -149,14 +174,15 @@ class Translator {
     );
   }
 
-  /** `$defs` and `definitions` anywhere, by name (a name defined twice differently is refused). */
+  /**
+   * `$defs` and `definitions` of every subschema, by name (a name defined twice differently is
+   * refused). Only schema positions are walked: a property named `definitions`, or an example
+   * holding a `$defs` key, is not a definition.
+   */
   private collectDefs(node: unknown, path: string, depth = 0): void {
     if (depth > 4 * SCHEMA_LIMITS.depth) this.refuse(path, 'schema', `schemas may nest at most ${SCHEMA_LIMITS.depth} levels deep`);
-    if (Array.isArray(node)) {
-      for (const [i, n] of node.entries()) this.collectDefs(n, `${path}[${i}]`, depth + 1);
-      return;
-    }
     if (!isObject(node)) return;
+    const sub = (value: unknown, at: string) => this.collectDefs(value, at, depth + 1);
     for (const key of ['$defs', 'definitions']) {
       const defs = node[key];
       if (defs === undefined) continue;
@@ -166,10 +192,15 @@ class Translator {
         if (known !== undefined && JSON.stringify(known) !== JSON.stringify(def))
           this.refuse(`${path}.${key}`, name, 'two definitions have this name');
         this.defs.set(name, def);
+        sub(def, `${path}.${key}.${name}`);
       }
     }
-    for (const [key, value] of Object.entries(node))
-      if (key !== '$defs' && key !== 'definitions') this.collectDefs(value, `${path}.${key}`, depth + 1);
+    if (isObject(node.properties)) for (const [k, v] of Object.entries(node.properties)) sub(v, `${path}.properties.${k}`);
+    for (const key of ['additionalProperties', 'additionalItems', 'items']) if (isObject(node[key])) sub(node[key], `${path}.${key}`);
+    for (const key of ['items', 'prefixItems', 'anyOf', 'oneOf', 'allOf']) {
+      const list = node[key];
+      if (Array.isArray(list)) for (const [i, v] of list.entries()) sub(v, `${path}.${key}[${i}]`);
+    }
   }
 
   private count(path: string, what: 'values' | 'properties', n: number): void {
@@ -187,6 +218,8 @@ class Translator {
 
   private translate(node: unknown, path: string): Schema {
     if (this.depth >= SCHEMA_LIMITS.depth) this.refuse(path, 'schema', `schemas may nest at most ${SCHEMA_LIMITS.depth} levels deep`);
+    if (++this.subschemas > SCHEMA_LIMITS.subschemas)
+      this.refuse(path, 'schema', `a schema may hold at most ${SCHEMA_LIMITS.subschemas.toLocaleString('en-US')} subschemas in all`);
     this.depth++;
     try {
       return this.translateNode(node, path);
@@ -372,8 +405,9 @@ class Translator {
     }
 
     if (multipleOf !== undefined) this.refuse(path, 'multipleOf', 'only integers can be held to it');
-    const wideHigh = (high ?? Number.POSITIVE_INFINITY) >= WIDE && (exclusiveHigh ?? Number.POSITIVE_INFINITY) > WIDE;
-    const wideLow = (low ?? Number.NEGATIVE_INFINITY) <= -WIDE && (exclusiveLow ?? Number.NEGATIVE_INFINITY) < -WIDE;
+    // The grammar's numbers stay strictly between -1e15 and 1e15.
+    const wideHigh = Math.min(high ?? Number.POSITIVE_INFINITY, exclusiveHigh ?? Number.POSITIVE_INFINITY) >= NUMBER_REACH;
+    const wideLow = Math.max(low ?? Number.NEGATIVE_INFINITY, exclusiveLow ?? Number.NEGATIVE_INFINITY) <= -NUMBER_REACH;
     if (wideLow && wideHigh) return { type: 'number' };
     if (wideHigh && low === 0 && exclusiveLow === undefined) return this.rule(BOUND_RULES.nonNegativeNumber);
     if (wideHigh && exclusiveLow === 0 && (low === undefined || low <= 0)) return this.rule(BOUND_RULES.positiveNumber);
@@ -404,7 +438,18 @@ class Translator {
     for (const name of required)
       if (!(typeof name === 'string' && Object.hasOwn(properties, name)))
         this.refuse(path, 'required', `${JSON.stringify(name)} is not among the schema's properties`);
-    for (const k of ['minProperties', 'maxProperties']) if (k in node) out[k] = node[k];
+    // node-llama-cpp writes every property listed, then extra ones only where additionalProperties allows.
+    const listed = Object.keys(properties).length;
+    const min = node.minProperties;
+    const max = node.maxProperties;
+    if (max !== undefined && (typeof max !== 'number' || max < listed))
+      this.refuse(path, 'maxProperties', `every one of the ${listed} properties is written, so at most ${String(max)} cannot hold`);
+    if (min !== undefined && (typeof min !== 'number' || (min > listed && out.additionalProperties === undefined)))
+      this.refuse(path, 'minProperties', `only the ${listed} properties are written (additionalProperties does not allow more)`);
+    if (out.additionalProperties !== undefined) {
+      if (min !== undefined) out.minProperties = min;
+      if (max !== undefined) out.maxProperties = max;
+    }
     return out;
   }
 
@@ -443,7 +488,30 @@ function refusalReason(keyword: (typeof REFUSED)[number]): string {
 
 /** The schema node-llama-cpp builds the grammar from; refuses what it cannot hold, naming it. */
 export function grammarSchema(schema: unknown, param: string): GrammarSchema {
+  refuseDeepValues(schema, param);
   return new Translator(param).run(schema ?? { type: 'object' });
+}
+
+/**
+ * Refuses a schema nested deeper than any grammar needs, annotations included (an `examples`
+ * value 10,000 arrays deep would overflow the stack of whatever reads it recursively), without
+ * recursing itself.
+ */
+function refuseDeepValues(value: unknown, param: string): void {
+  const limit = 4 * SCHEMA_LIMITS.depth;
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (typeof v !== 'object' || v === null) continue;
+    if (depth > limit) {
+      throw new DomainError(
+        'unsupported_parameter',
+        `'schema' at ${param} is not supported by in-process (llama.cpp) models: schemas may nest at most ${SCHEMA_LIMITS.depth} levels deep (values inside them at most ${limit}).`,
+        { param },
+      );
+    }
+    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, depth + 1]);
+  }
 }
 
 /**
@@ -458,5 +526,7 @@ export function patchGrammar(text: string, rules: Map<string, string>): string {
     out = out.replaceAll(`"\\"${name}\\""`, name);
     out += `\n${name} ::= ${body}`;
   }
+  // Should node-llama-cpp rename its number rules, say so rather than let exponents through.
+  if (/\[eE\]/.test(out)) throw new Error("node-llama-cpp's number rules were not found: numbers could be written with exponents");
   return out;
 }

@@ -451,7 +451,7 @@ export class LlamaCppEngine implements Engine {
     const runner = await this.runnerOf('chat');
     const prompt = this.chatPrompt(runner, req);
     const format = await formatGrammar(await getRuntime(), req, this.modelId);
-    checkToolSchemas(req);
+    await checkToolSchemas(await getRuntime(), req, this.modelId);
     const lease = await runner.pool.acquire(signal);
     try {
       if (!plain(req)) return await chatChoices(this.choiceBase(runner, lease.slot, prompt, req, format, signal));
@@ -475,7 +475,7 @@ export class LlamaCppEngine implements Engine {
     const runner = await this.runnerOf('chat');
     const prompt = this.chatPrompt(runner, req);
     const format = await formatGrammar(await getRuntime(), req, this.modelId);
-    checkToolSchemas(req);
+    await checkToolSchemas(await getRuntime(), req, this.modelId);
     const lease = await runner.pool.acquire(signal);
     try {
       if (!plain(req)) {
