@@ -31,14 +31,20 @@ export function parseBody<S extends z.ZodType>(req: Request, schema: S): z.infer
   return parsed.data;
 }
 
-/** The JSON text a request's body was parsed from (kept by the body readers), for fields read exactly. */
+/**
+ * The JSON text a request's body was parsed from, decoded, for the one route that reads a field
+ * exactly (top-up's amount): the body readers keep it only when the route asked (`wantRawBody`).
+ */
 const RAW = Symbol('raw body');
-export function keepRawBody(req: Request, raw: string | Buffer): void {
-  (req as unknown as Record<symbol, string | Buffer>)[RAW] = raw;
+type WithRaw = Request & { [RAW]?: string | null };
+export function wantRawBody(req: Request): void {
+  (req as WithRaw)[RAW] = null;
+}
+export function keepRawBody(req: Request, text: string): void {
+  if ((req as WithRaw)[RAW] === null) (req as WithRaw)[RAW] = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
 }
 export function rawBodyOf(req: Request): string | null {
-  const raw = (req as unknown as Record<symbol, string | Buffer | undefined>)[RAW];
-  return raw === undefined ? null : raw.toString('utf8');
+  return (req as WithRaw)[RAW] ?? null;
 }
 
 /** A number field that may also be null (clients send null for "default"). */

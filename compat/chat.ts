@@ -169,8 +169,7 @@ function toInput(b: Body): ChatCompletionInput {
   const choice = readToolChoice(b.tool_choice);
   // Both names of the output limit: they may come together (clients that send both for older
   // servers), but not disagree.
-  const both = [b.max_tokens, b.max_completion_tokens];
-  if (both.every((v) => v !== null && v !== undefined) && both[0] !== both[1]) {
+  if (b.max_tokens !== null && b.max_tokens !== undefined && b.max_completion_tokens != null && b.max_tokens !== b.max_completion_tokens) {
     throw new DomainError(
       'invalid_value',
       "'max_tokens' and 'max_completion_tokens' are two names for one limit: send one, or the same value in both.",
@@ -221,8 +220,10 @@ function toInput(b: Body): ChatCompletionInput {
 }
 
 /** The tool choice as GraphQL takes it, and with `allowed_tools` the names the model may call. */
+const NO_TOOL_CHOICE = { input: null, allowed: null } as const;
+
 function readToolChoice(choice: Body['tool_choice']): { input: ChatCompletionInput['toolChoice']; allowed: string[] | null } {
-  if (choice === null || choice === undefined) return { input: null, allowed: null };
+  if (choice === null || choice === undefined) return NO_TOOL_CHOICE;
   if (typeof choice === 'string') return { input: { mode: choice }, allowed: null };
   const named = namedFunction.safeParse(choice);
   if (named.success) return { input: { functionName: named.data.function.name }, allowed: null };
@@ -236,7 +237,7 @@ function readToolChoice(choice: Body['tool_choice']): { input: ChatCompletionInp
     allowed_tools:
       '{"type":"allowed_tools","allowed_tools":{"mode":"auto" or "required","tools":[{"type":"function","function":{"name":…}},…]}}',
   };
-  const shape = shapes[choice.type];
+  const shape = Object.hasOwn(shapes, choice.type) ? shapes[choice.type] : undefined;
   if (shape)
     throw new DomainError('invalid_value', `Invalid value for 'tool_choice': a choice of type '${choice.type}' is ${shape}.`, {
       param: 'tool_choice',

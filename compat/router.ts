@@ -5,7 +5,7 @@ import { DomainError, requestTooLarge } from '../src/domain/errors.js';
 import { chatCompletions } from './chat.js';
 import { embeddings } from './embeddings.js';
 import { sendError } from './errors.js';
-import { keepRawBody } from './body.js';
+import { keepRawBody, wantRawBody } from './body.js';
 import { getModel, listModels } from './models.js';
 import { moderate } from './moderate.js';
 import { rerank } from './rerank.js';
@@ -21,14 +21,16 @@ type Route = (req: Request, res: Response) => Promise<void>;
 export function createCompatRouter(door: CompatDoor, opts: { onUnexpected: (req: Request, err: unknown) => void }) {
   // `keyRequired`: the key is checked before the body, so a bad key is a 401 whatever the body says.
   // `metered`: an account already known to be over its RPM is refused (429) before its body is
-  // read, so a refused key costs next to nothing however large its requests.
+  // read, so a refused key costs next to nothing however large its requests. `exact`: the body's
+  // text is kept for fields read digit for digit (./body.ts rawBodyOf).
   const route =
-    (handler: Handler, keyRequired = true, metered = false): Route =>
+    (handler: Handler, keyRequired = true, metered = false, exact = false): Route =>
     async (req: Request, res: Response) => {
       try {
         const ctx = door.context(req, res);
         if (keyRequired) await ctx.principal();
         if (metered) await door.precheck(ctx);
+        if (exact) wantRawBody(req);
         if (req.method === 'POST') await readJson(req, res);
         await handler(req, res, ctx);
       } catch (err) {
@@ -39,7 +41,8 @@ export function createCompatRouter(door: CompatDoor, opts: { onUnexpected: (req:
   const json = express.json({
     limit: door.bodyLimit,
     type: ['application/json', 'application/*+json'],
-    verify: (req, _res, buf) => keepRawBody(req as Request, buf),
+    // As body-parser decodes it (its charset), for a route that asked for the text.
+    verify: (req, _res, buf, encoding) => keepRawBody(req as Request, buf.toString(encoding as BufferEncoding)),
   });
   const limit = parseBytes(door.bodyLimit)!;
   // The common case (plain JSON, UTF-8, not compressed, its length declared) read directly;
@@ -76,7 +79,7 @@ export function createCompatRouter(door: CompatDoor, opts: { onUnexpected: (req:
   add('POST', '/moderations', route(moderate(door), true, true));
   add('GET', '/wallet/balance', route(walletBalance()));
   add('GET', '/wallet/transactions', route(walletTransactions()));
-  add('POST', '/wallet/top-up', route(walletTopUp()));
+  add('POST', '/wallet/top-up', route(walletTopUp(), true, false, true));
   add('GET', '/usage', route(usage()));
 
   return (req: Request, res: Response): void => {

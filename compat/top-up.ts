@@ -46,7 +46,8 @@ function exactAmount(req: Request): string {
     throw new DomainError('invalid_json', `The request body is ambiguous: ${(e as Error).message.slice(0, 80)}.`);
   }
   const amount = parsed?.amount;
-  if (!isLosslessNumber(amount)) throw new Error('top-up: the body read exactly has no numeric amount');
+  if (!isLosslessNumber(amount))
+    throw new DomainError('invalid_request', 'The request body could not be read exactly: send it as JSON, UTF-8.', { param: 'amount' });
   // Decimal notation only: 1e2 is a number JSON allows, not an amount a person writes.
   if (!/^-?\d+(\.\d+)?$/.test(amount.value))
     throw new DomainError(

@@ -1,7 +1,7 @@
 // The HTTP server: express with the two doors (/graphql through graphql-yoga and graphql-ws,
 // /v1 through compat), health probes, request ids, and graceful shutdown.
 import { randomUUID, timingSafeEqual } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, maxHeaderSize, type Server, type ServerResponse, STATUS_CODES } from 'node:http';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { AddressInfo, Socket } from 'node:net';
@@ -415,16 +415,22 @@ function isV1(url: string): boolean {
  * closed. A socket that broke (a reset) is let go.
  */
 function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
-  if (err.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
-  const refusal =
-    err.code === 'HPE_HEADER_OVERFLOW'
-      ? new DomainError('request_headers_too_large', 'The request headers are larger than the limit of 16 KB.')
-      : new DomainError('invalid_request', 'The request could not be read as HTTP.');
+  // A response already under way on this connection (keep-alive, pipelining): nothing can be
+  // written in the middle of it, as Node's own handler knows.
+  const current = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (err.code === 'ECONNRESET' || !socket.writable || current?.headersSent) return void socket.destroy();
+  let refusal: DomainError;
+  if (err.code === 'HPE_HEADER_OVERFLOW')
+    refusal = new DomainError('request_headers_too_large', `The request headers are larger than the limit of ${maxHeaderSize / 1024} KB.`);
+  else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT')
+    refusal = new DomainError('request_timeout', 'The request was not received in time (its headers or its body were too slow).');
+  else if (err.code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW')
+    refusal = new DomainError('request_too_large', "The request body's chunk extensions are too large.");
+  else refusal = new DomainError('invalid_request', 'The request could not be read as HTTP.');
   const { status, body } = httpError(refusal);
   const text = JSON.stringify(body);
-  const reason = status === 431 ? 'Request Header Fields Too Large' : 'Bad Request';
   socket.end(
-    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\nX-Request-Id: ${randomUUID()}\r\nConnection: close\r\n\r\n${text}`,
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\nX-Request-Id: ${randomUUID()}\r\nConnection: close\r\n\r\n${text}`,
   );
 }
 

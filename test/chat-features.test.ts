@@ -263,6 +263,7 @@ describe('tool calls through /v1 (openai engine)', () => {
         'tool_choice',
       ],
       [{ tools: [weather], tool_choice: { type: 'custom', custom: { name: 'x' } } }, 'unsupported_parameter', 'tool_choice'],
+      [{ tools: [weather], tool_choice: { type: 'constructor' } }, 'unsupported_parameter', 'tool_choice'],
       [{ max_tokens: 5, max_completion_tokens: 6 }, 'invalid_value', 'max_completion_tokens'],
       [{ messages: [{ role: 'user', content: [{ type: 'refusal', refusal: 'no' }] }] }, 'invalid_value', 'messages[0].content[0].type'],
       [{ messages: [{ role: 'user', content: [] }] }, 'invalid_value', 'messages[0].content'],

@@ -513,14 +513,14 @@ ${chatModel('m', `base_url: "http://127.0.0.1:1/v1"${engine}`)}`;
       const a = await account();
       const c = client(s, a.apiKey);
       s.upstream.setFault({
-        raw: '{"id":"m","model":"g","results":[{"flagged":true,"categories":{"constructor":true,"toString":false},"category_scores":{"constructor":0.75}}]}',
+        raw: '{"id":"m","model":"g","results":[{"flagged":true,"categories":{"constructor":true,"toString":false,"violence":true},"category_scores":{"constructor":0.75,"violence":null}}]}',
       });
       const ok = await c.post('/moderations', { model: 'guard-paid', input: 'some text' });
       expect(ok.status).toBe(200);
       expect(ok.body.results[0]).toMatchObject({
         flagged: true,
-        categories: { constructor: true, toString: false, hate: false },
-        category_scores: { constructor: 0.75, toString: 0, hate: 0 },
+        categories: { constructor: true, toString: false, hate: false, violence: true },
+        category_scores: { constructor: 0.75, toString: 0, hate: 0, violence: 1 },
       });
       const paid = await c.balance();
       expect(paid).not.toBe(START);

@@ -469,6 +469,27 @@ describe('input the GraphQL variables refuse', () => {
     expect([exp.status, exp.body.error.code]).toEqual([400, 'invalid_amount']);
     const twice = await post('/wallet/top-up', '{"amount": 20, "amount": 30}', key, true);
     expect([twice.status, twice.body.error.code]).toEqual([400, 'invalid_json']);
+    // Bodies body-parser reads (no declared length, a byte-order mark, another charset) are read exactly too.
+    const send = (body: BodyInit, type: string) =>
+      fetch(`${s.v1}/wallet/top-up`, {
+        method: 'POST',
+        headers: { 'content-type': type, authorization: `Bearer ${key}` },
+        body,
+        duplex: 'half',
+      } as RequestInit);
+    const chunked = new ReadableStream({
+      start(c) {
+        c.enqueue(new TextEncoder().encode('\uFEFF{"amount": 25.5'));
+        c.enqueue(new TextEncoder().encode('0}'));
+        c.close();
+      },
+    });
+    const bom = await send(chunked, 'application/json');
+    expect(bom.status).toBe(200);
+    expect((await bom.json()).amount).toBe(25.5);
+    const utf16 = await send(Buffer.from('{"amount": 30.25}', 'utf16le'), 'application/json; charset=utf-16le');
+    expect(utf16.status).toBe(200);
+    expect((await utf16.json()).amount).toBe(30.25);
   });
 
   it('names the path of a field an input may not have, as the GraphQL door does', async () => {

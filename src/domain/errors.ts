@@ -41,6 +41,8 @@ export const ERROR_CODES = {
   not_found: { status: 404, type: 'invalid_request_error' },
   // 413
   request_too_large: { status: 413, type: 'invalid_request_error' },
+  // 408: a request whose headers or body came too slowly (node:http's timeouts).
+  request_timeout: { status: 408, type: 'invalid_request_error' },
   // 431: headers over node:http's limit, refused before the app sees the request.
   request_headers_too_large: { status: 431, type: 'invalid_request_error' },
   // 409 / 422: a checkout no longer open; an Idempotency-Key reused with another body (422, not

@@ -8,6 +8,7 @@ import { Field } from '../components/Field';
 import { Link } from '../components/Link';
 import { ErrorMessage, Loading } from '../components/States';
 import { graphql } from '../gql';
+import { toNumber } from '../lib/money';
 import { checkTopUpAmount, termsHint } from '../lib/top-up-amount';
 
 const QuoteDoc = graphql(`
@@ -48,6 +49,7 @@ const PlanDoc = graphql(`
       tier
       monthlyTokens
       overage
+      monthlyFee
     }
   }
 `);
@@ -79,7 +81,13 @@ export default function TopUpPage() {
   const [terms] = useQuery({ query: TermsDoc });
   const [plan] = useQuery({ query: PlanDoc });
   const myPlan = plan.data?.plans.find((p) => p.tier === plan.data?.viewer.tier);
-  const walletUnused = myPlan !== undefined && myPlan.monthlyTokens !== null && myPlan.monthlyTokens !== undefined && !myPlan.overage;
+  // No overage and no fee: nothing on this plan is ever paid from the wallet.
+  const walletUnused =
+    myPlan !== undefined &&
+    myPlan.monthlyTokens !== null &&
+    myPlan.monthlyTokens !== undefined &&
+    !myPlan.overage &&
+    toNumber(myPlan.monthlyFee) === 0;
   const salesContact = terms.data?.topUpTerms.salesContact ?? null;
   // One idempotency key per amount: a double click opens one checkout.
   // biome-ignore lint/correctness/useExhaustiveDependencies: a new key whenever the amount's text changes, on purpose.

@@ -157,12 +157,12 @@ interface ChunkHead {
 
 type ChunkChoice = ChatChunk['choices'][number];
 
-/** One choice's chunk; `logprobs` and `contentFilter` are set only when given. */
 /** The call was aborted because its client went away (not because the server is shutting down). */
 function clientLeft(signal: AbortSignal): boolean {
   return signal.aborted && !(signal.reason instanceof DomainError && signal.reason.code === 'shutting_down');
 }
 
+/** One choice's chunk; `logprobs` and `contentFilter` are set only when given. */
 function chunkOf(
   head: ChunkHead,
   index: number,

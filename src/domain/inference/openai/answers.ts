@@ -64,16 +64,18 @@ export function moderationResultFrom(data: Record<string, unknown>, input: strin
   }
   const flags = Object.entries(asRecord(first.categories) ?? {});
   for (const [k, v] of flags) categories[k] = v === true;
+  const scored = new Set<string>();
   for (const [k, v] of Object.entries(asRecord(first.category_scores) ?? {})) {
     // No score (null) scores as the flag says, below; one that is not a finite number (text,
     // 1e999 read as Infinity) is a broken answer.
     if (v === null) continue;
     if (!isFiniteNumber(v)) throw invalidResponse();
     categoryScores[k] = v;
+    scored.add(k);
     if (!(k in categories)) categories[k] = false;
   }
-  // A category reported without a score scores as its flag says.
-  for (const [k] of flags) if (!(k in categoryScores)) categoryScores[k] = categories[k] ? 1 : 0;
+  // A category reported without a score (the five always shown included) scores as its flag says.
+  for (const [k] of flags) if (!scored.has(k)) categoryScores[k] = categories[k] ? 1 : 0;
   const flagged = typeof first.flagged === 'boolean' ? first.flagged : Object.values(categories).some(Boolean);
   return { flagged, categories, categoryScores, promptTokens: countTextTokens(input) };
 }
