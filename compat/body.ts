@@ -40,8 +40,11 @@ type WithRaw = Request & { [RAW]?: string | null };
 export function wantRawBody(req: Request): void {
   (req as WithRaw)[RAW] = null;
 }
+export function wantsRawBody(req: Request): boolean {
+  return (req as WithRaw)[RAW] === null;
+}
 export function keepRawBody(req: Request, text: string): void {
-  if ((req as WithRaw)[RAW] === null) (req as WithRaw)[RAW] = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+  if (wantsRawBody(req)) (req as WithRaw)[RAW] = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
 }
 export function rawBodyOf(req: Request): string | null {
   return (req as WithRaw)[RAW] ?? null;

@@ -5,7 +5,7 @@ import { DomainError, requestTooLarge } from '../src/domain/errors.js';
 import { chatCompletions } from './chat.js';
 import { embeddings } from './embeddings.js';
 import { sendError } from './errors.js';
-import { keepRawBody, wantRawBody } from './body.js';
+import { keepRawBody, wantRawBody, wantsRawBody } from './body.js';
 import { getModel, listModels } from './models.js';
 import { moderate } from './moderate.js';
 import { rerank } from './rerank.js';
@@ -42,7 +42,9 @@ export function createCompatRouter(door: CompatDoor, opts: { onUnexpected: (req:
     limit: door.bodyLimit,
     type: ['application/json', 'application/*+json'],
     // As body-parser decodes it (its charset), for a route that asked for the text.
-    verify: (req, _res, buf, encoding) => keepRawBody(req as Request, buf.toString(encoding as BufferEncoding)),
+    verify: (req, _res, buf, encoding) => {
+      if (wantsRawBody(req as Request)) keepRawBody(req as Request, buf.toString(encoding as BufferEncoding));
+    },
   });
   const limit = parseBytes(door.bodyLimit)!;
   // The common case (plain JSON, UTF-8, not compressed, its length declared) read directly;
