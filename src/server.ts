@@ -410,9 +410,9 @@ function isV1(url: string): boolean {
 }
 
 /**
- * A request node:http refuses before the app sees it (headers over its 16 KB, a malformed request
- * line): the status Node would send, with the error body every other refusal has, then the socket
- * closed. A socket that broke (a reset) is let go.
+ * A request node:http refuses before the app sees it (headers over its limit, too slow, a malformed
+ * request line): the status Node would send, with the error body every other refusal has, then the
+ * socket closed. A socket that broke (a reset) is let go.
  */
 function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
   // A response already under way on this connection (keep-alive, pipelining): nothing can be
