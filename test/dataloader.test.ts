@@ -108,7 +108,13 @@ describe('batched loading in GraphQL', () => {
     }
     const LIST =
       'query($first: Int) { accounts(first: $first) { id apiKeys { id } notifications(first: 2) { unreadCount pageInfo { hasNextPage } nodes { id } } } }';
+    // As pageWithQueryCount: the fewest statements of three runs (the mail worker, sending these
+    // accounts' notifications, may add its own to any one run).
     const listWithQueryCount = async (first: number) => {
+      const runs = [await listOnce(first), await listOnce(first), await listOnce(first)];
+      return runs.reduce((a, b) => (b.queries < a.queries ? b : a));
+    };
+    const listOnce = async (first: number) => {
       const db = s.services.billing.db;
       const rows = vi.spyOn(db, 'rows');
       const run = vi.spyOn(db, 'run');
