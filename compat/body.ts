@@ -31,6 +31,29 @@ export function parseBody<S extends z.ZodType>(req: Request, schema: S): z.infer
   return parsed.data;
 }
 
+/** A content part as OpenAI clients send it (chat messages, multimodal moderation input). */
+export const contentPart = z.object({ type: z.string(), text: z.unknown().optional() }).loose();
+export type ContentPart = z.infer<typeof contentPart>;
+
+/**
+ * The texts of the parts listed at `at` ("messages[0].content", "input"). Only text parts are
+ * taken: a part of another type is refused by its type, `why` saying why, never dropped; `other`
+ * may read such a part first (an assistant's refusal in a chat history).
+ */
+export function partTexts(parts: ContentPart[], at: string, why: string, other?: (p: ContentPart) => string | undefined): string[] {
+  return parts.map((p, j) => {
+    const read = other?.(p);
+    if (read !== undefined) return read;
+    if (p.type !== 'text')
+      throw new DomainError('invalid_value', `'${at}[${j}]' is a part of type '${p.type.slice(0, 40)}'${why}`, {
+        param: `${at}[${j}].type`,
+      });
+    if (typeof p.text !== 'string')
+      throw new DomainError('invalid_type', `'${at}[${j}].text' must be a string.`, { param: `${at}[${j}].text` });
+    return p.text;
+  });
+}
+
 /**
  * The JSON text a request's body was parsed from, decoded, for the one route that reads a field
  * exactly (top-up's amount): the body readers keep it only when the route asked (`wantRawBody`).

@@ -4,7 +4,7 @@ import type { Request, Response } from 'express';
 import { z } from 'zod';
 import { DomainError } from '../src/domain/errors.js';
 import type { ChatCompletionInput, ChatCompletionStreamSubscription, CreateChatCompletionMutation } from '../src/generated/graphql.js';
-import { optionalInt, optionalNumber, parseBody, stringOrList, toList } from './body.js';
+import { type ContentPart, contentPart, optionalInt, optionalNumber, parseBody, partTexts, stringOrList, toList } from './body.js';
 import type { GraphQLContext } from '../src/graphql/context.js';
 import { documents, eventDocument, run, stream } from './operations.js';
 import { sendSse } from './sse.js';
@@ -13,8 +13,7 @@ import type { CompatDoor } from './door.js';
 
 // OpenAI clients may send content as a list of parts; this server takes text parts only, and
 // refuses any other (image_url, input_audio, file, …) by its type rather than dropping it.
-const part = z.object({ type: z.string(), text: z.unknown().optional() }).loose();
-const content = z.union([z.string(), z.array(part)]);
+const content = z.union([z.string(), z.array(contentPart)]);
 
 const jsonSchema = z.record(z.string(), z.unknown());
 const toolCall = z
@@ -60,33 +59,18 @@ const responseFormat = z.union([
     .loose(),
 ]);
 
-function textOf(parts: z.infer<typeof part>[], i: number, role: string): string {
+function textOf(parts: ContentPart[], i: number, role: string): string {
   if (parts.length === 0) {
     throw new DomainError('invalid_value', `'messages[${i}].content' is an empty list: send at least one part, or a string.`, {
       param: `messages[${i}].content`,
     });
   }
-  return parts
-    .map((p, j) => {
-      // An assistant's refusal in the history, as OpenAI returns it: its text is what was said.
-      if (p.type === 'refusal' && role === 'assistant' && typeof p.refusal === 'string') return p.refusal;
-      if (p.type !== 'text') {
-        throw new DomainError(
-          'invalid_value',
-          `'messages[${i}].content[${j}]' is a part of type '${p.type.slice(0, 40)}', which this server cannot take: content parts must be of type 'text'.`,
-          {
-            param: `messages[${i}].content[${j}].type`,
-          },
-        );
-      }
-      if (typeof p.text !== 'string') {
-        throw new DomainError('invalid_type', `'messages[${i}].content[${j}].text' must be a string.`, {
-          param: `messages[${i}].content[${j}].text`,
-        });
-      }
-      return p.text;
-    })
-    .join('');
+  // An assistant's refusal in the history, as OpenAI returns it: its text is what was said.
+  const refusal = (p: ContentPart) =>
+    p.type === 'refusal' && role === 'assistant' && typeof p.refusal === 'string' ? p.refusal : undefined;
+  return partTexts(parts, `messages[${i}].content`, ", which this server cannot take: content parts must be of type 'text'.", refusal).join(
+    '',
+  );
 }
 
 export const body = z

@@ -3,8 +3,7 @@
 // list of text parts (one result).
 import type { Request, Response } from 'express';
 import { z } from 'zod';
-import { DomainError } from '../src/domain/errors.js';
-import { parseBody, stringOrList, toList } from './body.js';
+import { type ContentPart, contentPart, parseBody, partTexts, stringOrList, toList } from './body.js';
 import type { GraphQLContext } from '../src/graphql/context.js';
 import { documents, run } from './operations.js';
 import { deprecationHeaders, setHeaders } from './wire.js';
@@ -12,21 +11,11 @@ import type { CompatDoor } from './door.js';
 
 // OpenAI's multimodal form: a list of parts, read as one input. Text parts only: this server's
 // moderation models read text, and an image is refused by its part's type rather than dropped.
-const part = z.object({ type: z.string(), text: z.unknown().optional() }).loose();
-export const body = z.object({ model: z.string(), input: z.union([stringOrList, z.array(part).min(1)]) }).loose();
+export const body = z.object({ model: z.string(), input: z.union([stringOrList, z.array(contentPart).min(1)]) }).loose();
 
 function inputsOf(input: z.infer<typeof body>['input']): string[] {
   if (typeof input === 'string' || input.every((p) => typeof p === 'string')) return toList(input as string | string[]);
-  const texts = (input as z.infer<typeof part>[]).map((p, j) => {
-    if (p.type !== 'text')
-      throw new DomainError('invalid_value', `'input[${j}]' is a part of type '${p.type.slice(0, 40)}': this server moderates text only.`, {
-        param: `input[${j}].type`,
-      });
-    if (typeof p.text !== 'string')
-      throw new DomainError('invalid_type', `'input[${j}].text' must be a string.`, { param: `input[${j}].text` });
-    return p.text;
-  });
-  return [texts.join('\n')];
+  return [partTexts(input as ContentPart[], 'input', ': this server moderates text only.').join('\n')];
 }
 
 export function moderate(door: CompatDoor) {

@@ -1,7 +1,7 @@
 // One template per notification kind: the subject (its words are part of the contract, see the
 // README's alert table), a plain-text body and an HTML body, amounts in the account's currency
 // with two decimals, and a link to PUBLIC_URL. Pure functions of the notification's payload.
-import { NANOS_PER_UNIT, parseDecimal, WALLET_CURRENCY } from '../domain/billing/money.js';
+import { formatDecimal, parseDecimal, WALLET_CURRENCY } from '../domain/billing/money.js';
 import type { NotificationKind } from '../domain/notifications/outbox.js';
 
 export interface RenderedMail {
@@ -30,10 +30,8 @@ export function money(value: unknown, currency: unknown = WALLET_CURRENCY): stri
   } catch {
     return `${String(value)} ${cur}`;
   }
-  const negative = nanos < 0n;
-  const abs = negative ? -nanos : nanos;
-  const frac = (abs % NANOS_PER_UNIT).toString().padStart(9, '0').replace(/0+$/, '').padEnd(2, '0');
-  return `${negative ? '-' : ''}${abs / NANOS_PER_UNIT}.${frac} ${cur}`;
+  const [whole, fraction = ''] = formatDecimal(nanos).split('.');
+  return `${whole}.${fraction.padEnd(2, '0')} ${cur}`;
 }
 
 function tokens(value: unknown): string {

@@ -45,6 +45,9 @@ export function listPriceCost(promptTokens: number, completionTokens: number, in
   return `${whole}.${frac}`;
 }
 
+/** An amount whose commas separate thousands (1,250.50): the only commas an amount may have. */
+export const THOUSANDS = /^\d{1,3}(,\d{3})+(\.\d+)?$/;
+
 /**
  * An amount as a person types it, as the server reads it: spaces and a leading $ dropped, and
  * commas that separate thousands (1,250.50); anything else is sent as typed, for the server to
@@ -52,5 +55,5 @@ export function listPriceCost(promptTokens: number, completionTokens: number, in
  */
 export function normalizeAmount(text: string): string {
   const t = text.trim().replace(/^\$\s*/, '');
-  return /^\d{1,3}(,\d{3})+(\.\d+)?$/.test(t) ? t.replace(/,/g, '') : t;
+  return THOUSANDS.test(t) ? t.replace(/,/g, '') : t;
 }

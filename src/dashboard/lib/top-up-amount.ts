@@ -1,5 +1,6 @@
 // The top-up form's rules, checked as the person types, before the API quotes the bonus: 10 to
 // 499.99 with at most two decimals; 500 and more are arranged with sales (section 2.11).
+import { THOUSANDS } from './money.js';
 
 export const MINIMUM_TOP_UP = 10;
 export const SALES_THRESHOLD = 500;
@@ -16,7 +17,7 @@ export function checkTopUpAmount(input: string): AmountCheck {
   if (text === '') return { kind: 'empty' };
   // A comma separates thousands (1,250.00) and nothing else: "12,5" is refused, not read as 125.
   if (text.includes(',')) {
-    if (!/^\d{1,3}(,\d{3})+(\.\d+)?$/.test(text))
+    if (!THOUSANDS.test(text))
       return { kind: 'invalid', message: 'Use a point for decimals, such as 12.50 (a comma only separates thousands: 1,250).' };
     text = text.replace(/,/g, '');
   }

@@ -12,9 +12,6 @@ import {
   type TransactionView,
 } from '../ledger/ledger.js';
 import { formatDecimal, MAX_NANOS, WALLET_CURRENCY } from './money.js';
-
-/** The most a wallet holds: half of what its 64-bit column can, so no sum of two amounts overflows. */
-const MAX_WALLET = MAX_NANOS / 2n;
 import { periodBounds, periodOf } from './period.js';
 import { exec, type Queryable } from './sql.js';
 import type { WalletChange } from './wallet-events.js';
@@ -28,6 +25,9 @@ import {
   type CreditType,
 } from './billing-types.js';
 import { Sweeper } from './sweeper.js';
+
+/** The most a wallet holds: half of what its 64-bit column can, so no sum of two amounts overflows. */
+const MAX_WALLET = MAX_NANOS / 2n;
 
 export abstract class AccountBilling extends Sweeper {
   async getWallet(accountId: string): Promise<WalletView> {
@@ -236,7 +236,7 @@ export abstract class AccountBilling extends Sweeper {
       throw new DomainError('missing_required_parameter', 'monthlyLimit is required when the spending limit is enabled.', {
         param: 'monthlyLimit',
       });
-    if (limit !== null && (limit < 0n || limit > MAX_NANOS / 2n))
+    if (limit !== null && (limit < 0n || limit > MAX_WALLET))
       throw new DomainError('invalid_value', 'monthlyLimit must be zero or a positive amount.', { param: 'monthlyLimit' });
     const now = this.now();
     const effects = new Effects();
@@ -253,7 +253,7 @@ export abstract class AccountBilling extends Sweeper {
    * balance crosses below it; a balance already below it when it is set is no crossing.
    */
   async setLowBalanceAlert(accountId: string, threshold: bigint | null): Promise<SettingsView> {
-    if (threshold !== null && (threshold < 0n || threshold > MAX_NANOS / 2n))
+    if (threshold !== null && (threshold < 0n || threshold > MAX_WALLET))
       throw new DomainError('invalid_value', 'threshold must be zero or a positive amount.', { param: 'threshold' });
     const now = this.now();
     const effects = new Effects();

@@ -92,9 +92,9 @@ export class UnusualUsageDetector {
       recent.map(([accountId]) => accountId),
       now,
     );
+    const factorMilli = BigInt(Math.round(this.o.settings.factor * 1000));
     for (const [accountId, { tokens, spend }] of recent) {
       const usual = usualHours.get(accountId)!;
-      const factorMilli = BigInt(Math.round(this.o.settings.factor * 1000));
       const tokensUnusual = tokens >= this.o.settings.min_tokens && tokens > this.o.settings.factor * usual.tokens;
       const spendUnusual = spend >= this.minSpend && spend * 1000n > factorMilli * usual.spend;
       if (!tokensUnusual && !spendUnusual) continue;

@@ -284,7 +284,7 @@ export class PaymentsService {
    * (`?top_up=` its id), or payments.return_url with its `{CHECKOUT_ID}` filled in.
    */
   backUrlFor(topUpId: string): string {
-    if (this.o.returnUrl) return this.o.returnUrl.replaceAll('{CHECKOUT_ID}', encodeURIComponent(topUpId));
+    if (this.o.returnUrl) return this.returnUrl(this.o.returnUrl, topUpId);
     return `${this.backUrl}?top_up=${encodeURIComponent(topUpId)}`;
   }
 

@@ -179,10 +179,10 @@ class Translator {
    * refused). Only schema positions are walked: a property named `definitions`, or an example
    * holding a `$defs` key, is not a definition.
    */
-  private collectDefs(node: unknown, path: string, depth = 0): void {
-    if (depth > 4 * SCHEMA_LIMITS.depth) this.refuse(path, 'schema', `schemas may nest at most ${SCHEMA_LIMITS.depth} levels deep`);
+  private collectDefs(node: unknown, path: string): void {
+    // Its depth is bounded already: refuseDeepValues ran on the whole schema.
     if (!isObject(node)) return;
-    const sub = (value: unknown, at: string) => this.collectDefs(value, at, depth + 1);
+    const sub = (value: unknown, at: string) => this.collectDefs(value, at);
     for (const key of ['$defs', 'definitions']) {
       const defs = node[key];
       if (defs === undefined) continue;

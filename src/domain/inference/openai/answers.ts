@@ -32,7 +32,7 @@ export function rerankResultFrom(data: Record<string, unknown>, query: string, d
     const item = asRecord(r);
     const index = item?.index;
     const score = item?.relevance_score ?? item?.score;
-    if (typeof index !== 'number' || index < 0 || index >= documents.length || typeof score !== 'number' || !Number.isFinite(score)) {
+    if (typeof index !== 'number' || index < 0 || index >= documents.length || !isFiniteNumber(score)) {
       throw invalidResponse();
     }
     raw[index] = score;
