@@ -450,8 +450,9 @@ export class LlamaCppEngine implements Engine {
     if (signal.aborted) throw abortReason(signal);
     const runner = await this.runnerOf('chat');
     const prompt = this.chatPrompt(runner, req);
-    const format = await formatGrammar(await getRuntime(), req, this.modelId);
-    await checkToolSchemas(await getRuntime(), req, this.modelId);
+    const llama = await getRuntime();
+    const format = await formatGrammar(llama, req, this.modelId);
+    await checkToolSchemas(llama, req, this.modelId);
     const lease = await runner.pool.acquire(signal);
     try {
       if (!plain(req)) return await chatChoices(this.choiceBase(runner, lease.slot, prompt, req, format, signal));
@@ -474,8 +475,9 @@ export class LlamaCppEngine implements Engine {
     if (signal.aborted) throw abortReason(signal);
     const runner = await this.runnerOf('chat');
     const prompt = this.chatPrompt(runner, req);
-    const format = await formatGrammar(await getRuntime(), req, this.modelId);
-    await checkToolSchemas(await getRuntime(), req, this.modelId);
+    const llama = await getRuntime();
+    const format = await formatGrammar(llama, req, this.modelId);
+    await checkToolSchemas(llama, req, this.modelId);
     const lease = await runner.pool.acquire(signal);
     try {
       if (!plain(req)) {
