@@ -19,32 +19,39 @@ beforeAll(async () => {
 });
 afterAll(() => upstream.close());
 
-describe('the server process', () => {
-  it('finishes a stream in flight on SIGTERM, then exits 0 and accepts no more connections', async () => {
-    const config = path.join(dir, 'ok.yaml');
-    writeFileSync(config, catalogYaml(upstream.url));
-    const port = 30000 + Math.floor(Math.random() * 20000);
-    const url = `http://127.0.0.1:${port}`;
-    const server = spawnTollgate(['src/main.ts'], {
-      CONFIG: config,
-      PORT: String(port),
-      DATABASE_URL: `sqlite:${path.join(dir, 'life.db')}`,
-    });
-    await waitReady(url);
-    expect(await (await fetch(`${url}/healthz`)).json()).toEqual({ status: 'ok' });
-
-    const created = await fetch(`${url}/graphql`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_TOKEN}` },
-      body: JSON.stringify({ query: 'mutation { createAccount(email: "life@example.com", tier: enterprise) { apiKey } }' }),
-    }).then((r) => r.json());
-    const key = created.data.createAccount.apiKey;
-
-    const res = await fetch(`${url}/v1/chat/completions`, {
+/**
+ * `npm start`'s server as a process on the test catalog (`yaml` before it), ready, with an
+ * enterprise account; `stream` starts a streamed chat with that account's key.
+ */
+async function serverProcess(name: string, yaml = '') {
+  const config = path.join(dir, `${name}.yaml`);
+  writeFileSync(config, `${yaml}${catalogYaml(upstream.url)}`);
+  const port = 30000 + Math.floor(Math.random() * 20000);
+  const url = `http://127.0.0.1:${port}`;
+  const file = path.join(dir, `${name}.db`);
+  const server = spawnTollgate(['src/main.ts'], { CONFIG: config, PORT: String(port), DATABASE_URL: `sqlite:${file}` });
+  await waitReady(url);
+  const created = await fetch(`${url}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_TOKEN}` },
+    body: JSON.stringify({ query: `mutation { createAccount(email: "${name}@example.com", tier: enterprise) { apiKey } }` }),
+  }).then((r) => r.json());
+  const key: string = created.data.createAccount.apiKey;
+  const stream = (content: string) =>
+    fetch(`${url}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-      body: JSON.stringify({ model: 'chat-test', stream: true, messages: [{ role: 'user', content: 'slow #tokens=8 #delay=80' }] }),
+      body: JSON.stringify({ model: 'chat-test', stream: true, messages: [{ role: 'user', content }] }),
     });
+  return { server, url, file, stream };
+}
+
+describe('the server process', () => {
+  it('finishes a stream in flight on SIGTERM, then exits 0 and accepts no more connections', async () => {
+    const { server, url, stream } = await serverProcess('life');
+    expect(await (await fetch(`${url}/healthz`)).json()).toEqual({ status: 'ok' });
+
+    const res = await stream('slow #tokens=8 #delay=80');
     expect(res.status).toBe(200);
     const body = res.text();
     await new Promise((r) => setTimeout(r, 150));
@@ -58,23 +65,8 @@ describe('the server process', () => {
   });
 
   it('ends a stream still running when the shutdown time is up with an error event, billed for what it delivered', async () => {
-    const config = path.join(dir, 'short.yaml');
-    writeFileSync(config, `server: { shutdown_timeout_ms: 400 }\n${catalogYaml(upstream.url)}`);
-    const port = 30000 + Math.floor(Math.random() * 20000);
-    const url = `http://127.0.0.1:${port}`;
-    const file = path.join(dir, 'short.db');
-    const server = spawnTollgate(['src/main.ts'], { CONFIG: config, PORT: String(port), DATABASE_URL: `sqlite:${file}` });
-    await waitReady(url);
-    const created = await fetch(`${url}/graphql`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_TOKEN}` },
-      body: JSON.stringify({ query: 'mutation { createAccount(email: "late@example.com", tier: enterprise) { apiKey } }' }),
-    }).then((r) => r.json());
-    const res = await fetch(`${url}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${created.data.createAccount.apiKey}` },
-      body: JSON.stringify({ model: 'chat-test', stream: true, messages: [{ role: 'user', content: 'long #tokens=200 #delay=50' }] }),
-    });
+    const { server, file, stream } = await serverProcess('short', 'server: { shutdown_timeout_ms: 400 }\n');
+    const res = await stream('long #tokens=200 #delay=50');
     expect(res.status).toBe(200);
     const body = res.text();
     await new Promise((r) => setTimeout(r, 300));
