@@ -16,7 +16,7 @@ import { createYoga, type GraphiQLOptions, type Plugin, useErrorHandler } from '
 import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
-import type { GraphQLError, ExecutionArgs } from 'graphql';
+import { type GraphQLError, type ExecutionArgs, NoSchemaIntrospectionCustomRule, validate as validateGraphQL } from 'graphql';
 import { createCompatRouter } from '../compat/router.js';
 import type { CompatDoor } from '../compat/door.js';
 import { buildOpenApiDocument } from '../compat/openapi.js';
@@ -339,7 +339,9 @@ export function createApp(services: Services) {
             : null,
         requestId: req?.requestId ?? (extra as { requestId?: string }).requestId ?? randomUUID(),
         path: connectionParams ? '/graphql (WebSocket)' : '/graphql',
-        signal: request?.signal ?? new AbortController().signal,
+        // Over WebSocket, the operation's own (onSubscribe below): aborted when the client
+        // completes the operation or the socket closes, as an HTTP request's is when its client goes.
+        signal: request?.signal ?? (extra as { signal?: AbortSignal }).signal ?? new AbortController().signal,
         // Over HTTP, on express's response: set when Yoga writes the head (a 429's too).
         onRateLimit: res && !connectionParams ? rateLimitHeadersOn(res) : undefined,
         onSettled: res && !connectionParams ? settledOn(res) : undefined,
@@ -449,6 +451,35 @@ export async function startServer(services: Services, opts: { port?: number; hos
   const wss = new WebSocketServer({ server, path: '/graphql', maxPayload: parseBytes(config.server.body_limit)! });
   // ws re-emits the HTTP server's errors (a port in use); the listen below reports them itself.
   wss.on('error', () => {});
+  // Each operation's AbortController, per socket by operation id: a query or mutation (a chat
+  // completion, say) has no iterator for graphql-ws to return when its client completes it or
+  // goes, so its signal is what stops the engine and keeps an answer nobody receives unbilled.
+  const operations = new WeakMap<object, Map<string, AbortController>>();
+  const abortOperation = (socket: object, id: string) => {
+    const controller = operations.get(socket)?.get(id);
+    operations.get(socket)?.delete(id);
+    controller?.abort();
+  };
+  wss.on('connection', (socket) => {
+    operations.set(socket, new Map());
+    socket.on('message', (data, isBinary) => {
+      if (isBinary) return;
+      const text = String(data);
+      if (!text.includes('"complete"')) return;
+      let message: unknown;
+      try {
+        message = JSON.parse(text);
+      } catch {
+        return; // graphql-ws closes the socket for it
+      }
+      const m = message as { type?: unknown; id?: unknown };
+      if (m?.type === 'complete' && typeof m.id === 'string') abortOperation(socket, m.id);
+    });
+    socket.on('close', () => {
+      for (const controller of operations.get(socket)?.values() ?? []) controller.abort();
+      operations.delete(socket);
+    });
+  });
   useServer(
     {
       execute: (args) => (args.rootValue as { execute: (a: ExecutionArgs) => unknown }).execute(args) as never,
@@ -456,7 +487,14 @@ export async function startServer(services: Services, opts: { port?: number; hos
       // Whatever refuses an operation (a parse error, a limit of the armor, validation, a context
       // that cannot be built) answers that operation with an error; the socket and its other
       // operations go on.
-      onSubscribe: async (ctx, _id, payload) => {
+      onSubscribe: async (ctx, id, payload) => {
+        const socket = ctx.extra.socket;
+        const controller = new AbortController();
+        operations.get(socket)?.set(id, controller);
+        const refused = (errors: GraphQLError[]) => {
+          operations.get(socket)?.delete(id);
+          return errors;
+        };
         try {
           const {
             schema: s,
@@ -472,10 +510,13 @@ export async function startServer(services: Services, opts: { port?: number; hos
             params: payload,
             connectionParams: ctx.connectionParams,
             requestId: randomUUID(),
+            signal: controller.signal,
           });
           const document = parse(payload.query);
           const errors = validate(s, document);
-          if (errors.length) return errors.map((e: GraphQLError) => toPublicGraphQLError(e));
+          // useDisableIntrospection hooks Yoga's HTTP request parsing, which a socket skips.
+          if (!config.graphql.introspection) errors.push(...validateGraphQL(s, document, [NoSchemaIntrospectionCustomRule]));
+          if (errors.length) return refused(errors.map((e: GraphQLError) => toPublicGraphQLError(e)));
           const args = {
             schema: s,
             operationName: payload.operationName,
@@ -487,9 +528,11 @@ export async function startServer(services: Services, opts: { port?: number; hos
           return args as ExecutionArgs;
         } catch (err) {
           if (isUnexpectedError(err)) logger.error({ path: '/graphql (WebSocket)', err }, 'unexpected GraphQL error');
-          return [toPublicGraphQLError(err)];
+          return refused([toPublicGraphQLError(err)]);
         }
       },
+      // Ended (answered, failed or completed by the client): its signal is no longer needed.
+      onComplete: (ctx, id) => void operations.get(ctx.extra.socket)?.delete(id),
     },
     wss,
   );

@@ -413,6 +413,44 @@ describe.each(BACKENDS)('billing on %s', (backend) => {
       expect(await client(s, a.apiKey).balance()).toBe('1');
     });
 
+    // Over graphql-ws a mutation has no iterator to return: the operation's signal stops it.
+    it.each(['completes the operation', 'closes the socket'] as const)(
+      'a client leaving a chat mutation over graphql-ws before the answer (it %s) is charged nothing',
+      async (how) => {
+        const a = await seed(s).account({ tier: 'startup' }).wallet('1.00');
+        const abortedBefore = s.upstream.aborted;
+        const sentBefore = s.upstream.requests.length;
+        const ws = createClient({
+          url: `${s.url.replace('http', 'ws')}/graphql`,
+          webSocketImpl: WebSocket,
+          connectionParams: { authorization: `Bearer ${a.apiKey}` },
+          retryAttempts: 0,
+        });
+        const received: unknown[] = [];
+        const unsubscribe = ws.subscribe(
+          {
+            query: 'mutation($input: ChatCompletionInput!) { createChatCompletion(input: $input) { id } }',
+            variables: { input: { model: 'chat-test', messages: [{ role: 'user', content: 'x #tokens=5 #delay=1500' }], maxTokens: 5 } },
+          },
+          { next: (v) => received.push(v), error: () => {}, complete: () => {} },
+        );
+        await until(async () => s.upstream.requests.length > sentBefore);
+        expect(await s.services.billing.countOpenHolds(a.id)).toBe(1);
+        if (how === 'completes the operation') unsubscribe();
+        else await ws.dispose();
+        const [event] = await until(async () => {
+          const list = await events(a.id);
+          return list.length > 0 && list;
+        });
+        expect(event).toMatchObject({ outcome: 'client_disconnected', totalTokens: 0, walletNanos: 0n });
+        expect(await client(s, a.apiKey).balance()).toBe('1');
+        // The engine was stopped (the upstream saw its client go), well before its 1.5 s answer.
+        await until(async () => s.upstream.aborted > abortedBefore, 1_000);
+        expect(received).toEqual([]);
+        await ws.dispose();
+      },
+    );
+
     it('a completed stream is billed from its usage, never as zero', async () => {
       const a = await seed(s).account({ tier: 'startup' }).wallet('1.00');
       const c = client(s, a.apiKey);

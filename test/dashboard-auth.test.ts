@@ -131,6 +131,40 @@ describe('dashboard sign-in (open sign-up)', () => {
     expect(hijack.errors?.[0].extensions.code).toBe('invalid_api_key');
   });
 
+  it('refuses sign-up, sign-in and password resets over WebSocket before doing anything (no cookie, no throttle there)', async () => {
+    await gql(s, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }', { e: 'sock@example.com', p: PASSWORD });
+    const client = createClient({ url: `${s.url.replace('http', 'ws')}/graphql`, webSocketImpl: WebSocket, retryAttempts: 0 });
+    const over = (query: string, variables: Record<string, unknown>) =>
+      new Promise<any>((resolve) => {
+        client.subscribe({ query, variables }, { next: resolve, error: (e) => resolve({ errors: e }), complete: () => {} });
+      });
+    try {
+      const signIn = 'mutation($e: String!, $p: String!) { signIn(email: $e, password: $p) { id } }';
+      // A right and a wrong password get the same answer: nothing is told apart, nothing is counted.
+      const right = await over(signIn, { e: 'sock@example.com', p: PASSWORD });
+      const wrong = await over(signIn, { e: 'sock@example.com', p: 'wrong password!' });
+      for (const r of [right, wrong]) {
+        expect(r.errors[0].extensions.code).toBe('invalid_request');
+        expect(r.errors[0].message).toMatch(/^Signing in works over HTTP only/);
+      }
+      const up = await over('mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }', {
+        e: 'never@example.com',
+        p: PASSWORD,
+      });
+      expect(up.errors[0].message).toMatch(/^Signing up works over HTTP only/);
+      const reset = await over('mutation($e: String!) { requestPasswordReset(email: $e) }', { e: 'sock@example.com' });
+      expect(reset.errors[0].message).toMatch(/^A password reset works over HTTP only/);
+    } finally {
+      await client.dispose();
+    }
+    // The account was not created: it can still sign up over HTTP.
+    const later = await gql(s, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { account { email } } }', {
+      e: 'never@example.com',
+      p: PASSWORD,
+    });
+    expect(later.body.data.signUp.account.email).toBe('never@example.com');
+  });
+
   it('revokes a session from another sign-in: its open subscription ends, its later requests are anonymous', async () => {
     const up = await gql(s, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }', {
       e: 'two@example.com',

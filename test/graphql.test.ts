@@ -34,9 +34,9 @@ const input = (content: string, extra: Record<string, unknown> = {}) => ({
   input: { model: 'chat-test', messages: [{ role: 'user', content }], ...extra },
 });
 
-function subscribeAll(query: string, variables: Record<string, unknown>, authorization: string | undefined) {
+function subscribeAll(query: string, variables: Record<string, unknown>, authorization: string | undefined, url = s.url) {
   const client = createClient({
-    url: s.url.replace('http', 'ws') + '/graphql',
+    url: url.replace('http', 'ws') + '/graphql',
     webSocketImpl: WebSocket,
     connectionParams: authorization ? { authorization } : {},
     retryAttempts: 0,
@@ -177,6 +177,15 @@ describe('GraphQL over HTTP', () => {
       const r = await closed.graphql('{ __schema { queryType { name } } }');
       expect(r.body.data).toBeUndefined();
       expect(r.body.errors[0].message).toMatch(/introspection/i);
+      // Over WebSocket too, for __schema and __type; __typename stays.
+      for (const query of ['{ __schema { queryType { name } } }', '{ __type(name: "Query") { name } }']) {
+        const ws = await subscribeAll(query, {}, undefined, closed.url);
+        expect(ws.events[0]?.data, query).toBeUndefined();
+        const errors = (ws.error ?? ws.events[0]?.errors) as any[];
+        expect(errors[0].message, query).toMatch(/introspection/i);
+        expect(errors[0].extensions).toMatchObject({ code: 'invalid_request', status: 400 });
+      }
+      expect((await subscribeAll('{ __typename }', {}, undefined, closed.url)).events[0].data).toEqual({ __typename: 'Query' });
     } finally {
       await closed.close();
     }

@@ -9,7 +9,7 @@ import { priceToNanos } from '../../domain/billing/money.js';
 import { getKnex } from '../../db/orm.js';
 import { DomainError } from '../../domain/errors.js';
 import { builder } from '../builder.js';
-import type { GraphQLContext } from '../context.js';
+import type { GraphQLContext, SessionCookies } from '../context.js';
 import { AccountRef, ApiKeyRef, CreateApiKeyPayload, TierEnum } from './account.js';
 import { DecimalScalar } from './money.js';
 
@@ -64,10 +64,23 @@ const PlanRef = builder.objectRef<PlanView>('Plan').implement({
   }),
 });
 
+/**
+ * The cookies of an HTTP request; refused before any work over WebSocket, where no cookie can be
+ * set and no client address throttles failed tries (a password tried there would be neither
+ * throttled nor answered with a session, but its right or wrong told apart all the same).
+ */
+function httpOnly(ctx: GraphQLContext, what: string): SessionCookies {
+  if (!ctx.cookies)
+    throw new DomainError(
+      'invalid_request',
+      `${what} works over HTTP only (it sets a cookie or is throttled per client): send it as a POST to /graphql.`,
+    );
+  return ctx.cookies;
+}
+
 /** Sets the cookie of a new session and answers the session. */
-function issue(ctx: GraphQLContext, issued: IssuedSession): SessionView {
-  if (!ctx.cookies) throw new DomainError('invalid_request', 'Sign-in works over HTTP only (it sets a cookie).');
-  ctx.cookies.set(issued.token, issued.session.expiresAt);
+function issue(cookies: SessionCookies, issued: IssuedSession): SessionView {
+  cookies.set(issued.token, issued.session.expiresAt);
   return issued.session;
 }
 
@@ -150,44 +163,47 @@ builder.mutationFields((t) => ({
       password: t.arg.string({ required: true }),
       inviteCode: t.arg.string({ required: false }),
     },
-    resolve: async (_root, args, ctx) =>
-      issue(
-        ctx,
+    resolve: async (_root, args, ctx) => {
+      const cookies = httpOnly(ctx, 'Signing up');
+      return issue(
+        cookies,
         await ctx.services.auth.signUp({
           email: args.email,
           password: args.password,
           inviteCode: args.inviteCode,
-          userAgent: ctx.cookies?.userAgent,
+          userAgent: cookies.userAgent,
         }),
-      ),
+      );
+    },
   }),
   signIn: t.field({
     type: SessionRef,
     description: 'Signs in with an e-mail address and a password: sets the session cookie. Failed tries are throttled.',
     args: { email: t.arg.string({ required: true }), password: t.arg.string({ required: true }) },
-    resolve: async (_root, args, ctx) =>
-      issue(
-        ctx,
+    resolve: async (_root, args, ctx) => {
+      const cookies = httpOnly(ctx, 'Signing in');
+      return issue(
+        cookies,
         await ctx.services.auth.signIn({
           email: args.email,
           password: args.password,
-          clientAddress: ctx.cookies?.clientAddress,
-          userAgent: ctx.cookies?.userAgent,
+          clientAddress: cookies.clientAddress,
+          userAgent: cookies.userAgent,
         }),
-      ),
+      );
+    },
   }),
   signInAsOperator: t.field({
     type: SessionRef,
     description: 'Exchanges ADMIN_TOKEN for an operator session (which belongs to no account).',
     args: { token: t.arg.string({ required: true }) },
-    resolve: async (_root, args, ctx) =>
-      issue(
-        ctx,
-        await ctx.services.auth.signInAsOperator(args.token, {
-          clientAddress: ctx.cookies?.clientAddress,
-          userAgent: ctx.cookies?.userAgent,
-        }),
-      ),
+    resolve: async (_root, args, ctx) => {
+      const cookies = httpOnly(ctx, 'Signing in');
+      return issue(
+        cookies,
+        await ctx.services.auth.signInAsOperator(args.token, { clientAddress: cookies.clientAddress, userAgent: cookies.userAgent }),
+      );
+    },
   }),
   signOut: t.boolean({
     description: 'Ends the session of this request and clears its cookie.',
@@ -201,7 +217,7 @@ builder.mutationFields((t) => ({
     description: 'E-mails a password-reset link when an account has this address; answers true either way.',
     args: { email: t.arg.string({ required: true }) },
     resolve: async (_root, args, ctx) => {
-      await ctx.services.auth.requestPasswordReset(args.email, ctx.cookies?.clientAddress);
+      await ctx.services.auth.requestPasswordReset(args.email, httpOnly(ctx, 'A password reset').clientAddress);
       return true;
     },
   }),
@@ -209,8 +225,13 @@ builder.mutationFields((t) => ({
     type: SessionRef,
     description: "Sets the password of a reset or set-password link (once); ends the account's other sessions and signs in.",
     args: { token: t.arg.string({ required: true }), password: t.arg.string({ required: true }) },
-    resolve: async (_root, args, ctx) =>
-      issue(ctx, await ctx.services.auth.resetPassword({ token: args.token, password: args.password, userAgent: ctx.cookies?.userAgent })),
+    resolve: async (_root, args, ctx) => {
+      const cookies = httpOnly(ctx, 'A password reset');
+      return issue(
+        cookies,
+        await ctx.services.auth.resetPassword({ token: args.token, password: args.password, userAgent: cookies.userAgent }),
+      );
+    },
   }),
   changePassword: t.boolean({
     description: "Session only: changes the password (the current one is checked); the account's other sessions end.",
