@@ -334,6 +334,26 @@ describe.each(BACKENDS)('billing on %s', (backend) => {
       expect((await c.chat('x #tokens=10', { max_tokens: 10 })).status).toBe(200);
       expect(await c.balance()).toBe('0.999974');
     });
+
+    it('an account moved to a tier whose allocation its month has already passed pays from the wallet', async () => {
+      const a = await seed(s).account({ tier: 'free' }).wallet('1.00');
+      const c = client(s, a.apiKey);
+      const content = 'x #tokens=10';
+      expect((await c.chat(content, { max_tokens: 10 })).status).toBe(200);
+      expect(await c.balance()).toBe('1'); // the free allocation paid
+      const moved = await s.graphql(
+        'mutation($a: ID!) { setAccountTier(accountId: $a, tier: startup) { tier } }',
+        { a: a.id },
+        ADMIN_TOKEN,
+      );
+      expect(moved.body.data.setAccountTier.tier).toBe('startup');
+      // Its month used more than startup's allocation of 0: each call is the wallet's, none a 500.
+      for (let i = 0; i < 2; i++) expect((await c.chat(content, { max_tokens: 10 })).status).toBe(200);
+      const cost = BigInt(fakePrompt(content)) * IN + 10n * OUT; // as the upstream reports its usage
+      expect(await c.balance()).toBe(usd(1_000_000_000n - 2n * cost));
+      const usage = await c.get('/usage');
+      expect(usage.body.allocation).toMatchObject({ monthly_tokens: 0, remaining: 0 });
+    });
   });
 
   describe('each way a call ends', () => {

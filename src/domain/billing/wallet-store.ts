@@ -263,8 +263,20 @@ export abstract class WalletStoreBase implements WalletStore {
     const placed = await run(
       db,
       'update wallets set held = held + ?, period_held = period_held + ?, updated_at = ? ' +
-        'where account_id = ? and period = ? and balance - held >= ? and period_used + period_held + ? <= ?',
-      [h.walletNanos, h.allocationTokens, now, h.accountId, h.period, h.walletNanos, h.allocationTokens, h.monthlyTokens],
+        // A hold that takes nothing from the allocation needs none left: after a move to a tier
+        // with a smaller one, the period's use may already be past it.
+        'where account_id = ? and period = ? and balance - held >= ? and (? = 0 or period_used + period_held + ? <= ?)',
+      [
+        h.walletNanos,
+        h.allocationTokens,
+        now,
+        h.accountId,
+        h.period,
+        h.walletNanos,
+        h.allocationTokens,
+        h.allocationTokens,
+        h.monthlyTokens,
+      ],
     );
     return placed === 1;
   }
