@@ -315,6 +315,7 @@ describe.each(backends)('accounts and API keys on $name', (backend) => {
       createdAt: expect.any(Date),
       expiresAt: null,
       revokedAt: null,
+      lastUsedAt: null,
     });
     expect(list[1]).toMatchObject({ name: 'deploy', revokedAt: expect.any(Date) });
     const text = JSON.stringify(list);

@@ -14,6 +14,8 @@ export class ApiKey {
   createdAt: Date;
   expiresAt: Date | null;
   revokedAt: Date | null = null;
+  /** When a call was last made with it, to the minute (src/domain/keys/key-use.ts); null: never. */
+  lastUsedAt: Date | null = null;
 
   constructor(init: {
     id: string;
@@ -50,5 +52,6 @@ export const ApiKeySchema = new EntitySchema<ApiKey>({
     createdAt: { type: 'datetime', length: 3 },
     expiresAt: { type: 'datetime', length: 3, nullable: true },
     revokedAt: { type: 'datetime', length: 3, nullable: true },
+    lastUsedAt: { type: 'datetime', length: 3, nullable: true },
   },
 });

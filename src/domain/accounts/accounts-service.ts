@@ -33,6 +33,8 @@ export interface ApiKeyView {
   createdAt: Date;
   expiresAt: Date | null;
   revokedAt: Date | null;
+  /** When a call was last made with it, to the minute; null: never. */
+  lastUsedAt: Date | null;
 }
 
 export type { RateLimitOverride };
@@ -329,6 +331,7 @@ function apiKeyView(key: ApiKey): ApiKeyView {
     createdAt: key.createdAt,
     expiresAt: key.expiresAt,
     revokedAt: key.revokedAt,
+    lastUsedAt: key.lastUsedAt,
   };
 }
 

@@ -8,6 +8,7 @@ import type { Tier as TierName, TierPolicy } from '../accounts/tiers.js';
 import type { BillingSettings } from './settings.js';
 import type { Logger } from '../../logger.js';
 import { newId } from '../ids.js';
+import { KEY_USE_UPDATE, KeyUse } from '../keys/key-use.js';
 import { pricesOf } from './hold-plan.js';
 import { parseDecimal, type Prices } from './money.js';
 import { billingDatabase, type BillingDatabase } from './sql.js';
@@ -33,6 +34,8 @@ export abstract class BillingCore {
   protected sweeper: NodeJS.Timeout | undefined;
   protected sweeping: Promise<void> | undefined;
   protected readonly host = hostname();
+  /** When each key was last used, written after its calls' settlements (../keys/key-use.ts). */
+  protected readonly keyUse: KeyUse;
 
   constructor(opts: BillingOptions) {
     this.db = billingDatabase(opts.orm);
@@ -46,6 +49,10 @@ export abstract class BillingCore {
     this.logger = opts.logger;
     this.events = opts.events ?? new WalletEvents();
     this.now = opts.now ?? (() => new Date());
+    this.keyUse = new KeyUse(
+      (keyId, at) => this.db.transaction((tx) => tx.run(KEY_USE_UPDATE, [at, keyId, at]), { lazySync: true }).then(() => {}),
+      (err, keyId) => this.logger.warn({ err, key: keyId }, "an API key's last use could not be written; its next call tries again"),
+    );
   }
 
   protected publish(effects: WalletChange[]): void {

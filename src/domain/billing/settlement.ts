@@ -23,6 +23,7 @@ export abstract class Settlement extends WalletLifecycle {
     for (let attempt = 1; ; attempt++) {
       try {
         await this.settleOnce(call, usage, outcome);
+        this.keyUse.touch(call.keyId, this.now());
         return;
       } catch (err) {
         if (attempt >= SETTLE_ATTEMPTS) {

@@ -17,6 +17,11 @@ export const ApiKeyRef = builder.objectRef<ApiKeyView>('ApiKey').implement({
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
     expiresAt: t.expose('expiresAt', { type: 'DateTime', nullable: true }),
     revokedAt: t.expose('revokedAt', { type: 'DateTime', nullable: true }),
+    lastUsedAt: t.expose('lastUsedAt', {
+      type: 'DateTime',
+      nullable: true,
+      description: 'When a call was last made with the key, to the minute (null: never).',
+    }),
   }),
 });
 

@@ -6,7 +6,6 @@ import { SIGNUP_POLICIES } from '../../config-accounts.js';
 import { TIERS, type AccountView, type Tier } from '../../domain/accounts/accounts-service.js';
 import type { IssuedSession, SessionView } from '../../domain/auth/auth-service.js';
 import { priceToNanos } from '../../domain/billing/money.js';
-import { getKnex } from '../../db/orm.js';
 import { DomainError } from '../../domain/errors.js';
 import { builder } from '../builder.js';
 import type { GraphQLContext, SessionCookies } from '../context.js';
@@ -135,24 +134,6 @@ builder.objectFields(AccountRef, (t) => ({
     },
   }),
 }));
-
-builder.objectField(ApiKeyRef, 'lastUsedAt', (t) =>
-  t.field({
-    type: 'DateTime',
-    nullable: true,
-    description: 'When a call made with the key was last billed (null: never).',
-    resolve: async (key, _args, ctx) => {
-      const knex = getKnex(ctx.services.orm);
-      const rows = (await knex('usage_events')
-        .max({ t: 'created_at' })
-        .where('account_id', knex('api_keys').select('account_id').where('id', key.id))
-        .andWhere('key_id', key.id)) as { t: unknown }[];
-      const v = rows[0]?.t;
-      if (v == null) return null;
-      return v instanceof Date ? v : new Date(typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : (v as string | number));
-    },
-  }),
-);
 
 builder.mutationFields((t) => ({
   signUp: t.field({
