@@ -240,11 +240,11 @@ const fileSchema = z.strictObject({
       introspection: z.boolean().default(true),
       max_depth: positiveInt.default(10),
       max_aliases: positiveInt.default(15),
-      max_cost: positiveInt.default(5000),
+      max_cost: positiveInt.default(100_000),
       max_tokens: positiveInt.default(2000),
       max_directives: positiveInt.default(50),
     })
-    .default({ introspection: true, max_depth: 10, max_aliases: 15, max_cost: 5000, max_tokens: 2000, max_directives: 50 }),
+    .default({ introspection: true, max_depth: 10, max_aliases: 15, max_cost: 100_000, max_tokens: 2000, max_directives: 50 }),
   // Chat requests (issue 16): the most choices (`n`) one request may ask for; each is generated in full.
   chat: z.strictObject({ max_choices: positiveInt.max(128).default(4) }).default({ max_choices: 4 }),
   tiers: z

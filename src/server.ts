@@ -16,7 +16,13 @@ import { createYoga, type GraphiQLOptions, type Plugin, useErrorHandler } from '
 import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
-import { type GraphQLError, type ExecutionArgs, NoSchemaIntrospectionCustomRule, validate as validateGraphQL } from 'graphql';
+import {
+  type ExecutionArgs,
+  GraphQLError,
+  type GraphQLFormattedError,
+  NoSchemaIntrospectionCustomRule,
+  validate as validateGraphQL,
+} from 'graphql';
 import { createCompatRouter } from '../compat/router.js';
 import type { CompatDoor } from '../compat/door.js';
 import { buildOpenApiDocument } from '../compat/openapi.js';
@@ -276,7 +282,7 @@ export function createApp(services: Services) {
       onValidate:
         () =>
         ({ result, setResult }) => {
-          if (result.length > 0) setResult(result.map((e) => toPublicGraphQLError(e)));
+          if (result.length > 0) setResult(result.map((e) => toPublicGraphQLError(armorLimit(e))));
         },
     } as Plugin,
     // Unexpected errors are logged here, where the request's id and path are known (they are
@@ -308,7 +314,7 @@ export function createApp(services: Services) {
     plugins,
     // Cross-origin access is decided by `server.cors_origins` (above), not by Yoga.
     cors: false,
-    maskedErrors: { maskError: (error) => toPublicGraphQLError(error) },
+    maskedErrors: { maskError: (error) => toPublicGraphQLError(error instanceof GraphQLError ? armorLimit(error) : error) },
     context: async (initial) => {
       // Over HTTP the initial context has the fetch Request and express's req; over WebSocket,
       // what onSubscribe passes below (the key in connectionParams.authorization).
@@ -318,9 +324,7 @@ export function createApp(services: Services) {
       const res = extra.res;
       const connectionParams = extra.connectionParams;
       const authorization =
-        (typeof connectionParams?.authorization === 'string' ? connectionParams.authorization : null) ??
-        request?.headers.get('authorization') ??
-        null;
+        (connectionParams ? authorizationParam(connectionParams) : null) ?? request?.headers.get('authorization') ?? null;
       // A signed-in person's session cookie, believed from the server's own pages only (Origin checked).
       const token = req?.headers ? sessionTokenOf(req.headers, config) : null;
       const session = token && !authorization ? await services.auth.sessionOf(token) : null;
@@ -398,6 +402,42 @@ export function createApp(services: Services) {
   const serverOptions = serverClassesFor(app);
 
   return { app, handle, serverOptions, yoga, state, inFlight };
+}
+
+/** An error of an operation over WebSocket, as a response body over HTTP lists it. */
+function publicError(error: GraphQLError): GraphQLFormattedError {
+  const { message, extensions } = publicErrorBody(error);
+  return { ...error.toJSON(), message, extensions: { ...extensions } };
+}
+
+/**
+ * The API key of a WebSocket's connectionParams: `authorization` in any case, at the top or under
+ * `headers` (as clients written for HTTP send it).
+ */
+function authorizationParam(params: Record<string, unknown>): string | null {
+  const pick = (o: unknown): string | null => {
+    if (!o || typeof o !== 'object') return null;
+    for (const [name, value] of Object.entries(o)) if (name.toLowerCase() === 'authorization' && typeof value === 'string') return value;
+    return null;
+  };
+  return pick(params) ?? pick(params.headers);
+}
+
+/**
+ * graphql-armor words its limits as syntax errors ("Syntax Error: Query Cost limit of 5000
+ * exceeded, found 8435."): said as what they are, with what to change.
+ */
+function armorLimit(error: GraphQLError): GraphQLError {
+  const m = /^Syntax Error: (Query Cost limit|Query depth limit|Aliases limit|Directives limit)(.*)$/.exec(error.message);
+  if (!m) return error;
+  const hint =
+    m[1] === 'Query Cost limit'
+      ? ' Ask for fewer items per list (a literal `first`/`last` multiplies the cost of what it selects) or split the query; the limit is `graphql.max_cost`.'
+      : ' Split the query; the limits are under `graphql:` in the config.';
+  return new GraphQLError(`The query is too large: ${m[1].toLowerCase()}${m[2]}${hint}`, {
+    nodes: error.nodes,
+    extensions: error.extensions,
+  });
 }
 
 /** Whether a request target is under the /v1 mount as express matches it (case-insensitive, a whole segment). */
@@ -528,9 +568,13 @@ export async function startServer(services: Services, opts: { port?: number; hos
           return args as ExecutionArgs;
         } catch (err) {
           if (isUnexpectedError(err)) logger.error({ path: '/graphql (WebSocket)', err }, 'unexpected GraphQL error');
-          return refused([toPublicGraphQLError(err)]);
+          return refused([toPublicGraphQLError(err instanceof GraphQLError ? armorLimit(err) : err)]);
         }
       },
+      // Errors as HTTP's bodies list them (publicErrorBody): `extensions.http` is Yoga's, not the client's.
+      onNext: (_ctx, _id, _payload, _args, result) =>
+        result.errors?.length ? { ...result, errors: result.errors.map(publicError) } : undefined,
+      onError: (_ctx, _id, _payload, errors) => errors.map(publicError),
       // Ended (answered, failed or completed by the client): its signal is no longer needed.
       onComplete: (ctx, id) => void operations.get(ctx.extra.socket)?.delete(id),
     },

@@ -191,6 +191,27 @@ describe('GraphQL over HTTP', () => {
     }
   });
 
+  it('says a query over the cost limit is too large, with what to change', async () => {
+    const tight = await startTestServer({ yaml: (u) => catalogYaml(u, 'graphql: { max_cost: 500 }') });
+    try {
+      const r = await tight.graphql('{ viewer { wallet { transactions(first: 50) { edges { node { id amount } } } } } }', {}, key);
+      expect(r.status).toBe(400);
+      expect(r.body.errors[0].message).toMatch(
+        /^The query is too large: query cost limit of 500 exceeded, found [\d.]+\. Ask for fewer items/,
+      );
+      expect(r.body.errors[0].extensions).toMatchObject({ code: 'invalid_request', status: 400 });
+    } finally {
+      await tight.close();
+    }
+    // The default admits the largest page of the largest list.
+    const page = await s.graphql(
+      '{ viewer { wallet { transactions(first: 1000) { edges { cursor node { id type amount balanceAfter description createdAt } } pageInfo { hasNextPage endCursor } } } } }',
+      {},
+      key,
+    );
+    expect(page.body.errors).toBeUndefined();
+  });
+
   it('refuses a browser form post without a preflight header (CSRF)', async () => {
     const res = await fetch(`${s.url}/graphql`, {
       method: 'POST',
@@ -235,6 +256,27 @@ describe('GraphQL subscriptions over graphql-ws', () => {
     const { events } = await subscribeAll(print(ChatCompletionStreamDocument), input('hi'), 'Bearer ask_wrong');
     expect(events).toHaveLength(1);
     expect(events[0].errors[0].extensions).toMatchObject({ code: 'invalid_api_key', status: 401 });
+    // The extensions an HTTP body lists, nothing of Yoga's own (`http`).
+    expect(Object.keys(events[0].errors[0].extensions).sort()).toEqual(['code', 'param', 'status', 'type']);
+  });
+
+  it('takes the key from connectionParams in any case, at the top or under headers', async () => {
+    for (const connectionParams of [{ Authorization: `Bearer ${key}` }, { headers: { Authorization: `Bearer ${key}` } }]) {
+      const client = createClient({
+        url: `${s.url.replace('http', 'ws')}/graphql`,
+        webSocketImpl: WebSocket,
+        connectionParams,
+        retryAttempts: 0,
+      });
+      try {
+        const result = await new Promise<any>((resolve) => {
+          client.subscribe({ query: '{ viewer { id } }' }, { next: resolve, error: (e) => resolve({ errors: e }), complete: () => {} });
+        });
+        expect(result.data, JSON.stringify(connectionParams)).toEqual({ viewer: { id: accountId } });
+      } finally {
+        await client.dispose();
+      }
+    }
   });
 
   it('ends with an error event when the upstream fails mid-stream', async () => {
