@@ -177,7 +177,10 @@ describe('e-mail alerts through a real SMTP server', () => {
       ADMIN_TOKEN,
     );
     expect(broke.body.data).toBeTruthy();
+    // Not at the sweeper's pass (it has done nothing yet), at its first call.
     await s.services.billing.chargeDueFees();
+    expect(mailTo(smtp, 'broke@example.com', 'Monthly fee')).toEqual([]);
+    expect(await chat(s, broke.body.data.createAccount.apiKey, 1)).toBe(200); // on free, from its allocation
     const [unpaid] = await eventually(
       () => mailTo(smtp, 'broke@example.com', 'Monthly fee').length > 0 && mailTo(smtp, 'broke@example.com', 'Monthly fee'),
       'the unpaid fee',

@@ -141,6 +141,33 @@ describe.each(BACKENDS)('BillingService on %s', (backend) => {
     expect(await billing.chargeDueFees()).toBe(0);
   });
 
+  it('an account created on a paying tier keeps it until its first billing action, and its first credit pays the fee', async () => {
+    clock = new Date('2026-03-12T09:00:00Z');
+    const billing = billingService();
+    const id = await newAccount('developer');
+    // The sweeper leaves an account that has done nothing yet alone.
+    await billing.chargeDueFees();
+    expect(await billing.listNotifications(id)).toEqual([]);
+    expect((await accounts.getAccount(id)).tier).toBe('developer');
+    // The credit lands first and pays the fee: 12 in, 5 out.
+    await billing.creditWallet({ accountId: id, amount: usd('12'), type: 'bonus', description: 'first top-up' });
+    expect((await accounts.getAccount(id)).tier).toBe('developer');
+    expect((await billing.getWallet(id)).balance).toBe(usd('7'));
+    const ledger = (await billing.listTransactions(id)).transactions;
+    expect(ledger.map((t) => [t.type, t.amount, t.balanceAfter])).toEqual([
+      ['bonus', usd('12'), usd('12')],
+      ['subscription', -usd('5'), usd('7')],
+    ]);
+    // A credit too small for the fee still lands; the fee stays due for the next billing action.
+    const short = await newAccount('developer');
+    await billing.creditWallet({ accountId: short, amount: usd('2'), type: 'bonus', description: 'a little' });
+    expect((await billing.getWallet(short)).balance).toBe(usd('2'));
+    expect((await accounts.getAccount(short)).tier).toBe('developer');
+    await billing.creditWallet({ accountId: short, amount: usd('4'), type: 'bonus', description: 'the rest' });
+    expect((await billing.getWallet(short)).balance).toBe(usd('1'));
+    expect((await accounts.getAccount(short)).tier).toBe('developer');
+  });
+
   it('releases an expired hold unbilled; a settlement that comes later records the usage without charging', async () => {
     clock = new Date('2026-06-01T10:00:00Z');
     const billing = billingService();

@@ -108,7 +108,10 @@ export abstract class AccountBilling extends Sweeper {
     now: Date,
     effects: Effects,
   ): Promise<TransactionView> {
-    const w = await this.openWallet(trx, input.accountId, now, effects);
+    // A fee due is charged after the credit: the money coming in pays it (a first top-up of an
+    // account created on a paying tier, or the first of a month), rather than the account being
+    // moved to free for want of the money it is being given.
+    const w = await this.openWallet(trx, input.accountId, now, effects, { fee: false });
     // Checked under the wallet's lock: a concurrent twin has committed or not started.
     if (input.idempotencyKey) {
       const existing = await findByIdempotencyKey(trx, input.idempotencyKey);
@@ -133,6 +136,10 @@ export abstract class AccountBilling extends Sweeper {
       createdAt: now,
     });
     effects.changes.push({ accountId: input.accountId, balance, transaction });
+    // One too small for the fee leaves it due (a credit never moves an account to free): the next
+    // billing action charges it, or moves the account to free if the wallet still cannot pay.
+    if (this.feeDue(w) && balance - w.held >= this.fees[w.tier])
+      await this.chargeFee(trx, input.accountId, { ...w, balance }, w.tier, now, effects, 'period');
     return transaction;
   }
 

@@ -16,9 +16,10 @@ export abstract class WalletLifecycle extends BillingAlerts {
   /**
    * Locks the account's wallet row, creating it on first use, and brings it to the current
    * period: counters reset, and the tier's fee charged (or the account moved to free when the
-   * wallet cannot pay it). Must run inside a transaction.
+   * wallet cannot pay it). Must run inside a transaction. `fee: false` leaves a due fee to the
+   * caller (a credit, which lands first, so that the money it brings can pay it).
    */
-  protected async openWallet(trx: Db, accountId: string, now: Date, effects: Effects): Promise<WalletRow> {
+  protected async openWallet(trx: Db, accountId: string, now: Date, effects: Effects, opts: { fee?: boolean } = {}): Promise<WalletRow> {
     let w = await this.wallets.lock(trx, accountId);
     if (!w) {
       if (!(await this.wallets.create(trx, accountId, periodOf(now), now)))
@@ -31,7 +32,7 @@ export abstract class WalletLifecycle extends BillingAlerts {
       await this.wallets.rollPeriod(trx, accountId, period, now);
       w = { ...w, period, periodUsed: 0, periodHeld: 0, periodSpent: 0n };
     }
-    if (this.feeDue(w)) w = await this.chargeFee(trx, accountId, w, w.tier, now, effects, 'period');
+    if (opts.fee !== false && this.feeDue(w)) w = await this.chargeFee(trx, accountId, w, w.tier, now, effects, 'period');
     return w;
   }
 

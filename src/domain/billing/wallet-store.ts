@@ -361,8 +361,10 @@ export abstract class WalletStoreBase implements WalletStore {
     if (tiers.length === 0) return [];
     const due = await rows<{ id: string }>(
       db,
-      `select a.id from accounts a left join wallets w on w.account_id = a.id
-        where a.tier in (${tiers.map(() => '?').join(', ')}) and (w.account_id is null or w.fee_period is null or w.fee_period <> ? or w.fee_tier <> a.tier)`,
+      // Accounts with a wallet only: one that never had a billing action (created on a paying tier,
+      // its first top-up still to come) pays at its first one, not when the sweeper passes.
+      `select a.id from accounts a join wallets w on w.account_id = a.id
+        where a.tier in (${tiers.map(() => '?').join(', ')}) and (w.fee_period is null or w.fee_period <> ? or w.fee_tier <> a.tier)`,
       [...tiers, period],
     );
     return due.map((d) => d.id);
