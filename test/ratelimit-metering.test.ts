@@ -65,7 +65,7 @@ function setup(opts: { limits?: RateLimits; alertThreshold?: number; store?: Rat
     requestedOutputTokens,
     maxOutputTokens,
   });
-  return { clock, store, limiter, billing, metering, headers, request, notifications, warnings };
+  return { clock, store, limiter, billing, metering, headers, request, notifications, warnings, limits };
 }
 
 const usage = (promptTokens: number, completionTokens: number): Usage => ({
@@ -211,6 +211,19 @@ describe('rate-limit metering', () => {
     expect(err.message).toMatch(/RPM/);
     expect(err.retryAfter).toBeLessThanOrEqual(refused.retryAfter!);
     expect(headers.length).toBe(before + 1);
+  });
+
+  it('drops its own refusal at once when the account’s RPM limit changed (an override, a new tier)', async () => {
+    const { metering, request, limits } = setup({ limits: { rpm: 3, tpm: 10_000 } });
+    const caller = request(1, 1).caller;
+    for (let i = 0; i < 3; i++) await metering.admit(request(10, 5));
+    await rejection(metering.admit(request(10, 5)));
+    expect((await rejection(metering.precheck(caller) as Promise<void>)).message).toMatch(/limit of 3\b/);
+    limits.rpm = 1_000;
+    // The next request is decided by the store with the new limit, not refused from memory.
+    await metering.precheck(caller);
+    await metering.admit(request(10, 5));
+    expect(metering.precheck(caller)).toBeUndefined();
   });
 
   it('serves calls unlimited, warns and counts, when the store cannot be reached (fail-open)', async () => {

@@ -139,14 +139,14 @@ export class RateLimiter {
   /**
    * Refuses (429) a call of an account this instance knows to be over its RPM, before the call
    * does any work; does nothing otherwise. The refusal is counted as a hit for the alert before
-   * it is answered, as a refusal by the store is. An operator's raised limit takes effect from the
-   * next Retry-After.
+   * it is answered, as a refusal by the store is. A refusal made under another RPM limit than the
+   * account's now (an operator's override, a tier change) is dropped: the store decides again.
    */
   async precheck(accountId: string, limits: RateLimits, onState?: (state: LimiterState) => void): Promise<void> {
     const blocked = this.blocked.get(accountId);
     if (!blocked) return;
     const left = blocked.untilMs - Date.now();
-    if (left <= 0) {
+    if (left <= 0 || blocked.rpm !== limits.rpm) {
       this.blocked.delete(accountId);
       return;
     }
