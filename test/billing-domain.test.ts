@@ -9,6 +9,7 @@ import { MODEL, SETTINGS } from './support/billing-fixtures.js';
 import { closeDatabase, getKnex, openDatabase } from '../src/db/orm.js';
 import { AccountsService } from '../src/domain/accounts/accounts-service.js';
 import { BillingService } from '../src/domain/billing/billing-service.js';
+import { HeartbeatWatch } from '../src/domain/billing/sweeper.js';
 import { parseDecimal } from '../src/domain/billing/money.js';
 import { DomainError } from '../src/domain/errors.js';
 import type { MeterRequest } from '../src/domain/inference/inference-service.js';
@@ -32,8 +33,8 @@ describe.each(BACKENDS)('BillingService on %s', (backend) => {
   let clock: Date;
   const services: BillingService[] = [];
 
-  const billingService = () => {
-    const b = new BillingService({ orm, tiers: TIERS, settings: SETTINGS, logger: createLogger('silent'), now: () => clock });
+  const billingService = (settings = SETTINGS) => {
+    const b = new BillingService({ orm, tiers: TIERS, settings, logger: createLogger('silent'), now: () => clock });
     services.push(b);
     return b;
   };
@@ -246,6 +247,48 @@ describe.each(BACKENDS)('BillingService on %s', (backend) => {
     expect((await restarted.getWallet(id)).balance).toBe(usd('1'));
   });
 
+  it('never takes a live server for gone: not one whose clock runs ahead, nor one in another pid namespace of the same host name', async () => {
+    clock = new Date('2026-06-05T10:00:00Z');
+    const knex = getKnex(orm);
+    const id = await newAccount('startup');
+    // Holds that outlast the watch (the default here expires them after 60 s).
+    const LONG_HOLDS = { ...SETTINGS, hold_expiry_seconds: 900 };
+    const ahead = billingService(LONG_HOLDS);
+    await ahead.start();
+    // On another host (these servers all share this test's pid), its clock two minutes ahead.
+    await knex('billing_instances').where({ id: ahead.instanceId }).update({ host: 'another-host' });
+    const sameName = billingService(LONG_HOLDS);
+    await sameName.start();
+    await ahead.creditWallet({ accountId: id, amount: usd('1'), type: 'bonus', description: 'start' });
+    const calls = [await ahead.admit(meter(id, 10, 10)), await sameName.admit(meter(id, 10, 10))];
+    // The other runs under the same host name in another pid namespace (host networking): its
+    // pid means nothing here.
+    await knex('billing_instances')
+      .where({ id: sameName.instanceId })
+      .update({ host: hostname(), pid: 2 ** 22 + 54_321 });
+    const observer = billingService(LONG_HOLDS);
+    for (let beat = 0; beat < 4; beat++) {
+      await knex('billing_instances')
+        .where({ id: ahead.instanceId })
+        .update({ heartbeat_at: new Date(clock.getTime() + 120_000) });
+      await knex('billing_instances').where({ id: sameName.instanceId }).update({ heartbeat_at: clock });
+      if (beat === 0) await observer.start();
+      else await observer.sweep();
+      expect(await observer.countOpenHolds(id), `beat ${beat}`).toBe(2);
+      clock = new Date(clock.getTime() + 30_000);
+    }
+    // A server whose own clock runs two minutes ahead does not take the others for dead either.
+    const skewed = billingService(LONG_HOLDS);
+    clock = new Date(clock.getTime() + 120_000);
+    await skewed.start();
+    await skewed.sweep();
+    expect(await skewed.countOpenHolds(id)).toBe(2);
+    expect(await knex('billing_instances').whereIn('id', [ahead.instanceId, sameName.instanceId])).toHaveLength(2);
+    // Their calls end charged as they used, not released unbilled.
+    for (const call of calls) await call.settle({ promptTokens: 10, completionTokens: 10, totalTokens: 20 }, 'completed');
+    expect((await skewed.getWallet(id)).balance).toBe(usd('1') - 2n * 30_000n);
+  });
+
   it('refuses a credit to an unknown account, a zero amount or an empty description', async () => {
     clock = new Date('2026-06-04T10:00:00Z');
     const billing = billingService();
@@ -316,5 +359,28 @@ describe.each(BACKENDS)('BillingService on %s', (backend) => {
     await held.settle({ promptTokens: 10, completionTokens: 20, totalTokens: 30 }, 'completed');
     // July's first (unlimited) call counted its 2 tokens too.
     expect(await billing.getAllocation(id)).toMatchObject({ used: 32, held: 0 });
+  });
+});
+
+describe('HeartbeatWatch', () => {
+  const row = (id: string, beatMs: number) => ({ id, host: 'h', pid: 1, heartbeatAt: new Date(beatMs) });
+  const T = 90_000;
+
+  it('takes a server for gone when its heartbeat has not moved for the timeout, by this clock, whatever the times written', () => {
+    const watch = new HeartbeatWatch(() => T);
+    const now = 5_000_000;
+    // Written by a clock 10 minutes behind, and moving: alive.
+    for (let t = 0; t <= 300_000; t += 30_000) expect(watch.stopped(row('a', now + t - 600_000), now + t)).toBe(false);
+    // It stops moving: gone once the timeout has passed since the last move was seen.
+    const last = now + 300_000 - 600_000;
+    expect(watch.stopped(row('a', last), now + 300_000 + T - 1)).toBe(false);
+    expect(watch.stopped(row('a', last), now + 300_000 + T)).toBe(true);
+  });
+
+  it('takes a heartbeat an hour old at first sight for gone (found at start-up), one a few minutes old not', () => {
+    const watch = new HeartbeatWatch(() => T);
+    const now = 10_000_000;
+    expect(watch.stopped(row('old', now - 3_600_001), now)).toBe(true);
+    expect(watch.stopped(row('recent', now - 300_000), now)).toBe(false);
   });
 });

@@ -2,6 +2,7 @@
 // the clock, this server's identity, wallet events) and the two helpers they all use. The parts
 // build on it in one line: alerts → wallet lifecycle → settlement → admission → sweeper →
 // account operations → usage reports → BillingService (./billing-service.ts).
+import { readFileSync, readlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { ModelConfig } from '../catalog/model.js';
 import type { Tier as TierName, TierPolicy } from '../accounts/tiers.js';
@@ -33,7 +34,8 @@ export abstract class BillingCore {
   protected readonly prices = new Map<string, Prices>();
   protected sweeper: NodeJS.Timeout | undefined;
   protected sweeping: Promise<void> | undefined;
-  protected readonly host = hostname();
+  /** Where this process runs, as precisely as its pids are comparable (processHost). */
+  protected readonly host = processHost();
   /** When each key was last used, written after its calls' settlements (../keys/key-use.ts). */
   protected readonly keyUse: KeyUse;
 
@@ -77,4 +79,23 @@ export abstract class BillingCore {
     if (!prices) this.prices.set(model.id, (prices = pricesOf(model)));
     return prices;
   }
+}
+
+/**
+ * This process's host for billing_instances: the host name, and on Linux the pid namespace and
+ * the boot. Two servers compare pids (a gone process's holds are released at once) only when all
+ * three agree: containers sharing a host name but not a pid namespace (host networking), or a
+ * clone of a machine, never take each other's live process for a gone one.
+ */
+export function processHost(): string {
+  const read = (f: () => string) => {
+    try {
+      return f().trim();
+    } catch {
+      return '';
+    }
+  };
+  const namespace = read(() => readlinkSync('/proc/self/ns/pid'));
+  const boot = read(() => readFileSync('/proc/sys/kernel/random/boot_id', 'utf8'));
+  return [hostname(), namespace, boot && `boot:${boot}`].filter(Boolean).join(' ').slice(0, 255);
 }

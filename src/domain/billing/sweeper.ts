@@ -6,9 +6,12 @@ import { exec } from './sql.js';
 import { USAGE_EVENT_INSERT } from './billing-types.js';
 import { Admission } from './admission.js';
 import { findStaleHolds, type StaleHold } from './hold-store.js';
-import { beatHeartbeat, forgetInstances, listInstances, registerInstance } from './instance-store.js';
+import { beatHeartbeat, forgetInstances, type InstanceRow, listInstances, registerInstance } from './instance-store.js';
 
 export abstract class Sweeper extends Admission {
+  /** The other servers' heartbeats as this one has seen them change. */
+  private readonly heartbeats = new HeartbeatWatch(() => this.settings.instance_timeout_seconds * 1000);
+
   /** Registers this server, releases holds of dead servers and expired holds, starts the sweeper. */
   async start(): Promise<void> {
     const now = this.now();
@@ -51,19 +54,20 @@ export abstract class Sweeper extends Admission {
 
   /**
    * Releases, charging nothing, the holds past their expiry and those of servers that are gone:
-   * a heartbeat older than instance_timeout_seconds, or on this host a process that no longer
-   * runs (or whose pid is now ours: our own previous life, restarted). Returns how many.
+   * a heartbeat that has not moved for instance_timeout_seconds (HeartbeatWatch), or on this host
+   * a process that no longer runs (or whose pid is now ours: our own previous life, restarted).
+   * Returns how many.
    */
   async releaseStaleHolds(): Promise<number> {
     const now = this.now();
     const instances = await listInstances(this.db);
-    const staleBefore = now.getTime() - this.settings.instance_timeout_seconds * 1000;
     const dead = instances.filter(
       (i) =>
         i.id !== this.instanceId &&
-        (i.heartbeatAt.getTime() < staleBefore || (i.host === this.host && (i.pid === process.pid || !processRuns(i.pid)))),
+        (this.heartbeats.stopped(i, now.getTime()) || (i.host === this.host && (i.pid === process.pid || !processRuns(i.pid)))),
     );
     const live = instances.filter((i) => !dead.includes(i)).map((i) => i.id);
+    this.heartbeats.keepOnly(live);
     if (!live.includes(this.instanceId)) live.push(this.instanceId);
     let released = 0;
     for (;;) {
@@ -105,6 +109,37 @@ export abstract class Sweeper extends Admission {
     });
   }
 }
+
+/**
+ * A server is gone when its heartbeat has not moved for instance_timeout_seconds, as this server's
+ * own clock measures the wait: the times written are the other server's clock, which may run ahead
+ * or behind this one's (a server whose clock runs ahead must not take the others for dead). Only a
+ * heartbeat older than an hour by this clock is taken as gone at first sight (a server stopped long
+ * ago, found at start-up); clocks an hour apart are a fault of their own.
+ */
+export class HeartbeatWatch {
+  private readonly seen = new Map<string, { beat: number; since: number }>();
+
+  constructor(private readonly timeoutMs: () => number) {}
+
+  stopped(i: InstanceRow, nowMs: number): boolean {
+    const beat = i.heartbeatAt.getTime();
+    const last = this.seen.get(i.id);
+    if (!last || last.beat !== beat) {
+      this.seen.set(i.id, { beat, since: nowMs });
+      return nowMs - beat > Math.max(this.timeoutMs(), LONG_GONE_MS);
+    }
+    return nowMs - last.since >= this.timeoutMs();
+  }
+
+  /** Servers no longer listed are forgotten. */
+  keepOnly(ids: readonly string[]): void {
+    const keep = new Set(ids);
+    for (const id of this.seen.keys()) if (!keep.has(id)) this.seen.delete(id);
+  }
+}
+
+const LONG_GONE_MS = 60 * 60 * 1000;
 
 /** Whether a process with this pid runs on this host (EPERM: it runs, as another user). */
 function processRuns(pid: number): boolean {
