@@ -169,6 +169,34 @@ describe.each(BACKENDS)('BillingService on %s', (backend) => {
     expect((await accounts.getAccount(short)).tier).toBe('developer');
   });
 
+  it('tries a settlement again through a database blip of a second, and charges it', async () => {
+    clock = new Date('2026-06-01T09:00:00Z');
+    const billing = billingService();
+    const id = await newAccount('startup');
+    await billing.creditWallet({ accountId: id, amount: usd('1'), type: 'bonus', description: 'start' });
+    const ticket = await billing.admit(meter(id, 10, 20));
+    // The database refuses every statement of the settlement for about a second (a restart, a failover).
+    const settle = billing.wallets.settle.bind(billing.wallets);
+    const until = Date.now() + 1_000;
+    let refused = 0;
+    billing.wallets.settle = async (s) => {
+      if (Date.now() < until) {
+        refused++;
+        throw new Error('Connection terminated unexpectedly');
+      }
+      return settle(s);
+    };
+    try {
+      await ticket.settle({ promptTokens: 10, completionTokens: 20, totalTokens: 30 }, 'completed');
+    } finally {
+      billing.wallets.settle = settle;
+    }
+    expect(refused).toBeGreaterThan(3);
+    expect(await billing.countOpenHolds(id)).toBe(0);
+    expect((await billing.getWallet(id)).balance).toBe(usd('1') - 50_000n);
+    expect(await billing.listUsageEvents(id)).toMatchObject([{ outcome: 'completed', walletNanos: 50_000n }]);
+  });
+
   it('releases an expired hold unbilled; a settlement that comes later records the usage without charging', async () => {
     clock = new Date('2026-06-01T10:00:00Z');
     const billing = billingService();

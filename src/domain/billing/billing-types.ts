@@ -191,7 +191,14 @@ export const HOLD_COLUMNS =
 export const OPTIMISTIC_ATTEMPTS = 4;
 
 export const MAX_USAGE_REPORT_DAYS = 366;
-export const SETTLE_ATTEMPTS = 3;
+/**
+ * How long a settlement that fails (the database restarting, a failover, a lock timeout) is tried
+ * again before the call is left unbilled for the sweeper: the answer waits for it, so a blip of a
+ * few seconds delays answers rather than losing their charges. The waits double from 20 ms, at most
+ * SETTLE_MAX_WAIT_MS each.
+ */
+export const SETTLE_RETRY_MS = 10_000;
+export const SETTLE_MAX_WAIT_MS = 1_000;
 
 export interface BillingOptions {
   orm: MikroORM;

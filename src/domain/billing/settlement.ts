@@ -8,7 +8,7 @@ import type { Usage } from '../inference/engine.js';
 import { ledgerDescription } from '../ledger/ledger.js';
 import { split } from './hold-plan.js';
 import { exec, rows, run } from './sql.js';
-import { Effects, HOT_PATH, SETTLE_ATTEMPTS, USAGE_EVENT_INSERT, type HeldCall } from './billing-types.js';
+import { Effects, HOT_PATH, SETTLE_MAX_WAIT_MS, SETTLE_RETRY_MS, USAGE_EVENT_INSERT, type HeldCall } from './billing-types.js';
 import { usageEventRow, type Settling } from './wallet-store.js';
 import { WalletLifecycle } from './wallet-lifecycle.js';
 
@@ -20,20 +20,23 @@ export abstract class Settlement extends WalletLifecycle {
    * stays until the sweeper releases it, and the call is charged nothing.
    */
   protected async settle(call: HeldCall, usage: Usage, outcome: CallOutcome): Promise<void> {
+    const started = Date.now();
     for (let attempt = 1; ; attempt++) {
       try {
         await this.settleOnce(call, usage, outcome);
         this.keyUse.touch(call.keyId, this.now());
+        if (attempt > 1) this.logger.warn({ reqId: call.requestId, hold: call.id, attempts: attempt }, 'settlement succeeded on a retry');
         return;
       } catch (err) {
-        if (attempt >= SETTLE_ATTEMPTS) {
+        const wait = Math.min(20 * 2 ** (attempt - 1), SETTLE_MAX_WAIT_MS);
+        if (Date.now() - started + wait > SETTLE_RETRY_MS) {
           this.logger.error(
-            { err, reqId: call.requestId, hold: call.id, account: call.accountId },
+            { err, reqId: call.requestId, hold: call.id, account: call.accountId, attempts: attempt },
             'settlement failed; the hold is released unbilled by the sweeper',
           );
           return;
         }
-        await new Promise((r) => setTimeout(r, 20 * attempt));
+        await new Promise((r) => setTimeout(r, wait));
       }
     }
   }
