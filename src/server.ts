@@ -252,10 +252,20 @@ export function createApp(services: Services) {
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
-  app.get('/readyz', (_req, res) => {
-    // Ready once listening and every eager in-process model has loaded (or failed to, which is logged).
-    const ready = state.ready && !state.shuttingDown && services.engines.ready;
-    const status = ready ? 'ready' : state.shuttingDown ? 'shutting_down' : services.engines.ready ? 'starting' : 'loading_models';
+  app.get('/readyz', async (_req, res) => {
+    // Ready once listening and every eager in-process model has loaded (or failed to, which is
+    // logged), while the database answers (without it every metered or wallet call fails).
+    const database = state.ready && !state.shuttingDown ? await databaseAnswers(services) : true;
+    const ready = state.ready && !state.shuttingDown && services.engines.ready && database;
+    const status = ready
+      ? 'ready'
+      : state.shuttingDown
+        ? 'shutting_down'
+        : !database
+          ? 'database_unavailable'
+          : services.engines.ready
+            ? 'starting'
+            : 'loading_models';
     // The upstreams' circuit breakers are shown, not judged: an ejected base URL is the upstream's trouble, not this instance's.
     // In-process models: where each runs (backend cpu, cuda or vulkan; layers on the GPU), once loaded.
     res.status(ready ? 200 : 503).json({ status, upstreams: services.engines.upstreamHealth(), models: services.engines.placements() });
@@ -438,6 +448,24 @@ function armorLimit(error: GraphQLError): GraphQLError {
     nodes: error.nodes,
     extensions: error.extensions,
   });
+}
+
+/** How long /readyz waits for the database's answer to `select 1`. */
+const READY_DB_TIMEOUT_MS = 2_000;
+
+/** Whether the database answers a trivial query within READY_DB_TIMEOUT_MS. */
+async function databaseAnswers(services: Services): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), READY_DB_TIMEOUT_MS);
+  });
+  try {
+    return await Promise.race([services.billing.db.rows('select 1 as ok').then(() => true), timeout]);
+  } catch {
+    return false;
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Whether a request target is under the /v1 mount as express matches it (case-insensitive, a whole segment). */

@@ -529,3 +529,32 @@ describe('safe exposure', () => {
     }
   });
 });
+
+describe('/readyz and the database', () => {
+  let s: TestServer;
+  beforeAll(async () => {
+    s = await startTestServer();
+  });
+  afterAll(() => s.close());
+
+  it('answers 503 database_unavailable while the database does not answer, and ready again once it does', async () => {
+    const readyz = async () => {
+      const res = await fetch(`${s.url}/readyz`);
+      return { status: res.status, body: (await res.json()) as { status: string } };
+    };
+    expect(await readyz()).toMatchObject({ status: 200, body: { status: 'ready' } });
+    const db = s.services.billing.db;
+    const rows = db.rows.bind(db);
+    db.rows = async () => {
+      throw new Error('SQLITE_IOERR: disk I/O error');
+    };
+    try {
+      expect(await readyz()).toMatchObject({ status: 503, body: { status: 'database_unavailable' } });
+      // /healthz says only that the process is up.
+      expect((await fetch(`${s.url}/healthz`)).status).toBe(200);
+    } finally {
+      db.rows = rows;
+    }
+    expect(await readyz()).toMatchObject({ status: 200, body: { status: 'ready' } });
+  });
+});
