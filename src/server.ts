@@ -324,7 +324,9 @@ export function createApp(services: Services) {
     plugins,
     // Cross-origin access is decided by `server.cors_origins` (above), not by Yoga.
     cors: false,
-    maskedErrors: { maskError: (error) => toPublicGraphQLError(error instanceof GraphQLError ? armorLimit(error) : error) },
+    maskedErrors: {
+      maskError: (error) => namedForGraphQL(toPublicGraphQLError(error instanceof GraphQLError ? armorLimit(error) : error)),
+    },
     context: async (initial) => {
       // Over HTTP the initial context has the fetch Request and express's req; over WebSocket,
       // what onSubscribe passes below (the key in connectionParams.authorization).
@@ -416,8 +418,26 @@ export function createApp(services: Services) {
 
 /** An error of an operation over WebSocket, as a response body over HTTP lists it. */
 function publicError(error: GraphQLError): GraphQLFormattedError {
-  const { message, extensions } = publicErrorBody(error);
+  const { message, extensions } = publicErrorBody(namedForGraphQL(error));
   return { ...error.toJSON(), message, extensions: { ...extensions } };
+}
+
+/**
+ * A domain error's parameter as GraphQL names it: the domain speaks /v1's names (`max_tokens`,
+ * `account_id`, a page's `limit`), GraphQL's arguments and input fields are camelCase (`maxTokens`,
+ * `accountId`) and a page's size is `first`. The parameter and its quoted name in the message
+ * change; a variable's own name (a coercion error) is left as the client wrote it.
+ */
+function namedForGraphQL(error: GraphQLError): GraphQLError {
+  const param = error.extensions?.param;
+  if (typeof param !== 'string' || error.message.startsWith('Variable "$')) return error;
+  const named = param === 'limit' ? 'first' : param.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase());
+  if (named === param) return error;
+  return new GraphQLError(error.message.split(`'${param}'`).join(`'${named}'`), {
+    nodes: error.nodes,
+    path: error.path,
+    extensions: { ...error.extensions, param: named },
+  });
 }
 
 /**

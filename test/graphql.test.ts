@@ -212,6 +212,23 @@ describe('GraphQL over HTTP', () => {
     expect(page.body.errors).toBeUndefined();
   });
 
+  it('names a refused argument as GraphQL does (first, accountId), where /v1 names it as /v1 does (limit)', async () => {
+    const page = await s.graphql('{ viewer { wallet { transactions(first: 0) { edges { node { id } } } } } }', {}, key);
+    expect(page.body.errors[0].extensions).toMatchObject({ code: 'invalid_value', param: 'first' });
+    expect(page.body.errors[0].message).toBe("'first' must be an integer from 1 to 1000; got 0.");
+    const credit = await s.graphql(
+      'mutation($i: CreditWalletInput!) { creditWallet(input: $i) { id } }',
+      { i: { accountId: 'acct_nope', amount: '1', type: 'bonus', description: 'x' } },
+      ADMIN_TOKEN,
+    );
+    expect(credit.body.errors[0].extensions).toMatchObject({ code: 'not_found', param: 'accountId' });
+    // A variable keeps the name the client gave it.
+    const variable = await s.graphql('query($my_first: Int!) { viewer { id } }', { my_first: 'x' }, key);
+    expect(variable.body.errors[0].extensions.param).toBe('my_first');
+    const v1 = await fetch(`${s.url}/v1/wallet/transactions?limit=0`, { headers: { authorization: `Bearer ${key}` } });
+    expect(((await v1.json()) as any).error).toMatchObject({ code: 'invalid_value', param: 'limit' });
+  });
+
   it('refuses a browser form post without a preflight header (CSRF)', async () => {
     const res = await fetch(`${s.url}/graphql`, {
       method: 'POST',
