@@ -73,6 +73,14 @@ describe('GraphQL over HTTP', () => {
     expect(r.body.data.models[0].specifications).toMatchObject({ maxTokens: 512, outputDimensions: 768, contextWindow: null });
   });
 
+  it('tells the operator token apart from a wrong API key where an account is needed', async () => {
+    const r = await s.graphql('{ viewer { id } }', {}, ADMIN_TOKEN);
+    expect(r.body.errors[0].extensions).toMatchObject({ code: 'invalid_api_key', status: 401 });
+    expect(r.body.errors[0].message).toMatch(/^This is the operator token \(ADMIN_TOKEN\): it belongs to no account/);
+    // It still does what it is for.
+    expect((await s.graphql('{ accounts(first: 1) { id } }', {}, ADMIN_TOKEN)).body.errors).toBeUndefined();
+  });
+
   it('returns the viewer of the key', async () => {
     const r = await s.graphql(print(ViewerDocument), {}, key);
     expect(r.body.data.viewer).toMatchObject({ id: accountId, tier: 'startup' });

@@ -75,7 +75,14 @@ export function createContext(
     principal() {
       authenticated ??= session?.accountId
         ? principalOfSession(services, session.accountId)
-        : services.accounts.authenticate(opts.authorization);
+        : isAdminToken(services, opts.authorization)
+          ? Promise.reject(
+              new DomainError(
+                'invalid_api_key',
+                "This is the operator token (ADMIN_TOKEN): it belongs to no account. Send an account's API key, or sign in to the dashboard.",
+              ),
+            )
+          : services.accounts.authenticate(opts.authorization);
       return authenticated;
     },
     // The same caller for every metered call of the request (a door may ask before the operation does).
@@ -94,8 +101,7 @@ export function createContext(
     requireAdmin() {
       if (session?.operator) return;
       const token = services.config.adminToken;
-      const given = /^Bearer\s+(.+)$/i.exec(opts.authorization ?? '')?.[1]?.trim();
-      if (!token || !given || !safeEqual(given, token)) {
+      if (!isAdminToken(services, opts.authorization)) {
         throw new DomainError(
           'admin_required',
           token
@@ -126,6 +132,13 @@ async function callerOf(
     onRateLimit: opts.onRateLimit,
     onSettled: opts.onSettled,
   };
+}
+
+/** Whether an Authorization header holds the operator's ADMIN_TOKEN (compared in constant time). */
+function isAdminToken(services: Services, authorization: string | null | undefined): boolean {
+  const token = services.config.adminToken;
+  const given = /^Bearer\s+(.+)$/i.exec(authorization ?? '')?.[1]?.trim();
+  return Boolean(token && given && safeEqual(given, token));
 }
 
 function safeEqual(a: string, b: string): boolean {
