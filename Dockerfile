@@ -1,7 +1,17 @@
 # tollgate's container image: built in one stage (native modules compile there), run in another
 # as the unprivileged `node` user. Data (SQLite, .eml mail) and GGUF models live on volumes.
 #   docker build -t tollgate .
-#   docker run -p 8080:8080 -v tollgate-data:/data -v tollgate-models:/app/models tollgate
+# It serves on every interface (HOST=0.0.0.0) with NODE_ENV=production, where start-up refuses the
+# sandbox payment processor of config/default.yaml (it credits wallets without charging anyone): run
+# it with config/production.yaml (Stripe) and Stripe's two secrets, in an env file (tollgate.env):
+#   CONFIG=/app/config/production.yaml
+#   STRIPE_SECRET_KEY=sk_live_…
+#   STRIPE_WEBHOOK_SECRET=whsec_…
+#   PUBLIC_URL=https://api.example.com
+#   ADMIN_TOKEN=…
+# then fetch the models once into their volume, and start:
+#   docker run --rm --env-file tollgate.env -v tollgate-models:/app/models tollgate npx tollgate models pull --defaults
+#   docker run -d -p 8080:8080 --env-file tollgate.env -v tollgate-data:/data -v tollgate-models:/app/models tollgate
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*

@@ -48,9 +48,11 @@ export const registerDashboardCommands: CommandGroup = (program: Command, ctx: C
     .description('Flag an account as an operator (its dashboard sign-ins can do what ADMIN_TOKEN does), or unflag it with --off')
     .requiredOption('--account <id>', 'the account id')
     .option('--off', 'remove the flag')
-    .action(async (opts: { account: string; off?: boolean }) => {
-      const services = await ctx.services();
-      await authFor(services, ctx.env).setAdmin(opts.account, !opts.off);
+    .option('--json', 'print JSON')
+    .action(async (opts: { account: string; off?: boolean; json?: boolean }) => {
+      const auth = authFor(await ctx.services(), ctx.env);
+      await auth.setAdmin(opts.account, !opts.off);
+      if (opts.json) return ctx.printJson({ account_id: opts.account, admin: await auth.isAdmin(opts.account) });
       ctx.print(`${opts.account} is ${opts.off ? 'no longer' : 'now'} an operator.`);
     });
 };

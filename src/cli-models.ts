@@ -178,24 +178,28 @@ export function registerModelCommands(program: Command, ctx: ModelsCliContext): 
           throw new DomainError('invalid_value', '--defaults takes no source and no --out: each model is saved as its config `file`.');
         const wanted = inProcessModels(loadConfig(ctx.env).models).filter((m) => m.engine.source);
         if (wanted.length === 0) {
-          ctx.print('The config has no in-process model with a source to pull.');
+          if (opts.json) ctx.printJson([]);
+          else ctx.print('The config has no in-process model with a source to pull.');
           return;
         }
-        const results: (PullResult & { model: string })[] = [];
+        // One entry per model, in config order: what was saved, or why it was not (with --json, all
+        // of them are printed, failures included, before the command fails).
+        const results: Record<string, unknown>[] = [];
         const failed: string[] = [];
         // Every model is tried: one that cannot be fetched is named with its file, the others still come.
         for (const m of wanted) {
           try {
             const r = await pullOne(ctx, m.engine.source!, m.engine.file, m.id);
-            results.push({ ...r, model: m.id });
+            results.push({ model: m.id, ...pullResultJson(r) });
             if (!opts.json) ctx.print(`${m.id}: ${describe(r)}`);
           } catch (e) {
             if (!(e instanceof PullError)) throw e;
             failed.push(m.id);
+            results.push({ model: m.id, file: m.engine.file, source: m.engine.source, error: e.message });
             ctx.stderr(`model "${m.id}": cannot pull ${m.engine.source} into ${m.engine.file}: ${e.message}\n`);
           }
         }
-        if (opts.json) ctx.printJson(results.map((r) => ({ model: r.model, ...pullResultJson(r) })));
+        if (opts.json) ctx.printJson(results);
         if (failed.length > 0)
           throw new PullError(
             `${failed.length} of ${wanted.length} models could not be pulled (${failed.join(', ')}).${pullHints(ctx.env)}`,

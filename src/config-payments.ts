@@ -43,7 +43,10 @@ export const paymentsSchema = z
     success_url: url.nullable().default(null),
     /** Where the processor sends the customer after canceling; `{CHECKOUT_ID}` is replaced. Default: tollgate's status page. */
     cancel_url: url.nullable().default(null),
-    /** The link back from tollgate's checkout status page (your app's account page). Default: GraphiQL on PUBLIC_URL. */
+    /**
+     * The link back from tollgate's checkout status page (your app's account page); `{CHECKOUT_ID}` is
+     * replaced. Default: the dashboard's top-up result page, `{PUBLIC_URL}/dashboard/top-up/return?top_up={id}`.
+     */
     return_url: url.nullable().default(null),
     /** How long a checkout can be paid (Stripe accepts 30 minutes to 24 hours). */
     checkout_expires_after_minutes: z.number().int().min(30).max(1440).default(1440),

@@ -180,6 +180,32 @@ describe('tollgate CLI', () => {
       expect(result).toMatchObject({ code: 0, stderr: '' });
       expect((await accounts.getAccount(created.account.id)).tier).toBe('enterprise');
     });
+
+    it('flags and unflags an operator with set-admin, printing one line of JSON with --json', async () => {
+      const created = await tollgateJson<CreatedAccountJson>(
+        url,
+        'accounts',
+        'create',
+        '--email',
+        'operator@example.com',
+        '--tier',
+        'free',
+        '--json',
+      );
+      const id = created.account.id;
+      const on = await tollgate(url, 'accounts', 'set-admin', '--account', id, '--json');
+      expect(on).toMatchObject({ code: 0, stderr: '' });
+      expect(on.stdout).toMatch(/^[^\n]+\n$/);
+      expect(JSON.parse(on.stdout)).toEqual({ account_id: id, admin: true });
+      expect(await tollgateJson(url, 'accounts', 'set-admin', '--account', id, '--off', '--json')).toEqual({
+        account_id: id,
+        admin: false,
+      });
+      const text = await tollgate(url, 'accounts', 'set-admin', '--account', id);
+      expect(text).toMatchObject({ code: 0, stderr: '', stdout: `${id} is now an operator.\n` });
+      const unknown = await tollgate(url, 'accounts', 'set-admin', '--account', 'acct_nope', '--json');
+      expect(unknown).toMatchObject({ code: 1, stdout: '', stderr: "error: No account with id 'acct_nope'.\n" });
+    });
   });
 
   it('prints its version with --version', async () => {

@@ -237,6 +237,40 @@ describe('GraphQL over HTTP', () => {
     expect(((await v1.json()) as any).error).toMatchObject({ code: 'invalid_value', param: 'limit' });
   });
 
+  it("answers Yoga's own refusals with this project's codes: invalid_request, 400 or 405 with Allow", async () => {
+    const post = (body: string) => fetch(`${s.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    const cases: [string, Promise<Response>, number, string | null][] = [
+      ['no query', post('{}'), 400, null],
+      ['invalid JSON', post('{"query":'), 400, null],
+      ['batching', post('[{"query":"{ models { id } }"}]'), 400, null],
+      ['unknown operationName', post('{"query":"query A { models { id } }","operationName":"B"}'), 400, null],
+      ['two operations, no operationName', post('{"query":"query A { models { id } } query B { models { id } }"}'), 400, null],
+      ['syntax error', post('{"query":"{ models { id "}'), 400, null],
+      [
+        'a mutation over GET',
+        fetch(`${s.url}/graphql?query=${encodeURIComponent('mutation { signOut }')}`, {
+          headers: { accept: 'application/json', 'x-graphql-yoga-csrf': '1' },
+        }),
+        405,
+        'POST',
+      ],
+      [
+        'a method other than GET and POST',
+        fetch(`${s.url}/graphql`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: '{"query":"{ __typename }"}' }),
+        405,
+        'GET, POST',
+      ],
+    ];
+    for (const [what, pending, status, allow] of cases) {
+      const res = await pending;
+      const body = await res.json();
+      expect({ what, status: res.status }).toEqual({ what, status });
+      if (allow) expect(res.headers.get('allow'), what).toBe(allow);
+      expect(body.errors, what).toHaveLength(1);
+      expect(body.errors[0].extensions, what).toEqual({ code: 'invalid_request', type: 'invalid_request_error', status, param: null });
+    }
+  });
+
   it('refuses a browser form post without a preflight header (CSRF)', async () => {
     const res = await fetch(`${s.url}/graphql`, {
       method: 'POST',

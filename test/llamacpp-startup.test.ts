@@ -324,6 +324,31 @@ describe('tollgate models pull', () => {
     expect(c.stderr).toContain('HTTPS_PROXY');
     expect(c.stderr).toContain('HF_ENDPOINT');
     expect(c.stderr).toContain('npx tollgate models fixtures --out fixtures && CONFIG=fixtures/tollgate.yaml npm start');
+
+    // With --json: one entry per model on stdout, the one fetched and the one that could not be
+    // (with its error), then the same failure on stderr and exit code 1.
+    const fetched = path.join(dir, 'unreachable', 'fetched.gguf');
+    writeFileSync(
+      config,
+      `${readFileSync(config, 'utf8')}  - id: embed-small
+    category: embedding
+    owned_by: tests
+    created: 0
+    version: "1"
+    status: active
+    capabilities: { embeddings: true }
+    pricing: { price_per_million_tokens: 0, currency: usd }
+    specifications: { max_tokens: 512, output_dimensions: 64 }
+    engine: { type: llamacpp, file: "${fetched}", source: "${base}/files/model.gguf" }
+`,
+    );
+    const j = await cli(['models', 'pull', '--defaults', '--json'], { CONFIG: config });
+    expect(j.code).toBe(1);
+    expect(JSON.parse(j.stdout)).toEqual([
+      { model: 'chat-fast', file, source: `${nowhere}/chat.gguf`, error: `cannot reach ${nowhere}: ECONNREFUSED` },
+      { model: 'embed-small', file: fetched, bytes: body.length, resumed_from: 0, already_there: false },
+    ]);
+    expect(j.stderr).toContain('1 of 2 models could not be pulled (chat-fast)');
   });
 
   it('fails with a message and exit code 1 when the file cannot be fetched', async () => {

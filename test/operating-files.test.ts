@@ -1,6 +1,7 @@
 // The container files, checked where Docker cannot run: compose.yaml parses, has the production
 // topology, and names only images and variables the README documents; its config loads; the
-// Dockerfile is multi-stage, runs as a non-root user, checks /readyz and starts what `npm start` does.
+// Dockerfile is multi-stage, runs as a non-root user, checks /readyz, starts what `npm start` does,
+// and documents a `docker run` whose environment passes start-up's config checks.
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
@@ -63,6 +64,26 @@ describe('Dockerfile', () => {
     expect(dockerfile).toMatch(/^HEALTHCHECK[\s\S]*\/readyz/m);
     expect(dockerfile).toMatch(/^VOLUME \[.*"\/data".*\]$/m);
     expect(dockerfile).toMatch(/HOST=0\.0\.0\.0/);
+  });
+
+  it("documents a docker run whose environment loads, where the image's own environment alone is refused", () => {
+    // The runtime stage's ENV, and the env file its header comment documents (`#   KEY=value`).
+    const runtime = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
+    const image = Object.fromEntries(
+      [.../^ENV ([\s\S]*?[^\\])$/m.exec(runtime)![1]!.matchAll(/([A-Z_]+)=(\S+)/g)].map((m) => [m[1]!, m[2]!]),
+    );
+    const envFile = Object.fromEntries([...dockerfile.matchAll(/^# {3}([A-Z_]+)=(\S+)$/gm)].map((m) => [m[1]!, m[2]!]));
+    expect(Object.keys(envFile)).toEqual(expect.arrayContaining(['CONFIG', 'STRIPE_SECRET_KEY', 'STRIPE_WEBHOOK_SECRET']));
+    expect(dockerfile).toMatch(/^# {3}docker run .*--env-file tollgate\.env .* tollgate$/m);
+    expect(readme).toContain('docker run -d -p 8080:8080 --env-file tollgate.env');
+    const inRepo = (env: Record<string, string>) => ({
+      ...env,
+      CONFIG: path.join(ROOT, (env.CONFIG ?? 'config/default.yaml').replace('/app/', '')),
+    });
+    expect(() => loadConfig(inRepo(image))).toThrow(/sandbox payment processor/);
+    const config = loadConfig(inRepo({ ...image, ...envFile }));
+    expect(config.payments.processor).toBe('stripe');
+    expect(config.host).toBe('0.0.0.0');
   });
 
   it('builds and starts what npm start builds and starts', () => {

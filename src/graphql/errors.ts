@@ -60,13 +60,18 @@ export function toPublicGraphQLError(error: unknown, log?: (err: unknown) => voi
     if (domain.retryAfter) extensions.retryAfter = domain.retryAfter;
     return new GraphQLError(domain.message, { nodes: gql?.nodes, path: gql?.path, extensions });
   }
-  // Errors of GraphQL itself (syntax, validation, variable coercion) and of the armor plugins are
-  // the client's: they keep their message (never a stack) and get a 400-class status.
+  // Errors of GraphQL itself (syntax, validation, variable coercion), of Yoga's request handling
+  // and of the armor plugins are the client's: they keep their message (never a stack) and get a
+  // 400-class status (Yoga's own, e.g. 405 with its Allow header for a mutation over GET).
   if (gql && isRequestError(gql)) {
     const variable = VARIABLE_ERROR.exec(gql.message)?.[1];
-    const given = (gql.extensions?.http as { status?: unknown } | undefined)?.status;
-    const status = typeof given === 'number' && given >= 400 && given < 500 ? given : 400;
-    const code = variable ? 'invalid_value' : typeof gql.extensions?.code === 'string' ? gql.extensions.code : 'invalid_request';
+    const http = gql.extensions?.http as { status?: unknown; headers?: Record<string, string> } | undefined;
+    const status = typeof http?.status === 'number' && http.status >= 400 && http.status < 500 ? http.status : 400;
+    // Only this project's codes reach clients: Yoga's and graphql-js's own (BAD_REQUEST for no
+    // query, invalid JSON, batching or a mutation over GET; OPERATION_RESOLUTION_FAILURE for an
+    // unknown operationName; GRAPHQL_PARSE_FAILED for a syntax error) are invalid_request.
+    const given = gql.extensions?.code;
+    const code = variable ? 'invalid_value' : typeof given === 'string' && Object.hasOwn(ERROR_CODES, given) ? given : 'invalid_request';
     // `spec: false`: Yoga would otherwise answer validation errors 200 to application/json clients
     // (the GraphQL-over-HTTP spec's legacy rule); this server answers every mistake with its 4xx.
     const extensions: Record<string, unknown> & PublicErrorExtensions = {
@@ -74,7 +79,7 @@ export function toPublicGraphQLError(error: unknown, log?: (err: unknown) => voi
       type: 'invalid_request_error',
       status,
       param: variable ?? null,
-      http: { status, spec: false },
+      http: { status, spec: false, ...(http?.headers ? { headers: http.headers } : {}) },
     };
     return new GraphQLError(gql.message, { nodes: gql.nodes, path: gql.path, extensions });
   }
