@@ -1,6 +1,6 @@
 // GraphQL fetches per item in batches: a page of 100 ledger entries resolves the top-up behind each
-// credit with one query, whatever the page size; a list of accounts reads their keys, their feeds
-// and their unread counts with one query each, however many accounts; and `viewer` reuses the
+// credit with one query, whatever the page size; a list of accounts reads their wallets, their
+// keys, their feeds and their unread counts with one query each, however many accounts; and `viewer` reuses the
 // account that authentication read.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { getKnex } from '../src/db/connection.js';
@@ -107,7 +107,7 @@ describe('batched loading in GraphQL', () => {
       await s.services.billing.db.run('update notifications set read_at = created_at where dedupe_key = ?', [`dl:${a.id}:0`]);
     }
     const LIST =
-      'query($first: Int) { accounts(first: $first) { id apiKeys { id } notifications(first: 2) { unreadCount pageInfo { hasNextPage } nodes { id } } } }';
+      'query($first: Int) { accounts(first: $first) { id wallet { balance held } apiKeys { id } notifications(first: 2) { unreadCount pageInfo { hasNextPage } nodes { id } } } }';
     // As pageWithQueryCount: the fewest statements of three runs (the mail worker, sending these
     // accounts' notifications, may add its own to any one run).
     const listWithQueryCount = async (first: number) => {
@@ -129,6 +129,7 @@ describe('batched loading in GraphQL', () => {
           accounts: r.body.data.accounts as {
             id: string;
             apiKeys: { id: string }[];
+            wallet: { balance: string; held: string };
             notifications: { unreadCount: number; pageInfo: { hasNextPage: boolean }; nodes: { id: string }[] };
           }[],
           queries: rows.mock.calls.length + run.mock.calls.length + viaKnex,
@@ -144,6 +145,7 @@ describe('batched loading in GraphQL', () => {
     for (const a of many.accounts) {
       expect(a.apiKeys.map((k) => k.id)).toEqual(made.find((m) => m.id === a.id)!.keys);
       expect(a.notifications.unreadCount).toBe(3);
+      expect(a.wallet).toEqual({ balance: '0', held: '0' });
       expect(a.notifications.nodes).toHaveLength(2);
       expect(a.notifications.pageInfo.hasNextPage).toBe(true);
     }
@@ -153,7 +155,7 @@ describe('batched loading in GraphQL', () => {
     const few = await listWithQueryCount(2);
     expect(few.accounts).toHaveLength(2);
     expect(few.queries).toBe(many.queries);
-    // The account search (ids, then the accounts), the keys, the feeds, the unread counts.
-    expect(many.queries).toBe(5);
+    // The account search (ids, then the accounts), the wallets, the keys, the feeds, the unread counts.
+    expect(many.queries).toBe(6);
   });
 });

@@ -35,6 +35,15 @@ export abstract class AccountBilling extends Sweeper {
     return { accountId, balance, held, currency: WALLET_CURRENCY };
   }
 
+  /** The wallets of `accountIds`, in their order, in one query (a list of accounts; DataLoader). */
+  async getWallets(accountIds: readonly string[]): Promise<WalletView[]> {
+    const found = await this.wallets.balances(this.db, [...new Set(accountIds)]);
+    return accountIds.map((accountId) => {
+      const w = found.get(accountId) ?? { balance: 0n, held: 0n };
+      return { accountId, balance: w.balance, held: w.held, currency: WALLET_CURRENCY };
+    });
+  }
+
   listTransactions(accountId: string, query: TransactionQuery = {}): Promise<TransactionPage> {
     return listTransactions(this.db, accountId, query);
   }

@@ -130,6 +130,8 @@ export interface WalletStore {
   claimPeriodAlert(db: Db, column: PeriodAlertColumn, accountId: string, period: string): Promise<boolean>;
   /** Balance and held money; zero for an account without a wallet. */
   balance(db: Db, accountId: string): Promise<{ balance: bigint; held: bigint }>;
+  /** The balances of several accounts in one query; those without a wallet row are left out. */
+  balances(db: Db, accountIds: readonly string[]): Promise<Map<string, { balance: bigint; held: bigint }>>;
   /** The account's tier and its wallet's period counters; null when the account does not exist. */
   allocation(db: Db, accountId: string): Promise<{ tier: Tier; period: string | null; used: number; held: number } | null>;
   /** Accounts on one of `tiers` whose fee for `period` is not paid. */
@@ -345,6 +347,19 @@ export abstract class WalletStoreBase implements WalletStore {
       [accountId],
     );
     return { balance: big(r?.balance ?? 0), held: big(r?.held ?? 0) };
+  }
+
+  /** The balances of `accountIds` in one query; accounts without a wallet row are left out. */
+  async balances(db: Db, accountIds: readonly string[]): Promise<Map<string, { balance: bigint; held: bigint }>> {
+    const out = new Map<string, { balance: bigint; held: bigint }>();
+    if (accountIds.length === 0) return out;
+    const found = await rows<{ account_id: string; balance: unknown; held: unknown }>(
+      db,
+      `select account_id, cast(balance as text) as balance, cast(held as text) as held from wallets where account_id in (${accountIds.map(() => '?').join(', ')})`,
+      [...accountIds],
+    );
+    for (const r of found) out.set(r.account_id, { balance: big(r.balance), held: big(r.held) });
+    return out;
   }
 
   async allocation(db: Db, accountId: string): Promise<{ tier: Tier; period: string | null; used: number; held: number } | null> {

@@ -114,12 +114,14 @@ export const WalletRef = builder.objectRef<WalletView>('Wallet').implement({
   }),
 });
 
+// Batched: a list of accounts (the operator's) reads their wallets in one query.
 builder.objectField(AccountRef, 'wallet', (t) =>
-  t.field({
+  t.loadable({
     type: WalletRef,
+    load: (accountIds: string[], ctx) => ctx.services.billing.getWallets(accountIds),
     resolve: async (account, _args, ctx) => {
       await requireAccountAccess(ctx, account.id);
-      return ctx.services.billing.getWallet(account.id);
+      return account.id;
     },
   }),
 );
