@@ -470,6 +470,9 @@ function armorLimit(error: GraphQLError): GraphQLError {
   });
 }
 
+/** The operations (subscriptions, queries, mutations) one WebSocket may have open at once. */
+export const MAX_OPERATIONS_PER_SOCKET = 100;
+
 /** How long /readyz waits for the database's answer to `select 1`. */
 const READY_DB_TIMEOUT_MS = 2_000;
 
@@ -577,8 +580,20 @@ export async function startServer(services: Services, opts: { port?: number; hos
       // operations go on.
       onSubscribe: async (ctx, id, payload) => {
         const socket = ctx.extra.socket;
+        const open = operations.get(socket);
+        // A bound on what one socket may keep open (each subscription holds memory until it ends).
+        if (open && open.size >= MAX_OPERATIONS_PER_SOCKET) {
+          return [
+            toPublicGraphQLError(
+              new DomainError(
+                'invalid_request',
+                `This connection already has ${MAX_OPERATIONS_PER_SOCKET} operations open, the most one WebSocket may: complete some, or open another connection.`,
+              ),
+            ),
+          ];
+        }
         const controller = new AbortController();
-        operations.get(socket)?.set(id, controller);
+        open?.set(id, controller);
         const refused = (errors: GraphQLError[]) => {
           operations.get(socket)?.delete(id);
           return errors;

@@ -14,6 +14,7 @@ import type { Engine } from '../src/domain/inference/engine.js';
 import { ADMIN_TOKEN, catalogYaml, startTestServer, type TestServer } from './support/harness.js';
 import { waitUntil } from './support/wait.js';
 import { operation, wsClient as wsClientOf } from './support/ws.js';
+import { MAX_OPERATIONS_PER_SOCKET } from '../src/server.js';
 
 const CONTEXT_WINDOW = 4096; // chat-test's, in the harness catalog
 
@@ -445,6 +446,37 @@ describe('over WebSocket, limits refuse the operation, not the socket', () => {
       const ended = await wallet;
       expect(Number(ended.events[0].data.walletUpdated.balance)).toBe(1);
     } finally {
+      await client.dispose();
+    }
+  });
+});
+
+describe('over WebSocket, a bound on open operations', () => {
+  it(`refuses the operation past ${MAX_OPERATIONS_PER_SOCKET} open on one socket, and takes more once some end`, async () => {
+    const { apiKey } = await s.account('developer');
+    const client = wsClient(apiKey);
+    const ends: (() => void)[] = [];
+    try {
+      const before = s.services.keyWatch.size;
+      for (let i = 0; i < MAX_OPERATIONS_PER_SOCKET; i++) {
+        ends.push(
+          client.subscribe(
+            { query: 'subscription { walletUpdated { balance } }' },
+            { next: () => {}, error: () => {}, complete: () => {} },
+          ),
+        );
+      }
+      await waitUntil(() => s.services.keyWatch.size >= before + MAX_OPERATIONS_PER_SOCKET);
+      const refused = await operation(client, '{ viewer { id } }');
+      expect(refused.error?.[0]?.message).toMatch(/already has 100 operations open/);
+      expect(refused.error?.[0]?.extensions).toMatchObject({ code: 'invalid_request', status: 400 });
+      // One ends: another is taken.
+      ends.pop()!();
+      await waitUntil(() => s.services.keyWatch.size < before + MAX_OPERATIONS_PER_SOCKET);
+      const taken = await operation(client, '{ viewer { id } }');
+      expect(taken.events[0]?.data?.viewer?.id).toBeTruthy();
+    } finally {
+      for (const end of ends) end();
       await client.dispose();
     }
   });
