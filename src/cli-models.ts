@@ -176,7 +176,7 @@ export function registerModelCommands(program: Command, ctx: ModelsCliContext): 
       if (opts.defaults) {
         if (source || opts.out)
           throw new DomainError('invalid_value', '--defaults takes no source and no --out: each model is saved as its config `file`.');
-        const wanted = inProcessModels(loadConfig(ctx.env).models).filter((m) => m.engine.source);
+        const wanted = inProcessModels(loadConfig(ctx.env, { payments: false }).models).filter((m) => m.engine.source);
         if (wanted.length === 0) {
           if (opts.json) ctx.printJson([]);
           else ctx.print('The config has no in-process model with a source to pull.');

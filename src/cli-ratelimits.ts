@@ -18,7 +18,7 @@ function parseLimit(text: string, flag: string): number | null {
 /** The tiers of the server's config file (env CONFIG); the defaults when there is none. */
 function tiersOf(ctx: CliContext): Record<TierName, TierConfig> {
   try {
-    return loadConfig(ctx.env).tiers;
+    return loadConfig(ctx.env, { payments: false }).tiers;
   } catch (e) {
     if (e instanceof ConfigError && !ctx.env.CONFIG && /cannot read config file/.test(e.message)) return TIER_DEFAULTS;
     throw e;

@@ -276,7 +276,7 @@ export async function runCli(argv: readonly string[] = process.argv, io: CliIO =
  */
 function readBillingConfig(env: NodeJS.ProcessEnv): Pick<AppConfig, 'tiers' | 'billing'> {
   try {
-    return loadConfig(env);
+    return loadConfig(env, { payments: false });
   } catch (e) {
     if (e instanceof ConfigError && !env.CONFIG && /cannot read config file/.test(e.message)) {
       return { tiers: TIER_DEFAULTS, billing: { hold_expiry_seconds: 900, sweep_interval_seconds: 30, instance_timeout_seconds: 90 } };

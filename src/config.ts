@@ -487,7 +487,11 @@ export function parseConfigText(
   };
 }
 
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
+/**
+ * `payments: false`: the payment processor's secrets are neither read nor required (the operator
+ * CLI's commands, which take no payments, run without STRIPE_SECRET_KEY in their environment).
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { payments?: boolean } = {}): AppConfig {
   const configPath = path.resolve(env.CONFIG ?? 'config/default.yaml');
   let text: string;
   try {
@@ -521,7 +525,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     logLevel: env.LOG_LEVEL || 'info',
     nodeEnv: env.NODE_ENV || 'development',
     ...file,
-    stripe: paymentsEnv(env, file.payments),
+    stripe: opts.payments === false ? null : paymentsEnv(env, file.payments),
   };
 }
 

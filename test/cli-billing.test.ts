@@ -195,3 +195,40 @@ describe('tollgate wallet and ledger commands', () => {
     expect(JSON.parse(json.stdout).problems).toHaveLength(1);
   });
 });
+
+describe('the CLI on a server configured for Stripe', () => {
+  it('runs its commands without the Stripe secrets in its environment (it takes no payments)', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'tollgate-cli-stripe-'));
+    try {
+      const config = path.join(dir, 'config.yaml');
+      writeFileSync(config, 'payments: { processor: stripe }\ntiers:\n  startup: { monthly_fee: 5 }\nmodels: []\n');
+      const env = { DATABASE_URL: `sqlite:${path.join(dir, 'tollgate.db')}`, CONFIG: config };
+      const created = await tollgate(env, 'accounts', 'create', '--email', 'stripe-ops@example.com', '--tier', 'startup', '--json');
+      expect(created.stderr).toBe('');
+      expect(created.code).toBe(0);
+      const id = JSON.parse(created.stdout).account.id;
+      const credit = await tollgate(
+        env,
+        'wallet',
+        'credit',
+        '--account',
+        id,
+        '--amount',
+        '12',
+        '--type',
+        'bonus',
+        '--description',
+        'x',
+        '--json',
+      );
+      expect(credit.code).toBe(0);
+      // The credit paid the tier's fee it found due.
+      const shown = await tollgate(env, 'accounts', 'show', id, '--json');
+      expect(JSON.parse(shown.stdout).account).toMatchObject({ tier: 'startup' });
+      const limits = await tollgate(env, 'limits', 'show', '--account', id, '--json');
+      expect(limits.code).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
