@@ -585,6 +585,9 @@ describe.each(BACKENDS)('billing on %s', (backend) => {
       expect(one.edges).toHaveLength(60);
       expect(one.edges[0].node.description).toBe('n0');
       expect(one.pageInfo).toMatchObject({ hasNextPage: true, hasPreviousPage: false, endCursor: one.edges[59].cursor });
+      // An empty cursor is no cursor: the same first page.
+      const empty = (await c.graphql(q, { after: '' })).body.data.viewer.wallet.transactions;
+      expect(empty).toEqual(one);
       const two = (await c.graphql(q, { after: one.pageInfo.endCursor })).body.data.viewer.wallet.transactions;
       expect(two.edges).toHaveLength(41);
       expect(two.edges[0].node.description).toBe('n60');

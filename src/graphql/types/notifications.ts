@@ -74,7 +74,7 @@ const ConnectionRef = builder.objectRef<ConnectionShape>('NotificationConnection
       type: PageInfoRef,
       resolve: (c) => ({
         hasNextPage: c.hasMore,
-        hasPreviousPage: c.after !== null,
+        hasPreviousPage: Boolean(c.after),
         startCursor: c.notifications[0]?.id ?? null,
         endCursor: c.notifications.at(-1)?.id ?? null,
       }),

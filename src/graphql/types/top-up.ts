@@ -152,7 +152,7 @@ const TopUpConnectionRef = builder.objectRef<TopUpConnectionShape>('TopUpConnect
       type: PageInfoRef,
       resolve: (c) => ({
         hasNextPage: c.hasMore,
-        hasPreviousPage: c.after !== null,
+        hasPreviousPage: Boolean(c.after),
         startCursor: c.topUps[0]?.id ?? null,
         endCursor: c.topUps.at(-1)?.id ?? null,
       }),

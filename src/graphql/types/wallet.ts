@@ -73,7 +73,7 @@ const ConnectionRef = builder.objectRef<ConnectionShape>('WalletTransactionConne
       type: PageInfoRef,
       resolve: (c) => ({
         hasNextPage: c.hasMore,
-        hasPreviousPage: c.after !== null,
+        hasPreviousPage: Boolean(c.after),
         startCursor: c.transactions[0]?.id ?? null,
         endCursor: c.transactions.at(-1)?.id ?? null,
       }),
