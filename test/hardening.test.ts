@@ -400,9 +400,10 @@ describe('client mistakes are 4xx', () => {
 
   it('logs an unexpected error once, with the request id and the path with its mount', async () => {
     const { apiKey } = await s.account('developer');
-    const billing = s.services.billing as unknown as { getWallet: (...a: unknown[]) => unknown };
-    const wallet = billing.getWallet;
-    billing.getWallet = () => {
+    // /v1 reads one wallet, GraphQL's Account.wallet a batch of them (DataLoader).
+    const billing = s.services.billing as unknown as { getWallet: (...a: unknown[]) => unknown; getWallets: (...a: unknown[]) => unknown };
+    const { getWallet: wallet, getWallets: wallets } = billing;
+    billing.getWallet = billing.getWallets = () => {
       throw new TypeError('injected fault');
     };
     try {
@@ -417,6 +418,7 @@ describe('client mistakes are 4xx', () => {
       for (const l of errors) expect(typeof l.reqId).toBe('string');
     } finally {
       billing.getWallet = wallet;
+      billing.getWallets = wallets;
     }
   });
 });
