@@ -163,7 +163,8 @@ export function choiceEvents(choice: Record<string, unknown>, n: number, out: En
       out.push(piece);
     }
   }
-  if (choice.finish_reason === null || choice.finish_reason === undefined) return undefined;
+  // "" is not an ending: SGLang 0.4.3 and older Ollama send it on every chunk, where others send null.
+  if (choice.finish_reason === null || choice.finish_reason === undefined || choice.finish_reason === '') return undefined;
   const finish = mapFinishReason(choice.finish_reason);
   out.push({ type: 'choice_finish', choice: index, finishReason: finish });
   return finish;

@@ -1,0 +1,134 @@
+// What real upstreams send that the OpenAI format does not quite say (SGLang's `finish_reason: ""`,
+// Ollama's tool calls on one index and its usage of 0, vLLM's `abort`, TGI's `eos_token`, Foundry
+// Local's `"error": null`, llama.cpp's and TEI's refusals, `event: error`, a response held open
+// after [DONE], TEI's /rerank body), read through the running server with a wallet-paid key: what
+// the client gets, and what is billed.
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
+import { embeddingModelYaml, startTestServer, type TestServer } from './support/harness.js';
+import { client, seed } from './support/seed.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+async function until<T>(fn: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 10_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await fn();
+    if (value) return value;
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await sleep(20);
+  }
+}
+
+function chatModel(id: string, engine: string): string {
+  return `  - id: ${id}
+    category: chat
+    owned_by: tests
+    created: 1735689600
+    version: "2025-01-01"
+    status: active
+    capabilities: { chat_completion: true, streaming: true, function_calling: true }
+    pricing: { input_price_per_million: 1.0, output_price_per_million: 2.0, currency: usd }
+    specifications: { context_window: 4096, max_output_tokens: 256, training_cutoff: "2024-10" }
+    engine: { type: openai, model: upstream-chat, ${engine} }
+`;
+}
+
+/** One SSE event of a chat chunk with these choices (and other top-level fields). */
+const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) =>
+  `data: ${JSON.stringify({ id: 'chatcmpl-x', object: 'chat.completion.chunk', created: 1735689600, model: 'm', choices, ...extra })}\n\n`;
+const choice = (delta: Record<string, unknown>, finish: unknown = null, index = 0) => ({
+  index,
+  delta,
+  logprobs: null,
+  finish_reason: finish,
+});
+const usage = (prompt: number, completion: number) => ({
+  prompt_tokens: prompt,
+  completion_tokens: completion,
+  total_tokens: prompt + completion,
+});
+const DONE = 'data: [DONE]\n\n';
+const sse = (...events: string[]) => ({ raw: events.join(''), type: 'text/event-stream' });
+
+/** Parses an SSE body into its data payloads. */
+function sseData(text: string): string[] {
+  return text
+    .split('\n\n')
+    .filter((e) => e.startsWith('data: '))
+    .map((e) => e.slice('data: '.length));
+}
+/** The chunks of a streamed answer (without [DONE]). */
+const chunksOf = (text: string) =>
+  sseData(text)
+    .filter((d) => d !== '[DONE]')
+    .map((d) => JSON.parse(d));
+const contentOf = (text: string) =>
+  chunksOf(text)
+    .map((c) => c.choices?.[0]?.delta?.content ?? '')
+    .join('');
+
+describe('upstream quirks', () => {
+  let s: TestServer;
+  let second: FakeUpstream;
+
+  beforeAll(async () => {
+    second = await startFakeUpstream();
+    s = await startTestServer({
+      yaml: (url) => `
+tiers:
+  developer: { monthly_tokens: 0 }
+models:
+${chatModel('chat-q', `base_url: "${url}", timeout_ms: 5000`)}${chatModel(
+  'chat-two',
+  `base_urls: ["${url}", "${second.url}"], timeout_ms: 5000, circuit_breaker: { failure_threshold: 1, cooldown_ms: 600000 }`,
+)}${embeddingModelYaml('embed-q', '{ max_tokens: 512, output_dimensions: 4 }', `{ type: openai, base_url: "${url}", model: upstream-embed }`)}`,
+    });
+  });
+  afterAll(async () => {
+    await s?.close();
+    await second?.close();
+  });
+  afterEach(async () => {
+    s.upstream.setFault(null);
+    second.setFault(null);
+    await until(async () => (await s.services.billing.countOpenHolds()) === 0);
+    expect(await s.services.billing.verifyLedger()).toEqual([]);
+  });
+
+  const account = async () => {
+    const a = await seed(s).account({ tier: 'developer' }).wallet('1.00');
+    return { ...a, c: client(s, a.apiKey) };
+  };
+  const chat = (c: ReturnType<typeof client>, content: string, extra: Record<string, unknown> = {}) =>
+    c.post('/chat/completions', { model: 'chat-q', messages: [{ role: 'user', content }], max_tokens: 64, ...extra });
+  const stream = (c: ReturnType<typeof client>, content: string, extra: Record<string, unknown> = {}) =>
+    chat(c, content, { stream: true, stream_options: { include_usage: true }, ...extra });
+  /** The one usage event of an account, once it is settled. */
+  const billed = async (accountId: string) => {
+    await until(async () => (await s.services.billing.listUsageEvents(accountId)).length === 1);
+    return (await s.services.billing.listUsageEvents(accountId))[0]!;
+  };
+
+  it('1. finish_reason "" on every chunk (SGLang 0.4.3, older Ollama) is not an ending: the content after it is delivered and billed', async () => {
+    const { id, c } = await account();
+    s.upstream.setFault(
+      sse(
+        chunk([choice({ role: 'assistant', content: '' }, '')]),
+        chunk([choice({ content: 'The capital' }, '')]),
+        chunk([choice({ content: ' is Paris.' }, '')]),
+        chunk([choice({ content: '' }, 'stop')]),
+        chunk([], { usage: usage(4, 5) }),
+        DONE,
+      ),
+    );
+    const r = await stream(c, 'capital?');
+    expect(r.status).toBe(200);
+    expect(contentOf(r.text)).toBe('The capital is Paris.');
+    const finishes = chunksOf(r.text)
+      .map((ch) => ch.choices[0]?.finish_reason)
+      .filter((f) => f !== undefined && f !== null);
+    expect(finishes).toEqual(['stop']);
+    expect(sseData(r.text).at(-1)).toBe('[DONE]');
+    expect(await billed(id)).toMatchObject({ outcome: 'completed', promptTokens: 4, completionTokens: 5 });
+  });
+});
