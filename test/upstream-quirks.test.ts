@@ -131,4 +131,22 @@ ${chatModel('chat-q', `base_url: "${url}", timeout_ms: 5000`)}${chatModel(
     expect(sseData(r.text).at(-1)).toBe('[DONE]');
     expect(await billed(id)).toMatchObject({ outcome: 'completed', promptTokens: 4, completionTokens: 5 });
   });
+
+  it('7. "error": null on every chunk (Microsoft Foundry Local) is no error: the stream is delivered and billed', async () => {
+    const { id, c } = await account();
+    s.upstream.setFault(
+      sse(
+        chunk([choice({ role: 'assistant', content: '' })], { error: null }),
+        chunk([choice({ content: 'Fine' })], { error: null }),
+        chunk([choice({}, 'stop')], { error: null }),
+        chunk([], { usage: usage(4, 1), error: null }),
+        DONE,
+      ),
+    );
+    const r = await stream(c, 'fine?');
+    expect(r.status).toBe(200);
+    expect(contentOf(r.text)).toBe('Fine');
+    expect(sseData(r.text).at(-1)).toBe('[DONE]');
+    expect(await billed(id)).toMatchObject({ outcome: 'completed', promptTokens: 4, completionTokens: 1 });
+  });
 });

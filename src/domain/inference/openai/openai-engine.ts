@@ -341,7 +341,8 @@ export class OpenAIEngine implements Engine {
   private readChunk(data: string, state: StreamState, n: number, out: EngineStreamEvent[]): void {
     const chunk = asRecord(parseJson(data));
     if (!chunk) throw new Retryable(invalidResponse(), true);
-    if (chunk.error !== undefined) {
+    // `"error": null` on every chunk (Microsoft Foundry Local) says there is none.
+    if (chunk.error !== undefined && chunk.error !== null) {
       this.logger.warn({ op: 'chat.stream', detail: truncate(data) }, 'upstream sent an error inside the stream');
       throw new DomainError('upstream_error', msg.brokenStream);
     }
