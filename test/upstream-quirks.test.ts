@@ -4,6 +4,7 @@
 // after [DONE], TEI's /rerank body), read through the running server with a wallet-paid key: what
 // the client gets, and what is billed.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { countChatTokens, countTextTokens } from '../src/domain/inference/tokenizer.js';
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
 import { embeddingModelYaml, startTestServer, type TestServer } from './support/harness.js';
 import { client, seed } from './support/seed.js';
@@ -148,5 +149,30 @@ ${chatModel('chat-q', `base_url: "${url}", timeout_ms: 5000`)}${chatModel(
     expect(contentOf(r.text)).toBe('Fine');
     expect(sseData(r.text).at(-1)).toBe('[DONE]');
     expect(await billed(id)).toMatchObject({ outcome: 'completed', promptTokens: 4, completionTokens: 1 });
+  });
+
+  it('11. an `event: error` SSE event ends the stream as an upstream failure, billed for what was delivered, even when [DONE] follows', async () => {
+    const { id, c } = await account();
+    s.upstream.setFault(
+      sse(
+        chunk([choice({ role: 'assistant', content: '' })]),
+        chunk([choice({ content: 'Hi there' })]),
+        'event: error\ndata: {"message":"upstream model crashed","code":500}\n\n',
+        DONE,
+      ),
+    );
+    const r = await stream(c, 'hi', { max_tokens: 16 });
+    expect(r.status).toBe(200);
+    const data = sseData(r.text);
+    expect(data).not.toContain('[DONE]');
+    expect(JSON.parse(data.at(-1)!).error).toMatchObject({ code: 'upstream_error' });
+    expect(JSON.stringify(data)).not.toContain('crashed');
+    expect(contentOf(r.text.slice(0, r.text.lastIndexOf('data: {"error"')))).toBe('Hi there');
+    const content = 'hi';
+    expect(await billed(id)).toMatchObject({
+      outcome: 'failed_mid_stream',
+      promptTokens: countChatTokens([{ role: 'user', content }]),
+      completionTokens: countTextTokens('Hi there'),
+    });
   });
 });

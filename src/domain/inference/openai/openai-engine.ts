@@ -13,7 +13,7 @@
 // Error policy: callers see only fixed messages. Upstream addresses, ports, keys and upstream error
 // bodies go to the logger, never into a DomainError, because those messages reach API clients.
 import { Pool } from 'undici';
-import { createParser } from 'eventsource-parser';
+import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import type { OpenAIEngineConfig } from '../../catalog/model.js';
 import { DomainError } from '../../errors.js';
 import { embedResultFrom, moderationResultFrom, rerankResultFrom } from './answers.js';
@@ -185,12 +185,12 @@ export class OpenAIEngine implements Engine {
           } else {
             // The SSE answer, relayed event by event as it comes (written out here rather than in
             // a generator of its own: every event would pass through one more).
-            const events: string[] = [];
+            const events: EventSourceMessage[] = [];
             const out: EngineStreamEvent[] = [];
             // Comments (": ping") and retry fields are not events: they do not count as progress.
             const parser = createParser({
               onEvent(e) {
-                events.push(e.data);
+                events.push(e);
               },
             });
             // undici's body ignores setEncoding; a streaming decoder keeps characters split across chunks whole.
@@ -201,7 +201,8 @@ export class OpenAIEngine implements Engine {
                 parser.feed(decoder.decode(chunk, DECODE_STREAM));
                 if (events.length > 0) attempt.progress();
                 for (let i = 0; i < events.length; i++) {
-                  const data = events[i]!;
+                  const { data, event } = events[i]!;
+                  if (event === 'error') this.streamError(data);
                   if (data === '[DONE]') {
                     state.done = true;
                     break;
@@ -342,10 +343,7 @@ export class OpenAIEngine implements Engine {
     const chunk = asRecord(parseJson(data));
     if (!chunk) throw new Retryable(invalidResponse(), true);
     // `"error": null` on every chunk (Microsoft Foundry Local) says there is none.
-    if (chunk.error !== undefined && chunk.error !== null) {
-      this.logger.warn({ op: 'chat.stream', detail: truncate(data) }, 'upstream sent an error inside the stream');
-      throw new DomainError('upstream_error', msg.brokenStream);
-    }
+    if (chunk.error !== undefined && chunk.error !== null) this.streamError(data);
     // Servers with continuous usage stats send usage on every chunk: the last one wins.
     const usage = asRecord(chunk.usage);
     if (usage) state.usage = usage;
@@ -362,6 +360,12 @@ export class OpenAIEngine implements Engine {
         else if (e.type === 'tool_call') state.content += (e.name ?? '') + e.arguments;
       }
     }
+  }
+
+  /** An error the upstream sent inside its stream (an `error` chunk, or an `event: error` event): logged, and the stream ends. */
+  private streamError(data: string): never {
+    this.logger.warn({ op: 'chat.stream', detail: truncate(data) }, 'upstream sent an error inside the stream');
+    throw new DomainError('upstream_error', msg.brokenStream);
   }
 
   /**
