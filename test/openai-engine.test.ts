@@ -344,6 +344,29 @@ describe('OpenAIEngine', () => {
     await until(() => f.aborted === 1);
   });
 
+  it('ends a stream at [DONE] and still reuses the connection of an upstream that ends its response just after', async () => {
+    const { createServer: createHttpServer } = await import('node:http');
+    let connections = 0;
+    const srv = createHttpServer((request, res) => {
+      request.resume();
+      request.on('end', () => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write('data: {"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n');
+        setTimeout(() => res.end(), 5);
+      });
+    });
+    srv.on('connection', () => connections++);
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+    cleanups.push(() => new Promise((r) => srv.close(() => r())));
+    const { e } = engine([`http://127.0.0.1:${(srv.address() as { port: number }).port}/v1`]);
+    for (let i = 0; i < 3; i++) {
+      expect((await collect(e.chatStream(req('hi'), signal()))).at(-1)).toMatchObject({ type: 'finish', finishReason: 'stop' });
+      // The response's end arrives after the stream ended; the socket goes back to the pool then.
+      await new Promise((r) => setTimeout(r, 30));
+    }
+    expect(connections).toBe(1);
+  });
+
   it('closes the upstream request and throws an AbortError when the signal fires', async () => {
     const f = await fake();
     const { e } = engine([f.url]);

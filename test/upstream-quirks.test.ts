@@ -175,4 +175,28 @@ ${chatModel('chat-q', `base_url: "${url}", timeout_ms: 5000`)}${chatModel(
       completionTokens: countTextTokens('Hi there'),
     });
   });
+
+  it('9. a stream whose upstream keeps the response open after [DONE] ends at [DONE], and the upstream response is closed after it', async () => {
+    const { id, c } = await account();
+    // The idle timeout (5 s here) is what ended such a stream before: the upstream held it open.
+    s.upstream.setFault({
+      ...sse(
+        chunk([choice({ role: 'assistant', content: '' })]),
+        chunk([choice({ content: 'Quick' }, 'stop')]),
+        chunk([], { usage: usage(4, 1) }),
+        DONE,
+      ),
+      hold: true,
+    });
+    const aborted = s.upstream.aborted;
+    const r = await stream(c, 'quick?');
+    expect(r.status).toBe(200);
+    expect(sseData(r.text).at(-1)).toBe('[DONE]');
+    expect(contentOf(r.text)).toBe('Quick');
+    // The client's stream ended while the upstream still held its response open...
+    expect(s.upstream.aborted).toBe(aborted);
+    expect(await billed(id)).toMatchObject({ outcome: 'completed', promptTokens: 4, completionTokens: 1 });
+    // ...which tollgate then closes (after a short grace in which a server may still end it).
+    await until(() => s.upstream.aborted > aborted);
+  });
 });

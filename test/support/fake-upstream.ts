@@ -25,9 +25,10 @@ export type FailMode = '500' | '503' | 'reset' | 'hang';
  * - { pace }             streamed: the head at once, then each frame (role, content…, finish,
  *                        [DONE]) written on its own once `pace(index)` resolves, so a test can hold
  *                        a chunk back until the client has seen the one before
- * - { raw, type? }       every route: 200, `content-type: application/json` (or `type`), with `raw` as the body
+ * - { raw, type?, hold? } every route: 200, `content-type: application/json` (or `type`), with `raw` as the body
  *                        (an answer of the right shape with wrong values, or numbers JSON.stringify
- *                        cannot write, such as 1e999)
+ *                        cannot write, such as 1e999); `hold`: the response is never ended (a server
+ *                        that keeps a stream open after its [DONE]), until the client closes it
  * - { huge: bytes }      every route: 200 with a JSON body of that many bytes, sent in 1 MB writes
  */
 export type Fault =
@@ -41,7 +42,7 @@ export type Fault =
   | { usage: number }
   | { gate: Promise<void> }
   | { pace: (frame: number) => Promise<void> }
-  | { raw: string; type?: string }
+  | { raw: string; type?: string; hold?: boolean }
   | { huge: number };
 
 export interface FakeUpstreamOptions {
@@ -518,7 +519,8 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
       }
       if (chosen !== null && typeof chosen === 'object' && 'raw' in chosen) {
         res.writeHead(200, { 'content-type': chosen.type ?? 'application/json' });
-        res.end(chosen.raw);
+        if (chosen.hold) res.write(chosen.raw);
+        else res.end(chosen.raw);
         return;
       }
       if (chosen !== null && typeof chosen === 'object' && 'huge' in chosen) {

@@ -61,6 +61,25 @@ export type { OpenAIEngineLogger, OpenAIEngineOptions, UpstreamHealth };
 
 /** TextDecoder's options for a piece of a stream (one object, not one per network read). */
 const DECODE_STREAM = { stream: true } as const;
+/** A response body's iterator that leaves the body open when the loop over it is left. */
+const KEEP_BODY = { destroyOnReturn: false } as const;
+/** How long a stream's response may take to end after its [DONE] before it is closed. */
+const DRAIN_AFTER_DONE_MS = 1_000;
+
+/**
+ * The rest of a response whose [DONE] arrived, read and dropped: a server that ends it at once gets
+ * its socket back in the pool; one that holds it open has it closed after DRAIN_AFTER_DONE_MS.
+ */
+function drainAfterDone(body: ResponseData['body']): void {
+  const timer = setTimeout(destroyBody, DRAIN_AFTER_DONE_MS, body);
+  body.once('close', () => clearTimeout(timer));
+  body.on('error', ignoreError);
+  body.resume();
+}
+function destroyBody(body: ResponseData['body']): void {
+  body.destroy();
+}
+function ignoreError(): void {}
 
 export class OpenAIEngine implements Engine {
   private readonly upstreams: Upstream[];
@@ -196,8 +215,8 @@ export class OpenAIEngine implements Engine {
             // undici's body ignores setEncoding; a streaming decoder keeps characters split across chunks whole.
             const decoder = new TextDecoder();
             try {
-              for await (const chunk of res.body as AsyncIterable<Buffer>) {
-                if (state.done) continue; // drain to the end so the socket goes back to the pool
+              // Left at [DONE] without destroying the body: the finally below lets the rest drain.
+              for await (const chunk of res.body.iterator(KEEP_BODY) as AsyncIterable<Buffer>) {
                 parser.feed(decoder.decode(chunk, DECODE_STREAM));
                 if (events.length > 0) attempt.progress();
                 for (let i = 0; i < events.length; i++) {
@@ -222,6 +241,9 @@ export class OpenAIEngine implements Engine {
                   }
                 }
                 events.length = 0;
+                // Everything is in hand at [DONE]: the client's stream ends now, whether or not the
+                // upstream ends its response (some keep it open until a timeout).
+                if (state.done) break;
               }
             } catch (e) {
               // After [DONE] everything the consumer needs is in hand; a broken tail changes nothing.
@@ -246,7 +268,11 @@ export class OpenAIEngine implements Engine {
         } finally {
           // Reached with the body unfinished when the consumer called return() or an error struck:
           // destroying it aborts the request, which closes the upstream socket and stops generation.
-          if (!res.body.readableEnded) res.body.destroy();
+          // After [DONE] the rest may drain for a moment, so that the socket can go back to the pool.
+          if (!res.body.readableEnded) {
+            if (state.done) drainAfterDone(res.body);
+            else res.body.destroy();
+          }
           attempt.dispose();
           if (!judged) up.breaker.released();
         }
