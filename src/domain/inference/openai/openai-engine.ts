@@ -73,7 +73,6 @@ const DRAIN_AFTER_DONE_MS = 1_000;
 function drainAfterDone(body: ResponseData['body']): void {
   const timer = setTimeout(destroyBody, DRAIN_AFTER_DONE_MS, body);
   body.once('close', () => clearTimeout(timer));
-  body.on('error', ignoreError);
   body.resume();
 }
 function destroyBody(body: ResponseData['body']): void {
@@ -269,7 +268,9 @@ export class OpenAIEngine implements Engine {
           // Reached with the body unfinished when the consumer called return() or an error struck:
           // destroying it aborts the request, which closes the upstream socket and stops generation.
           // After [DONE] the rest may drain for a moment, so that the socket can go back to the pool.
+          // (The loop's iterator no longer listens to the body: its error on destroy() is expected.)
           if (!res.body.readableEnded) {
+            res.body.on('error', ignoreError);
             if (state.done) drainAfterDone(res.body);
             else res.body.destroy();
           }
