@@ -392,6 +392,23 @@ describe('OpenAIEngine', () => {
     expect(((await rejection(e.embed(['x'], early.signal))) as Error).name).toBe('AbortError');
   });
 
+  it('reads a finish reason it does not know as stop, and warns of each such value once', async () => {
+    const f = await fake();
+    const { e, warnings } = engine([f.url]);
+    const frame = (finish: string) =>
+      `data: {"choices":[{"index":0,"delta":{"content":"ok"},"finish_reason":"${finish}"}]}\n\ndata: [DONE]\n\n`;
+    const unknown = () => warnings.filter((w) => w.msg === 'upstream sent a finish_reason tollgate does not know; read as stop');
+    for (const finish of ['matched_stop', 'matched_stop', 'recitation']) {
+      f.setFault({ raw: frame(finish), type: 'text/event-stream' });
+      expect((await collect(e.chatStream(req('hi'), signal()))).at(-1)).toMatchObject({ type: 'finish', finishReason: 'stop' });
+    }
+    f.setFault({
+      raw: JSON.stringify({ choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'recitation' }] }),
+    });
+    expect((await e.chat(req('hi'), signal())).finishReason).toBe('stop');
+    expect(unknown().map((w) => (w.obj as { finish_reason: string }).finish_reason)).toEqual(['matched_stop', 'recitation']);
+  });
+
   it('maps a 400 about the context length to context_length_exceeded', async () => {
     // A tiny server that answers like vLLM does for an over-long prompt.
     const { createServer: createHttpServer } = await import('node:http');

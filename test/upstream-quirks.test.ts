@@ -51,6 +51,11 @@ const usage = (prompt: number, completion: number) => ({
 const DONE = 'data: [DONE]\n\n';
 const sse = (...events: string[]) => ({ raw: events.join(''), type: 'text/event-stream' });
 
+const TOOLS = [
+  { type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } },
+  { type: 'function', function: { name: 'get_time', parameters: { type: 'object' } } },
+];
+
 /** Parses an SSE body into its data payloads. */
 function sseData(text: string): string[] {
   return text
@@ -198,5 +203,82 @@ ${chatModel('chat-q', `base_url: "${url}", timeout_ms: 5000`)}${chatModel(
     expect(await billed(id)).toMatchObject({ outcome: 'completed', promptTokens: 4, completionTokens: 1 });
     // ...which tollgate then closes (after a short grace in which a server may still end it).
     await until(() => s.upstream.aborted > aborted);
+  });
+
+  describe('6. finish reasons', () => {
+    it("vLLM's `abort` after content ends the stream as an upstream failure, billed for what was delivered", async () => {
+      const { id, c } = await account();
+      s.upstream.setFault(
+        sse(
+          chunk([choice({ role: 'assistant', content: '' })]),
+          chunk([choice({ content: 'The answer is' })]),
+          chunk([choice({ content: '' }, 'abort')]),
+          chunk([], { usage: usage(4, 3) }),
+          DONE,
+        ),
+      );
+      const r = await stream(c, 'answer?');
+      expect(r.status).toBe(200);
+      const data = sseData(r.text);
+      expect(data).not.toContain('[DONE]');
+      expect(JSON.parse(data.at(-1)!).error).toMatchObject({ code: 'upstream_error' });
+      expect(chunksOf(r.text).some((ch) => ch.choices?.[0]?.finish_reason)).toBe(false);
+      expect(await billed(id)).toMatchObject({
+        outcome: 'failed_mid_stream',
+        promptTokens: countChatTokens([{ role: 'user', content: 'answer?' }]),
+        completionTokens: countTextTokens('The answer is'),
+      });
+    });
+
+    it('`abort` before anything reached the client is failed over, streamed or not, without ejecting the base URL', async () => {
+      const { c } = await account();
+      const aborted = sse(chunk([choice({ role: 'assistant', content: '' }, 'abort')]), DONE);
+      const plainAbort = {
+        raw: JSON.stringify({
+          choices: [{ index: 0, message: { role: 'assistant', content: 'The ans' }, finish_reason: 'abort' }],
+          usage: usage(4, 2),
+        }),
+      };
+      const content = 'hello #tokens=2';
+      for (const streamed of [true, false, true, false]) {
+        s.upstream.setFault(streamed ? aborted : plainAbort);
+        const r = streamed
+          ? await c.post('/chat/completions', { model: 'chat-two', messages: [{ role: 'user', content }], max_tokens: 2, stream: true })
+          : await c.post('/chat/completions', { model: 'chat-two', messages: [{ role: 'user', content }], max_tokens: 2 });
+        expect(r.status).toBe(200);
+        expect(streamed ? contentOf(r.text) : r.body.choices[0].message.content).toBe('w0 w1');
+      }
+      // Round-robin: two of the four calls started on the aborting URL; its breaker (threshold 1) stayed closed.
+      expect((await (await fetch(`${s.url}/readyz`)).json()).upstreams['chat-two'][0]).toMatchObject({ state: 'closed' });
+    });
+
+    it("TGI's `eos_token` is `stop`, or `tool_calls` for an answer that calls tools", async () => {
+      const { c } = await account();
+      s.upstream.setFault(sse(chunk([choice({ role: 'assistant', content: 'Done' })]), chunk([choice({}, 'eos_token')]), DONE));
+      const r = await stream(c, 'done?');
+      expect(chunksOf(r.text).map((ch) => ch.choices[0]?.finish_reason ?? null)).toContain('stop');
+      expect(sseData(r.text).at(-1)).toBe('[DONE]');
+      s.upstream.setFault({
+        raw: JSON.stringify({
+          choices: [
+            {
+              index: 0,
+              message: {
+                role: 'assistant',
+                tool_calls: [{ id: '0', type: 'function', function: { name: 'get_weather', arguments: { city: 'Paris' } } }],
+              },
+              finish_reason: 'eos_token',
+            },
+          ],
+          usage: usage(4, 12),
+        }),
+      });
+      const plain = await chat(c, 'weather?', { tools: TOOLS });
+      expect(plain.status).toBe(200);
+      expect(plain.body.choices[0]).toMatchObject({
+        finish_reason: 'tool_calls',
+        message: { tool_calls: [{ id: '0', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
+      });
+    });
   });
 });

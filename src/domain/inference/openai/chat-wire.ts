@@ -95,8 +95,11 @@ function readToolCalls(value: unknown): ToolCall[] | undefined {
   });
 }
 
+/** Hears a finish reason the engine does not know (read as 'stop'). */
+export type UnknownFinish = (value: unknown) => void;
+
 /** The choices of a non-streamed answer, in index order; n of them. */
-export function readChoices(data: Record<string, unknown>, n: number): EngineChoice[] {
+export function readChoices(data: Record<string, unknown>, n: number, unknown?: UnknownFinish): EngineChoice[] {
   if (!Array.isArray(data.choices) || data.choices.length < n) throw invalidResponse();
   const out: EngineChoice[] = new Array(n);
   const all: unknown[] = data.choices;
@@ -111,8 +114,8 @@ export function readChoices(data: Record<string, unknown>, n: number): EngineCho
     const raw = message?.content;
     if (!message || (raw !== null && raw !== undefined && typeof raw !== 'string')) throw invalidResponse();
     const content = typeof raw === 'string' ? raw : '';
-    const one: EngineChoice = { content, finishReason: mapFinishReason(choice.finish_reason) };
     const toolCalls = readToolCalls(message?.tool_calls);
+    const one: EngineChoice = { content, finishReason: mapFinishReason(choice.finish_reason, toolCalls !== undefined, unknown) };
     if (toolCalls) one.toolCalls = toolCalls;
     const logprobs = readLogprobs(choice.logprobs);
     if (logprobs) one.logprobs = logprobs;
@@ -125,13 +128,27 @@ export function readChoices(data: Record<string, unknown>, n: number): EngineCho
 /** Everything a choice produced that costs output tokens, for usage an upstream left out. */
 export const choiceText = (c: EngineChoice) => c.content + (c.toolCalls ?? []).map((t) => t.function.name + t.function.arguments).join('');
 
+/** What reading one stream needs across its chunks. */
+export interface StreamReading {
+  /** The choices asked for. */
+  n: number;
+  /** Per choice: whether it sent a tool call (TGI's `eos_token` then means `tool_calls`). */
+  calledTools: boolean[];
+  unknownFinish?: UnknownFinish;
+}
+
+export function streamReading(n: number, unknownFinish?: UnknownFinish): StreamReading {
+  return { n, calledTools: new Array<boolean>(n).fill(false), unknownFinish };
+}
+
 /**
  * The engine events one streamed chunk's choice carries, appended to `out`: its content (with its
  * log-probabilities), its tool-call pieces, and its end (`choice_finish`, with one choice too: the
  * client gets its finish reason when the upstream sends it, not with the usage and [DONE] that
  * follow). Returns how the choice finished, if it did in this chunk.
  */
-export function choiceEvents(choice: Record<string, unknown>, n: number, out: EngineStreamEvent[]): FinishReason | undefined {
+export function choiceEvents(choice: Record<string, unknown>, reading: StreamReading, out: EngineStreamEvent[]): FinishReason | undefined {
+  const { n } = reading;
   // A choice the request did not ask for, or content that is not text, is a broken stream.
   if (typeof choice.index === 'number' && !(choice.index >= 0 && choice.index < n)) throw invalidResponse();
   const index = typeof choice.index === 'number' ? choice.index : 0;
@@ -161,11 +178,12 @@ export function choiceEvents(choice: Record<string, unknown>, n: number, out: En
       if (typeof call.id === 'string') piece.id = call.id;
       if (typeof fn?.name === 'string') piece.name = fn.name;
       out.push(piece);
+      reading.calledTools[index] = true;
     }
   }
   // "" is not an ending: SGLang 0.4.3 and older Ollama send it on every chunk, where others send null.
   if (choice.finish_reason === null || choice.finish_reason === undefined || choice.finish_reason === '') return undefined;
-  const finish = mapFinishReason(choice.finish_reason);
+  const finish = mapFinishReason(choice.finish_reason, reading.calledTools[index] === true, reading.unknownFinish);
   out.push({ type: 'choice_finish', choice: index, finishReason: finish });
   return finish;
 }

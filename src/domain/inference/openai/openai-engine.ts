@@ -17,7 +17,7 @@ import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import type { OpenAIEngineConfig } from '../../catalog/model.js';
 import { DomainError } from '../../errors.js';
 import { embedResultFrom, moderationResultFrom, rerankResultFrom } from './answers.js';
-import { answerEvents, chatPayload, choiceEvents, choiceText, readChoices } from './chat-wire.js';
+import { answerEvents, chatPayload, choiceEvents, choiceText, readChoices, type StreamReading, streamReading } from './chat-wire.js';
 import { CircuitBreaker, type BreakerState } from './circuit-breaker.js';
 import type {
   ChatMessage,
@@ -61,6 +61,8 @@ export type { OpenAIEngineLogger, OpenAIEngineOptions, UpstreamHealth };
 
 /** TextDecoder's options for a piece of a stream (one object, not one per network read). */
 const DECODE_STREAM = { stream: true } as const;
+/** The most distinct unknown finish reasons an engine logs (an upstream cannot grow the set without bound). */
+const MAX_WARNED_FINISHES = 32;
 /** A response body's iterator that leaves the body open when the loop over it is left. */
 const KEEP_BODY = { destroyOnReturn: false } as const;
 /** How long a stream's response may take to end after its [DONE] before it is closed. */
@@ -91,6 +93,8 @@ export class OpenAIEngine implements Engine {
   private readonly firstByteMs: number;
   private readonly maxDurationMs: number;
   private next = 0;
+  /** The unknown finish reasons already logged (each once; at most MAX_WARNED_FINISHES). */
+  private readonly warnedFinishes = new Set<string>();
 
   constructor(config: OpenAIEngineConfig, opts: OpenAIEngineOptions = {}) {
     const env = opts.env ?? process.env;
@@ -166,6 +170,7 @@ export class OpenAIEngine implements Engine {
         attempted = true;
         // A fresh state per attempt: we only move on to another server while nothing was yielded.
         const state: StreamState = { yielded: false, content: '', finishReason: undefined, usage: undefined, done: false };
+        const reading = streamReading(n, this.unknownFinish);
         const attempt = new Attempt(signal, call, this.firstByteMs, this.timeoutMs);
         let res: ResponseData;
         try {
@@ -225,7 +230,7 @@ export class OpenAIEngine implements Engine {
                     state.done = true;
                     break;
                   }
-                  this.readChunk(data, state, n, out);
+                  this.readChunk(data, state, reading, out);
                   // The first well-formed event: the base URL works.
                   if (!judged) {
                     judged = true;
@@ -328,7 +333,7 @@ export class OpenAIEngine implements Engine {
   // ---------------------------------------------------------------------------------------------
 
   private chatResultFrom(data: Record<string, unknown>, req: EngineChatRequest): EngineChatResult {
-    const choices = readChoices(data, req.n ?? 1);
+    const choices = readChoices(data, req.n ?? 1, this.unknownFinish);
     const reported = asRecord(data.usage);
     // What the upstream left out is counted here (the answer's text made only then).
     const promptTokens = tokenCount(reported?.prompt_tokens) ?? countChatTokens(req.messages, req.tools);
@@ -354,8 +359,9 @@ export class OpenAIEngine implements Engine {
     let choices: ReturnType<typeof readChoices>;
     try {
       if (!data) throw invalidResponse();
-      choices = readChoices(data, n);
-    } catch {
+      choices = readChoices(data, n, this.unknownFinish);
+    } catch (e) {
+      if (e instanceof Retryable) throw e;
       throw new Retryable(invalidResponse(), true);
     }
     state.usage = asRecord(data.usage);
@@ -366,7 +372,7 @@ export class OpenAIEngine implements Engine {
   }
 
   /** Applies one chunk to the state; appends the events it carries (content, tool-call pieces) to `out`. */
-  private readChunk(data: string, state: StreamState, n: number, out: EngineStreamEvent[]): void {
+  private readChunk(data: string, state: StreamState, reading: StreamReading, out: EngineStreamEvent[]): void {
     const chunk = asRecord(parseJson(data));
     if (!chunk) throw new Retryable(invalidResponse(), true);
     // `"error": null` on every chunk (Microsoft Foundry Local) says there is none.
@@ -379,7 +385,7 @@ export class OpenAIEngine implements Engine {
       const choice = asRecord(raw);
       if (!choice) continue;
       const from = out.length;
-      const finish = choiceEvents(choice, n, out);
+      const finish = choiceEvents(choice, reading, out);
       if (finish) state.finishReason = finish;
       for (let i = from; i < out.length; i++) {
         const e = out[i]!;
@@ -388,6 +394,14 @@ export class OpenAIEngine implements Engine {
       }
     }
   }
+
+  /** Logs a finish reason this engine does not know (read as 'stop'), once per value. */
+  private readonly unknownFinish = (value: unknown): void => {
+    const key = truncate(String(typeof value === 'string' ? value : JSON.stringify(value)));
+    if (this.warnedFinishes.has(key) || this.warnedFinishes.size >= MAX_WARNED_FINISHES) return;
+    this.warnedFinishes.add(key);
+    this.logger.warn({ model: this.model, finish_reason: key }, 'upstream sent a finish_reason tollgate does not know; read as stop');
+  };
 
   /** An error the upstream sent inside its stream (an `error` chunk, or an `event: error` event): logged, and the stream ends. */
   private streamError(data: string): never {

@@ -227,6 +227,7 @@ export const msg = {
   tooLarge: `The model's upstream server sent an answer larger than ${ANSWER_BODY_LIMIT / 1024 / 1024} MB.`,
   brokenAnswer: "The model's upstream server broke off its answer.",
   brokenStream: "The model's upstream server broke off the stream.",
+  aborted: "The model's upstream server gave up on the answer before it was finished.",
   overloaded: "The model's upstream servers are busy; retry after the time given in Retry-After.",
   ejected: "The model's upstream servers are failing and are being given time to recover; retry after the time given in Retry-After.",
   status: (status: number) => `The model's upstream server failed to answer (HTTP ${status}).`,
@@ -237,10 +238,21 @@ export function abortReason(signal: AbortSignal): unknown {
   return signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
 }
 
-export function mapFinishReason(value: unknown): FinishReason {
+/**
+ * A choice's finish reason as tollgate reports it. 'abort' (vLLM's, for a request it gave up, as
+ * on shutdown) is no ending: the answer broke off, and that is thrown (a failure another base URL
+ * may not have, counting nothing towards ejection). `toolCalls`: the choice called tools. A value
+ * not known here reads as 'stop' and is told to `unknown` (null, undefined and "" are no value).
+ */
+export function mapFinishReason(value: unknown, toolCalls: boolean, unknown?: (value: unknown) => void): FinishReason {
+  if (typeof value === 'string' && FINISH_REASONS.has(value)) return value as FinishReason;
   // 'function_call' is the deprecated functions API's name for the same ending.
   if (value === 'function_call') return 'tool_calls';
-  return typeof value === 'string' && FINISH_REASONS.has(value) ? (value as FinishReason) : 'stop';
+  if (value === 'abort') throw new Retryable(new DomainError('upstream_error', msg.aborted), false);
+  // TGI's end of the sequence.
+  if (value === 'eos_token') return toolCalls ? 'tool_calls' : 'stop';
+  if (value !== null && value !== undefined && value !== '') unknown?.(value);
+  return 'stop';
 }
 
 export function tokenCount(value: unknown): number | undefined {
