@@ -281,4 +281,35 @@ ${chatModel('chat-q', `base_url: "${url}", timeout_ms: 5000`)}${chatModel(
       });
     });
   });
+
+  describe('2. an answer tollgate judges invalid', () => {
+    it('fewer choices than n: 502 to that client, billed nothing, not failed over and not counted towards ejection', async () => {
+      const { id, c } = await account();
+      const one = JSON.stringify({
+        choices: [{ index: 0, message: { role: 'assistant', content: 'only one' }, finish_reason: 'stop' }],
+        usage: usage(4, 2),
+      });
+      s.upstream.setFault({ raw: one });
+      const body = { model: 'chat-two', messages: [{ role: 'user', content: 'two #tokens=2' }], max_tokens: 2, n: 2 };
+      const before = second.requests.length;
+      const statuses: number[] = [];
+      // Round-robin: of these four calls, two start on the URL that answers one choice.
+      for (let i = 0; i < 4; i++) {
+        const r = await c.post('/chat/completions', i % 2 ? { ...body, stream: true } : body);
+        statuses.push(r.status === 200 && r.text.includes('"error"') ? 502 : r.status);
+        if (r.status !== 200)
+          expect(r.body.error).toMatchObject({ code: 'upstream_error', message: "The model's upstream server sent an invalid response." });
+      }
+      expect(statuses.sort()).toEqual([200, 200, 502, 502]);
+      // Only the calls that started on the second URL reached it: the refused ones were not failed over...
+      expect(second.requests.length - before).toBe(2);
+      // ...and the first URL (failure_threshold 1) was not ejected.
+      expect((await (await fetch(`${s.url}/readyz`)).json()).upstreams['chat-two'][0]).toMatchObject({ state: 'closed', failures: 0 });
+      const events = await s.services.billing.listUsageEvents(id);
+      expect(events.filter((e) => e.outcome === 'failed').map((e) => [e.promptTokens, e.completionTokens])).toEqual([
+        [0, 0],
+        [0, 0],
+      ]);
+    });
+  });
 });

@@ -197,7 +197,7 @@ export class OpenAIEngine implements Engine {
           const type = res.headers['content-type'];
           if (typeof type === 'string' && type.includes('application/json')) {
             // The server ignored stream: true and answered in one piece: relay it as one piece per choice.
-            const events = await this.wholeAnswer(res, state, n);
+            const events = await this.wholeAnswer(res, up, state, n);
             judged = true;
             up.breaker.succeeded();
             if (events.length > 0) {
@@ -353,17 +353,15 @@ export class OpenAIEngine implements Engine {
     return { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens };
   }
 
-  /** A JSON answer to a streamed request (a server that ignored stream: true), read into the state: its events. */
-  private async wholeAnswer(res: ResponseData, state: StreamState, n: number): Promise<EngineStreamEvent[]> {
-    const data = asRecord(parseJson(await res.body.text()));
-    let choices: ReturnType<typeof readChoices>;
-    try {
-      if (!data) throw invalidResponse();
-      choices = readChoices(data, n, this.unknownFinish);
-    } catch (e) {
-      if (e instanceof Retryable) throw e;
-      throw new Retryable(invalidResponse(), true);
-    }
+  /**
+   * A JSON answer to a streamed request (a server that ignored stream: true), read into the state:
+   * its events. As postJson's: what is not JSON is garbage; JSON tollgate refuses is not.
+   */
+  private async wholeAnswer(res: ResponseData, up: Upstream, state: StreamState, n: number): Promise<EngineStreamEvent[]> {
+    const text = await res.body.text();
+    const data = asRecord(parseJson(text));
+    if (!data) throw new Retryable(invalidResponse(), true);
+    const choices = this.readAnswer(text, up, 'chat.stream', () => readChoices(data, n, this.unknownFinish));
     state.usage = asRecord(data.usage);
     state.finishReason = choices[0]!.finishReason;
     state.done = true;
@@ -410,9 +408,27 @@ export class OpenAIEngine implements Engine {
   }
 
   /**
+   * What `read` makes of an answer that is JSON; what it refuses (a DomainError: fewer choices than
+   * asked for, a value of the wrong type) is logged and thrown as it is: answered to this client
+   * alone, neither failed over nor counted towards ejection, since what a request asks for (`n`,
+   * tools) can lead an upstream to such an answer, and a client must not be able to eject a base
+   * URL for everyone.
+   */
+  private readAnswer<T>(text: string, up: Upstream, op: string, read: () => T): T {
+    try {
+      return read();
+    } catch (e) {
+      if (e instanceof DomainError) {
+        this.logger.warn({ upstream: up.label, op, detail: truncate(text) }, 'upstream answered with something that is not a valid answer');
+      }
+      throw e;
+    }
+  }
+
+  /**
    * POSTs with failover and returns what `read` makes of the first 2xx answer's JSON body. An
-   * answer that is not JSON, or that `read` refuses (it throws a DomainError), is garbage: the
-   * next base URL is tried, as for a connection that failed.
+   * answer that is not JSON is garbage: the next base URL is tried, as for a connection that
+   * failed. JSON that `read` refuses is not (readAnswer).
    */
   private async postJson<T>(
     path: string,
@@ -437,18 +453,11 @@ export class OpenAIEngine implements Engine {
           const text = await this.openWhole(up, path, body, attempt, op);
           // Arrays are let through for the bare-array rerank answer; `read` checks shapes.
           const data = parseJson(text);
-          let value: T;
-          try {
-            if (data === null || typeof data !== 'object') throw invalidResponse();
-            value = read(data as Record<string, unknown>);
-          } catch (e) {
-            if (!(e instanceof DomainError)) throw e;
-            this.logger.warn(
-              { upstream: up.label, op, detail: truncate(text) },
-              'upstream answered with something that is not a valid answer',
-            );
-            throw new Retryable(e, true);
+          if (data === null || typeof data !== 'object') {
+            this.logger.warn({ upstream: up.label, op, detail: truncate(text) }, 'upstream answered with something that is not JSON');
+            throw new Retryable(invalidResponse(), true);
           }
+          const value = this.readAnswer(text, up, op, () => read(data as Record<string, unknown>));
           up.breaker.succeeded();
           return value;
         } catch (e) {
