@@ -282,7 +282,7 @@ ${chatModel('chat-q', `base_url: "${url}", timeout_ms: 5000`)}${chatModel(
     });
   });
 
-  describe('2. an answer tollgate judges invalid', () => {
+  describe('2. an answer tollgate judges invalid, and the tool calls it can read safely', () => {
     it('fewer choices than n: 502 to that client, billed nothing, not failed over and not counted towards ejection', async () => {
       const { id, c } = await account();
       const one = JSON.stringify({
@@ -310,6 +310,116 @@ ${chatModel('chat-q', `base_url: "${url}", timeout_ms: 5000`)}${chatModel(
         [0, 0],
         [0, 0],
       ]);
+    });
+
+    it('a tool call without an id gets one (`call_…`)', async () => {
+      const { c } = await account();
+      s.upstream.setFault({
+        raw: JSON.stringify({
+          choices: [
+            {
+              index: 0,
+              message: {
+                role: 'assistant',
+                content: null,
+                tool_calls: [{ type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }],
+              },
+              finish_reason: 'tool_calls',
+            },
+          ],
+          usage: usage(4, 12),
+        }),
+      });
+      const r = await chat(c, 'weather?', { tools: TOOLS });
+      expect(r.status).toBe(200);
+      expect(r.body.choices[0].message.tool_calls).toEqual([
+        {
+          id: expect.stringMatching(/^call_[0-9A-Za-z]{24}$/),
+          type: 'function',
+          function: { name: 'get_weather', arguments: '{"city":"Paris"}' },
+        },
+      ]);
+    });
+
+    /** The tool calls a client assembles from a stream's chunks, by their index (as the SDKs do). */
+    const assembled = (text: string) => {
+      const calls: { id?: string; name: string; arguments: string }[] = [];
+      for (const ch of chunksOf(text))
+        for (const t of ch.choices?.[0]?.delta?.tool_calls ?? []) {
+          const call = (calls[t.index] ??= { name: '', arguments: '' });
+          if (t.id) call.id = t.id;
+          call.name += t.function?.name ?? '';
+          call.arguments += t.function?.arguments ?? '';
+        }
+      return calls;
+    };
+
+    it('streamed tool calls without `index` (older Ollama) are numbered by their ids; one without an id either gets one', async () => {
+      const { id, c } = await account();
+      s.upstream.setFault(
+        sse(
+          chunk([
+            choice({
+              role: 'assistant',
+              content: '',
+              tool_calls: [
+                { id: 'call_x1', type: 'function', function: { name: 'get_weather', arguments: '{"city":' } },
+                { function: { arguments: '"Paris"}' } },
+                { id: 'call_x2', type: 'function', function: { name: 'get_time', arguments: '{}' } },
+              ],
+            }),
+          ]),
+          chunk([choice({ content: '' }, 'tool_calls')]),
+          chunk([], { usage: usage(4, 9) }),
+          DONE,
+        ),
+      );
+      const r = await stream(c, 'weather?', { tools: TOOLS });
+      expect(sseData(r.text).at(-1)).toBe('[DONE]');
+      expect(assembled(r.text)).toEqual([
+        { id: 'call_x1', name: 'get_weather', arguments: '{"city":"Paris"}' },
+        { id: 'call_x2', name: 'get_time', arguments: '{}' },
+      ]);
+      expect(await billed(id)).toMatchObject({ outcome: 'completed', completionTokens: 9 });
+
+      s.upstream.setFault(
+        sse(
+          chunk([choice({ tool_calls: [{ type: 'function', function: { name: 'get_time', arguments: '{}' } }] })]),
+          chunk([choice({}, 'tool_calls')]),
+          DONE,
+        ),
+      );
+      const noId = await stream(c, 'time?', { tools: TOOLS });
+      expect(assembled(noId.text)).toEqual([{ id: expect.stringMatching(/^call_[0-9A-Za-z]{24}$/), name: 'get_time', arguments: '{}' }]);
+    });
+
+    it('3. tool calls with different ids on one index (Ollama, older vLLM and SGLang parsers) get an index each', async () => {
+      const { c } = await account();
+      s.upstream.setFault(
+        sse(
+          chunk([
+            choice({
+              role: 'assistant',
+              content: '',
+              tool_calls: [{ id: 'call_a', index: 0, type: 'function', function: { name: 'get_weather', arguments: '{"city":' } }],
+            }),
+          ]),
+          chunk([choice({ tool_calls: [{ index: 0, function: { arguments: '"Paris"}' } }] })]),
+          chunk([
+            choice({ tool_calls: [{ id: 'call_b', index: 0, type: 'function', function: { name: 'get_time', arguments: '{"tz":' } }] }),
+          ]),
+          chunk([choice({ tool_calls: [{ index: 0, function: { arguments: '"CET"}' } }] })]),
+          chunk([choice({ content: '' }, 'tool_calls')]),
+          chunk([], { usage: usage(4, 20) }),
+          DONE,
+        ),
+      );
+      const r = await stream(c, 'weather and time?', { tools: TOOLS });
+      expect(assembled(r.text)).toEqual([
+        { id: 'call_a', name: 'get_weather', arguments: '{"city":"Paris"}' },
+        { id: 'call_b', name: 'get_time', arguments: '{"tz":"CET"}' },
+      ]);
+      expect(chunksOf(r.text).map((ch) => ch.choices[0]?.finish_reason ?? null)).toContain('tool_calls');
     });
   });
 });
