@@ -4,6 +4,10 @@
 // after [DONE], TEI's /rerank body), read through the running server with a wallet-paid key: what
 // the client gets, and what is billed.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Catalog } from '../src/domain/catalog/catalog.js';
+import type { ModelConfig } from '../src/domain/catalog/model.js';
+import type { Engine, Usage } from '../src/domain/inference/engine.js';
+import { InferenceService } from '../src/domain/inference/inference-service.js';
 import { countChatTokens, countTextTokens } from '../src/domain/inference/tokenizer.js';
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
 import { embeddingModelYaml, startTestServer, type TestServer } from './support/harness.js';
@@ -421,5 +425,113 @@ ${chatModel('chat-q', `base_url: "${url}", timeout_ms: 5000`)}${chatModel(
       ]);
       expect(chunksOf(r.text).map((ch) => ch.choices[0]?.finish_reason ?? null)).toContain('tool_calls');
     });
+  });
+
+  describe('4. usage reported as 0 (Ollama, for a cached prompt) is no usage: what tollgate counts is billed', () => {
+    const answer = 'A fairly long answer with several words in it, about twenty tokens or so, to bill.';
+
+    it('chat, streamed and not', async () => {
+      const { id, c } = await account();
+      const content = 'cached prompt';
+      const expected = { promptTokens: countChatTokens([{ role: 'user', content }]), completionTokens: countTextTokens(answer) };
+      s.upstream.setFault(
+        sse(
+          chunk([choice({ role: 'assistant', content: '' })]),
+          chunk([choice({ content: answer }, 'stop')]),
+          chunk([], { usage: usage(0, 0) }),
+          DONE,
+        ),
+      );
+      const streamed = await stream(c, content);
+      expect(chunksOf(streamed.text).at(-1).usage).toEqual({
+        prompt_tokens: expected.promptTokens,
+        completion_tokens: expected.completionTokens,
+        total_tokens: expected.promptTokens + expected.completionTokens,
+      });
+      expect(await billed(id)).toMatchObject({ outcome: 'completed', ...expected });
+
+      s.upstream.setFault({
+        raw: JSON.stringify({
+          choices: [{ index: 0, message: { role: 'assistant', content: answer }, finish_reason: 'stop' }],
+          usage: usage(0, 0),
+        }),
+      });
+      const plain = await chat(c, content);
+      expect(plain.body.usage).toEqual({
+        prompt_tokens: expected.promptTokens,
+        completion_tokens: expected.completionTokens,
+        total_tokens: expected.promptTokens + expected.completionTokens,
+      });
+      // A count of 0 for one side only: the other side's count is kept.
+      s.upstream.setFault({
+        raw: JSON.stringify({
+          choices: [{ index: 0, message: { role: 'assistant', content: answer }, finish_reason: 'stop' }],
+          usage: usage(3, 0),
+        }),
+      });
+      expect((await chat(c, content)).body.usage).toMatchObject({ prompt_tokens: 3, completion_tokens: expected.completionTokens });
+    });
+
+    it('embeddings', async () => {
+      const { c } = await account();
+      const input = ['first text here', 'second text'];
+      s.upstream.setFault({
+        raw: JSON.stringify({
+          object: 'list',
+          data: input.map((_, index) => ({ object: 'embedding', index, embedding: [0.5, 0.5, 0.5, 0.5] })),
+          usage: { prompt_tokens: 0, total_tokens: 0 },
+        }),
+      });
+      const r = await c.post('/embeddings', { model: 'embed-q', input });
+      expect(r.status).toBe(200);
+      const counted = countTextTokens(input[0]!) + countTextTokens(input[1]!);
+      expect(r.body.usage).toEqual({ prompt_tokens: counted, total_tokens: counted });
+    });
+  });
+});
+
+describe('4. any engine whose usage says 0', () => {
+  // The inference service does not take 0 from any engine: the prompt as admission counted it, the
+  // delivered text as the engine counts it.
+  const model = {
+    id: 'chat-zero',
+    category: 'chat',
+    owned_by: 'tests',
+    created: 0,
+    version: '1',
+    status: 'active',
+    capabilities: { chat_completion: true, streaming: true, function_calling: false },
+    pricing: { input_price_per_million: 1, output_price_per_million: 2, currency: 'usd' },
+    specifications: { context_window: 4096, max_output_tokens: 256, training_cutoff: '2024-10' },
+    engine: { type: 'openai', base_url: 'http://127.0.0.1:1/v1', model: 'x' },
+  } as unknown as ModelConfig;
+  const zero: Usage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
+  const engine: Engine = {
+    chat: async () => ({ content: 'Twelve words of text, all of them delivered to the client here.', finishReason: 'stop', usage: zero }),
+    async *chatStream() {
+      yield { type: 'delta', content: 'Twelve words of text,' };
+      yield { type: 'delta', content: ' all of them delivered to the client here.' };
+      yield { type: 'finish', finishReason: 'stop', usage: zero };
+    },
+    embed: async () => ({ embeddings: [], promptTokens: 0 }),
+    rerank: async () => ({ scores: [], promptTokens: 0 }),
+    moderate: async () => ({ flagged: false, categories: {}, categoryScores: {}, promptTokens: 0 }),
+    countChatTokens: (messages) => countChatTokens(messages),
+    countTokens: (text) => countTextTokens(text),
+  };
+  const service = new InferenceService(new Catalog([model]), { get: () => engine });
+  const caller = { accountId: 'acct_test', requestId: 'req' };
+  const input = { model: 'chat-zero', messages: [{ role: 'user', content: 'say it' }], maxTokens: 64 };
+  const expected = {
+    promptTokens: countChatTokens([{ role: 'user', content: 'say it' }]),
+    completionTokens: countTextTokens('Twelve words of text, all of them delivered to the client here.'),
+  };
+
+  it('plain and streamed', async () => {
+    const plain = await service.createChatCompletion(caller, input, new AbortController().signal);
+    expect(plain.usage).toEqual({ ...expected, totalTokens: expected.promptTokens + expected.completionTokens });
+    const chunks = [];
+    for await (const ch of service.chatCompletionStream(caller, input, new AbortController().signal)) chunks.push(ch);
+    expect(chunks.at(-1)!.usage).toEqual({ ...expected, totalTokens: expected.promptTokens + expected.completionTokens });
   });
 });

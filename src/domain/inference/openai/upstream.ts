@@ -255,8 +255,13 @@ export function mapFinishReason(value: unknown, toolCalls: boolean, unknown?: (v
   return 'stop';
 }
 
+/**
+ * A token count an upstream reported, or undefined for none. 0 is none too: Ollama reports 0 for a
+ * prompt it had cached, and no prompt or delivered text costs 0 (an empty answer is counted 0 all
+ * the same).
+ */
 export function tokenCount(value: unknown): number | undefined {
-  return typeof value === 'number' && Number.isInteger(value) && value >= 0 ? value : undefined;
+  return typeof value === 'number' && Number.isInteger(value) && value > 0 ? value : undefined;
 }
 
 export function sigmoid(x: number): number {
