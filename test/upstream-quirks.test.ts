@@ -8,7 +8,7 @@ import { Catalog } from '../src/domain/catalog/catalog.js';
 import type { ModelConfig } from '../src/domain/catalog/model.js';
 import type { Engine, Usage } from '../src/domain/inference/engine.js';
 import { InferenceService } from '../src/domain/inference/inference-service.js';
-import { countChatTokens, countTextTokens } from '../src/domain/inference/tokenizer.js';
+import { countChatTokens, countTextTokens, truncateTextTokens } from '../src/domain/inference/tokenizer.js';
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
 import { embeddingModelYaml, startTestServer, type TestServer } from './support/harness.js';
 import { client, seed } from './support/seed.js';
@@ -486,6 +486,55 @@ ${chatModel('chat-q', `base_url: "${url}", timeout_ms: 5000`)}${chatModel(
       expect(r.status).toBe(200);
       const counted = countTextTokens(input[0]!) + countTextTokens(input[1]!);
       expect(r.body.usage).toEqual({ prompt_tokens: counted, total_tokens: counted });
+    });
+  });
+
+  describe('5. output of any length is counted in bounded time; one stream event is at most 4 MB', () => {
+    const MB = 2 ** 20;
+
+    it('a plain answer of 1 MB without a space and without usage: cut at max_tokens, billed max_tokens', async () => {
+      const { id, c } = await account();
+      s.upstream.setFault({
+        raw: JSON.stringify({ choices: [{ index: 0, message: { role: 'assistant', content: 'a'.repeat(MB) }, finish_reason: 'length' }] }),
+      });
+      const r = await chat(c, 'degenerate', { max_tokens: 64 });
+      expect(r.status).toBe(200);
+      expect(r.body.choices[0]).toMatchObject({ finish_reason: 'length', message: { content: truncateTextTokens('a'.repeat(MB), 64) } });
+      expect(r.body.usage.completion_tokens).toBe(64);
+      expect(await billed(id)).toMatchObject({ outcome: 'completed', completionTokens: 64 });
+    });
+
+    it('a stream of 4 KB runs without usage: relayed up to max_tokens chunks, billed max_tokens', async () => {
+      const { id, c } = await account();
+      const run = 'a'.repeat(4096);
+      const events = [chunk([choice({ role: 'assistant', content: '' })])];
+      for (let i = 0; i < 300; i++) events.push(chunk([choice({ content: run })]));
+      s.upstream.setFault(sse(...events, chunk([choice({}, 'length')]), DONE));
+      const r = await stream(c, 'degenerate', { max_tokens: 256 });
+      expect(sseData(r.text).at(-1)).toBe('[DONE]');
+      expect(contentOf(r.text)).toBe(run.repeat(256));
+      expect(chunksOf(r.text).at(-1).usage.completion_tokens).toBe(256);
+      expect(await billed(id)).toMatchObject({ outcome: 'completed', completionTokens: 256 });
+    });
+
+    it('an SSE event over 4 MB ends the stream as an upstream error; the server goes on serving', async () => {
+      const { id, c } = await account();
+      s.upstream.setFault(
+        sse(
+          chunk([choice({ role: 'assistant', content: '' })]),
+          chunk([choice({ content: 'Before' })]),
+          `data: {"choices":[{"index":0,"delta":{"content":"${'y'.repeat(5 * MB)}"},"finish_reason":"stop"}]}\n\n`,
+          DONE,
+        ),
+      );
+      const r = await stream(c, 'huge');
+      const data = sseData(r.text);
+      expect(data).not.toContain('[DONE]');
+      expect(JSON.parse(data.at(-1)!).error).toMatchObject({ code: 'upstream_error', message: expect.stringContaining('4 MB') });
+      expect(r.text.length).toBeLessThan(MB);
+      expect(await billed(id)).toMatchObject({ outcome: 'failed_mid_stream', completionTokens: countTextTokens('Before') });
+      s.upstream.setFault(null);
+      expect((await chat(c, 'fine #tokens=2', { max_tokens: 2 })).status).toBe(200);
     });
   });
 });

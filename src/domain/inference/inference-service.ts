@@ -187,11 +187,17 @@ function usageChunkOf(head: ChunkHead, usage: Usage): ChatChunk {
   return { id: head.id, object: 'chat.completion.chunk', created: head.created, model: head.model, choices: [], usage };
 }
 
-/** The output tokens of what each choice delivered (`delivered`: the text of each choice), as the engine counts them. */
-async function countOutput(engine: Engine, delivered: readonly string[]): Promise<number> {
-  let completionTokens = 0;
-  for (const text of delivered) if (text) completionTokens += await engine.countTokens(text);
-  return completionTokens;
+/**
+ * The output tokens of what each choice delivered (`delivered`: the text of each choice), as the
+ * engine counts them, up to just past `limit` (the call's max_tokens, which billing keeps to
+ * anyway): in pieces, as the input is (./bounded-count.ts), since an upstream decides its length.
+ */
+function countOutput(engine: Engine, delivered: readonly string[], limit: number): Promise<number> {
+  return countWithin(
+    delivered.filter((text) => text.length > 0),
+    limit,
+    (piece) => engine.countTokens(piece),
+  );
 }
 
 /**
@@ -205,7 +211,7 @@ async function billedUsage(
 ): Promise<Usage> {
   let usage = reported;
   if (!isCount(usage.completionTokens) && limits.delivered.some(Boolean)) {
-    const completionTokens = await countOutput(engine, limits.delivered);
+    const completionTokens = await countOutput(engine, limits.delivered, limits.maxTokens);
     usage = { promptTokens: usage.promptTokens, completionTokens, totalTokens: usage.promptTokens + completionTokens };
   }
   const { promptTokens, maxTokens, delivered } = limits;

@@ -31,10 +31,12 @@ import type {
   ToolDefinition,
   Usage,
 } from '../engine.js';
-import { countChatTokens, countTextTokens } from '../tokenizer.js';
+import { countChatTokens, countTextTokens, countTextTokensWithin } from '../tokenizer.js';
 import {
+  ANSWER_BODY_LIMIT,
   abortReason,
   asRecord,
+  MAX_EVENT_CHARS,
   Attempt,
   CallDeadline,
   invalidResponse,
@@ -67,6 +69,12 @@ const MAX_WARNED_FINISHES = 32;
 const KEEP_BODY = { destroyOnReturn: false } as const;
 /** How long a stream's response may take to end after its [DONE] before it is closed. */
 const DRAIN_AFTER_DONE_MS = 1_000;
+
+/**
+ * The output tokens a call may bill (max_tokens for each choice): an answer without usage is counted
+ * up to just past it, so that the work of counting is bounded by the call, not by the upstream.
+ */
+const outputLimit = (req: EngineChatRequest) => req.maxTokens * (req.n ?? 1);
 
 /**
  * The rest of a response whose [DONE] arrived, read and dropped: a server that ends it at once gets
@@ -219,12 +227,22 @@ export class OpenAIEngine implements Engine {
             // undici's body ignores setEncoding; a streaming decoder keeps characters split across chunks whole.
             const decoder = new TextDecoder();
             try {
+              // Characters fed since the last whole event (about: the rest of the network read that
+              // completed one is not counted), so that one event cannot grow without bound.
+              let pending = 0;
               // Left at [DONE] without destroying the body: the finally below lets the rest drain.
               for await (const chunk of res.body.iterator(KEEP_BODY) as AsyncIterable<Buffer>) {
-                parser.feed(decoder.decode(chunk, DECODE_STREAM));
-                if (events.length > 0) attempt.progress();
+                const text = decoder.decode(chunk, DECODE_STREAM);
+                parser.feed(text);
+                if (events.length > 0) {
+                  attempt.progress();
+                  pending = 0;
+                } else if ((pending += text.length) > MAX_EVENT_CHARS) {
+                  throw this.eventTooLarge(up);
+                }
                 for (let i = 0; i < events.length; i++) {
                   const { data, event } = events[i]!;
+                  if (data.length > MAX_EVENT_CHARS) throw this.eventTooLarge(up);
                   if (event === 'error') this.streamError(data);
                   if (data === '[DONE]') {
                     state.done = true;
@@ -335,9 +353,10 @@ export class OpenAIEngine implements Engine {
   private chatResultFrom(data: Record<string, unknown>, req: EngineChatRequest): EngineChatResult {
     const choices = readChoices(data, req.n ?? 1, this.unknownFinish);
     const reported = asRecord(data.usage);
-    // What the upstream left out is counted here (the answer's text made only then).
+    // What the upstream left out is counted here (the answer's text made only then; up to what the call may bill).
     const promptTokens = tokenCount(reported?.prompt_tokens) ?? countChatTokens(req.messages, req.tools);
-    const completionTokens = tokenCount(reported?.completion_tokens) ?? countTextTokens(choices.map(choiceText).join(''));
+    const completionTokens =
+      tokenCount(reported?.completion_tokens) ?? countTextTokensWithin(choices.map(choiceText).join(''), outputLimit(req));
     const result: EngineChatResult = {
       ...choices[0]!,
       usage: { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens },
@@ -346,10 +365,10 @@ export class OpenAIEngine implements Engine {
     return result;
   }
 
-  /** Usage as the upstream reported it; what it left out is counted here. */
+  /** Usage as the upstream reported it; what it left out is counted here (the output only up to what the call may bill: outputLimit). */
   private usageFrom(usage: Record<string, unknown> | undefined, req: EngineChatRequest, content: string): Usage {
     const promptTokens = tokenCount(usage?.prompt_tokens) ?? countChatTokens(req.messages, req.tools);
-    const completionTokens = tokenCount(usage?.completion_tokens) ?? countTextTokens(content);
+    const completionTokens = tokenCount(usage?.completion_tokens) ?? countTextTokensWithin(content, outputLimit(req));
     return { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens };
   }
 
@@ -391,6 +410,8 @@ export class OpenAIEngine implements Engine {
         else if (e.type === 'tool_call') state.content += (e.name ?? '') + e.arguments;
       }
     }
+    // As for an answer read whole: no upstream grows this process without bound.
+    if (state.content.length > ANSWER_BODY_LIMIT) throw new Retryable(new DomainError('upstream_error', msg.tooLarge), true);
   }
 
   /** Logs a finish reason this engine does not know (read as 'stop'), once per value. */
@@ -400,6 +421,15 @@ export class OpenAIEngine implements Engine {
     this.warnedFinishes.add(key);
     this.logger.warn({ model: this.model, finish_reason: key }, 'upstream sent a finish_reason tollgate does not know; read as stop');
   };
+
+  /** A stream event over MAX_EVENT_CHARS: garbage, as an answer that is not JSON is. */
+  private eventTooLarge(up: Upstream): Retryable {
+    this.logger.warn(
+      { upstream: up.label, op: 'chat.stream', limit: MAX_EVENT_CHARS },
+      'upstream sent a stream event larger than the limit',
+    );
+    return new Retryable(new DomainError('upstream_error', msg.eventTooLarge), true);
+  }
 
   /** An error the upstream sent inside its stream (an `error` chunk, or an `event: error` event): logged, and the stream ends. */
   private streamError(data: string): never {

@@ -214,6 +214,12 @@ export const ERROR_BODY_LIMIT = 16 * 1024;
  * sends more has gone wrong (502), rather than growing this process without bound.
  */
 export const ANSWER_BODY_LIMIT = 64 * 1024 * 1024;
+/**
+ * The most characters one event of a stream may have: far beyond any chunk (a token or a few,
+ * with log-probabilities a few KB), and an upstream that sends more has gone wrong (its event is
+ * refused as garbage), rather than growing this process with one event without bound.
+ */
+export const MAX_EVENT_CHARS = 4 * 1024 * 1024;
 export const CONTEXT_LENGTH_RE = /context[ _-]?(length|window)|maximum context|too many tokens|prompt is too long/i;
 export const noopLogger: OpenAIEngineLogger = { warn() {} };
 /** An upstream's Retry-After is passed on, within reason: at least 1 s, at most 10 min. */
@@ -225,6 +231,7 @@ export const msg = {
   deadline: 'The call ran past its time limit and was ended.',
   invalid: "The model's upstream server sent an invalid response.",
   tooLarge: `The model's upstream server sent an answer larger than ${ANSWER_BODY_LIMIT / 1024 / 1024} MB.`,
+  eventTooLarge: `The model's upstream server sent a stream event larger than ${MAX_EVENT_CHARS / 1024 / 1024} MB.`,
   brokenAnswer: "The model's upstream server broke off its answer.",
   brokenStream: "The model's upstream server broke off the stream.",
   aborted: "The model's upstream server gave up on the answer before it was finished.",
