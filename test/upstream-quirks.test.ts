@@ -537,6 +537,89 @@ ${chatModel('chat-q', `base_url: "${url}", timeout_ms: 5000`)}${chatModel(
       expect((await chat(c, 'fine #tokens=2', { max_tokens: 2 })).status).toBe(200);
     });
   });
+
+  describe("8. an upstream's refusal caused by the client's input is answered as such", () => {
+    const refusal = (status: number, body: unknown) => ({ status, body: JSON.stringify(body) });
+    const contextLength = {
+      code: 'context_length_exceeded',
+      type: 'invalid_request_error',
+      message: "The request exceeds the model's context length.",
+    };
+
+    it.each([
+      [
+        "llama.cpp's exceed_context_size_error",
+        refusal(400, {
+          error: {
+            code: 400,
+            message: 'the request exceeds the available context size, try increasing it',
+            type: 'exceed_context_size_error',
+            n_prompt_tokens: 5000,
+            n_ctx: 4096,
+          },
+        }),
+      ],
+      [
+        "TGI's 422 on inputs + max_new_tokens",
+        refusal(422, {
+          error:
+            'Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096. Given: 4000 `inputs` tokens and 512 `max_new_tokens`',
+          error_type: 'validation',
+        }),
+      ],
+      [
+        "SGLang's input longer than the context length",
+        refusal(400, {
+          object: 'error',
+          message: "The input (5000 tokens) is longer than the model's context length (4096 tokens).",
+          type: 'BadRequestError',
+          code: 400,
+        }),
+      ],
+    ])('chat: %s is 400 context_length_exceeded, streamed or not, billed nothing', async (_name, fault) => {
+      const { id, c } = await account();
+      s.upstream.setFault(fault);
+      for (const r of [await chat(c, 'long'), await stream(c, 'long')]) {
+        expect(r.status).toBe(400);
+        expect(r.body.error).toMatchObject({ ...contextLength, param: 'messages' });
+      }
+      const events = await s.services.billing.listUsageEvents(id);
+      expect(events.every((e) => e.promptTokens === 0 && e.completionTokens === 0)).toBe(true);
+    });
+
+    it("embeddings: TEI's 422 on an input over its tokens is 400 context_length_exceeded; its 413 on a batch is 413", async () => {
+      const { c } = await account();
+      s.upstream.setFault(
+        refusal(422, {
+          message: 'Input validation error: `inputs` must have less than 512 tokens. Given: 600',
+          code: 422,
+          type: 'validation',
+        }),
+      );
+      const long = await c.post('/embeddings', { model: 'embed-q', input: 'a text' });
+      expect(long.status).toBe(400);
+      expect(long.body.error).toMatchObject({ ...contextLength, param: 'input' });
+      s.upstream.setFault(refusal(413, { message: 'batch size 200 > maximum allowed batch size 32', code: 413, type: 'validation' }));
+      const batch = await c.post('/embeddings', { model: 'embed-q', input: ['one', 'two'] });
+      expect(batch.status).toBe(413);
+      expect(batch.body.error).toMatchObject({
+        code: 'request_too_large',
+        type: 'invalid_request_error',
+        param: 'input',
+        message:
+          "The model's upstream server refused the request as too large (too many inputs, or inputs too long); send fewer or shorter inputs.",
+      });
+      expect(JSON.stringify(batch.body)).not.toContain('32');
+    });
+
+    it('any other 4xx (Ollama 404 model not found) stays 502, and the upstream text stays in the logs', async () => {
+      const { c } = await account();
+      s.upstream.setFault(refusal(404, { error: { message: 'model "llama9" not found, try pulling it first', type: 'api_error' } }));
+      const r = await chat(c, 'hi');
+      expect(r.status).toBe(502);
+      expect(r.body.error).toMatchObject({ code: 'upstream_error', message: "The model's upstream server failed to answer (HTTP 404)." });
+    });
+  });
 });
 
 describe('4. any engine whose usage says 0', () => {

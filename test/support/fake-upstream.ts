@@ -19,7 +19,8 @@ export type FailMode = '500' | '503' | 'reset' | 'hang';
  * - 'ignore-max-tokens'  produce the `#tokens=N` words (400 without a marker) whatever max_tokens says
  * - 'reset-mid'          plain: the head and half the body, then the socket is destroyed;
  *                        streamed: as `#fail=midstream`
- * - { status, retryAfter } answer 429 or 503 with that Retry-After header
+ * - { status, retryAfter?, body? } every route: answer that status (429, 503, a 4xx…) with that
+ *                        Retry-After header, and `body` (JSON text) or an overload error as the body
  * - { usage: N }         report N prompt and N completion tokens whatever was produced
  * - { gate }             streamed: the head at once, then the chunks only once `gate` resolves
  * - { pace }             streamed: the head at once, then each frame (role, content…, finish,
@@ -38,7 +39,7 @@ export type Fault =
   | 'garbage'
   | 'ignore-max-tokens'
   | 'reset-mid'
-  | { status: 429 | 503; retryAfter?: string }
+  | { status: number; retryAfter?: string; body?: string }
   | { usage: number }
   | { gate: Promise<void> }
   | { pace: (frame: number) => Promise<void> }
@@ -509,7 +510,7 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
 
       const chosen = takeFault();
       if (chosen !== null && typeof chosen === 'object' && 'status' in chosen) {
-        const text = JSON.stringify({ error: { message: 'simulated overload', type: 'server_error', code: null } });
+        const text = chosen.body ?? JSON.stringify({ error: { message: 'simulated overload', type: 'server_error', code: null } });
         res.writeHead(chosen.status, {
           'content-type': 'application/json',
           ...(chosen.retryAfter ? { 'retry-after': chosen.retryAfter } : {}),

@@ -549,7 +549,7 @@ export class OpenAIEngine implements Engine {
   private refusal(status: number, detail: string, retryAfter: string | string[] | undefined, attempt: Attempt, up: Upstream, op: string) {
     this.logger.warn({ upstream: up.label, op, status, detail }, 'upstream answered with an error status');
     if (attempt.callerAborted || attempt.callExpired || attempt.expired) return this.translate(undefined, attempt, up, op);
-    return statusError(status, detail, retryAfter);
+    return statusError(status, detail, retryAfter, op);
   }
 
   /** Maps a transport error to what the caller should see, logging the details. */

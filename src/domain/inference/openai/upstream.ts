@@ -220,7 +220,14 @@ export const ANSWER_BODY_LIMIT = 64 * 1024 * 1024;
  * refused as garbage), rather than growing this process with one event without bound.
  */
 export const MAX_EVENT_CHARS = 4 * 1024 * 1024;
-export const CONTEXT_LENGTH_RE = /context[ _-]?(length|window)|maximum context|too many tokens|prompt is too long/i;
+/**
+ * An upstream's refusal of an input too long for the model: vLLM's and SGLang's "maximum context
+ * length"/"context length", llama.cpp's `exceed_context_size_error` ("exceeds the available context
+ * size"), TGI's "`inputs` tokens + `max_new_tokens` must be <= N", TEI's "`inputs` must have less
+ * than N tokens", Ollama's and others' "too many tokens", "prompt is too long".
+ */
+export const CONTEXT_LENGTH_RE =
+  /context[ _-]?(length|window|size)|maximum context|exceed_context_size|too many tokens|prompt is too long|`inputs` tokens \+ `max_new_tokens` must be <=|must have less than \d+ tokens/i;
 export const noopLogger: OpenAIEngineLogger = { warn() {} };
 /** An upstream's Retry-After is passed on, within reason: at least 1 s, at most 10 min. */
 export const MAX_RETRY_AFTER_S = 600;
@@ -239,6 +246,8 @@ export const msg = {
   ejected: "The model's upstream servers are failing and are being given time to recover; retry after the time given in Retry-After.",
   status: (status: number) => `The model's upstream server failed to answer (HTTP ${status}).`,
   contextLength: "The request exceeds the model's context length.",
+  refusedTooLarge:
+    "The model's upstream server refused the request as too large (too many inputs, or inputs too long); send fewer or shorter inputs.",
 };
 
 export function abortReason(signal: AbortSignal): unknown {
@@ -348,16 +357,34 @@ export async function readErrorBody(res: ResponseData): Promise<string> {
   return truncate(text);
 }
 
-/** What an upstream's error status becomes: busy (429, 503) and 5xx may be failed over; the rest not. */
-export function statusError(status: number, detail: string, retryAfter: string | string[] | undefined): DomainError | Retryable {
+/** The request field an input refusal names, by operation. */
+function inputParam(op: string): string {
+  if (op.startsWith('chat')) return 'messages';
+  return op === 'rerank' ? 'documents' : 'input';
+}
+
+/**
+ * What an upstream's error status becomes: busy (429, 503) and 5xx may be failed over; the rest not.
+ * A refusal of the client's input is the client's error: an input too long for the model (400,
+ * 413 or 422 saying so: CONTEXT_LENGTH_RE) is 400 context_length_exceeded, any other 413 (TEI's
+ * batch over its limit) 413 request_too_large; other 4xx are the upstream's failure (502), since
+ * tollgate checked the request before forwarding it.
+ */
+export function statusError(
+  status: number,
+  detail: string,
+  retryAfter: string | string[] | undefined,
+  op: string,
+): DomainError | Retryable {
   // Busy, not broken: passed on with its back-off once no other base URL can take the call.
   if (status === 429 || status === 503) {
     return new Retryable(new DomainError('model_overloaded', msg.overloaded, { retryAfter: retryAfterSeconds(retryAfter) }), false);
   }
   if (status >= 500) return new Retryable(new DomainError('upstream_error', msg.status(status)), false);
-  if (status === 400 && CONTEXT_LENGTH_RE.test(detail)) {
-    return new DomainError('context_length_exceeded', msg.contextLength, { param: 'messages' });
+  if ((status === 400 || status === 413 || status === 422) && CONTEXT_LENGTH_RE.test(detail)) {
+    return new DomainError('context_length_exceeded', msg.contextLength, { param: inputParam(op) });
   }
+  if (status === 413) return new DomainError('request_too_large', msg.refusedTooLarge, { param: inputParam(op) });
   return new DomainError('upstream_error', msg.status(status));
 }
 
