@@ -211,7 +211,7 @@ describe('OpenAIEngine', () => {
     const out = await e.rerank(query, docs, signal());
     expect(out.scores).toEqual(docs.map((d) => fakeRerankScore(query, d)));
     expect(out.promptTokens).toBeGreaterThan(0);
-    expect(plain.requests[0]!.body).toEqual({ model: 'up-model', query, documents: docs, top_n: 3, return_documents: false });
+    expect(plain.requests[0]!.body).toMatchObject({ model: 'up-model', query, documents: docs, top_n: 3, return_documents: false });
 
     const logits = await fake({ rerankLogits: true });
     const { e: e2 } = engine([logits.url]);
@@ -219,6 +219,18 @@ describe('OpenAIEngine', () => {
     for (const s of squashed.scores) expect(s).toBeGreaterThanOrEqual(0), expect(s).toBeLessThanOrEqual(1);
     expect(squashed.scores[2]).toBeGreaterThan(squashed.scores[1]!);
     expect(squashed.scores[1]).toBeGreaterThan(squashed.scores[0]!);
+  });
+
+  it("reranks on TEI's native /rerank too, which takes the documents as `texts` (vLLM, llama.cpp and Infinity take `documents`)", async () => {
+    const query = 'red apple pie';
+    const docs = ['green pear', 'red apple', 'apple pie red recipe'];
+    const tei = await fake({ teiRerank: true });
+    const { e } = engine([tei.url.replace(/\/v1$/, '')]);
+    const out = await e.rerank(query, docs, signal());
+    expect(out.scores).toEqual(docs.map((d) => fakeRerankScore(query, d)));
+    // TEI reports no usage: the query once per document, and each document, counted here.
+    expect(out.promptTokens).toBe(3 * countTextTokens(query) + docs.reduce((n, d) => n + countTextTokens(d), 0));
+    expect(tei.requests[0]!.body).toMatchObject({ query, texts: docs, documents: docs });
   });
 
   it('fills in the five moderation categories the upstream leaves out', async () => {

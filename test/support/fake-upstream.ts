@@ -65,6 +65,11 @@ export interface FakeUpstreamOptions {
   reverseEmbeddings?: boolean;
   /** Rerank scores as logits in [-5, 5] instead of [0, 1], like some cross-encoder servers. */
   rerankLogits?: boolean;
+  /**
+   * /rerank as TEI's native route: the documents are `texts` (a body without it is 422, as TEI
+   * answers), and the answer is a bare array of {index, score}, highest first.
+   */
+  teiRerank?: boolean;
   /** Moderation category keys to answer with (default: OpenAI's full set). */
   moderationKeys?: string[];
   /** Model ids for GET /v1/models. */
@@ -443,7 +448,23 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
     sendJson(res, 200, { object: 'list', data, model: body.model, usage: { prompt_tokens: tokens, total_tokens: tokens } });
   }
 
+  function teiRerank(res: ServerResponse, body: Record<string, unknown>) {
+    const { query, texts } = body;
+    if (!Array.isArray(texts)) {
+      res.writeHead(422, { 'content-type': 'text/plain; charset=utf-8' });
+      res.end('Failed to deserialize the JSON body into the target type: missing field `texts` at line 1 column 120');
+      return;
+    }
+    const scored = texts.map((t, index) => ({ index, score: fakeRerankScore(String(query), String(t)) }));
+    sendJson(
+      res,
+      200,
+      scored.sort((a, b) => b.score - a.score),
+    );
+  }
+
   function rerank(res: ServerResponse, body: Record<string, unknown>) {
+    if (opts.teiRerank) return teiRerank(res, body);
     const query = body.query;
     const docs = body.documents;
     if (typeof query !== 'string' || !Array.isArray(docs)) return sendError(res, 400, "'query' and 'documents' are required");

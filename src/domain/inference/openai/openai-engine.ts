@@ -323,7 +323,10 @@ export class OpenAIEngine implements Engine {
   }
 
   async rerank(query: string, documents: string[], signal: AbortSignal): Promise<EngineRerankResult> {
-    const payload = { model: this.model, query, documents, top_n: documents.length, return_documents: false };
+    // `documents` for vLLM, llama.cpp's server, Infinity and Cohere's form; `texts` for TEI's native
+    // /rerank, which refuses a body without it (422). An engine does not know which server it calls,
+    // and each ignores the field it does not take, so both are sent.
+    const payload = { model: this.model, query, documents, texts: documents, top_n: documents.length, return_documents: false };
     return this.postJson(this.rerankPath, payload, signal, 'rerank', (data) => rerankResultFrom(data, query, documents));
   }
 
