@@ -5,10 +5,10 @@
 // Every call is bounded: a connect timeout, a first-byte timeout (the response head), an idle
 // timeout between stream events (comments and keep-alives are not progress) and a total deadline
 // across every base URL tried. A base URL that cannot be reached, sends no head in time, breaks
-// off or answers garbage is failed over (while nothing reached the consumer) and counts towards
-// its circuit breaker, which ejects it for a while (circuit-breaker.ts). An upstream 429 or 503
-// becomes 503 model_overloaded with the upstream's Retry-After, once no other base URL can take
-// the call.
+// off or answers garbage (not JSON) is failed over (while nothing reached the consumer) and counts
+// towards its circuit breaker, which ejects it for a while (circuit-breaker.ts); JSON of the wrong
+// shape is the caller's error alone (readAnswer). An upstream 429 or 503 becomes 503
+// model_overloaded with the upstream's Retry-After, once no other base URL can take the call.
 //
 // Error policy: callers see only fixed messages. Upstream addresses, ports, keys and upstream error
 // bodies go to the logger, never into a DomainError, because those messages reach API clients.
