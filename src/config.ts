@@ -57,7 +57,7 @@ const openaiEngine = z.strictObject({
   circuit_breaker: z
     .strictObject({ failure_threshold: positiveInt.default(3), cooldown_ms: positiveInt.default(30_000) })
     .default({ failure_threshold: 3, cooldown_ms: 30_000 }),
-  /** Upstream rerank path, relative to the base URL (vLLM, llama.cpp's server and Infinity serve /rerank). */
+  /** Upstream rerank path, relative to the base URL (vLLM, llama.cpp's server, Infinity and TEI serve /rerank). */
   rerank_path: z.string().default('/rerank'),
 });
 

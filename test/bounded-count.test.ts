@@ -1,9 +1,9 @@
 // Token counting bounded by the model: the length bound is sound for the tokenizer served, counting
 // in pieces gives the same figure as counting whole on ordinary text, and it stops past the limit.
-import { decode } from 'gpt-tokenizer/encoding/o200k_base';
+import { countTokens, decode, encode } from 'gpt-tokenizer/encoding/o200k_base';
 import { describe, expect, it } from 'vitest';
 import { countWithin, countWords, MAX_CHARS_PER_TOKEN, PIECE_CHARS, provablyOver } from '../src/domain/inference/bounded-count.js';
-import { countTextTokens } from '../src/domain/inference/tokenizer.js';
+import { countTextTokens, countTextTokensWithin, truncateTextTokens } from '../src/domain/inference/tokenizer.js';
 
 const prose = (words: number) =>
   Array.from(
@@ -83,5 +83,42 @@ describe('bounded token counting', () => {
     const total = await countWithin(['x'.repeat(10 * MAX_CHARS_PER_TOKEN + 1)], 10, () => ++calls);
     expect(total).toBeGreaterThan(10);
     expect(calls).toBe(0);
+  });
+});
+
+describe('counting output (text already in hand, of any length)', () => {
+  // BPE time grows with the square of an unbroken run: 64,000 characters without whitespace held
+  // the event loop for seconds, and 1 MB of them would hold it for hours. These return.
+  const MB = 2 ** 20;
+
+  it('counts 1 MB without whitespace, or of whitespace only, piece by piece', () => {
+    // o200k has a token for eight 'a's: the count of a run of them is exact.
+    expect(countTextTokens('a'.repeat(MB))).toBe(MB / 8);
+    for (const run of [' '.repeat(MB), '\n'.repeat(MB), ' \u3000'.repeat(MB / 2), 'é'.repeat(MB)]) {
+      const n = countTextTokens(run);
+      // No token covers more than MAX_CHARS_PER_TOKEN characters, and each covers at least one.
+      expect(n).toBeGreaterThanOrEqual(MB / MAX_CHARS_PER_TOKEN);
+      expect(n).toBeLessThanOrEqual(MB);
+    }
+  });
+
+  it('counts ordinary text exactly, however long', () => {
+    const text = prose(20_000);
+    expect(countTextTokens(text)).toBe(countTokens(text, { disallowedSpecial: new Set() }));
+    expect(countTextTokensWithin(text, 1_000_000)).toBe(countTextTokens(text));
+  });
+
+  it('within a limit: exact up to it, and any number above it past it, the work bounded by the limit', () => {
+    expect(countTextTokensWithin('a'.repeat(64 * MB), 100)).toBeGreaterThan(100);
+    expect(countTextTokensWithin(prose(2_000_000), 100)).toBeGreaterThan(100);
+    const fits = prose(300);
+    expect(countTextTokensWithin(fits, 1000)).toBe(countTextTokens(fits));
+  });
+
+  it('cuts text at a token count without tokenizing what lies beyond it', () => {
+    expect(truncateTextTokens('a'.repeat(64 * MB), 10)).toBe('a'.repeat(80));
+    const text = prose(3000);
+    expect(truncateTextTokens(text, 50)).toBe(decode(encode(text, { disallowedSpecial: new Set() }).slice(0, 50)));
+    expect(truncateTextTokens(text, 1_000_000)).toBe(text);
   });
 });

@@ -211,7 +211,7 @@ describe('OpenAIEngine', () => {
     const out = await e.rerank(query, docs, signal());
     expect(out.scores).toEqual(docs.map((d) => fakeRerankScore(query, d)));
     expect(out.promptTokens).toBeGreaterThan(0);
-    expect(plain.requests[0]!.body).toEqual({ model: 'up-model', query, documents: docs, top_n: 3, return_documents: false });
+    expect(plain.requests[0]!.body).toMatchObject({ model: 'up-model', query, documents: docs, top_n: 3, return_documents: false });
 
     const logits = await fake({ rerankLogits: true });
     const { e: e2 } = engine([logits.url]);
@@ -219,6 +219,18 @@ describe('OpenAIEngine', () => {
     for (const s of squashed.scores) expect(s).toBeGreaterThanOrEqual(0), expect(s).toBeLessThanOrEqual(1);
     expect(squashed.scores[2]).toBeGreaterThan(squashed.scores[1]!);
     expect(squashed.scores[1]).toBeGreaterThan(squashed.scores[0]!);
+  });
+
+  it("reranks on TEI's native /rerank too, which takes the documents as `texts` (vLLM, llama.cpp and Infinity take `documents`)", async () => {
+    const query = 'red apple pie';
+    const docs = ['green pear', 'red apple', 'apple pie red recipe'];
+    const tei = await fake({ teiRerank: true });
+    const { e } = engine([tei.url.replace(/\/v1$/, '')]);
+    const out = await e.rerank(query, docs, signal());
+    expect(out.scores).toEqual(docs.map((d) => fakeRerankScore(query, d)));
+    // TEI reports no usage: the query once per document, and each document, counted here.
+    expect(out.promptTokens).toBe(3 * countTextTokens(query) + docs.reduce((n, d) => n + countTextTokens(d), 0));
+    expect(tei.requests[0]!.body).toMatchObject({ query, texts: docs, documents: docs });
   });
 
   it('fills in the five moderation categories the upstream leaves out', async () => {
@@ -344,6 +356,29 @@ describe('OpenAIEngine', () => {
     await until(() => f.aborted === 1);
   });
 
+  it('ends a stream at [DONE] and still reuses the connection of an upstream that ends its response just after', async () => {
+    const { createServer: createHttpServer } = await import('node:http');
+    let connections = 0;
+    const srv = createHttpServer((request, res) => {
+      request.resume();
+      request.on('end', () => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write('data: {"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n');
+        setTimeout(() => res.end(), 5);
+      });
+    });
+    srv.on('connection', () => connections++);
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+    cleanups.push(() => new Promise((r) => srv.close(() => r())));
+    const { e } = engine([`http://127.0.0.1:${(srv.address() as { port: number }).port}/v1`]);
+    for (let i = 0; i < 3; i++) {
+      expect((await collect(e.chatStream(req('hi'), signal()))).at(-1)).toMatchObject({ type: 'finish', finishReason: 'stop' });
+      // The response's end arrives after the stream ended; the socket goes back to the pool then.
+      await new Promise((r) => setTimeout(r, 30));
+    }
+    expect(connections).toBe(1);
+  });
+
   it('closes the upstream request and throws an AbortError when the signal fires', async () => {
     const f = await fake();
     const { e } = engine([f.url]);
@@ -367,6 +402,23 @@ describe('OpenAIEngine', () => {
     const early = new AbortController();
     early.abort();
     expect(((await rejection(e.embed(['x'], early.signal))) as Error).name).toBe('AbortError');
+  });
+
+  it('reads a finish reason it does not know as stop, and warns of each such value once', async () => {
+    const f = await fake();
+    const { e, warnings } = engine([f.url]);
+    const frame = (finish: string) =>
+      `data: {"choices":[{"index":0,"delta":{"content":"ok"},"finish_reason":"${finish}"}]}\n\ndata: [DONE]\n\n`;
+    const unknown = () => warnings.filter((w) => w.msg === 'upstream sent a finish_reason tollgate does not know; read as stop');
+    for (const finish of ['matched_stop', 'matched_stop', 'recitation']) {
+      f.setFault({ raw: frame(finish), type: 'text/event-stream' });
+      expect((await collect(e.chatStream(req('hi'), signal()))).at(-1)).toMatchObject({ type: 'finish', finishReason: 'stop' });
+    }
+    f.setFault({
+      raw: JSON.stringify({ choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'recitation' }] }),
+    });
+    expect((await e.chat(req('hi'), signal())).finishReason).toBe('stop');
+    expect(unknown().map((w) => (w.obj as { finish_reason: string }).finish_reason)).toEqual(['matched_stop', 'recitation']);
   });
 
   it('maps a 400 about the context length to context_length_exceeded', async () => {

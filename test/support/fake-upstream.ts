@@ -19,15 +19,17 @@ export type FailMode = '500' | '503' | 'reset' | 'hang';
  * - 'ignore-max-tokens'  produce the `#tokens=N` words (400 without a marker) whatever max_tokens says
  * - 'reset-mid'          plain: the head and half the body, then the socket is destroyed;
  *                        streamed: as `#fail=midstream`
- * - { status, retryAfter } answer 429 or 503 with that Retry-After header
+ * - { status, retryAfter?, body? } every route: answer that status (429, 503, a 4xx…) with that
+ *                        Retry-After header, and `body` (JSON text) or an overload error as the body
  * - { usage: N }         report N prompt and N completion tokens whatever was produced
  * - { gate }             streamed: the head at once, then the chunks only once `gate` resolves
  * - { pace }             streamed: the head at once, then each frame (role, content…, finish,
  *                        [DONE]) written on its own once `pace(index)` resolves, so a test can hold
  *                        a chunk back until the client has seen the one before
- * - { raw, type? }       every route: 200, `content-type: application/json` (or `type`), with `raw` as the body
+ * - { raw, type?, hold? } every route: 200, `content-type: application/json` (or `type`), with `raw` as the body
  *                        (an answer of the right shape with wrong values, or numbers JSON.stringify
- *                        cannot write, such as 1e999)
+ *                        cannot write, such as 1e999); `hold`: the response is never ended (a server
+ *                        that keeps a stream open after its [DONE]), until the client closes it
  * - { huge: bytes }      every route: 200 with a JSON body of that many bytes, sent in 1 MB writes
  */
 export type Fault =
@@ -37,11 +39,11 @@ export type Fault =
   | 'garbage'
   | 'ignore-max-tokens'
   | 'reset-mid'
-  | { status: 429 | 503; retryAfter?: string }
+  | { status: number; retryAfter?: string; body?: string }
   | { usage: number }
   | { gate: Promise<void> }
   | { pace: (frame: number) => Promise<void> }
-  | { raw: string; type?: string }
+  | { raw: string; type?: string; hold?: boolean }
   | { huge: number };
 
 export interface FakeUpstreamOptions {
@@ -63,6 +65,11 @@ export interface FakeUpstreamOptions {
   reverseEmbeddings?: boolean;
   /** Rerank scores as logits in [-5, 5] instead of [0, 1], like some cross-encoder servers. */
   rerankLogits?: boolean;
+  /**
+   * /rerank as TEI's native route: the documents are `texts` (a body without it is 422, as TEI
+   * answers), and the answer is a bare array of {index, score}, highest first.
+   */
+  teiRerank?: boolean;
   /** Moderation category keys to answer with (default: OpenAI's full set). */
   moderationKeys?: string[];
   /** Model ids for GET /v1/models. */
@@ -441,7 +448,23 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
     sendJson(res, 200, { object: 'list', data, model: body.model, usage: { prompt_tokens: tokens, total_tokens: tokens } });
   }
 
+  function teiRerank(res: ServerResponse, body: Record<string, unknown>) {
+    const { query, texts } = body;
+    if (!Array.isArray(texts)) {
+      res.writeHead(422, { 'content-type': 'text/plain; charset=utf-8' });
+      res.end('Failed to deserialize the JSON body into the target type: missing field `texts` at line 1 column 120');
+      return;
+    }
+    const scored = texts.map((t, index) => ({ index, score: fakeRerankScore(String(query), String(t)) }));
+    sendJson(
+      res,
+      200,
+      scored.sort((a, b) => b.score - a.score),
+    );
+  }
+
   function rerank(res: ServerResponse, body: Record<string, unknown>) {
+    if (opts.teiRerank) return teiRerank(res, body);
     const query = body.query;
     const docs = body.documents;
     if (typeof query !== 'string' || !Array.isArray(docs)) return sendError(res, 400, "'query' and 'documents' are required");
@@ -508,7 +531,7 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
 
       const chosen = takeFault();
       if (chosen !== null && typeof chosen === 'object' && 'status' in chosen) {
-        const text = JSON.stringify({ error: { message: 'simulated overload', type: 'server_error', code: null } });
+        const text = chosen.body ?? JSON.stringify({ error: { message: 'simulated overload', type: 'server_error', code: null } });
         res.writeHead(chosen.status, {
           'content-type': 'application/json',
           ...(chosen.retryAfter ? { 'retry-after': chosen.retryAfter } : {}),
@@ -518,7 +541,8 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
       }
       if (chosen !== null && typeof chosen === 'object' && 'raw' in chosen) {
         res.writeHead(200, { 'content-type': chosen.type ?? 'application/json' });
-        res.end(chosen.raw);
+        if (chosen.hold) res.write(chosen.raw);
+        else res.end(chosen.raw);
         return;
       }
       if (chosen !== null && typeof chosen === 'object' && 'huge' in chosen) {

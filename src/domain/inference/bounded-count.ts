@@ -54,7 +54,7 @@ export function provablyOver(chars: number, limit: number): boolean {
  * window (a tokenizer splits words there too, so the count matches counting the whole), else at the
  * window's end, never between the two halves of a surrogate pair.
  */
-function pieceEnd(text: string, start: number): number {
+export function pieceEnd(text: string, start: number): number {
   const end = start + PIECE_CHARS;
   if (end >= text.length) return text.length;
   for (let i = end; i > start + PIECE_CHARS / 2; i--) {

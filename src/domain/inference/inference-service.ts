@@ -85,18 +85,23 @@ const zeroUsage = (promptTokens = 0): Usage => ({ promptTokens, completionTokens
 /** A count an engine reported, kept within [0, max] (anything that is not a count is taken as 0). */
 const within = (n: number, max: number) => (Number.isFinite(n) && n > 0 ? Math.min(Math.floor(n), max) : 0);
 
+/** Whether an engine reported a count: 0 is none (Ollama reports 0 for a prompt it had cached). */
+const isCount = (n: number) => Number.isFinite(n) && n >= 1;
+
 /**
  * A chat call's usage as it is reported, billed and counted by the rate limiter: the engine's
  * figures clamped to what was possible and to what reached the client. Prompt tokens: at most the
- * prompt as counted at admission. Completion tokens: at most `max_tokens` (the ticket's), and at
- * most the bytes of text delivered plus one (every token but the end-of-sequence one decodes to at
- * least a byte), so an upstream claiming output it never sent is not believed.
+ * prompt as counted at admission, and that count when the engine reported none (0). Completion
+ * tokens: at most `max_tokens` (the ticket's), and at most the bytes of text delivered plus one
+ * (every token but the end-of-sequence one decodes to at least a byte), so an upstream claiming
+ * output it never sent is not believed. (A completion count of 0 for text delivered is replaced
+ * by the text's count before this: billedUsage.)
  */
 export function clampChatUsage(
   reported: Usage,
   limits: { promptTokens: number; maxTokens: number; delivered: string; choices?: number },
 ): Usage {
-  const promptTokens = within(reported.promptTokens, limits.promptTokens);
+  const promptTokens = isCount(reported.promptTokens) ? within(reported.promptTokens, limits.promptTokens) : limits.promptTokens;
   // One end-of-sequence token per choice.
   const ends = limits.choices ?? 1;
   const completionTokens = within(
@@ -106,8 +111,8 @@ export function clampChatUsage(
   return { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens };
 }
 
-/** Input tokens an engine reported for a non-chat call, at most the count admission held for. */
-const clampInput = (reported: number, counted: number) => within(reported, counted);
+/** Input tokens an engine reported for a non-chat call, at most the count admission held for (that count when it reported none). */
+const clampInput = (reported: number, counted: number) => (isCount(reported) ? within(reported, counted) : counted);
 
 const responseId = (prefix: string) => newId(prefix, '-');
 const now = () => Math.floor(Date.now() / 1000);
@@ -182,14 +187,40 @@ function usageChunkOf(head: ChunkHead, usage: Usage): ChatChunk {
   return { id: head.id, object: 'chat.completion.chunk', created: head.created, model: head.model, choices: [], usage };
 }
 
-/** A stream's usage counted from what it delivered (`delivered`: the text of each choice). */
-async function countDelivered(engine: Engine, delivered: string[], promptTokens: number, maxTokens: number): Promise<Usage> {
-  let completionTokens = 0;
-  for (const text of delivered) if (text) completionTokens += await engine.countTokens(text);
-  return clampChatUsage(
-    { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens },
-    { promptTokens, maxTokens, delivered: delivered.join(''), choices: delivered.length },
+/**
+ * The output tokens of what each choice delivered (`delivered`: the text of each choice), as the
+ * engine counts them, up to just past `limit` (the call's max_tokens, which billing keeps to
+ * anyway): in pieces, as the input is (./bounded-count.ts), since an upstream decides its length.
+ */
+function countOutput(engine: Engine, delivered: readonly string[], limit: number): Promise<number> {
+  return countWithin(
+    delivered.filter((text) => text.length > 0),
+    limit,
+    (piece) => engine.countTokens(piece),
   );
+}
+
+/**
+ * A chat call's usage as billed (clampChatUsage), from what the engine reported; a completion
+ * count of 0 (none) for text that was delivered is replaced by the count of that text.
+ */
+async function billedUsage(
+  engine: Engine,
+  reported: Usage,
+  limits: { promptTokens: number; maxTokens: number; delivered: readonly string[] },
+): Promise<Usage> {
+  let usage = reported;
+  if (!isCount(usage.completionTokens) && limits.delivered.some(Boolean)) {
+    const completionTokens = await countOutput(engine, limits.delivered, limits.maxTokens);
+    usage = { promptTokens: usage.promptTokens, completionTokens, totalTokens: usage.promptTokens + completionTokens };
+  }
+  const { promptTokens, maxTokens, delivered } = limits;
+  return clampChatUsage(usage, { promptTokens, maxTokens, delivered: delivered.join(''), choices: delivered.length });
+}
+
+/** A stream's usage counted from what it delivered (`delivered`: the text of each choice). */
+function countDelivered(engine: Engine, delivered: string[], promptTokens: number, maxTokens: number): Promise<Usage> {
+  return billedUsage(engine, { promptTokens, completionTokens: 0, totalTokens: promptTokens }, { promptTokens, maxTokens, delivered });
 }
 
 /** The request with the ticket's max_tokens; the request itself when they agree (no copy per call). */
@@ -394,7 +425,7 @@ export class InferenceService {
       const choices = all.length > n ? all.slice(0, n) : all;
       if (choices.length !== n) throw new DomainError('upstream_error', `The model returned ${choices.length} choices instead of ${n}.`);
       const overran = result.usage.completionTokens > maxTokens * n;
-      let delivered = '';
+      const delivered: string[] = [];
       const value: ChatCompletion = {
         id: responseId('chatcmpl'),
         object: 'chat.completion',
@@ -410,7 +441,7 @@ export class InferenceService {
             if (cut !== content) finishReason = 'length';
             content = cut;
           }
-          delivered += toolCalls ? outputText({ content, toolCalls }) : content;
+          delivered.push(toolCalls ? outputText({ content, toolCalls }) : content);
           return {
             index,
             message: { role: 'assistant', content: toolCalls && !content ? null : content, toolCalls },
@@ -421,7 +452,7 @@ export class InferenceService {
         }),
         usage: zeroUsage(),
       };
-      value.usage = clampChatUsage(result.usage, { promptTokens, maxTokens: maxTokens * n, delivered, choices: n });
+      value.usage = await billedUsage(engine, result.usage, { promptTokens, maxTokens: maxTokens * n, delivered });
       return { value, usage: value.usage };
     });
   }
@@ -497,7 +528,7 @@ export class InferenceService {
           continue;
         }
         settled = {
-          usage: clampChatUsage(event.usage, { promptTokens, maxTokens: maxTokens * n, delivered: delivered.join(''), choices: n }),
+          usage: await billedUsage(engine, event.usage, { promptTokens, maxTokens: maxTokens * n, delivered }),
           outcome: 'completed',
         };
         for (let i = 0; i < n; i++) if (!ended[i]) yield chunkOf(head, i, {}, event.finishReason);

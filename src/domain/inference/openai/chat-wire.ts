@@ -2,6 +2,7 @@
 // logprobs included) and how it reads answers and stream chunks (several choices, tool calls and
 // their streamed pieces, log-probabilities) into the engine's vocabulary.
 import type { ChatMessage, EngineChatRequest, EngineChoice, EngineStreamEvent, FinishReason, TokenLogprob, ToolCall } from '../engine.js';
+import { randomBase62 } from '../../ids.js';
 import { asRecord, invalidResponse, mapFinishReason } from './upstream.js';
 
 function messageWire(m: ChatMessage): object {
@@ -84,19 +85,28 @@ export function readLogprobs(value: unknown): TokenLogprob[] | undefined {
   return out;
 }
 
+/** An id for a tool call its upstream sent without one (mlx_lm.server, older llama-cpp-python, older Ollama): OpenAI's form. */
+export const newToolCallId = () => `call_${randomBase62(24)}`;
+
+/** A tool call's id as sent: a non-empty string, or none. */
+const callId = (value: unknown) => (typeof value === 'string' && value !== '' ? value : undefined);
+
 function readToolCalls(value: unknown): ToolCall[] | undefined {
   if (!Array.isArray(value) || value.length === 0) return undefined;
   return value.map((v) => {
     const c = asRecord(v);
     const fn = asRecord(c?.function);
-    if (!c || typeof c.id !== 'string' || !fn || typeof fn.name !== 'string') throw invalidResponse();
+    if (!c || !fn || typeof fn.name !== 'string') throw invalidResponse();
     const args = typeof fn.arguments === 'string' ? fn.arguments : fn.arguments === undefined ? '{}' : JSON.stringify(fn.arguments);
-    return { id: c.id, type: 'function', function: { name: fn.name, arguments: args } };
+    return { id: callId(c.id) ?? newToolCallId(), type: 'function', function: { name: fn.name, arguments: args } };
   });
 }
 
+/** Hears a finish reason the engine does not know (read as 'stop'). */
+export type UnknownFinish = (value: unknown) => void;
+
 /** The choices of a non-streamed answer, in index order; n of them. */
-export function readChoices(data: Record<string, unknown>, n: number): EngineChoice[] {
+export function readChoices(data: Record<string, unknown>, n: number, unknown?: UnknownFinish): EngineChoice[] {
   if (!Array.isArray(data.choices) || data.choices.length < n) throw invalidResponse();
   const out: EngineChoice[] = new Array(n);
   const all: unknown[] = data.choices;
@@ -111,8 +121,8 @@ export function readChoices(data: Record<string, unknown>, n: number): EngineCho
     const raw = message?.content;
     if (!message || (raw !== null && raw !== undefined && typeof raw !== 'string')) throw invalidResponse();
     const content = typeof raw === 'string' ? raw : '';
-    const one: EngineChoice = { content, finishReason: mapFinishReason(choice.finish_reason) };
     const toolCalls = readToolCalls(message?.tool_calls);
+    const one: EngineChoice = { content, finishReason: mapFinishReason(choice.finish_reason, toolCalls !== undefined, unknown) };
     if (toolCalls) one.toolCalls = toolCalls;
     const logprobs = readLogprobs(choice.logprobs);
     if (logprobs) one.logprobs = logprobs;
@@ -126,12 +136,67 @@ export function readChoices(data: Record<string, unknown>, n: number): EngineCho
 export const choiceText = (c: EngineChoice) => c.content + (c.toolCalls ?? []).map((t) => t.function.name + t.function.arguments).join('');
 
 /**
+ * One choice's streamed tool calls, numbered as they are relayed: by their ids, not by the
+ * upstream's `index` alone. A new id is the next call, even on an index already used (Ollama and
+ * older vLLM and SGLang parsers send every call on index 0, which SDKs would merge into one); a
+ * piece without an id belongs to the call its index last stood for, or without an index (older
+ * Ollama) to the current call; a call that never had an id gets one.
+ */
+interface ToolNumbering {
+  /** The relayed index of each id seen. */
+  byId: Map<string, number>;
+  /** The relayed index each upstream index last stood for. */
+  byIndex: Map<number, number>;
+  /** The relayed index of the call the last piece belonged to. */
+  current: number;
+  /** The calls so far: the next call's index. */
+  count: number;
+}
+
+/** What reading one stream needs across its chunks. */
+export interface StreamReading {
+  /** The choices asked for. */
+  n: number;
+  /** Per choice: its tool calls so far (none until it sends one). */
+  tools: (ToolNumbering | undefined)[];
+  unknownFinish?: UnknownFinish;
+}
+
+export function streamReading(n: number, unknownFinish?: UnknownFinish): StreamReading {
+  return { n, tools: new Array<ToolNumbering | undefined>(n), unknownFinish };
+}
+
+/** The relayed index of one tool-call piece, and the id to relay with it (the upstream's, or one made for a new call without). */
+function numberCall(t: ToolNumbering, index: unknown, sentId: string | undefined): { at: number; id: string | undefined } {
+  const upstreamIndex = typeof index === 'number' && Number.isInteger(index) && index >= 0 ? index : undefined;
+  let at: number | undefined;
+  let id = sentId;
+  if (sentId !== undefined) {
+    at = t.byId.get(sentId);
+    if (at === undefined) {
+      at = t.count++;
+      t.byId.set(sentId, at);
+    }
+  } else {
+    at = upstreamIndex === undefined ? (t.count > 0 ? t.current : undefined) : t.byIndex.get(upstreamIndex);
+    if (at === undefined) {
+      at = t.count++;
+      id = newToolCallId();
+    }
+  }
+  if (upstreamIndex !== undefined) t.byIndex.set(upstreamIndex, at);
+  t.current = at;
+  return { at, id };
+}
+
+/**
  * The engine events one streamed chunk's choice carries, appended to `out`: its content (with its
  * log-probabilities), its tool-call pieces, and its end (`choice_finish`, with one choice too: the
  * client gets its finish reason when the upstream sends it, not with the usage and [DONE] that
  * follow). Returns how the choice finished, if it did in this chunk.
  */
-export function choiceEvents(choice: Record<string, unknown>, n: number, out: EngineStreamEvent[]): FinishReason | undefined {
+export function choiceEvents(choice: Record<string, unknown>, reading: StreamReading, out: EngineStreamEvent[]): FinishReason | undefined {
+  const { n } = reading;
   // A choice the request did not ask for, or content that is not text, is a broken stream.
   if (typeof choice.index === 'number' && !(choice.index >= 0 && choice.index < n)) throw invalidResponse();
   const index = typeof choice.index === 'number' ? choice.index : 0;
@@ -150,21 +215,24 @@ export function choiceEvents(choice: Record<string, unknown>, n: number, out: En
   if (Array.isArray(delta?.tool_calls)) {
     for (const raw of delta.tool_calls) {
       const call = asRecord(raw);
-      const fn = asRecord(call?.function);
-      if (!call || typeof call.index !== 'number') throw invalidResponse();
+      if (!call) throw invalidResponse();
+      const fn = asRecord(call.function);
+      reading.tools[index] ??= { byId: new Map(), byIndex: new Map(), current: 0, count: 0 };
+      const { at, id } = numberCall(reading.tools[index], call.index, callId(call.id));
       const piece: EngineStreamEvent = {
         type: 'tool_call',
         ...(n > 1 ? { choice: index } : {}),
-        index: call.index,
+        index: at,
         arguments: typeof fn?.arguments === 'string' ? fn.arguments : '',
       };
-      if (typeof call.id === 'string') piece.id = call.id;
+      if (id !== undefined) piece.id = id;
       if (typeof fn?.name === 'string') piece.name = fn.name;
       out.push(piece);
     }
   }
-  if (choice.finish_reason === null || choice.finish_reason === undefined) return undefined;
-  const finish = mapFinishReason(choice.finish_reason);
+  // "" is not an ending: SGLang 0.4.3 and older Ollama send it on every chunk, where others send null.
+  if (choice.finish_reason === null || choice.finish_reason === undefined || choice.finish_reason === '') return undefined;
+  const finish = mapFinishReason(choice.finish_reason, reading.tools[index] !== undefined, reading.unknownFinish);
   out.push({ type: 'choice_finish', choice: index, finishReason: finish });
   return finish;
 }

@@ -5,19 +5,19 @@
 // Every call is bounded: a connect timeout, a first-byte timeout (the response head), an idle
 // timeout between stream events (comments and keep-alives are not progress) and a total deadline
 // across every base URL tried. A base URL that cannot be reached, sends no head in time, breaks
-// off or answers garbage is failed over (while nothing reached the consumer) and counts towards
-// its circuit breaker, which ejects it for a while (circuit-breaker.ts). An upstream 429 or 503
-// becomes 503 model_overloaded with the upstream's Retry-After, once no other base URL can take
-// the call.
+// off or answers garbage (not JSON) is failed over (while nothing reached the consumer) and counts
+// towards its circuit breaker, which ejects it for a while (circuit-breaker.ts); JSON of the wrong
+// shape is the caller's error alone (readAnswer). An upstream 429 or 503 becomes 503
+// model_overloaded with the upstream's Retry-After, once no other base URL can take the call.
 //
 // Error policy: callers see only fixed messages. Upstream addresses, ports, keys and upstream error
 // bodies go to the logger, never into a DomainError, because those messages reach API clients.
 import { Pool } from 'undici';
-import { createParser } from 'eventsource-parser';
+import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import type { OpenAIEngineConfig } from '../../catalog/model.js';
 import { DomainError } from '../../errors.js';
 import { embedResultFrom, moderationResultFrom, rerankResultFrom } from './answers.js';
-import { answerEvents, chatPayload, choiceEvents, choiceText, readChoices } from './chat-wire.js';
+import { answerEvents, chatPayload, choiceEvents, choiceText, readChoices, type StreamReading, streamReading } from './chat-wire.js';
 import { CircuitBreaker, type BreakerState } from './circuit-breaker.js';
 import type {
   ChatMessage,
@@ -31,10 +31,12 @@ import type {
   ToolDefinition,
   Usage,
 } from '../engine.js';
-import { countChatTokens, countTextTokens } from '../tokenizer.js';
+import { countChatTokens, countTextTokens, countTextTokensWithin } from '../tokenizer.js';
 import {
+  ANSWER_BODY_LIMIT,
   abortReason,
   asRecord,
+  MAX_EVENT_CHARS,
   Attempt,
   CallDeadline,
   invalidResponse,
@@ -61,6 +63,32 @@ export type { OpenAIEngineLogger, OpenAIEngineOptions, UpstreamHealth };
 
 /** TextDecoder's options for a piece of a stream (one object, not one per network read). */
 const DECODE_STREAM = { stream: true } as const;
+/** The most distinct unknown finish reasons an engine logs (an upstream cannot grow the set without bound). */
+const MAX_WARNED_FINISHES = 32;
+/** A response body's iterator that leaves the body open when the loop over it is left. */
+const KEEP_BODY = { destroyOnReturn: false } as const;
+/** How long a stream's response may take to end after its [DONE] before it is closed. */
+const DRAIN_AFTER_DONE_MS = 1_000;
+
+/**
+ * The output tokens a call may bill (max_tokens for each choice): an answer without usage is counted
+ * up to just past it, so that the work of counting is bounded by the call, not by the upstream.
+ */
+const outputLimit = (req: EngineChatRequest) => req.maxTokens * (req.n ?? 1);
+
+/**
+ * The rest of a response whose [DONE] arrived, read and dropped: a server that ends it at once gets
+ * its socket back in the pool; one that holds it open has it closed after DRAIN_AFTER_DONE_MS.
+ */
+function drainAfterDone(body: ResponseData['body']): void {
+  const timer = setTimeout(destroyBody, DRAIN_AFTER_DONE_MS, body);
+  body.once('close', () => clearTimeout(timer));
+  body.resume();
+}
+function destroyBody(body: ResponseData['body']): void {
+  body.destroy();
+}
+function ignoreError(): void {}
 
 export class OpenAIEngine implements Engine {
   private readonly upstreams: Upstream[];
@@ -73,6 +101,8 @@ export class OpenAIEngine implements Engine {
   private readonly firstByteMs: number;
   private readonly maxDurationMs: number;
   private next = 0;
+  /** The unknown finish reasons already logged (each once; at most MAX_WARNED_FINISHES). */
+  private readonly warnedFinishes = new Set<string>();
 
   constructor(config: OpenAIEngineConfig, opts: OpenAIEngineOptions = {}) {
     const env = opts.env ?? process.env;
@@ -148,6 +178,7 @@ export class OpenAIEngine implements Engine {
         attempted = true;
         // A fresh state per attempt: we only move on to another server while nothing was yielded.
         const state: StreamState = { yielded: false, content: '', finishReason: undefined, usage: undefined, done: false };
+        const reading = streamReading(n, this.unknownFinish);
         const attempt = new Attempt(signal, call, this.firstByteMs, this.timeoutMs);
         let res: ResponseData;
         try {
@@ -174,7 +205,7 @@ export class OpenAIEngine implements Engine {
           const type = res.headers['content-type'];
           if (typeof type === 'string' && type.includes('application/json')) {
             // The server ignored stream: true and answered in one piece: relay it as one piece per choice.
-            const events = await this.wholeAnswer(res, state, n);
+            const events = await this.wholeAnswer(res, up, state, n);
             judged = true;
             up.breaker.succeeded();
             if (events.length > 0) {
@@ -185,28 +216,39 @@ export class OpenAIEngine implements Engine {
           } else {
             // The SSE answer, relayed event by event as it comes (written out here rather than in
             // a generator of its own: every event would pass through one more).
-            const events: string[] = [];
+            const events: EventSourceMessage[] = [];
             const out: EngineStreamEvent[] = [];
             // Comments (": ping") and retry fields are not events: they do not count as progress.
             const parser = createParser({
               onEvent(e) {
-                events.push(e.data);
+                events.push(e);
               },
             });
             // undici's body ignores setEncoding; a streaming decoder keeps characters split across chunks whole.
             const decoder = new TextDecoder();
             try {
-              for await (const chunk of res.body as AsyncIterable<Buffer>) {
-                if (state.done) continue; // drain to the end so the socket goes back to the pool
-                parser.feed(decoder.decode(chunk, DECODE_STREAM));
-                if (events.length > 0) attempt.progress();
+              // Characters fed since the last whole event (about: the rest of the network read that
+              // completed one is not counted), so that one event cannot grow without bound.
+              let pending = 0;
+              // Left at [DONE] without destroying the body: the finally below lets the rest drain.
+              for await (const chunk of res.body.iterator(KEEP_BODY) as AsyncIterable<Buffer>) {
+                const text = decoder.decode(chunk, DECODE_STREAM);
+                parser.feed(text);
+                if (events.length > 0) {
+                  attempt.progress();
+                  pending = 0;
+                } else if ((pending += text.length) > MAX_EVENT_CHARS) {
+                  throw this.eventTooLarge(up);
+                }
                 for (let i = 0; i < events.length; i++) {
-                  const data = events[i]!;
+                  const { data, event } = events[i]!;
+                  if (data.length > MAX_EVENT_CHARS) throw this.eventTooLarge(up);
+                  if (event === 'error') this.streamError(data);
                   if (data === '[DONE]') {
                     state.done = true;
                     break;
                   }
-                  this.readChunk(data, state, n, out);
+                  this.readChunk(data, state, reading, out);
                   // The first well-formed event: the base URL works.
                   if (!judged) {
                     judged = true;
@@ -221,6 +263,9 @@ export class OpenAIEngine implements Engine {
                   }
                 }
                 events.length = 0;
+                // Everything is in hand at [DONE]: the client's stream ends now, whether or not the
+                // upstream ends its response (some keep it open until a timeout).
+                if (state.done) break;
               }
             } catch (e) {
               // After [DONE] everything the consumer needs is in hand; a broken tail changes nothing.
@@ -245,7 +290,13 @@ export class OpenAIEngine implements Engine {
         } finally {
           // Reached with the body unfinished when the consumer called return() or an error struck:
           // destroying it aborts the request, which closes the upstream socket and stops generation.
-          if (!res.body.readableEnded) res.body.destroy();
+          // After [DONE] the rest may drain for a moment, so that the socket can go back to the pool.
+          // (The loop's iterator no longer listens to the body: its error on destroy() is expected.)
+          if (!res.body.readableEnded) {
+            res.body.on('error', ignoreError);
+            if (state.done) drainAfterDone(res.body);
+            else res.body.destroy();
+          }
           attempt.dispose();
           if (!judged) up.breaker.released();
         }
@@ -272,7 +323,10 @@ export class OpenAIEngine implements Engine {
   }
 
   async rerank(query: string, documents: string[], signal: AbortSignal): Promise<EngineRerankResult> {
-    const payload = { model: this.model, query, documents, top_n: documents.length, return_documents: false };
+    // `documents` for vLLM, llama.cpp's server, Infinity and Cohere's form; `texts` for TEI's native
+    // /rerank, which refuses a body without it (422). An engine does not know which server it calls,
+    // and each ignores the field it does not take, so both are sent.
+    const payload = { model: this.model, query, documents, texts: documents, top_n: documents.length, return_documents: false };
     return this.postJson(this.rerankPath, payload, signal, 'rerank', (data) => rerankResultFrom(data, query, documents));
   }
 
@@ -300,11 +354,12 @@ export class OpenAIEngine implements Engine {
   // ---------------------------------------------------------------------------------------------
 
   private chatResultFrom(data: Record<string, unknown>, req: EngineChatRequest): EngineChatResult {
-    const choices = readChoices(data, req.n ?? 1);
+    const choices = readChoices(data, req.n ?? 1, this.unknownFinish);
     const reported = asRecord(data.usage);
-    // What the upstream left out is counted here (the answer's text made only then).
+    // What the upstream left out is counted here (the answer's text made only then; up to what the call may bill).
     const promptTokens = tokenCount(reported?.prompt_tokens) ?? countChatTokens(req.messages, req.tools);
-    const completionTokens = tokenCount(reported?.completion_tokens) ?? countTextTokens(choices.map(choiceText).join(''));
+    const completionTokens =
+      tokenCount(reported?.completion_tokens) ?? countTextTokensWithin(choices.map(choiceText).join(''), outputLimit(req));
     const result: EngineChatResult = {
       ...choices[0]!,
       usage: { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens },
@@ -313,23 +368,22 @@ export class OpenAIEngine implements Engine {
     return result;
   }
 
-  /** Usage as the upstream reported it; what it left out is counted here. */
+  /** Usage as the upstream reported it; what it left out is counted here (the output only up to what the call may bill: outputLimit). */
   private usageFrom(usage: Record<string, unknown> | undefined, req: EngineChatRequest, content: string): Usage {
     const promptTokens = tokenCount(usage?.prompt_tokens) ?? countChatTokens(req.messages, req.tools);
-    const completionTokens = tokenCount(usage?.completion_tokens) ?? countTextTokens(content);
+    const completionTokens = tokenCount(usage?.completion_tokens) ?? countTextTokensWithin(content, outputLimit(req));
     return { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens };
   }
 
-  /** A JSON answer to a streamed request (a server that ignored stream: true), read into the state: its events. */
-  private async wholeAnswer(res: ResponseData, state: StreamState, n: number): Promise<EngineStreamEvent[]> {
-    const data = asRecord(parseJson(await res.body.text()));
-    let choices: ReturnType<typeof readChoices>;
-    try {
-      if (!data) throw invalidResponse();
-      choices = readChoices(data, n);
-    } catch {
-      throw new Retryable(invalidResponse(), true);
-    }
+  /**
+   * A JSON answer to a streamed request (a server that ignored stream: true), read into the state:
+   * its events. As postJson's: what is not JSON is garbage; JSON tollgate refuses is not.
+   */
+  private async wholeAnswer(res: ResponseData, up: Upstream, state: StreamState, n: number): Promise<EngineStreamEvent[]> {
+    const text = await res.body.text();
+    const data = asRecord(parseJson(text));
+    if (!data) throw new Retryable(invalidResponse(), true);
+    const choices = this.readAnswer(text, up, 'chat.stream', () => readChoices(data, n, this.unknownFinish));
     state.usage = asRecord(data.usage);
     state.finishReason = choices[0]!.finishReason;
     state.done = true;
@@ -338,13 +392,11 @@ export class OpenAIEngine implements Engine {
   }
 
   /** Applies one chunk to the state; appends the events it carries (content, tool-call pieces) to `out`. */
-  private readChunk(data: string, state: StreamState, n: number, out: EngineStreamEvent[]): void {
+  private readChunk(data: string, state: StreamState, reading: StreamReading, out: EngineStreamEvent[]): void {
     const chunk = asRecord(parseJson(data));
     if (!chunk) throw new Retryable(invalidResponse(), true);
-    if (chunk.error !== undefined) {
-      this.logger.warn({ op: 'chat.stream', detail: truncate(data) }, 'upstream sent an error inside the stream');
-      throw new DomainError('upstream_error', msg.brokenStream);
-    }
+    // `"error": null` on every chunk (Microsoft Foundry Local) says there is none.
+    if (chunk.error !== undefined && chunk.error !== null) this.streamError(data);
     // Servers with continuous usage stats send usage on every chunk: the last one wins.
     const usage = asRecord(chunk.usage);
     if (usage) state.usage = usage;
@@ -353,7 +405,7 @@ export class OpenAIEngine implements Engine {
       const choice = asRecord(raw);
       if (!choice) continue;
       const from = out.length;
-      const finish = choiceEvents(choice, n, out);
+      const finish = choiceEvents(choice, reading, out);
       if (finish) state.finishReason = finish;
       for (let i = from; i < out.length; i++) {
         const e = out[i]!;
@@ -361,12 +413,55 @@ export class OpenAIEngine implements Engine {
         else if (e.type === 'tool_call') state.content += (e.name ?? '') + e.arguments;
       }
     }
+    // As for an answer read whole: no upstream grows this process without bound.
+    if (state.content.length > ANSWER_BODY_LIMIT) throw new Retryable(new DomainError('upstream_error', msg.tooLarge), true);
+  }
+
+  /** Logs a finish reason this engine does not know (read as 'stop'), once per value. */
+  private readonly unknownFinish = (value: unknown): void => {
+    const key = truncate(String(typeof value === 'string' ? value : JSON.stringify(value)));
+    if (this.warnedFinishes.has(key) || this.warnedFinishes.size >= MAX_WARNED_FINISHES) return;
+    this.warnedFinishes.add(key);
+    this.logger.warn({ model: this.model, finish_reason: key }, 'upstream sent a finish_reason tollgate does not know; read as stop');
+  };
+
+  /** A stream event over MAX_EVENT_CHARS: garbage, as an answer that is not JSON is. */
+  private eventTooLarge(up: Upstream): Retryable {
+    this.logger.warn(
+      { upstream: up.label, op: 'chat.stream', limit: MAX_EVENT_CHARS },
+      'upstream sent a stream event larger than the limit',
+    );
+    return new Retryable(new DomainError('upstream_error', msg.eventTooLarge), true);
+  }
+
+  /** An error the upstream sent inside its stream (an `error` chunk, or an `event: error` event): logged, and the stream ends. */
+  private streamError(data: string): never {
+    this.logger.warn({ op: 'chat.stream', detail: truncate(data) }, 'upstream sent an error inside the stream');
+    throw new DomainError('upstream_error', msg.brokenStream);
+  }
+
+  /**
+   * What `read` makes of an answer that is JSON; what it refuses (a DomainError: fewer choices than
+   * asked for, a value of the wrong type) is logged and thrown as it is: answered to this client
+   * alone, neither failed over nor counted towards ejection, since what a request asks for (`n`,
+   * tools) can lead an upstream to such an answer, and a client must not be able to eject a base
+   * URL for everyone.
+   */
+  private readAnswer<T>(text: string, up: Upstream, op: string, read: () => T): T {
+    try {
+      return read();
+    } catch (e) {
+      if (e instanceof DomainError) {
+        this.logger.warn({ upstream: up.label, op, detail: truncate(text) }, 'upstream answered with something that is not a valid answer');
+      }
+      throw e;
+    }
   }
 
   /**
    * POSTs with failover and returns what `read` makes of the first 2xx answer's JSON body. An
-   * answer that is not JSON, or that `read` refuses (it throws a DomainError), is garbage: the
-   * next base URL is tried, as for a connection that failed.
+   * answer that is not JSON is garbage: the next base URL is tried, as for a connection that
+   * failed. JSON that `read` refuses is not (readAnswer).
    */
   private async postJson<T>(
     path: string,
@@ -391,18 +486,11 @@ export class OpenAIEngine implements Engine {
           const text = await this.openWhole(up, path, body, attempt, op);
           // Arrays are let through for the bare-array rerank answer; `read` checks shapes.
           const data = parseJson(text);
-          let value: T;
-          try {
-            if (data === null || typeof data !== 'object') throw invalidResponse();
-            value = read(data as Record<string, unknown>);
-          } catch (e) {
-            if (!(e instanceof DomainError)) throw e;
-            this.logger.warn(
-              { upstream: up.label, op, detail: truncate(text) },
-              'upstream answered with something that is not a valid answer',
-            );
-            throw new Retryable(e, true);
+          if (data === null || typeof data !== 'object') {
+            this.logger.warn({ upstream: up.label, op, detail: truncate(text) }, 'upstream answered with something that is not JSON');
+            throw new Retryable(invalidResponse(), true);
           }
+          const value = this.readAnswer(text, up, op, () => read(data as Record<string, unknown>));
           up.breaker.succeeded();
           return value;
         } catch (e) {
@@ -464,7 +552,7 @@ export class OpenAIEngine implements Engine {
   private refusal(status: number, detail: string, retryAfter: string | string[] | undefined, attempt: Attempt, up: Upstream, op: string) {
     this.logger.warn({ upstream: up.label, op, status, detail }, 'upstream answered with an error status');
     if (attempt.callerAborted || attempt.callExpired || attempt.expired) return this.translate(undefined, attempt, up, op);
-    return statusError(status, detail, retryAfter);
+    return statusError(status, detail, retryAfter, op);
   }
 
   /** Maps a transport error to what the caller should see, logging the details. */

@@ -214,7 +214,20 @@ export const ERROR_BODY_LIMIT = 16 * 1024;
  * sends more has gone wrong (502), rather than growing this process without bound.
  */
 export const ANSWER_BODY_LIMIT = 64 * 1024 * 1024;
-export const CONTEXT_LENGTH_RE = /context[ _-]?(length|window)|maximum context|too many tokens|prompt is too long/i;
+/**
+ * The most characters one event of a stream may have: far beyond any chunk (a token or a few,
+ * with log-probabilities a few KB), and an upstream that sends more has gone wrong (its event is
+ * refused as garbage), rather than growing this process with one event without bound.
+ */
+export const MAX_EVENT_CHARS = 4 * 1024 * 1024;
+/**
+ * An upstream's refusal of an input too long for the model: vLLM's and SGLang's "maximum context
+ * length"/"context length", llama.cpp's `exceed_context_size_error` ("exceeds the available context
+ * size"), TGI's "`inputs` tokens + `max_new_tokens` must be <= N", TEI's "`inputs` must have less
+ * than N tokens", Ollama's and others' "too many tokens", "prompt is too long".
+ */
+export const CONTEXT_LENGTH_RE =
+  /context[ _-]?(length|window|size)|maximum context|exceed_context_size|too many tokens|prompt is too long|`inputs` tokens \+ `max_new_tokens` must be <=|must have less than \d+ tokens/i;
 export const noopLogger: OpenAIEngineLogger = { warn() {} };
 /** An upstream's Retry-After is passed on, within reason: at least 1 s, at most 10 min. */
 export const MAX_RETRY_AFTER_S = 600;
@@ -225,26 +238,46 @@ export const msg = {
   deadline: 'The call ran past its time limit and was ended.',
   invalid: "The model's upstream server sent an invalid response.",
   tooLarge: `The model's upstream server sent an answer larger than ${ANSWER_BODY_LIMIT / 1024 / 1024} MB.`,
+  eventTooLarge: `The model's upstream server sent a stream event larger than ${MAX_EVENT_CHARS / 1024 / 1024} MB.`,
   brokenAnswer: "The model's upstream server broke off its answer.",
   brokenStream: "The model's upstream server broke off the stream.",
+  aborted: "The model's upstream server gave up on the answer before it was finished.",
   overloaded: "The model's upstream servers are busy; retry after the time given in Retry-After.",
   ejected: "The model's upstream servers are failing and are being given time to recover; retry after the time given in Retry-After.",
   status: (status: number) => `The model's upstream server failed to answer (HTTP ${status}).`,
   contextLength: "The request exceeds the model's context length.",
+  refusedTooLarge:
+    "The model's upstream server refused the request as too large (too many inputs, or inputs too long); send fewer or shorter inputs.",
 };
 
 export function abortReason(signal: AbortSignal): unknown {
   return signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
 }
 
-export function mapFinishReason(value: unknown): FinishReason {
+/**
+ * A choice's finish reason as tollgate reports it. 'abort' (vLLM's, for a request it gave up, as
+ * on shutdown) is no ending: the answer broke off, and that is thrown (a failure another base URL
+ * may not have, counting nothing towards ejection). `toolCalls`: the choice called tools. A value
+ * not known here reads as 'stop' and is told to `unknown` (null, undefined and "" are no value).
+ */
+export function mapFinishReason(value: unknown, toolCalls: boolean, unknown?: (value: unknown) => void): FinishReason {
+  if (typeof value === 'string' && FINISH_REASONS.has(value)) return value as FinishReason;
   // 'function_call' is the deprecated functions API's name for the same ending.
   if (value === 'function_call') return 'tool_calls';
-  return typeof value === 'string' && FINISH_REASONS.has(value) ? (value as FinishReason) : 'stop';
+  if (value === 'abort') throw new Retryable(new DomainError('upstream_error', msg.aborted), false);
+  // TGI's end of the sequence.
+  if (value === 'eos_token') return toolCalls ? 'tool_calls' : 'stop';
+  if (value !== null && value !== undefined && value !== '') unknown?.(value);
+  return 'stop';
 }
 
+/**
+ * A token count an upstream reported, or undefined for none. 0 is none too: Ollama reports 0 for a
+ * prompt it had cached, and no prompt or delivered text costs 0 (an empty answer is counted 0 all
+ * the same).
+ */
 export function tokenCount(value: unknown): number | undefined {
-  return typeof value === 'number' && Number.isInteger(value) && value >= 0 ? value : undefined;
+  return typeof value === 'number' && Number.isInteger(value) && value > 0 ? value : undefined;
 }
 
 export function sigmoid(x: number): number {
@@ -324,16 +357,34 @@ export async function readErrorBody(res: ResponseData): Promise<string> {
   return truncate(text);
 }
 
-/** What an upstream's error status becomes: busy (429, 503) and 5xx may be failed over; the rest not. */
-export function statusError(status: number, detail: string, retryAfter: string | string[] | undefined): DomainError | Retryable {
+/** The request field an input refusal names, by operation. */
+function inputParam(op: string): string {
+  if (op.startsWith('chat')) return 'messages';
+  return op === 'rerank' ? 'documents' : 'input';
+}
+
+/**
+ * What an upstream's error status becomes: busy (429, 503) and 5xx may be failed over; the rest not.
+ * A refusal of the client's input is the client's error: an input too long for the model (400,
+ * 413 or 422 saying so: CONTEXT_LENGTH_RE) is 400 context_length_exceeded, any other 413 (TEI's
+ * batch over its limit) 413 request_too_large; other 4xx are the upstream's failure (502), since
+ * tollgate checked the request before forwarding it.
+ */
+export function statusError(
+  status: number,
+  detail: string,
+  retryAfter: string | string[] | undefined,
+  op: string,
+): DomainError | Retryable {
   // Busy, not broken: passed on with its back-off once no other base URL can take the call.
   if (status === 429 || status === 503) {
     return new Retryable(new DomainError('model_overloaded', msg.overloaded, { retryAfter: retryAfterSeconds(retryAfter) }), false);
   }
   if (status >= 500) return new Retryable(new DomainError('upstream_error', msg.status(status)), false);
-  if (status === 400 && CONTEXT_LENGTH_RE.test(detail)) {
-    return new DomainError('context_length_exceeded', msg.contextLength, { param: 'messages' });
+  if ((status === 400 || status === 413 || status === 422) && CONTEXT_LENGTH_RE.test(detail)) {
+    return new DomainError('context_length_exceeded', msg.contextLength, { param: inputParam(op) });
   }
+  if (status === 413) return new DomainError('request_too_large', msg.refusedTooLarge, { param: inputParam(op) });
   return new DomainError('upstream_error', msg.status(status));
 }
 
