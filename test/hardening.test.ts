@@ -15,6 +15,7 @@ import { ADMIN_TOKEN, catalogYaml, startTestServer, type TestServer } from './su
 import { waitUntil } from './support/wait.js';
 import { operation, wsClient as wsClientOf } from './support/ws.js';
 import { MAX_OPERATIONS_PER_SOCKET } from '../src/server.js';
+import { getKnex } from '../src/db/orm.js';
 
 const CONTEXT_WINDOW = 4096; // chat-test's, in the harness catalog
 
@@ -325,6 +326,17 @@ describe('revocation and expiry reach open operations', () => {
     expect(revoked).toBe(true);
     expect(text).toContain('"code":"invalid_api_key"');
     expect(text).not.toContain('[DONE]');
+    // The server ended it, not the client: billed for what it delivered, as failed mid-stream.
+    const knex = getKnex(s.services.orm);
+    let event: { outcome: string } | undefined;
+    await waitUntil(() => {
+      void knex('usage_events')
+        .where({ key_id: keyId })
+        .first()
+        .then((row: { outcome: string } | undefined) => (event = row));
+      return event !== undefined;
+    });
+    expect(event!.outcome).toBe('failed_mid_stream');
   });
 });
 

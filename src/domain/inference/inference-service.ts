@@ -162,9 +162,12 @@ interface ChunkHead {
 
 type ChunkChoice = ChatChunk['choices'][number];
 
-/** The call was aborted because its client went away (not because the server is shutting down). */
+/**
+ * The call was aborted because its client went away: not by the server, whose own ends carry the
+ * reason as a DomainError (shutting down; a key revoked or expired, a session ended, mid-stream).
+ */
 function clientLeft(signal: AbortSignal): boolean {
-  return signal.aborted && !(signal.reason instanceof DomainError && signal.reason.code === 'shutting_down');
+  return signal.aborted && !(signal.reason instanceof DomainError);
 }
 
 /** One choice's chunk; `logprobs` and `contentFilter` are set only when given. */
