@@ -14,6 +14,7 @@ import { countChatTokens, countTextTokens } from '../src/domain/inference/tokeni
 import { BACKENDS, createTestDatabase, type TestDatabase } from './support/databases.js';
 import { ADMIN_TOKEN, catalogYaml, clockFrom, startTestServer, type TestServer } from './support/harness.js';
 import { client, credit, seed } from './support/seed.js';
+import { until } from './support/wait.js';
 
 // Small allocations, so that tests reach their ends in a few calls (operators may override tiers).
 const TIERS = `
@@ -33,17 +34,6 @@ const est = (content: string) => countChatTokens([{ role: 'user', content }]);
 /** The fake upstream's count of a one-message prompt. */
 const fakePrompt = (content: string) => 4 + content.trim().split(/\s+/).length;
 const usd = (nanos: bigint) => formatDecimal(nanos);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until<T>(fn: () => Promise<T | undefined | false>, timeoutMs = 5_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error('timed out waiting');
-    await sleep(20);
-  }
-}
 
 describe.each(BACKENDS)('billing on %s', (backend) => {
   let db: TestDatabase;

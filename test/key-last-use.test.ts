@@ -7,18 +7,7 @@ import { KeyUse } from '../src/domain/keys/key-use.js';
 import { BACKENDS, createTestDatabase, type TestDatabase } from './support/databases.js';
 import { startTestServer, type TestServer } from './support/harness.js';
 import { client, seed } from './support/seed.js';
-import { waitUntil } from './support/wait.js';
-
-/** `fn`'s first truthy value, polled. */
-async function until<T>(fn: () => Promise<T | null | undefined | false>, timeoutMs = 5_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+import { until, waitUntil } from './support/wait.js';
 
 /** A datetime as either driver reads it back (epoch ms on SQLite, a Date on PostgreSQL). */
 const ms = (v: unknown) => (v instanceof Date ? v.getTime() : Number(v));

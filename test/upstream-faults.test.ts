@@ -13,6 +13,7 @@ import { countChatTokens, countTextTokens, truncateTextTokens } from '../src/dom
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
 import { embeddingModelYaml, moderationModelYaml, startTestServer, type TestServer } from './support/harness.js';
 import { client, seed } from './support/seed.js';
+import { until } from './support/wait.js';
 
 const IN = 1_000n;
 const OUT = 2_000n;
@@ -20,21 +21,10 @@ const START = '1.00';
 const est = (content: string) => countChatTokens([{ role: 'user', content }]);
 const fakePrompt = (content: string) => 4 + content.trim().split(/\s+/).length;
 const words = (n: number) => Array.from({ length: n }, (_, i) => `w${i}`).join(' ');
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The balance after calls that cost these tokens, from START. */
 const balanceAfter = (...calls: { prompt: number; completion: number }[]) =>
   formatDecimal(parseDecimal(START) - calls.reduce((n, c) => n + BigInt(c.prompt) * IN + BigInt(c.completion) * OUT, 0n));
-
-async function until<T>(fn: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 10_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (value) return value;
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await sleep(20);
-  }
-}
 
 function chatModel(id: string, engine: string): string {
   return `  - id: ${id}

@@ -12,17 +12,8 @@ import { countChatTokens, countTextTokens, truncateTextTokens } from '../src/dom
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
 import { embeddingModelYaml, startTestServer, type TestServer } from './support/harness.js';
 import { client, seed } from './support/seed.js';
+import { until } from './support/wait.js';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-async function until<T>(fn: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 10_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (value) return value;
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await sleep(20);
-  }
-}
 
 function chatModel(id: string, engine: string): string {
   return `  - id: ${id}
