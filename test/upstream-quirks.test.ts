@@ -14,7 +14,6 @@ import { embeddingModelYaml, startTestServer, type TestServer } from './support/
 import { client, seed } from './support/seed.js';
 import { until } from './support/wait.js';
 
-
 function chatModel(id: string, engine: string): string {
   return `  - id: ${id}
     category: chat
