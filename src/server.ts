@@ -18,6 +18,7 @@ import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import {
   type ExecutionArgs,
+  getOperationAST,
   GraphQLError,
   type GraphQLFormattedError,
   NoSchemaIntrospectionCustomRule,
@@ -458,7 +459,7 @@ function authorizationParam(params: Record<string, unknown>): string | null {
  * exceeded, found 8435."): said as what they are, with what to change.
  */
 function armorLimit(error: GraphQLError): GraphQLError {
-  const m = /^Syntax Error: (Query Cost limit|Query depth limit|Aliases limit|Directives limit)(.*)$/.exec(error.message);
+  const m = /^Syntax Error: (Query Cost limit|Query depth limit|Aliases limit|Directives limit|Token limit)(.*)$/.exec(error.message);
   if (!m) return error;
   const hint =
     m[1] === 'Query Cost limit'
@@ -546,6 +547,13 @@ export async function startServer(services: Services, opts: { port?: number; hos
   // completion, say) has no iterator for graphql-ws to return when its client completes it or
   // goes, so its signal is what stops the engine and keeps an answer nobody receives unbilled.
   const operations = new WeakMap<object, Map<string, AbortController>>();
+  // Each subscribe message's controller: a client may reuse an id once its operation is completed,
+  // and the old run's end must not forget the new run's controller.
+  const byMessage = new WeakMap<object, AbortController>();
+  const forget = (socket: object, id: string, payload: object) => {
+    const open = operations.get(socket);
+    if (open && open.get(id) === byMessage.get(payload)) open.delete(id);
+  };
   const abortOperation = (socket: object, id: string) => {
     const controller = operations.get(socket)?.get(id);
     operations.get(socket)?.delete(id);
@@ -594,8 +602,9 @@ export async function startServer(services: Services, opts: { port?: number; hos
         }
         const controller = new AbortController();
         open?.set(id, controller);
+        byMessage.set(payload, controller);
         const refused = (errors: GraphQLError[]) => {
-          operations.get(socket)?.delete(id);
+          forget(socket, id, payload);
           return errors;
         };
         try {
@@ -620,6 +629,20 @@ export async function startServer(services: Services, opts: { port?: number; hos
           // useDisableIntrospection hooks Yoga's HTTP request parsing, which a socket skips.
           if (!config.graphql.introspection) errors.push(...validateGraphQL(s, document, [NoSchemaIntrospectionCustomRule]));
           if (errors.length) return refused(errors.map((e: GraphQLError) => toPublicGraphQLError(e)));
+          // graphql-ws answers a document whose operation cannot be picked (several, none named by
+          // operationName) itself, without onComplete: refused here, so nothing is left open.
+          if (!getOperationAST(document, payload.operationName)) {
+            return refused([
+              toPublicGraphQLError(
+                new DomainError(
+                  'invalid_request',
+                  payload.operationName
+                    ? `The document has no operation named '${payload.operationName}'.`
+                    : 'The document has several operations: name the one to run in operationName.',
+                ),
+              ),
+            ]);
+          }
           const args = {
             schema: s,
             operationName: payload.operationName,
@@ -637,9 +660,12 @@ export async function startServer(services: Services, opts: { port?: number; hos
       // Errors as HTTP's bodies list them (publicErrorBody): `extensions.http` is Yoga's, not the client's.
       onNext: (_ctx, _id, _payload, _args, result) =>
         result.errors?.length ? { ...result, errors: result.errors.map(publicError) } : undefined,
-      onError: (_ctx, _id, _payload, errors) => errors.map(publicError),
+      onError: (ctx, id, payload, errors) => {
+        forget(ctx.extra.socket, id, payload);
+        return errors.map(publicError);
+      },
       // Ended (answered, failed or completed by the client): its signal is no longer needed.
-      onComplete: (ctx, id) => void operations.get(ctx.extra.socket)?.delete(id),
+      onComplete: (ctx, id, payload) => forget(ctx.extra.socket, id, payload),
     },
     wss,
   );

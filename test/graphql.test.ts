@@ -271,6 +271,21 @@ describe('GraphQL over HTTP', () => {
     }
   });
 
+  it('reads a wallet again after a mutation changed it, within one document', async () => {
+    const a = await s.account('developer');
+    const r = await s.graphql(
+      `mutation($a: ID!) {
+        before: setAccountTier(accountId: $a, tier: developer) { wallet { balance } }
+        credit: creditWallet(input: { accountId: $a, amount: "1.5", type: bonus, description: "x" }) { id }
+        after: setAccountTier(accountId: $a, tier: developer) { wallet { balance } }
+      }`,
+      { a: a.id },
+      ADMIN_TOKEN,
+    );
+    expect(r.body.errors).toBeUndefined();
+    expect(Number(r.body.data.after.wallet.balance) - Number(r.body.data.before.wallet.balance)).toBe(1.5);
+  });
+
   it('refuses a browser form post without a preflight header (CSRF)', async () => {
     const res = await fetch(`${s.url}/graphql`, {
       method: 'POST',

@@ -489,6 +489,13 @@ describe('over WebSocket, a bound on open operations', () => {
       await waitUntil(() => s.services.keyWatch.size < before + MAX_OPERATIONS_PER_SOCKET);
       const taken = await operation(client, '{ viewer { id } }');
       expect(taken.events[0]?.data?.viewer?.id).toBeTruthy();
+      // Documents whose operation cannot be picked are refused, and leave nothing open behind them.
+      for (let i = 0; i < 3; i++) {
+        const unnamed = await operation(client, 'query A { viewer { id } } query B { models { id } }');
+        expect(unnamed.error?.[0]?.message).toBe('The document has several operations: name the one to run in operationName.');
+      }
+      const stillOne = await operation(client, '{ viewer { id } }');
+      expect(stillOne.events[0]?.data?.viewer?.id).toBeTruthy();
     } finally {
       for (const end of ends) end();
       await client.dispose();

@@ -119,6 +119,8 @@ builder.objectField(AccountRef, 'wallet', (t) =>
   t.loadable({
     type: WalletRef,
     load: (accountIds: string[], ctx) => ctx.services.billing.getWallets(accountIds),
+    // Batched, never cached: a document whose mutations change a wallet reads each change.
+    loaderOptions: { cache: false },
     resolve: async (account, _args, ctx) => {
       await requireAccountAccess(ctx, account.id);
       return account.id;
