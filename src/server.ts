@@ -477,19 +477,35 @@ export const MAX_OPERATIONS_PER_SOCKET = 100;
 /** How long /readyz waits for the database's answer to `select 1`. */
 const READY_DB_TIMEOUT_MS = 2_000;
 
-/** Whether the database answers a trivial query within READY_DB_TIMEOUT_MS. */
-async function databaseAnswers(services: Services): Promise<boolean> {
+/** How long /readyz reuses its last answer about the database. */
+const READY_DB_CACHE_MS = 1_000;
+let databaseCheck: { services: Services; at: number; answer: Promise<boolean>; query: Promise<unknown> | null } | undefined;
+
+/**
+ * Whether the database answers a trivial query within READY_DB_TIMEOUT_MS. One query at a time
+ * per process, its answer reused for READY_DB_CACHE_MS: probes of many load balancers (or anyone,
+ * /readyz needs no key) never pile queries up behind a slow database.
+ */
+function databaseAnswers(services: Services): Promise<boolean> {
+  const now = Date.now();
+  const last = databaseCheck?.services === services ? databaseCheck : undefined;
+  if (last && (now - last.at < READY_DB_CACHE_MS || last.query !== null)) return last.answer;
+  const query = services.billing.db.rows('select 1 as ok');
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<false>((resolve) => {
     timer = setTimeout(() => resolve(false), READY_DB_TIMEOUT_MS);
   });
-  try {
-    return await Promise.race([services.billing.db.rows('select 1 as ok').then(() => true), timeout]);
-  } catch {
-    return false;
-  } finally {
-    clearTimeout(timer);
-  }
+  const check = { services, at: now, answer: Promise.resolve(false), query: query as Promise<unknown> | null };
+  // The query still running after the timeout keeps later probes on the same (false) answer.
+  void query.then(
+    () => (check.query = null),
+    () => (check.query = null),
+  );
+  check.answer = Promise.race([query.then(() => true), timeout])
+    .catch(() => false)
+    .finally(() => clearTimeout(timer));
+  databaseCheck = check;
+  return check.answer;
 }
 
 /** Whether a request target is under the /v1 mount as express matches it (case-insensitive, a whole segment). */
