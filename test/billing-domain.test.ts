@@ -197,6 +197,31 @@ describe.each(BACKENDS)('BillingService on %s', (backend) => {
     expect(await billing.listUsageEvents(id)).toMatchObject([{ outcome: 'completed', walletNanos: 50_000n }]);
   });
 
+  it('stops only once a settlement retrying through a blip has ended, charged', async () => {
+    clock = new Date('2026-06-01T09:30:00Z');
+    const billing = billingService();
+    await billing.start();
+    const id = await newAccount('startup');
+    await billing.creditWallet({ accountId: id, amount: usd('1'), type: 'bonus', description: 'start' });
+    const ticket = await billing.admit(meter(id, 10, 20));
+    const settle = billing.wallets.settle.bind(billing.wallets);
+    const until = Date.now() + 500;
+    billing.wallets.settle = async (s) => {
+      if (Date.now() < until) throw new Error('Connection terminated unexpectedly');
+      return settle(s);
+    };
+    try {
+      const settling = ticket.settle({ promptTokens: 10, completionTokens: 20, totalTokens: 30 }, 'completed');
+      await billing.stop();
+      // Stopped: the settlement had ended, charged.
+      expect(await billing.countOpenHolds(id)).toBe(0);
+      expect((await billing.getWallet(id)).balance).toBe(usd('1') - 50_000n);
+      await settling;
+    } finally {
+      billing.wallets.settle = settle;
+    }
+  });
+
   it('releases an expired hold unbilled; a settlement that comes later records the usage without charging', async () => {
     clock = new Date('2026-06-01T10:00:00Z');
     const billing = billingService();

@@ -13,6 +13,9 @@ import { usageEventRow, type Settling } from './wallet-store.js';
 import { WalletLifecycle } from './wallet-lifecycle.js';
 
 export abstract class Settlement extends WalletLifecycle {
+  /** Settlements under way, retrying ones included: stop() waits for them before the database closes. */
+  protected settlingNow = 0;
+
   /**
    * Charges the real usage (allocation first: prompt, then completion tokens; the rest from the
    * wallet at the matching prices, never more than was held), releases the rest of the hold and
@@ -20,13 +23,19 @@ export abstract class Settlement extends WalletLifecycle {
    * stays until the sweeper releases it, and the call is charged nothing.
    */
   protected async settle(call: HeldCall, usage: Usage, outcome: CallOutcome): Promise<void> {
+    this.settlingNow++;
+    try {
+      await this.settleWithRetries(call, usage, outcome);
+    } finally {
+      this.settlingNow--;
+    }
+  }
+
+  private async settleWithRetries(call: HeldCall, usage: Usage, outcome: CallOutcome): Promise<void> {
     const started = Date.now();
     for (let attempt = 1; ; attempt++) {
       try {
         await this.settleOnce(call, usage, outcome);
-        this.keyUse.touch(call.keyId, this.now());
-        if (attempt > 1) this.logger.warn({ reqId: call.requestId, hold: call.id, attempts: attempt }, 'settlement succeeded on a retry');
-        return;
       } catch (err) {
         const wait = Math.min(20 * 2 ** (attempt - 1), SETTLE_MAX_WAIT_MS);
         if (Date.now() - started + wait > SETTLE_RETRY_MS) {
@@ -37,7 +46,11 @@ export abstract class Settlement extends WalletLifecycle {
           return;
         }
         await new Promise((r) => setTimeout(r, wait));
+        continue;
       }
+      this.keyUse.touch(call.keyId, this.now());
+      if (attempt > 1) this.logger.warn({ reqId: call.requestId, hold: call.id, attempts: attempt }, 'settlement succeeded on a retry');
+      return;
     }
   }
 

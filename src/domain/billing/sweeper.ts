@@ -29,6 +29,9 @@ export abstract class Sweeper extends Admission {
     if (this.sweeper) clearInterval(this.sweeper);
     this.sweeper = undefined;
     await this.sweeping;
+    // Settlements still retrying (a database blip at shutdown) end before the database closes:
+    // charged, or given up after SETTLE_RETRY_MS as they would be anyway.
+    while (this.settlingNow > 0) await new Promise((r) => setTimeout(r, 20));
     await forgetInstances(this.db, [this.instanceId]).catch(() => {});
   }
 
