@@ -145,6 +145,28 @@ describe.each(BACKENDS)('the wallet store on %s', (backend) => {
     expect(await store.allocation(db(), 'acct_nobody000000000000000')).toBeNull();
   });
 
+  it('reads several balances in one query, lists of any length sharing a few statements', async () => {
+    const ids = [await walletWith(5n), await walletWith(7n), await walletWith(11n)];
+    const sql: string[] = [];
+    const seen = {
+      kind: db().kind,
+      rows: <T>(text: string, bindings?: readonly Binding[]) => {
+        sql.push(text);
+        return db().rows<T>(text, bindings);
+      },
+      run: (text: string, bindings?: readonly Binding[]) => db().run(text, bindings),
+    };
+    const two = await store.balances(seen, [ids[0]!, ids[1]!]);
+    const three = await store.balances(seen, [...ids, 'acct_nobody000000000000000']);
+    expect([...two.entries()]).toEqual([
+      [ids[0], { balance: 5n, held: 0n }],
+      [ids[1], { balance: 7n, held: 0n }],
+    ]);
+    expect(three.get(ids[2]!)).toEqual({ balance: 11n, held: 0n });
+    expect(three.has('acct_nobody000000000000000')).toBe(false);
+    expect(new Set(sql).size).toBe(1);
+  });
+
   it('moves money exactly beyond 2^53: credits, fees, and the period roll', async () => {
     const id = await walletWith(BEYOND_DOUBLES);
     expect(await store.credit(db(), id, 2n, NOW)).toBe(BEYOND_DOUBLES + 2n);

@@ -23,6 +23,9 @@ import { dayOf } from './period.js';
 import { big, exec, int, rows, run, type BillingDatabase, type Binding, type Db } from './sql.js';
 
 /** The once-per-period alert flags (see ./alerts.ts). */
+
+/** The list sizes an `in (…)` of ids is padded to. */
+const IN_LIST_SIZES = [8, 64, 256];
 export type PeriodAlertColumn = 'allocation_alert_period' | 'allocation_full_period' | 'spending_alert_period';
 
 /** A hold as it is released or settled: what it holds on the wallet. */
@@ -353,10 +356,14 @@ export abstract class WalletStoreBase implements WalletStore {
   async balances(db: Db, accountIds: readonly string[]): Promise<Map<string, { balance: bigint; held: bigint }>> {
     const out = new Map<string, { balance: bigint; held: bigint }>();
     if (accountIds.length === 0) return out;
+    // Padded to a few list sizes (repeating the first id), so that lists of any length share a
+    // handful of prepared statements rather than one each.
+    const size = IN_LIST_SIZES.find((n) => n >= accountIds.length) ?? accountIds.length;
+    const ids = [...accountIds, ...Array<string>(size - accountIds.length).fill(accountIds[0]!)];
     const found = await rows<{ account_id: string; balance: unknown; held: unknown }>(
       db,
-      `select account_id, cast(balance as text) as balance, cast(held as text) as held from wallets where account_id in (${accountIds.map(() => '?').join(', ')})`,
-      [...accountIds],
+      `select account_id, cast(balance as text) as balance, cast(held as text) as held from wallets where account_id in (${ids.map(() => '?').join(', ')})`,
+      ids,
     );
     for (const r of found) out.set(r.account_id, { balance: big(r.balance), held: big(r.held) });
     return out;
