@@ -553,7 +553,9 @@ export class InferenceService {
       // Runs on normal end, on error and when the consumer stops early (client disconnect).
       await events.return?.();
       if (!settled) {
-        const left = failure === undefined || clientLeft(signal);
+        // Stopped early with the signal aborted: by whom the reason says (the server's ends, a
+        // revoked key or a shutdown, are not the client's leaving); without it, by the consumer.
+        const left = signal.aborted ? clientLeft(signal) : failure === undefined;
         if (!delivered.some(Boolean)) settled = { usage: zeroUsage(), outcome: left ? 'client_disconnected' : 'failed' };
         else
           settled = {
