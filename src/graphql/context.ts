@@ -137,8 +137,10 @@ async function callerOf(
 /** Whether an Authorization header holds the operator's ADMIN_TOKEN (compared in constant time). */
 function isAdminToken(services: Services, authorization: string | null | undefined): boolean {
   const token = services.config.adminToken;
-  const given = /^Bearer\s+(.+)$/i.exec(authorization ?? '')?.[1]?.trim();
-  return Boolean(token && given && safeEqual(given, token));
+  // A header too short to hold the token is not it (an API key on every /v1 call): no parsing.
+  if (!token || !authorization || authorization.length < token.length + 7) return false;
+  const given = /^Bearer\s+(.+)$/i.exec(authorization)?.[1]?.trim();
+  return Boolean(given && safeEqual(given, token));
 }
 
 function safeEqual(a: string, b: string): boolean {
