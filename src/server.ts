@@ -326,7 +326,7 @@ export function createApp(services: Services) {
     // Cross-origin access is decided by `server.cors_origins` (above), not by Yoga.
     cors: false,
     maskedErrors: {
-      maskError: (error) => namedForGraphQL(toPublicGraphQLError(error instanceof GraphQLError ? armorLimit(error) : error)),
+      maskError: (error) => namedForGraphQL(toPublicGraphQLError(armorLimit(error))),
     },
     context: async (initial) => {
       // Over HTTP the initial context has the fetch Request and express's req; over WebSocket,
@@ -456,9 +456,10 @@ function authorizationParam(params: Record<string, unknown>): string | null {
 
 /**
  * graphql-armor words its limits as syntax errors ("Syntax Error: Query Cost limit of 5000
- * exceeded, found 8435."): said as what they are, with what to change.
+ * exceeded, found 8435."): said as what they are, with what to change. Anything else passes as is.
  */
-function armorLimit(error: GraphQLError): GraphQLError {
+function armorLimit<E>(error: E): E | GraphQLError {
+  if (!(error instanceof GraphQLError)) return error;
   const m = /^Syntax Error: (Query Cost limit|Query depth limit|Aliases limit|Directives limit|Token limit)(.*)$/.exec(error.message);
   if (!m) return error;
   const hint =
@@ -670,7 +671,7 @@ export async function startServer(services: Services, opts: { port?: number; hos
           return args as ExecutionArgs;
         } catch (err) {
           if (isUnexpectedError(err)) logger.error({ path: '/graphql (WebSocket)', err }, 'unexpected GraphQL error');
-          return refused([toPublicGraphQLError(err instanceof GraphQLError ? armorLimit(err) : err)]);
+          return refused([toPublicGraphQLError(armorLimit(err))]);
         }
       },
       // Errors as HTTP's bodies list them (publicErrorBody): `extensions.http` is Yoga's, not the client's.
