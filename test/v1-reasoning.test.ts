@@ -88,6 +88,23 @@ describe('reasoning of a reasoning model', () => {
     expect(deltas.map((d) => d.content ?? '').join('')).toBe(answerOf(3));
   });
 
+  it('a stream whose upstream answered whole (ignoring stream: true) still sends the reasoning, before the content', async () => {
+    const { c } = await newClient();
+    s.upstream.setFault({
+      raw: '{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"w0 w1","reasoning_content":"r0 r1"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":4,"total_tokens":9}}',
+    });
+    try {
+      const r = await c.post('/chat/completions', ask('hi', { stream: true }));
+      expect(r.status).toBe(200);
+      const deltas = chunksOf(r.text).map((ch) => ch.choices[0]?.delta ?? {});
+      const kinds = deltas.flatMap((d) => (d.reasoning_content ? ['reasoning'] : d.content ? ['content'] : []));
+      expect(kinds).toEqual(['reasoning', 'content']);
+      expect(deltas.find((d) => d.reasoning_content)).toEqual({ reasoning_content: 'r0 r1' });
+    } finally {
+      s.upstream.setFault(null);
+    }
+  });
+
   it("reads the reasoning from the 'reasoning' field too (newer vLLM, Ollama), streamed and not", async () => {
     const { c } = await newClient();
     const plain = await c.post('/chat/completions', ask('think #tokens=2 #reasoning=3 #reasoning-field=reasoning'));
@@ -205,6 +222,30 @@ describe('reasoning of a reasoning model', () => {
     expect(chunks.map((ch) => ch.choices[0]?.delta?.content ?? '').join('')).toBe(answerOf(3));
     const usage = chunks.at(-1).usage;
     expect(usage.completion_tokens).toBeGreaterThanOrEqual(answerTokens + countTextTokens(reasoningOf(30)) - 1);
+    expect((await usageEvent(2)).completionTokens).toBe(usage.completion_tokens);
+  });
+
+  it('an answer the content filter cuts still bills the withheld reasoning, streamed and not', async () => {
+    const { c, usageEvent } = await newClient();
+    const filtered = (extra: Record<string, unknown> = {}) => ({
+      ...ask('#tokens=20 #flag=12 #reasoning=30 #nousage', extra),
+      model: 'chat-filtered',
+    });
+    const reasoningTokens = countTextTokens(reasoningOf(30));
+    const plain = await c.post('/chat/completions', filtered());
+    expect(plain.body.choices[0].finish_reason).toBe('content_filter');
+    expect(plain.body.choices[0].message).not.toHaveProperty('reasoning_content');
+    const kept = plain.body.choices[0].message.content as string;
+    expect(kept).not.toContain('kill');
+    expect(plain.body.usage.completion_tokens).toBeGreaterThanOrEqual(reasoningTokens + countTextTokens(kept) - 1);
+    expect((await usageEvent(1)).completionTokens).toBe(plain.body.usage.completion_tokens);
+    const streamed = await c.post('/chat/completions', filtered({ stream: true, stream_options: { include_usage: true } }));
+    const chunks = chunksOf(streamed.text);
+    expect(chunks.find((ch) => ch.choices[0]?.finish_reason)?.choices[0].finish_reason).toBe('content_filter');
+    expect(streamed.text).not.toContain('reasoning_content');
+    const sent = chunks.map((ch) => ch.choices[0]?.delta?.content ?? '').join('');
+    const usage = chunks.at(-1).usage;
+    expect(usage.completion_tokens).toBeGreaterThanOrEqual(reasoningTokens + countTextTokens(sent) - 1);
     expect((await usageEvent(2)).completionTokens).toBe(usage.completion_tokens);
   });
 });
