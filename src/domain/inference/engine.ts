@@ -104,8 +104,8 @@ export interface EngineChatResult extends EngineChoice {
 }
 
 /**
- * A stream yields reasoning and content deltas and tool-call fragments, then exactly one `finish` event; anything
- * else ends it by throwing. An engine may first yield `started` when the call is accepted (an
+ * A stream yields reasoning and content deltas and tool-call fragments, then exactly one `finish`
+ * event; anything else ends it by throwing. An engine may first yield `started` when the call is accepted (an
  * upstream answered 2xx): the door can send its head then, before the first token. `choice` (default
  * 0) says which choice an event belongs to when n > 1; a choice may end early with `choice_finish`,
  * and `finish` ends every choice not ended yet.

@@ -472,10 +472,11 @@ export class InferenceService {
    * A chat completion as chunks. Validation, admission and the engine's acceptance of the call (its
    * `started` event, or its first event) come before the first chunk, so a caller that pulls once
    * can still answer those errors with a proper status; the first chunks (the role of each choice)
-   * come before the first token, so the door can send its head at once. At most max_tokens reasoning,
-   * content or tool-call chunks are relayed per choice (a chunk carries at least one token): beyond that the
-   * choice ends with finish reason `length`, and once every choice has, the engine is stopped. The
-   * final chunk (no choices) carries the usage; doors decide whether to show it.
+   * come before the first token, so the door can send its head at once. At most max_tokens
+   * reasoning, content or tool-call chunks are relayed per choice (a chunk carries at least one
+   * token; withheld reasoning counts too): beyond that the choice ends with finish reason `length`,
+   * and once every choice has, the engine is stopped. The final chunk (no choices) carries the
+   * usage; doors decide whether to show it.
    */
   async *chatCompletionStream(caller: Caller, input: ChatInput, signal: AbortSignal): AsyncGenerator<ChatChunk> {
     const prepared = await this.screenChat(caller, input, signal);

@@ -89,8 +89,10 @@ export interface ChatCompletion {
   model: string;
   choices: {
     index: number;
-    /** content is null when the answer is only tool calls. */
-    /** reasoningContent: the model's reasoning, when its upstream sent it and no content filter withholds it. */
+    /**
+     * content is null when the answer is only tool calls; reasoningContent is the model's reasoning,
+     * when its upstream sent it and no content filter withholds it.
+     */
     message: { role: 'assistant'; content: string | null; reasoningContent?: string; toolCalls: ToolCall[] | null };
     finishReason: FinishReason;
     logprobs: TokenLogprob[] | null;
