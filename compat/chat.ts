@@ -302,6 +302,8 @@ const completionWire = (c: Completion) => ({
     message: {
       role: ch.message.role,
       content: ch.message.content ?? null,
+      // Only from a reasoning model: other answers stay as OpenAI's.
+      ...(ch.message.reasoningContent ? { reasoning_content: ch.message.reasoningContent } : {}),
       refusal: null,
       ...(ch.message.toolCalls?.length
         ? {
@@ -331,6 +333,7 @@ function chunkWire(c: Chunk, includeUsage: boolean) {
         delta.content = ch.delta.content;
       // The role chunk of a call that may be a tool call: `content: null`, as OpenAI's.
       else if (ch.delta.role) delta.content = null;
+      if (ch.delta.reasoningContent) delta.reasoning_content = ch.delta.reasoningContent;
       if (ch.delta.toolCalls?.length) {
         delta.tool_calls = ch.delta.toolCalls.map((c) => {
           const fn: Record<string, string> = {};

@@ -83,6 +83,12 @@ const ChatCompletion = z
           .object({
             role: z.literal('assistant'),
             content: z.string().nullable().describe('null when the answer is only tool calls.'),
+            reasoning_content: z
+              .string()
+              .optional()
+              .describe(
+                "A reasoning model's reasoning, when its upstream sends it apart; absent otherwise, and under an output content filter.",
+              ),
             refusal: z.null(),
             tool_calls: z.array(ToolCall).optional(),
           })
@@ -110,6 +116,7 @@ const ChatCompletionChunk = z
               role: z.literal('assistant').optional(),
               // null in the role chunk of a call that may call tools, as OpenAI's.
               content: z.string().nullable().optional(),
+              reasoning_content: z.string().optional().describe("A piece of a reasoning model's reasoning, before the answer's content."),
               tool_calls: z.array(ToolCallDelta).optional(),
             })
             .strict(),

@@ -121,6 +121,10 @@ interface Markers {
   fail?: '500' | 'reset' | 'midstream';
   /** The answer's word of this index is 'kill' (which the fake moderation flags as violence). */
   flagWord?: number;
+  /** Reasoning words (`r0 r1 …`) sent before the answer, as a reasoning model's upstream does. */
+  reasoning?: number;
+  /** The field the reasoning comes in: vLLM's and llama.cpp's `reasoning_content` unless told. */
+  reasoningField?: string;
   noUsage: boolean;
 }
 
@@ -146,6 +150,10 @@ function readMarkers(messages: unknown): Markers {
   out.noUsage = text.includes('#nousage');
   const flag = /#flag=(\d+)/.exec(text);
   if (flag) out.flagWord = Number(flag[1]);
+  const reasoning = /#reasoning=(\d+)/.exec(text);
+  if (reasoning) out.reasoning = Number(reasoning[1]);
+  const field = /#reasoning-field=(\w+)/.exec(text);
+  if (field) out.reasoningField = field[1];
   return out;
 }
 
@@ -240,6 +248,10 @@ function sendError(res: ServerResponse, status: number, message: string): void {
  * - `#nousage`        leave usage out, in both modes
  * Tools, response_format, n > 1 and logprobs are answered by ./fake-chat-features.ts.
  * - `#flag=N`         word N of the answer is 'kill' instead of `wN`
+ * - `#reasoning=N`    N reasoning words `r0 r1 …` before the answer (not with the features above):
+ *                     in `message.reasoning_content`; streamed, N chunks of `delta.reasoning_content`
+ *                     between the role chunk and the content; reported usage counts them as output
+ * - `#reasoning-field=NAME` the reasoning in field NAME instead (`reasoning`: newer vLLM, Ollama)
  * Moderation flags a text with the word 'kill' (violence) or 'hateful' (hate, harassment).
  */
 export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise<FakeUpstream> {
@@ -337,7 +349,11 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
     const id = `chatcmpl-fake${++seq}`;
     const created = Math.floor(Date.now() / 1000);
     const model = typeof body.model === 'string' ? body.model : 'fake';
-    const usage = markers.noUsage ? undefined : { prompt_tokens: promptTokensOf(body.messages), completion_tokens: n, total_tokens: 0 };
+    const thoughts = markers.reasoning ?? 0;
+    const reasoningField = markers.reasoningField ?? 'reasoning_content';
+    const usage = markers.noUsage
+      ? undefined
+      : { prompt_tokens: promptTokensOf(body.messages), completion_tokens: n + thoughts, total_tokens: 0 };
     if (usage && fault !== null && typeof fault === 'object' && 'usage' in fault) {
       usage.prompt_tokens = fault.usage;
       usage.completion_tokens = fault.usage;
@@ -369,6 +385,10 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
         model,
         choices: [{ index: 0, message: { role: 'assistant', content }, logprobs: null, finish_reason: finishReason }],
       };
+      if (thoughts > 0) {
+        const message = (out.choices as { message: Record<string, unknown> }[])[0]!.message;
+        message[reasoningField] = Array.from({ length: thoughts }, (_, i) => `r${i}`).join(' ');
+      }
       if (usage) out.usage = usage;
       if (fault === 'reset-mid') {
         const text = JSON.stringify(out);
@@ -391,6 +411,7 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
     const frame = (delta: string, finish: string | null) =>
       `data: ${head}"choices":[{"index":0,"delta":${delta},"logprobs":null,"finish_reason":${finish === null ? 'null' : `"${finish}"`}}]${tail}\n\n`;
     const frames: string[] = [frame('{"role":"assistant","content":""}', null)];
+    for (let i = 0; i < thoughts; i++) frames.push(frame(`{"${reasoningField}":"${i === 0 ? '' : ' '}r${i}"}`, null));
     const contentFrames = markers.fail === 'midstream' ? Math.min(2, n) : n;
     for (let i = 0; i < contentFrames; i++) frames.push(frame(`{"content":"${i === 0 ? '' : ' '}${word(i)}"}`, null));
     if (markers.fail !== 'midstream') {

@@ -12,6 +12,10 @@
 //   there with finish reason `content_filter`: a stream stops the model and sends the finish
 //   chunk; a plain answer carries the text before that window. Either way the answer is billed
 //   for its prompt and the tokens of the text delivered.
+// - Reasoning (a reasoning model's `reasoning_content`) is not moderated and not relayed: it is
+//   withheld (marked so, for InferenceService), and billed as output all the same, since the model
+//   produced it. Screening it would cost a moderation call per window of text the client may never
+//   need, and a flag there would end answers whose own text is clean.
 // - Every moderation call is billed like a call of the moderation model (its own price, free by
 //   default) on the caller's account, as a usage event of its own, and counted in the metrics;
 //   it does not count against the caller's rate limits (the chat call already did). A moderation
@@ -208,16 +212,19 @@ function filteredEngine(inner: Engine, check: Check, safety: SafetyConfig): Engi
       let keptTokens = 0;
       for (const choice of result.choices ?? [result]) {
         const { kept, verdict } = await checkWindows(choice.content, windowChars, check);
+        const reasoning = choice.reasoning ? { reasoning: choice.reasoning, reasoningWithheld: true } : {};
         if (!verdict.flagged) {
-          choices.push({ ...choice, contentFilter: verdict });
+          choices.push({ ...choice, ...reasoning, contentFilter: verdict });
           continue;
         }
-        // Cut before the window that flagged; its tool calls (if any) are not sent either.
+        // Cut before the window that flagged; its tool calls (if any) are not sent either. Its
+        // reasoning stays billed (outputText leaves it out of what is taken off).
         const keeps = kept ? await inner.countTokens(kept) : 0;
         withheld += (await inner.countTokens(outputText(choice))) - keeps;
         keptTokens += keeps;
         choices.push({
           content: kept,
+          ...reasoning,
           finishReason: 'content_filter',
           logprobs: logprobsWithin(choice.logprobs, kept.length),
           contentFilter: verdict,
@@ -236,12 +243,13 @@ function filteredEngine(inner: Engine, check: Check, safety: SafetyConfig): Engi
       const n = req.n ?? 1;
       const events = inner.chatStream(req, signal)[Symbol.asyncIterator]();
       // Per choice: deltas waiting for their window's check, the last window sent (the next one's
-      // context), what was sent, and whether the choice has ended.
+      // context), what was sent, the reasoning withheld, and whether the choice has ended.
       const choices = Array.from({ length: n }, () => ({
         pending: [] as EngineStreamEvent[],
         chars: 0,
         previous: '',
         sent: '',
+        reasoning: '',
         ended: false,
       }));
       /** Checks choice `c`'s pending text: passed, it is sent; flagged, the choice ends with content_filter. */
@@ -266,7 +274,7 @@ function filteredEngine(inner: Engine, check: Check, safety: SafetyConfig): Engi
       const cutUsage = async () =>
         deliveredUsage(
           await inner.countChatTokens(req.messages, req.tools),
-          choices.map((st) => st.sent),
+          choices.map((st) => st.reasoning + st.sent),
         );
       let cut = false;
       try {
@@ -297,6 +305,12 @@ function filteredEngine(inner: Engine, check: Check, safety: SafetyConfig): Engi
             continue;
           }
           if (st.ended) continue;
+          if (event.type === 'reasoning_delta') {
+            // Withheld, not checked: InferenceService counts it and relays none of it.
+            st.reasoning += event.content;
+            yield { ...event, withheld: true };
+            continue;
+          }
           if (event.type === 'delta') {
             st.pending.push(event);
             st.chars += event.content.length;

@@ -83,6 +83,13 @@ export interface ContentFilterVerdict {
 /** One generated choice. */
 export interface EngineChoice {
   content: string;
+  /**
+   * The model's reasoning before its answer, when its upstream sends it apart (`reasoning_content`
+   * or `reasoning`): output the call is billed for, relayed beside the answer.
+   */
+  reasoning?: string;
+  /** Set by an output content filter: the reasoning is counted as output but not relayed (./content-filter.ts). */
+  reasoningWithheld?: boolean;
   toolCalls?: ToolCall[];
   finishReason: FinishReason;
   logprobs?: TokenLogprob[];
@@ -97,8 +104,8 @@ export interface EngineChatResult extends EngineChoice {
 }
 
 /**
- * A stream yields content deltas and tool-call fragments, then exactly one `finish` event; anything
- * else ends it by throwing. An engine may first yield `started` when the call is accepted (an
+ * A stream yields reasoning and content deltas and tool-call fragments, then exactly one `finish`
+ * event; anything else ends it by throwing. An engine may first yield `started` when the call is accepted (an
  * upstream answered 2xx): the door can send its head then, before the first token. `choice` (default
  * 0) says which choice an event belongs to when n > 1; a choice may end early with `choice_finish`,
  * and `finish` ends every choice not ended yet.
@@ -106,6 +113,8 @@ export interface EngineChatResult extends EngineChoice {
 export type EngineStreamEvent =
   | { type: 'started' }
   | { type: 'delta'; content: string; choice?: number; logprobs?: TokenLogprob[] }
+  /** A piece of the model's reasoning (before its answer); `withheld`: counted as output, not relayed (./content-filter.ts). */
+  | { type: 'reasoning_delta'; content: string; choice?: number; withheld?: boolean }
   | {
       /** A piece of the `index`th tool call: its id and name come with the first piece. */
       type: 'tool_call';

@@ -444,10 +444,18 @@ export class InferenceService {
             if (cut !== content) finishReason = 'length';
             content = cut;
           }
-          delivered.push(toolCalls ? outputText({ content, toolCalls }) : content);
+          // The reasoning is output too, billed whether it is relayed or withheld (a content filter's).
+          const reasoning = choice.reasoning ?? '';
+          delivered.push(reasoning + (toolCalls ? outputText({ content, toolCalls }) : content));
+          const message: ChatCompletion['choices'][number]['message'] = {
+            role: 'assistant',
+            content: toolCalls && !content ? null : content,
+            toolCalls,
+          };
+          if (reasoning && !choice.reasoningWithheld) message.reasoningContent = reasoning;
           return {
             index,
-            message: { role: 'assistant', content: toolCalls && !content ? null : content, toolCalls },
+            message,
             finishReason,
             logprobs: request.logprobs ? (choice.logprobs ?? []) : null,
             contentFilter: choice.contentFilter ?? null,
@@ -464,10 +472,11 @@ export class InferenceService {
    * A chat completion as chunks. Validation, admission and the engine's acceptance of the call (its
    * `started` event, or its first event) come before the first chunk, so a caller that pulls once
    * can still answer those errors with a proper status; the first chunks (the role of each choice)
-   * come before the first token, so the door can send its head at once. At most max_tokens content
-   * or tool-call chunks are relayed per choice (a chunk carries at least one token): beyond that the
-   * choice ends with finish reason `length`, and once every choice has, the engine is stopped. The
-   * final chunk (no choices) carries the usage; doors decide whether to show it.
+   * come before the first token, so the door can send its head at once. At most max_tokens
+   * reasoning, content or tool-call chunks are relayed per choice (a chunk carries at least one
+   * token; withheld reasoning counts too): beyond that the choice ends with finish reason `length`,
+   * and once every choice has, the engine is stopped. The final chunk (no choices) carries the
+   * usage; doors decide whether to show it.
    */
   async *chatCompletionStream(caller: Caller, input: ChatInput, signal: AbortSignal): AsyncGenerator<ChatChunk> {
     const prepared = await this.screenChat(caller, input, signal);
@@ -477,8 +486,11 @@ export class InferenceService {
     const maxTokens = perChoice(ticket.maxOutputTokens, n);
     const head: ChunkHead = { id: responseId('chatcmpl'), created: now(), model: model.id };
     // What was handed to the client so far, per choice: a stream that does not finish is billed
-    // from it, and a stream that delivered none of its answer is billed nothing.
+    // from it, and a stream that delivered none of its answer is billed nothing. Reasoning a content
+    // filter withheld is output the model produced: billed with the rest once the stream finishes.
     const delivered: string[] = new Array(n).fill('');
+    const withheld: string[] = new Array(n).fill('');
+    const produced = () => delivered.map((text, i) => withheld[i] + text);
     const chunks: number[] = new Array(n).fill(0);
     const ended: boolean[] = new Array(n).fill(false);
     let settled: { usage: Usage; outcome: CallOutcome } | undefined;
@@ -497,9 +509,9 @@ export class InferenceService {
           for (let i = 0; i < n; i++) yield chunkOf(head, i, roleDelta, null);
         }
         if (event.type === 'started') continue;
-        if (event.type === 'delta' || event.type === 'tool_call') {
+        if (event.type === 'delta' || event.type === 'reasoning_delta' || event.type === 'tool_call') {
           const c = event.choice ?? 0;
-          const piece = event.type === 'delta' ? event.content : (event.name ?? '') + event.arguments;
+          const piece = event.type === 'tool_call' ? (event.name ?? '') + event.arguments : event.content;
           if (!piece || c < 0 || c >= n || ended[c]) continue;
           if (chunks[c]! >= maxTokens) {
             // This choice went on past max_tokens: it ends there, as a model that stopped would have.
@@ -509,8 +521,14 @@ export class InferenceService {
             continue;
           }
           chunks[c]!++;
+          if (event.type === 'reasoning_delta' && event.withheld) {
+            withheld[c] += piece;
+            continue;
+          }
           delivered[c] += piece;
-          if (event.type === 'delta') {
+          if (event.type === 'reasoning_delta') {
+            yield chunkOf(head, c, { reasoningContent: event.content }, null);
+          } else if (event.type === 'delta') {
             yield chunkOf(head, c, { content: event.content }, null, request.logprobs ? (event.logprobs ?? []) : undefined);
           } else {
             const fn = event.name === undefined ? { arguments: event.arguments } : { name: event.name, arguments: event.arguments };
@@ -531,7 +549,7 @@ export class InferenceService {
           continue;
         }
         settled = {
-          usage: await billedUsage(engine, event.usage, { promptTokens, maxTokens: maxTokens * n, delivered }),
+          usage: await billedUsage(engine, event.usage, { promptTokens, maxTokens: maxTokens * n, delivered: produced() }),
           outcome: 'completed',
         };
         for (let i = 0; i < n; i++) if (!ended[i]) yield chunkOf(head, i, {}, event.finishReason);
@@ -541,7 +559,7 @@ export class InferenceService {
       if (ended.every(Boolean)) {
         // The engine went on past max_tokens: stop it (closing the upstream request).
         await events.return?.();
-        settled = { usage: await countDelivered(engine, delivered, promptTokens, maxTokens * n), outcome: 'completed' };
+        settled = { usage: await countDelivered(engine, produced(), promptTokens, maxTokens * n), outcome: 'completed' };
         yield usageChunkOf(head, settled.usage);
         return;
       }

@@ -77,6 +77,11 @@ const ChatMessageRef = builder.objectRef<ChatCompletion['choices'][number]['mess
   fields: (t) => ({
     role: t.exposeString('role'),
     content: t.exposeString('content', { nullable: true, description: 'null when the answer is only tool calls.' }),
+    reasoningContent: t.exposeString('reasoningContent', {
+      nullable: true,
+      description:
+        "A reasoning model's reasoning before its answer, when its upstream sends it apart; null otherwise, and when an output content filter withholds it.",
+    }),
     toolCalls: t.expose('toolCalls', { type: [ToolCallRef], nullable: true }),
   }),
 });
@@ -110,6 +115,10 @@ const ChatDeltaRef = builder.objectRef<ChatChunk['choices'][number]['delta']>('C
   fields: (t) => ({
     role: t.exposeString('role', { nullable: true }),
     content: t.exposeString('content', { nullable: true }),
+    reasoningContent: t.exposeString('reasoningContent', {
+      nullable: true,
+      description: "A piece of a reasoning model's reasoning; its pieces come before the answer's content, each in a chunk of its own.",
+    }),
     toolCalls: t.expose('toolCalls', { type: [ToolCallDeltaRef], nullable: true }),
   }),
 });

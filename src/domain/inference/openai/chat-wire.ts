@@ -1,6 +1,6 @@
 // The openai engine's chat wire format: the request it forwards (tools, response_format, seed, n,
 // logprobs included) and how it reads answers and stream chunks (several choices, tool calls and
-// their streamed pieces, log-probabilities) into the engine's vocabulary.
+// their streamed pieces, log-probabilities, a reasoning model's reasoning) into the engine's vocabulary.
 import type { ChatMessage, EngineChatRequest, EngineChoice, EngineStreamEvent, FinishReason, TokenLogprob, ToolCall } from '../engine.js';
 import { randomBase62 } from '../../ids.js';
 import { asRecord, invalidResponse, mapFinishReason } from './upstream.js';
@@ -102,6 +102,19 @@ function readToolCalls(value: unknown): ToolCall[] | undefined {
   });
 }
 
+/**
+ * The reasoning a message or a delta carries apart from its content: `reasoning_content` (vLLM's
+ * reasoning parsers, llama.cpp's server with --reasoning-format, DeepSeek's API), else `reasoning`
+ * (newer vLLM, Ollama's OpenAI endpoint). Text or none ("" is none); anything else there is a broken
+ * answer, as for content.
+ */
+function readReasoning(m: Record<string, unknown> | undefined): string | undefined {
+  const raw = m?.reasoning_content ?? m?.reasoning;
+  if (raw === null || raw === undefined) return undefined;
+  if (typeof raw !== 'string') throw invalidResponse();
+  return raw === '' ? undefined : raw;
+}
+
 /** Hears a finish reason the engine does not know (read as 'stop'). */
 export type UnknownFinish = (value: unknown) => void;
 
@@ -121,8 +134,10 @@ export function readChoices(data: Record<string, unknown>, n: number, unknown?: 
     const raw = message?.content;
     if (!message || (raw !== null && raw !== undefined && typeof raw !== 'string')) throw invalidResponse();
     const content = typeof raw === 'string' ? raw : '';
+    const reasoning = readReasoning(message);
     const toolCalls = readToolCalls(message?.tool_calls);
     const one: EngineChoice = { content, finishReason: mapFinishReason(choice.finish_reason, toolCalls !== undefined, unknown) };
+    if (reasoning !== undefined) one.reasoning = reasoning;
     if (toolCalls) one.toolCalls = toolCalls;
     const logprobs = readLogprobs(choice.logprobs);
     if (logprobs) one.logprobs = logprobs;
@@ -132,8 +147,9 @@ export function readChoices(data: Record<string, unknown>, n: number, unknown?: 
   return out;
 }
 
-/** Everything a choice produced that costs output tokens, for usage an upstream left out. */
-export const choiceText = (c: EngineChoice) => c.content + (c.toolCalls ?? []).map((t) => t.function.name + t.function.arguments).join('');
+/** Everything a choice produced that costs output tokens (its reasoning too), for usage an upstream left out. */
+export const choiceText = (c: EngineChoice) =>
+  (c.reasoning ?? '') + c.content + (c.toolCalls ?? []).map((t) => t.function.name + t.function.arguments).join('');
 
 /**
  * One choice's streamed tool calls, numbered as they are relayed: by their ids, not by the
@@ -190,8 +206,8 @@ function numberCall(t: ToolNumbering, index: unknown, sentId: string | undefined
 }
 
 /**
- * The engine events one streamed chunk's choice carries, appended to `out`: its content (with its
- * log-probabilities), its tool-call pieces, and its end (`choice_finish`, with one choice too: the
+ * The engine events one streamed chunk's choice carries, appended to `out`: its reasoning, its
+ * content (with its log-probabilities), its tool-call pieces, and its end (`choice_finish`, with one choice too: the
  * client gets its finish reason when the upstream sends it, not with the usage and [DONE] that
  * follow). Returns how the choice finished, if it did in this chunk.
  */
@@ -203,6 +219,8 @@ export function choiceEvents(choice: Record<string, unknown>, reading: StreamRea
   const delta = asRecord(choice.delta);
   const content = delta?.content;
   if (content !== null && content !== undefined && typeof content !== 'string') throw invalidResponse();
+  const reasoning = readReasoning(delta);
+  if (reasoning !== undefined) out.push({ type: 'reasoning_delta', content: reasoning, ...(n > 1 ? { choice: index } : {}) });
   if (typeof content === 'string' && content.length > 0) {
     const event: EngineStreamEvent = { type: 'delta', content };
     if (n > 1) event.choice = index;
@@ -243,6 +261,7 @@ export function answerEvents(choices: EngineChoice[]): EngineStreamEvent[] {
   const events: EngineStreamEvent[] = [];
   choices.forEach((c, i) => {
     const at = n > 1 ? { choice: i } : {};
+    if (c.reasoning) events.push({ type: 'reasoning_delta', content: c.reasoning, ...at });
     if (c.content) events.push({ type: 'delta', content: c.content, ...at, ...(c.logprobs ? { logprobs: c.logprobs } : {}) });
     c.toolCalls?.forEach((t, index) => {
       events.push({ type: 'tool_call', ...at, index, id: t.id, name: t.function.name, arguments: t.function.arguments });

@@ -409,7 +409,7 @@ export class OpenAIEngine implements Engine {
       if (finish) state.finishReason = finish;
       for (let i = from; i < out.length; i++) {
         const e = out[i]!;
-        if (e.type === 'delta') state.content += e.content;
+        if (e.type === 'delta' || e.type === 'reasoning_delta') state.content += e.content;
         else if (e.type === 'tool_call') state.content += (e.name ?? '') + e.arguments;
       }
     }

@@ -324,6 +324,7 @@ export function worthReporting(previous: DomainError | undefined, next: DomainEr
 
 export interface StreamState {
   yielded: boolean;
+  /** Everything streamed that costs output tokens (reasoning, content, tool calls), for usage the upstream leaves out. */
   content: string;
   finishReason: FinishReason | undefined;
   usage: Record<string, unknown> | undefined;
