@@ -218,15 +218,20 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
       expect(await page.getByLabel('New email').inputValue()).toBe('ann2@example.com');
     });
 
-    it('streams an answer in the playground, with tokens and cost at the end', { timeout: 60_000 }, async () => {
+    it("streams an answer in the playground, a reasoning model's reasoning above it, with tokens and cost at the end", {
+      timeout: 60_000,
+    }, async () => {
       await page.getByRole('link', { name: 'Playground' }).click();
       await page.getByLabel('Model').selectOption('chat-test');
-      await page.getByLabel('Prompt').fill('Say hello');
+      // The fake upstream sends three words of reasoning (r0 r1 r2) before four words of answer.
+      await page.getByLabel('Prompt').fill('Say hello #reasoning=3 #tokens=4');
       await page.getByRole('button', { name: 'Send' }).click();
       await page
         .getByRole('status')
         .filter({ hasText: /tokens, .* USD at list/ })
         .waitFor();
+      expect((await page.locator('details.reasoning p').textContent())?.trim()).toBe('r0 r1 r2');
+      expect((await page.locator('p.answer').textContent())?.trim()).toBe('w0 w1 w2 w3');
       await axe(page, 'playground');
       await page.screenshot({ path: path.join(SHOTS, 'playground.png') });
     });

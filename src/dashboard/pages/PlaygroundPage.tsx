@@ -1,5 +1,6 @@
-// Playground: pick a chat model, write a prompt, watch the answer stream over graphql-ws, with the
-// tokens and the cost (at the model's list prices) at the end.
+// Playground: pick a chat model, write a prompt, watch the answer stream over graphql-ws (a reasoning
+// model's reasoning above it, as it comes), with the tokens and the cost (at the model's list
+// prices) at the end.
 import { type FormEvent, useRef, useState } from 'react';
 import { stringifyDocument, useQuery } from 'urql';
 import { ws } from '../client';
@@ -26,6 +27,7 @@ const StreamDoc = graphql(`
       choices {
         delta {
           content
+          reasoningContent
         }
         finishReason
       }
@@ -43,6 +45,7 @@ export default function PlaygroundPage() {
   const [model, setModel] = useState('');
   const [prompt, setPrompt] = useState('');
   const [answer, setAnswer] = useState('');
+  const [reasoning, setReasoning] = useState('');
   const [usage, setUsage] = useState<{ promptTokens: number; completionTokens: number; totalTokens: number } | null>(null);
   const [streamError, setStreamError] = useState<string | null>(null);
   const [running, setRunning] = useState(false);
@@ -53,12 +56,13 @@ export default function PlaygroundPage() {
     e.preventDefault();
     if (!chosen || !prompt.trim()) return;
     setAnswer('');
+    setReasoning('');
     setUsage(null);
     setStreamError(null);
     setRunning(true);
     stop.current = ws.subscribe<{
       chatCompletionStream: {
-        choices: { delta: { content?: string | null } }[];
+        choices: { delta: { content?: string | null; reasoningContent?: string | null } }[];
         usage?: { promptTokens: number; completionTokens: number; totalTokens: number } | null;
       };
     }>(
@@ -68,6 +72,8 @@ export default function PlaygroundPage() {
           if (r.errors?.length) setStreamError(r.errors.map((x) => x.message).join(' '));
           const chunk = r.data?.chatCompletionStream;
           if (!chunk) return;
+          const thought = chunk.choices.map((c) => c.delta.reasoningContent ?? '').join('');
+          if (thought) setReasoning((a) => a + thought);
           const text = chunk.choices.map((c) => c.delta.content ?? '').join('');
           if (text) setAnswer((a) => a + text);
           if (chunk.usage) setUsage(chunk.usage);
@@ -114,8 +120,14 @@ export default function PlaygroundPage() {
       <section className="card" aria-labelledby="answer-title" aria-busy={running}>
         <h2 id="answer-title">Answer</h2>
         {streamError ? <ErrorMessage error={streamError} title="The call failed" /> : null}
+        {reasoning ? (
+          <details open className="reasoning">
+            <summary>Reasoning</summary>
+            <p>{reasoning}</p>
+          </details>
+        ) : null}
         <p className="answer" aria-live="polite">
-          {answer || (running ? 'Waiting for the first token…' : 'Send a prompt to see the answer here.')}
+          {answer || (running ? (reasoning ? 'Reasoning…' : 'Waiting for the first token…') : 'Send a prompt to see the answer here.')}
         </p>
         {usage && chosen ? (
           <p role="status">
