@@ -219,6 +219,27 @@ describe('a flagged answer', () => {
   });
 });
 
+describe('an upstream that ignores max_tokens', () => {
+  it('has only the first max_tokens of the answer checked and sent, not a moderation call per window of the rest', async () => {
+    s.upstream.reset();
+    s.upstream.setFault('ignore-max-tokens');
+    try {
+      const r = await v1(s, key).post('/chat/completions', body('chat-safe', 'go #tokens=3000', { max_tokens: 8 }));
+      expect(r.status).toBe(200);
+      const answer: string = r.body.choices[0].message.content;
+      expect(r.body.choices[0].finish_reason).toBe('length');
+      expect(answer.length).toBeGreaterThan(0);
+      expect(fullAnswer(3000).startsWith(answer)).toBe(true);
+      expect(countTextTokens(answer)).toBeLessThanOrEqual(8);
+      // The input, then the few characters of those 8 tokens (one window of 24): not the 700-odd
+      // windows of the 3000 words the upstream wrote.
+      expect(s.upstream.requests.filter((q) => q.path === '/v1/moderations')).toHaveLength(2);
+    } finally {
+      s.upstream.setFault(null);
+    }
+  });
+});
+
 describe('several choices and tool calls', () => {
   const content = 'go #tokens=40 #flag=20';
   it('cuts only the choice that flags (n = 2), plain and streamed, billed for what each delivered', async () => {

@@ -24,6 +24,7 @@ import type { ChatModelConfig, ModerationModelConfig, SafetyConfig } from '../ca
 import type { Catalog } from '../catalog/catalog.js';
 import { DomainError } from '../errors.js';
 import { outputText } from './chat-options.js';
+import { truncateTextTokens } from './tokenizer.js';
 import type {
   ContentFilterVerdict,
   Engine,
@@ -183,6 +184,13 @@ function logprobsWithin(logprobs: TokenLogprob[] | undefined, chars: number): To
   return logprobs.slice(0, i);
 }
 
+/** A choice cut at `maxTokens` (finish reason `length`), as InferenceService cuts an answer that overran; tool calls are left whole. */
+function withinMaxTokens(choice: EngineChoice, maxTokens: number): EngineChoice {
+  if (choice.toolCalls?.length) return choice;
+  const content = truncateTextTokens(choice.content, maxTokens);
+  return content === choice.content ? choice : { ...choice, content, finishReason: 'length' };
+}
+
 /**
  * The engine of one call, with its answers checked before they are handed on; with n > 1 each
  * choice is checked (and cut) on its own. Tool calls are passed as the model made them: only text
@@ -210,7 +218,12 @@ function filteredEngine(inner: Engine, check: Check, safety: SafetyConfig): Engi
       // The tokens withheld from the choices that were cut, and those they kept.
       let withheld = 0;
       let keptTokens = 0;
-      for (const choice of result.choices ?? [result]) {
+      // An upstream that ignored max_tokens: only what the client can get (the first max_tokens of
+      // each choice, as InferenceService cuts it) is checked, not a moderation call per window of
+      // all the rest.
+      const overran = result.usage.completionTokens > req.maxTokens * (req.n ?? 1);
+      for (const made of result.choices ?? [result]) {
+        const choice = overran ? withinMaxTokens(made, req.maxTokens) : made;
         const { kept, verdict } = await checkWindows(choice.content, windowChars, check);
         const reasoning = choice.reasoning ? { reasoning: choice.reasoning, reasoningWithheld: true } : {};
         if (!verdict.flagged) {
