@@ -240,6 +240,23 @@ describe('an upstream that ignores max_tokens', () => {
   });
 });
 
+describe('an upstream that ignores max_tokens, and an answer that flags', () => {
+  it('is cut and billed as when the upstream keeps to max_tokens', async () => {
+    const request = body('chat-safe', 'go #tokens=400 #flag=50', { max_tokens: 200 });
+    const kept = await v1(s, key).post('/chat/completions', request);
+    s.upstream.setFault('ignore-max-tokens');
+    try {
+      const ignored = await v1(s, key).post('/chat/completions', request);
+      expect(kept.body.choices[0].finish_reason).toBe('content_filter');
+      expect(ignored.body.choices).toEqual(kept.body.choices);
+      expect(ignored.body.usage).toEqual(kept.body.usage);
+      expect(ignored.body.usage.completion_tokens).toBe(countTextTokens(kept.body.choices[0].message.content));
+    } finally {
+      s.upstream.setFault(null);
+    }
+  });
+});
+
 describe('several choices and tool calls', () => {
   const content = 'go #tokens=40 #flag=20';
   it('cuts only the choice that flags (n = 2), plain and streamed, billed for what each delivered', async () => {

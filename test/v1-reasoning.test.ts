@@ -225,6 +225,35 @@ describe('reasoning of a reasoning model', () => {
     expect((await usageEvent(2)).completionTokens).toBe(usage.completion_tokens);
   });
 
+  it('a plain answer from an upstream that ignores max_tokens is cut to max_tokens, its reasoning included', async () => {
+    const { c } = await newClient();
+    s.upstream.setFault('ignore-max-tokens');
+    try {
+      const r = await c.post('/chat/completions', ask('#tokens=400 #reasoning=300', { max_tokens: 8 }));
+      expect(r.status).toBe(200);
+      const { message, finish_reason } = r.body.choices[0];
+      expect(finish_reason).toBe('length');
+      expect(reasoningOf(300).startsWith(message.reasoning_content)).toBe(true);
+      expect(countTextTokens(message.reasoning_content) + countTextTokens(message.content ?? '')).toBeLessThanOrEqual(8);
+      expect(r.body.usage.completion_tokens).toBeLessThanOrEqual(8);
+    } finally {
+      s.upstream.setFault(null);
+    }
+  });
+
+  it('a stream of a filtered model that fails before any answer is sent still bills the withheld reasoning', async () => {
+    const { c, usageEvent } = await newClient();
+    // 30 pieces of reasoning (withheld), two words of answer (short of a window: not sent), then the upstream's socket dies.
+    const r = await c.post('/chat/completions', {
+      ...ask('#tokens=5 #reasoning=30 #fail=midstream', { stream: true }),
+      model: 'chat-filtered',
+    });
+    expect(r.text).not.toContain('reasoning_content');
+    const event = await usageEvent(1);
+    expect(event.outcome).toBe('failed_mid_stream');
+    expect(event.completionTokens).toBeGreaterThanOrEqual(countTextTokens(reasoningOf(30)) - 1);
+  });
+
   it('an answer the content filter cuts still bills the withheld reasoning, streamed and not', async () => {
     const { c, usageEvent } = await newClient();
     const filtered = (extra: Record<string, unknown> = {}) => ({

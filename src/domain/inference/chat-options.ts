@@ -4,8 +4,9 @@
 // unsupported_parameter naming the parameter and the model, never silently dropped.
 import type { ChatModelConfig } from '../catalog/model.js';
 import { DomainError } from '../errors.js';
-import type { ChatMessage, EngineChatRequest, ResponseFormat, Role, ToolCall, ToolChoice, ToolDefinition } from './engine.js';
+import type { ChatMessage, EngineChatRequest, EngineChoice, ResponseFormat, Role, ToolCall, ToolChoice, ToolDefinition } from './engine.js';
 import { type ChatInput, type ChatInputMessage, LIMITS, ROLE_ALIASES, ROLES } from './inference-types.js';
+import { countTextTokens, truncateTextTokens } from './tokenizer.js';
 
 /** OpenAI's rule for function and schema names. */
 const NAME_RE = /^[a-zA-Z0-9_-]{1,64}$/;
@@ -222,4 +223,22 @@ export function outputText(choice: { content: string; toolCalls?: ToolCall[] }):
   let text = choice.content;
   for (const c of choice.toolCalls) text += c.function.name + c.function.arguments;
   return text;
+}
+
+/**
+ * A choice of an answer that went on past max_tokens (an upstream that ignores it) cut to its
+ * first `maxTokens` tokens, as a model that stopped there would have answered: the reasoning first,
+ * then the content in what is left, with finish reason `length` when anything was cut. A choice
+ * that called tools is left whole (its calls are not cut in half).
+ */
+export function withinMaxTokens(choice: EngineChoice, maxTokens: number): EngineChoice {
+  if (choice.toolCalls?.length) return choice;
+  const reasoning = choice.reasoning ? truncateTextTokens(choice.reasoning, maxTokens) : '';
+  const left = maxTokens - (reasoning ? countTextTokens(reasoning) : 0);
+  const content = left > 0 ? truncateTextTokens(choice.content, left) : '';
+  if (content === choice.content && reasoning === (choice.reasoning ?? '')) return choice;
+  const cut: EngineChoice = { ...choice, content, finishReason: 'length' };
+  if (reasoning) cut.reasoning = reasoning;
+  else delete cut.reasoning;
+  return cut;
 }

@@ -23,8 +23,7 @@
 import type { ChatModelConfig, ModerationModelConfig, SafetyConfig } from '../catalog/model.js';
 import type { Catalog } from '../catalog/catalog.js';
 import { DomainError } from '../errors.js';
-import { outputText } from './chat-options.js';
-import { truncateTextTokens } from './tokenizer.js';
+import { outputText, withinMaxTokens } from './chat-options.js';
 import type {
   ContentFilterVerdict,
   Engine,
@@ -184,13 +183,6 @@ function logprobsWithin(logprobs: TokenLogprob[] | undefined, chars: number): To
   return logprobs.slice(0, i);
 }
 
-/** A choice cut at `maxTokens` (finish reason `length`), as InferenceService cuts an answer that overran; tool calls are left whole. */
-function withinMaxTokens(choice: EngineChoice, maxTokens: number): EngineChoice {
-  if (choice.toolCalls?.length) return choice;
-  const content = truncateTextTokens(choice.content, maxTokens);
-  return content === choice.content ? choice : { ...choice, content, finishReason: 'length' };
-}
-
 /**
  * The engine of one call, with its answers checked before they are handed on; with n > 1 each
  * choice is checked (and cut) on its own. Tool calls are passed as the model made them: only text
@@ -220,10 +212,17 @@ function filteredEngine(inner: Engine, check: Check, safety: SafetyConfig): Engi
       let keptTokens = 0;
       // An upstream that ignored max_tokens: only what the client can get (the first max_tokens of
       // each choice, as InferenceService cuts it) is checked, not a moderation call per window of
-      // all the rest.
+      // all the rest, and the answer's count is that of what is left (the upstream's covers text
+      // nobody gets).
       const overran = result.usage.completionTokens > req.maxTokens * (req.n ?? 1);
-      for (const made of result.choices ?? [result]) {
-        const choice = overran ? withinMaxTokens(made, req.maxTokens) : made;
+      const made = (result.choices ?? [result]).map((c) => (overran ? withinMaxTokens(c, req.maxTokens) : c));
+      let usage = result.usage;
+      if (overran) {
+        let completionTokens = 0;
+        for (const c of made) completionTokens += await inner.countTokens((c.reasoning ?? '') + outputText(c));
+        usage = { promptTokens: usage.promptTokens, completionTokens, totalTokens: usage.promptTokens + completionTokens };
+      }
+      for (const choice of made) {
         const { kept, verdict } = await checkWindows(choice.content, windowChars, check);
         const reasoning = choice.reasoning ? { reasoning: choice.reasoning, reasoningWithheld: true } : {};
         if (!verdict.flagged) {
@@ -243,7 +242,6 @@ function filteredEngine(inner: Engine, check: Check, safety: SafetyConfig): Engi
           contentFilter: verdict,
         });
       }
-      let usage = result.usage;
       if (choices.some((c) => c.contentFilter?.flagged)) {
         // The engine's count, less what was withheld (the other choices keep their own figures).
         const completionTokens = Math.max(keptTokens, usage.completionTokens - withheld);

@@ -6,11 +6,10 @@ import type { ChatModelConfig } from '../catalog/model.js';
 import type { Catalog } from '../catalog/catalog.js';
 import { DomainError } from '../errors.js';
 import { countWithin, PIECE_CHARS, provablyOver } from './bounded-count.js';
-import { type ChatOptions, chatMessages, chatOptions, checkUser, outputText, refuseUnsupported } from './chat-options.js';
+import { type ChatOptions, chatMessages, chatOptions, checkUser, outputText, refuseUnsupported, withinMaxTokens } from './chat-options.js';
 import type { ContentFilter } from './content-filter.js';
 import { checkDimensions, shorten } from './embedding-dimensions.js';
 import type { ChatMessage, Engine, EngineChatRequest, EngineStreamEvent, FinishReason, ToolDefinition, Usage } from './engine.js';
-import { truncateTextTokens } from './tokenizer.js';
 import {
   type CallOutcome,
   type Caller,
@@ -434,16 +433,12 @@ export class InferenceService {
         object: 'chat.completion',
         created: now(),
         model: model.id,
-        choices: choices.map((choice, index) => {
-          let { content, finishReason } = choice;
+        choices: choices.map((made, index) => {
+          // The engine produced more than max_tokens (an upstream that ignores it): the client gets
+          // the first max_tokens of each choice, its reasoning included.
+          const choice = overran ? withinMaxTokens(made, maxTokens) : made;
+          const { content, finishReason } = choice;
           const toolCalls = choice.toolCalls?.length ? choice.toolCalls : null;
-          if (overran && !toolCalls) {
-            // The engine produced more than max_tokens (an upstream that ignores it): the client gets
-            // the first max_tokens of each choice, as a model that stopped there would have answered.
-            const cut = truncateTextTokens(content, maxTokens);
-            if (cut !== content) finishReason = 'length';
-            content = cut;
-          }
           // The reasoning is output too, billed whether it is relayed or withheld (a content filter's).
           const reasoning = choice.reasoning ?? '';
           delivered.push(reasoning + (toolCalls ? outputText({ content, toolCalls }) : content));
@@ -487,7 +482,7 @@ export class InferenceService {
     const head: ChunkHead = { id: responseId('chatcmpl'), created: now(), model: model.id };
     // What was handed to the client so far, per choice: a stream that does not finish is billed
     // from it, and a stream that delivered none of its answer is billed nothing. Reasoning a content
-    // filter withheld is output the model produced: billed with the rest once the stream finishes.
+    // filter withheld is output the model produced: billed with the rest however the stream ends.
     const delivered: string[] = new Array(n).fill('');
     const withheld: string[] = new Array(n).fill('');
     const produced = () => delivered.map((text, i) => withheld[i] + text);
@@ -574,10 +569,12 @@ export class InferenceService {
         // Stopped early with the signal aborted: by whom the reason says (the server's ends, a
         // revoked key or a shutdown, are not the client's leaving); without it, by the consumer.
         const left = signal.aborted ? clientLeft(signal) : failure === undefined;
-        if (!delivered.some(Boolean)) settled = { usage: zeroUsage(), outcome: left ? 'client_disconnected' : 'failed' };
+        // Reasoning a content filter withheld counts as delivered: the model produced it for the client.
+        const output = produced();
+        if (!output.some(Boolean)) settled = { usage: zeroUsage(), outcome: left ? 'client_disconnected' : 'failed' };
         else
           settled = {
-            usage: await countDelivered(engine, delivered, promptTokens, maxTokens * n),
+            usage: await countDelivered(engine, output, promptTokens, maxTokens * n),
             outcome: left ? 'client_disconnected' : 'failed_mid_stream',
           };
       }
