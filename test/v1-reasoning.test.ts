@@ -98,8 +98,43 @@ describe('reasoning of a reasoning model', () => {
       expect(r.status).toBe(200);
       const deltas = chunksOf(r.text).map((ch) => ch.choices[0]?.delta ?? {});
       const kinds = deltas.flatMap((d) => (d.reasoning_content ? ['reasoning'] : d.content ? ['content'] : []));
-      expect(kinds).toEqual(['reasoning', 'content']);
-      expect(deltas.find((d) => d.reasoning_content)).toEqual({ reasoning_content: 'r0 r1' });
+      // Word by word, as a stream would have brought them.
+      expect(kinds).toEqual(['reasoning', 'reasoning', 'content', 'content']);
+      expect(deltas.filter((d) => d.reasoning_content)).toEqual([{ reasoning_content: 'r0' }, { reasoning_content: ' r1' }]);
+      expect(deltas.map((d) => d.content ?? '').join('')).toBe('w0 w1');
+    } finally {
+      s.upstream.setFault(null);
+    }
+  });
+
+  it('a stream whose upstream answered whole and ignored max_tokens is relayed word by word and stops at max_tokens', async () => {
+    const { c } = await newClient();
+    const answer = JSON.stringify({
+      id: 'x',
+      object: 'chat.completion',
+      created: 1,
+      model: 'm',
+      choices: [
+        { index: 0, message: { role: 'assistant', content: answerOf(300), reasoning_content: reasoningOf(300) }, finish_reason: 'stop' },
+      ],
+      usage: { prompt_tokens: 5, completion_tokens: 600, total_tokens: 605 },
+    });
+    s.upstream.setFault({ raw: answer });
+    try {
+      const r = await c.post('/chat/completions', ask('hi', { stream: true, max_tokens: 8, stream_options: { include_usage: true } }));
+      expect(r.status).toBe(200);
+      const chunks = chunksOf(r.text);
+      const pieces = chunks.flatMap((ch) => {
+        const d = ch.choices[0]?.delta ?? {};
+        return [d.reasoning_content, d.content].filter((p): p is string => typeof p === 'string' && p !== '');
+      });
+      expect(pieces).toEqual(
+        reasoningOf(8)
+          .split(' ')
+          .map((w, i) => (i === 0 ? w : ` ${w}`)),
+      );
+      expect(chunks.find((ch) => ch.choices[0]?.finish_reason)?.choices[0].finish_reason).toBe('length');
+      expect(chunks.at(-1).usage.completion_tokens).toBeLessThanOrEqual(8);
     } finally {
       s.upstream.setFault(null);
     }

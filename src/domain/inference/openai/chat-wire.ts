@@ -255,14 +255,29 @@ export function choiceEvents(choice: Record<string, unknown>, reading: StreamRea
   return finish;
 }
 
-/** A whole answer replayed as stream events (a server that ignored `stream: true`). */
+/** A word with the whitespace before it (at most 64 characters of it), or whitespace at the end. */
+const STREAM_PIECE = /\s*\S{1,64}|\s+/g;
+
+/**
+ * A text cut into the pieces a model streaming it would have sent, about a word each: the relay
+ * counts a stream towards max_tokens piece by piece (each at least a token), so a whole answer
+ * replayed in one piece would pass max_tokens unseen.
+ */
+export const streamPieces = (text: string): string[] => text.match(STREAM_PIECE) ?? [];
+
+/**
+ * A whole answer replayed as stream events (a server that ignored `stream: true`): its reasoning and
+ * its content in word-sized pieces, as a stream would have brought them (content with
+ * log-probabilities in one piece, with them), then its tool calls and its end.
+ */
 export function answerEvents(choices: EngineChoice[]): EngineStreamEvent[] {
   const n = choices.length;
   const events: EngineStreamEvent[] = [];
   choices.forEach((c, i) => {
     const at = n > 1 ? { choice: i } : {};
-    if (c.reasoning) events.push({ type: 'reasoning_delta', content: c.reasoning, ...at });
-    if (c.content) events.push({ type: 'delta', content: c.content, ...at, ...(c.logprobs ? { logprobs: c.logprobs } : {}) });
+    if (c.reasoning) for (const piece of streamPieces(c.reasoning)) events.push({ type: 'reasoning_delta', content: piece, ...at });
+    if (c.content && c.logprobs) events.push({ type: 'delta', content: c.content, ...at, logprobs: c.logprobs });
+    else if (c.content) for (const piece of streamPieces(c.content)) events.push({ type: 'delta', content: piece, ...at });
     c.toolCalls?.forEach((t, index) => {
       events.push({ type: 'tool_call', ...at, index, id: t.id, name: t.function.name, arguments: t.function.arguments });
     });
