@@ -256,7 +256,7 @@ export function choiceEvents(choice: Record<string, unknown>, reading: StreamRea
 }
 
 /** A word with the whitespace before it (at most 64 characters of it), or whitespace at the end. */
-const STREAM_PIECE = /\s*\S{1,64}|\s+/g;
+const STREAM_PIECE = /\s*\S{1,64}|\s+/gu;
 
 /**
  * A text cut into the pieces a model streaming it would have sent, about a word each: the relay
