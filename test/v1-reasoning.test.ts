@@ -128,13 +128,81 @@ describe('reasoning of a reasoning model', () => {
         const d = ch.choices[0]?.delta ?? {};
         return [d.reasoning_content, d.content].filter((p): p is string => typeof p === 'string' && p !== '');
       });
-      expect(pieces).toEqual(
-        reasoningOf(8)
-          .split(' ')
-          .map((w, i) => (i === 0 ? w : ` ${w}`)),
-      );
+      // Cut to 8 tokens (the reasoning first), then relayed a word a chunk, as a stream would have come.
+      const sent = pieces.join('');
+      expect(sent.length).toBeGreaterThan(0);
+      expect(reasoningOf(300).startsWith(sent)).toBe(true);
+      expect(countTextTokens(sent)).toBeLessThanOrEqual(8);
+      expect(pieces).toEqual(sent.split(' ').map((w, i) => (i === 0 ? w : ` ${w}`)));
       expect(chunks.find((ch) => ch.choices[0]?.finish_reason)?.choices[0].finish_reason).toBe('length');
       expect(chunks.at(-1).usage.completion_tokens).toBeLessThanOrEqual(8);
+    } finally {
+      s.upstream.setFault(null);
+    }
+  });
+
+  it('a whole answer without spaces (CJK) or with log-probabilities, replayed to a stream, stops at max_tokens too', async () => {
+    const { c } = await newClient();
+    const logprobs = {
+      content: Array.from({ length: 400 }, (_, i) => ({ token: `${i ? ' ' : ''}w${i}`, logprob: -0.1, bytes: null, top_logprobs: [] })),
+    };
+    const cases: [string, Record<string, unknown>][] = [
+      ['中文字符'.repeat(400), {}],
+      [answerOf(400), { logprobs: true }],
+    ];
+    for (const [content, extra] of cases) {
+      const answer = JSON.stringify({
+        id: 'x',
+        object: 'chat.completion',
+        created: 1,
+        model: 'm',
+        choices: [
+          { index: 0, message: { role: 'assistant', content }, ...('logprobs' in extra ? { logprobs } : {}), finish_reason: 'stop' },
+        ],
+        usage: { prompt_tokens: 5, completion_tokens: 3000, total_tokens: 3005 },
+      });
+      s.upstream.setFault({ raw: answer });
+      try {
+        const r = await c.post(
+          '/chat/completions',
+          ask('hi', { stream: true, max_tokens: 8, stream_options: { include_usage: true }, ...extra }),
+        );
+        expect(r.status).toBe(200);
+        const chunks = chunksOf(r.text);
+        const sent = chunks.map((ch) => ch.choices[0]?.delta?.content ?? '').join('');
+        expect(sent.length).toBeGreaterThan(0);
+        expect(content.startsWith(sent)).toBe(true);
+        expect(countTextTokens(sent)).toBeLessThanOrEqual(8);
+        expect(chunks.find((ch) => ch.choices[0]?.finish_reason)?.choices[0].finish_reason).toBe('length');
+        expect(chunks.at(-1).usage.completion_tokens).toBeLessThanOrEqual(8);
+      } finally {
+        s.upstream.setFault(null);
+      }
+    }
+  });
+
+  it("a plain answer of n = 2 choices that overran is billed for what is left of it, not the upstream's clamped count", async () => {
+    const { c } = await newClient();
+    const answer = JSON.stringify({
+      id: 'x',
+      object: 'chat.completion',
+      created: 1,
+      model: 'm',
+      choices: [
+        { index: 0, message: { role: 'assistant', content: 'short answer' }, finish_reason: 'stop' },
+        { index: 1, message: { role: 'assistant', content: answerOf(400) }, finish_reason: 'stop' },
+      ],
+      usage: { prompt_tokens: 5, completion_tokens: 1000, total_tokens: 1005 },
+    });
+    s.upstream.setFault({ raw: answer });
+    try {
+      const r = await c.post('/chat/completions', ask('hi', { n: 2, max_tokens: 10 }));
+      expect(r.status).toBe(200);
+      const [first, second] = r.body.choices;
+      expect(first.message.content).toBe('short answer');
+      expect(second.finish_reason).toBe('length');
+      expect(countTextTokens(second.message.content)).toBeLessThanOrEqual(10);
+      expect(r.body.usage.completion_tokens).toBe(countTextTokens('short answer') + countTextTokens(second.message.content));
     } finally {
       s.upstream.setFault(null);
     }

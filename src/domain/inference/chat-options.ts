@@ -4,7 +4,17 @@
 // unsupported_parameter naming the parameter and the model, never silently dropped.
 import type { ChatModelConfig } from '../catalog/model.js';
 import { DomainError } from '../errors.js';
-import type { ChatMessage, EngineChatRequest, EngineChoice, ResponseFormat, Role, ToolCall, ToolChoice, ToolDefinition } from './engine.js';
+import type {
+  ChatMessage,
+  EngineChatRequest,
+  EngineChoice,
+  ResponseFormat,
+  Role,
+  TokenLogprob,
+  ToolCall,
+  ToolChoice,
+  ToolDefinition,
+} from './engine.js';
 import { type ChatInput, type ChatInputMessage, LIMITS, ROLE_ALIASES, ROLES } from './inference-types.js';
 import { countTextTokens, truncateTextTokens } from './tokenizer.js';
 
@@ -240,5 +250,15 @@ export function withinMaxTokens(choice: EngineChoice, maxTokens: number): Engine
   const cut: EngineChoice = { ...choice, content, finishReason: 'length' };
   if (reasoning) cut.reasoning = reasoning;
   else delete cut.reasoning;
+  if (choice.logprobs) cut.logprobs = logprobsWithin(choice.logprobs, content.length);
   return cut;
+}
+
+/** The log-probabilities of the tokens that make up the first `chars` characters. */
+export function logprobsWithin(logprobs: TokenLogprob[] | undefined, chars: number): TokenLogprob[] | undefined {
+  if (!logprobs) return undefined;
+  let used = 0;
+  let i = 0;
+  while (i < logprobs.length && used + logprobs[i]!.token.length <= chars) used += logprobs[i++]!.token.length;
+  return logprobs.slice(0, i);
 }

@@ -23,7 +23,7 @@
 import type { ChatModelConfig, ModerationModelConfig, SafetyConfig } from '../catalog/model.js';
 import type { Catalog } from '../catalog/catalog.js';
 import { DomainError } from '../errors.js';
-import { outputText, withinMaxTokens } from './chat-options.js';
+import { logprobsWithin, outputText, withinMaxTokens } from './chat-options.js';
 import type {
   ContentFilterVerdict,
   Engine,
@@ -31,7 +31,6 @@ import type {
   EngineChatResult,
   EngineChoice,
   EngineStreamEvent,
-  TokenLogprob,
   Usage,
 } from './engine.js';
 import type { Caller, EngineRegistry, Metering } from './inference-types.js';
@@ -172,15 +171,6 @@ async function checkWindows(text: string, windowChars: number, check: Check): Pr
     if (verdict.flagged) return { kept: text.slice(0, start), verdict };
   }
   return { kept: text, verdict: PASSED };
-}
-
-/** The log-probabilities of the tokens that make up the first `chars` characters. */
-function logprobsWithin(logprobs: TokenLogprob[] | undefined, chars: number): TokenLogprob[] | undefined {
-  if (!logprobs) return undefined;
-  let used = 0;
-  let i = 0;
-  while (i < logprobs.length && used + logprobs[i]!.token.length <= chars) used += logprobs[i++]!.token.length;
-  return logprobs.slice(0, i);
 }
 
 /**

@@ -458,7 +458,10 @@ export class InferenceService {
         }),
         usage: zeroUsage(),
       };
-      value.usage = await billedUsage(engine, result.usage, { promptTokens, maxTokens: maxTokens * n, delivered });
+      // An answer that overran is billed for what is left of it, counted (the upstream's figure
+      // covers text nobody gets), as a stream cut at max_tokens is.
+      const reported = overran ? { ...result.usage, completionTokens: 0, totalTokens: result.usage.promptTokens } : result.usage;
+      value.usage = await billedUsage(engine, reported, { promptTokens, maxTokens: maxTokens * n, delivered });
       return { value, usage: value.usage };
     });
   }

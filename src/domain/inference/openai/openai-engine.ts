@@ -32,6 +32,7 @@ import type {
   Usage,
 } from '../engine.js';
 import { countChatTokens, countTextTokens, countTextTokensWithin } from '../tokenizer.js';
+import { withinMaxTokens } from '../chat-options.js';
 import {
   ANSWER_BODY_LIMIT,
   abortReason,
@@ -204,8 +205,9 @@ export class OpenAIEngine implements Engine {
           }
           const type = res.headers['content-type'];
           if (typeof type === 'string' && type.includes('application/json')) {
-            // The server ignored stream: true and answered in one piece: relay it as one piece per choice.
-            const events = await this.wholeAnswer(res, up, state, n);
+            // The server ignored stream: true and answered in one piece: relay it as a stream would have
+            // brought it (chat-wire.ts answerEvents), cut to max_tokens first.
+            const events = await this.wholeAnswer(res, up, state, n, req.maxTokens);
             judged = true;
             up.breaker.succeeded();
             if (events.length > 0) {
@@ -377,13 +379,22 @@ export class OpenAIEngine implements Engine {
 
   /**
    * A JSON answer to a streamed request (a server that ignored stream: true), read into the state:
-   * its events. As postJson's: what is not JSON is garbage; JSON tollgate refuses is not.
+   * its events. As postJson's: what is not JSON is garbage; JSON tollgate refuses is not. Each
+   * choice is cut to `maxTokens` first (an upstream that ignored stream may ignore max_tokens too),
+   * so what is replayed, split and checked is never more than the client can get.
    */
-  private async wholeAnswer(res: ResponseData, up: Upstream, state: StreamState, n: number): Promise<EngineStreamEvent[]> {
+  private async wholeAnswer(
+    res: ResponseData,
+    up: Upstream,
+    state: StreamState,
+    n: number,
+    maxTokens: number,
+  ): Promise<EngineStreamEvent[]> {
     const text = await res.body.text();
     const data = asRecord(parseJson(text));
     if (!data) throw new Retryable(invalidResponse(), true);
-    const choices = this.readAnswer(text, up, 'chat.stream', () => readChoices(data, n, this.unknownFinish));
+    const read = this.readAnswer(text, up, 'chat.stream', () => readChoices(data, n, this.unknownFinish));
+    const choices = read.map((c) => withinMaxTokens(c, maxTokens));
     state.usage = asRecord(data.usage);
     state.finishReason = choices[0]!.finishReason;
     state.done = true;
