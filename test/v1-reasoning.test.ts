@@ -56,6 +56,36 @@ function chunksOf(text: string): any[] {
     .map((e) => JSON.parse(e.slice(6)));
 }
 
+/** The finish reason a stream's chunks carry. */
+const finishOf = (chunks: any[]) => chunks.find((ch) => ch.choices[0]?.finish_reason)?.choices[0].finish_reason;
+
+/**
+ * Runs `call` while the upstream answers every request with one whole JSON answer (as a server that
+ * ignores `stream: true`, and max_tokens, does): `choices` are its messages' fields (a `logprobs`
+ * field goes on the choice), `completionTokens` the usage it reports.
+ */
+async function answeredWhole<T>(choices: Record<string, unknown>[], completionTokens: number, call: () => Promise<T>): Promise<T> {
+  const raw = JSON.stringify({
+    id: 'x',
+    object: 'chat.completion',
+    created: 1,
+    model: 'm',
+    choices: choices.map(({ logprobs, ...message }, index) => ({
+      index,
+      message: { role: 'assistant', ...message },
+      ...(logprobs ? { logprobs } : {}),
+      finish_reason: 'stop',
+    })),
+    usage: { prompt_tokens: 5, completion_tokens: completionTokens, total_tokens: 5 + completionTokens },
+  });
+  s.upstream.setFault({ raw });
+  try {
+    return await call();
+  } finally {
+    s.upstream.setFault(null);
+  }
+}
+
 describe('reasoning of a reasoning model', () => {
   it("a plain answer carries the upstream's reasoning_content beside the content, and still matches OpenAI's schema", async () => {
     const { c } = await newClient();
@@ -90,55 +120,37 @@ describe('reasoning of a reasoning model', () => {
 
   it('a stream whose upstream answered whole (ignoring stream: true) still sends the reasoning, before the content', async () => {
     const { c } = await newClient();
-    s.upstream.setFault({
-      raw: '{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"w0 w1","reasoning_content":"r0 r1"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":4,"total_tokens":9}}',
-    });
-    try {
-      const r = await c.post('/chat/completions', ask('hi', { stream: true }));
-      expect(r.status).toBe(200);
-      const deltas = chunksOf(r.text).map((ch) => ch.choices[0]?.delta ?? {});
-      const kinds = deltas.flatMap((d) => (d.reasoning_content ? ['reasoning'] : d.content ? ['content'] : []));
-      // Word by word, as a stream would have brought them.
-      expect(kinds).toEqual(['reasoning', 'reasoning', 'content', 'content']);
-      expect(deltas.filter((d) => d.reasoning_content)).toEqual([{ reasoning_content: 'r0' }, { reasoning_content: ' r1' }]);
-      expect(deltas.map((d) => d.content ?? '').join('')).toBe('w0 w1');
-    } finally {
-      s.upstream.setFault(null);
-    }
+    const r = await answeredWhole([{ content: 'w0 w1', reasoning_content: 'r0 r1' }], 4, () =>
+      c.post('/chat/completions', ask('hi', { stream: true })),
+    );
+    expect(r.status).toBe(200);
+    const deltas = chunksOf(r.text).map((ch) => ch.choices[0]?.delta ?? {});
+    const kinds = deltas.flatMap((d) => (d.reasoning_content ? ['reasoning'] : d.content ? ['content'] : []));
+    // Word by word, as a stream would have brought them.
+    expect(kinds).toEqual(['reasoning', 'reasoning', 'content', 'content']);
+    expect(deltas.filter((d) => d.reasoning_content)).toEqual([{ reasoning_content: 'r0' }, { reasoning_content: ' r1' }]);
+    expect(deltas.map((d) => d.content ?? '').join('')).toBe('w0 w1');
   });
 
-  it('a stream whose upstream answered whole and ignored max_tokens is relayed word by word and stops at max_tokens', async () => {
+  it('a stream whose upstream answered whole and ignored max_tokens is cut there, then relayed word by word', async () => {
     const { c } = await newClient();
-    const answer = JSON.stringify({
-      id: 'x',
-      object: 'chat.completion',
-      created: 1,
-      model: 'm',
-      choices: [
-        { index: 0, message: { role: 'assistant', content: answerOf(300), reasoning_content: reasoningOf(300) }, finish_reason: 'stop' },
-      ],
-      usage: { prompt_tokens: 5, completion_tokens: 600, total_tokens: 605 },
+    const r = await answeredWhole([{ content: answerOf(300), reasoning_content: reasoningOf(300) }], 600, () =>
+      c.post('/chat/completions', ask('hi', { stream: true, max_tokens: 8, stream_options: { include_usage: true } })),
+    );
+    expect(r.status).toBe(200);
+    const chunks = chunksOf(r.text);
+    const pieces = chunks.flatMap((ch) => {
+      const d = ch.choices[0]?.delta ?? {};
+      return [d.reasoning_content, d.content].filter((p): p is string => typeof p === 'string' && p !== '');
     });
-    s.upstream.setFault({ raw: answer });
-    try {
-      const r = await c.post('/chat/completions', ask('hi', { stream: true, max_tokens: 8, stream_options: { include_usage: true } }));
-      expect(r.status).toBe(200);
-      const chunks = chunksOf(r.text);
-      const pieces = chunks.flatMap((ch) => {
-        const d = ch.choices[0]?.delta ?? {};
-        return [d.reasoning_content, d.content].filter((p): p is string => typeof p === 'string' && p !== '');
-      });
-      // Cut to 8 tokens (the reasoning first), then relayed a word a chunk, as a stream would have come.
-      const sent = pieces.join('');
-      expect(sent.length).toBeGreaterThan(0);
-      expect(reasoningOf(300).startsWith(sent)).toBe(true);
-      expect(countTextTokens(sent)).toBeLessThanOrEqual(8);
-      expect(pieces).toEqual(sent.split(' ').map((w, i) => (i === 0 ? w : ` ${w}`)));
-      expect(chunks.find((ch) => ch.choices[0]?.finish_reason)?.choices[0].finish_reason).toBe('length');
-      expect(chunks.at(-1).usage.completion_tokens).toBeLessThanOrEqual(8);
-    } finally {
-      s.upstream.setFault(null);
-    }
+    // Cut to 8 tokens (the reasoning first), then relayed a word a chunk, as a stream would have come.
+    const sent = pieces.join('');
+    expect(sent.length).toBeGreaterThan(0);
+    expect(reasoningOf(300).startsWith(sent)).toBe(true);
+    expect(countTextTokens(sent)).toBeLessThanOrEqual(8);
+    expect(pieces).toEqual(sent.split(' ').map((w, i) => (i === 0 ? w : ` ${w}`)));
+    expect(finishOf(chunks)).toBe('length');
+    expect(chunks.at(-1).usage.completion_tokens).toBeLessThanOrEqual(8);
   });
 
   it('a whole answer without spaces (CJK) or with log-probabilities, replayed to a stream, stops at max_tokens too', async () => {
@@ -151,61 +163,32 @@ describe('reasoning of a reasoning model', () => {
       [answerOf(400), { logprobs: true }],
     ];
     for (const [content, extra] of cases) {
-      const answer = JSON.stringify({
-        id: 'x',
-        object: 'chat.completion',
-        created: 1,
-        model: 'm',
-        choices: [
-          { index: 0, message: { role: 'assistant', content }, ...('logprobs' in extra ? { logprobs } : {}), finish_reason: 'stop' },
-        ],
-        usage: { prompt_tokens: 5, completion_tokens: 3000, total_tokens: 3005 },
-      });
-      s.upstream.setFault({ raw: answer });
-      try {
-        const r = await c.post(
-          '/chat/completions',
-          ask('hi', { stream: true, max_tokens: 8, stream_options: { include_usage: true }, ...extra }),
-        );
-        expect(r.status).toBe(200);
-        const chunks = chunksOf(r.text);
-        const sent = chunks.map((ch) => ch.choices[0]?.delta?.content ?? '').join('');
-        expect(sent.length).toBeGreaterThan(0);
-        expect(content.startsWith(sent)).toBe(true);
-        expect(countTextTokens(sent)).toBeLessThanOrEqual(8);
-        expect(chunks.find((ch) => ch.choices[0]?.finish_reason)?.choices[0].finish_reason).toBe('length');
-        expect(chunks.at(-1).usage.completion_tokens).toBeLessThanOrEqual(8);
-      } finally {
-        s.upstream.setFault(null);
-      }
+      const choice = 'logprobs' in extra ? { content, logprobs } : { content };
+      const r = await answeredWhole([choice], 3000, () =>
+        c.post('/chat/completions', ask('hi', { stream: true, max_tokens: 8, stream_options: { include_usage: true }, ...extra })),
+      );
+      expect(r.status).toBe(200);
+      const chunks = chunksOf(r.text);
+      const sent = chunks.map((ch) => ch.choices[0]?.delta?.content ?? '').join('');
+      expect(sent.length).toBeGreaterThan(0);
+      expect(content.startsWith(sent)).toBe(true);
+      expect(countTextTokens(sent)).toBeLessThanOrEqual(8);
+      expect(finishOf(chunks)).toBe('length');
+      expect(chunks.at(-1).usage.completion_tokens).toBeLessThanOrEqual(8);
     }
   });
 
   it("a plain answer of n = 2 choices that overran is billed for what is left of it, not the upstream's clamped count", async () => {
     const { c } = await newClient();
-    const answer = JSON.stringify({
-      id: 'x',
-      object: 'chat.completion',
-      created: 1,
-      model: 'm',
-      choices: [
-        { index: 0, message: { role: 'assistant', content: 'short answer' }, finish_reason: 'stop' },
-        { index: 1, message: { role: 'assistant', content: answerOf(400) }, finish_reason: 'stop' },
-      ],
-      usage: { prompt_tokens: 5, completion_tokens: 1000, total_tokens: 1005 },
-    });
-    s.upstream.setFault({ raw: answer });
-    try {
-      const r = await c.post('/chat/completions', ask('hi', { n: 2, max_tokens: 10 }));
-      expect(r.status).toBe(200);
-      const [first, second] = r.body.choices;
-      expect(first.message.content).toBe('short answer');
-      expect(second.finish_reason).toBe('length');
-      expect(countTextTokens(second.message.content)).toBeLessThanOrEqual(10);
-      expect(r.body.usage.completion_tokens).toBe(countTextTokens('short answer') + countTextTokens(second.message.content));
-    } finally {
-      s.upstream.setFault(null);
-    }
+    const r = await answeredWhole([{ content: 'short answer' }, { content: answerOf(400) }], 1000, () =>
+      c.post('/chat/completions', ask('hi', { n: 2, max_tokens: 10 })),
+    );
+    expect(r.status).toBe(200);
+    const [first, second] = r.body.choices;
+    expect(first.message.content).toBe('short answer');
+    expect(second.finish_reason).toBe('length');
+    expect(countTextTokens(second.message.content)).toBeLessThanOrEqual(10);
+    expect(r.body.usage.completion_tokens).toBe(countTextTokens('short answer') + countTextTokens(second.message.content));
   });
 
   it("reads the reasoning from the 'reasoning' field too (newer vLLM, Ollama), streamed and not", async () => {
