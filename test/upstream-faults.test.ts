@@ -11,7 +11,7 @@ import { ConfigError, parseConfigText } from '../src/config.js';
 import { formatDecimal, parseDecimal } from '../src/domain/billing/money.js';
 import { countChatTokens, countTextTokens, truncateTextTokens } from '../src/domain/inference/tokenizer.js';
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
-import { embeddingModelYaml, moderationModelYaml, startTestServer, type TestServer } from './support/harness.js';
+import { embeddingModelYaml, moderationModelYaml, startTestServer, type TestServer, forwardedChatModelYaml } from './support/harness.js';
 import { client, seed } from './support/seed.js';
 import { until } from './support/wait.js';
 
@@ -26,19 +26,7 @@ const words = (n: number) => Array.from({ length: n }, (_, i) => `w${i}`).join('
 const balanceAfter = (...calls: { prompt: number; completion: number }[]) =>
   formatDecimal(parseDecimal(START) - calls.reduce((n, c) => n + BigInt(c.prompt) * IN + BigInt(c.completion) * OUT, 0n));
 
-function chatModel(id: string, engine: string): string {
-  return `  - id: ${id}
-    category: chat
-    owned_by: tests
-    created: 1735689600
-    version: "2025-01-01"
-    status: active
-    capabilities: { chat_completion: true, streaming: true, function_calling: false }
-    pricing: { input_price_per_million: 1.0, output_price_per_million: 2.0, currency: usd }
-    specifications: { context_window: 4096, max_output_tokens: 256, training_cutoff: "2024-10" }
-    engine: { type: openai, model: upstream-chat, ${engine} }
-`;
-}
+const chatModel = (id: string, engine: string) => forwardedChatModelYaml(id, engine);
 
 /** Parses an SSE body into its data payloads. */
 function sseData(text: string): string[] {

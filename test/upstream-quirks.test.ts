@@ -10,23 +10,11 @@ import type { Engine, Usage } from '../src/domain/inference/engine.js';
 import { InferenceService } from '../src/domain/inference/inference-service.js';
 import { countChatTokens, countTextTokens, truncateTextTokens } from '../src/domain/inference/tokenizer.js';
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
-import { embeddingModelYaml, startTestServer, type TestServer } from './support/harness.js';
+import { embeddingModelYaml, startTestServer, type TestServer, forwardedChatModelYaml } from './support/harness.js';
 import { client, seed } from './support/seed.js';
 import { until } from './support/wait.js';
 
-function chatModel(id: string, engine: string): string {
-  return `  - id: ${id}
-    category: chat
-    owned_by: tests
-    created: 1735689600
-    version: "2025-01-01"
-    status: active
-    capabilities: { chat_completion: true, streaming: true, function_calling: true }
-    pricing: { input_price_per_million: 1.0, output_price_per_million: 2.0, currency: usd }
-    specifications: { context_window: 4096, max_output_tokens: 256, training_cutoff: "2024-10" }
-    engine: { type: openai, model: upstream-chat, ${engine} }
-`;
-}
+const chatModel = (id: string, engine: string) => forwardedChatModelYaml(id, engine, { functionCalling: true });
 
 /** One SSE event of a chat chunk with these choices (and other top-level fields). */
 const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) =>

@@ -17,16 +17,29 @@ export function chatModelYaml(
   upstreamUrl: string,
   m: { id: string; inputPrice: string; outputPrice: string; maxOutputTokens: number; timeoutMs: number; functionCalling?: boolean },
 ): string {
-  return `  - id: ${m.id}
+  return forwardedChatModelYaml(m.id, `base_url: "${upstreamUrl}", timeout_ms: ${m.timeoutMs}`, m);
+}
+
+/**
+ * A chat model of the catalog forwarded by the openai engine to `upstream-chat`, `engine` the rest of
+ * its engine's keys (base_url or base_urls, timeouts, retries…); priced 1 and 2 per million and 256
+ * output tokens unless told.
+ */
+export function forwardedChatModelYaml(
+  id: string,
+  engine: string,
+  m: { inputPrice?: string; outputPrice?: string; maxOutputTokens?: number; functionCalling?: boolean } = {},
+): string {
+  return `  - id: ${id}
     category: chat
     owned_by: tests
     created: 1735689600
     version: "2025-01-01"
     status: active
     capabilities: { chat_completion: true, streaming: true, function_calling: ${m.functionCalling ?? false} }
-    pricing: { input_price_per_million: ${m.inputPrice}, output_price_per_million: ${m.outputPrice}, currency: usd }
-    specifications: { context_window: 4096, max_output_tokens: ${m.maxOutputTokens}, training_cutoff: "2024-10" }
-    engine: { type: openai, base_url: "${upstreamUrl}", model: upstream-chat, timeout_ms: ${m.timeoutMs} }
+    pricing: { input_price_per_million: ${m.inputPrice ?? '1.0'}, output_price_per_million: ${m.outputPrice ?? '2.0'}, currency: usd }
+    specifications: { context_window: 4096, max_output_tokens: ${m.maxOutputTokens ?? 256}, training_cutoff: "2024-10" }
+    engine: { type: openai, model: upstream-chat, ${engine} }
 `;
 }
 
