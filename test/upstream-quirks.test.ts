@@ -9,6 +9,7 @@ import type { ModelConfig } from '../src/domain/catalog/model.js';
 import type { Engine, Usage } from '../src/domain/inference/engine.js';
 import { InferenceService } from '../src/domain/inference/inference-service.js';
 import { countChatTokens, countTextTokens, truncateTextTokens } from '../src/domain/inference/tokenizer.js';
+import { MODEL } from './support/billing-fixtures.js';
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
 import { embeddingModelYaml, startTestServer, type TestServer, forwardedChatModelYaml } from './support/harness.js';
 import { client, seed } from './support/seed.js';
@@ -603,18 +604,7 @@ ${chatModel('chat-q', `base_url: "${url}", timeout_ms: 5000`)}${chatModel(
 describe('4. any engine whose usage says 0', () => {
   // The inference service does not take 0 from any engine: the prompt as admission counted it, the
   // delivered text as the engine counts it.
-  const model = {
-    id: 'chat-zero',
-    category: 'chat',
-    owned_by: 'tests',
-    created: 0,
-    version: '1',
-    status: 'active',
-    capabilities: { chat_completion: true, streaming: true, function_calling: false },
-    pricing: { input_price_per_million: 1, output_price_per_million: 2, currency: 'usd' },
-    specifications: { context_window: 4096, max_output_tokens: 256, training_cutoff: '2024-10' },
-    engine: { type: 'openai', base_url: 'http://127.0.0.1:1/v1', model: 'x' },
-  } as unknown as ModelConfig;
+  const model: ModelConfig = { ...MODEL, id: 'chat-zero' };
   const zero: Usage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
   const engine: Engine = {
     chat: async () => ({ content: 'Twelve words of text, all of them delivered to the client here.', finishReason: 'stop', usage: zero }),
