@@ -180,7 +180,7 @@ async function checkWindows(text: string, windowChars: number, check: Check): Pr
  */
 function filteredEngine(inner: Engine, check: Check, safety: SafetyConfig): Engine {
   const windowChars = safety.window_chars;
-  /** Usage when a choice was cut: the prompt, and the tokens of the text each choice delivered. */
+  /** Usage counted from what each choice holds (a choice cut, an answer cut at max_tokens): the prompt, and the text's tokens. */
   const deliveredUsage = async (promptTokens: number, delivered: string[]): Promise<Usage> => {
     let completionTokens = 0;
     for (const text of delivered) if (text) completionTokens += await inner.countTokens(text);
@@ -206,12 +206,12 @@ function filteredEngine(inner: Engine, check: Check, safety: SafetyConfig): Engi
       // nobody gets).
       const overran = result.usage.completionTokens > req.maxTokens * (req.n ?? 1);
       const made = (result.choices ?? [result]).map((c) => (overran ? withinMaxTokens(c, req.maxTokens) : c));
-      let usage = result.usage;
-      if (overran) {
-        let completionTokens = 0;
-        for (const c of made) completionTokens += await inner.countTokens((c.reasoning ?? '') + outputText(c));
-        usage = { promptTokens: usage.promptTokens, completionTokens, totalTokens: usage.promptTokens + completionTokens };
-      }
+      let usage = overran
+        ? await deliveredUsage(
+            result.usage.promptTokens,
+            made.map((c) => (c.reasoning ?? '') + outputText(c)),
+          )
+        : result.usage;
       for (const choice of made) {
         const { kept, verdict } = await checkWindows(choice.content, windowChars, check);
         const reasoning = choice.reasoning ? { reasoning: choice.reasoning, reasoningWithheld: true } : {};
