@@ -89,6 +89,12 @@ describe.each(BACKENDS)('BillingService on %s', (backend) => {
     expect(await billing.getAllocation(id)).toMatchObject({ used: 0, held: 90 });
     await february.settle({ promptTokens: 10, completionTokens: 5, totalTokens: 15 }, 'completed');
     expect(await billing.getAllocation(id)).toMatchObject({ used: 15, held: 0, remaining: 85 });
+    // The usage report agrees with the allocations: January's late call is reported on January's
+    // last day, where its tokens counted, not on the day it ended.
+    const days = (report: { data: { date: string; requests: number; totalTokens: number }[] }) =>
+      report.data.map((d) => [d.date, d.requests, d.totalTokens]);
+    expect(days(await billing.usageReport(id, { start: '2026-01-01', end: '2026-01-31' }))).toEqual([['2026-01-31', 2, 90]]);
+    expect(days(await billing.usageReport(id))).toEqual([['2026-02-01', 1, 15]]);
   });
 
   it('charges a monthly fee when a tier is taken and at each period start; an unpaid fee moves the account to free and notifies it', async () => {

@@ -10,6 +10,16 @@ export function dayOf(at: Date): string {
   return at.toISOString().slice(0, 10);
 }
 
+/**
+ * The day a call's usage event is reported on: the day it ended, or, for a call held in one period
+ * and ended in the next, the last day of the period it was held in, where its allocation counted.
+ * So a month's usage report and its allocation agree about the calls across midnight.
+ */
+export function usageDay(period: string, at: Date): string {
+  const day = dayOf(at);
+  return day.startsWith(period) ? day : periodDays(period).last;
+}
+
 /** The first instant of the period and the first instant of the next one. */
 export function periodBounds(period: string): { start: Date; next: Date } {
   const [year, month] = period.split('-').map(Number) as [number, number];

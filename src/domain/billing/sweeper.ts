@@ -1,7 +1,7 @@
 // Server instances and the sweeper: each server registers itself and beats a heartbeat; holds of
 // servers that are gone, or past their expiry, are released charging nothing (at start-up and on
 // every sweep), and monthly fees due at a period start are charged.
-import { dayOf } from './period.js';
+import { usageDay } from './period.js';
 import { exec } from './sql.js';
 import { USAGE_EVENT_INSERT } from './billing-types.js';
 import { Admission } from './admission.js';
@@ -104,7 +104,7 @@ export abstract class Sweeper extends Admission {
         0,
         0n,
         'hold_released',
-        dayOf(now),
+        usageDay(h.period, now),
         now,
         h.endUser,
       ]);

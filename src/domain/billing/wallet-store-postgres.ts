@@ -12,7 +12,7 @@ import type { WalletRow } from './billing-types.js';
 import { HOLD_COLUMNS, USAGE_EVENT_COLUMNS, USAGE_EVENT_INSERT, WALLET_COLUMNS, walletRow } from './billing-types.js';
 import { KeyedBatcher, type Outcome } from './batcher.js';
 import { newId } from '../ids.js';
-import { dayOf } from './period.js';
+import { usageDay } from './period.js';
 import { big, rows, run, type BillingDatabase, type Binding, type Db } from './sql.js';
 import {
   COUNT_USAGE,
@@ -124,7 +124,7 @@ export class PostgresWalletStore extends WalletStoreBase {
       txn_id: newId('txn'),
       description: s.description,
       created_at: s.now.toISOString(),
-      day: dayOf(s.now),
+      day: usageDay(s.call.period, s.now),
       end_user: s.call.endUser,
     }));
     const now = items.reduce((latest, s) => (s.now > latest ? s.now : latest), items[0]!.now);

@@ -19,7 +19,7 @@ import type { CallOutcome } from '../inference/inference-service.js';
 import { appendTransaction, type TransactionView } from '../ledger/ledger.js';
 import type { HeldCall, WalletRow } from './billing-types.js';
 import { HOT_PATH, USAGE_EVENT_INSERT, WALLET_COLUMNS, walletRow } from './billing-types.js';
-import { dayOf } from './period.js';
+import { usageDay } from './period.js';
 import { big, exec, int, rows, run, type BillingDatabase, type Binding, type Db } from './sql.js';
 
 /** The once-per-period alert flags (see ./alerts.ts). */
@@ -187,7 +187,7 @@ export function usageEventRow(s: Settling, allocationTokens: number, walletNanos
     allocationTokens,
     walletNanos,
     note,
-    dayOf(now),
+    usageDay(call.period, now),
     now,
     call.endUser,
   ];
