@@ -5,6 +5,7 @@ import type { Request, Response } from 'express';
 import { z } from 'zod';
 import type { GraphQLContext } from '../src/graphql/context.js';
 import { parse as parseLossless, isLosslessNumber } from 'lossless-json';
+import { MAX_NANOS, NANOS_PER_UNIT } from '../src/domain/billing/money.js';
 import { DomainError } from '../src/domain/errors.js';
 import { parseBody, rawBodyOf } from './body.js';
 import { exact, sendExactJson } from './money.js';
@@ -62,5 +63,15 @@ function exactAmount(req: Request): string {
     throw new DomainError('invalid_amount', `'amount' must have at most 2 decimal places (cents); got ${amount.value.slice(0, 40)}.`, {
       param: 'amount',
     });
+  // Past the Decimal scalar's range too (over 9 billion): far past the sales threshold, so the
+  // largest amount it takes gets the same answer from the top-up rules (amount_requires_sales).
+  if (Math.abs(Number(amount.value)) > MAX_WHOLE_UNITS) {
+    if (amount.value.startsWith('-'))
+      throw new DomainError('invalid_amount', `'amount' must be a positive amount; got ${amount.value.slice(0, 40)}.`, { param: 'amount' });
+    return String(MAX_WHOLE_UNITS);
+  }
   return amount.value;
 }
+
+/** The largest whole amount the Decimal scalar takes (2^63 - 1 nanos). */
+const MAX_WHOLE_UNITS = Number(MAX_NANOS / NANOS_PER_UNIT);

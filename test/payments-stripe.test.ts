@@ -186,6 +186,45 @@ describe.each(BACKENDS)('Stripe top-ups on %s', (backend) => {
     expect(await client(s, a.apiKey).balance()).toBe('110');
   });
 
+  it('credits nothing for a payment short of the top-up or in another currency: the top-up fails with the reason; more than it (tax) credits the quote', async () => {
+    const a = await seed(s).account();
+    // A promotion code at the checkout: Stripe collected 0.01 of 100 USD.
+    const short = await start(a.apiKey, 100);
+    short.session.amount_total = 1;
+    stripe.pay(short.session.id);
+    expect(await deliver(stripe.events.completed(short.session.id))).toEqual({
+      status: 200,
+      body: { received: true, outcome: 'amount_mismatch' },
+    });
+    // The payment intent's own event (the same 0.01) credits nothing either.
+    expect((await deliver(stripe.events.paymentIntentSucceeded(short.session.payment_intent!))).body).toMatchObject({
+      outcome: 'amount_mismatch',
+    });
+    const failed = await topUpOf(short.id);
+    expect(failed.status).toBe('failed');
+    expect(failed.failureReason).toBe(
+      "The payment received (0.01 USD) is not the top-up's 100.00 USD; nothing was credited. Please contact support.",
+    );
+
+    // Paid in yen.
+    const yen = await start(a.apiKey, 20);
+    yen.session.currency = 'jpy';
+    stripe.pay(yen.session.id);
+    expect((await deliver(stripe.events.completed(yen.session.id))).body).toMatchObject({ outcome: 'amount_mismatch' });
+    expect((await topUpOf(yen.id)).failureReason).toMatch(
+      /^The payment received \(2000 in the smallest unit of JPY\) is not the top-up's 20.00 USD/,
+    );
+    expect(await client(s, a.apiKey).balance()).toBe('0');
+    expect(await types(a.id)).toEqual([]);
+
+    // Tax added on top: the quote is credited (10 + no bonus).
+    const taxed = await start(a.apiKey, 10);
+    taxed.session.amount_total = 1_080;
+    stripe.pay(taxed.session.id);
+    expect((await deliver(stripe.events.completed(taxed.session.id))).body).toMatchObject({ outcome: 'credited' });
+    expect(await client(s, a.apiKey).balance()).toBe('10');
+  });
+
   it('acknowledges an event for an unknown session (200) and changes nothing', async () => {
     const a = await seed(s).account();
     await start(a.apiKey, 10);
@@ -214,6 +253,26 @@ describe.each(BACKENDS)('Stripe top-ups on %s', (backend) => {
       outcome: 'ignored',
     });
     expect(await client(s, a.apiKey).balance()).toBe('0');
+  });
+
+  it('acknowledges a signed event whose object is not what Stripe sends as ignored (200), changing nothing', async () => {
+    const a = await seed(s).account();
+    const { id, session } = await start(a.apiKey, 20);
+    stripe.pay(session.id);
+    const completed = stripe.events.completed(session.id);
+    const malformed = [
+      { ...completed, data: {} },
+      { ...completed, data: { object: { ...completed.data.object, client_reference_id: { id }, metadata: null } } },
+      { ...completed, data: { object: { ...completed.data.object, amount_total: '2000' } } },
+      stripe.events.custom('payment_intent.succeeded', { id: 7, metadata: { tollgate_top_up_id: id } }),
+    ];
+    for (const event of malformed) {
+      expect(await deliver(event as typeof completed)).toEqual({ status: 200, body: { received: true, outcome: 'ignored' } });
+    }
+    expect((await topUpOf(id)).status).toBe('open');
+    expect(await client(s, a.apiKey).balance()).toBe('0');
+    // The well-formed event still credits.
+    expect((await deliver(completed)).body).toMatchObject({ outcome: 'credited' });
   });
 
   it('tells the client to retry when Stripe cannot be reached, and the same Idempotency-Key then opens the same checkout', async () => {

@@ -13,6 +13,7 @@ import { formatDecimal, WALLET_CURRENCY } from '../billing/money.js';
 import { isUniqueViolation, type BillingDatabase } from '../billing/sql.js';
 import {
   formatMoney,
+  fromCents,
   parseTopUpAmount,
   percentText,
   quoteTopUp,
@@ -126,6 +127,7 @@ export type EventOutcome =
   | 'unchanged'
   | 'unknown_checkout'
   | 'mismatch'
+  | 'amount_mismatch'
   | 'ignored';
 
 export class PaymentsService {
@@ -403,21 +405,13 @@ export class PaymentsService {
     const log = this.o.logger.child({ event: event.eventId, kind: event.kind });
     switch (event.kind) {
       case 'ignored':
-        log.debug({ type: event.type }, 'payment event ignored');
+        if (event.malformed) log.warn({ type: event.type }, 'payment event ignored: its object is not what the processor sends');
+        else log.debug({ type: event.type }, 'payment event ignored');
         return 'ignored';
       case 'checkout_paid': {
         const t = await this.checkoutOf(event.ref, log);
         if (!t) return 'unknown_checkout';
-        if (
-          event.amountCents !== null &&
-          (event.amountCents !== toCents(t.amount) || (event.currency ?? '').toLowerCase() !== t.currency.toLowerCase())
-        ) {
-          // Our line item has a fixed price; a difference means a misconfigured account (promotion codes?).
-          log.error(
-            { topUp: t.id, paid: event.amountCents, currency: event.currency, expected: toCents(t.amount) },
-            'amount paid differs from the top-up; crediting the top-up amount',
-          );
-        }
+        if (t.status !== 'paid' && (await this.refusedShortPayment(t, event, log))) return 'amount_mismatch';
         const { outcome } = await this.o.settlement.markPaid(t.id, { paymentId: event.paymentId, customerId: event.customerId });
         return outcome === 'credited' ? 'credited' : outcome === 'unknown' ? 'unknown_checkout' : 'already_paid';
       }
@@ -443,6 +437,7 @@ export class PaymentsService {
       case 'payment_succeeded': {
         const t = await this.topUpOfPayment(event.topUpId, event.accountId, event.paymentId, log);
         if (!t) return 'unknown_checkout';
+        if (t.status !== 'paid' && (await this.refusedShortPayment(t, event, log))) return 'amount_mismatch';
         const { outcome } = await this.o.settlement.markPaid(t.id, { paymentId: event.paymentId });
         return outcome === 'credited' ? 'credited' : outcome === 'unknown' ? 'unknown_checkout' : 'already_paid';
       }
@@ -455,6 +450,36 @@ export class PaymentsService {
         return outcome === 'failed' ? 'failed' : 'unchanged';
       }
     }
+  }
+
+  /**
+   * A payment that brought less than the top-up's amount, or another currency (a promotion code or
+   * a payment made outside tollgate's checkout, carrying its ids): the top-up is marked failed with
+   * the reason and nothing is credited, so no credits are made from money that was not received;
+   * the operator refunds the payment or credits it by hand (`tollgate wallet credit`). More than the
+   * amount (tax added by the processor) credits the top-up as quoted. Returns true when refused.
+   */
+  private async refusedShortPayment(
+    t: TopUpRecord,
+    paid: { amountCents: number | null; currency: string | null; paymentId: string },
+    log: Logger,
+  ): Promise<boolean> {
+    if (paid.amountCents === null) return false;
+    const expected = toCents(t.amount);
+    const currency = (paid.currency ?? '').toUpperCase();
+    if (currency === t.currency.toUpperCase() && paid.amountCents >= expected) return false;
+    const received =
+      currency === t.currency.toUpperCase()
+        ? `${formatMoney(fromCents(paid.amountCents))} ${currency}`
+        : `${paid.amountCents} in the smallest unit of ${currency || 'an unnamed currency'}`;
+    log.error(
+      { topUp: t.id, account: t.accountId, payment: paid.paymentId, paid: paid.amountCents, currency: paid.currency, expected },
+      'payment received is not the top-up amount: nothing credited; refund it, or credit it by hand',
+    );
+    await this.o.settlement.markFailed(t.id, {
+      reason: `The payment received (${received}) is not the top-up's ${formatMoney(t.amount)} ${t.currency}; nothing was credited. Please contact support.`,
+    });
+    return true;
   }
 
   /** The top-up a checkout event names: by our id first (it may precede the processor's answer), then by the processor's. */

@@ -80,7 +80,7 @@ export type PaymentEvent =
   /** A payment attempt failed; only automatic top-ups fail on it (a checkout lets the customer retry). */
   | { kind: 'payment_failed'; eventId: string; topUpId: string | null; accountId: string | null; paymentId: string; reason: string }
   /** Verified, but nothing tollgate acts on. */
-  | { kind: 'ignored'; eventId: string; type: string };
+  | { kind: 'ignored'; eventId: string; type: string; malformed?: boolean };
 
 /** How an event names its checkout: our id (metadata / client_reference_id), the processor's id. */
 export interface CheckoutRef {

@@ -186,8 +186,63 @@ export class StripeProcessor implements PaymentProcessor, WebhookVerifier {
     } catch (e) {
       throw new WebhookSignatureError(e instanceof Error ? e.message : 'The signature does not match.');
     }
-    return toPaymentEvent(event);
+    return readPaymentEvent(event);
   }
+}
+
+/**
+ * toPaymentEvent, for an event whose signature checked out: one whose object lacks what tollgate
+ * reads, or holds it in another shape, is ignored with a warning rather than failing with a 500,
+ * which Stripe would retry for days.
+ */
+function readPaymentEvent(event: Stripe.Event): PaymentEvent {
+  const eventId = typeof event.id === 'string' ? event.id : String(event.id);
+  let read: PaymentEvent | null = null;
+  try {
+    read = toPaymentEvent(event);
+  } catch {
+    // A missing object: reported below.
+  }
+  if (read && wellFormed(read)) return read;
+  return { kind: 'ignored', eventId, type: String(event.type), malformed: true };
+}
+
+const optionalString = (v: unknown) => v === null || typeof v === 'string';
+const optionalCount = (v: unknown) => v === null || (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0);
+
+function wellFormed(e: PaymentEvent): boolean {
+  if (typeof e.eventId !== 'string') return false;
+  switch (e.kind) {
+    case 'ignored':
+      return true;
+    case 'checkout_paid':
+      return (
+        refWellFormed(e.ref) &&
+        typeof e.paymentId === 'string' &&
+        optionalString(e.customerId) &&
+        optionalCount(e.amountCents) &&
+        optionalString(e.currency)
+      );
+    case 'checkout_pending':
+      return refWellFormed(e.ref) && optionalString(e.customerId);
+    case 'checkout_failed':
+    case 'checkout_expired':
+      return refWellFormed(e.ref);
+    case 'payment_succeeded':
+      return (
+        typeof e.paymentId === 'string' &&
+        optionalString(e.topUpId) &&
+        optionalString(e.accountId) &&
+        optionalCount(e.amountCents) &&
+        optionalString(e.currency)
+      );
+    case 'payment_failed':
+      return typeof e.paymentId === 'string' && optionalString(e.topUpId) && optionalString(e.accountId) && typeof e.reason === 'string';
+  }
+}
+
+function refWellFormed(ref: CheckoutRef): boolean {
+  return typeof ref.processorCheckoutId === 'string' && optionalString(ref.topUpId) && optionalString(ref.accountId);
 }
 
 /** Stripe's event, reduced to a PaymentEvent (exported for tests). */
