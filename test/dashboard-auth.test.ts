@@ -250,6 +250,35 @@ describe('dashboard sign-in (open sign-up)', () => {
     expect((await gql(s, '{ session { id } }', {}, { cookie })).body.data.session).toBeNull();
   });
 
+  it('counts wrong passwords given to changeEmail and changePassword against the sign-in limit: a stolen session cannot guess on', async () => {
+    const up = await gql(s, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }', {
+      e: 'guess@example.com',
+      p: PASSWORD,
+    });
+    const cookie = cookieOf(up.setCookie);
+    const changeEmail = (password: string) =>
+      gql(s, 'mutation($p: String!) { changeEmail(email: "guessed@example.com", password: $p) { email } }', { p: password }, { cookie });
+    const changePassword = (password: string) =>
+      gql(
+        s,
+        'mutation($p: String!) { changePassword(currentPassword: $p, newPassword: "another long password") }',
+        { p: password },
+        { cookie },
+      );
+    const codes: string[] = [];
+    for (let i = 0; i < 3; i++) codes.push((await changeEmail(`wrong guess ${i}`)).body.errors?.[0].extensions.code);
+    for (let i = 0; i < 2; i++) codes.push((await changePassword(`wrong guess ${i}`)).body.errors?.[0].extensions.code);
+    codes.push((await changeEmail(PASSWORD)).body.errors?.[0].extensions.code);
+    expect(codes).toEqual([...Array(5).fill('invalid_credentials'), 'too_many_attempts']);
+    // Sign-in to the address is held back by the same count, and the right password changes nothing.
+    const signIn = await gql(s, 'mutation($e: String!, $p: String!) { signIn(email: $e, password: $p) { id } }', {
+      e: 'guess@example.com',
+      p: PASSWORD,
+    });
+    expect([signIn.status, signIn.body.errors?.[0].extensions.code]).toEqual([429, 'too_many_attempts']);
+    expect((await gql(s, '{ viewer { email } }', {}, { cookie })).body.data.viewer.email).toBe('guess@example.com');
+  });
+
   it('resets a password through the link of the .eml file; the link works once', async () => {
     await gql(s, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }', { e: 'forgot@example.com', p: PASSWORD });
     const asked = await gql(s, 'mutation { requestPasswordReset(email: "forgot@example.com") }');

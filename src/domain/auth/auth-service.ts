@@ -363,13 +363,23 @@ export class AuthService {
       .merge(['password_hash', 'updated_at_ms']);
   }
 
+  /**
+   * Checks the account's password for a change made in a session. Its yes or no is a sign-in's, so
+   * wrong guesses count against the same limit as failed sign-ins to the account's address (a
+   * stolen session cannot try passwords past it, nor alternate with sign-in to get twice as many).
+   */
   private async checkPassword(accountId: string, password: string, param: string): Promise<void> {
+    const { email } = await this.o.accounts.getAccount(accountId);
+    const keys = [`email:${email.trim().toLowerCase()}`];
+    this.throttle.check(keys);
     const row = (await this.knex('account_passwords').select('password_hash').where('account_id', accountId))[0] as
       | { password_hash: string | null }
       | undefined;
     if (!(await verifyPassword(row?.password_hash, String(password ?? '')))) {
+      this.throttle.fail(keys);
       throw new DomainError('invalid_credentials', 'The current password is not right.', { param });
     }
+    this.throttle.succeed(keys[0]!);
   }
 }
 
