@@ -581,7 +581,8 @@ export async function startServer(services: Services, opts: { port?: number; hos
     socket.on('message', (data, isBinary) => {
       if (isBinary) return;
       const text = String(data);
-      if (!text.includes('"complete"')) return;
+      // Any message that could be a complete: the word, or a JSON escape that could spell it.
+      if (!text.includes('complete') && !text.includes('\\u')) return;
       let message: unknown;
       try {
         message = JSON.parse(text);

@@ -461,6 +461,40 @@ describe.each(BACKENDS)('billing on %s', (backend) => {
       },
     );
 
+    it('a complete message written with JSON escapes stops a chat mutation over graphql-ws as the plain one does', async () => {
+      const a = await seed(s).account({ tier: 'startup' }).wallet('1.00');
+      const abortedBefore = s.upstream.aborted;
+      const sentBefore = s.upstream.requests.length;
+      const ws = new WebSocket(`${s.url.replace('http', 'ws')}/graphql`, 'graphql-transport-ws');
+      const received: string[] = [];
+      ws.on('message', (data) => received.push(String(data)));
+      await new Promise((resolve) => ws.once('open', resolve));
+      ws.send(JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${a.apiKey}` } }));
+      await until(async () => received.some((m) => m.includes('connection_ack')));
+      ws.send(
+        JSON.stringify({
+          id: '1',
+          type: 'subscribe',
+          payload: {
+            query: 'mutation($input: ChatCompletionInput!) { createChatCompletion(input: $input) { id } }',
+            variables: { input: { model: 'chat-test', messages: [{ role: 'user', content: 'x #tokens=5 #delay=1500' }], maxTokens: 5 } },
+          },
+        }),
+      );
+      await until(async () => s.upstream.requests.length > sentBefore);
+      // {"id":"1","type":"complete"}, as JSON allows it to be written.
+      ws.send('{"id":"\\u0031","type":"\\u0063omplete"}');
+      const [event] = await until(async () => {
+        const list = await events(a.id);
+        return list.length > 0 && list;
+      });
+      expect(event).toMatchObject({ outcome: 'client_disconnected', totalTokens: 0, walletNanos: 0n });
+      await until(async () => s.upstream.aborted > abortedBefore, 1_000);
+      expect(await client(s, a.apiKey).balance()).toBe('1');
+      expect(received.filter((m) => m.includes('"next"'))).toEqual([]);
+      ws.close();
+    });
+
     it('a completed stream is billed from its usage, never as zero', async () => {
       const a = await seed(s).account({ tier: 'startup' }).wallet('1.00');
       const c = client(s, a.apiKey);
