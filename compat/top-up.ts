@@ -5,7 +5,6 @@ import type { Request, Response } from 'express';
 import { z } from 'zod';
 import type { GraphQLContext } from '../src/graphql/context.js';
 import { parse as parseLossless, isLosslessNumber } from 'lossless-json';
-import { MAX_NANOS, NANOS_PER_UNIT } from '../src/domain/billing/money.js';
 import { DomainError } from '../src/domain/errors.js';
 import { parseBody, rawBodyOf } from './body.js';
 import { exact, sendExactJson } from './money.js';
@@ -73,5 +72,5 @@ function exactAmount(req: Request): string {
   return amount.value;
 }
 
-/** The largest whole amount the Decimal scalar takes (2^63 - 1 nanos). */
-const MAX_WHOLE_UNITS = Number(MAX_NANOS / NANOS_PER_UNIT);
+/** The largest whole amount the Decimal scalar takes: 2^63 - 1 nanos, 9 223 372 036.854775807. */
+const MAX_WHOLE_UNITS = 9_223_372_036;
