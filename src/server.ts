@@ -34,7 +34,7 @@ import { sendError } from '../compat/errors.js';
 import type { Services } from './container.js';
 import { DomainError, requestTooLarge } from './domain/errors.js';
 import { createContext, type GraphQLContext } from './graphql/context.js';
-import { httpError, isUnexpectedError, publicErrorBody, toPublicGraphQLError } from './graphql/errors.js';
+import { httpError, isUnexpectedError, publicErrorBody, toPublicGraphQLError, withoutSuggestions } from './graphql/errors.js';
 import { schema } from './graphql/schema.js';
 import { createPaymentsRouter } from './web/payments-router.js';
 import { createDashboardRouter } from './web/dashboard-router.js';
@@ -278,6 +278,9 @@ export function createApp(services: Services) {
   // The customer dashboard (issue 15): the web app, served from dist/dashboard.
   app.use(createDashboardRouter());
 
+  // With introspection off, graphql-js's "Did you mean …?" would name the schema's fields, types
+  // and enum values all the same: hidden from every error a client gets (the armor hides only some).
+  const forClient = config.graphql.introspection ? (e: GraphQLError) => e : withoutSuggestions;
   const plugins: Plugin[] = [
     EnvelopArmorPlugin({
       maxDepth: { n: config.graphql.max_depth },
@@ -293,7 +296,7 @@ export function createApp(services: Services) {
       onValidate:
         () =>
         ({ result, setResult }) => {
-          if (result.length > 0) setResult(result.map((e) => toPublicGraphQLError(armorLimit(e))));
+          if (result.length > 0) setResult(result.map((e) => forClient(toPublicGraphQLError(armorLimit(e)))));
         },
     } as Plugin,
     // Unexpected errors are logged here, where the request's id and path are known (they are
@@ -326,7 +329,7 @@ export function createApp(services: Services) {
     // Cross-origin access is decided by `server.cors_origins` (above), not by Yoga.
     cors: false,
     maskedErrors: {
-      maskError: (error) => namedForGraphQL(toPublicGraphQLError(armorLimit(error))),
+      maskError: (error) => namedForGraphQL(forClient(toPublicGraphQLError(armorLimit(error)))),
     },
     context: async (initial) => {
       // Over HTTP the initial context has the fetch Request and express's req; over WebSocket,
@@ -560,6 +563,7 @@ export async function startServer(services: Services, opts: { port?: number; hos
   const wss = new WebSocketServer({ server, path: '/graphql', maxPayload: parseBytes(config.server.body_limit)! });
   // ws re-emits the HTTP server's errors (a port in use); the listen below reports them itself.
   wss.on('error', () => {});
+  const forClient = config.graphql.introspection ? (e: GraphQLError) => e : withoutSuggestions;
   // Each operation's AbortController, per socket by operation id: a query or mutation (a chat
   // completion, say) has no iterator for graphql-ws to return when its client completes it or
   // goes, so its signal is what stops the engine and keeps an answer nobody receives unbilled.
@@ -677,10 +681,10 @@ export async function startServer(services: Services, opts: { port?: number; hos
       },
       // Errors as HTTP's bodies list them (publicErrorBody): `extensions.http` is Yoga's, not the client's.
       onNext: (_ctx, _id, _payload, _args, result) =>
-        result.errors?.length ? { ...result, errors: result.errors.map(publicError) } : undefined,
+        result.errors?.length ? { ...result, errors: result.errors.map((e) => publicError(forClient(e))) } : undefined,
       onError: (ctx, id, payload, errors) => {
         forget(ctx.extra.socket, id, payload);
-        return errors.map(publicError);
+        return errors.map((e) => publicError(forClient(e)));
       },
       // Ended (answered, failed or completed by the client): its signal is no longer needed.
       onComplete: (ctx, id, payload) => forget(ctx.extra.socket, id, payload),

@@ -194,6 +194,24 @@ describe('GraphQL over HTTP', () => {
         expect(errors[0].extensions).toMatchObject({ code: 'invalid_request', status: 400 });
       }
       expect((await subscribeAll('{ __typename }', {}, undefined, closed.url)).events[0].data).toEqual({ __typename: 'Query' });
+      // Nor do suggestions tell the schema's names: fields, enum values in a document or a variable, over HTTP and WebSocket.
+      const misspelt: [string, Record<string, unknown>][] = [
+        ['{ modelz { id } }', {}],
+        ['{ models(category: chatt) { id } }', {}],
+        ['query($c: ModelCategory) { models(category: $c) { id } }', { c: 'chatt' }],
+      ];
+      for (const [query, variables] of misspelt) {
+        const http = await closed.graphql(query, variables);
+        const ws = await subscribeAll(query, variables, undefined, closed.url);
+        for (const errors of [http.body.errors, (ws.error ?? ws.events[0]?.errors) as any[]]) {
+          expect(errors[0].message, query).not.toMatch(/Did you mean|"chat"|"models"/);
+          expect(errors[0].message, query).toMatch(/\[Suggestion hidden\]/);
+        }
+      }
+      // With introspection on, they stay.
+      expect((await s.graphql('{ models(category: chatt) { id } }')).body.errors[0].message).toMatch(
+        /Did you mean the enum value "chat"\?/,
+      );
     } finally {
       await closed.close();
     }

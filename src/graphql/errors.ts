@@ -39,6 +39,25 @@ export function isUnexpectedError(error: unknown): boolean {
   return !(error instanceof GraphQLError && isRequestError(error));
 }
 
+/** graphql-js's suggestions: `Did you mean "x" or "y"?`, `Did you mean the enum value "chat"?`. */
+const SUGGESTION = /Did you mean [^?]*\?/g;
+
+/**
+ * The error without graphql-js's suggestions of names, for a server with introspection off (they
+ * would tell the schema's fields, types and enum values all the same); the same mask as the armor's.
+ */
+export function withoutSuggestions(error: GraphQLError): GraphQLError {
+  if (!error.message.includes('Did you mean ')) return error;
+  return new GraphQLError(error.message.replace(SUGGESTION, '[Suggestion hidden]'), {
+    nodes: error.nodes,
+    source: error.source,
+    positions: error.positions,
+    path: error.path,
+    originalError: error.originalError,
+    extensions: error.extensions,
+  });
+}
+
 /** An error as a response body lists it: message and the public extensions (no `http`, no stack). */
 export function publicErrorBody(error: GraphQLError): { message: string; extensions: PublicErrorExtensions } {
   const { http: _http, ...extensions } = error.extensions as unknown as PublicErrorExtensions & { http?: unknown };
