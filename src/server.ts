@@ -582,8 +582,8 @@ export async function startServer(services: Services, opts: { port?: number; hos
   };
   wss.on('connection', (socket) => {
     operations.set(socket, new Map());
-    socket.on('message', (data, isBinary) => {
-      if (isBinary) return;
+    // Binary frames too: graphql-ws reads every frame as text.
+    socket.on('message', (data) => {
       const text = String(data);
       // Any message that could be a complete: the word, or a JSON escape that could spell it.
       if (!text.includes('complete') && !text.includes('\\u')) return;

@@ -461,7 +461,10 @@ describe.each(BACKENDS)('billing on %s', (backend) => {
       },
     );
 
-    it('a complete message written with JSON escapes stops a chat mutation over graphql-ws as the plain one does', async () => {
+    it.each([
+      ['written with JSON escapes', (ws: WebSocket) => ws.send('{"id":"\\u0031","type":"\\u0063omplete"}')],
+      ['sent as a binary frame', (ws: WebSocket) => ws.send(Buffer.from('{"id":"1","type":"complete"}'), { binary: true })],
+    ] as const)('a complete message %s stops a chat mutation over graphql-ws as the plain one does', async (_how, complete) => {
       const a = await seed(s).account({ tier: 'startup' }).wallet('1.00');
       const abortedBefore = s.upstream.aborted;
       const sentBefore = s.upstream.requests.length;
@@ -482,8 +485,8 @@ describe.each(BACKENDS)('billing on %s', (backend) => {
         }),
       );
       await until(async () => s.upstream.requests.length > sentBefore);
-      // {"id":"1","type":"complete"}, as JSON allows it to be written.
-      ws.send('{"id":"\\u0031","type":"\\u0063omplete"}');
+      // {"id":"1","type":"complete"}, in a form graphql-ws reads as well.
+      complete(ws);
       const [event] = await until(async () => {
         const list = await events(a.id);
         return list.length > 0 && list;

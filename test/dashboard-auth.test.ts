@@ -277,6 +277,25 @@ describe('dashboard sign-in (open sign-up)', () => {
     });
     expect([signIn.status, signIn.body.errors?.[0].extensions.code]).toEqual([429, 'too_many_attempts']);
     expect((await gql(s, '{ viewer { email } }', {}, { cookie })).body.data.viewer.email).toBe('guess@example.com');
+
+    // Guesses sent at once get no more: each is counted before its password is verified.
+    const many = await gql(s, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }', {
+      e: 'many@example.com',
+      p: PASSWORD,
+    });
+    const manyCookie = cookieOf(many.setCookie);
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        gql(
+          s,
+          'mutation($p: String!) { changeEmail(email: "many2@example.com", password: $p) { email } }',
+          { p: `guess ${i}` },
+          { cookie: manyCookie },
+        ),
+      ),
+    );
+    const tally = answers.map((r) => r.body.errors?.[0].extensions.code).filter((c) => c === 'invalid_credentials');
+    expect(tally).toHaveLength(5);
   });
 
   it('resets a password through the link of the .eml file; the link works once', async () => {

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { parseConfigText, TIER_DEFAULTS } from '../src/config.js';
 import { holdFor, planHold, split, type HoldInput } from '../src/domain/billing/hold-plan.js';
 import { affordableCompletionTokens, costNanos, formatDecimal, parseDecimal, type Prices } from '../src/domain/billing/money.js';
-import { isDay, periodBounds, periodDays, periodOf } from '../src/domain/billing/period.js';
+import { isDay, periodBounds, periodDays, periodOf, usageDay } from '../src/domain/billing/period.js';
 
 // $1 per million input tokens, $2 per million output tokens: 1000 and 2000 nanos per token.
 const CHAT: Prices = { inputPerMillion: 1_000_000_000n, outputPerMillion: 2_000_000_000n };
@@ -77,6 +77,16 @@ describe('billing periods', () => {
     expect(periodDays('2028-02')).toEqual({ first: '2028-02-01', last: '2028-02-29' });
     expect(isDay('2026-02-29')).toBe(false);
     expect(isDay('2028-02-29')).toBe(true);
+  });
+
+  it("report a call's usage on the day it ended, within the period it was held in", () => {
+    expect(usageDay('2026-11', new Date('2026-11-30T23:59:59.999Z'))).toBe('2026-11-30');
+    // Ended in the next period (or two later): the held period's last day.
+    expect(usageDay('2026-11', new Date('2026-12-01T00:00:00.000Z'))).toBe('2026-11-30');
+    expect(usageDay('2028-02', new Date('2028-04-02T10:00:00Z'))).toBe('2028-02-29');
+    expect(usageDay('2026-12', new Date('2027-01-01T00:00:01Z'))).toBe('2026-12-31');
+    // Before it, by a clock behind the server's that held it: the period's first day, never a day to come.
+    expect(usageDay('2026-02', new Date('2026-01-31T23:59:00Z'))).toBe('2026-02-01');
   });
 });
 

@@ -125,7 +125,7 @@ export class AuthService {
       .trim()
       .toLowerCase();
     const keys = [`email:${email}`, ...(input.clientAddress ? [`ip:${input.clientAddress}`] : [])];
-    this.throttle.check(keys);
+    const attempt = this.throttle.attempt(keys);
     const account = email ? await this.o.accounts.findByEmail(email) : null;
     const row = account
       ? ((await this.knex('account_passwords').select('password_hash', 'is_admin').where('account_id', account.id))[0] as
@@ -133,10 +133,8 @@ export class AuthService {
           | undefined)
       : undefined;
     const ok = await verifyPassword(row?.password_hash, String(input.password ?? ''));
-    if (!account || !ok) {
-      this.throttle.fail(keys);
-      throw new DomainError('invalid_credentials', 'The e-mail address or the password is not right.');
-    }
+    if (!account || !ok) throw new DomainError('invalid_credentials', 'The e-mail address or the password is not right.');
+    attempt.succeeded();
     this.throttle.succeed(`email:${email}`);
     return this.createSession({ accountId: account.id, operator: truthy(row?.is_admin), userAgent: input.userAgent ?? null });
   }
@@ -371,12 +369,11 @@ export class AuthService {
   private async checkPassword(accountId: string, password: string, param: string): Promise<void> {
     const { email } = await this.o.accounts.getAccount(accountId);
     const keys = [`email:${email.trim().toLowerCase()}`];
-    this.throttle.check(keys);
+    this.throttle.attempt(keys);
     const row = (await this.knex('account_passwords').select('password_hash').where('account_id', accountId))[0] as
       | { password_hash: string | null }
       | undefined;
     if (!(await verifyPassword(row?.password_hash, String(password ?? '')))) {
-      this.throttle.fail(keys);
       throw new DomainError('invalid_credentials', 'The current password is not right.', { param });
     }
     this.throttle.succeed(keys[0]!);

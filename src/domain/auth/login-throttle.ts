@@ -30,6 +30,21 @@ export class LoginThrottle {
     }
   }
 
+  /**
+   * check, then the attempt counted as failed before it is decided: attempts made at once cannot
+   * all pass the check while their passwords are being verified. A right password takes its count
+   * back with `succeeded`.
+   */
+  attempt(keys: string[]): { succeeded(): void } {
+    this.check(keys);
+    this.fail(keys);
+    return {
+      succeeded: () => {
+        for (const key of keys) this.failures.get(key)?.pop();
+      },
+    };
+  }
+
   fail(keys: string[]): void {
     for (const key of keys) {
       const recent = this.recent(key);

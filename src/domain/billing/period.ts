@@ -17,7 +17,9 @@ export function dayOf(at: Date): string {
  */
 export function usageDay(period: string, at: Date): string {
   const day = dayOf(at);
-  return day.startsWith(period) ? day : periodDays(period).last;
+  if (day.startsWith(period)) return day;
+  // Before the period only by a clock behind the one that held the call (another server's).
+  return day < period ? periodDays(period).first : periodDays(period).last;
 }
 
 /** The first instant of the period and the first instant of the next one. */

@@ -405,13 +405,17 @@ export class PaymentsService {
     const log = this.o.logger.child({ event: event.eventId, kind: event.kind });
     switch (event.kind) {
       case 'ignored':
-        if (event.malformed) log.warn({ type: event.type }, 'payment event ignored: its object is not what the processor sends');
+        if (event.malformed)
+          log.error(
+            { type: event.type },
+            'payment event ignored: its object is not what the processor sends (a payment in it is not credited)',
+          );
         else log.debug({ type: event.type }, 'payment event ignored');
         return 'ignored';
       case 'checkout_paid': {
         const t = await this.checkoutOf(event.ref, log);
         if (!t) return 'unknown_checkout';
-        if (t.status !== 'paid' && (await this.refusedShortPayment(t, event, log))) return 'amount_mismatch';
+        if (t.status !== 'paid' && (await this.refuseShortPayment(t, event, log))) return 'amount_mismatch';
         const { outcome } = await this.o.settlement.markPaid(t.id, { paymentId: event.paymentId, customerId: event.customerId });
         return outcome === 'credited' ? 'credited' : outcome === 'unknown' ? 'unknown_checkout' : 'already_paid';
       }
@@ -437,7 +441,7 @@ export class PaymentsService {
       case 'payment_succeeded': {
         const t = await this.topUpOfPayment(event.topUpId, event.accountId, event.paymentId, log);
         if (!t) return 'unknown_checkout';
-        if (t.status !== 'paid' && (await this.refusedShortPayment(t, event, log))) return 'amount_mismatch';
+        if (t.status !== 'paid' && (await this.refuseShortPayment(t, event, log))) return 'amount_mismatch';
         const { outcome } = await this.o.settlement.markPaid(t.id, { paymentId: event.paymentId });
         return outcome === 'credited' ? 'credited' : outcome === 'unknown' ? 'unknown_checkout' : 'already_paid';
       }
@@ -459,7 +463,7 @@ export class PaymentsService {
    * the operator refunds the payment or credits it by hand (`tollgate wallet credit`). More than the
    * amount (tax added by the processor) credits the top-up as quoted. Returns true when refused.
    */
-  private async refusedShortPayment(
+  private async refuseShortPayment(
     t: TopUpRecord,
     paid: { amountCents: number | null; currency: string | null; paymentId: string },
     log: Logger,
