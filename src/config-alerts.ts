@@ -7,6 +7,10 @@ import { isExactDecimal, parseDecimal } from './domain/billing/money.js';
 
 const money = z.number().nonnegative().refine(isExactDecimal, 'at most 9 decimal places');
 
+/** The longest interval Node.js keeps for a timer (2^31 - 1 ms); a longer one fires every millisecond. */
+export const MAX_TIMER_SECONDS = 2_147_483;
+export const TIMER_TOO_LONG = `at most ${MAX_TIMER_SECONDS} (about 24.8 days, the longest interval a timer keeps)`;
+
 const unusualUsageSchema = z.strictObject({
   /** The last hour counts as unusual when it is more than `factor` times the usual (the median of the same hour on the previous 7 days). */
   factor: z.number().min(1).default(5),
@@ -15,7 +19,7 @@ const unusualUsageSchema = z.strictObject({
   /** Floor: an hour under this much wallet money spent is never unusual on spend. */
   min_spend: money.default(1),
   /** How often every account's last hour is checked. */
-  check_interval_seconds: z.number().positive().default(300),
+  check_interval_seconds: z.number().positive().max(MAX_TIMER_SECONDS, TIMER_TOO_LONG).default(300),
   /** false: no detection at all. */
   enabled: z.boolean().default(true),
 });

@@ -20,7 +20,7 @@ import {
 import { ConfigError } from './domain/errors.js';
 import type { RateLimitSettings } from './domain/ratelimit/types.js';
 import { accountsSchema, type AccountsSettings } from './config-accounts.js';
-import { alertsSchema, readMailEnv, type AlertsSettings, type MailEnv } from './config-alerts.js';
+import { alertsSchema, MAX_TIMER_SECONDS, readMailEnv, TIMER_TOO_LONG, type AlertsSettings, type MailEnv } from './config-alerts.js';
 
 const positiveInt = z.number().int().positive();
 /** safety.window_chars when the config gives none (README, "Content filtering", says what it costs). */
@@ -194,7 +194,7 @@ const billingSchema = z.strictObject({
   /** A hold older than this is released (charging nothing) by the sweeper and at start-up. */
   hold_expiry_seconds: z.number().positive().default(900),
   /** How often the sweeper releases expired holds, heartbeats and charges period fees. */
-  sweep_interval_seconds: z.number().positive().default(30),
+  sweep_interval_seconds: z.number().positive().max(MAX_TIMER_SECONDS, TIMER_TOO_LONG).default(30),
   /** A server whose heartbeat is older than this is taken as dead, and its holds are released. */
   instance_timeout_seconds: z.number().positive().default(90),
 });

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readMailEnv } from '../src/config-alerts.js';
 import { parseConfigText } from '../src/config.js';
+import { ordinal } from '../src/mail/templates.js';
 
 describe('mail and alerts configuration', () => {
   it('writes .eml files beside the SQLite file, in ./data/mail for PostgreSQL, or in MAIL_DIR', () => {
@@ -32,5 +33,33 @@ describe('mail and alerts configuration', () => {
     expect(() => parseConfigText('alerts:\n  delivery: { poll_interval_ms: 5000 }\n', 'test.yaml')).toThrow(
       /alerts\.delivery\.poll_interval_ms/,
     );
+  });
+
+  it('refuses a timer interval longer than Node.js keeps one (it would fire every millisecond), naming the key', () => {
+    const long = 30 * 86_400;
+    expect(() => parseConfigText(`alerts:\n  unusual_usage: { check_interval_seconds: ${long} }\n`, 'test.yaml')).toThrow(
+      /alerts\.unusual_usage\.check_interval_seconds: at most 2147483/,
+    );
+    expect(() => parseConfigText(`billing:\n  sweep_interval_seconds: ${long}\n`, 'test.yaml')).toThrow(
+      /billing\.sweep_interval_seconds: at most 2147483/,
+    );
+    expect(parseConfigText('billing:\n  sweep_interval_seconds: 2147483\n', 'test.yaml').billing.sweep_interval_seconds).toBe(2_147_483);
+  });
+
+  it('writes ordinals as English does (the automatic top-up mail: "the 3rd in a row")', () => {
+    expect([1, 2, 3, 4, 11, 12, 13, 21, 22, 23, 101, 111].map(ordinal)).toEqual([
+      '1st',
+      '2nd',
+      '3rd',
+      '4th',
+      '11th',
+      '12th',
+      '13th',
+      '21st',
+      '22nd',
+      '23rd',
+      '101st',
+      '111th',
+    ]);
   });
 });

@@ -58,6 +58,26 @@ describe('dashboard sign-in (open sign-up)', () => {
     expect(weak.body.errors?.[0].extensions).toMatchObject({ code: 'invalid_value', param: 'password' });
   });
 
+  it('refuses an address a mail header would read as another recipient, a display name or a comment', async () => {
+    await gql(s, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }', { e: 'victim@example.com', p: PASSWORD });
+    for (const e of [
+      'me,victim@example.com',
+      'me;victim@example.com',
+      'x<victim@example.com>',
+      '"me"victim@example.com',
+      'me(x)@example.com',
+      'me@[127.0.0.1].com',
+    ]) {
+      const r = await gql(s, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }', { e, p: PASSWORD });
+      expect(r.body.errors?.[0].extensions, e).toMatchObject({ code: 'invalid_value', param: 'email' });
+    }
+    const ok = await gql(s, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }', {
+      e: 'first.last+tag@mail.example.com',
+      p: PASSWORD,
+    });
+    expect(ok.body.errors).toBeUndefined();
+  });
+
   it('only a session manages keys: a key it creates works on /v1, an API key cannot create one, a revoked key gets 401', async () => {
     const up = await gql(s, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }', {
       e: 'keys@example.com',

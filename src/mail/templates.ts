@@ -120,7 +120,7 @@ const TEMPLATES: Record<NotificationKind, (p: Payload) => Draft> = {
   auto_topup_disabled: (p) => ({
     subject: `Automatic top-up turned off after ${p.consecutive_failures} failures`,
     lines: [
-      `An automatic top-up of ${money(p.amount, p.currency)} failed (${p.reason}), the ${p.consecutive_failures}th in a row, so automatic top-up is now turned off.`,
+      `An automatic top-up of ${money(p.amount, p.currency)} failed (${p.reason}), the ${ordinal(Number(p.consecutive_failures))} in a row, so automatic top-up is now turned off.`,
       'Pay a top-up at the checkout with a working card, then turn automatic top-up on again.',
     ],
   }),
@@ -173,4 +173,11 @@ export function renderNotification(kind: NotificationKind, payload: Payload, ctx
 
 function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+}
+
+/** 1st, 2nd, 3rd, 4th, 11th, 12th, 13th, 21st… */
+export function ordinal(n: number): string {
+  const tens = n % 100;
+  const suffix = tens >= 11 && tens <= 13 ? 'th' : (['th', 'st', 'nd', 'rd'][n % 10] ?? 'th');
+  return `${n}${suffix}`;
 }

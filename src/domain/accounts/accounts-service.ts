@@ -10,6 +10,7 @@ import { UniqueConstraintViolationException, type MikroORM } from '@mikro-orm/co
 import { selectRows } from '../../db/connection.js';
 import { Account, ApiKey } from '../../entities/index.js';
 import { DomainError } from '../errors.js';
+import { isEmailAddress } from '../email-address.js';
 import { newId } from '../ids.js';
 import { digestApiKey, displayKey, generateApiKey, hasValidChecksum, keyDisplayParts } from '../keys/key-format.js';
 
@@ -88,8 +89,6 @@ interface AuthenticateRow {
 /** Counts as the drivers return them (PostgreSQL gives bigints as text). */
 const countOrNull = (v: unknown): number | null => (v == null ? null : Number(v));
 
-const EMAIL_PATTERN = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
-const MAX_EMAIL_LENGTH = 320;
 const MAX_KEY_NAME_LENGTH = 255;
 
 export class AccountsService {
@@ -351,7 +350,7 @@ function digestsEqual(a: string, b: string): boolean {
 
 function validateEmail(value: unknown): string {
   const email = typeof value === 'string' ? value.trim() : '';
-  if (!email || email.length > MAX_EMAIL_LENGTH || !EMAIL_PATTERN.test(email)) {
+  if (!isEmailAddress(email)) {
     throw new DomainError('invalid_value', 'email must be an e-mail address such as name@example.com.', { param: 'email' });
   }
   return email;

@@ -2,12 +2,12 @@
 // receipts) and up to five extra recipients who get a copy. The low-balance threshold and the
 // spending limit stay billing's settings (AccountSettings). An alert turned off is still written
 // to the feed; it is only not e-mailed (its delivery shows `skipped`).
+import { isEmailAddress } from '../email-address.js';
 import { DomainError } from '../errors.js';
 import { date, exec, rows, type Db } from '../billing/sql.js';
 import { ALERTS, OPTIONAL_ALERTS, type Alert } from './outbox.js';
 
 export const MAX_EXTRA_RECIPIENTS = 5;
-const EMAIL_PATTERN = /^[^\s@,;<>"]+@[^\s@,;<>"]+\.[^\s@,;<>"]+$/;
 
 export interface AlertSettingsView {
   accountId: string;
@@ -75,7 +75,7 @@ function validateRecipients(list: string[]): string[] {
   const seen = new Map<string, string>();
   for (const raw of list) {
     const email = typeof raw === 'string' ? raw.trim() : '';
-    if (!email || email.length > 320 || !EMAIL_PATTERN.test(email)) {
+    if (!isEmailAddress(email)) {
       throw new DomainError(
         'invalid_value',
         `'extraRecipients' must hold e-mail addresses such as name@example.com; got '${String(raw).slice(0, 80)}'.`,
