@@ -1,5 +1,6 @@
 // Sends the notifications outbox by e-mail, at least once and never lost:
-// - a message is claimed with a lease (claimDue) and marked sent only after the mailer resolved,
+// - a message is claimed with a lease (claimDue, renewed right before it is sent, so a slow server
+//   never lets another instance claim and send it too) and marked sent only after the mailer resolved,
 //   i.e. the SMTP server accepted it; a crash before that leaves it pending, and the lease lapses
 //   (at once when the owner is no longer a registered instance), so a restart resumes it;
 // - a failed try (server down, 4xx/5xx, timeout) is retried after a doubling backoff, and after
@@ -14,7 +15,16 @@ import type { Mailer } from '../../mail/mailer.js';
 import { renderNotification } from '../../mail/templates.js';
 import { rows, type BillingDatabase } from '../billing/sql.js';
 import { getAlertSettings } from './alert-settings.js';
-import { anyDue, claimDue, markFailedTry, markSent, markSkipped, releaseLeases, type NotificationRecord } from './notification-store.js';
+import {
+  anyDue,
+  claimDue,
+  markFailedTry,
+  markSent,
+  markSkipped,
+  releaseLeases,
+  renewLease,
+  type NotificationRecord,
+} from './notification-store.js';
 import { alertOf } from './outbox.js';
 
 export interface DeliveryWorkerOptions {
@@ -99,6 +109,10 @@ export class DeliveryWorker {
       for (const n of batch) {
         // At shutdown the rest of the batch is released (stop), not sent half-way.
         if (this.stopping) break;
+        // The batch was leased for one exchange's time: each message's lease is renewed before it
+        // is sent, and one another instance took meanwhile (a slow server) is left to it.
+        const leaseUntil = new Date(this.now().getTime() + settings.lease_seconds * 1000);
+        if (!(await renewLease(this.o.db, { id: n.id, owner: this.o.owner, leaseUntil }))) continue;
         if (await this.deliver(n)) sent++;
       }
     }

@@ -91,6 +91,22 @@ export async function claimDue(
   return claimed.map(record).sort((a, b) => a.seq - b.seq);
 }
 
+/**
+ * Renews `owner`'s lease of one message until `leaseUntil`, right before it is sent: false when
+ * the message is no longer this owner's to send (its lease lapsed while the batch's earlier
+ * messages were being sent and another instance claimed it, or it was sent or marked meanwhile).
+ * So a batch's lease need only cover one SMTP exchange, not the whole batch.
+ */
+export async function renewLease(db: Db, o: { id: string; owner: string; leaseUntil: Date }): Promise<boolean> {
+  return (
+    (await run(db, "update notifications set lease_until = ? where id = ? and lease_owner = ? and delivery = 'pending'", [
+      o.leaseUntil,
+      o.id,
+      o.owner,
+    ])) > 0
+  );
+}
+
 /** Whether anything could be due now: a cheap read before the claiming write. */
 export async function anyDue(db: Db, now: Date): Promise<boolean> {
   const found = await rows<{ seq: unknown }>(
