@@ -220,15 +220,25 @@ describe.each(BACKENDS)('billing on %s', (backend) => {
         monthlySpend: '0.000016',
         spendingLimit: { enabled: true, monthlyLimit: '0.00003', action: 'block' },
       });
-      expect(await s.services.billing.listNotifications(a.id)).toEqual([]);
+      // The spend stays under a block limit, so the first refusal is what tells the customer (once a period).
+      const refusedNotes = await until(async () => {
+        const list = await s.services.billing.listNotifications(a.id);
+        return list.length > 0 && list;
+      });
+      expect(refusedNotes.map((n) => [n.kind, n.payload])).toEqual([
+        ['spending_limit', { period: expect.any(String), spent: '0.000016', limit: '0.00003', action: 'block', currency: 'USD' }],
+      ]);
+      expect((await c.chat(content, { max_tokens: 5 })).status).toBe(402);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(await s.services.billing.listNotifications(a.id)).toHaveLength(1);
 
-      // In alert mode the call runs, and passing the limit is notified once this period.
+      // In alert mode the call runs, and passing the (new: re-armed) limit is notified once this period.
       await setLimit(a.apiKey, { enabled: true, monthlyLimit: '0.00002', action: 'alert' });
       expect((await c.chat(content, { max_tokens: 5 })).status).toBe(200);
       expect((await c.chat(content, { max_tokens: 5 })).status).toBe(200);
       const notes = await s.services.billing.listNotifications(a.id);
-      expect(notes.map((n) => n.kind)).toEqual(['spending_limit']);
-      expect(notes[0]!.payload).toMatchObject({ spent: '0.000032', limit: '0.00002', action: 'alert', currency: 'USD' });
+      expect(notes.map((n) => n.kind)).toEqual(['spending_limit', 'spending_limit']);
+      expect(notes[1]!.payload).toMatchObject({ spent: '0.000032', limit: '0.00002', action: 'alert', currency: 'USD' });
 
       // Disabled: no limit applies.
       await setLimit(a.apiKey, { enabled: false });

@@ -46,14 +46,19 @@ export abstract class Admission extends Settlement {
       };
       return this.ticket(call, req.requestedOutputTokens ?? req.maxOutputTokens);
     }
-    if (this.wallets.optimistic) {
-      const placed = await this.admitOptimistically(req, base);
-      if (placed) return placed;
-    } else if (this.tiers[req.caller.rateLimitProfile?.tier as Tier]?.monthly_tokens === null) {
-      const unlimited = await this.admitUnlimited(req, base);
-      if (unlimited) return unlimited;
+    try {
+      if (this.wallets.optimistic) {
+        const placed = await this.admitOptimistically(req, base);
+        if (placed) return placed;
+      } else if (this.tiers[req.caller.rateLimitProfile?.tier as Tier]?.monthly_tokens === null) {
+        const unlimited = await this.admitUnlimited(req, base);
+        if (unlimited) return unlimited;
+      }
+      return await this.admitLocked(req, base);
+    } catch (err) {
+      if (err instanceof DomainError && err.code === 'spending_limit_reached') this.noteSpendingLimitRefusal(base.accountId);
+      throw err;
     }
-    return this.admitLocked(req, base);
   }
 
   /**

@@ -53,6 +53,47 @@ export abstract class BillingAlerts extends BillingCore {
   }
 
   /**
+   * A `block` spending limit refused a call. Admission keeps the spend under the limit, so it
+   * seldom reaches the limit exactly, which is when the alert is otherwise written: the first
+   * refusal of a period writes it instead (once a period, as a crossing would), so a customer whose
+   * calls start failing with 402 is told why. Runs beside the refusal, never delaying it; a read
+   * first, so the refusals after the first cost no locked transaction.
+   */
+  protected noteSpendingLimitRefusal(accountId: string): void {
+    void this.raiseSpendingLimitRefusal(accountId).catch((err) =>
+      this.logger.error({ err, account: accountId }, 'raising the spending-limit alert of a refused call failed'),
+    );
+  }
+
+  private async raiseSpendingLimitRefusal(accountId: string): Promise<void> {
+    const read = await this.wallets.read(this.db, accountId);
+    if (!read || read.spendingAlertPeriod === read.period) return;
+    const now = this.now();
+    await this.db.transaction(async (trx) => {
+      const w = await this.wallets.lock(trx, accountId);
+      if (!w || !w.spendingLimitEnabled || w.spendingLimit === null || w.spendingAlertPeriod === w.period) return;
+      if (await this.wallets.claimPeriodAlert(trx, 'spending_alert_period', accountId, w.period))
+        await this.enqueueSpendingAlert(trx, accountId, w, now);
+    });
+  }
+
+  private enqueueSpendingAlert(trx: Db, accountId: string, w: WalletRow, now: Date): Promise<unknown> {
+    return enqueueNotification(trx, {
+      accountId,
+      kind: 'spending_limit',
+      dedupeKey: `spending_limit:${accountId}:${w.period}:${w.spendingLimit}`,
+      payload: {
+        period: w.period,
+        spent: formatDecimal(w.periodSpent),
+        limit: formatDecimal(w.spendingLimit!),
+        action: w.spendingLimitAction,
+        currency: WALLET_CURRENCY,
+      },
+      now,
+    });
+  }
+
+  /**
    * Writes the alerts a change crossed, once per crossing (low balance) or per period (80% of the
    * allocation, spending limit). Each alert first flips its flag with a conditional update, so of
    * two changes racing past the same line only one writes the notification.
@@ -96,19 +137,7 @@ export abstract class BillingAlerts extends BillingCore {
       });
     }
     if (due.spending && (await this.wallets.claimPeriodAlert(trx, 'spending_alert_period', accountId, w.period))) {
-      await enqueueNotification(trx, {
-        accountId,
-        kind: 'spending_limit',
-        dedupeKey: `spending_limit:${accountId}:${w.period}:${w.spendingLimit}`,
-        payload: {
-          period: w.period,
-          spent: formatDecimal(w.periodSpent),
-          limit: formatDecimal(w.spendingLimit!),
-          action: w.spendingLimitAction,
-          currency: WALLET_CURRENCY,
-        },
-        now,
-      });
+      await this.enqueueSpendingAlert(trx, accountId, w, now);
     }
   }
 }
