@@ -5,9 +5,14 @@ import { createServer } from 'node:net';
 import { ConfigError, loadConfig } from './config.js';
 import { DatabaseLocationError } from './db/orm.js';
 import { closeServices, createServices } from './container.js';
-import { createLogger } from './logger.js';
+import { createLogger, logEnvProblem } from './logger.js';
 import { startServer } from './server.js';
 
+const logProblem = logEnvProblem(process.env);
+if (logProblem) {
+  console.error(`tollgate: ${logProblem}`);
+  process.exit(1);
+}
 const logger = createLogger();
 
 /** Thrown when the port is taken: the message says what to do. */

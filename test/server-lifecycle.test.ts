@@ -110,6 +110,26 @@ describe('the server process', () => {
     expect(server.output()).toContain('model "rerank-test"');
     expect(server.output()).toContain('"speed"');
   });
+
+  it.each([
+    [{ LOG_LEVEL: 'verbose' }, 'tollgate: LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent; got "verbose"'],
+    [{ LOG_FORMAT: 'yaml' }, 'tollgate: LOG_FORMAT must be one of json, pretty; got "yaml"'],
+    [
+      { DATABASE_URL: 'mysql://db/tollgate' },
+      'tollgate: DATABASE_URL mysql://db/tollgate: unsupported scheme (use sqlite:PATH or postgres://…)',
+    ],
+  ])('refuses a wrong environment variable at start-up with one line naming it (%o)', async (env, line) => {
+    const config = path.join(dir, 'env.yaml');
+    writeFileSync(config, catalogYaml(upstream.url));
+    const server = spawnTollgate(['src/main.ts'], {
+      CONFIG: config,
+      PORT: '0',
+      DATABASE_URL: `sqlite:${path.join(dir, 'env.db')}`,
+      ...env,
+    });
+    expect(await server.exited).toBe(1);
+    expect(server.output().trim().split('\n')).toEqual([line]);
+  });
 });
 
 describe('a client that goes away', () => {

@@ -40,22 +40,22 @@ const PG_MIGRATION_LOCK_KEY = 7_461_203_318;
  */
 export function parseDatabaseUrl(url: string): DatabaseTarget {
   const value = url.trim();
-  if (!value) throw new Error('DATABASE_URL is empty');
+  if (!value) throw new DatabaseLocationError('DATABASE_URL is empty: set it to sqlite:PATH or postgres://…, or leave it unset');
   if (/^postgres(ql)?:\/\//i.test(value)) return { kind: 'postgresql', location: value };
   if (/^sqlite:/i.test(value)) {
     let file = value.slice('sqlite:'.length);
     if (file.startsWith('//')) file = file.slice(2); // sqlite:///abs/path → /abs/path
-    if (!file) throw new Error(`DATABASE_URL ${url}: no SQLite file after "sqlite:"`);
+    if (!file) throw new DatabaseLocationError(`DATABASE_URL ${url}: no SQLite file after "sqlite:"`);
     return { kind: 'sqlite', location: file };
   }
   // Any other scheme (two letters or more, so C:\ stays a path) is a mistake, not a file name.
   if (/^[a-z][a-z0-9+.-]+:/i.test(value)) {
-    throw new Error(`DATABASE_URL ${url}: unsupported scheme (use sqlite:PATH or postgres://…)`);
+    throw new DatabaseLocationError(`DATABASE_URL ${url}: unsupported scheme (use sqlite:PATH or postgres://…)`);
   }
   return { kind: 'sqlite', location: value };
 }
 
-/** A SQLite file this process cannot create, read or write: the message names it and what to do. */
+/** A DATABASE_URL that names no database, or a SQLite file this process cannot create, read or write: the message says what to do. */
 export class DatabaseLocationError extends Error {}
 
 /** Creates the SQLite file's directory and checks that this user may write there (and the file). */
