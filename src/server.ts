@@ -12,7 +12,7 @@ import express from 'express';
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
 import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention';
 import { useDisableIntrospection } from '@graphql-yoga/plugin-disable-introspection';
-import { createYoga, type GraphiQLOptions, type Plugin, useErrorHandler } from 'graphql-yoga';
+import { createYoga, type GraphiQLOptions, type Plugin, processRegularResult, useErrorHandler } from 'graphql-yoga';
 import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
@@ -298,6 +298,21 @@ export function createApp(services: Services) {
         ({ result, setResult }) => {
           if (result.length > 0) setResult(result.map((e) => forClient(toPublicGraphQLError(armorLimit(e)))));
         },
+    } as Plugin,
+    // A subscription asked for with an Accept no stream can be sent in (application/json, say):
+    // Yoga's answer is a bare 406; this one says what to ask for, in the error body, and ends the
+    // subscription it started. Last of the result processors' hooks: it acts only when none took it.
+    {
+      onResultProcess: ({ result, resultProcessor, setResult, setResultProcessor }) => {
+        if (resultProcessor || !isAsyncIterable(result)) return;
+        void result[Symbol.asyncIterator]().return?.();
+        const refusal = new GraphQLError(
+          'A subscription is a stream: ask for it with Accept: text/event-stream (GraphQL over SSE), or run it over a WebSocket (graphql-ws).',
+          { extensions: { http: { status: 406 } } },
+        );
+        setResult({ errors: [forClient(toPublicGraphQLError(refusal))] });
+        setResultProcessor(processRegularResult, 'application/json');
+      },
     } as Plugin,
     // Unexpected errors are logged here, where the request's id and path are known (they are
     // masked for the client in maskError below); client mistakes are not logged.
@@ -749,4 +764,8 @@ export async function startServer(services: Services, opts: { port?: number; hos
     return closing;
   };
   return { server, url, shutdown };
+}
+
+function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
+  return typeof value === 'object' && value !== null && Symbol.asyncIterator in value;
 }

@@ -272,6 +272,18 @@ describe('GraphQL over HTTP', () => {
         405,
         'POST',
       ],
+      ...(['application/json', 'application/graphql-response+json', 'multipart/mixed'] as const).map(
+        (accept): [string, Promise<Response>, number, string | null] => [
+          `a subscription asked for as ${accept}`,
+          fetch(`${s.url}/graphql`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', accept },
+            body: JSON.stringify({ query: 'subscription { walletUpdated { balance } }' }),
+          }),
+          406,
+          null,
+        ],
+      ),
       [
         'a method other than GET and POST',
         fetch(`${s.url}/graphql`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: '{"query":"{ __typename }"}' }),
@@ -286,6 +298,7 @@ describe('GraphQL over HTTP', () => {
       if (allow) expect(res.headers.get('allow'), what).toBe(allow);
       expect(body.errors, what).toHaveLength(1);
       expect(body.errors[0].extensions, what).toEqual({ code: 'invalid_request', type: 'invalid_request_error', status, param: null });
+      if (status === 406) expect(body.errors[0].message, what).toMatch(/Accept: text\/event-stream .* WebSocket/);
     }
   });
 
