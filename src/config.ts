@@ -312,6 +312,9 @@ export interface AppConfig {
 
 export { ConfigError };
 
+/** The shortest ADMIN_TOKEN start-up takes. */
+export const MIN_ADMIN_TOKEN_LENGTH = 16;
+
 /** Every key name a schema accepts, at any depth (for "did you mean" on an unknown key). */
 function keyNames(schema: z.ZodType, into = new Set<string>(), seen = new Set<unknown>()): Set<string> {
   if (seen.has(schema)) return into;
@@ -502,6 +505,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { payment
   const file = parseConfigText(text, configPath, env);
   const port = env.PORT === undefined || env.PORT === '' ? 8080 : Number(env.PORT);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError(`PORT: not a port number: ${env.PORT}`);
+  // It unlocks every account's money: a short one could be guessed (each wrong Bearer try is only a 403).
+  if (env.ADMIN_TOKEN && env.ADMIN_TOKEN.length < MIN_ADMIN_TOKEN_LENGTH) {
+    throw new ConfigError(
+      `ADMIN_TOKEN is ${env.ADMIN_TOKEN.length} characters long: use at least ${MIN_ADMIN_TOKEN_LENGTH} (a random one: openssl rand -hex 24)`,
+    );
+  }
   // Loopback by default: the sandbox processor mints credits for anyone who can reach it.
   const host = env.HOST || '127.0.0.1';
   if (file.payments.processor === 'sandbox' && !file.payments.allow_sandbox && !isLoopback(host)) {

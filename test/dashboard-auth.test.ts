@@ -5,6 +5,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
+import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../src/cli.js';
 import { ADMIN_TOKEN, catalogYaml, startTestServer, type TestServer } from './support/harness.js';
@@ -347,6 +348,46 @@ describe('dashboard sign-in (open sign-up)', () => {
     expect(signIn.body.errors).toBeUndefined();
   });
 
+  it('uses up every open reset link of an account when its password is set (by a link or changed in a session)', async () => {
+    await gql(s, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }', { e: 'links@example.com', p: PASSWORD });
+    const dir = path.join(s.dir, 'mail');
+    const linksSent = () =>
+      readdirSync(dir)
+        .filter((f) => f.startsWith('password-reset-'))
+        .map((f) =>
+          readFileSync(path.join(dir, f), 'utf8')
+            .replace(/=\r?\n/g, '')
+            .replace(/=3D/g, '='),
+        )
+        .filter((eml) => eml.includes('To: links@example.com'))
+        .map((eml) => /reset-password\?token=(tgr_[\w-]+)/.exec(eml)![1]!);
+    const reset = (t: string, p: string) =>
+      gql(s, 'mutation($t: String!, $p: String!) { resetPassword(token: $t, password: $p) { id } }', { t, p });
+    await gql(s, 'mutation { requestPasswordReset(email: "links@example.com") }');
+    await gql(s, 'mutation { requestPasswordReset(email: "links@example.com") }');
+    const [first, second] = linksSent();
+    expect(second).toBeDefined();
+    expect((await reset(first!, 'the first new password')).body.errors).toBeUndefined();
+    expect((await reset(second!, 'the second new password')).body.errors?.[0].extensions.code).toBe('invalid_token');
+    // A link asked for before the password is changed in a session no longer works after it.
+    const before = linksSent().length;
+    await gql(s, 'mutation { requestPasswordReset(email: "links@example.com") }');
+    const third = linksSent().find((t) => t !== first && t !== second)!;
+    expect(linksSent()).toHaveLength(before + 1);
+    const signedIn = await gql(s, 'mutation($e: String!, $p: String!) { signIn(email: $e, password: $p) { id } }', {
+      e: 'links@example.com',
+      p: 'the first new password',
+    });
+    const changed = await gql(
+      s,
+      'mutation { changePassword(currentPassword: "the first new password", newPassword: "the third new password") }',
+      {},
+      { cookie: cookieOf(signedIn.setCookie) },
+    );
+    expect(changed.body.errors).toBeUndefined();
+    expect((await reset(third, 'an attacker password')).body.errors?.[0].extensions.code).toBe('invalid_token');
+  });
+
   it('prints a set-password link for an account an operator creates with the CLI; set-admin makes its sign-ins operator sessions', async () => {
     let out = '';
     const io = {
@@ -390,6 +431,53 @@ describe('dashboard sign-in (open sign-up)', () => {
     expect(set.body.data.setAccountTier.tier).toBe('startup');
     const denied = await gql(s, '{ accounts { id } }');
     expect(denied.body.errors?.[0].extensions.code).toBe('admin_required');
+  });
+
+  it('ends an operator session when ADMIN_TOKEN is changed or unset (it is good only while the token it came from is)', async () => {
+    const r = await gql(s, 'mutation($t: String!) { signInAsOperator(token: $t) { operator } }', { t: ADMIN_TOKEN });
+    const cookie = cookieOf(r.setCookie);
+    const canList = async () => {
+      const list = await gql(s, '{ session { operator } accounts(first: 1) { id } }', {}, { cookie });
+      return [list.body.data?.session?.operator ?? null, list.body.errors?.[0]?.extensions.code ?? 'ok'];
+    };
+    expect(await canList()).toEqual([true, 'ok']);
+    const config = s.services.config;
+    try {
+      config.adminToken = 'another-admin-token-0123456789';
+      expect(await canList()).toEqual([null, 'admin_required']);
+      config.adminToken = null;
+      expect(await canList()).toEqual([null, 'admin_required']);
+    } finally {
+      config.adminToken = ADMIN_TOKEN;
+    }
+  });
+
+  it('throttles wrong operator tokens per client: five from one address do not lock the operator out elsewhere', async () => {
+    // Each from its own loopback address (node:http binds the client's end to it).
+    const signIn = (token: string, localAddress: string) =>
+      new Promise<string>((resolve, reject) => {
+        const body = JSON.stringify({
+          query: 'mutation($t: String!) { signInAsOperator(token: $t) { operator } }',
+          variables: { t: token },
+        });
+        const req = httpRequest(
+          `${s.url}/graphql`,
+          { method: 'POST', localAddress, headers: { 'content-type': 'application/json' } },
+          (res) => {
+            let text = '';
+            res.on('data', (c) => (text += c));
+            res.on('end', () => resolve((JSON.parse(text) as { errors?: any[] }).errors?.[0]?.extensions.code ?? 'ok'));
+          },
+        );
+        req.on('error', reject);
+        req.end(body);
+      });
+    const attacker = '127.0.0.7';
+    const operator = '127.0.0.8';
+    const codes: string[] = [];
+    for (let i = 0; i < 6; i++) codes.push(await signIn(`wrong-token-${i}-0123456789`, attacker));
+    expect(codes).toEqual([...Array(5).fill('invalid_credentials'), 'too_many_attempts']);
+    expect(await signIn(ADMIN_TOKEN, operator)).toBe('ok');
   });
 });
 

@@ -513,6 +513,12 @@ describe('safe exposure', () => {
     expect(loadConfig(baseEnv({ HOST: '::1' })).host).toBe('::1');
   });
 
+  it('refuses an ADMIN_TOKEN shorter than 16 characters at start-up, naming it', () => {
+    expect(() => loadConfig(baseEnv({ ADMIN_TOKEN: 'change-me' }))).toThrow(/^ADMIN_TOKEN is 9 characters long: use at least 16/);
+    expect(loadConfig(baseEnv({ ADMIN_TOKEN: '0123456789abcdef' })).adminToken).toBe('0123456789abcdef');
+    expect(loadConfig(baseEnv({})).adminToken).toBeNull();
+  });
+
   it('sends no CORS headers to an origin that is not allowed (the default allows none)', async () => {
     const res = await fetch(`${s.url}/graphql`, {
       method: 'POST',

@@ -10,6 +10,8 @@ export class Session {
   account: Account | null = null;
   operator = false;
   userAgent: string | null = null;
+  /** An operator session made from ADMIN_TOKEN: a digest of that token, salted with the id (it ends when the token changes). */
+  adminTokenDigest: string | null = null;
   createdAtMs!: bigint;
   lastSeenAtMs!: bigint;
   expiresAtMs!: bigint;
@@ -24,6 +26,7 @@ export const SessionSchema = new EntitySchema<Session>({
     account: { ...accountRef, nullable: true, index: 'sessions_account_id_index' },
     operator: { type: 'boolean', default: false },
     userAgent: { type: 'string', length: 255, nullable: true },
+    adminTokenDigest: { type: 'string', length: 64, nullable: true },
     createdAtMs: bigintColumn,
     lastSeenAtMs: bigintColumn,
     expiresAtMs: bigintColumn,

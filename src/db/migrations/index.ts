@@ -14,6 +14,7 @@ import { Migration0008UsageEndUser } from './0008-usage-end-user.js';
 import { Migration0009HoldsWithoutIndexes } from './0009-holds-without-indexes.js';
 import { Migration0010UsageEventsOneAccountIndex } from './0010-usage-events-one-account-index.js';
 import { Migration0011ApiKeyLastUsed } from './0011-api-key-last-used.js';
+import { Migration0012OperatorSessionToken } from './0012-operator-session-token.js';
 
 export const MIGRATIONS: { name: string; class: Constructor<Migration> }[] = [
   { name: '0001-accounts-and-keys', class: Migration0001AccountsAndKeys },
@@ -27,4 +28,5 @@ export const MIGRATIONS: { name: string; class: Constructor<Migration> }[] = [
   { name: '0009-holds-without-indexes', class: Migration0009HoldsWithoutIndexes },
   { name: '0010-usage-events-one-account-index', class: Migration0010UsageEventsOneAccountIndex },
   { name: '0011-api-key-last-used', class: Migration0011ApiKeyLastUsed },
+  { name: '0012-operator-session-token', class: Migration0012OperatorSessionToken },
 ];

@@ -47,12 +47,15 @@ interface SessionRow {
   operator: unknown;
   is_admin?: unknown;
   user_agent: string | null;
+  admin_token_digest?: string | null;
   created_at_ms: unknown;
   last_seen_at_ms: unknown;
   expires_at_ms: unknown;
 }
 
 const digest = (token: string) => createHash('sha256').update(token).digest('hex');
+/** What an operator session keeps of the ADMIN_TOKEN it was made from. */
+const adminTokenDigest = (sessionId: string, token: string) => digest(`${sessionId}:${token}`);
 const newToken = (prefix: string) => `${prefix}_${randomBytes(32).toString('base64url')}`;
 const truthy = (v: unknown) => v === true || v === 1 || v === '1' || v === 't';
 const rowsOf = <T>(result: unknown): T[] => (Array.isArray(result) ? result : (result as { rows: T[] }).rows) as T[];
@@ -141,7 +144,9 @@ export class AuthService {
 
   /** ADMIN_TOKEN exchanged for an operator session (belonging to no account). */
   async signInAsOperator(token: string, input: { clientAddress?: string | null; userAgent?: string | null } = {}): Promise<IssuedSession> {
-    const keys = [`admin`, ...(input.clientAddress ? [`ip:${input.clientAddress}`] : [])];
+    // Per client: one bucket for everyone would let anyone lock the operator out with five wrong
+    // tokens (the token is at least MIN_ADMIN_TOKEN_LENGTH characters: guessing it is hopeless anyway).
+    const keys = input.clientAddress ? [`admin:${input.clientAddress}`, `ip:${input.clientAddress}`] : ['admin'];
     this.throttle.check(keys);
     const expected = this.o.adminToken();
     if (!expected || !safeEqual(String(token ?? '').trim(), expected)) {
@@ -151,10 +156,15 @@ export class AuthService {
         expected ? 'That is not the operator token.' : 'Operator sign-in is disabled: set ADMIN_TOKEN to enable it.',
       );
     }
-    return this.createSession({ accountId: null, operator: true, userAgent: input.userAgent ?? null });
+    return this.createSession({ accountId: null, operator: true, userAgent: input.userAgent ?? null, adminToken: expected });
   }
 
-  private async createSession(s: { accountId: string | null; operator: boolean; userAgent: string | null }): Promise<IssuedSession> {
+  private async createSession(s: {
+    accountId: string | null;
+    operator: boolean;
+    userAgent: string | null;
+    adminToken?: string;
+  }): Promise<IssuedSession> {
     const token = newToken('tgs');
     const now = this.now();
     const session: SessionView = {
@@ -172,6 +182,7 @@ export class AuthService {
       account_id: s.accountId,
       operator: s.operator,
       user_agent: session.userAgent,
+      admin_token_digest: s.adminToken ? adminTokenDigest(session.id, s.adminToken) : null,
       created_at_ms: now,
       last_seen_at_ms: now,
       expires_at_ms: session.expiresAt.getTime(),
@@ -184,13 +195,14 @@ export class AuthService {
     if (!token?.startsWith('tgs_') || token.length > 100) return null;
     const rows = rowsOf<SessionRow>(
       await this.knex.raw(
-        'select s.id, s.account_id, s.operator, s.user_agent, s.created_at_ms, s.last_seen_at_ms, s.expires_at_ms, p.is_admin from sessions s left join account_passwords p on p.account_id = s.account_id where s.digest = ?',
+        'select s.id, s.account_id, s.operator, s.user_agent, s.admin_token_digest, s.created_at_ms, s.last_seen_at_ms, s.expires_at_ms, p.is_admin from sessions s left join account_passwords p on p.account_id = s.account_id where s.digest = ?',
         [digest(token)],
       ),
     );
     const row = rows[0];
     const now = this.now();
     if (!row || Number(row.expires_at_ms) <= now) return null;
+    if (row.account_id === null && !this.madeFromCurrentAdminToken(row)) return null;
     const view = sessionView(row);
     if (now - Number(row.last_seen_at_ms) > TOUCH_EVERY_MS) {
       const expiresAt = now + this.o.settings.session_days * 86_400_000;
@@ -199,6 +211,13 @@ export class AuthService {
       view.expiresAt = new Date(expiresAt);
     }
     return view;
+  }
+
+  /** An operator session made from ADMIN_TOKEN is good only while ADMIN_TOKEN is still the token it was made from. */
+  private madeFromCurrentAdminToken(row: SessionRow): boolean {
+    const token = this.o.adminToken();
+    if (!token || !row.admin_token_digest) return false;
+    return safeEqual(adminTokenDigest(row.id, token), row.admin_token_digest);
   }
 
   async signOut(sessionId: string): Promise<void> {
@@ -353,12 +372,20 @@ export class AuthService {
     return ids.flatMap((id) => found.filter((a) => a.id === id));
   }
 
+  /**
+   * Sets the password; every reset or set-password link of the account still open is used up with
+   * it (one asked for before, or a second one, would otherwise set another password afterwards).
+   */
   private async setPassword(accountId: string, password: string): Promise<void> {
     const hash = await hashPassword(password);
-    await this.knex('account_passwords')
-      .insert({ account_id: accountId, password_hash: hash, is_admin: false, updated_at_ms: this.now() })
-      .onConflict('account_id')
-      .merge(['password_hash', 'updated_at_ms']);
+    const now = this.now();
+    await this.knex.transaction(async (trx) => {
+      await trx('account_passwords')
+        .insert({ account_id: accountId, password_hash: hash, is_admin: false, updated_at_ms: now })
+        .onConflict('account_id')
+        .merge(['password_hash', 'updated_at_ms']);
+      await trx('password_tokens').where('account_id', accountId).whereNull('used_at_ms').update({ used_at_ms: now });
+    });
   }
 
   /**
