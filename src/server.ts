@@ -406,6 +406,19 @@ export function createApp(services: Services) {
   app.use((req, res) => {
     sendError(res, new DomainError('not_found', `No route for ${req.method} ${req.path}.`));
   });
+  // What express's own middleware passes on (a static file missing or refused, a path that does
+  // not decode) gets the error body as every other refusal does, never express's HTML page with a
+  // stack trace and the server's paths; anything else is an internal error, logged here.
+  app.use((err: unknown, req: express.Request, res: express.Response, next: express.NextFunction) => {
+    if (res.headersSent) return next(err);
+    const e = err as { status?: unknown; statusCode?: unknown };
+    const status = typeof e?.status === 'number' ? e.status : typeof e?.statusCode === 'number' ? e.statusCode : 500;
+    if (status === 403 || status === 404) return sendError(res, new DomainError('not_found', `No such file: ${req.path.slice(0, 200)}.`));
+    if (status >= 400 && status < 500)
+      return sendError(res, new DomainError('invalid_request', 'The request could not be read (its path or headers).'));
+    logger.error({ err, path: req.path }, 'unexpected error');
+    sendError(res, new Error('internal'));
+  });
 
   /**
    * The server's request listener. /v1, most of the traffic, goes straight to its door with what

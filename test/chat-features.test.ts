@@ -36,6 +36,13 @@ const weather = {
 };
 const time = { type: 'function', function: { name: 'get_time', parameters: { type: 'object', properties: { zone: { type: 'string' } } } } };
 
+/** [[[…]]] nested `depth` deep, built without recursion. */
+function deepArrays(depth: number): unknown[] {
+  let v: unknown[] = [];
+  for (let i = 1; i < depth; i++) v = [v];
+  return v;
+}
+
 async function post(body: Record<string, unknown>) {
   const res = await fetch(`${s.v1}/chat/completions`, {
     method: 'POST',
@@ -267,6 +274,17 @@ describe('tool calls through /v1 (openai engine)', () => {
       [{ max_tokens: 5, max_completion_tokens: 6 }, 'invalid_value', 'max_completion_tokens'],
       [{ messages: [{ role: 'user', content: [{ type: 'refusal', refusal: 'no' }] }] }, 'invalid_value', 'messages[0].content[0].type'],
       [{ messages: [{ role: 'user', content: [] }] }, 'invalid_value', 'messages[0].content'],
+      // Schemas nested past what anything reading them should take (a stack overflow, once).
+      [
+        { tools: [{ type: 'function', function: { name: 'deep', parameters: { type: 'object', default: deepArrays(1_000) } } }] },
+        'invalid_value',
+        'tools[0].function.parameters',
+      ],
+      [
+        { response_format: { type: 'json_schema', json_schema: { name: 'deep', schema: { type: 'object', default: deepArrays(65) } } } },
+        'invalid_value',
+        'response_format.json_schema.schema',
+      ],
     ];
     const before = s.upstream.requests.length;
     for (const [body, code, param] of cases) {

@@ -519,6 +519,22 @@ describe('safe exposure', () => {
     expect(loadConfig(baseEnv({})).adminToken).toBeNull();
   });
 
+  it('answers a static file refused or missing, or a path that does not decode, with the error body: no stack trace, no server path', async () => {
+    const cases: [string, number, string][] = [
+      ['/dashboard/assets/..%2f..%2fpackage.json', 404, 'not_found'],
+      ['/dashboard/assets/missing.js', 404, 'not_found'],
+      ['/checkout/%E0%A4%A', 400, 'invalid_request'],
+    ];
+    for (const [path, status, code] of cases) {
+      const res = await fetch(`${s.url}${path}`);
+      const text = await res.text();
+      expect([res.status, res.headers.get('content-type')], path).toEqual([status, 'application/json; charset=utf-8']);
+      expect(JSON.parse(text).error.code, path).toBe(code);
+      expect(text, path).not.toMatch(/node_modules|\bat \w+ \(|<pre>/);
+      expect(text, path).not.toContain(process.cwd());
+    }
+  });
+
   it('sends no CORS headers to an origin that is not allowed (the default allows none)', async () => {
     const res = await fetch(`${s.url}/graphql`, {
       method: 'POST',

@@ -118,6 +118,11 @@ describe('the server process', () => {
       { DATABASE_URL: 'mysql://db/tollgate' },
       'tollgate: DATABASE_URL mysql://db/tollgate: unsupported scheme (use sqlite:PATH or postgres://…)',
     ],
+    // Its password is not printed.
+    [
+      { DATABASE_URL: 'postgress://app:s3cret@db/tollgate' },
+      'tollgate: DATABASE_URL postgress://…@db/tollgate: unsupported scheme (use sqlite:PATH or postgres://…)',
+    ],
   ])('refuses a wrong environment variable at start-up with one line naming it (%o)', async (env, line) => {
     const config = path.join(dir, 'env.yaml');
     writeFileSync(config, catalogYaml(upstream.url));

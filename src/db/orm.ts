@@ -38,6 +38,11 @@ const PG_MIGRATION_LOCK_KEY = 7_461_203_318;
  * Reads DATABASE_URL: `sqlite:PATH`, `sqlite::memory:`, `sqlite:///abs/path`, a bare path, or
  * `postgres://…` / `postgresql://…`.
  */
+/** The URL as a message may show it: credentials (user:password@) hidden. */
+export function withoutCredentials(url: string): string {
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^@/]*@/i, '$1…@');
+}
+
 export function parseDatabaseUrl(url: string): DatabaseTarget {
   const value = url.trim();
   if (!value) throw new DatabaseLocationError('DATABASE_URL is empty: set it to sqlite:PATH or postgres://…, or leave it unset');
@@ -50,7 +55,7 @@ export function parseDatabaseUrl(url: string): DatabaseTarget {
   }
   // Any other scheme (two letters or more, so C:\ stays a path) is a mistake, not a file name.
   if (/^[a-z][a-z0-9+.-]+:/i.test(value)) {
-    throw new DatabaseLocationError(`DATABASE_URL ${url}: unsupported scheme (use sqlite:PATH or postgres://…)`);
+    throw new DatabaseLocationError(`DATABASE_URL ${withoutCredentials(url)}: unsupported scheme (use sqlite:PATH or postgres://…)`);
   }
   return { kind: 'sqlite', location: value };
 }

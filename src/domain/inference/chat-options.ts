@@ -90,6 +90,31 @@ export function chatMessages(input: ChatInputMessage[]): ChatMessage[] {
   });
 }
 
+/** The deepest a tool's parameters or a response format's schema may nest (objects and arrays). */
+export const MAX_SCHEMA_DEPTH = 64;
+
+/**
+ * Whether `value` (parsed JSON) nests at most `max` levels of objects and arrays, walked without
+ * recursion: a schema nested thousands deep would overflow the stack of whatever reads it next
+ * (the tokenizer's and the upstream request's JSON.stringify) and hold the event loop meanwhile.
+ */
+export function nestsWithin(value: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (typeof v !== 'object' || v === null) continue;
+    if (depth > max) return false;
+    for (const child of Array.isArray(v) ? v : Object.values(v))
+      if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
+  }
+  return true;
+}
+
+function schemaWithin(schema: unknown, param: string): void {
+  if (!nestsWithin(schema, MAX_SCHEMA_DEPTH))
+    throw invalid(param, `'${param}' nests deeper than ${MAX_SCHEMA_DEPTH} levels of objects and arrays.`);
+}
+
 function toolsOf(input: NonNullable<ChatInput['tools']>): ToolDefinition[] {
   if (input.length > LIMITS.maxTools) throw invalid('tools', `'tools' takes at most ${LIMITS.maxTools} tools; got ${input.length}.`);
   const names = new Set<string>();
@@ -105,6 +130,7 @@ function toolsOf(input: NonNullable<ChatInput['tools']>): ToolDefinition[] {
     if (fn.parameters !== null && fn.parameters !== undefined && !isObject(fn.parameters)) {
       throw invalid(`tools[${i}].function.parameters`, `'tools[${i}].function.parameters' must be a JSON Schema object.`);
     }
+    schemaWithin(fn.parameters, `tools[${i}].function.parameters`);
     const out: ToolDefinition = { type: 'function', function: { name: fn.name } };
     if (typeof fn.description === 'string') out.function.description = fn.description;
     if (isObject(fn.parameters)) out.function.parameters = fn.parameters;
@@ -152,6 +178,7 @@ function responseFormatOf(input: ChatInput['responseFormat']): ResponseFormat | 
       if (js.schema !== null && js.schema !== undefined && !isObject(js.schema)) {
         throw invalid('response_format.json_schema.schema', "'response_format.json_schema.schema' must be a JSON Schema object.");
       }
+      schemaWithin(js.schema, 'response_format.json_schema.schema');
       const out: ResponseFormat = { type: 'json_schema', jsonSchema: { name: js.name } };
       if (typeof js.description === 'string') out.jsonSchema.description = js.description;
       if (isObject(js.schema)) out.jsonSchema.schema = js.schema;
