@@ -2,6 +2,7 @@
 // They run the same BillingService as the server and GraphQL (creditWallet), on DATABASE_URL.
 import { Option } from 'commander';
 import type { CliContext, CommandGroup } from './cli.js';
+import { storageProblems } from './db/orm.js';
 import { MoneyFormatError, parseDecimal, WALLET_CURRENCY, formatDecimal } from './domain/billing/money.js';
 import type { CreditType } from './domain/billing/billing-service.js';
 import { DomainError } from './domain/errors.js';
@@ -86,11 +87,12 @@ export const registerLedgerCommands: CommandGroup = (program, ctx) => {
 
   ledger
     .command('verify')
-    .description('Check the ledger invariants; exits 1 and lists the problems when one fails')
+    .description("Check the ledger invariants (and, on SQLite, the file's integrity); exits 1 and lists the problems when one fails")
     .option('--json', 'print JSON')
     .action(async (opts: { json?: boolean }) => {
-      const { billing } = await ctx.services();
-      const problems = await billing.verifyLedger();
+      const { billing, orm } = await ctx.services();
+      // The file itself first: a broken index can leave every invariant reading right.
+      const problems = [...(await storageProblems(orm)), ...(await billing.verifyLedger())];
       if (opts.json) ctx.printJson({ ok: problems.length === 0, problems });
       else if (problems.length === 0) ctx.print('Ledger verified: every invariant holds.');
       else ctx.print(problems.map((p) => `- ${p}`).join('\n'));

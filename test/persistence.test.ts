@@ -169,6 +169,20 @@ describe.each(backends)('accounts and API keys on $name', (backend) => {
     }
   });
 
+  it('refuses a database a newer tollgate migrated (a migration this code does not know), naming it', async () => {
+    const fresh = await backend.create();
+    try {
+      const first = await openDatabase(fresh.url);
+      await getKnex(first)('mikro_orm_migrations').insert({ name: '0099-from-a-newer-release' });
+      await closeDatabase(first);
+      await expect(openDatabase(fresh.url)).rejects.toThrow(
+        /^the database was migrated by a newer tollgate \(0099-from-a-newer-release\), which this version does not know: run that version or a newer one, or restore a backup made before it$/,
+      );
+    } finally {
+      await fresh.drop();
+    }
+  });
+
   // SQLite's equivalent (several processes) is in cli.test.ts: better-sqlite3 waits for locks
   // synchronously, so concurrent opens have to come from separate processes there.
   it.runIf(backend.name === 'PostgreSQL')('migrates a new database once when several connections open it at the same time', async () => {

@@ -117,8 +117,39 @@ export async function openDatabase(url: string, opts: { debug?: boolean } = {}):
   return orm;
 }
 
+/**
+ * What SQLite's own check finds wrong with the database file (`pragma quick_check`: every page,
+ * index entries against their rows); nothing on PostgreSQL, which checks its pages itself. For
+ * `ledger verify`: a copy put in place over a stale WAL file (see README "Backups") can hold a
+ * broken index while every ledger invariant still reads right.
+ */
+export async function storageProblems(orm: MikroORM): Promise<string[]> {
+  if (databaseKind(orm) !== 'sqlite') return [];
+  try {
+    const result = (await getKnex(orm).raw('pragma quick_check')) as { quick_check: string }[];
+    const lines = result.map((r) => r.quick_check).filter((l) => l !== 'ok');
+    return lines.map((l) => `the SQLite file: ${l}`);
+  } catch (e) {
+    return [`the SQLite file: ${(e as Error).message}`];
+  }
+}
+
 export async function closeDatabase(orm: MikroORM): Promise<void> {
   await orm.close(true);
+}
+
+/**
+ * Refuses a database that a newer tollgate migrated: its migrations table names migrations this
+ * code does not have (an operator who rolled back after a newer release ran). This code would
+ * otherwise serve on a schema it does not know, silently.
+ */
+async function refuseNewerSchema(orm: MikroORM): Promise<void> {
+  const known = new Set(MIGRATIONS.map((m) => m.name));
+  const unknown = (await orm.getMigrator().getExecutedMigrations()).map((m) => m.name.replace(/\.[jt]s$/, '')).filter((n) => !known.has(n));
+  if (unknown.length > 0)
+    throw new DatabaseLocationError(
+      `the database was migrated by a newer tollgate (${unknown.slice(0, 3).join(', ')}${unknown.length > 3 ? ', …' : ''}), which this version does not know: run that version or a newer one, or restore a backup made before it`,
+    );
 }
 
 async function migrate(orm: MikroORM, kind: DatabaseKind): Promise<void> {
@@ -134,6 +165,7 @@ async function migrate(orm: MikroORM, kind: DatabaseKind): Promise<void> {
         '`executed_at` datetime default CURRENT_TIMESTAMP)',
       [orm.config.get('migrations').tableName ?? 'mikro_orm_migrations'],
     );
+    await refuseNewerSchema(orm);
     await migrator.up();
     return;
   }
@@ -141,6 +173,7 @@ async function migrate(orm: MikroORM, kind: DatabaseKind): Promise<void> {
   // others: concurrent starts migrate one after the other, and the lock goes with the transaction.
   await getKnex(orm).transaction(async (trx) => {
     await trx.raw(`select pg_advisory_xact_lock(${PG_MIGRATION_LOCK_KEY})`);
+    await refuseNewerSchema(orm);
     await migrator.up();
   });
 }
