@@ -12,7 +12,7 @@ import express from 'express';
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
 import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention';
 import { useDisableIntrospection } from '@graphql-yoga/plugin-disable-introspection';
-import { createYoga, type GraphiQLOptions, type Plugin, processRegularResult, useErrorHandler } from 'graphql-yoga';
+import { createYoga, type GraphiQLOptions, isAsyncIterable, type Plugin, processRegularResult, useErrorHandler } from 'graphql-yoga';
 import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
@@ -310,7 +310,7 @@ export function createApp(services: Services) {
           'A subscription is a stream: ask for it with Accept: text/event-stream (GraphQL over SSE), or run it over a WebSocket (graphql-ws).',
           { extensions: { http: { status: 406 } } },
         );
-        setResult({ errors: [forClient(toPublicGraphQLError(refusal))] });
+        setResult({ errors: [toPublicGraphQLError(refusal)] });
         setResultProcessor(processRegularResult, 'application/json');
       },
     } as Plugin,
@@ -445,7 +445,7 @@ export function createApp(services: Services) {
   // Requests and responses made with this app's express prototypes (./web/express-classes.ts).
   const serverOptions = serverClassesFor(app);
 
-  return { app, handle, serverOptions, yoga, state, inFlight };
+  return { app, handle, serverOptions, yoga, state, inFlight, forClient };
 }
 
 /** An error of an operation over WebSocket, as a response body over HTTP lists it. */
@@ -582,7 +582,7 @@ const localGraphiQL = (opts?: GraphiQLOptions) => (graphiqlPage ??= renderGraphi
 
 export async function startServer(services: Services, opts: { port?: number; host?: string } = {}): Promise<RunningServer> {
   const { config, logger } = services;
-  const { handle, serverOptions, yoga, state, inFlight } = createApp(services);
+  const { handle, serverOptions, yoga, state, inFlight, forClient } = createApp(services);
   const server = createServer(serverOptions, handle);
   server.keepAliveTimeout = 65_000;
   server.on('clientError', answerClientError);
@@ -591,7 +591,6 @@ export async function startServer(services: Services, opts: { port?: number; hos
   const wss = new WebSocketServer({ server, path: '/graphql', maxPayload: parseBytes(config.server.body_limit)! });
   // ws re-emits the HTTP server's errors (a port in use); the listen below reports them itself.
   wss.on('error', () => {});
-  const forClient = config.graphql.introspection ? (e: GraphQLError) => e : withoutSuggestions;
   // Each operation's AbortController, per socket by operation id: a query or mutation (a chat
   // completion, say) has no iterator for graphql-ws to return when its client completes it or
   // goes, so its signal is what stops the engine and keeps an answer nobody receives unbilled.
@@ -777,8 +776,4 @@ export async function startServer(services: Services, opts: { port?: number; hos
     return closing;
   };
   return { server, url, shutdown };
-}
-
-function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
-  return typeof value === 'object' && value !== null && Symbol.asyncIterator in value;
 }

@@ -192,8 +192,8 @@ export class StripeProcessor implements PaymentProcessor, WebhookVerifier {
 
 /**
  * toPaymentEvent, for an event whose signature checked out: one whose object lacks what tollgate
- * reads, or holds it in another shape, is ignored with a warning rather than failing with a 500,
- * which Stripe would retry for days.
+ * reads, or holds it in another shape, is ignored (and logged as an error) rather than failing
+ * with a 500, which Stripe would retry for days.
  */
 function readPaymentEvent(event: Stripe.Event): PaymentEvent {
   const eventId = typeof event.id === 'string' ? event.id : String(event.id);
