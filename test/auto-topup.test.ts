@@ -269,5 +269,43 @@ describe.each(BACKENDS)('automatic top-up on %s', (backend) => {
       expect(new Set(keys)).toEqual(new Set([`tollgate-auto-${pending!.id}`]));
       expect([...stripe.paymentIntents.values()].filter((i) => i.metadata.tollgate_account_id === a.id && i.off_session)).toHaveLength(1);
     });
+
+    it("does not ask again under a key older than Stripe's 24-hour memory of it: the attempt fails, a new one starts, a late confirmation still credits", async () => {
+      const a = await withSavedCard(10);
+      const c = client(s, a.apiKey);
+      await c.graphql(SET_AUTO, { i: { enabled: true, threshold: '10', amount: '20' } });
+      // Stripe charges the card but every answer is lost, and then nothing is heard for a day.
+      stripe.script('POST /v1/payment_intents', ['lose', 503, 503]);
+      expect(await charge(s, a.apiKey, 1)).toEqual([200]);
+      await s.services.autoTopups.idle();
+      const [first] = (await s.services.payments.listTopUps(a.id)).filter((t) => t.source === 'auto');
+      expect(first!.status).toBe('open');
+      const dayAgo = new Date(Date.now() - 24 * 3600_000);
+      await s.services.billing.db.run('update top_ups set created_at = ?, updated_at = ? where id = ?', [dayAgo, dayAgo, first!.id]);
+      const asked = stripe.requests.filter((r) => r.path === '/v1/payment_intents').length;
+
+      // Asked again now, Stripe might have forgotten the key and charge a second time for one top-up.
+      expect(await s.services.autoTopups.check(a.id)).toBe('credited');
+      const keys = stripe.requests
+        .filter((r) => r.path === '/v1/payment_intents')
+        .slice(asked)
+        .map((r) => r.idempotencyKey);
+      expect(keys).not.toContain(`tollgate-auto-${first!.id}`);
+      const autos = (await s.services.payments.listTopUps(a.id)).filter((t) => t.source === 'auto');
+      const gaveUp = autos.find((t) => t.id === first!.id)!;
+      expect(gaveUp.status).toBe('failed');
+      expect(gaveUp.failureReason).toMatch(/no answer about this charge within 23 hours/);
+      expect(autos.filter((t) => t.status === 'paid')).toHaveLength(1);
+      expect(await c.balance()).toBe('29.75');
+      const notes = (await s.services.billing.listNotifications(a.id)).map((n) => n.kind);
+      expect(notes).toContain('auto_topup_failed');
+
+      // The first charge did go through: its confirmation credits it, nothing is lost.
+      const intent = [...stripe.paymentIntents.values()].find((i) => i.metadata.tollgate_top_up_id === first!.id)!;
+      expect((await deliverStripeEvent(s.url, stripe.events.paymentIntentSucceeded(intent.id))).body).toMatchObject({
+        outcome: 'credited',
+      });
+      expect(await c.balance()).toBe('49.75');
+    });
   });
 });

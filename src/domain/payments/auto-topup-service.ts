@@ -3,7 +3,9 @@
 // off-session PaymentIntent; the sandbox: at once). At most one is in flight per account: a
 // conditional claim of the account's slot, taken in the same transaction that re-reads the
 // balance, so any number of concurrent charges (on any number of servers) start one. Each attempt
-// is its own top-up row whose id keys the processor call, so retrying it never charges twice.
+// is its own top-up row whose id keys the processor call, so retrying it never charges twice;
+// past the processor's memory of that key (Stripe: 24 hours) an undecided attempt is not asked
+// again but failed (a late confirmation still credits it), and the next check starts a new one.
 // Failures notify the customer; three in a row turn automatic top-up off. An optional monthly cap
 // bounds what automatic top-ups may add in a calendar month.
 import type { Logger } from '../../logger.js';
@@ -164,8 +166,18 @@ export class AutoTopupService {
     const quick = await findAutoTopup(this.o.db, accountId);
     this.remember(accountId, quick?.enabled ?? false, quick?.threshold ?? 0n);
     if (!quick?.enabled) return 'disabled';
-    const claim = await this.claim(accountId);
+    let claim = await this.claim(accountId);
+    if (typeof claim !== 'string' && 'giveUp' in claim) {
+      // Asked again now, the processor might not know the first attempt and charge a second time.
+      await this.o.settlement.markFailed(claim.giveUp.id, { reason: noAnswer(this.o.processor.offSessionRetryWindowMs) });
+      this.o.logger.error(
+        { topUp: claim.giveUp.id, account: accountId, since: claim.giveUp.createdAt },
+        'automatic top-up: the processor never decided this charge; it is not asked again (a confirmation arriving later still credits it)',
+      );
+      claim = await this.claim(accountId);
+    }
     if (typeof claim === 'string') return claim;
+    if ('giveUp' in claim) return 'failed';
     return this.charge(claim.topUp, claim.customerId);
   }
 
@@ -178,7 +190,9 @@ export class AutoTopupService {
     this.known.set(accountId, { enabled, threshold, readAt: Date.now() });
   }
 
-  private async claim(accountId: string): Promise<CheckOutcome | { topUp: TopUpRecord; customerId: string | null }> {
+  private async claim(
+    accountId: string,
+  ): Promise<CheckOutcome | { topUp: TopUpRecord; customerId: string | null } | { giveUp: TopUpRecord }> {
     const { db } = this.o;
     const { forUpdate } = db;
     const now = this.now();
@@ -191,6 +205,8 @@ export class AutoTopupService {
           if (inFlight?.status === 'open') {
             // Undecided for a while (a timeout, a lost event): ask again under the same key.
             if (now.getTime() - inFlight.updatedAt.getTime() < this.o.retryAfterSeconds * 1000) return 'in_flight' as const;
+            const window = this.o.processor.offSessionRetryWindowMs;
+            if (window !== null && now.getTime() - inFlight.createdAt.getTime() >= window) return { giveUp: inFlight };
             await trx.run('update top_ups set updated_at = ? where id = ?', [now, inFlight.id]);
             return { topUp: inFlight, customerId: await findCustomer(trx, accountId, inFlight.processor) };
           }
@@ -282,6 +298,11 @@ export class AutoTopupService {
 }
 
 class SlotTaken extends Error {}
+
+function noAnswer(windowMs: number | null): string {
+  const hours = Math.round((windowMs ?? 0) / 3600_000);
+  return `The payment processor gave no answer about this charge within ${hours} hours, so it is not asked again; if the card was charged after all, the top-up is credited when the processor confirms it.`;
+}
 
 function parseThreshold(value: unknown): bigint {
   if (typeof value === 'bigint') {

@@ -107,6 +107,12 @@ export interface PaymentProcessor {
   chargeOffSession(charge: OffSessionCharge): Promise<OffSessionResult>;
   /** Whether an off-session charge can be tried at all (a saved card for this customer). */
   canChargeOffSession(customerId: string | null): boolean;
+  /**
+   * How long after its first try an off-session charge may still be asked again under the same
+   * key and be sure of meeting the first attempt (Stripe forgets idempotency keys after 24 hours);
+   * null: for ever.
+   */
+  readonly offSessionRetryWindowMs: number | null;
 }
 
 /** A processor that calls back over HTTP: it verifies the raw body and signature, then parses. */

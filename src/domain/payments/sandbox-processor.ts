@@ -7,6 +7,7 @@ import type { CheckoutRequest, CreatedCheckout, OffSessionCharge, OffSessionResu
 export class SandboxProcessor implements PaymentProcessor {
   readonly name = 'sandbox' as const;
   readonly simulated = true;
+  readonly offSessionRetryWindowMs = null;
 
   /** `publicUrl` is read on each call: the address clients reach, known once the server listens. */
   constructor(private readonly publicUrl: () => string) {}

@@ -40,6 +40,8 @@ export interface StripeSettings {
 export class StripeProcessor implements PaymentProcessor, WebhookVerifier {
   readonly name = 'stripe' as const;
   readonly simulated = false;
+  /** Stripe keeps an idempotency key at least 24 hours; an hour's margin. */
+  readonly offSessionRetryWindowMs = 23 * 3600_000;
   private readonly stripe: Stripe;
   private readonly webhookSecret: string;
   private readonly tolerance: number | undefined;
