@@ -71,7 +71,7 @@ export abstract class BillingAlerts extends BillingCore {
     const now = this.now();
     await this.db.transaction(async (trx) => {
       const w = await this.wallets.lock(trx, accountId);
-      if (!w || !w.spendingLimitEnabled || w.spendingLimit === null || w.spendingAlertPeriod === w.period) return;
+      if (!w?.spendingLimitEnabled || w.spendingLimit === null || w.spendingAlertPeriod === w.period) return;
       if (await this.wallets.claimPeriodAlert(trx, 'spending_alert_period', accountId, w.period))
         await this.enqueueSpendingAlert(trx, accountId, w, now);
     });
