@@ -160,6 +160,7 @@ export async function closeServices(services: Services): Promise<void> {
   services.keyWatch.close();
   await services.walletBus?.close();
   await services.autoTopups.idle();
+  await services.auth.idle();
   await services.alerts.stop();
   await services.billing.stop();
   await services.rateLimiter?.close();

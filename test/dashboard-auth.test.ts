@@ -6,6 +6,7 @@ import path from 'node:path';
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import { request as httpRequest } from 'node:http';
+import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../src/cli.js';
 import { ADMIN_TOKEN, catalogYaml, startTestServer, type TestServer } from './support/harness.js';
@@ -324,6 +325,7 @@ describe('dashboard sign-in (open sign-up)', () => {
     const asked = await gql(s, 'mutation { requestPasswordReset(email: "forgot@example.com") }');
     expect(asked.body.data.requestPasswordReset).toBe(true);
     expect((await gql(s, 'mutation { requestPasswordReset(email: "nobody@example.com") }')).body.data.requestPasswordReset).toBe(true);
+    await s.services.auth.idle();
     const dir = path.join(s.dir, 'mail');
     const file = readdirSync(dir).find((f) => f.startsWith('password-reset-'))!;
     const eml = readFileSync(path.join(dir, file), 'utf8')
@@ -348,6 +350,34 @@ describe('dashboard sign-in (open sign-up)', () => {
     expect(signIn.body.errors).toBeUndefined();
   });
 
+  it('answers a password-reset request before its e-mail is sent: how long it takes says nothing about the address', async () => {
+    // An SMTP server that takes connections and never says a word: a send would wait for it.
+    const sockets = new Set<Socket>();
+    const silent = createNetServer((socket) => {
+      sockets.add(socket);
+      socket.on('error', () => {});
+    });
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const smtpPort = (silent.address() as AddressInfo).port;
+    const quiet = await startTestServer({ env: { SMTP_URL: `smtp://127.0.0.1:${smtpPort}`, MAIL_FROM: 'Tollgate <a@tollgate.test>' } });
+    try {
+      await gql(quiet, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }', {
+        e: 'held@example.com',
+        p: PASSWORD,
+      });
+      const known = await gql(quiet, 'mutation { requestPasswordReset(email: "held@example.com") }');
+      const unknown = await gql(quiet, 'mutation { requestPasswordReset(email: "nobody@example.com") }');
+      expect(known.body).toEqual({ data: { requestPasswordReset: true } });
+      expect(unknown.body).toEqual(known.body);
+      // Answered, and the e-mail is still on its way: its connection is open and unanswered.
+      await waitUntil(() => sockets.size === 1);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await quiet.close();
+      await new Promise((resolve) => silent.close(resolve));
+    }
+  });
+
   it('uses up every open reset link of an account when its password is set (by a link or changed in a session)', async () => {
     await gql(s, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }', { e: 'links@example.com', p: PASSWORD });
     const dir = path.join(s.dir, 'mail');
@@ -365,6 +395,7 @@ describe('dashboard sign-in (open sign-up)', () => {
       gql(s, 'mutation($t: String!, $p: String!) { resetPassword(token: $t, password: $p) { id } }', { t, p });
     await gql(s, 'mutation { requestPasswordReset(email: "links@example.com") }');
     await gql(s, 'mutation { requestPasswordReset(email: "links@example.com") }');
+    await s.services.auth.idle();
     const [first, second] = linksSent();
     expect(second).toBeDefined();
     expect((await reset(first!, 'the first new password')).body.errors).toBeUndefined();
@@ -372,6 +403,7 @@ describe('dashboard sign-in (open sign-up)', () => {
     // A link asked for before the password is changed in a session no longer works after it.
     const before = linksSent().length;
     await gql(s, 'mutation { requestPasswordReset(email: "links@example.com") }');
+    await s.services.auth.idle();
     const third = linksSent().find((t) => t !== first && t !== second)!;
     expect(linksSent()).toHaveLength(before + 1);
     const signedIn = await gql(s, 'mutation($e: String!, $p: String!) { signIn(email: $e, password: $p) { id } }', {

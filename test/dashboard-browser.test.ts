@@ -281,6 +281,7 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
       await p.getByRole('button', { name: 'Send reset link' }).click();
       await p.getByText('a link to choose a new password is on its way').waitFor();
       await axe(p, 'forgot password');
+      await s.services.auth.idle();
       const dir = path.join(s.dir, 'mail');
       const file = readdirSync(dir).find((f) => f.startsWith('password-reset-'))!;
       const eml = readFileSync(path.join(dir, file), 'utf8')

@@ -69,6 +69,8 @@ function safeEqual(a: string, b: string): boolean {
 export class AuthService {
   private readonly throttle: LoginThrottle;
   private readonly now: () => number;
+  /** Password-reset e-mails being made and sent after their request was answered. */
+  private readonly sending = new Set<Promise<void>>();
 
   constructor(
     private readonly o: {
@@ -276,7 +278,8 @@ export class AuthService {
 
   /**
    * Mails a password-reset link when an account has this address; says nothing either way (the
-   * caller cannot learn which addresses have accounts). Throttled like sign-in.
+   * caller cannot learn which addresses have accounts, not even from how long the answer took:
+   * the link is made and mailed after the answer, in the background). Throttled like sign-in.
    */
   async requestPasswordReset(email: string, clientAddress?: string | null): Promise<void> {
     const key = `reset:${String(email ?? '')
@@ -284,9 +287,22 @@ export class AuthService {
       .toLowerCase()}`;
     this.throttle.check([key, ...(clientAddress ? [`ip:${clientAddress}`] : [])]);
     this.throttle.fail([key]);
+    const mailer = this.o.mailer;
+    if (!mailer) throw new DomainError('internal_error', 'No mailer is configured.');
     const account = await this.o.accounts.findByEmail(String(email ?? ''));
     if (!account) return;
-    if (!this.o.mailer) throw new DomainError('internal_error', 'No mailer is configured.');
+    const task = this.mailResetLink(mailer, account)
+      .catch((err: unknown) => this.o.logger.error({ err, account: account.id }, 'the password-reset e-mail could not be sent'))
+      .finally(() => this.sending.delete(task));
+    this.sending.add(task);
+  }
+
+  /** Resolves when no password-reset e-mail is being made or sent (tests, shutdown). */
+  async idle(): Promise<void> {
+    while (this.sending.size > 0) await Promise.all([...this.sending]);
+  }
+
+  private async mailResetLink(mailer: Mailer, account: AccountView): Promise<void> {
     const link = await this.passwordLink(account.id, 'reset');
     const text = [
       'Someone (hopefully you) asked to reset the password of your tollgate account.',
@@ -296,13 +312,13 @@ export class AuthService {
       '',
       'If it was not you, ignore this message: your password stays as it is.',
     ].join('\n');
-    await this.o.mailer.send({
+    await mailer.send({
       to: [account.email],
       cc: [],
       subject: 'Reset your tollgate password',
       text,
       html: `<p>Someone (hopefully you) asked to reset the password of your tollgate account.</p><p><a href="${link}">Choose a new password</a> (the link works once, for an hour):<br>${link}</p><p>If it was not you, ignore this message: your password stays as it is.</p>`,
-      messageId: `<reset-${randomBytes(8).toString('hex')}@${this.o.mailer.domain}>`,
+      messageId: `<reset-${randomBytes(8).toString('hex')}@${mailer.domain}>`,
       key: `password-reset-${account.id}-${this.now()}`,
     });
   }
