@@ -1,13 +1,13 @@
 // SQLite's commits wait for the disk (synchronous = FULL) on every start, not only on a new file,
 // except the batches of billing's hot path that ask for lazySync (src/domain/billing/sql.ts), which
 // leave the connection at NORMAL for the next one: everything else puts it back at FULL first.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { getKnex, idleSqliteHandle } from '../src/db/connection.js';
 import type { MikroORM } from '@mikro-orm/core';
-import { closeDatabase, openDatabase } from '../src/db/orm.js';
+import { closeDatabase, openDatabase, SQLITE_WAL_SIZE_LIMIT_BYTES } from '../src/db/orm.js';
 import { billingDatabase, type Queryable } from '../src/domain/billing/sql.js';
 
 const FULL = 2;
@@ -51,6 +51,31 @@ describe('SQLite durability', () => {
       expect(await level(billingDatabase(again))).toBe(FULL);
     } finally {
       await closeDatabase(again);
+    }
+  });
+
+  it('shrinks the WAL file back to its limit once a checkpoint has emptied it, after a large write', async () => {
+    const url = fileUrl();
+    const wal = `${url.slice('sqlite:'.length)}-wal`;
+    const orm = await openDatabase(url);
+    try {
+      const knex = getKnex(orm);
+      await knex.raw('create table bulk (b blob)');
+      // About 2.5 times the limit in one transaction: the WAL grows past it.
+      const blob = Buffer.alloc(1024 * 1024, 7);
+      await knex.transaction(async (trx) => {
+        for (let i = 0; i < Math.ceil((2.5 * SQLITE_WAL_SIZE_LIMIT_BYTES) / blob.length); i++)
+          await trx.raw('insert into bulk values (?)', [blob]);
+      });
+      expect(statSync(wal).size).toBeGreaterThan(2 * SQLITE_WAL_SIZE_LIMIT_BYTES);
+      // The checkpointer copies it into the database; the next commit starts the WAL over and truncates it.
+      await knex.raw('pragma wal_checkpoint(PASSIVE)');
+      await knex.raw('delete from bulk');
+      await knex.raw('pragma wal_checkpoint(PASSIVE)');
+      await knex.raw("insert into bulk values (x'00')");
+      expect(statSync(wal).size).toBeLessThanOrEqual(SQLITE_WAL_SIZE_LIMIT_BYTES);
+    } finally {
+      await closeDatabase(orm);
     }
   });
 

@@ -31,6 +31,11 @@ export interface DatabaseTarget {
 
 /** How long a SQLite writer waits for another connection's (or process's) write lock. */
 const SQLITE_BUSY_TIMEOUT_MS = 5_000;
+/**
+ * The WAL file is truncated back to this after a checkpoint that emptied it: without a limit it
+ * keeps the largest size it ever reached (a bulk import, a long-held reader), for good.
+ */
+export const SQLITE_WAL_SIZE_LIMIT_BYTES = 16 * 1024 * 1024;
 /** Serialises concurrent migration runs (several server processes, or the CLI) on PostgreSQL. */
 const PG_MIGRATION_LOCK_KEY = 7_461_203_318;
 
@@ -234,6 +239,7 @@ class SqliteConnection extends BetterSqliteConnection {
             conn.pragma('journal_mode = WAL');
             conn.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
             conn.pragma('foreign_keys = ON');
+            conn.pragma(`journal_size_limit = ${SQLITE_WAL_SIZE_LIMIT_BYTES}`);
             // Every commit waits for the disk. Set here, not left to SQLite: a connection that opens
             // a file already in WAL mode would start at NORMAL (better-sqlite3's build default), so
             // the first run of a new file and every later start would differ. Billing's hot path
