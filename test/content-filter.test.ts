@@ -167,7 +167,8 @@ describe('a flagged answer', () => {
     // Cut at a window boundary, at most two windows before the word (a window is checked with the one before it).
     expect(choice.message.content.length % WINDOW).toBe(0);
     expect(answer.indexOf('kill') - choice.message.content.length).toBeLessThan(2 * WINDOW);
-    expect(r.body.usage.completion_tokens).toBe(countTextTokens(choice.message.content));
+    // What was delivered, counted, up to the model's own count of its whole answer (one word a token).
+    expect(r.body.usage.completion_tokens).toBe(Math.min(countTextTokens(choice.message.content), 40));
     const added = await newEvents(before);
     expect(added.at(-1)).toMatchObject({ model: 'chat-safe', completionTokens: r.body.usage.completion_tokens });
     expect(added.slice(0, -1).every((e) => e.model === 'guard-test')).toBe(true);
@@ -186,6 +187,33 @@ describe('a flagged answer', () => {
     expect(fullAnswer(40).startsWith(out.text)).toBe(true);
     expect(out.text.length).toBeGreaterThan(0);
     expect(out.usage.completion_tokens).toBe(countTextTokens(out.text));
+  });
+
+  it("is never billed more than the model's count of its whole answer, plain or streamed", async () => {
+    // The model counts its 40-word answer as 6 tokens; tollgate's tokenizer counts the kept part higher.
+    s.upstream.setFault({ usage: 6 });
+    try {
+      const before = (await events()).length;
+      const plain = await v1(s, key).post('/chat/completions', body('chat-safe', content));
+      expect(plain.body.choices[0].finish_reason).toBe('content_filter');
+      expect(countTextTokens(plain.body.choices[0].message.content)).toBeGreaterThan(6);
+      expect(plain.body.usage).toMatchObject({ prompt_tokens: 6, completion_tokens: 6, total_tokens: 12 });
+      // Streamed, the model's count is known when the window that flags is the last one (checked
+      // at the model's finish); cut before, the model is stopped and what was sent is counted.
+      const streamed = await readStream(
+        await v1(s, key).post(
+          '/chat/completions',
+          body('chat-safe', 'go #tokens=38 #flag=36', { stream: true, stream_options: { include_usage: true } }),
+        ),
+      );
+      expect(streamed.finish).toBe('content_filter');
+      expect(countTextTokens(streamed.text)).toBeGreaterThan(6);
+      expect(streamed.usage.completion_tokens).toBe(6);
+      const billed = (await newEvents(before)).filter((e) => e.model === 'chat-safe');
+      expect(billed.map((e) => e.completionTokens)).toEqual([6, 6]);
+    } finally {
+      s.upstream.setFault(null);
+    }
   });
 
   it('says which categories fired over GraphQL, as a mutation and as a subscription', async () => {

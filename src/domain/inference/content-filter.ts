@@ -181,6 +181,12 @@ async function checkWindows(text: string, windowChars: number, check: Check): Pr
 function filteredEngine(inner: Engine, check: Check, safety: SafetyConfig): Engine {
   const windowChars = safety.window_chars;
   /** Usage counted from what each choice holds (a choice cut, an answer cut at max_tokens): the prompt, and the text's tokens. */
+  /** A cut answer's count, never above what the engine counted for the whole of it (when it did). */
+  const atMost = (counted: Usage, engine: Usage | undefined): Usage => {
+    if (!engine || counted.completionTokens <= engine.completionTokens) return counted;
+    const completionTokens = engine.completionTokens;
+    return { promptTokens: counted.promptTokens, completionTokens, totalTokens: counted.promptTokens + completionTokens };
+  };
   const deliveredUsage = async (promptTokens: number, delivered: string[]): Promise<Usage> => {
     let completionTokens = 0;
     for (const text of delivered) if (text) completionTokens += await inner.countTokens(text);
@@ -233,8 +239,10 @@ function filteredEngine(inner: Engine, check: Check, safety: SafetyConfig): Engi
         });
       }
       if (choices.some((c) => c.contentFilter?.flagged)) {
-        // The engine's count, less what was withheld (the other choices keep their own figures).
-        const completionTokens = Math.max(keptTokens, usage.completionTokens - withheld);
+        // The engine's count, less what was withheld (the other choices keep their own figures);
+        // never more than the engine's count of the whole answer (tollgate's tokenizer may count
+        // the kept text higher than the model's did all of it).
+        const completionTokens = Math.min(usage.completionTokens, Math.max(keptTokens, usage.completionTokens - withheld));
         usage = { promptTokens: usage.promptTokens, completionTokens, totalTokens: usage.promptTokens + completionTokens };
       }
       return { ...choices[0]!, usage, ...(result.choices ? { choices } : {}) };
@@ -278,8 +286,21 @@ function filteredEngine(inner: Engine, check: Check, safety: SafetyConfig): Engi
           choices.map((st) => st.reasoning + st.sent),
         );
       let cut = false;
+      // Choices the model itself has ended: when it has ended them all, its usage (counted for the
+      // whole answer) comes next and costs nothing more to wait for.
+      const modelEnded = new Set<number>();
+      const settled = () => cut && modelEnded.size === n;
       try {
-        for (let next = await events.next(); !next.done; next = await events.next()) {
+        for (;;) {
+          let next: IteratorResult<EngineStreamEvent>;
+          try {
+            next = await events.next();
+          } catch (e) {
+            // Past the model's last choice nothing is lost: the answer ends as it was cut.
+            if (settled()) break;
+            throw e;
+          }
+          if (next.done) break;
           const event = next.value;
           if (event.type === 'started' || event.type === 'finish') {
             if (event.type === 'started') {
@@ -296,7 +317,7 @@ function filteredEngine(inner: Engine, check: Check, safety: SafetyConfig): Engi
               st.ended = true;
               yield { type: 'choice_finish', choice: c, finishReason: event.finishReason, contentFilter: PASSED };
             }
-            yield cut ? { ...event, usage: await cutUsage() } : event;
+            yield cut ? { ...event, finishReason: 'content_filter', usage: atMost(await cutUsage(), event.usage) } : event;
             return;
           }
           const c = event.choice ?? 0;
@@ -305,6 +326,7 @@ function filteredEngine(inner: Engine, check: Check, safety: SafetyConfig): Engi
             yield event; // not a choice of this call: InferenceService drops it
             continue;
           }
+          if (event.type === 'choice_finish') modelEnded.add(c);
           if (st.ended) continue;
           if (event.type === 'reasoning_delta') {
             // Withheld, not checked: InferenceService counts it and relays none of it.
@@ -331,12 +353,14 @@ function filteredEngine(inner: Engine, check: Check, safety: SafetyConfig): Engi
             }
           }
           cut = true;
-          if (allEnded()) {
+          if (allEnded() && modelEnded.size < n) {
             // Every choice has ended and one was cut: stop the model here.
             yield { type: 'finish', finishReason: 'content_filter', usage: await cutUsage() };
             return;
           }
         }
+        // The model ended every choice but its stream closed without its usage.
+        if (settled()) yield { type: 'finish', finishReason: 'content_filter', usage: await cutUsage() };
       } finally {
         // Stops the model when the choices were cut (or the consumer went away).
         await events.return?.();
