@@ -56,6 +56,19 @@ const contentOf = (text: string) =>
     .map((c) => c.choices?.[0]?.delta?.content ?? '')
     .join('');
 
+/** The tool calls a client assembles from a stream's chunks, by their index (as the SDKs do). */
+const assembled = (text: string) => {
+  const calls: { id?: string; name: string; arguments: string }[] = [];
+  for (const ch of chunksOf(text))
+    for (const t of ch.choices?.[0]?.delta?.tool_calls ?? []) {
+      const call = (calls[t.index] ??= { name: '', arguments: '' });
+      if (t.id) call.id = t.id;
+      call.name += t.function?.name ?? '';
+      call.arguments += t.function?.arguments ?? '';
+    }
+  return calls;
+};
+
 describe('upstream quirks', () => {
   let s: TestServer;
   let second: FakeUpstream;
@@ -262,6 +275,22 @@ ${chatModel('chat-q', `base_url: "${url}", timeout_ms: 5000`)}${chatModel(
         finish_reason: 'tool_calls',
         message: { tool_calls: [{ id: '0', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
       });
+      // Streamed, the arguments as a JSON object too: sent as text, as OpenAI's clients parse them.
+      s.upstream.setFault(
+        sse(
+          chunk([
+            choice({
+              role: 'assistant',
+              tool_calls: [{ index: 0, id: '0', type: 'function', function: { name: 'get_weather', arguments: { city: 'Paris' } } }],
+            }),
+          ]),
+          chunk([choice({}, 'eos_token')]),
+          DONE,
+        ),
+      );
+      const streamed = await stream(c, 'weather?', { tools: TOOLS });
+      expect(assembled(streamed.text)).toEqual([{ id: '0', name: 'get_weather', arguments: '{"city":"Paris"}' }]);
+      expect(chunksOf(streamed.text).map((ch) => ch.choices[0]?.finish_reason ?? null)).toContain('tool_calls');
     });
   });
 
@@ -323,19 +352,6 @@ ${chatModel('chat-q', `base_url: "${url}", timeout_ms: 5000`)}${chatModel(
         },
       ]);
     });
-
-    /** The tool calls a client assembles from a stream's chunks, by their index (as the SDKs do). */
-    const assembled = (text: string) => {
-      const calls: { id?: string; name: string; arguments: string }[] = [];
-      for (const ch of chunksOf(text))
-        for (const t of ch.choices?.[0]?.delta?.tool_calls ?? []) {
-          const call = (calls[t.index] ??= { name: '', arguments: '' });
-          if (t.id) call.id = t.id;
-          call.name += t.function?.name ?? '';
-          call.arguments += t.function?.arguments ?? '';
-        }
-      return calls;
-    };
 
     it('streamed tool calls without `index` (older Ollama) are numbered by their ids; one without an id either gets one', async () => {
       const { id, c } = await account();

@@ -241,7 +241,7 @@ export function choiceEvents(choice: Record<string, unknown>, reading: StreamRea
         type: 'tool_call',
         ...(n > 1 ? { choice: index } : {}),
         index: at,
-        arguments: typeof fn?.arguments === 'string' ? fn.arguments : '',
+        arguments: streamedArguments(fn?.arguments),
       };
       if (id !== undefined) piece.id = id;
       if (typeof fn?.name === 'string') piece.name = fn.name;
@@ -284,4 +284,13 @@ export function answerEvents(choices: EngineChoice[]): EngineStreamEvent[] {
     events.push({ type: 'choice_finish', choice: i, finishReason: c.finishReason });
   });
   return events;
+}
+
+/**
+ * A streamed tool call's arguments: a piece of JSON text, as OpenAI sends it; the whole arguments
+ * as a JSON value (TGI, some Ollama versions) are written as text, as in a plain answer.
+ */
+function streamedArguments(value: unknown): string {
+  if (typeof value === 'string') return value;
+  return value === undefined || value === null ? '' : JSON.stringify(value);
 }
