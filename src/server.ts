@@ -32,7 +32,7 @@ import { rateLimitHeadersOn, sendRateLimitHeaders } from './web/rate-limit-heade
 import { settledOn, settledUsage } from './web/settled-usage.js';
 import { sendError } from '../compat/errors.js';
 import type { Services } from './container.js';
-import { DomainError, requestTooLarge } from './domain/errors.js';
+import { ClientDisconnected, DomainError, requestTooLarge } from './domain/errors.js';
 import { createContext, type GraphQLContext } from './graphql/context.js';
 import { httpError, isUnexpectedError, publicErrorBody, toPublicGraphQLError, withoutSuggestions } from './graphql/errors.js';
 import { schema } from './graphql/schema.js';
@@ -134,7 +134,7 @@ function compatDoor(services: Services, inFlight: Set<AbortController>): CompatD
       inFlight.add(controller);
       res.on('close', () => {
         inFlight.delete(controller);
-        if (!res.writableFinished) controller.abort(new Error('client disconnected'));
+        if (!res.writableFinished) controller.abort(new ClientDisconnected());
       });
       return createContext(services, {
         authorization: req.headers.authorization ?? null,
@@ -159,6 +159,9 @@ function compatDoor(services: Services, inFlight: Set<AbortController>): CompatD
   };
 }
 
+/** The access line's status of a request whose client left before its answer was complete. */
+const CLIENT_CLOSED = 499;
+
 export function createApp(services: Services) {
   const { config, logger } = services;
   const bodyLimit = parseBytes(config.server.body_limit)!;
@@ -181,15 +184,17 @@ export function createApp(services: Services) {
     res.setHeader('x-request-id', req.requestId);
     const started = process.hrtime.bigint();
     // The access line and the request metrics: door, route (the pattern, so labels stay few),
-    // status, duration, and the model and tokens of a metered call; never keys or bodies.
-    res.on('finish', () => {
+    // status, duration, and the model and tokens of a metered call; never keys or bodies. A client
+    // that closed the connection before the answer was complete: status 499 (as nginx logs it).
+    res.on('close', () => {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
       const path = fullPath(req);
       const door = doorOf(path);
       const route = req.route ? `${req.baseUrl}${req.route.path as string}` : req.baseUrl || 'unmatched';
-      services.metrics.observeHttp(door, route, res.statusCode, ms / 1000);
+      const status = res.writableFinished ? res.statusCode : CLIENT_CLOSED;
+      services.metrics.observeHttp(door, route, status, ms / 1000);
       const settled = settledUsage(res);
-      const line: Record<string, unknown> = { reqId: req.requestId, method: req.method, door, route, path, status: res.statusCode, ms };
+      const line: Record<string, unknown> = { reqId: req.requestId, method: req.method, door, route, path, status, ms };
       if (settled) {
         line.model = settled.model;
         line.prompt_tokens = settled.promptTokens;

@@ -410,6 +410,26 @@ describe('client mistakes are 4xx', () => {
     expect((await res.json()).error.param).toBe('top_n');
   });
 
+  it('logs no error when a client goes away before its answer, plain or streamed: a 499 request line, a disconnect in usage', async () => {
+    const { apiKey, keyId } = await s.account('developer');
+    logLines.length = 0;
+    for (const stream of [false, true]) {
+      const gone = new AbortController();
+      setTimeout(() => gone.abort(), 300);
+      await fetch(`${s.v1}/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` },
+        body: JSON.stringify({ model: 'chat-test', messages: [{ role: 'user', content: 'slow #delay=3000' }], stream, max_tokens: 5 }),
+        signal: gone.signal,
+      }).catch(() => undefined);
+    }
+    const knex = getKnex(s.services.orm);
+    await waitUntil(() => logLines.filter((l) => l.msg === 'request' && l.status === 499).length === 2, 10_000);
+    const outcomes = (await knex('usage_events').where({ key_id: keyId }).select('outcome')).map((r: { outcome: string }) => r.outcome);
+    expect(outcomes.filter((o) => o === 'client_disconnected')).toHaveLength(2);
+    expect(logLines.filter((l) => Number(l.level) >= 50)).toEqual([]);
+  });
+
   it('logs an unexpected error once, with the request id and the path with its mount', async () => {
     const { apiKey } = await s.account('developer');
     // /v1 reads one wallet, GraphQL's Account.wallet a batch of them (DataLoader).

@@ -66,6 +66,8 @@ export const ERROR_CODES = {
   /** Rate limits cannot be checked (Redis away) and `rate_limits.fail_closed` is set. */
   rate_limiter_unavailable: { status: 503, type: 'server_error' },
   internal_error: { status: 500, type: 'server_error' },
+  /** The client closed the connection first: nobody reads this answer; 499 in the access log. */
+  client_disconnected: { status: 499, type: 'invalid_request_error' },
 } as const satisfies Record<string, { status: number; type: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
@@ -113,5 +115,16 @@ export class ConfigError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'ConfigError';
+  }
+}
+
+/**
+ * Why a call's signal was aborted when its client went away before the answer was complete. Not a
+ * DomainError: the call's code tells a client leaving from a refusal by what it was aborted with.
+ */
+export class ClientDisconnected extends Error {
+  constructor() {
+    super('The client closed the connection before the answer was complete.');
+    this.name = 'ClientDisconnected';
   }
 }

@@ -1,7 +1,7 @@
 // The one place where errors become GraphQL errors: a DomainError keeps its message and gets its
 // stable code, type and HTTP status in `extensions`; anything unexpected is masked and logged.
 import { GraphQLError } from 'graphql';
-import { DomainError, ERROR_CODES } from '../domain/errors.js';
+import { ClientDisconnected, DomainError, ERROR_CODES } from '../domain/errors.js';
 
 export interface PublicErrorExtensions {
   code: string;
@@ -11,14 +11,16 @@ export interface PublicErrorExtensions {
   retryAfter?: number;
 }
 
-function domainErrorOf(error: unknown): DomainError | undefined {
+function originalOf<T>(error: unknown, type: new (...args: never[]) => T): T | undefined {
   let e: unknown = error;
   for (let depth = 0; depth < 4 && e; depth++) {
-    if (e instanceof DomainError) return e;
+    if (e instanceof type) return e;
     e = (e as { originalError?: unknown }).originalError;
   }
   return undefined;
 }
+
+const domainErrorOf = (error: unknown) => originalOf(error, DomainError);
 
 /** graphql-js's variable coercion errors: 'Variable "$f" got invalid value …', '… was not provided.' */
 const VARIABLE_ERROR = /^Variable "\$([_A-Za-z][_0-9A-Za-z]*)"/;
@@ -101,6 +103,15 @@ export function toPublicGraphQLError(error: unknown, log?: (err: unknown) => voi
       http: { status, spec: false, ...(http?.headers ? { headers: http.headers } : {}) },
     };
     return new GraphQLError(gql.message, { nodes: gql.nodes, path: gql.path, extensions });
+  }
+  // A client that left is no fault of the server's: not logged as one (nobody reads the answer).
+  if (originalOf(error, ClientDisconnected)) {
+    const { status, type } = ERROR_CODES.client_disconnected;
+    return new GraphQLError(new ClientDisconnected().message, {
+      nodes: gql?.nodes,
+      path: gql?.path,
+      extensions: { code: 'client_disconnected', type, status, param: null, http: { status } },
+    });
   }
   log?.(error);
   const { status, type } = ERROR_CODES.internal_error;
