@@ -172,6 +172,9 @@ describe.each(BACKENDS)('sandbox top-ups on %s', (backend) => {
       [{ amount: -20 }, 400, 'invalid_amount'],
       [{ amount: '25' }, 400, 'invalid_type'],
       [{}, 400, 'missing_required_parameter'],
+      // Only the wallet's currency: never a USD checkout for someone who asked to pay in euros.
+      [{ amount: 20, currency: 'eur' }, 400, 'invalid_value'],
+      [{ amount: 20, currency: 7 }, 400, 'invalid_type'],
     ];
     for (const [body, status, code] of cases) {
       const r = await topUp(a.apiKey, body);
@@ -179,6 +182,10 @@ describe.each(BACKENDS)('sandbox top-ups on %s', (backend) => {
       expect(r.body.error.type).toBe('invalid_request_error');
       expect(r.body.error.message).not.toMatch(/Variable|Decimal/);
     }
+    expect((await topUp(a.apiKey, { amount: 20, currency: 'eur' })).body.error).toMatchObject({
+      param: 'currency',
+      message: expect.stringMatching(/paid in USD.*got 'eur'/),
+    });
     const sales = await topUp(a.apiKey, { amount: 500 });
     expect(sales.body.error.message).toMatch(/arranged with our sales team.*contact the operator/i);
     expect(sales.body.error.param).toBe('amount');
