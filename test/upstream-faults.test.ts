@@ -428,6 +428,10 @@ ${chatModel('m', `base_url: "http://127.0.0.1:1/v1"${engine}`)}`;
         expect(r.status).toBe(502);
         expect(r.body.error).toMatchObject({ code: 'upstream_error', message: expect.stringContaining('larger than 64 MB') });
       }
+      // Streamed too: one JSON body answering a streamed request is read only up to the limit.
+      const streamed = await chat(c, 'chat-test', 'big', { stream: true });
+      expect(streamed.text).toContain('"message":"The model\'s upstream server sent an answer larger than 64 MB."');
+      expect(streamed.text).not.toContain('[DONE]');
       s.upstream.setFault(null);
       expect(await healthy()).toBe(true);
       expect((await chat(c, 'chat-test', 'small #tokens=2', { max_tokens: 2 })).status).toBe(200);

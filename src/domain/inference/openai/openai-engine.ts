@@ -390,7 +390,7 @@ export class OpenAIEngine implements Engine {
     n: number,
     maxTokens: number,
   ): Promise<EngineStreamEvent[]> {
-    const text = await res.body.text();
+    const text = await textWithin(res.body, ANSWER_BODY_LIMIT);
     const data = asRecord(parseJson(text));
     if (!data) throw new Retryable(invalidResponse(), true);
     const read = this.readAnswer(text, up, 'chat.stream', () => readChoices(data, n, this.unknownFinish));
@@ -633,4 +633,24 @@ export class OpenAIEngine implements Engine {
     for (let i = 0; i < n; i++) out[i] = this.upstreams[(start + i) % n]!;
     return out;
   }
+}
+
+/**
+ * A response body as text, read only up to `limit` bytes: past it the body is dropped and the
+ * answer is too large (as for a plain call's answer, and a stream's events). A leading UTF-8
+ * byte-order mark is not part of the text.
+ */
+async function textWithin(body: AsyncIterable<Buffer> & { destroy(err?: Error): unknown }, limit: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += chunk.length;
+    if (size > limit) {
+      body.destroy();
+      throw new Retryable(new DomainError('upstream_error', msg.tooLarge), true);
+    }
+    chunks.push(chunk);
+  }
+  const all = Buffer.concat(chunks, size);
+  return (all[0] === 0xef && all[1] === 0xbb && all[2] === 0xbf ? all.subarray(3) : all).toString('utf8');
 }
