@@ -499,7 +499,7 @@ ${chatModel('chat-q', `base_url: "${url}", timeout_ms: 5000`)}${chatModel(
       expect(await billed(id)).toMatchObject({ outcome: 'completed', completionTokens: 64 });
     });
 
-    it('a stream of 4 KB runs without usage: relayed up to max_tokens chunks, billed max_tokens', async () => {
+    it('a stream of 4 KB runs without usage: relayed up to max_tokens tokens, billed max_tokens', async () => {
       const { id, c } = await account();
       const run = 'a'.repeat(4096);
       const events = [chunk([choice({ role: 'assistant', content: '' })])];
@@ -507,9 +507,59 @@ ${chatModel('chat-q', `base_url: "${url}", timeout_ms: 5000`)}${chatModel(
       s.upstream.setFault(sse(...events, chunk([choice({}, 'length')]), DONE));
       const r = await stream(c, 'degenerate', { max_tokens: 256 });
       expect(sseData(r.text).at(-1)).toBe('[DONE]');
-      expect(contentOf(r.text)).toBe(run.repeat(256));
+      // Each run is many tokens: the stream ends once they make max_tokens, not after 256 runs.
+      expect(contentOf(r.text)).toBe(truncateTextTokens(run.repeat(300), 256));
+      expect(chunksOf(r.text).at(-2).choices[0].finish_reason).toBe('length');
       expect(chunksOf(r.text).at(-1).usage.completion_tokens).toBe(256);
       expect(await billed(id)).toMatchObject({ outcome: 'completed', completionTokens: 256 });
+    });
+
+    it('a stream sending many tokens a chunk past max_tokens is cut to max_tokens: what is sent is what is billed', async () => {
+      const { id, c } = await account();
+      const words = Array.from({ length: 2000 }, (_, i) => `word${i}`).join(' ');
+      s.upstream.setFault(
+        sse(
+          chunk([choice({ role: 'assistant', content: '' })]),
+          chunk([choice({ content: words })]),
+          chunk([choice({}, 'stop')]),
+          chunk([], { usage: usage(4, 2000) }),
+          DONE,
+        ),
+      );
+      const r = await stream(c, 'many', { max_tokens: 3 });
+      expect(sseData(r.text).at(-1)).toBe('[DONE]');
+      expect(contentOf(r.text)).toBe(truncateTextTokens(words, 3));
+      expect(chunksOf(r.text).map((ch) => ch.choices[0]?.finish_reason ?? null)).toContain('length');
+      expect(chunksOf(r.text).at(-1).usage.completion_tokens).toBe(3);
+      expect(await billed(id)).toMatchObject({ outcome: 'completed', completionTokens: 3 });
+    });
+
+    it('usage past max_tokens is not believed, streamed as plain: what was delivered is counted', async () => {
+      const answer = 'The capital of France is Paris.';
+      const reported = usage(4, 9e15);
+      const plain = await account();
+      s.upstream.setFault({
+        raw: JSON.stringify({
+          choices: [{ index: 0, message: { role: 'assistant', content: answer }, finish_reason: 'stop' }],
+          usage: reported,
+        }),
+      });
+      expect((await chat(plain.c, 'capital?')).body.usage.completion_tokens).toBe(countTextTokens(answer));
+      expect(await billed(plain.id)).toMatchObject({ completionTokens: countTextTokens(answer) });
+      const streamed = await account();
+      s.upstream.setFault(
+        sse(
+          chunk([choice({ role: 'assistant', content: '' })]),
+          chunk([choice({ content: answer })]),
+          chunk([choice({}, 'stop')]),
+          chunk([], { usage: reported }),
+          DONE,
+        ),
+      );
+      const r = await stream(streamed.c, 'capital?');
+      expect(contentOf(r.text)).toBe(answer);
+      expect(chunksOf(r.text).at(-1).usage.completion_tokens).toBe(countTextTokens(answer));
+      expect(await billed(streamed.id)).toMatchObject({ completionTokens: countTextTokens(answer) });
     });
 
     it('an SSE event over 4 MB ends the stream as an upstream error; the server goes on serving', async () => {

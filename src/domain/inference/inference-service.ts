@@ -6,9 +6,19 @@ import type { ChatModelConfig } from '../catalog/model.js';
 import type { Catalog } from '../catalog/catalog.js';
 import { DomainError } from '../errors.js';
 import { countWithin, PIECE_CHARS, provablyOver } from './bounded-count.js';
-import { type ChatOptions, chatMessages, chatOptions, checkUser, outputText, refuseUnsupported, withinMaxTokens } from './chat-options.js';
+import {
+  type ChatOptions,
+  chatMessages,
+  chatOptions,
+  checkUser,
+  logprobsWithin,
+  outputText,
+  refuseUnsupported,
+  withinMaxTokens,
+} from './chat-options.js';
 import type { ContentFilter } from './content-filter.js';
 import { checkDimensions, shorten } from './embedding-dimensions.js';
+import { countTextTokensWithin, truncateTextTokens } from './tokenizer.js';
 import type { ChatMessage, Engine, EngineChatRequest, EngineStreamEvent, FinishReason, ToolDefinition, Usage } from './engine.js';
 import {
   type CallOutcome,
@@ -78,6 +88,12 @@ async function countInput(engine: Engine, text: string, limit: number): Promise<
   if (text.length <= EXACT_COUNT_CHARS) return engine.countTokens(text);
   return countWithin([text], limit, (piece) => engine.countTokens(piece));
 }
+
+/**
+ * A streamed chunk longer than this is counted with the tokenizer rather than taken for one token:
+ * real servers send a token, or a few, a chunk; text this long in one is many tokens.
+ */
+const MULTI_TOKEN_CHUNK_CHARS = 64;
 
 const zeroUsage = (promptTokens = 0): Usage => ({ promptTokens, completionTokens: 0, totalTokens: promptTokens });
 
@@ -518,17 +534,31 @@ export class InferenceService {
             if (ended.every(Boolean)) break;
             continue;
           }
-          chunks[c]!++;
-          if (event.type === 'reasoning_delta' && event.withheld) {
-            withheld[c] += piece;
-            continue;
+          // A chunk is about a token; a long one (an upstream that sends many tokens at once and
+          // ignores max_tokens) is counted, and cut to what max_tokens leaves of the choice.
+          let text = event.type === 'tool_call' ? piece : event.content;
+          let full = false;
+          if (event.type === 'tool_call' || text.length <= MULTI_TOKEN_CHUNK_CHARS) chunks[c]!++;
+          else {
+            const room = maxTokens - chunks[c]!;
+            const tokens = countTextTokensWithin(text, room);
+            if (tokens > room) {
+              text = truncateTextTokens(text, room);
+              full = true;
+            }
+            chunks[c]! += Math.max(1, Math.min(tokens, room));
           }
-          delivered[c] += piece;
-          if (event.type === 'reasoning_delta') {
-            yield chunkOf(head, c, { reasoningContent: event.content }, null);
+          if (event.type === 'reasoning_delta' && event.withheld) {
+            withheld[c] += text;
+          } else if (event.type === 'reasoning_delta') {
+            delivered[c] += text;
+            yield chunkOf(head, c, { reasoningContent: text }, null);
           } else if (event.type === 'delta') {
-            yield chunkOf(head, c, { content: event.content }, null, request.logprobs ? (event.logprobs ?? []) : undefined);
+            delivered[c] += text;
+            const logprobs = request.logprobs ? (full ? logprobsWithin(event.logprobs, text.length) : event.logprobs) : undefined;
+            yield chunkOf(head, c, { content: text }, null, request.logprobs ? (logprobs ?? []) : undefined);
           } else {
+            delivered[c] += piece;
             const fn = event.name === undefined ? { arguments: event.arguments } : { name: event.name, arguments: event.arguments };
             yield chunkOf(
               head,
@@ -536,6 +566,11 @@ export class InferenceService {
               { toolCalls: [{ index: event.index, ...(event.id ? { id: event.id, type: 'function' as const } : {}), function: fn }] },
               null,
             );
+          }
+          if (full) {
+            ended[c] = true;
+            yield chunkOf(head, c, {}, 'length');
+            if (ended.every(Boolean)) break;
           }
           continue;
         }
@@ -546,8 +581,13 @@ export class InferenceService {
           }
           continue;
         }
+        // As for a plain answer: a count past max_tokens covers text nobody got; what was sent is counted.
+        const reported =
+          event.usage.completionTokens > maxTokens * n
+            ? { ...event.usage, completionTokens: 0, totalTokens: event.usage.promptTokens }
+            : event.usage;
         settled = {
-          usage: await billedUsage(engine, event.usage, { promptTokens, maxTokens: maxTokens * n, delivered: produced() }),
+          usage: await billedUsage(engine, reported, { promptTokens, maxTokens: maxTokens * n, delivered: produced() }),
           outcome: 'completed',
         };
         for (let i = 0; i < n; i++) if (!ended[i]) yield chunkOf(head, i, {}, event.finishReason);
