@@ -201,6 +201,24 @@ ${chatModel('chat-q', `base_url: "${url}", timeout_ms: 5000`)}${chatModel(
     await until(() => s.upstream.aborted > aborted);
   });
 
+  it('9b. a stream whose upstream sends its end and usage but no [DONE], and holds the response open, ends complete at the idle timeout', async () => {
+    const { id, c } = await account();
+    s.upstream.setFault({
+      ...sse(
+        chunk([choice({ role: 'assistant', content: '' })]),
+        chunk([choice({ content: 'Quick' }, 'stop')]),
+        chunk([], { usage: usage(4, 1) }),
+      ),
+      hold: true,
+    });
+    const r = await stream(c, 'quick?');
+    expect(r.status).toBe(200);
+    expect(sseData(r.text).at(-1)).toBe('[DONE]');
+    expect(r.text).not.toContain('"error"');
+    expect(contentOf(r.text)).toBe('Quick');
+    expect(await billed(id)).toMatchObject({ outcome: 'completed', promptTokens: 4, completionTokens: 1 });
+  });
+
   describe('6. finish reasons', () => {
     it("vLLM's `abort` after content ends the stream as an upstream failure, billed for what was delivered", async () => {
       const { id, c } = await account();

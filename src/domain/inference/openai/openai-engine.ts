@@ -178,7 +178,7 @@ export class OpenAIEngine implements Engine {
         if (!up.breaker.tryAcquire()) continue;
         attempted = true;
         // A fresh state per attempt: we only move on to another server while nothing was yielded.
-        const state: StreamState = { yielded: false, content: '', finishReason: undefined, usage: undefined, done: false };
+        const state: StreamState = { yielded: false, content: '', finishReason: undefined, finished: 0, usage: undefined, done: false };
         const reading = streamReading(n, this.unknownFinish);
         const attempt = new Attempt(signal, call, this.firstByteMs, this.timeoutMs);
         let res: ResponseData;
@@ -271,7 +271,9 @@ export class OpenAIEngine implements Engine {
               }
             } catch (e) {
               // After [DONE] everything the consumer needs is in hand; a broken tail changes nothing.
-              if (!state.done) throw e;
+              // Nor does one after every choice's end and the usage, when the upstream then holds
+              // its response open without a [DONE] until a timeout, or breaks it off.
+              if (!state.done && !(state.finished >= n && state.usage)) throw e;
             }
           }
         } catch (e) {
@@ -417,7 +419,10 @@ export class OpenAIEngine implements Engine {
       if (!choice) continue;
       const from = out.length;
       const finish = choiceEvents(choice, reading, out);
-      if (finish) state.finishReason = finish;
+      if (finish) {
+        state.finishReason = finish;
+        state.finished++;
+      }
       for (let i = from; i < out.length; i++) {
         const e = out[i]!;
         if (e.type === 'delta' || e.type === 'reasoning_delta') state.content += e.content;
