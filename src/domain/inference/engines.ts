@@ -17,6 +17,17 @@ export interface EngineLogger {
   debug?(obj: object, msg?: string): void;
 }
 
+/** `logger` with the catalog model's id on every line (several models may share one upstream). */
+function naming(logger: EngineLogger, model: string): EngineLogger {
+  const tagged = (o: object) => ({ model, ...o });
+  return {
+    info: (o, msg) => logger.info(tagged(o), msg),
+    warn: (o, msg) => logger.warn(tagged(o), msg),
+    error: (o, msg) => logger.error(tagged(o), msg),
+    debug: (o, msg) => logger.debug?.(tagged(o), msg),
+  };
+}
+
 function asLlamaCpp(m: ModelConfig): LlamaCppModel | undefined {
   // The engine's type decides; TypeScript does not narrow the model by its engine's discriminant.
   return m.engine.type === 'llamacpp' ? (m as LlamaCppModel) : undefined;
@@ -42,7 +53,7 @@ export class Engines implements EngineRegistry {
         this.inProcess.push(engine);
         continue;
       }
-      if (m.engine.type === 'openai') this.byModel.set(m.id, new OpenAIEngine(m.engine, { logger, env }));
+      if (m.engine.type === 'openai') this.byModel.set(m.id, new OpenAIEngine(m.engine, { logger: naming(logger, m.id), env }));
     }
     if (this.inProcess.length > 0) {
       setRuntimeLogger({

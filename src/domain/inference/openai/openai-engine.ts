@@ -245,12 +245,12 @@ export class OpenAIEngine implements Engine {
                 for (let i = 0; i < events.length; i++) {
                   const { data, event } = events[i]!;
                   if (data.length > MAX_EVENT_CHARS) throw this.eventTooLarge(up);
-                  if (event === 'error') this.streamError(data);
+                  if (event === 'error') this.streamError(data, up);
                   if (data === '[DONE]') {
                     state.done = true;
                     break;
                   }
-                  this.readChunk(data, state, reading, out);
+                  this.readChunk(data, state, reading, out, up);
                   // The first well-formed event: the base URL works.
                   if (!judged) {
                     judged = true;
@@ -405,11 +405,11 @@ export class OpenAIEngine implements Engine {
   }
 
   /** Applies one chunk to the state; appends the events it carries (content, tool-call pieces) to `out`. */
-  private readChunk(data: string, state: StreamState, reading: StreamReading, out: EngineStreamEvent[]): void {
+  private readChunk(data: string, state: StreamState, reading: StreamReading, out: EngineStreamEvent[], up: Upstream): void {
     const chunk = asRecord(parseJson(data));
     if (!chunk) throw new Retryable(invalidResponse(), true);
     // `"error": null` on every chunk (Microsoft Foundry Local) says there is none.
-    if (chunk.error !== undefined && chunk.error !== null) this.streamError(data);
+    if (chunk.error !== undefined && chunk.error !== null) this.streamError(data, up);
     // Servers with continuous usage stats send usage on every chunk: the last one wins.
     const usage = asRecord(chunk.usage);
     if (usage) state.usage = usage;
@@ -438,7 +438,7 @@ export class OpenAIEngine implements Engine {
     const key = truncate(String(typeof value === 'string' ? value : JSON.stringify(value)));
     if (this.warnedFinishes.has(key) || this.warnedFinishes.size >= MAX_WARNED_FINISHES) return;
     this.warnedFinishes.add(key);
-    this.logger.warn({ model: this.model, finish_reason: key }, 'upstream sent a finish_reason tollgate does not know; read as stop');
+    this.logger.warn({ upstream_model: this.model, finish_reason: key }, 'upstream sent a finish_reason tollgate does not know; read as stop');
   };
 
   /** A stream event over MAX_EVENT_CHARS: garbage, as an answer that is not JSON is. */
@@ -451,8 +451,8 @@ export class OpenAIEngine implements Engine {
   }
 
   /** An error the upstream sent inside its stream (an `error` chunk, or an `event: error` event): logged, and the stream ends. */
-  private streamError(data: string): never {
-    this.logger.warn({ op: 'chat.stream', detail: truncate(data) }, 'upstream sent an error inside the stream');
+  private streamError(data: string, up: Upstream): never {
+    this.logger.warn({ upstream: up.label, op: 'chat.stream', detail: truncate(data) }, 'upstream sent an error inside the stream');
     throw new DomainError('upstream_error', msg.brokenStream);
   }
 
