@@ -438,7 +438,10 @@ export class OpenAIEngine implements Engine {
     const key = truncate(String(typeof value === 'string' ? value : JSON.stringify(value)));
     if (this.warnedFinishes.has(key) || this.warnedFinishes.size >= MAX_WARNED_FINISHES) return;
     this.warnedFinishes.add(key);
-    this.logger.warn({ upstream_model: this.model, finish_reason: key }, 'upstream sent a finish_reason tollgate does not know; read as stop');
+    this.logger.warn(
+      { upstream_model: this.model, finish_reason: key },
+      'upstream sent a finish_reason tollgate does not know; read as stop',
+    );
   };
 
   /** A stream event over MAX_EVENT_CHARS: garbage, as an answer that is not JSON is. */
