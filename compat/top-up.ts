@@ -5,7 +5,6 @@ import type { Request, Response } from 'express';
 import { z } from 'zod';
 import type { GraphQLContext } from '../src/graphql/context.js';
 import { parse as parseLossless, isLosslessNumber } from 'lossless-json';
-import { WALLET_CURRENCY } from '../src/domain/billing/money.js';
 import { DomainError } from '../src/domain/errors.js';
 import { parseBody, rawBodyOf } from './body.js';
 import { exact, sendExactJson } from './money.js';
@@ -17,18 +16,12 @@ export const TopUpBody = z.object({ amount: z.number(), currency: z.string().opt
 export function walletTopUp() {
   return async (req: Request, res: Response, ctx: GraphQLContext) => {
     const { currency } = parseBody(req, TopUpBody);
-    if (currency !== undefined && currency.toUpperCase() !== WALLET_CURRENCY)
-      throw new DomainError(
-        'invalid_value',
-        `Top-ups are paid in ${WALLET_CURRENCY}, the wallet's currency; got '${currency.slice(0, 20)}'. Leave 'currency' out or send '${WALLET_CURRENCY.toLowerCase()}'.`,
-        { param: 'currency' },
-      );
     // The JSON number as sent, digit for digit (JSON.parse would have made 49.99999999999999999
     // into 50): the domain's top-up rules refuse what is not a payable amount (10.001 is refused,
     // not rounded).
     const amount = exactAmount(req);
     const idempotencyKey = req.header('idempotency-key') ?? null;
-    const data = await run(documents.topUp, { amount, idempotencyKey }, ctx);
+    const data = await run(documents.topUp, { amount, currency: currency ?? null, idempotencyKey }, ctx);
     const t = data.topUp;
     sendExactJson(res, {
       checkout_url: t.checkoutUrl,

@@ -195,9 +195,19 @@ describe.each(BACKENDS)('sandbox top-ups on %s', (backend) => {
       body: '{"amount":20}',
     });
     expect(noKey.status).toBe(401);
+    const eur = await client(s, a.apiKey).graphql('mutation { topUp(amount: "20", currency: "eur") { id } }');
+    expect(eur.body.errors[0].extensions).toMatchObject({ code: 'invalid_value', param: 'currency', status: 400 });
     const gql = await client(s, a.apiKey).graphql('mutation { topUp(amount: "600") { id } }');
     expect(gql.body.errors[0].extensions).toMatchObject({ code: 'amount_requires_sales', status: 400 });
     expect((await client(s, a.apiKey).graphql('{ viewer { topUps { nodes { id } } } }')).body.data.viewer.topUps.nodes).toEqual([]);
+  });
+
+  it("takes the wallet's own currency when a top-up names it, in any case", async () => {
+    const a = await seed(s).account();
+    const r = await topUp(a.apiKey, { amount: 20, currency: 'usd' });
+    expect([r.status, r.body.currency]).toEqual([200, 'USD']);
+    const g = await client(s, a.apiKey).graphql('mutation { topUp(amount: "20", currency: "USD") { currency } }');
+    expect(g.body.data.topUp.currency).toBe('USD');
   });
 
   it('answers the same Idempotency-Key and amount with the same checkout, and another amount with 422', async () => {

@@ -161,7 +161,20 @@ export class PaymentsService {
    * (retrying the processor if the first try failed); the same key with another amount is refused
    * with 422.
    */
-  async startCheckout(input: { accountId: string; email: string; amount: unknown; idempotencyKey?: string | null }): Promise<TopUpView> {
+  async startCheckout(input: {
+    accountId: string;
+    email: string;
+    amount: unknown;
+    /** The currency the customer means to pay in; only the wallet's (any case), when given. */
+    currency?: string | null;
+    idempotencyKey?: string | null;
+  }): Promise<TopUpView> {
+    if (input.currency != null && input.currency.toUpperCase() !== WALLET_CURRENCY)
+      throw new DomainError(
+        'invalid_value',
+        `Top-ups are paid in ${WALLET_CURRENCY}, the wallet's currency; got '${input.currency.slice(0, 20)}'. Leave 'currency' out or send '${WALLET_CURRENCY.toLowerCase()}'.`,
+        { param: 'currency' },
+      );
     const amount = parseTopUpAmount(input.amount, 'amount', this.o.salesContact ?? null);
     const key = validIdempotencyKey(input.idempotencyKey);
     const quote = quoteTopUp(amount, this.o.bonusTable);

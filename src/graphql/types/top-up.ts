@@ -116,6 +116,10 @@ builder.mutationField('topUp', (t) =>
       'The same idempotencyKey with the same amount returns the same checkout; with another amount it is refused (idempotency_key_reused).',
     args: {
       amount: t.arg({ type: DecimalScalar, required: true }),
+      currency: t.arg.string({
+        required: false,
+        description: "The currency to pay in: only the wallet's (USD, any case); another is refused (invalid_value).",
+      }),
       idempotencyKey: t.arg.string({ required: false }),
     },
     resolve: async (_root, args, ctx) => {
@@ -124,6 +128,7 @@ builder.mutationField('topUp', (t) =>
         accountId: account.id,
         email: account.email,
         amount: args.amount,
+        currency: args.currency ?? null,
         idempotencyKey: args.idempotencyKey ?? null,
       });
     },
