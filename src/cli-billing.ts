@@ -1,8 +1,9 @@
 // The operator CLI's billing commands: `tollgate wallet credit|balance`, `tollgate ledger verify`.
 // They run the same BillingService as the server and GraphQL (creditWallet), on DATABASE_URL.
+import { existsSync } from 'node:fs';
 import { Option } from 'commander';
 import type { CliContext, CommandGroup } from './cli.js';
-import { storageProblems } from './db/orm.js';
+import { DEFAULT_DATABASE_URL, parseDatabaseUrl, storageProblems } from './db/orm.js';
 import { MoneyFormatError, parseDecimal, WALLET_CURRENCY, formatDecimal } from './domain/billing/money.js';
 import type { CreditType } from './domain/billing/billing-service.js';
 import { DomainError } from './domain/errors.js';
@@ -90,6 +91,10 @@ export const registerLedgerCommands: CommandGroup = (program, ctx) => {
     .description("Check the ledger invariants (and, on SQLite, the file's integrity); exits 1 and lists the problems when one fails")
     .option('--json', 'print JSON')
     .action(async (opts: { json?: boolean }) => {
+      // A file that is not there is not verified as a new, empty one (a mistyped backup path).
+      const target = parseDatabaseUrl(ctx.env.DATABASE_URL || DEFAULT_DATABASE_URL);
+      if (target.kind === 'sqlite' && target.location !== ':memory:' && !existsSync(target.location))
+        throw new DomainError('invalid_request', `no database at ${target.location} (DATABASE_URL): nothing to verify`);
       const { billing, orm } = await ctx.services();
       // The file itself first: a broken index can leave every invariant reading right.
       const problems = [...(await storageProblems(orm)), ...(await billing.verifyLedger())];

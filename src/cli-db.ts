@@ -4,15 +4,14 @@
 // --from FILE`, the copy put back in place of the database with the old WAL and shared-memory
 // files removed (SQLite would replay a crashed server's WAL onto the restored file and break it).
 // PostgreSQL has its own tools for both: the commands say which.
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, renameSync, rmSync } from 'node:fs';
 import { mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import type { CommandGroup } from './cli.js';
-import { parseDatabaseUrl } from './db/orm.js';
+import { DEFAULT_DATABASE_URL, parseDatabaseUrl } from './db/orm.js';
+import { processHost } from './domain/billing/billing-core.js';
 import { DomainError } from './domain/errors.js';
-
-const DEFAULT_DATABASE_URL = 'sqlite:./data/tollgate.db';
 
 export const registerDbCommands: CommandGroup = (program, ctx) => {
   const db = program.command('db').description('The database: backups and restores');
@@ -35,11 +34,24 @@ export const registerDbCommands: CommandGroup = (program, ctx) => {
       if (existsSync(opts.out))
         throw new DomainError('invalid_request', `${opts.out} already exists: choose a new file (a backup never overwrites)`);
       await mkdir(path.dirname(path.resolve(opts.out)), { recursive: true });
+      // Written beside the target and renamed into place only when whole: a copy cut short (Ctrl-C,
+      // a full disk) never sits at --out, where it would read as an empty database.
+      const partial = `${opts.out}.partial-${process.pid}`;
+      const removePartial = () => {
+        for (const file of [partial, `${partial}-journal`]) rmSync(file, { force: true });
+      };
+      const interrupted = () => {
+        removePartial();
+        ctx.stderr(`backup interrupted: nothing was written to ${opts.out}\n`);
+        process.exit(130);
+      };
+      process.once('SIGINT', interrupted);
+      process.once('SIGTERM', interrupted);
       const source = new Database(target.location, { readonly: true, fileMustExist: true });
       const started = Date.now();
       try {
         let shown = -1;
-        await source.backup(opts.out, {
+        await source.backup(partial, {
           progress: ({ totalPages, remainingPages }) => {
             const percent = totalPages === 0 ? 100 : Math.floor((100 * (totalPages - remainingPages)) / totalPages);
             if (!opts.json && percent >= shown + 10) {
@@ -49,8 +61,15 @@ export const registerDbCommands: CommandGroup = (program, ctx) => {
             return 200; // pages per step: the server's writers get the database between steps
           },
         });
+        forgetServers(partial);
+        renameSync(partial, opts.out);
+      } catch (e) {
+        removePartial();
+        throw e;
       } finally {
         source.close();
+        process.off('SIGINT', interrupted);
+        process.off('SIGTERM', interrupted);
       }
       const bytes = (await stat(opts.out)).size;
       const result = { source: target.location, out: opts.out, bytes, ms: Date.now() - started };
@@ -79,7 +98,7 @@ export const registerDbCommands: CommandGroup = (program, ctx) => {
       if (!existsSync(opts.from)) throw new DomainError('invalid_request', `no backup at ${opts.from}`);
       const source = openSound(opts.from);
       try {
-        if (!opts.force) refuseWhileServed(target.location);
+        refuseWhileServed(target.location, opts.force === true);
         const started = Date.now();
         // The database's old WAL and shared-memory files go first: SQLite would replay them onto the copy.
         for (const file of [target.location, `${target.location}-wal`, `${target.location}-shm`]) rmSync(file, { force: true });
@@ -111,25 +130,82 @@ function openSound(file: string): Database.Database {
   }
 }
 
-/** Refuses while a server is registered on the database: a server that stopped cleanly has left billing_instances. */
-function refuseWhileServed(location: string): void {
+/**
+ * The copy names no server: the one serving the original while it was copied is not serving the
+ * copy, and a restore of it must not take that server's registration for a live one.
+ */
+function forgetServers(file: string): void {
+  const copy = new Database(file, { fileMustExist: true });
+  try {
+    const known = copy.prepare("select 1 from sqlite_master where type = 'table' and name = 'billing_instances'").get();
+    if (known) copy.prepare('delete from billing_instances').run();
+  } finally {
+    copy.close();
+  }
+}
+
+/**
+ * A server beats its heartbeat at least every sweep interval (30 s by default); one on another
+ * machine silent this long has crashed (billing's own default instance timeout). One on this
+ * machine is alive while its process is.
+ */
+const LIVE_HEARTBEAT_MS = 90_000;
+
+interface Registration {
+  host: string;
+  pid: number;
+  heartbeatAt: number;
+}
+
+function alive(r: Registration): boolean {
+  if (r.host !== processHost()) return Date.now() - r.heartbeatAt < LIVE_HEARTBEAT_MS;
+  try {
+    process.kill(r.pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM'; // there, but another user's
+  }
+}
+
+/**
+ * Refuses while a server is registered on the database (one that stopped cleanly has left
+ * billing_instances); with `force`, only while that server is alive (its process runs on this
+ * machine, or, on another, its heartbeat is recent): a restore under a running server loses what
+ * it writes after.
+ */
+function refuseWhileServed(location: string, force: boolean): void {
   if (!existsSync(location)) return;
-  let last: number | null = null;
+  let registered: Registration[] = [];
   try {
     const db = new Database(location, { readonly: true, fileMustExist: true });
     try {
-      const row = db.prepare('select max(heartbeat_at) as at from billing_instances').get() as { at: unknown } | undefined;
-      const at = row?.at;
-      last = typeof at === 'number' ? at : typeof at === 'string' ? Date.parse(at) : null;
+      const rows = db.prepare('select host, pid, heartbeat_at from billing_instances order by heartbeat_at desc').all() as {
+        host: unknown;
+        pid: unknown;
+        heartbeat_at: unknown;
+      }[];
+      registered = rows.map((r) => ({
+        host: String(r.host),
+        pid: Number(r.pid),
+        heartbeatAt: typeof r.heartbeat_at === 'number' ? r.heartbeat_at : Date.parse(String(r.heartbeat_at)),
+      }));
     } finally {
       db.close();
     }
   } catch {
     return; // unreadable, or no such table: no server was registered on it
   }
-  if (last === null || Number.isNaN(last)) return;
-  throw new DomainError(
-    'invalid_request',
-    `a server is registered on ${location} (its last heartbeat ${Math.max(0, Math.round((Date.now() - last) / 1000))} s ago): stop it first; if it crashed, pass --force`,
-  );
+  if (registered.length === 0) return;
+  const ago = (r: Registration) => Math.max(0, Math.round((Date.now() - r.heartbeatAt) / 1000));
+  const running = registered.find(alive);
+  if (running)
+    throw new DomainError(
+      'invalid_request',
+      `a server is serving ${location} (process ${running.pid} on ${running.host.split(' ')[0]}, its last heartbeat ${ago(running)} s ago): stop it first. A restore under a running server loses everything it writes after; --force only restores over a server that crashed`,
+    );
+  if (!force)
+    throw new DomainError(
+      'invalid_request',
+      `a server is registered on ${location} (its last heartbeat ${ago(registered[0]!)} s ago): stop it first; if it crashed, pass --force`,
+    );
 }

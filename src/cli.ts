@@ -9,7 +9,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { formatDecimal } from './domain/billing/money.js';
 import { exactNanos, stringifyExact } from './exact-json.js';
 import type { MikroORM } from '@mikro-orm/core';
-import { closeDatabase, openDatabase } from './db/orm.js';
+import { closeDatabase, DEFAULT_DATABASE_URL, openDatabase } from './db/orm.js';
 import { RateLimitOverrides } from './domain/ratelimit/overrides.js';
 import { AccountsService, TIERS, type AccountView, type ApiKeyView } from './domain/accounts/accounts-service.js';
 import { BillingService } from './domain/billing/billing-service.js';
@@ -21,8 +21,6 @@ import { registerDbCommands } from './cli-db.js';
 import { ConfigError, loadConfig, TIER_DEFAULTS, type AppConfig } from './config.js';
 import { createLogger } from './logger.js';
 import { DomainError } from './domain/errors.js';
-
-const DEFAULT_DATABASE_URL = 'sqlite:./data/tollgate.db';
 
 /** The package's version (package.json), for `tollgate --version`. */
 export const TOLLGATE_VERSION: string = JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8')).version;

@@ -2,7 +2,19 @@
 // billed calls, which opens, passes `ledger verify` and holds the same balances; `tollgate db
 // restore --from FILE` puts it back, over what a crashed server left, and `ledger verify` checks
 // the file's integrity too.
-import { closeSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import {
+  closeSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import Database from 'better-sqlite3';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -92,6 +104,14 @@ describe('db backup', () => {
       if (existsSync(live + suffix)) copyFileSync(live + suffix, path.join(crashed, `tollgate.db${suffix}`));
     expect(existsSync(path.join(crashed, 'tollgate.db-wal'))).toBe(true);
     const env = { DATABASE_URL: `sqlite:${path.join(crashed, 'tollgate.db')}` };
+    // A restore under the server still running is refused, --force or not: it would lose what the server writes after.
+    const underLive = await cli({ DATABASE_URL: `sqlite:${live}` }, 'db', 'restore', '--from', backup, '--force');
+    expect([underLive.code, underLive.stderr]).toEqual([1, expect.stringMatching(/a server is serving .*: stop it first/)]);
+    // The copy's server is this process: made a process that has ended, as a crashed server's is.
+    const ended = spawnSync(process.execPath, ['-e', '0']).pid;
+    const copyDb = new Database(path.join(crashed, 'tollgate.db'));
+    copyDb.prepare('update billing_instances set pid = ?').run(ended);
+    copyDb.close();
 
     const refused = await cli(env, 'db', 'restore', '--from', backup);
     expect(refused.code).toBe(1);
@@ -134,6 +154,50 @@ describe('db backup', () => {
     const report = JSON.parse(verify.stdout) as { ok: boolean; problems: string[] };
     expect(report.ok).toBe(false);
     expect(report.problems[0]).toMatch(/^the SQLite file: /);
+  });
+
+  it('writes a copy that names no server: the one serving the original does not serve the copy', async () => {
+    const file = path.join(out, 'unregistered.db');
+    expect((await cli({ DATABASE_URL: `sqlite:${path.join(s.dir, 'tollgate.db')}` }, 'db', 'backup', '--out', file)).code).toBe(0);
+    const live = new Database(path.join(s.dir, 'tollgate.db'), { readonly: true });
+    expect(live.prepare('select count(*) as n from billing_instances').get()).toEqual({ n: 1 });
+    live.close();
+    const copy = new Database(file, { readonly: true });
+    expect(copy.prepare('select count(*) as n from billing_instances').get()).toEqual({ n: 0 });
+    copy.close();
+  });
+
+  it('leaves nothing at --out when interrupted, rather than a part of a copy that would read as an empty database', async () => {
+    const big = path.join(out, 'big.db');
+    const db = new Database(big);
+    db.exec('create table filler (b blob)');
+    const blob = Buffer.alloc(1024 * 1024, 1);
+    const insert = db.prepare('insert into filler values (?)');
+    db.transaction(() => {
+      for (let i = 0; i < 150; i++) insert.run(blob);
+    })();
+    db.close();
+    const target = path.join(out, 'cut.db');
+    const child = spawn(process.execPath, ['bin/tollgate.js', 'db', 'backup', '--out', target], {
+      env: { ...process.env, DATABASE_URL: `sqlite:${big}`, CONFIG: path.join(s.dir, 'config.yaml') },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+      if (/backup: \d+%/.test(stderr) && !child.killed) child.kill('SIGINT');
+    });
+    const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
+    expect(code).toBe(130);
+    expect(stderr).toContain(`backup interrupted: nothing was written to ${target}`);
+    expect(readdirSync(out).filter((f) => f.startsWith('cut.db'))).toEqual([]);
+  }, 60_000);
+
+  it('ledger verify refuses a database file that is not there, rather than verifying a new empty one', async () => {
+    const missing = path.join(out, 'no-such-dir', 'typo.db');
+    const verify = await cli({ DATABASE_URL: `sqlite:${missing}` }, 'ledger', 'verify');
+    expect([verify.code, verify.stderr]).toEqual([1, expect.stringContaining(`no database at ${missing}`)]);
+    expect(existsSync(path.dirname(missing))).toBe(false);
   });
 
   it('refuses to overwrite a file, and says what to use for PostgreSQL', async () => {
