@@ -1,5 +1,5 @@
 // `npm start`: loads the config, checks that the port is free, opens the database, serves the API
-// until SIGTERM/SIGINT. A problem an operator can fix (a bad config, a port in use, a database file
+// until SIGTERM/SIGINT/SIGHUP. A problem an operator can fix (a bad config, a port in use, a database file
 // it may not write) is one line on stderr, printed once, without a stack trace.
 import { createServer } from 'node:net';
 import { ConfigError, loadConfig } from './config.js';
@@ -60,6 +60,9 @@ async function main() {
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
+  // The terminal that ran `npm start` closed: stopped as gracefully (by default the process would
+  // die at once, its calls in flight unbilled). The config is read at start only: restart to apply it.
+  process.on('SIGHUP', () => void stop('SIGHUP'));
 }
 
 process.on('unhandledRejection', (err) => logger.error({ err }, 'unhandled rejection'));

@@ -7,7 +7,15 @@ import path from 'node:path';
 import { MikroORM } from '@mikro-orm/core';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { closeDatabase, databaseKind, getKnex, openDatabase, parseDatabaseUrl } from '../src/db/orm.js';
+import {
+  closeDatabase,
+  DatabaseLocationError,
+  databaseKind,
+  getKnex,
+  openDatabase,
+  parseDatabaseUrl,
+  withoutCredentials,
+} from '../src/db/orm.js';
 import { MIGRATIONS } from '../src/db/migrations/index.js';
 import { AccountsService, type Tier } from '../src/domain/accounts/accounts-service.js';
 import { TIER_DEFAULTS } from '../src/domain/accounts/tiers.js';
@@ -431,6 +439,34 @@ describe('DATABASE_URL', () => {
     expect(() => parseDatabaseUrl('mysql://u@h/db')).toThrow(/unsupported scheme/);
     expect(() => parseDatabaseUrl('sqlite:')).toThrow(/no SQLite file/);
   });
+
+  it.runIf(process.env.TEST_DATABASE_URL)(
+    'refuses a PostgreSQL database that does not exist, or a server it cannot reach, in one line, and creates nothing',
+    async () => {
+      const admin = new URL(process.env.TEST_DATABASE_URL!);
+      const name = `tollgate_typo_${randomBytes(4).toString('hex')}`;
+      const typo = new URL(admin);
+      typo.pathname = `/${name}`;
+      await expect(openDatabase(typo.toString())).rejects.toThrow(
+        new DatabaseLocationError(
+          `DATABASE_URL ${withoutCredentials(typo.toString())}: the database "${name}" does not exist: create it (e.g. createdb "${name}") or correct the name`,
+        ),
+      );
+      const orm = await openDatabase(admin.toString());
+      try {
+        expect(
+          await getKnex(orm)
+            .raw('select 1 from pg_database where datname = ?', [name])
+            .then((r: { rows: unknown[] }) => r.rows),
+        ).toEqual([]);
+      } finally {
+        await closeDatabase(orm);
+      }
+      const closed = new URL(admin);
+      closed.port = '9';
+      await expect(openDatabase(closed.toString())).rejects.toThrow(/cannot reach PostgreSQL \(ECONNREFUSED\): is it running/);
+    },
+  );
 
   it('opens an in-memory SQLite database with the schema migrated', async () => {
     const orm = await openDatabase('sqlite::memory:');

@@ -47,22 +47,27 @@ async function serverProcess(name: string, yaml = '') {
 }
 
 describe('the server process', () => {
-  it('finishes a stream in flight on SIGTERM, then exits 0 and accepts no more connections', async () => {
-    const { server, url, stream } = await serverProcess('life');
-    expect(await (await fetch(`${url}/healthz`)).json()).toEqual({ status: 'ok' });
+  it.each(['SIGTERM', 'SIGHUP'] as const)(
+    'finishes a stream in flight on %s, then exits 0 and accepts no more connections',
+    async (signal) => {
+      // SIGHUP: the terminal that ran `npm start` closed; by default it would kill the server mid-call, unbilled.
+      const { server, url, stream } = await serverProcess(`life-${signal}`);
+      expect(await (await fetch(`${url}/healthz`)).json()).toEqual({ status: 'ok' });
 
-    const res = await stream('slow #tokens=8 #delay=80');
-    expect(res.status).toBe(200);
-    const body = res.text();
-    await new Promise((r) => setTimeout(r, 150));
-    server.proc.kill('SIGTERM');
-    const text = await body;
-    expect(text.trim().endsWith('data: [DONE]')).toBe(true);
-    expect(text.match(/"content":" ?w\d"/g)).toHaveLength(8);
-    expect(await server.exited).toBe(0);
-    expect(server.output()).toContain('shutting down');
-    await expect(fetch(`${url}/healthz`)).rejects.toThrow();
-  });
+      const res = await stream('slow #tokens=8 #delay=80');
+      expect(res.status).toBe(200);
+      const body = res.text();
+      await new Promise((r) => setTimeout(r, 150));
+      server.proc.kill(signal);
+      const text = await body;
+      expect(text.trim().endsWith('data: [DONE]')).toBe(true);
+      expect(text.match(/"content":" ?w\d"/g)).toHaveLength(8);
+      expect(await server.exited).toBe(0);
+      expect(server.output()).toContain('shutting down');
+      expect(server.output()).toContain(`"signal":"${signal}"`);
+      await expect(fetch(`${url}/healthz`)).rejects.toThrow();
+    },
+  );
 
   it('ends a stream still running when the shutdown time is up with an error event, billed for what it delivered', async () => {
     const { server, file, stream } = await serverProcess('short', 'server: { shutdown_timeout_ms: 400 }\n');

@@ -113,16 +113,46 @@ export async function openDatabase(url: string, opts: { debug?: boolean } = {}):
   } else {
     // Loaded only when used: the CLI on SQLite does not pay for pg.
     const { PostgreSqlDriver } = await import('@mikro-orm/postgresql');
-    orm = await MikroORM.init({ ...common, driver: PostgreSqlDriver, clientUrl: target.location });
+    // Never created here: a mistyped database name would otherwise be served, empty, without a word.
+    orm = await MikroORM.init({ ...common, driver: PostgreSqlDriver, clientUrl: target.location, ensureDatabase: false }).catch(
+      (e: unknown) => {
+        throw postgresProblem(url, e);
+      },
+    );
   }
 
   try {
     await migrate(orm, target.kind);
   } catch (e) {
     await orm.close(true);
-    throw e;
+    throw target.kind === 'postgresql' ? postgresProblem(url, e) : e;
   }
   return orm;
+}
+
+/**
+ * PostgreSQL that cannot be reached or used, as one line an operator can act on (a
+ * DatabaseLocationError); anything else as it is.
+ */
+function postgresProblem(url: string, e: unknown): unknown {
+  const err = e as { code?: unknown; message?: unknown };
+  const code = typeof err?.code === 'string' ? err.code : '';
+  const message = typeof err?.message === 'string' ? err.message : String(e);
+  const at = `DATABASE_URL ${withoutCredentials(url)}`;
+  const db = (() => {
+    try {
+      return decodeURIComponent(new URL(url).pathname.slice(1)) || 'the database';
+    } catch {
+      return 'the database';
+    }
+  })();
+  if (code === '3D000')
+    return new DatabaseLocationError(`${at}: the database "${db}" does not exist: create it (e.g. createdb "${db}") or correct the name`);
+  if (code === '28P01' || code === '28000')
+    return new DatabaseLocationError(`${at}: PostgreSQL refused the user or password (${message}): correct them in DATABASE_URL`);
+  if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'ETIMEDOUT' || code === 'EHOSTUNREACH')
+    return new DatabaseLocationError(`${at}: cannot reach PostgreSQL (${code}): is it running, and are the host and port right?`);
+  return e;
 }
 
 /**
