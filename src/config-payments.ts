@@ -95,6 +95,15 @@ export function readPaymentsEnv(env: NodeJS.ProcessEnv, payments: PaymentsSettin
     throw new Error(
       'STRIPE_WEBHOOK_SECRET: required with payments.processor: stripe (whsec_…, from the webhook endpoint or `stripe listen`)',
     );
+  // Swapped or mistyped, Stripe would refuse every call or no webhook would verify, found only at the first top-up.
+  if (!/^(sk|rk)_(live|test)_/.test(secretKey))
+    throw new Error(
+      `STRIPE_SECRET_KEY: a Stripe secret key starts sk_live_, sk_test_ (or rk_… for a restricted key); got ${secretKey.slice(0, 6)}…${secretKey.startsWith('whsec_') ? ' (the webhook signing secret: the two are swapped?)' : ''}`,
+    );
+  if (!webhookSecret.startsWith('whsec_'))
+    throw new Error(
+      `STRIPE_WEBHOOK_SECRET: a webhook signing secret starts whsec_; got ${webhookSecret.slice(0, 6)}…${/^(sk|rk)_/.test(webhookSecret) ? ' (a secret API key: the two are swapped?)' : ''}`,
+    );
   const apiBase = env.STRIPE_API_BASE?.trim() || null;
   if (apiBase) stripeHostOptions(apiBase);
   return { secretKey, webhookSecret, apiBase };

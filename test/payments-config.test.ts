@@ -71,6 +71,15 @@ describe('payments configuration', () => {
     expect(failure(() => load('payments: { processor: stripe }', { STRIPE_SECRET_KEY: 'sk_test_x' }))).toMatch(
       /^STRIPE_WEBHOOK_SECRET: required/,
     );
+    // Swapped, or not Stripe's at all: refused at start, not at the first top-up.
+    expect(
+      failure(() => load('payments: { processor: stripe }', { STRIPE_SECRET_KEY: 'whsec_x', STRIPE_WEBHOOK_SECRET: 'sk_test_x' })),
+    ).toMatch(
+      /^STRIPE_SECRET_KEY: a Stripe secret key starts sk_live_, sk_test_ .*got whsec_… \(the webhook signing secret: the two are swapped\?\)/,
+    );
+    expect(
+      failure(() => load('payments: { processor: stripe }', { STRIPE_SECRET_KEY: 'sk_test_x', STRIPE_WEBHOOK_SECRET: 'pk_test_x' })),
+    ).toMatch(/^STRIPE_WEBHOOK_SECRET: a webhook signing secret starts whsec_; got pk_tes…$/);
     expect(failure(() => load('payments: { processor: stripe }', { ...STRIPE_ENV, STRIPE_API_BASE: 'http://127.0.0.1:1/v1' }))).toMatch(
       /STRIPE_API_BASE: .*without a path/,
     );
