@@ -2,11 +2,12 @@
 // load on demand (one chunk each), so the first page needs only the shell and itself.
 import { lazy, Suspense, useEffect } from 'react';
 import { useQuery } from 'urql';
+import { onSignedOut } from './client';
 import { Layout } from './components/Layout';
 import { ErrorMessage, Loading } from './components/States';
 import { graphql } from './gql';
 import { useRouter } from './router';
-import { SessionContext } from './session';
+import { reloadTo, SessionContext } from './session';
 
 const SessionQueryDoc = graphql(`
   query Session {
@@ -80,6 +81,18 @@ export function App() {
     else if (operatorHome) navigate('/operator', { replace: true });
     else if (signedInOnAuthPage) navigate('/', { replace: true });
   }, [needsSignIn, operatorHome, signedInOnAuthPage, navigate]);
+  // The session is read once, at start: when the server later answers as if nobody were signed
+  // in, the session has ended elsewhere, and the sign-in page says so (a full load, so the
+  // WebSocket and the cache start afresh).
+  const signedIn = session !== null;
+  useEffect(() => {
+    if (!signedIn) return;
+    const stop = onSignedOut(() => {
+      stop();
+      reloadTo('/login?session=ended');
+    });
+    return stop;
+  }, [signedIn]);
 
   if (fetching && !data) return <Loading what="the dashboard" />;
   if (error) return <ErrorMessage error={error} title="The dashboard could not start" />;

@@ -4,6 +4,7 @@ import { Field } from '../components/Field';
 import { Link } from '../components/Link';
 import { ErrorMessage } from '../components/States';
 import { graphql } from '../gql';
+import { useRouter } from '../router';
 import { reloadTo } from '../session';
 import type { PageProps } from './props';
 
@@ -19,6 +20,8 @@ export default function LoginPage({ signupPolicy }: PageProps) {
   const [{ fetching, error }, signIn] = useMutation(SignInDoc);
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
+  // Sent here by the app when the session ended (signed out elsewhere, a password reset, expiry).
+  const ended = useRouter().search.get('session') === 'ended';
   const submit = async (e: FormEvent) => {
     e.preventDefault();
     const r = await signIn({ email, password });
@@ -27,6 +30,11 @@ export default function LoginPage({ signupPolicy }: PageProps) {
   return (
     <section className="card narrow" aria-labelledby="login-title">
       <h1 id="login-title">Sign in to tollgate</h1>
+      {ended ? (
+        <p className="notice" role="status">
+          Your session ended: sign in again.
+        </p>
+      ) : null}
       <form onSubmit={submit}>
         <Field label="Email" type="email" autoComplete="username" required value={email} onChange={(e) => setEmail(e.target.value)} />
         <Field

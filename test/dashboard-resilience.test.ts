@@ -1,0 +1,141 @@
+// The dashboard when things change under an open page, in Debian's Chromium through
+// playwright-core: the session ends elsewhere (the sign-in page says so instead of raw API
+// errors), the server restarts (the live balance comes back on its own), a page's code cannot be
+// loaded (a message and a Reload button, the navigation still usable), and long amounts or answers
+// at phone width (nothing widens the page).
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, it } from 'vitest';
+import { type RunningServer, startServer } from '../src/server.js';
+import { launchChromium } from './support/browser.js';
+import { ADMIN_TOKEN, startTestServer, type TestServer } from './support/harness.js';
+import { findExecutable, missing } from './support/requirements.js';
+
+const CHROMIUM = findExecutable(process.env.CHROMIUM_PATH ?? '/usr/bin/chromium');
+const ROOT = path.resolve(import.meta.dirname, '..');
+const PASSWORD = 'a long enough password';
+
+describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install chromium; or set CHROMIUM_PATH)', CHROMIUM !== null))(
+  'the dashboard when things change under an open page',
+  () => {
+    let s: TestServer;
+    // A second HTTP server over the same services, which a test can stop and start again on its port.
+    let running: RunningServer;
+    let url: string;
+    let browser: Browser;
+    let people = 0;
+
+    beforeAll(async () => {
+      execFileSync(path.join(ROOT, 'node_modules/.bin/vite'), ['build', '--config', 'src/dashboard/vite.config.ts', '--logLevel', 'warn'], {
+        cwd: ROOT,
+        stdio: 'inherit',
+      });
+      s = await startTestServer();
+      running = await startServer(s.services, { port: 0, host: '127.0.0.1' });
+      url = running.url;
+      browser = await launchChromium(CHROMIUM!);
+    }, 120_000);
+    afterAll(async () => {
+      await browser?.close();
+      await running?.shutdown();
+      await s?.close();
+    });
+
+    async function gql(query: string, variables: Record<string, unknown> = {}, cookie?: string) {
+      const res = await fetch(`${url}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(cookie ? { cookie } : {}) },
+        body: JSON.stringify({ query, variables }),
+      });
+      return { body: (await res.json()) as { data?: any; errors?: any[] }, setCookie: res.headers.getSetCookie() };
+    }
+
+    /** A browser of its own with the session cookie `cookie` (name=value), on `at` (a path under /dashboard). */
+    async function browse(cookie: string, at: string, viewport = { width: 1200, height: 860 }) {
+      const ctx: BrowserContext = await browser.newContext({ viewport });
+      await ctx.addCookies([{ name: 'tollgate_session', value: cookie.slice(cookie.indexOf('=') + 1), url }]);
+      const page: Page = await ctx.newPage();
+      await page.goto(`${url}/dashboard${at}`);
+      return { ctx, page };
+    }
+
+    /** A new account, signed in in a browser of its own, on `at` (a path under /dashboard). */
+    async function signedIn(at: string, viewport = { width: 1200, height: 860 }) {
+      const email = `person-${++people}@example.com`;
+      const up = await gql('mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { account { id } } }', {
+        e: email,
+        p: PASSWORD,
+      });
+      const cookie = up.setCookie[0]!.split(';')[0]!;
+      const { ctx, page } = await browse(cookie, at, viewport);
+      return { ctx, page, email, cookie, accountId: up.body.data.signUp.account.id as string };
+    }
+
+    /** The session ends from elsewhere: signed out with its cookie by another client. */
+    const endSession = async (cookie: string) => {
+      await gql('mutation { signOut }', {}, cookie);
+    };
+
+    async function seesSessionEnded(page: Page): Promise<void> {
+      await page.getByRole('heading', { name: 'Sign in to tollgate' }).waitFor();
+      await page.getByRole('status').getByText('Your session ended: sign in again.').waitFor();
+    }
+
+    it('sends an open overview to the sign-in page, saying the session ended, when it is signed out elsewhere', {
+      timeout: 60_000,
+    }, async () => {
+      const { ctx, page, cookie } = await signedIn('/');
+      try {
+        await page.getByRole('region', { name: 'Balance' }).getByText('0.00 USD').waitFor();
+        // Nothing is clicked: the live balance's subscription ends with the session.
+        await endSession(cookie);
+        await seesSessionEnded(page);
+      } finally {
+        await ctx.close();
+      }
+    });
+
+    it('sends a page opened after the session ended to the sign-in page, and signing in again works', { timeout: 60_000 }, async () => {
+      const { ctx, page, cookie, email } = await signedIn('/api-keys');
+      try {
+        await page.getByRole('heading', { name: 'API keys', level: 1 }).waitFor();
+        await endSession(cookie);
+        await page.getByRole('navigation').getByRole('link', { name: 'Settings' }).click();
+        await seesSessionEnded(page);
+        await page.getByLabel('Email').fill(email);
+        await page.getByLabel('Password').fill(PASSWORD);
+        await page.getByRole('button', { name: 'Sign in' }).click();
+        await page.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
+      } finally {
+        await ctx.close();
+      }
+    });
+
+    it('sends the playground to the sign-in page when its stream is refused for want of a session', { timeout: 60_000 }, async () => {
+      const { ctx, page, cookie } = await signedIn('/playground');
+      try {
+        await page.getByLabel('Prompt').fill('Say hello');
+        await endSession(cookie);
+        await page.getByRole('button', { name: 'Send' }).click();
+        await seesSessionEnded(page);
+      } finally {
+        await ctx.close();
+      }
+    });
+
+    it("sends an operator to the sign-in page when the operator's session ended elsewhere", { timeout: 60_000 }, async () => {
+      const op = await gql('mutation($t: String!) { signInAsOperator(token: $t) { id } }', { t: ADMIN_TOKEN });
+      const cookie = op.setCookie[0]!.split(';')[0]!;
+      const { ctx, page } = await browse(cookie, '/operator');
+      try {
+        await page.getByRole('heading', { name: 'Operator', level: 1 }).waitFor();
+        await endSession(cookie);
+        await page.getByLabel('Search accounts').fill('person');
+        await seesSessionEnded(page);
+      } finally {
+        await ctx.close();
+      }
+    });
+  },
+);
