@@ -6,11 +6,12 @@
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningServer, startServer } from '../src/server.js';
 import { launchChromium } from './support/browser.js';
 import { ADMIN_TOKEN, startTestServer, type TestServer } from './support/harness.js';
 import { findExecutable, missing } from './support/requirements.js';
+import { waitUntil } from './support/wait.js';
 
 const CHROMIUM = findExecutable(process.env.CHROMIUM_PATH ?? '/usr/bin/chromium');
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -77,6 +78,22 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
       await gql('mutation { signOut }', {}, cookie);
     };
 
+    /** Stops the dashboard's server, runs `whileDown`, and starts it again on the same port. */
+    async function restart(whileDown: () => Promise<void>): Promise<void> {
+      await running.shutdown();
+      await whileDown();
+      running = await startServer(s.services, { port: Number(new URL(url).port), host: '127.0.0.1' });
+    }
+
+    const credit = async (accountId: string, amount: string) => {
+      const r = await s.graphql(
+        'mutation($i: CreditWalletInput!) { creditWallet(input: $i) { id } }',
+        { i: { accountId, amount, type: 'bonus', description: 'a test credit' } },
+        ADMIN_TOKEN,
+      );
+      expect(r.body.errors).toBeUndefined();
+    };
+
     async function seesSessionEnded(page: Page): Promise<void> {
       await page.getByRole('heading', { name: 'Sign in to tollgate' }).waitFor();
       await page.getByRole('status').getByText('Your session ended: sign in again.').waitFor();
@@ -133,6 +150,29 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
         await endSession(cookie);
         await page.getByLabel('Search accounts').fill('person');
         await seesSessionEnded(page);
+      } finally {
+        await ctx.close();
+      }
+    });
+
+    it('resumes the live balance once the server is back after a restart on the same port', { timeout: 90_000 }, async () => {
+      const { ctx, page, accountId } = await signedIn('/');
+      try {
+        const balance = page.getByRole('region', { name: 'Balance' });
+        await balance.getByText('0.00 USD').waitFor();
+        await waitUntil(() => s.services.billing.events.size > 0);
+        // WebSockets opened from here on are the page's attempts to reconnect.
+        let closedAttempts = 0;
+        page.on('websocket', (socket) => socket.on('close', () => closedAttempts++));
+        await restart(async () => {
+          await waitUntil(() => s.services.billing.events.size === 0);
+          // While the server is down, the page tries again and is refused.
+          await expect.poll(() => closedAttempts, { timeout: 30_000 }).toBeGreaterThan(0);
+        });
+        // The page subscribes again on its own, and sees the next change without a reload.
+        await waitUntil(() => s.services.billing.events.size > 0, 30_000);
+        await credit(accountId, '12.5');
+        await balance.getByText('12.50 USD').waitFor();
       } finally {
         await ctx.close();
       }

@@ -33,7 +33,11 @@ function noticeSignedOut(errors: readonly { extensions?: Record<string, unknown>
 export const ws: WsClient = createWsClient({
   url: wsUrl(),
   lazy: true,
+  // A server restarting refuses connections for a while, which graphql-ws's default (retry only
+  // after a close, not a refused connection) would give up on: keep trying, with its growing,
+  // randomised waits, so live updates resume on their own once the server is back.
   retryAttempts: 20,
+  shouldRetry: () => true,
   // Every operation's answer over the socket, the playground's stream included.
   on: {
     message: (m) => {
