@@ -177,5 +177,33 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
         await ctx.close();
       }
     });
+
+    it("shows a message and a Reload button when a page's code cannot be loaded, with the navigation still usable", {
+      timeout: 90_000,
+    }, async () => {
+      const { ctx, page } = await signedIn('/');
+      try {
+        const nav = page.getByRole('navigation');
+        await page.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
+        const failed = page.getByRole('alert').getByText('This page could not be loaded.');
+        await restart(async () => {
+          // The usage page's code was never loaded in this tab, and now cannot be.
+          await nav.getByRole('link', { name: 'Usage' }).click();
+          await failed.waitFor();
+          expect(await page.getByRole('button', { name: 'Sign out' }).count()).toBe(1);
+          // The navigation still works: the overview (its code loaded) says what is wrong itself.
+          await nav.getByRole('link', { name: 'Overview' }).click();
+          await page.getByText('The server could not be reached.').waitFor();
+          expect(await failed.count()).toBe(0);
+          await nav.getByRole('link', { name: 'Usage' }).click();
+          await failed.waitFor();
+        });
+        // Reload brings the page once the server is back.
+        await page.getByRole('button', { name: 'Reload' }).click();
+        await page.getByRole('heading', { name: 'Usage', level: 1 }).waitFor();
+      } finally {
+        await ctx.close();
+      }
+    });
   },
 );

@@ -4,6 +4,7 @@ import { lazy, Suspense, useEffect } from 'react';
 import { useQuery } from 'urql';
 import { onSignedOut } from './client';
 import { Layout } from './components/Layout';
+import { PageErrorBoundary } from './components/PageErrorBoundary';
 import { ErrorMessage, Loading } from './components/States';
 import { graphql } from './gql';
 import { useRouter } from './router';
@@ -120,10 +121,13 @@ export function App() {
     operator: 'Operator',
   };
   document.title = `${titles[key] ?? 'Dashboard'} · tollgate`;
+  // Keyed by the path: another page from the navigation gets a fresh boundary.
   const content = (
-    <Suspense fallback={<Loading what="the page" />}>
-      <Page signupPolicy={data?.signupPolicy ?? 'open'} />
-    </Suspense>
+    <PageErrorBoundary key={path}>
+      <Suspense fallback={<Loading what="the page" />}>
+        <Page signupPolicy={data?.signupPolicy ?? 'open'} />
+      </Suspense>
+    </PageErrorBoundary>
   );
   return (
     <SessionContext.Provider value={session}>
