@@ -94,6 +94,10 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
       expect(r.body.errors).toBeUndefined();
     };
 
+    /** Whether anything on the page reaches past the viewport's width (the page scrolls sideways). */
+    const widerThanViewport = (page: Page) =>
+      page.evaluate(() => document.documentElement.scrollWidth > document.documentElement.clientWidth);
+
     async function seesSessionEnded(page: Page): Promise<void> {
       await page.getByRole('heading', { name: 'Sign in to tollgate' }).waitFor();
       await page.getByRole('status').getByText('Your session ended: sign in again.').waitFor();
@@ -201,6 +205,24 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
         // Reload brings the page once the server is back.
         await page.getByRole('button', { name: 'Reload' }).click();
         await page.getByRole('heading', { name: 'Usage', level: 1 }).waitFor();
+      } finally {
+        await ctx.close();
+      }
+    });
+
+    it('fits a large balance in its card at phone, small phone and tablet widths', { timeout: 60_000 }, async () => {
+      const { ctx, page, accountId } = await signedIn('/', { width: 320, height: 700 });
+      try {
+        await page.getByRole('region', { name: 'Balance' }).getByText('0.00 USD').waitFor();
+        await credit(accountId, '99999.496954');
+        const balance = page.getByRole('region', { name: 'Balance' });
+        await balance.getByText('99,999.496954 USD').waitFor();
+        for (const width of [320, 375, 1024]) {
+          await page.setViewportSize({ width, height: 700 });
+          expect(await widerThanViewport(page), `${width} px`).toBe(false);
+          const card = await balance.evaluate((e) => ({ scroll: e.scrollWidth, client: e.clientWidth }));
+          expect(card.scroll, `the Balance card at ${width} px`).toBeLessThanOrEqual(card.client);
+        }
       } finally {
         await ctx.close();
       }
