@@ -227,5 +227,33 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
         await ctx.close();
       }
     });
+
+    it('wraps a playground answer and its reasoning with long runs without spaces at phone width', { timeout: 60_000 }, async () => {
+      const run = `https://example.com/${'a'.repeat(200)}`;
+      const thought = `thinking:${'b'.repeat(200)}`;
+      const chunk = (body: Record<string, unknown>) =>
+        `data: ${JSON.stringify({ id: 'chatcmpl-x', object: 'chat.completion.chunk', created: 1735689600, model: 'm', ...body })}\n\n`;
+      s.upstream.setFault({
+        raw: [
+          chunk({ choices: [{ index: 0, delta: { role: 'assistant', reasoning_content: thought }, finish_reason: null }] }),
+          chunk({ choices: [{ index: 0, delta: { content: run }, finish_reason: null }] }),
+          chunk({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] }),
+          chunk({ choices: [], usage: { prompt_tokens: 4, completion_tokens: 1, total_tokens: 5 } }),
+          'data: [DONE]\n\n',
+        ].join(''),
+        type: 'text/event-stream',
+      });
+      const { ctx, page } = await signedIn('/playground', { width: 320, height: 700 });
+      try {
+        await page.getByLabel('Prompt').fill('A link, please');
+        await page.getByRole('button', { name: 'Send' }).click();
+        await page.getByText(run).waitFor();
+        await page.getByText(thought).waitFor();
+        expect(await widerThanViewport(page)).toBe(false);
+      } finally {
+        s.upstream.setFault(null);
+        await ctx.close();
+      }
+    });
   },
 );
