@@ -9,7 +9,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningServer, startServer } from '../src/server.js';
 import { launchChromium } from './support/browser.js';
-import { ADMIN_TOKEN, startTestServer, type TestServer } from './support/harness.js';
+import { ADMIN_TOKEN, catalogYaml, startTestServer, type TestServer } from './support/harness.js';
 import { findExecutable, missing } from './support/requirements.js';
 import { waitUntil } from './support/wait.js';
 
@@ -32,7 +32,8 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
         cwd: ROOT,
         stdio: 'inherit',
       });
-      s = await startTestServer();
+      // The developer tier without an allocation: its calls are paid from the wallet from the first token.
+      s = await startTestServer({ yaml: (u) => `${catalogYaml(u)}tiers:\n  developer: { monthly_tokens: 0 }\n` });
       running = await startServer(s.services, { port: 0, host: '127.0.0.1' });
       url = running.url;
       browser = await launchChromium(CHROMIUM!);
@@ -61,16 +62,20 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
       return { ctx, page };
     }
 
-    /** A new account, signed in in a browser of its own, on `at` (a path under /dashboard). */
-    async function signedIn(at: string, viewport = { width: 1200, height: 860 }) {
+    /** A new account, signed up: its address, its session cookie (name=value) and its id. */
+    async function signUp() {
       const email = `person-${++people}@example.com`;
       const up = await gql('mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { account { id } } }', {
         e: email,
         p: PASSWORD,
       });
-      const cookie = up.setCookie[0]!.split(';')[0]!;
-      const { ctx, page } = await browse(cookie, at, viewport);
-      return { ctx, page, email, cookie, accountId: up.body.data.signUp.account.id as string };
+      return { email, cookie: up.setCookie[0]!.split(';')[0]!, accountId: up.body.data.signUp.account.id as string };
+    }
+
+    /** A new account, signed in in a browser of its own, on `at` (a path under /dashboard). */
+    async function signedIn(at: string, viewport = { width: 1200, height: 860 }) {
+      const person = await signUp();
+      return { ...person, ...(await browse(person.cookie, at, viewport)) };
     }
 
     /** The session ends from elsewhere: signed out with its cookie by another client. */
@@ -252,6 +257,47 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
         expect(await widerThanViewport(page)).toBe(false);
       } finally {
         s.upstream.setFault(null);
+        await ctx.close();
+      }
+    });
+
+    it("shows a notification without a wallet change (a call refused by the spending limit) live, and the spend's currency", {
+      timeout: 60_000,
+    }, async () => {
+      const { cookie, accountId } = await signUp();
+      const tier = await s.graphql(
+        'mutation($id: ID!) { setAccountTier(accountId: $id, tier: developer) { tier } }',
+        { id: accountId },
+        ADMIN_TOKEN,
+      );
+      expect(tier.body.errors).toBeUndefined();
+      await credit(accountId, '1');
+      const limit = await gql(
+        'mutation { updateSpendingLimit(input: { enabled: true, monthlyLimit: "0.00003", action: block }) { monthlySpend } }',
+        {},
+        cookie,
+      );
+      expect(limit.body.errors).toBeUndefined();
+      const apiKey = (await gql('mutation { createMyApiKey(name: "test") { apiKey } }', {}, cookie)).body.data.createMyApiKey
+        .apiKey as string;
+      const chat = () =>
+        fetch(`${url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'chat-test', messages: [{ role: 'user', content: 'a #tokens=5' }], max_tokens: 5 }),
+        });
+      const { ctx, page } = await browse(cookie, '/');
+      try {
+        const spend = page.getByRole('region', { name: 'Spend this month' });
+        await spend.getByText('0.00 USD of 0.00003 USD').waitFor();
+        expect((await chat()).status).toBe(200);
+        await spend.getByText('0.000016 USD of 0.00003 USD').waitFor();
+        const recent = page.getByRole('region', { name: /Recent notifications/ });
+        await recent.getByText('No notifications yet.').waitFor();
+        // The next call would pass the limit: refused, nothing charged, one notification written.
+        expect((await chat()).status).toBe(402);
+        await recent.getByText(/Spending limit reached/).waitFor();
+      } finally {
         await ctx.close();
       }
     });

@@ -30,6 +30,7 @@ type Documents = {
     "\n  mutation OperatorCredit($input: CreditWalletInput!) {\n    creditWallet(input: $input) {\n      id\n      balanceAfter\n    }\n  }\n": typeof types.OperatorCreditDocument,
     "\n  query Overview {\n    viewer {\n      id\n      tier\n      wallet {\n        balance\n        held\n        currency\n      }\n      allocation {\n        used\n        held\n        monthlyTokens\n        period\n      }\n      settings {\n        monthlySpend\n        spendingLimit {\n          enabled\n          monthlyLimit\n          action\n        }\n      }\n      notifications(first: 5) {\n        unreadCount\n        nodes {\n          id\n          subject\n          createdAt\n          read\n        }\n      }\n    }\n  }\n": typeof types.OverviewDocument,
     "\n  subscription WalletUpdated {\n    walletUpdated {\n      balance\n      currency\n      transaction {\n        id\n        type\n        amount\n      }\n    }\n  }\n": typeof types.WalletUpdatedDocument,
+    "\n  subscription OverviewNotificationAdded {\n    notificationAdded {\n      id\n    }\n  }\n": typeof types.OverviewNotificationAddedDocument,
     "\n  query Plans {\n    plans {\n      tier\n      monthlyTokens\n      overage\n      monthlyFee\n      rpm\n      tpm\n      selfService\n    }\n    viewer {\n      id\n      tier\n    }\n  }\n": typeof types.PlansDocument,
     "\n  mutation ChangePlan($tier: Tier!) {\n    changePlan(tier: $tier) {\n      id\n      tier\n    }\n  }\n": typeof types.ChangePlanDocument,
     "\n  query ChatModels {\n    models(category: chat) {\n      id\n      available\n      pricing {\n        inputPricePerMillion\n        outputPricePerMillion\n      }\n    }\n  }\n": typeof types.ChatModelsDocument,
@@ -69,6 +70,7 @@ const documents: Documents = {
     "\n  mutation OperatorCredit($input: CreditWalletInput!) {\n    creditWallet(input: $input) {\n      id\n      balanceAfter\n    }\n  }\n": types.OperatorCreditDocument,
     "\n  query Overview {\n    viewer {\n      id\n      tier\n      wallet {\n        balance\n        held\n        currency\n      }\n      allocation {\n        used\n        held\n        monthlyTokens\n        period\n      }\n      settings {\n        monthlySpend\n        spendingLimit {\n          enabled\n          monthlyLimit\n          action\n        }\n      }\n      notifications(first: 5) {\n        unreadCount\n        nodes {\n          id\n          subject\n          createdAt\n          read\n        }\n      }\n    }\n  }\n": types.OverviewDocument,
     "\n  subscription WalletUpdated {\n    walletUpdated {\n      balance\n      currency\n      transaction {\n        id\n        type\n        amount\n      }\n    }\n  }\n": types.WalletUpdatedDocument,
+    "\n  subscription OverviewNotificationAdded {\n    notificationAdded {\n      id\n    }\n  }\n": types.OverviewNotificationAddedDocument,
     "\n  query Plans {\n    plans {\n      tier\n      monthlyTokens\n      overage\n      monthlyFee\n      rpm\n      tpm\n      selfService\n    }\n    viewer {\n      id\n      tier\n    }\n  }\n": types.PlansDocument,
     "\n  mutation ChangePlan($tier: Tier!) {\n    changePlan(tier: $tier) {\n      id\n      tier\n    }\n  }\n": types.ChangePlanDocument,
     "\n  query ChatModels {\n    models(category: chat) {\n      id\n      available\n      pricing {\n        inputPricePerMillion\n        outputPricePerMillion\n      }\n    }\n  }\n": types.ChatModelsDocument,
@@ -170,6 +172,10 @@ export function graphql(source: "\n  query Overview {\n    viewer {\n      id\n 
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
 export function graphql(source: "\n  subscription WalletUpdated {\n    walletUpdated {\n      balance\n      currency\n      transaction {\n        id\n        type\n        amount\n      }\n    }\n  }\n"): (typeof documents)["\n  subscription WalletUpdated {\n    walletUpdated {\n      balance\n      currency\n      transaction {\n        id\n        type\n        amount\n      }\n    }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  subscription OverviewNotificationAdded {\n    notificationAdded {\n      id\n    }\n  }\n"): (typeof documents)["\n  subscription OverviewNotificationAdded {\n    notificationAdded {\n      id\n    }\n  }\n"];
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */

@@ -1,5 +1,7 @@
 // The overview: the balance (live over graphql-ws: a top-up, a charge or a credit shows without a
-// reload), the monthly allocation used, spend against the spending limit, recent notifications.
+// reload), the monthly allocation used, spend against the spending limit, recent notifications
+// (live too: a notification without a wallet change, such as a call refused by the spending limit,
+// shows without a reload).
 import { useState } from 'react';
 import { useQuery, useSubscription } from 'urql';
 import { AllocationBar } from '../components/AllocationBar';
@@ -60,12 +62,24 @@ const WalletUpdatedDoc = graphql(`
   }
 `);
 
+const NotificationAddedDoc = graphql(`
+  subscription OverviewNotificationAdded {
+    notificationAdded {
+      id
+    }
+  }
+`);
+
 export default function OverviewPage() {
   const [{ data, fetching, error }, refetch] = useQuery({ query: OverviewDoc });
   const [live, setLive] = useState<string | null>(null);
   useSubscription({ query: WalletUpdatedDoc }, (_prev, event) => {
     setLive(event.walletUpdated.balance);
     // Spend and notifications follow the change.
+    refetch({ requestPolicy: 'network-only' });
+    return event;
+  });
+  useSubscription({ query: NotificationAddedDoc }, (_prev, event) => {
     refetch({ requestPolicy: 'network-only' });
     return event;
   });
@@ -106,13 +120,15 @@ export default function OverviewPage() {
                 value={Math.min(toNumber(v.settings.monthlySpend), toNumber(limit.monthlyLimit))}
               />
               <p>
-                <Money value={v.settings.monthlySpend} /> of <Money value={limit.monthlyLimit} /> (
+                <Money value={v.settings.monthlySpend} currency={v.wallet.currency} /> of{' '}
+                <Money value={limit.monthlyLimit} currency={v.wallet.currency} /> (
                 {limit.action === 'block' ? 'calls are refused past it' : 'an alert past it'})
               </p>
             </>
           ) : (
             <p>
-              <Money value={v.settings.monthlySpend} /> spent; no spending limit. <Link to="/settings">Set one</Link>
+              <Money value={v.settings.monthlySpend} currency={v.wallet.currency} /> spent; no spending limit.{' '}
+              <Link to="/settings">Set one</Link>
             </p>
           )}
         </section>
