@@ -1,8 +1,9 @@
 // The dashboard when things change under an open page, in Debian's Chromium through
 // playwright-core: the session ends elsewhere (the sign-in page says so instead of raw API
 // errors), the server restarts (the live balance comes back on its own), a page's code cannot be
-// loaded (a message and a Reload button, the navigation still usable), and long amounts or answers
-// at phone width (nothing widens the page).
+// loaded (a message and a Reload button, the navigation still usable), long amounts or answers at
+// phone width (nothing widens the page), a notification with no wallet change (the overview shows
+// it live), and a canceled top-up (its result page lists no credits).
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
@@ -297,6 +298,22 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
         // The next call would pass the limit: refused, nothing charged, one notification written.
         expect((await chat()).status).toBe(402);
         await recent.getByText(/Spending limit reached/).waitFor();
+      } finally {
+        await ctx.close();
+      }
+    });
+
+    it('lists no credits on the result page of a canceled top-up', { timeout: 60_000 }, async () => {
+      const { ctx, page } = await signedIn('/top-up');
+      try {
+        await page.getByLabel('Amount').fill('25');
+        await page.getByRole('button', { name: 'Top up', exact: true }).click();
+        await page.getByRole('button', { name: 'Cancel' }).click();
+        await page.getByRole('link', { name: /Back to your account/ }).click();
+        await page.getByRole('heading', { name: 'Canceled: nothing was charged.' }).waitFor();
+        const outcome = page.getByRole('region', { name: 'Canceled: nothing was charged.' });
+        await outcome.getByText('25.00 USD').first().waitFor();
+        expect(await outcome.getByRole('term').allTextContents()).toEqual(['Amount', 'Balance now']);
       } finally {
         await ctx.close();
       }

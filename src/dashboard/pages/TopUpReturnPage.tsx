@@ -68,10 +68,15 @@ export default function TopUpReturnPage() {
             <dd>
               <Money value={t.amount} currency={t.currency} />
             </dd>
-            <dt>{t.status === 'paid' ? 'Credits added' : 'Credits'}</dt>
-            <dd>
-              <Money value={t.credits} currency={t.currency} />
-            </dd>
+            {/* A canceled, expired or failed top-up credits nothing: no credits to list. */}
+            {t.status === 'paid' || t.status === 'open' ? (
+              <>
+                <dt>{t.status === 'paid' ? 'Credits added' : 'Credits'}</dt>
+                <dd>
+                  <Money value={t.credits} currency={t.currency} />
+                </dd>
+              </>
+            ) : null}
             <dt>Balance now</dt>
             <dd>
               <Money value={data!.viewer.wallet.balance} currency={data!.viewer.wallet.currency} />
