@@ -52,6 +52,7 @@ export const registerWalletCommands: CommandGroup = (program, ctx) => {
       async (opts: { account: string; amount: string; type: CreditType; description: string; idempotencyKey?: string; json?: boolean }) => {
         const amount = parseAmount(opts.amount);
         const { billing } = await ctx.services();
+        const started = Date.now();
         const t = await billing.creditWallet({
           accountId: opts.account,
           amount,
@@ -59,7 +60,13 @@ export const registerWalletCommands: CommandGroup = (program, ctx) => {
           description: opts.description,
           idempotencyKey: opts.idempotencyKey ?? null,
         });
-        if (opts.json) printExact(ctx, transactionJson(t));
+        // A repeated key answers the transaction it made before this command began: nothing new.
+        const replayed = t.createdAt.getTime() < started;
+        if (opts.json) printExact(ctx, { ...transactionJson(t), replayed });
+        else if (replayed)
+          ctx.print(
+            `Nothing credited: the idempotency key ${opts.idempotencyKey} was used at ${t.createdAt.toISOString()} for transaction ${t.id} (${formatDecimal(t.amount)} ${WALLET_CURRENCY}, ${t.type}, to ${t.accountId}).`,
+          );
         else
           ctx.print(
             `Credited ${formatDecimal(t.amount)} ${WALLET_CURRENCY} (${t.type}) to ${t.accountId}: balance ${formatDecimal(t.balanceAfter)} ${WALLET_CURRENCY}. Transaction ${t.id}.`,

@@ -124,6 +124,28 @@ describe('tollgate wallet and ledger commands', () => {
       '--json',
     );
     expect(JSON.parse(twice.stdout).id).toBe(JSON.parse(once.stdout).id);
+    expect([JSON.parse(once.stdout).replayed, JSON.parse(twice.stdout).replayed]).toEqual([false, true]);
+    // In words too: a third run says that nothing was credited, not "Credited".
+    const thrice = await tollgate(
+      env,
+      'wallet',
+      'credit',
+      '--account',
+      accountId,
+      '--amount',
+      '1',
+      '--type',
+      'refund',
+      '--description',
+      'Ticket 7',
+      '--idempotency-key',
+      'ticket-7',
+    );
+    expect(thrice.stdout).toMatch(
+      new RegExp(
+        `^Nothing credited: the idempotency key ticket-7 was used at .* for transaction ${JSON.parse(once.stdout).id} \\(1 USD, refund, to ${accountId}\\)\\.\n$`,
+      ),
+    );
     const balance = await tollgate(env, 'wallet', 'balance', '--account', accountId, '--json');
     expect(balance.stdout.trim()).toBe(`{"account_id":"${accountId}","balance":13.500000001,"held":0,"currency":"USD"}`);
   });
