@@ -519,6 +519,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { payment
         'configure payments.processor: stripe, or set payments.allow_sandbox: true to serve it on other interfaces anyway',
     );
   }
+  if (env.PUBLIC_URL) checkPublicUrl(env.PUBLIC_URL);
   const publicUrl = (
     env.PUBLIC_URL || `http://${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host}:${port}`
   ).replace(/\/+$/, '');
@@ -557,4 +558,18 @@ function paymentsEnv(env: NodeJS.ProcessEnv, payments: PaymentsSettings): Stripe
   } catch (e) {
     throw new ConfigError((e as Error).message);
   }
+}
+
+/** PUBLIC_URL goes into checkout and e-mail links: an address a browser can open, or start-up stops. */
+function checkPublicUrl(value: string): void {
+  let url: URL | null = null;
+  try {
+    url = new URL(value);
+  } catch {
+    url = null;
+  }
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.search || url.hash || url.username || url.password)
+    throw new ConfigError(
+      `PUBLIC_URL=${value}: the address clients reach this server at, with its scheme and without query or credentials, e.g. https://api.example.com or http://127.0.0.1:8080`,
+    );
 }

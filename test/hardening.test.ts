@@ -539,6 +539,14 @@ describe('safe exposure', () => {
     expect(loadConfig(baseEnv({})).adminToken).toBeNull();
   });
 
+  it('refuses a PUBLIC_URL that is no address a browser opens (checkout and e-mail links are made from it), naming it', () => {
+    for (const bad of ['api.example.com', 'ftp://api.example.com', 'https://user:pw@api.example.com', 'https://api.example.com/?x=1'])
+      expect(() => loadConfig(baseEnv({ PUBLIC_URL: bad })), bad).toThrow(
+        new RegExp(`^PUBLIC_URL=${bad.replace(/[?.]/g, '\\$&')}: the address clients reach`),
+      );
+    expect(loadConfig(baseEnv({ PUBLIC_URL: 'https://api.example.com/tollgate/' })).publicUrl).toBe('https://api.example.com/tollgate');
+  });
+
   it('answers a static file refused or missing, or a path that does not decode, with the error body: no stack trace, no server path', async () => {
     const cases: [string, number, string][] = [
       ['/dashboard/assets/..%2f..%2fpackage.json', 404, 'not_found'],
