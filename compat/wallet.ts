@@ -6,7 +6,7 @@ import type { SortOrder, TransactionType } from '../src/generated/graphql.js';
 import type { GraphQLContext } from '../src/graphql/context.js';
 import { exact, sendExactJson } from './money.js';
 import { documents, run } from './operations.js';
-import { queryParam } from './query.js';
+import { enumParam, queryParam } from './query.js';
 
 export function walletBalance() {
   return async (_req: Request, res: Response, ctx: GraphQLContext) => {
@@ -27,12 +27,12 @@ function limitOf(req: Request): number | null {
 
 export function walletTransactions() {
   return async (req: Request, res: Response, ctx: GraphQLContext) => {
-    // Values are passed as sent: GraphQL's enums (SortOrder, TransactionType) refuse any other.
+    // Checked against GraphQL's enums (SortOrder, TransactionType), named in /v1's words when refused.
     const variables = {
       first: limitOf(req),
       after: queryParam(req, 'after'),
-      order: queryParam(req, 'order') as SortOrder | null,
-      type: queryParam(req, 'type') as TransactionType | null,
+      order: enumParam(req, 'order', 'SortOrder') as SortOrder | null,
+      type: enumParam(req, 'type', 'TransactionType') as TransactionType | null,
     };
     const data = await run(documents.walletTransactions, variables, ctx);
     const page = data.viewer.wallet.transactions;

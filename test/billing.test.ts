@@ -596,7 +596,12 @@ describe.each(BACKENDS)('billing on %s', (backend) => {
         const bad = await c.get(`/wallet/transactions?${query}`);
         expect(bad.status, query).toBe(400);
         expect(bad.body.error, query).toMatchObject({ type: 'invalid_request_error', code: 'invalid_value', param });
+        expect(bad.body.error.message, query).not.toMatch(/Variable|enum/);
       }
+      expect((await c.get('/wallet/transactions?order=up')).body.error.message).toBe("'order' must be one of asc, desc; got 'up'.");
+      expect((await c.get('/wallet/transactions?type=gift')).body.error.message).toBe(
+        "'type' must be one of bonus, refund, subscription, topup, usage; got 'gift'.",
+      );
       // Another account's transaction id is no cursor here.
       const other = await seed(s).account({ tier: 'startup' }).wallet('1');
       const otherId = (await transactions(other.id))[0]!.id;
