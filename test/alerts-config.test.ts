@@ -4,7 +4,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readMailEnv } from '../src/config-alerts.js';
 import { parseConfigText } from '../src/config.js';
-import { ordinal } from '../src/mail/templates.js';
+import { ordinal, renderNotification } from '../src/mail/templates.js';
 
 describe('mail and alerts configuration', () => {
   it('writes .eml files beside the SQLite file, in ./data/mail for PostgreSQL, or in MAIL_DIR', () => {
@@ -44,6 +44,15 @@ describe('mail and alerts configuration', () => {
       /billing\.sweep_interval_seconds: at most 2147483/,
     );
     expect(parseConfigText('billing:\n  sweep_interval_seconds: 2147483\n', 'test.yaml').billing.sweep_interval_seconds).toBe(2_147_483);
+  });
+
+  it("says a blocking spending limit refuses calls past it, whatever the month's spend reads (just under it, when the next call would pass it)", () => {
+    const mail = renderNotification(
+      'spending_limit',
+      { period: '2026-11', spent: '0.001926', limit: '0.002', action: 'block', currency: 'USD' },
+      { publicUrl: 'https://tollgate.example', accountId: 'acct_x' },
+    );
+    expect(mail.subject).toBe('Spending limit reached: calls past 0.002 USD refused (0.001926 USD spent this month)');
   });
 
   it('writes ordinals as English does (the automatic top-up mail: "the 3rd in a row")', () => {

@@ -70,8 +70,9 @@ const TEMPLATES: Record<NotificationKind, (p: Payload) => Draft> = {
   spending_limit: (p) => {
     const reached = p.action === 'block';
     return {
+      // Blocking refuses a call that would pass the limit: the spend may still be just under it.
       subject: reached
-        ? `Spending limit reached: ${money(p.spent, p.currency)} this month`
+        ? `Spending limit reached: calls past ${money(p.limit, p.currency)} refused (${money(p.spent, p.currency)} spent this month)`
         : `Spending limit passed: ${money(p.spent, p.currency)} this month`,
       lines: [
         `Your usage spend for ${p.period} is ${money(p.spent, p.currency)}; your monthly spending limit is ${money(p.limit, p.currency)}.`,
