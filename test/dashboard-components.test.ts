@@ -47,8 +47,12 @@ describe('what a form sends and what it says when refused', () => {
     expect(errorText('Variable "$threshold" got invalid value "1.0000000001"; Decimal: more than 9 decimal places.')).toBe(
       'Threshold: "1.0000000001" has too many decimal places.',
     );
-    const own = 'monthlyLimit must be zero or a positive amount.';
-    expect(errorText(own)).toBe(own);
+    // The server's own words stay, with the field named as people read it.
+    expect(errorText('monthlyLimit must be zero or a positive amount.')).toBe('Monthly limit must be zero or a positive amount.');
+    expect(errorText("'extraRecipients' must hold e-mail addresses.")).toBe('Extra recipients must hold e-mail addresses.');
+    expect(errorText("'threshold' is required to turn automatic top-up on.")).toBe('Threshold is required to turn automatic top-up on.');
+    const plain = 'Top-ups are paid in USD, the currency of the wallet.';
+    expect(errorText(plain)).toBe(plain);
   });
 });
 
