@@ -425,8 +425,11 @@ describe('client mistakes are 4xx', () => {
     }
     const knex = getKnex(s.services.orm);
     await waitUntil(() => logLines.filter((l) => l.msg === 'request' && l.status === 499).length === 2, 10_000);
-    const outcomes = (await knex('usage_events').where({ key_id: keyId }).select('outcome')).map((r: { outcome: string }) => r.outcome);
-    expect(outcomes.filter((o) => o === 'client_disconnected')).toHaveLength(2);
+    // Each call is settled once its engine has stopped, a moment after its client left.
+    const outcomes = async () =>
+      (await knex('usage_events').where({ key_id: keyId }).select('outcome')).map((r: { outcome: string }) => r.outcome);
+    await until(async () => (await outcomes()).length === 2);
+    expect(await outcomes()).toEqual(['client_disconnected', 'client_disconnected']);
     expect(logLines.filter((l) => Number(l.level) >= 50)).toEqual([]);
   });
 
