@@ -70,6 +70,13 @@ function progressReporter(ctx: ModelsCliContext, label: string) {
 
 async function pullOne(ctx: ModelsCliContext, source: string, out: string | undefined, label: string): Promise<PullResult> {
   const progress = progressReporter(ctx, label);
+  // Ctrl-C: the bar gives the terminal its cursor back, and the person learns the part is kept.
+  const interrupted = () => {
+    progress.stop();
+    ctx.stderr(`\n${label}: interrupted; what was downloaded is kept, and the same command resumes it\n`);
+    process.exit(130);
+  };
+  process.once('SIGINT', interrupted);
   try {
     return await pullModel({
       source,
@@ -80,6 +87,7 @@ async function pullOne(ctx: ModelsCliContext, source: string, out: string | unde
       onProgress: ({ received, total }) => progress.update(received, total),
     });
   } finally {
+    process.off('SIGINT', interrupted);
     progress.stop();
   }
 }

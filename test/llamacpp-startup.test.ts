@@ -2,6 +2,7 @@
 // model files are missing (and the command that fetches each) or refused, the other models serve;
 // a catalog that contradicts a GGUF stops start-up. And the CLI's model commands (run in-process
 // through runCli, the same entry bin/tollgate.js calls): fixtures, and pull from a loopback server.
+import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
@@ -247,6 +248,40 @@ describe('tollgate models pull', () => {
     expect(readFileSync(path.join(out, 'sub/b.gguf')).equals(body)).toBe(true);
     expect(existsSync(path.join(out, 'c.gguf'))).toBe(false);
   });
+
+  it('on Ctrl-C stops its progress, keeps the part downloaded and says the same command resumes it', async () => {
+    // A file whose first half comes at once and whose rest never does.
+    const stalled = createServer((req, res) => {
+      res.writeHead(200, { 'content-length': body.length });
+      if (req.method === 'HEAD') return void res.end();
+      res.write(body.subarray(0, body.length / 2));
+    });
+    await new Promise<void>((r) => stalled.listen(0, '127.0.0.1', r));
+    const models = path.join(dir, 'interrupted');
+    try {
+      const child = spawn(
+        process.execPath,
+        ['bin/tollgate.js', 'models', 'pull', `http://127.0.0.1:${(stalled.address() as AddressInfo).port}/m.gguf`],
+        {
+          env: { ...process.env, MODELS_DIR: models, TOLLGATE_PROGRESS: 'lines' },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
+      let stderr = '';
+      child.stderr.on('data', (d: Buffer) => {
+        stderr += d.toString();
+        if (stderr.includes('25%') && !child.killed) child.kill('SIGINT');
+      });
+      const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
+      expect(code).toBe(130);
+      expect(stderr).toMatch(/interrupted; what was downloaded is kept, and the same command resumes it/);
+      expect(existsSync(path.join(models, 'm.gguf.part'))).toBe(true);
+      expect(existsSync(path.join(models, 'm.gguf'))).toBe(false);
+    } finally {
+      stalled.closeAllConnections();
+      await new Promise((r) => stalled.close(r));
+    }
+  }, 60_000);
 
   it('fetches hf: sources from the mirror HF_ENDPOINT names', async () => {
     const models = path.join(dir, 'mirror');
