@@ -398,12 +398,17 @@ export function parseConfigText(
   const top = fileSchema.safeParse(raw, { reportInput: true });
   const fileKnown = () => (fileKeys ??= keyNames(fileSchema));
   const modelKnown = () => (modelKeys ??= keyNames(modelSchema));
-  if (!top.success) throw new ConfigError(`${source}: ${top.error.issues.map((i) => describeIssue(i, '', fileKnown)).join('; ')}`);
-  // Every model's problems are gathered, so that one start-up shows them all (each once).
-  const problems: string[] = [];
+  // Every problem is gathered, the file's own keys' and each model's, so that one start-up shows
+  // them all (each once, one per line).
+  const problems: string[] = top.success ? [] : [...new Set(top.error.issues.map((i) => describeIssue(i, '', fileKnown)))];
   const models: ModelConfig[] = [];
   const seen = new Set<string>();
-  top.data.models.forEach((entry, index) => {
+  const entries: unknown[] = top.success
+    ? top.data.models
+    : Array.isArray((raw as { models?: unknown } | null)?.models)
+      ? (raw as { models: unknown[] }).models
+      : [];
+  entries.forEach((entry, index) => {
     const id = entry && typeof entry === 'object' && 'id' in entry ? String((entry as { id: unknown }).id) : `#${index + 1}`;
     const parsed = modelSchema.safeParse(entry, { reportInput: true });
     if (!parsed.success) {
@@ -429,6 +434,7 @@ export function parseConfigText(
   });
   if (problems.length === 1) throw new ConfigError(`${source}: ${problems[0]}`);
   if (problems.length > 1) throw new ConfigError(`${source}: ${problems.length} problems:\n${problems.map((p) => `  ${p}`).join('\n')}`);
+  if (!top.success) throw new ConfigError(`${source}: not valid`); // unreachable: its issues are problems
   // A chat model's safety names a moderation model of this catalog.
   for (const m of models) {
     if (m.category !== 'chat' || !m.safety) continue;

@@ -120,4 +120,15 @@ describe('the config file', () => {
     expect(msg).toContain('model "chat-b": status');
     expect(msg.split('model "chat-a"')).toHaveLength(2);
   });
+
+  it("reports the file's own problems and every model's together, one per line, rather than the models' only once the rest is fixed", () => {
+    const msg = fails(`${chat().replace('status: active', 'status: active\n    colour: blue')}sever:\n  body_limit: 2mb\ntiers: 7\n`);
+    const lines = msg.split('\n');
+    expect(lines[0]).toMatch(/: 3 problems:$/);
+    expect(lines.slice(1).map((l) => l.trim())).toEqual([
+      expect.stringMatching(/^tiers: .*expected object/),
+      'unknown key "sever" (did you mean "server"?)',
+      'model "chat-a": unknown key "colour"',
+    ]);
+  });
 });
