@@ -222,7 +222,8 @@ const fileSchema = z.strictObject({
     .strictObject({
       /** The largest request body on every door (/v1, /graphql, WebSocket frames), e.g. 1mb, 512kb. */
       body_limit: z
-        .string()
+        // A plain number is bytes, as YAML reads 100000 unquoted.
+        .union([z.string(), z.number().int().positive().transform(String)])
         .refine((v) => (parseBytes(v) ?? 0) > 0, 'a size such as 1mb, 512kb or 100000 (bytes)')
         .default('1mb'),
       shutdown_timeout_ms: positiveInt.default(10_000),

@@ -98,6 +98,12 @@ describe('the config file', () => {
     expect(fails(chat().replace('status: active', 'status: retired'))).toContain('status');
   });
 
+  it('takes server.body_limit as a size or a plain number of bytes, as its hint says, and refuses zero', () => {
+    expect(parseConfigText(`${chat()}server:\n  body_limit: 100000\n`, 'c.yaml').server.body_limit).toBe('100000');
+    expect(parseConfigText(`${chat()}server:\n  body_limit: 512kb\n`, 'c.yaml').server.body_limit).toBe('512kb');
+    expect(fails(`${chat()}server:\n  body_limit: 0\n`)).toContain('server.body_limit');
+  });
+
   it('refuses unknown top-level keys and broken YAML', () => {
     expect(fails(chat() + 'extra: 1\n')).toContain('"extra"');
     expect(fails('models: [')).toContain('not valid YAML');
