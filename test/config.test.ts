@@ -116,6 +116,8 @@ describe('the config file', () => {
     expect(fails(chat().replace('base_url:', 'base_ulr:'))).toContain('"base_ulr" (did you mean "base_url"?)');
     expect(fails(chat() + 'sever:\n  body_limit: 2mb\n')).toContain('unknown key "sever" (did you mean "server"?)');
     expect(fails(chat() + 'colour: blue\n')).toMatch(/unknown key "colour"$/);
+    // Two letters swapped is one slip.
+    expect(fails(chat() + 'sevrer:\n  body_limit: 2mb\n')).toContain('unknown key "sevrer" (did you mean "server"?)');
   });
 
   it('reports the problems of every model in one message, each once', () => {
