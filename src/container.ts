@@ -62,7 +62,19 @@ export async function createServices(config: AppConfig, logger: Logger, opts: Se
   const engines = new Engines(config.models, logger.child({ component: 'engine' }), process.env, { gpu: config.llamacpp.gpu });
   // An explicit GPU build that cannot run here stops start-up, before the database opens.
   await engines.checkRuntime();
-  const orm = await openDatabase(config.databaseUrl);
+  const dbLog = logger.child({ component: 'database' });
+  const orm = await openDatabase(config.databaseUrl, {
+    migrations: {
+      starting: (pending, applied) =>
+        dbLog.info(
+          { migrations: pending },
+          applied === 0
+            ? `creating the database's tables (${pending.length} migrations)`
+            : `upgrading the database: ${pending.length} migration${pending.length === 1 ? '' : 's'} to apply; on a large database this can take a while`,
+        ),
+      done: (pending, ms) => dbLog.info({ migrations: pending.length, ms }, 'the database is up to date'),
+    },
+  });
   const billing = new BillingService({
     orm,
     tiers: config.tiers,

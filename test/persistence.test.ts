@@ -468,6 +468,27 @@ describe('DATABASE_URL', () => {
     },
   );
 
+  it('reports the migrations it is about to apply and when they are done, and nothing when there are none', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'tollgate-migrations-'));
+    const seen: unknown[][] = [];
+    const migrations = {
+      starting: (p: string[], n: number) => seen.push(['starting', p, n]),
+      done: (p: string[]) => seen.push(['done', p]),
+    };
+    try {
+      await closeDatabase(await openDatabase(`sqlite:${path.join(dir, 't.db')}`, { migrations }));
+      const names = MIGRATIONS.map((m) => m.name);
+      expect(seen).toEqual([
+        ['starting', names, 0],
+        ['done', names],
+      ]);
+      await closeDatabase(await openDatabase(`sqlite:${path.join(dir, 't.db')}`, { migrations }));
+      expect(seen).toHaveLength(2);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('opens an in-memory SQLite database with the schema migrated', async () => {
     const orm = await openDatabase('sqlite::memory:');
     try {

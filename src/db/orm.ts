@@ -87,7 +87,14 @@ function checkSqliteLocation(url: string, location: string): void {
   }
 }
 
-export async function openDatabase(url: string, opts: { debug?: boolean } = {}): Promise<MikroORM> {
+/** What openDatabase reports of the migrations it applies (none: nothing said). */
+export interface MigrationReport {
+  /** The migrations about to run, and how many had run before (0: a new database). */
+  starting?(pending: string[], applied: number): void;
+  done?(pending: string[], ms: number): void;
+}
+
+export async function openDatabase(url: string, opts: { debug?: boolean; migrations?: MigrationReport } = {}): Promise<MikroORM> {
   const target = parseDatabaseUrl(url);
   const common: Options = {
     entities: ENTITIES,
@@ -122,7 +129,7 @@ export async function openDatabase(url: string, opts: { debug?: boolean } = {}):
   }
 
   try {
-    await migrate(orm, target.kind);
+    await migrate(orm, target.kind, opts.migrations);
   } catch (e) {
     await orm.close(true);
     throw target.kind === 'postgresql' ? postgresProblem(url, e) : e;
@@ -190,8 +197,17 @@ async function refuseNewerSchema(orm: MikroORM): Promise<void> {
     );
 }
 
-async function migrate(orm: MikroORM, kind: DatabaseKind): Promise<void> {
+async function migrate(orm: MikroORM, kind: DatabaseKind, report: MigrationReport = {}): Promise<void> {
   const migrator = orm.getMigrator();
+  // Said before and after: an upgrade over a large database can take a while, silently otherwise.
+  const up = async () => {
+    const pending = (await migrator.getPendingMigrations()).map((m) => m.name.replace(/\.[jt]s$/, ''));
+    if (pending.length === 0) return;
+    report.starting?.(pending, (await migrator.getExecutedMigrations()).length);
+    const started = Date.now();
+    await migrator.up();
+    report.done?.(pending, Date.now() - started);
+  };
   if (kind === 'sqlite') {
     // The migrator's single transaction begins IMMEDIATE (see SqliteConnection): a second process
     // waits for it, then finds the migrations recorded and has nothing to do. Only the migrator's
@@ -204,7 +220,7 @@ async function migrate(orm: MikroORM, kind: DatabaseKind): Promise<void> {
       [orm.config.get('migrations').tableName ?? 'mikro_orm_migrations'],
     );
     await refuseNewerSchema(orm);
-    await migrator.up();
+    await up();
     return;
   }
   // A transaction-scoped advisory lock on a connection of its own, held while the migrator runs on
@@ -212,7 +228,7 @@ async function migrate(orm: MikroORM, kind: DatabaseKind): Promise<void> {
   await getKnex(orm).transaction(async (trx) => {
     await trx.raw(`select pg_advisory_xact_lock(${PG_MIGRATION_LOCK_KEY})`);
     await refuseNewerSchema(orm);
-    await migrator.up();
+    await up();
   });
 }
 

@@ -1,5 +1,6 @@
-// An upstream's failures are logged with the catalog model that called it and the base URL that
-// failed (several models may share one upstream server, and one model several base URLs).
+// What the server's log says: an upstream's failures with the catalog model that called it and
+// the base URL that failed (several models may share one upstream server, and one model several
+// base URLs); the database's migrations, before and after.
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -38,4 +39,13 @@ it('names the model and the base URL on the lines of an upstream error status an
   for (const msg of ['upstream answered with an error status', 'upstream sent an error inside the stream']) {
     expect(of(msg), msg).toMatchObject({ model: 'chat-test', upstream: expect.stringContaining(new URL(s.upstream.url).host) });
   }
+});
+
+it("says it creates the database's tables on a new database, and when it is done", () => {
+  const starting = lines.find((l) => l.component === 'database' && String(l.msg).startsWith("creating the database's tables"));
+  expect(starting).toMatchObject({ migrations: expect.arrayContaining(['0001-accounts-and-keys']) });
+  expect(lines.find((l) => l.component === 'database' && l.msg === 'the database is up to date')).toMatchObject({
+    migrations: (starting!.migrations as string[]).length,
+    ms: expect.any(Number),
+  });
 });
