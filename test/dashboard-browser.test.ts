@@ -43,6 +43,8 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
     let ann: BrowserContext;
     let page: Page;
     const email = 'ann@example.com';
+    /** Every answer of 400 or more the page's requests got (the page's own, its scripts', the browser's). */
+    const failed: string[] = [];
 
     beforeAll(async () => {
       // What npm ci's prepare script does.
@@ -55,6 +57,9 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
       browser = await launchChromium(CHROMIUM!);
       ann = await browser.newContext({ viewport: { width: 1200, height: 860 }, bypassCSP: true });
       page = await ann.newPage();
+      page.on('response', (r) => {
+        if (r.status() >= 400) failed.push(`${r.status()} ${new URL(r.url()).pathname}`);
+      });
     }, 120_000);
     afterAll(async () => {
       await browser?.close();
@@ -77,6 +82,8 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
       }
       expect(await page.getByRole('button', { name: 'Sign out' }).count()).toBe(1);
       await axe(page, 'overview');
+      // Nothing the browser asked for was missing (a favicon, a chunk): no error in its console.
+      expect(failed).toEqual([]);
     });
 
     it('tops up 50 through the sandbox checkout and shows 52.50 on the overview', { timeout: 60_000 }, async () => {

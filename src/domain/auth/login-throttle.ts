@@ -23,7 +23,7 @@ export class LoginThrottle {
         const retryAfter = Math.max(1, Math.ceil((recent[0]! + WINDOW_MS - this.now()) / 1000));
         throw new DomainError(
           'too_many_attempts',
-          `Too many failed sign-ins; try again in ${Math.ceil(retryAfter / 60)} minute(s), or reset the password.`,
+          `Too many failed sign-ins; try again in ${minutes(retryAfter)}, or reset the password.`,
           { retryAfter },
         );
       }
@@ -66,4 +66,10 @@ export class LoginThrottle {
   private sweep(): void {
     for (const key of [...this.failures.keys()]) if (this.recent(key).length === 0) this.failures.delete(key);
   }
+}
+
+/** 60 s → "1 minute", 900 s → "15 minutes". */
+function minutes(seconds: number): string {
+  const n = Math.ceil(seconds / 60);
+  return `${n} minute${n === 1 ? '' : 's'}`;
 }
