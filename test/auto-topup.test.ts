@@ -157,12 +157,12 @@ describe.each(BACKENDS)('automatic top-up on %s', (backend) => {
     });
 
     /** An account whose card was saved by a paid checkout of `amount`. */
-    async function withSavedCard(amount: number) {
-      const a = await seed(s).account({ tier: 'startup' });
-      const r = await client(s, a.apiKey).post('/wallet/top-up', { amount });
+    async function withSavedCard(amount: number, server: TestServer = s) {
+      const a = await seed(server).account({ tier: 'startup' });
+      const r = await client(server, a.apiKey).post('/wallet/top-up', { amount });
       const session = [...stripe.sessions.values()].find((x) => x.client_reference_id === r.body.id)!;
       stripe.pay(session.id);
-      expect((await deliverStripeEvent(s.url, stripe.events.completed(session.id))).body).toMatchObject({ outcome: 'credited' });
+      expect((await deliverStripeEvent(server.url, stripe.events.completed(session.id))).body).toMatchObject({ outcome: 'credited' });
       return a;
     }
 
@@ -268,6 +268,41 @@ describe.each(BACKENDS)('automatic top-up on %s', (backend) => {
       const keys = stripe.requests.filter((r) => r.path === '/v1/payment_intents').map((r) => r.idempotencyKey);
       expect(new Set(keys)).toEqual(new Set([`tollgate-auto-${pending!.id}`]));
       expect([...stripe.paymentIntents.values()].filter((i) => i.metadata.tollgate_account_id === a.id && i.off_session)).toHaveLength(1);
+    });
+
+    it('counts an attempt given up undecided against the monthly cap: its charge may still come', async () => {
+      const capDb = await createTestDatabase(backend);
+      const capped = await startTestServer({
+        databaseUrl: capDb.url,
+        yaml: (u) =>
+          catalogYaml(u, `${MODEL(u)}payments:\n  processor: stripe\n  auto_topup: { retry_after_seconds: 0, max_monthly: 20 }\n`),
+        env: { STRIPE_SECRET_KEY: TEST_SECRET_KEY, STRIPE_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET, STRIPE_API_BASE: stripe.url },
+      });
+      try {
+        const a = await withSavedCard(10, capped);
+        const c = client(capped, a.apiKey);
+        await c.graphql(SET_AUTO, { i: { enabled: true, threshold: '10', amount: '20' } });
+        stripe.script('POST /v1/payment_intents', ['lose', 503, 503]);
+        expect(await charge(capped, a.apiKey, 1)).toEqual([200]);
+        await capped.services.autoTopups.idle();
+        const [first] = (await capped.services.payments.listTopUps(a.id)).filter((t) => t.source === 'auto');
+        const earlier = new Date(Date.now() - 23.5 * 3600_000);
+        await capped.services.billing.db.run('update top_ups set created_at = ?, updated_at = ? where id = ?', [
+          earlier,
+          earlier,
+          first!.id,
+        ]);
+        // Given up, but it may have charged 20 this month: a second would pass the cap of 20 (in
+        // the first hours of a month the given-up one was started last month, and does not count).
+        const sameMonth = earlier.getUTCMonth() === new Date().getUTCMonth();
+        expect(await capped.services.autoTopups.check(a.id)).toBe(sameMonth ? 'capped' : 'credited');
+        const autos = (await capped.services.payments.listTopUps(a.id)).filter((t) => t.source === 'auto');
+        expect(autos.find((t) => t.id === first!.id)!.status).toBe('failed');
+        expect(autos).toHaveLength(sameMonth ? 1 : 2);
+      } finally {
+        await capped.close();
+        await capDb.drop();
+      }
     });
 
     it("does not ask again under a key older than Stripe's 24-hour memory of it: the attempt fails, a new one starts, a late confirmation still credits", async () => {

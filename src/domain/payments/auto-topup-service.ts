@@ -29,6 +29,7 @@ import {
   saveAutoTopup,
   sumAutoTopUpsSince,
   type TopUpRecord,
+  UNDECIDED_REASON_START,
 } from './top-up-store.js';
 
 export interface AutoTopupView {
@@ -301,7 +302,7 @@ class SlotTaken extends Error {}
 
 function noAnswer(windowMs: number | null): string {
   const hours = Math.round((windowMs ?? 0) / 3600_000);
-  return `The payment processor gave no answer about this charge within ${hours} hours, so it is not asked again; if the card was charged after all, the top-up is credited when the processor confirms it.`;
+  return `${UNDECIDED_REASON_START} within ${hours} hours, so it is not asked again; if the card was charged after all, the top-up is credited when the processor confirms it.`;
 }
 
 function parseThreshold(value: unknown): bigint {

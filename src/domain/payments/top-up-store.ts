@@ -209,11 +209,19 @@ export async function moveTopUp(
 }
 
 /** Sum of the automatic top-ups (open or paid) an account started since `since`. */
+/**
+ * How a given-up automatic top-up's failure reason begins: its processor never said whether it
+ * charged, so it still counts against the monthly cap (a late confirmation credits it).
+ */
+export const UNDECIDED_REASON_START = 'The payment processor gave no answer about this charge';
+
+/** What automatic top-ups started since `since` may have charged: open, paid, and given up undecided. */
 export async function sumAutoTopUpsSince(db: Db, accountId: string, since: Date): Promise<bigint> {
   const found = await rows<{ total: unknown }>(
     db,
-    "select cast(coalesce(sum(amount), 0) as text) as total from top_ups where account_id = ? and source = 'auto' and status in ('open', 'paid') and created_at >= ?",
-    [accountId, since],
+    "select cast(coalesce(sum(amount), 0) as text) as total from top_ups where account_id = ? and source = 'auto' and created_at >= ? " +
+      "and (status in ('open', 'paid') or (status = 'failed' and failure_reason like ?))",
+    [accountId, since, `${UNDECIDED_REASON_START}%`],
   );
   return big(found[0]?.total ?? 0);
 }
