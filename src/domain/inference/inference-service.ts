@@ -94,6 +94,8 @@ async function countInput(engine: Engine, text: string, limit: number): Promise<
  * real servers send a token, or a few, a chunk; text this long in one is many tokens.
  */
 const MULTI_TOKEN_CHUNK_CHARS = 64;
+/** How many o200k tokens a long chunk may hold per token of the model's own (hex, code, other scripts). */
+const TOKENIZER_SLACK = 4;
 
 const zeroUsage = (promptTokens = 0): Usage => ({ promptTokens, completionTokens: 0, totalTokens: promptTokens });
 
@@ -507,6 +509,8 @@ export class InferenceService {
     const produced = () => delivered.map((text, i) => withheld[i] + text);
     const chunks: number[] = new Array(n).fill(0);
     const ended: boolean[] = new Array(n).fill(false);
+    /** A choice was ended here at max_tokens: the engine's count covers text the client did not get. */
+    let cutShort = false;
     let settled: { usage: Usage; outcome: CallOutcome } | undefined;
     let failure: unknown;
     const events = engine.chatStream(withMaxTokens(request, maxTokens), signal)[Symbol.asyncIterator]();
@@ -530,24 +534,30 @@ export class InferenceService {
           if (chunks[c]! >= maxTokens) {
             // This choice went on past max_tokens: it ends there, as a model that stopped would have.
             ended[c] = true;
+            cutShort = true;
             yield chunkOf(head, c, {}, 'length');
             if (ended.every(Boolean)) break;
             continue;
           }
-          // A chunk is about a token; a long one (an upstream that sends many tokens at once and
-          // ignores max_tokens) is counted, and cut to what max_tokens leaves of the choice.
-          let text = event.type === 'tool_call' ? piece : event.content;
+          // A chunk is about a token. A long one (an upstream that sends many tokens at once) is
+          // weighed by the tokens the o200k tokenizer finds in it, divided by TOKENIZER_SLACK (the
+          // model's own tokenizer may need fewer: a compliant upstream must never be cut), and an
+          // upstream that goes on past max_tokens is cut inside the chunk that passes it.
+          let text = event.type === 'tool_call' ? event.arguments : event.content;
           let full = false;
-          if (event.type === 'tool_call' || text.length <= MULTI_TOKEN_CHUNK_CHARS) chunks[c]!++;
+          if (piece.length <= MULTI_TOKEN_CHUNK_CHARS) chunks[c]!++;
           else {
             const room = maxTokens - chunks[c]!;
-            const tokens = countTextTokensWithin(text, room);
-            if (tokens > room) {
-              text = truncateTextTokens(text, room);
+            const tokens = countTextTokensWithin(piece, room * TOKENIZER_SLACK);
+            const weight = Math.max(1, Math.ceil(tokens / TOKENIZER_SLACK));
+            if (weight > room) {
+              const kept = truncateTextTokens(piece, room * TOKENIZER_SLACK);
+              text = event.type === 'tool_call' ? kept.slice((event.name ?? '').length) : kept;
               full = true;
             }
-            chunks[c]! += Math.max(1, Math.min(tokens, room));
+            chunks[c]! += Math.min(weight, room);
           }
+          if (full) cutShort = true;
           if (event.type === 'reasoning_delta' && event.withheld) {
             withheld[c] += text;
           } else if (event.type === 'reasoning_delta') {
@@ -558,8 +568,8 @@ export class InferenceService {
             const logprobs = request.logprobs ? (full ? logprobsWithin(event.logprobs, text.length) : event.logprobs) : undefined;
             yield chunkOf(head, c, { content: text }, null, request.logprobs ? (logprobs ?? []) : undefined);
           } else {
-            delivered[c] += piece;
-            const fn = event.name === undefined ? { arguments: event.arguments } : { name: event.name, arguments: event.arguments };
+            delivered[c] += (event.name ?? '') + text;
+            const fn = event.name === undefined ? { arguments: text } : { name: event.name, arguments: text };
             yield chunkOf(
               head,
               c,
@@ -581,15 +591,18 @@ export class InferenceService {
           }
           continue;
         }
-        // As for a plain answer: a count past max_tokens covers text nobody got; what was sent is counted.
-        const reported =
-          event.usage.completionTokens > maxTokens * n
-            ? { ...event.usage, completionTokens: 0, totalTokens: event.usage.promptTokens }
-            : event.usage;
-        settled = {
-          usage: await billedUsage(engine, reported, { promptTokens, maxTokens: maxTokens * n, delivered: produced() }),
-          outcome: 'completed',
-        };
+        // As for a plain answer: a count past max_tokens, or of an answer cut here, covers text
+        // nobody got; what was sent is counted (cut here, at most the engine's count of it all).
+        const overran = event.usage.completionTokens > maxTokens * n;
+        const reported = cutShort || overran ? { ...event.usage, completionTokens: 0, totalTokens: event.usage.promptTokens } : event.usage;
+        let usage = await billedUsage(engine, reported, { promptTokens, maxTokens: maxTokens * n, delivered: produced() });
+        if (cutShort && !overran && isCount(event.usage.completionTokens) && usage.completionTokens > event.usage.completionTokens)
+          usage = {
+            ...usage,
+            completionTokens: event.usage.completionTokens,
+            totalTokens: usage.promptTokens + event.usage.completionTokens,
+          };
+        settled = { usage, outcome: 'completed' };
         for (let i = 0; i < n; i++) if (!ended[i]) yield chunkOf(head, i, {}, event.finishReason);
         yield usageChunkOf(head, settled.usage);
         return;
