@@ -445,7 +445,11 @@ describe('OpenAIEngine', () => {
     const { e, warnings } = engine([f.url], { first_byte_timeout_ms: 200, circuit_breaker: { failure_threshold: 1, cooldown_ms: 60_000 } });
     expect(((await rejection(e.chat(req('hi'), signal()))) as DomainError).code).toBe('upstream_timeout');
     expect(e.health()).toMatchObject([{ index: 0, state: 'open', failures: 1 }]);
-    expect(warnings.some((w) => w.msg === 'upstream ejected: its circuit breaker opened')).toBe(true);
+    // The upstream's own model apart from the catalog model's id, which the engine's logger adds.
+    expect(warnings.find((w) => w.msg === 'upstream ejected: its circuit breaker opened')?.obj).toMatchObject({
+      upstream_model: 'up-model',
+    });
+    expect(warnings.find((w) => w.msg === 'upstream ejected: its circuit breaker opened')?.obj).not.toHaveProperty('model');
 
     const plain = (await rejection(e.chat(req('hi'), signal()))) as DomainError;
     const streamed = (await rejection(collect(e.chatStream(req('hi'), signal())))) as DomainError;

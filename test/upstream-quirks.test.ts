@@ -219,6 +219,23 @@ ${chatModel('chat-q', `base_url: "${url}", timeout_ms: 5000`)}${chatModel(
     expect(await billed(id)).toMatchObject({ outcome: 'completed', promptTokens: 4, completionTokens: 1 });
   });
 
+  it('9c. a stream of n = 2 whose upstream ends one choice twice but not the other, then holds the response open, is no complete answer', async () => {
+    const { id, c } = await account();
+    s.upstream.setFault({
+      ...sse(
+        chunk([choice({ role: 'assistant', content: '' }), choice({ role: 'assistant', content: '' }, null, 1)]),
+        chunk([choice({ content: 'Done' }, 'stop'), choice({ content: 'Half an ans' }, null, 1)]),
+        chunk([choice({}, 'stop')]),
+        chunk([], { usage: usage(4, 6) }),
+      ),
+      hold: true,
+    });
+    const r = await stream(c, 'two?', { n: 2 });
+    expect(sseData(r.text)).not.toContain('[DONE]');
+    expect(JSON.parse(sseData(r.text).at(-1)!).error).toMatchObject({ code: expect.stringMatching(/^upstream_/) });
+    expect(await billed(id)).toMatchObject({ outcome: 'failed_mid_stream' });
+  });
+
   describe('6. finish reasons', () => {
     it("vLLM's `abort` after content ends the stream as an upstream failure, billed for what was delivered", async () => {
       const { id, c } = await account();

@@ -138,7 +138,7 @@ export class OpenAIEngine implements Engine {
         label,
         index,
         breaker: new CircuitBreaker({ failureThreshold: breaker.failure_threshold, cooldownMs: breaker.cooldown_ms }, (state, failures) =>
-          this.logBreaker(config.model, label, index, state, failures, breaker.cooldown_ms),
+          this.logBreaker(label, index, state, failures, breaker.cooldown_ms),
         ),
       };
     });
@@ -149,7 +149,7 @@ export class OpenAIEngine implements Engine {
       if (key) headers.authorization = `Bearer ${key}`;
       else
         this.logger.warn(
-          { model: config.model, api_key_env: config.api_key_env },
+          { upstream_model: config.model, api_key_env: config.api_key_env },
           'upstream API key variable is not set; calling without Authorization',
         );
     }
@@ -178,7 +178,14 @@ export class OpenAIEngine implements Engine {
         if (!up.breaker.tryAcquire()) continue;
         attempted = true;
         // A fresh state per attempt: we only move on to another server while nothing was yielded.
-        const state: StreamState = { yielded: false, content: '', finishReason: undefined, finished: 0, usage: undefined, done: false };
+        const state: StreamState = {
+          yielded: false,
+          content: '',
+          finishReason: undefined,
+          finished: new Set(),
+          usage: undefined,
+          done: false,
+        };
         const reading = streamReading(n, this.unknownFinish);
         const attempt = new Attempt(signal, call, this.firstByteMs, this.timeoutMs);
         let res: ResponseData;
@@ -273,7 +280,7 @@ export class OpenAIEngine implements Engine {
               // After [DONE] everything the consumer needs is in hand; a broken tail changes nothing.
               // Nor does one after every choice's end and the usage, when the upstream then holds
               // its response open without a [DONE] until a timeout, or breaks it off.
-              if (!state.done && !(state.finished >= n && state.usage)) throw e;
+              if (!state.done && !(state.finished.size >= n && state.usage)) throw e;
             }
           }
         } catch (e) {
@@ -421,7 +428,7 @@ export class OpenAIEngine implements Engine {
       const finish = choiceEvents(choice, reading, out);
       if (finish) {
         state.finishReason = finish;
-        state.finished++;
+        state.finished.add(typeof choice.index === 'number' ? choice.index : 0);
       }
       for (let i = from; i < out.length; i++) {
         const e = out[i]!;
@@ -623,8 +630,8 @@ export class OpenAIEngine implements Engine {
     return new DomainError('upstream_error', msg.unreachable);
   }
 
-  private logBreaker(model: string, upstream: string, index: number, state: BreakerState, failures: number, cooldownMs: number): void {
-    const fields = { model, upstream, index, breaker: state, failures };
+  private logBreaker(upstream: string, index: number, state: BreakerState, failures: number, cooldownMs: number): void {
+    const fields = { upstream_model: this.model, upstream, index, breaker: state, failures };
     if (state === 'open') this.logger.warn({ ...fields, cooldownMs }, 'upstream ejected: its circuit breaker opened');
     else if (state === 'half_open')
       (this.logger.info ?? this.logger.warn).call(this.logger, fields, 'upstream circuit breaker half-open: the next call probes it');

@@ -327,8 +327,8 @@ export interface StreamState {
   /** Everything streamed that costs output tokens (reasoning, content, tool calls), for usage the upstream leaves out. */
   content: string;
   finishReason: FinishReason | undefined;
-  /** Choices the upstream has ended (with a finish_reason). */
-  finished: number;
+  /** The indexes of the choices the upstream has ended (with a finish_reason). */
+  finished: Set<number>;
   usage: Record<string, unknown> | undefined;
   done: boolean;
 }
