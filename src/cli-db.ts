@@ -34,24 +34,11 @@ export const registerDbCommands: CommandGroup = (program, ctx) => {
       if (existsSync(opts.out))
         throw new DomainError('invalid_request', `${opts.out} already exists: choose a new file (a backup never overwrites)`);
       await mkdir(path.dirname(path.resolve(opts.out)), { recursive: true });
-      // Written beside the target and renamed into place only when whole: a copy cut short (Ctrl-C,
-      // a full disk) never sits at --out, where it would read as an empty database.
-      const partial = `${opts.out}.partial-${process.pid}`;
-      const removePartial = () => {
-        for (const file of [partial, `${partial}-journal`]) rmSync(file, { force: true });
-      };
-      const interrupted = () => {
-        removePartial();
-        ctx.stderr(`backup interrupted: nothing was written to ${opts.out}\n`);
-        process.exit(130);
-      };
-      process.once('SIGINT', interrupted);
-      process.once('SIGTERM', interrupted);
       const source = new Database(target.location, { readonly: true, fileMustExist: true });
       const started = Date.now();
       try {
         let shown = -1;
-        await source.backup(partial, {
+        await copyWhole(ctx, 'backup', source, opts.out, {
           progress: ({ totalPages, remainingPages }) => {
             const percent = totalPages === 0 ? 100 : Math.floor((100 * (totalPages - remainingPages)) / totalPages);
             if (!opts.json && percent >= shown + 10) {
@@ -60,16 +47,10 @@ export const registerDbCommands: CommandGroup = (program, ctx) => {
             }
             return 200; // pages per step: the server's writers get the database between steps
           },
+          beforeRename: forgetServers,
         });
-        forgetServers(partial);
-        renameSync(partial, opts.out);
-      } catch (e) {
-        removePartial();
-        throw e;
       } finally {
         source.close();
-        process.off('SIGINT', interrupted);
-        process.off('SIGTERM', interrupted);
       }
       const bytes = (await stat(opts.out)).size;
       const result = { source: target.location, out: opts.out, bytes, ms: Date.now() - started };
@@ -100,10 +81,14 @@ export const registerDbCommands: CommandGroup = (program, ctx) => {
       try {
         refuseWhileServed(target.location, opts.force === true);
         const started = Date.now();
-        // The database's old WAL and shared-memory files go first: SQLite would replay them onto the copy.
-        for (const file of [target.location, `${target.location}-wal`, `${target.location}-shm`]) rmSync(file, { force: true });
         await mkdir(path.dirname(path.resolve(target.location)), { recursive: true });
-        await source.backup(target.location);
+        await copyWhole(ctx, 'restore', source, target.location, {
+          // The database's old WAL and shared-memory files go just before the copy takes its
+          // place: SQLite would replay them onto the copy.
+          beforeRename: () => {
+            for (const file of [`${target.location}-wal`, `${target.location}-shm`]) rmSync(file, { force: true });
+          },
+        });
         const result = { from: opts.from, database: target.location, bytes: (await stat(target.location)).size, ms: Date.now() - started };
         if (opts.json) ctx.printJson(result);
         else
@@ -115,6 +100,42 @@ export const registerDbCommands: CommandGroup = (program, ctx) => {
       }
     });
 };
+
+/**
+ * Copies `source` to `dest` through SQLite's backup API, beside it first (`dest.partial-PID`),
+ * renamed into place only when whole: a copy cut short (Ctrl-C, a kill, a full disk) never sits
+ * at `dest`, where it would open as an empty database, and what was there stays as it was.
+ */
+async function copyWhole(
+  ctx: { stderr(text: string): void },
+  what: 'backup' | 'restore',
+  source: Database.Database,
+  dest: string,
+  opts: { progress?: (info: { totalPages: number; remainingPages: number }) => number; beforeRename?: (partial: string) => void },
+): Promise<void> {
+  const partial = `${dest}.partial-${process.pid}`;
+  const removePartial = () => {
+    for (const file of [partial, `${partial}-journal`]) rmSync(file, { force: true });
+  };
+  const interrupted = () => {
+    removePartial();
+    ctx.stderr(what === 'backup' ? `backup interrupted: nothing was written to ${dest}\n` : `restore interrupted: ${dest} is as it was\n`);
+    process.exit(130);
+  };
+  process.once('SIGINT', interrupted);
+  process.once('SIGTERM', interrupted);
+  try {
+    await source.backup(partial, opts.progress ? { progress: opts.progress } : undefined);
+    opts.beforeRename?.(partial);
+    renameSync(partial, dest);
+  } catch (e) {
+    removePartial();
+    throw e;
+  } finally {
+    process.off('SIGINT', interrupted);
+    process.off('SIGTERM', interrupted);
+  }
+}
 
 /** The backup, opened read-only, after SQLite's own check of every page and index. */
 function openSound(file: string): Database.Database {
@@ -157,8 +178,12 @@ interface Registration {
   heartbeatAt: number;
 }
 
+/** A heartbeat older than this is no live server's, even if a process has its pid now (reused). */
+const STALE_HEARTBEAT_MS = 10 * 60_000;
+
 function alive(r: Registration): boolean {
   if (r.host !== processHost()) return Date.now() - r.heartbeatAt < LIVE_HEARTBEAT_MS;
+  if (Date.now() - r.heartbeatAt > STALE_HEARTBEAT_MS) return false;
   try {
     process.kill(r.pid, 0);
     return true;

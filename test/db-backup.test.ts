@@ -11,6 +11,7 @@ import {
   mkdtempSync,
   openSync,
   readdirSync,
+  readFileSync,
   rmSync,
   writeFileSync,
   writeSync,
@@ -21,6 +22,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../src/cli.js';
 import { ADMIN_TOKEN, startTestServer, type TestServer } from './support/harness.js';
+import { until } from './support/wait.js';
 
 let s: TestServer;
 const out = mkdtempSync(path.join(tmpdir(), 'tollgate-backup-'));
@@ -191,6 +193,29 @@ describe('db backup', () => {
     expect(code).toBe(130);
     expect(stderr).toContain(`backup interrupted: nothing was written to ${target}`);
     expect(readdirSync(out).filter((f) => f.startsWith('cut.db'))).toEqual([]);
+  }, 60_000);
+
+  it('leaves the database as it was when a restore is interrupted', async () => {
+    const big = path.join(out, 'big.db');
+    expect(existsSync(big)).toBe(true); // written by the test before
+    const target = path.join(out, 'kept.db');
+    const kept = new Database(target);
+    kept.exec("create table mine (a text); insert into mine values ('still here')");
+    kept.close();
+    const before = readFileSync(target);
+    const child = spawn(process.execPath, ['bin/tollgate.js', 'db', 'restore', '--from', big], {
+      env: { ...process.env, DATABASE_URL: `sqlite:${target}`, CONFIG: path.join(s.dir, 'config.yaml') },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    // The copy is on its way once its part file is there.
+    await until(() => readdirSync(out).some((f) => f.startsWith('kept.db.partial-')));
+    child.kill('SIGINT');
+    const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
+    expect([code, stderr]).toEqual([130, expect.stringContaining(`restore interrupted: ${target} is as it was`)]);
+    expect(readFileSync(target).equals(before)).toBe(true);
+    expect(readdirSync(out).filter((f) => f.startsWith('kept.db.'))).toEqual([]);
   }, 60_000);
 
   it('ledger verify refuses a database file that is not there, rather than verifying a new empty one', async () => {
