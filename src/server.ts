@@ -159,6 +159,17 @@ function compatDoor(services: Services, inFlight: Set<AbortController>): CompatD
   };
 }
 
+/**
+ * A request's signal, aborted with ClientDisconnected when the request's is (its client went
+ * away): the reason says it was the client, so it is no server error to log.
+ */
+function leftWith(signal: AbortSignal): AbortSignal {
+  const left = new AbortController();
+  if (signal.aborted) left.abort(new ClientDisconnected());
+  else signal.addEventListener('abort', () => left.abort(new ClientDisconnected()), { once: true });
+  return left.signal;
+}
+
 /** The access line's status of a request whose client left before its answer was complete. */
 const CLIENT_CLOSED = 499;
 
@@ -381,7 +392,7 @@ export function createApp(services: Services) {
         path: connectionParams ? '/graphql (WebSocket)' : '/graphql',
         // Over WebSocket, the operation's own (onSubscribe below): aborted when the client
         // completes the operation or the socket closes, as an HTTP request's is when its client goes.
-        signal: request?.signal ?? (extra as { signal?: AbortSignal }).signal ?? new AbortController().signal,
+        signal: request?.signal ? leftWith(request.signal) : ((extra as { signal?: AbortSignal }).signal ?? new AbortController().signal),
         // Over HTTP, on express's response: set when Yoga writes the head (a 429's too).
         onRateLimit: res && !connectionParams ? rateLimitHeadersOn(res) : undefined,
         onSettled: res && !connectionParams ? settledOn(res) : undefined,
@@ -610,7 +621,7 @@ export async function startServer(services: Services, opts: { port?: number; hos
   const abortOperation = (socket: object, id: string) => {
     const controller = operations.get(socket)?.get(id);
     operations.get(socket)?.delete(id);
-    controller?.abort();
+    controller?.abort(new ClientDisconnected());
   };
   wss.on('connection', (socket) => {
     operations.set(socket, new Map());
@@ -629,7 +640,7 @@ export async function startServer(services: Services, opts: { port?: number; hos
       if (m?.type === 'complete' && typeof m.id === 'string') abortOperation(socket, m.id);
     });
     socket.on('close', () => {
-      for (const controller of operations.get(socket)?.values() ?? []) controller.abort();
+      for (const controller of operations.get(socket)?.values() ?? []) controller.abort(new ClientDisconnected());
       operations.delete(socket);
     });
   });

@@ -430,7 +430,21 @@ describe('client mistakes are 4xx', () => {
       (await knex('usage_events').where({ key_id: keyId }).select('outcome')).map((r: { outcome: string }) => r.outcome);
     await until(async () => (await outcomes()).length === 2);
     expect(await outcomes()).toEqual(['client_disconnected', 'client_disconnected']);
-    expect(logLines.filter((l) => Number(l.level) >= 50)).toEqual([]);
+    // GraphQL over HTTP too.
+    const gone = new AbortController();
+    setTimeout(() => gone.abort(), 300);
+    await fetch(`${s.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` },
+      body: JSON.stringify({
+        query: 'mutation($i: ChatCompletionInput!) { createChatCompletion(input: $i) { id } }',
+        variables: { i: { model: 'chat-test', messages: [{ role: 'user', content: 'slow #delay=3000' }], maxTokens: 5 } },
+      }),
+      signal: gone.signal,
+    }).catch(() => undefined);
+    await waitUntil(() => logLines.some((l) => l.msg === 'request' && l.status === 499 && l.path === '/graphql'), 10_000);
+    await until(async () => (await outcomes()).length === 3);
+    expect(logLines.filter((l) => Number(l.level) >= 50).map((l) => JSON.stringify(l).slice(0, 600))).toEqual([]);
   });
 
   it('logs an unexpected error once, with the request id and the path with its mount', async () => {

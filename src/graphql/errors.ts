@@ -35,9 +35,9 @@ function isRequestError(gql: GraphQLError): boolean {
   return !gql.originalError || VARIABLE_ERROR.test(gql.message);
 }
 
-/** True for errors masked as internal_error: neither a DomainError nor a mistake of the request. */
+/** True for errors masked as internal_error: neither a DomainError, nor a mistake of the request, nor a client that left. */
 export function isUnexpectedError(error: unknown): boolean {
-  if (domainErrorOf(error)) return false;
+  if (domainErrorOf(error) || originalOf(error, ClientDisconnected)) return false;
   return !(error instanceof GraphQLError && isRequestError(error));
 }
 
