@@ -65,10 +65,10 @@ export function parseDatabaseUrl(url: string): DatabaseTarget {
   return { kind: 'sqlite', location: value };
 }
 
-/** A DATABASE_URL that names no database, or a SQLite file this process cannot create, read or write: the message says what to do. */
 /** Where the database is when DATABASE_URL is not set (relative to the working directory). */
 export const DEFAULT_DATABASE_URL = 'sqlite:./data/tollgate.db';
 
+/** A DATABASE_URL that names no database, or a SQLite file this process cannot create, read or write: the message says what to do. */
 export class DatabaseLocationError extends Error {}
 
 /** Creates the SQLite file's directory and checks that this user may write there (and the file). */

@@ -180,13 +180,13 @@ async function checkWindows(text: string, windowChars: number, check: Check): Pr
  */
 function filteredEngine(inner: Engine, check: Check, safety: SafetyConfig): Engine {
   const windowChars = safety.window_chars;
-  /** Usage counted from what each choice holds (a choice cut, an answer cut at max_tokens): the prompt, and the text's tokens. */
   /** A cut answer's count, never above what the engine counted for the whole of it (when it did). */
   const atMost = (counted: Usage, engine: Usage | undefined): Usage => {
     if (!engine || counted.completionTokens <= engine.completionTokens) return counted;
     const completionTokens = engine.completionTokens;
     return { promptTokens: counted.promptTokens, completionTokens, totalTokens: counted.promptTokens + completionTokens };
   };
+  /** Usage counted from what each choice holds (a choice cut, an answer cut at max_tokens): the prompt, and the text's tokens. */
   const deliveredUsage = async (promptTokens: number, delivered: string[]): Promise<Usage> => {
     let completionTokens = 0;
     for (const text of delivered) if (text) completionTokens += await inner.countTokens(text);
