@@ -3,6 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { toCsv } from '../src/dashboard/lib/csv.js';
 import { errorText } from '../src/dashboard/lib/error-text.js';
+import { describeUserAgent } from '../src/dashboard/lib/user-agent.js';
 import { formatMoney, formatTokens, listPriceCost, normalizeAmount } from '../src/dashboard/lib/money.js';
 import { checkTopUpAmount, previewLines } from '../src/dashboard/lib/top-up-amount.js';
 import { dailySeries, modelTotals, monthRange, seriesModels, sumDecimals } from '../src/dashboard/lib/usage-shape.js';
@@ -132,5 +133,27 @@ describe('the CSV export', () => {
         ],
       ),
     ).toBe('a,b\r\n"x,y","say ""hi"""\r\n\'=SUM(A1),-2.5\r\n,3\r\n');
+  });
+});
+
+describe('signed-in browsers', () => {
+  it('are told apart by browser, version and system, not by the first 60 characters of their User-Agent', () => {
+    const chrome = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/156.0.8078.73 Safari/537.36';
+    expect(describeUserAgent(chrome)).toBe('Chrome 156 on Linux');
+    expect(
+      describeUserAgent(
+        'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36 Edg/120.0',
+      ),
+    ).toBe('Edge 120 on Windows');
+    expect(describeUserAgent('Mozilla/5.0 (Macintosh; Intel Mac OS X 14.1; rv:121.0) Gecko/20100101 Firefox/121.0')).toBe(
+      'Firefox 121 on macOS',
+    );
+    expect(
+      describeUserAgent(
+        'Mozilla/5.0 (iPhone; CPU iPhone OS 17_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.1 Mobile/15E148 Safari/604.1',
+      ),
+    ).toBe('Safari 17 on iOS');
+    expect(describeUserAgent('curl/8.5.0')).toBe('curl/8.5.0');
+    expect(describeUserAgent(null)).toBe('Unknown browser');
   });
 });

@@ -1,3 +1,4 @@
+import { describeUserAgent } from '../../lib/user-agent';
 import { useMutation } from 'urql';
 import { ErrorMessage } from '../../components/States';
 import { graphql } from '../../gql';
@@ -23,7 +24,7 @@ export function SessionsList({
       <ul className="plain">
         {sessions.map((s) => (
           <li key={s.id}>
-            {s.current ? <strong>This browser</strong> : (s.userAgent ?? 'Unknown browser').slice(0, 60)}{' '}
+            {s.current ? <strong>This browser</strong> : <span title={s.userAgent ?? undefined}>{describeUserAgent(s.userAgent)}</span>}{' '}
             <span className="muted">last seen {new Date(s.lastSeenAt).toLocaleString()}</span>{' '}
             {s.current ? null : (
               <button
