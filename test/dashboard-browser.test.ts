@@ -107,6 +107,8 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
       await axe(page, 'top-up result');
       await page.getByRole('link', { name: 'Overview', exact: true }).click();
       await balance(page).getByText('52.50 USD').waitFor();
+      // Moving to another page puts the focus on its heading (a screen reader says where it is).
+      await page.waitForFunction(() => document.activeElement?.tagName === 'H1' && document.activeElement.textContent === 'Overview');
     });
 
     it('shows a top-up paid in another tab on the open overview without a reload', { timeout: 60_000 }, async () => {

@@ -1,7 +1,8 @@
 // The frame of signed-in pages: a skip link, the navigation (a list of links, the current one
 // marked), the account, and the "Sign out" button.
-import type { ReactNode } from 'react';
+import { type ReactNode, useEffect, useRef } from 'react';
 import { useMutation } from 'urql';
+import { useRouter } from '../router';
 import { graphql } from '../gql';
 import { reloadTo, type SignedIn } from '../session';
 import { Link } from './Link';
@@ -25,8 +26,34 @@ const ACCOUNT_LINKS: [string, string][] = [
   ['/models', 'Models'],
 ];
 
+/**
+ * After moving to another page, focus goes to its heading, so that a screen reader says which page
+ * it is and the keyboard starts from the page (not from the link that was clicked). Pages load on
+ * demand: the heading is waited for, a second at most, then the main region takes the focus.
+ */
+function useFocusOnPageChange(path: string) {
+  const shown = useRef(path);
+  useEffect(() => {
+    if (shown.current === path) return; // the first page: the browser's own focus stays
+    shown.current = path;
+    let tries = 0;
+    const timer = setInterval(() => {
+      const heading = document.querySelector<HTMLElement>('main h1');
+      if (heading || ++tries > 20) {
+        clearInterval(timer);
+        const target = heading ?? document.getElementById('main');
+        if (heading && !heading.hasAttribute('tabindex')) heading.setAttribute('tabindex', '-1');
+        target?.focus();
+      }
+    }, 50);
+    return () => clearInterval(timer);
+  }, [path]);
+}
+
 export function Layout({ session, children }: { session: SignedIn | null; children: ReactNode }) {
   const [, signOut] = useMutation(SignOutDoc);
+  const { path } = useRouter();
+  useFocusOnPageChange(path);
   const links: [string, string][] = session?.account
     ? [...ACCOUNT_LINKS]
     : session
