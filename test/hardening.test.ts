@@ -447,6 +447,46 @@ describe('client mistakes are 4xx', () => {
     expect(logLines.filter((l) => Number(l.level) >= 50).map((l) => JSON.stringify(l).slice(0, 600))).toEqual([]);
   });
 
+  it('stops and bills nothing for a WebSocket stream completed at once, even when its id is subscribed again right after', async () => {
+    const { apiKey, keyId } = await s.account('developer');
+    const socket = new WebSocket(`${s.url.replace('http', 'ws')}/graphql`, 'graphql-transport-ws');
+    const messages: { id?: string; type: string; payload?: any }[] = [];
+    socket.on('message', (d) => messages.push(JSON.parse(String(d))));
+    await new Promise((r) => socket.once('open', r));
+    socket.send(JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${apiKey}` } }));
+    await waitUntil(() => messages.some((m) => m.type === 'connection_ack'));
+    const subscribe = (content: string, maxTokens: number) =>
+      JSON.stringify({
+        id: 'a',
+        type: 'subscribe',
+        payload: {
+          query: 'subscription($i: ChatCompletionInput!) { chatCompletionStream(input: $i) { choices { delta { content } } } }',
+          variables: { i: { model: 'chat-test', messages: [{ role: 'user', content }], maxTokens } },
+        },
+      });
+    try {
+      // Back to back: the first is completed before its operation has even started.
+      socket.send(subscribe('first #tokens=8 #delay=100', 8));
+      socket.send(JSON.stringify({ id: 'a', type: 'complete' }));
+      socket.send(subscribe('second #tokens=3', 3));
+      const knex = getKnex(s.services.orm);
+      const events = async () =>
+        (await knex('usage_events').where({ key_id: keyId }).select('outcome', 'completion_tokens')) as {
+          outcome: string;
+          completion_tokens: number;
+        }[];
+      await until(async () => (await events()).length >= 1);
+      await new Promise((r) => setTimeout(r, 1200)); // the first one's 8 tokens would have come by now
+      const billed = await events();
+      // The second is billed; the first is billed nothing (never started, or stopped before any output).
+      expect(billed.filter((e) => e.outcome === 'completed').map((e) => Number(e.completion_tokens))).toEqual([3]);
+      expect(billed.filter((e) => e.outcome !== 'completed').every((e) => Number(e.completion_tokens) === 0)).toBe(true);
+      expect(messages.filter((m) => m.id === 'a' && m.type === 'complete')).toHaveLength(1);
+    } finally {
+      socket.close();
+    }
+  });
+
   it('logs an unexpected error once, with the request id and the path with its mount', async () => {
     const { apiKey } = await s.account('developer');
     // /v1 reads one wallet, GraphQL's Account.wallet a batch of them (DataLoader).

@@ -70,7 +70,9 @@ class KeyGuarded<T> implements AsyncIterableIterator<StreamItem<T>> {
     private readonly open: OpenSource<T>,
     private readonly errorsAsItems: boolean,
   ) {
-    ctx.signal.addEventListener('abort', this, { once: true });
+    // Completed (or its socket closed) while its context was being made: nothing is started.
+    if (ctx.signal.aborted) this.done = true;
+    else ctx.signal.addEventListener('abort', this, { once: true });
     this.onItem = (result) => {
       const wake = this.wake;
       this.wake = this.fail = undefined;
