@@ -38,7 +38,9 @@ export function bridgeWalletEvents(events: WalletEvents, redisUrl: string, opts:
   const channel = `${opts.prefix}wallet-events`;
   const instance = randomUUID();
   const options = { maxRetriesPerRequest: 1, retryStrategy: (times: number) => Math.min(times * 200, 2000) };
-  const publisher = new Redis(redisUrl, options);
+  // A change nobody can send now is dropped, not queued: a Redis that is down, or up but silent,
+  // would otherwise hold every billed call's change in memory until it answers.
+  const publisher = new Redis(redisUrl, { ...options, enableOfflineQueue: false, commandTimeout: 1000 });
   const subscriber = new Redis(redisUrl, options);
   let lastWarn = -Infinity;
   const warn = (err: unknown, msg: string) => {
