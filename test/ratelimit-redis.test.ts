@@ -3,6 +3,7 @@
 // connections, and keys that expire on their own. Each run uses its own key prefix and deletes
 // its keys afterwards.
 import { randomBytes } from 'node:crypto';
+import { connect, createServer as createNetServer, type Socket } from 'node:net';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { RedisRateLimitStore } from '../src/domain/ratelimit/redis-store.js';
@@ -41,6 +42,43 @@ describe.skipIf(missing('Redis (set TEST_REDIS_URL)', Boolean(url)))('Redis rate
     expect(last.state.tpm.remaining).toBe(1_000_000 - 50 * 7);
     await Promise.all(stores.map((s) => s.close()));
   });
+
+  it('answers the admissions queued behind a call Redis left unanswered at once, not one timeout each', async () => {
+    // A proxy to Redis that stops passing anything on when told (a Redis that stalls), counting the scripts sent.
+    let stalled = false;
+    let scripts = 0;
+    const conns = new Set<Socket>();
+    const target = new URL(url!);
+    const proxy = createNetServer((client) => {
+      const upstream = connect(Number(target.port || 6379), target.hostname);
+      conns.add(client).add(upstream);
+      client.on('data', (d) => {
+        if (stalled) scripts += (String(d).match(/EVALSHA|EVAL\r/gi) ?? []).length;
+        else upstream.write(d);
+      });
+      upstream.on('data', (d) => {
+        if (!stalled) client.write(d);
+      });
+      for (const s of [client, upstream]) s.on('error', () => {});
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    const s = new RedisRateLimitStore(`redis://127.0.0.1:${(proxy.address() as { port: number }).port}`, { prefix, correctionDelayMs: 0 });
+    try {
+      expect(await s.connect()).toBe(true);
+      const limits = { rpm: 1000, tpm: 1_000_000 };
+      expect((await s.admit('acct_stall', limits, 1, 1_000_000)).admitted).toBe(true);
+      stalled = true;
+      // 150 admissions: one call goes out, the rest (over two batches of 64) wait behind it.
+      const results = await Promise.allSettled(Array.from({ length: 150 }, () => s.admit('acct_stall', limits, 1, 1_000_000)));
+      expect(results.every((r) => r.status === 'rejected')).toBe(true);
+      expect(scripts).toBe(1);
+    } finally {
+      stalled = false;
+      await s.close().catch(() => {});
+      for (const c of conns) c.destroy();
+      await new Promise((r) => proxy.close(r));
+    }
+  }, 30_000);
 
   it('admits exactly the TPM limit when large estimates race', async () => {
     const [a, b] = await Promise.all([store(), store()]);

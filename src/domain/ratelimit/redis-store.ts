@@ -412,7 +412,9 @@ export class RedisRateLimitStore implements RateLimitStore {
         reply = (await this.scripted.tollgateAdmit(k.window, k.hits, k.alert, this.clock(), ...args, ...corrections)).map(Number);
       } catch (err) {
         this.addPending(key, corrections);
-        for (const a of batch) a.reject(err);
+        // Redis just failed this account's call (down, or silent past the command timeout): the
+        // admissions that queued meanwhile get the same answer now, not one timeout per batch.
+        for (const a of [...batch, ...queue.waiting.splice(0)]) a.reject(err);
         continue;
       }
       for (const [i, a] of batch.entries()) a.resolve(admitResult(key, a.limits, reply.slice(i * REPLY_SIZE, (i + 1) * REPLY_SIZE)));
