@@ -172,7 +172,7 @@ describe('tool calls through /v1 (openai engine)', () => {
     expect(sent.messages[2]).toEqual({ role: 'tool', content: '21 degrees', tool_call_id: 'call_1' });
   });
 
-  it('takes a history assembled from a stream: tool calls with their `index`, function fields beyond the four', async () => {
+  it('takes a history assembled from a stream: tool calls with their `index` and without `type`, function fields beyond the four', async () => {
     // Clients that rebuild the assistant message from streamed deltas keep each piece's `index`
     // (and some SDKs extra keys); they mean nothing in a request and are left out, as unknown keys
     // of a message are.
@@ -183,9 +183,8 @@ describe('tool calls through /v1 (openai engine)', () => {
         {
           role: 'assistant',
           content: '',
-          tool_calls: [
-            { index: 0, id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris","unit":"c"}' } },
-          ],
+          // Without its `type` too: 'function' is the only kind there is.
+          tool_calls: [{ index: 0, id: 'call_1', function: { name: 'get_weather', arguments: '{"city":"Paris","unit":"c"}' } }],
         },
         { role: 'tool', tool_call_id: 'call_1', name: 'get_weather', content: '21 degrees' },
       ],

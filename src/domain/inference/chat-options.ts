@@ -30,7 +30,8 @@ function toolCallsOf(calls: NonNullable<ChatInputMessage['toolCalls']>, i: numbe
     const param = `messages[${i}].tool_calls[${j}]`;
     if (!isObject(c) || typeof c.id !== 'string' || c.id.length === 0)
       throw invalid(`${param}.id`, `'${param}.id' must be a non-empty string.`);
-    if (c.type !== undefined && c.type !== 'function')
+    // Left out (null from a door that maps an absent field so) is the only kind there is: 'function'.
+    if (c.type != null && c.type !== 'function')
       throw invalid(`${param}.type`, `'${param}.type' must be 'function'; got '${String(c.type).slice(0, 40)}'.`);
     const fn = c.function;
     if (!isObject(fn) || typeof fn.name !== 'string' || fn.name.length === 0)
