@@ -11,7 +11,7 @@ import type { CompatDoor } from './door.js';
 
 // OpenAI's multimodal form: a list of parts, read as one input. Text parts only: this server's
 // moderation models read text, and an image is refused by its part's type rather than dropped.
-export const body = z.object({ model: z.string(), input: z.union([stringOrList, z.array(contentPart).min(1)]) }).loose();
+export const body = z.object({ model: z.string().optional(), input: z.union([stringOrList, z.array(contentPart).min(1)]) }).loose();
 
 function inputsOf(input: z.infer<typeof body>['input']): string[] {
   if (typeof input === 'string' || input.every((p) => typeof p === 'string')) return toList(input as string | string[]);
@@ -21,9 +21,9 @@ function inputsOf(input: z.infer<typeof body>['input']): string[] {
 export function moderate(door: CompatDoor) {
   return async (req: Request, res: Response, ctx: GraphQLContext) => {
     const b = parseBody(req, body);
-    const data = await run(documents.moderate, { input: { model: b.model, input: inputsOf(b.input) } }, ctx);
+    const data = await run(documents.moderate, { input: { model: b.model ?? null, input: inputsOf(b.input) } }, ctx);
     const m = data.moderate;
-    setHeaders(res, deprecationHeaders(door.model(b.model)));
+    setHeaders(res, deprecationHeaders(door.model(m.model)));
     res.json({
       id: m.id,
       model: m.model,

@@ -147,6 +147,12 @@ describe('the openai SDK against /v1', () => {
     }
   });
 
+  it("moderates without a model, as the SDK allows: the catalog's moderation model answers", async () => {
+    const r = await client.moderations.create({ input: 'I will kill the process' });
+    expect(r.model).toBe('guard-test');
+    expect(r.results[0]!.flagged).toBe(true);
+  });
+
   it('turns an upstream failure into a 502 error the SDK raises, without upstream details', async () => {
     const err = await client.chat.completions
       .create({ model: 'chat-test', messages: [{ role: 'user', content: 'x #fail=500' }] })

@@ -100,7 +100,8 @@ export type ModelStatus =
 export type ModerationInput = {
   /** One text, or up to 100. */
   input: Array<string>;
-  model: string;
+  /** Left out: the catalog's first moderation model that is not deprecated. */
+  model?: string | null | undefined;
 };
 
 export type RerankInput = {

@@ -34,6 +34,21 @@ export class Catalog {
     return this.byId.get(id);
   }
 
+  /**
+   * The moderation model a call that names none gets (OpenAI's API, and its SDKs, make `model`
+   * optional there): the catalog's first one not deprecated, else its first; none: the call must
+   * name one (`missing_required_parameter`).
+   */
+  defaultModeration(): Extract<ModelConfig, { category: 'moderation' }> {
+    const all = this.models.filter((m) => m.category === 'moderation');
+    const m = all.find((x) => x.status !== 'deprecated') ?? all[0];
+    if (!m)
+      throw new DomainError('missing_required_parameter', "'model' is required: this server has no moderation model to default to.", {
+        param: 'model',
+      });
+    return m as Extract<ModelConfig, { category: 'moderation' }>;
+  }
+
   /** The model for an endpoint of `category`; unknown ids and models of another category are `invalid_model`. */
   require<C extends ModelCategory>(id: string, category: C): Extract<ModelConfig, { category: C }> {
     const m = this.byId.get(id);

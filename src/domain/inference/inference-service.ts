@@ -781,7 +781,7 @@ export class InferenceService {
   }
 
   private async checkModeration(input: ModerationInput) {
-    const model = this.catalog.require(input.model, 'moderation');
+    const model = input.model == null ? this.catalog.defaultModeration() : this.catalog.require(input.model, 'moderation');
     if (input.input.length === 0) throw new DomainError('invalid_value', "'input' must not be empty.", { param: 'input' });
     if (input.input.length > LIMITS.maxModerationInputs) {
       throw new DomainError('too_many_inputs', `'input' takes at most ${LIMITS.maxModerationInputs} strings; got ${input.input.length}.`, {

@@ -148,7 +148,8 @@ export interface RerankResult {
 }
 
 export interface ModerationInput {
-  model: string;
+  /** Left out: the catalog's default moderation model (Catalog.defaultModeration). */
+  model?: string | null;
   input: string[];
 }
 export interface ModerationResult {

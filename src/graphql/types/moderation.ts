@@ -5,7 +5,7 @@ import { InputUsageRef } from './embeddings.js';
 
 const ModerationInput = builder.inputType('ModerationInput', {
   fields: (t) => ({
-    model: t.string({ required: true }),
+    model: t.string({ required: false, description: "Left out: the catalog's first moderation model that is not deprecated." }),
     input: t.stringList({ required: true, description: 'One text, or up to 100.' }),
   }),
 });
