@@ -125,7 +125,7 @@ const UNSERVED: readonly [param: string, asksForNothing: (v: unknown) => boolean
   ['reasoning_effort', () => false, "this server's models do not take a reasoning effort"],
   // The deprecated forerunners of tools and tool_choice, pointing at their successors.
   ['functions', (v) => Array.isArray(v) && v.length === 0, "it is deprecated; send 'tools' instead"],
-  ['function_call', () => false, "it is deprecated; send 'tool_choice' instead"],
+  ['function_call', (v) => v === 'none', "it is deprecated; send 'tool_choice' instead"],
 ];
 
 /** Fields we ignore would silently change the result: refuse them instead. */

@@ -158,12 +158,23 @@ describe('chat request rules', () => {
     const r = await bad({ tools: [{ type: 'function', function: { name: 'f', parameters: {} } }] }, 'unsupported_parameter', 'tools');
     expect(r.body.error.message).toContain('function calling');
   });
-  it('refuses messages longer than the context window', () =>
-    bad({ messages: [{ role: 'user', content: 'word '.repeat(5000) }] }, 'input_too_long', 'messages'));
+  it('refuses messages longer than the context window, without a figure its count could not know', async () => {
+    const r = await bad({ messages: [{ role: 'user', content: 'word '.repeat(20000) }] }, 'input_too_long', 'messages');
+    expect(r.body.error.message).toMatch(/^The messages take at least \d+ tokens; the model's context window is \d+ tokens/);
+  });
   it('ignores fields the specification does not name', async () => {
     const r = await post(
       '/chat/completions',
-      chat({ logit_bias: {}, modalities: ['text'], metadata: { a: 1 }, store: false, service_tier: 'auto' }),
+      // Each of these asks for nothing this server does not do: function_call "none", top_logprobs 0.
+      chat({
+        logit_bias: {},
+        modalities: ['text'],
+        metadata: { a: 1 },
+        store: false,
+        service_tier: 'auto',
+        function_call: 'none',
+        top_logprobs: 0,
+      }),
     );
     expect(r.status).toBe(200);
   });

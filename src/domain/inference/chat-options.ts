@@ -235,8 +235,9 @@ export function chatOptions(input: ChatInput, model: ChatModelConfig, maxChoices
     if (!Number.isInteger(input.topLogprobs) || input.topLogprobs < 0 || input.topLogprobs > LIMITS.maxTopLogprobs) {
       throw invalid('top_logprobs', `'top_logprobs' must be an integer from 0 to ${LIMITS.maxTopLogprobs}; got ${input.topLogprobs}.`);
     }
-    if (!out.logprobs) throw invalid('top_logprobs', "'top_logprobs' needs 'logprobs': true.");
-    out.topLogprobs = input.topLogprobs;
+    // 0 alternatives asks for nothing, with log-probabilities or without.
+    if (!out.logprobs && input.topLogprobs > 0) throw invalid('top_logprobs', "'top_logprobs' needs 'logprobs': true.");
+    if (out.logprobs) out.topLogprobs = input.topLogprobs;
   }
   return out;
 }

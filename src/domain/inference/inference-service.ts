@@ -392,7 +392,7 @@ export class InferenceService {
     const { max_output_tokens: modelMax, context_window: contextWindow } = model.specifications;
     if (promptTokens >= contextWindow) {
       // Counting stops once the window is passed: the figure is exact only up to it.
-      const taken = promptTokens === contextWindow ? `${contextWindow} tokens` : `more than ${contextWindow - 1} tokens`;
+      const taken = `at least ${contextWindow} tokens`;
       throw new DomainError(
         'input_too_long',
         `The messages take ${taken}; the model's context window is ${contextWindow} tokens, output included.`,
