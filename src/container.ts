@@ -1,6 +1,7 @@
 // The composition root: builds every domain service once, in dependency order.
 import type { MikroORM } from '@mikro-orm/core';
-import type { AppConfig } from './config.js';
+import { type AppConfig, ConfigError } from './config.js';
+import { accessSync, constants, mkdirSync } from 'node:fs';
 import { openDatabase, closeDatabase } from './db/orm.js';
 import { AccountsService } from './domain/accounts/accounts-service.js';
 import { KeyWatch } from './domain/accounts/key-watch.js';
@@ -62,6 +63,9 @@ export async function createServices(config: AppConfig, logger: Logger, opts: Se
   const engines = new Engines(config.models, logger.child({ component: 'engine' }), process.env, { gpu: config.llamacpp.gpu });
   // An explicit GPU build that cannot run here stops start-up, before the database opens.
   await engines.checkRuntime();
+  // Without SMTP_URL, e-mails are files: a folder they cannot be written to stops start-up, rather
+  // than every receipt, alert and password reset failing later.
+  if (!config.mail.smtpUrl) checkMailDir(config.mail.dir);
   const dbLog = logger.child({ component: 'database' });
   const orm = await openDatabase(config.databaseUrl, {
     migrations: {
@@ -178,4 +182,15 @@ export async function closeServices(services: Services): Promise<void> {
   await services.rateLimiter?.close();
   await services.engines.close();
   await closeDatabase(services.orm);
+}
+
+function checkMailDir(dir: string): void {
+  try {
+    mkdirSync(dir, { recursive: true });
+    accessSync(dir, constants.W_OK);
+  } catch (e) {
+    throw new ConfigError(
+      `MAIL_DIR ${dir}: e-mails (receipts, alerts, password resets) cannot be written there (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}): make it a writable folder, set MAIL_DIR to another, or set SMTP_URL`,
+    );
+  }
 }
