@@ -140,6 +140,8 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
       expect(await page.getByRole('button', { name: 'Copy' }).count()).toBe(1);
       await axe(page, 'api keys (new key)');
       await page.getByRole('button', { name: 'Done' }).click();
+      // Its button gone, the focus is not dropped on the page's body: it goes on from "Create key".
+      await page.waitForFunction(() => document.activeElement?.textContent === 'Create key');
       const chat = () =>
         fetch(`${s.v1}/chat/completions`, {
           method: 'POST',
@@ -161,6 +163,7 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
       await page.getByRole('button', { name: 'Revoke ci' }).click();
       await page.getByRole('button', { name: 'Yes, revoke' }).click();
       await page.getByRole('cell', { name: 'Revoked' }).waitFor();
+      await page.waitForFunction(() => document.activeElement?.tagName === 'TABLE');
       expect((await chat()).status).toBe(401);
     });
 

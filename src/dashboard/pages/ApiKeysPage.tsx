@@ -1,6 +1,6 @@
 // API keys: create one (shown once, with a copy button), the list (name, prefix and last four,
 // created, last used), and "Revoke" with a confirmation.
-import { type FormEvent, useState } from 'react';
+import { type FormEvent, useRef, useState } from 'react';
 import { useMutation, useQuery } from 'urql';
 import { Field } from '../components/Field';
 import { NewKeyPanel } from '../components/NewKeyPanel';
@@ -52,6 +52,8 @@ export default function ApiKeysPage() {
   const [name, setName] = useState('');
   const [secret, setSecret] = useState<string | null>(null);
   const [confirm, setConfirm] = useState<string | null>(null);
+  const createButton = useRef<HTMLButtonElement>(null);
+  const keysTable = useRef<HTMLTableElement>(null);
   const submit = async (e: FormEvent) => {
     e.preventDefault();
     const r = await create({ name: name.trim() || null });
@@ -67,7 +69,16 @@ export default function ApiKeysPage() {
     <>
       <h1>API keys</h1>
       <p>Keys call the API (/v1 and GraphQL) on behalf of your account. Keep them secret.</p>
-      {secret ? <NewKeyPanel apiKey={secret} onDone={() => setSecret(null)} /> : null}
+      {secret ? (
+        <NewKeyPanel
+          apiKey={secret}
+          onDone={() => {
+            setSecret(null);
+            // The panel and its button are gone: the keyboard goes on from "Create key".
+            requestAnimationFrame(() => createButton.current?.focus());
+          }}
+        />
+      ) : null}
       {asking ? (
         <form className="card narrow" onSubmit={submit} aria-label="New key">
           <Field
@@ -87,7 +98,7 @@ export default function ApiKeysPage() {
           </button>
         </form>
       ) : (
-        <button type="button" className="primary" onClick={() => setAsking(true)}>
+        <button type="button" className="primary" onClick={() => setAsking(true)} ref={createButton}>
           Create key
         </button>
       )}
@@ -97,7 +108,7 @@ export default function ApiKeysPage() {
       {data && keys.length === 0 ? <Empty>No API keys yet: create one to call the API.</Empty> : null}
       {keys.length > 0 ? (
         <div className="table-wrap">
-          <table>
+          <table ref={keysTable} tabIndex={-1}>
             <caption>Your API keys</caption>
             <thead>
               <tr>
@@ -133,6 +144,8 @@ export default function ApiKeysPage() {
                             await revoke({ id: k.id });
                             setConfirm(null);
                             refetch({ requestPolicy: 'network-only' });
+                            // The buttons are gone with the key's revoking: the keyboard goes on from the table.
+                            requestAnimationFrame(() => keysTable.current?.focus());
                           }}
                         >
                           Yes, revoke
