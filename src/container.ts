@@ -63,9 +63,6 @@ export async function createServices(config: AppConfig, logger: Logger, opts: Se
   const engines = new Engines(config.models, logger.child({ component: 'engine' }), process.env, { gpu: config.llamacpp.gpu });
   // An explicit GPU build that cannot run here stops start-up, before the database opens.
   await engines.checkRuntime();
-  // Without SMTP_URL, e-mails are files: a folder they cannot be written to stops start-up, rather
-  // than every receipt, alert and password reset failing later.
-  if (!config.mail.smtpUrl) checkMailDir(config.mail.dir);
   const dbLog = logger.child({ component: 'database' });
   const orm = await openDatabase(config.databaseUrl, {
     migrations: {
@@ -79,6 +76,17 @@ export async function createServices(config: AppConfig, logger: Logger, opts: Se
       done: (pending, ms) => dbLog.info({ migrations: pending.length, ms }, 'the database is up to date'),
     },
   });
+  // Without SMTP_URL, e-mails are files: a folder they cannot be written to stops start-up (after
+  // the database, the graver problem, was opened), rather than every receipt, alert and password
+  // reset failing later.
+  if (!config.mail.smtpUrl) {
+    try {
+      checkMailDir(config.mail.dir);
+    } catch (e) {
+      await closeDatabase(orm);
+      throw e;
+    }
+  }
   const billing = new BillingService({
     orm,
     tiers: config.tiers,
