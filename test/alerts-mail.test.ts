@@ -405,6 +405,8 @@ describe.each([
       expect(await runCli(['node', 'tollgate', 'mail', 'retry', '--id', n.id, '--json'], io)).toBe(0);
       expect(JSON.parse(out.join(''))).toEqual({ retried: 1 });
       await eventually(() => mailTo(smtp, owner, 'Automatic top-up failed').length > 0, 'the retried message');
+      // Marked sent once the server has accepted it: a moment after the message arrived.
+      await eventually(async () => (await stateOf(a.id, n.id)).delivery === 'sent', 'the retried message marked sent');
       expect((await stateOf(a.id, n.id)).delivery).toBe('sent');
     },
   );
