@@ -14,6 +14,7 @@ import type {
   ToolCall,
   ToolChoice,
   ToolDefinition,
+  Usage,
 } from './engine.js';
 import { type ChatInput, type ChatInputMessage, LIMITS, ROLE_ALIASES, ROLES } from './inference-types.js';
 import { countTextTokens, truncateTextTokens } from './tokenizer.js';
@@ -281,6 +282,15 @@ export function withinMaxTokens(choice: EngineChoice, maxTokens: number): Engine
   else delete cut.reasoning;
   if (choice.logprobs) cut.logprobs = logprobsWithin(choice.logprobs, content.length);
   return cut;
+}
+
+/**
+ * `usage` with at most `cap` completion tokens (an engine's count of the whole answer): a count of
+ * the part of an answer that was sent never bills more than the whole.
+ */
+export function completionAtMost(usage: Usage, cap: number): Usage {
+  if (usage.completionTokens <= cap) return usage;
+  return { promptTokens: usage.promptTokens, completionTokens: cap, totalTokens: usage.promptTokens + cap };
 }
 
 /** The log-probabilities of the tokens that make up the first `chars` characters. */

@@ -23,7 +23,7 @@
 import type { ChatModelConfig, ModerationModelConfig, SafetyConfig } from '../catalog/model.js';
 import type { Catalog } from '../catalog/catalog.js';
 import { DomainError } from '../errors.js';
-import { logprobsWithin, outputText, withinMaxTokens } from './chat-options.js';
+import { completionAtMost, logprobsWithin, outputText, withinMaxTokens } from './chat-options.js';
 import type {
   ContentFilterVerdict,
   Engine,
@@ -180,12 +180,6 @@ async function checkWindows(text: string, windowChars: number, check: Check): Pr
  */
 function filteredEngine(inner: Engine, check: Check, safety: SafetyConfig): Engine {
   const windowChars = safety.window_chars;
-  /** A cut answer's count, never above what the engine counted for the whole of it (when it did). */
-  const atMost = (counted: Usage, engine: Usage | undefined): Usage => {
-    if (!engine || counted.completionTokens <= engine.completionTokens) return counted;
-    const completionTokens = engine.completionTokens;
-    return { promptTokens: counted.promptTokens, completionTokens, totalTokens: counted.promptTokens + completionTokens };
-  };
   /** Usage counted from what each choice holds (a choice cut, an answer cut at max_tokens): the prompt, and the text's tokens. */
   const deliveredUsage = async (promptTokens: number, delivered: string[]): Promise<Usage> => {
     let completionTokens = 0;
@@ -317,7 +311,9 @@ function filteredEngine(inner: Engine, check: Check, safety: SafetyConfig): Engi
               st.ended = true;
               yield { type: 'choice_finish', choice: c, finishReason: event.finishReason, contentFilter: PASSED };
             }
-            yield cut ? { ...event, finishReason: 'content_filter', usage: atMost(await cutUsage(), event.usage) } : event;
+            yield cut
+              ? { ...event, finishReason: 'content_filter', usage: completionAtMost(await cutUsage(), event.usage.completionTokens) }
+              : event;
             return;
           }
           const c = event.choice ?? 0;

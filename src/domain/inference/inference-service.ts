@@ -11,6 +11,7 @@ import {
   chatMessages,
   chatOptions,
   checkUser,
+  completionAtMost,
   logprobsWithin,
   outputText,
   refuseUnsupported,
@@ -596,12 +597,7 @@ export class InferenceService {
         const overran = event.usage.completionTokens > maxTokens * n;
         const reported = cutShort || overran ? { ...event.usage, completionTokens: 0, totalTokens: event.usage.promptTokens } : event.usage;
         let usage = await billedUsage(engine, reported, { promptTokens, maxTokens: maxTokens * n, delivered: produced() });
-        if (cutShort && !overran && isCount(event.usage.completionTokens) && usage.completionTokens > event.usage.completionTokens)
-          usage = {
-            ...usage,
-            completionTokens: event.usage.completionTokens,
-            totalTokens: usage.promptTokens + event.usage.completionTokens,
-          };
+        if (cutShort && !overran && isCount(event.usage.completionTokens)) usage = completionAtMost(usage, event.usage.completionTokens);
         settled = { usage, outcome: 'completed' };
         for (let i = 0; i < n; i++) if (!ended[i]) yield chunkOf(head, i, {}, event.finishReason);
         yield usageChunkOf(head, settled.usage);

@@ -56,6 +56,7 @@ import {
   type Upstream,
   type WholeAnswer,
   worthReporting,
+  withoutBom,
 } from './upstream.js';
 
 import type { OpenAIEngineLogger, OpenAIEngineOptions, UpstreamHealth } from './upstream.js';
@@ -666,6 +667,5 @@ async function textWithin(body: AsyncIterable<Buffer> & { destroy(err?: Error): 
     }
     chunks.push(chunk);
   }
-  const all = Buffer.concat(chunks, size);
-  return (all[0] === 0xef && all[1] === 0xbb && all[2] === 0xbf ? all.subarray(3) : all).toString('utf8');
+  return withoutBom(Buffer.concat(chunks, size)).toString('utf8');
 }

@@ -322,6 +322,11 @@ export function worthReporting(previous: DomainError | undefined, next: DomainEr
   return (next.retryAfter ?? 1) < (previous.retryAfter ?? 1) ? next : previous;
 }
 
+/** As undici's text(): a leading UTF-8 byte-order mark is not part of the text. */
+export function withoutBom(body: Buffer): Buffer {
+  return body.length >= 3 && body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf ? body.subarray(3) : body;
+}
+
 export interface StreamState {
   yielded: boolean;
   /** Everything streamed that costs output tokens (reasoning, content, tool calls), for usage the upstream leaves out. */
@@ -507,10 +512,8 @@ class WholeHandler implements Dispatcher.DispatchHandler, Abortable {
     if (this.done) return;
     this.finish();
     const { chunks, statusCode } = this;
-    let body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+    const body = withoutBom(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
     this.chunks = [];
-    // As undici's text(): a leading UTF-8 byte-order mark is not part of the text.
-    if (body.length >= 3 && body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf) body = body.subarray(3);
     let text: string;
     try {
       text = statusCode >= 300 ? truncate(body.toString('utf8')) : body.toString('utf8');
