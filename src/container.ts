@@ -104,6 +104,16 @@ export async function createServices(config: AppConfig, logger: Logger, opts: Se
     logger: logger.child({ component: 'ratelimit' }),
     notifications: new OutboxNotificationSink(billing.db),
   });
+  // In-memory limits are each process's own: a second server on this database would let through
+  // up to twice a tier's limits. Said once, at start-up, by the server that finds the other.
+  if (rateLimiter && config.rateLimits.backend === 'memory') {
+    const others = await billing.otherServers();
+    if (others.length > 0)
+      logger.warn(
+        { servers: others.map((o) => ({ host: o.host, pid: o.pid })) },
+        `${others.length === 1 ? 'another tollgate server uses' : `${others.length} other tollgate servers use`} this database: rate limits are counted in each server's memory, so together they admit more than a tier's limits; set REDIS_URL on every server (README "Scaling out")`,
+      );
+  }
   // Rate limits admit first: a call they refuse places no hold and is never billed.
   const limited: Metering = rateLimiter
     ? new RateLimitMetering(

@@ -1,5 +1,6 @@
 // What stops start-up before the server serves, in one line an operator can act on: here, a
-// MAIL_DIR that e-mails (receipts, alerts, password resets) cannot be written to.
+// MAIL_DIR that e-mails (receipts, alerts, password resets) cannot be written to. And what it warns
+// of: a second server on the same database while rate limits are counted in each one's memory.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -7,6 +8,7 @@ import { pino } from 'pino';
 import { afterAll, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { closeServices, createServices } from '../src/container.js';
+import { freePort, spawnTollgate, waitReady } from './support/ready.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'tollgate-startup-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -36,3 +38,46 @@ it('refuses to start when MAIL_DIR cannot be written (without SMTP_URL), naming 
   );
   await closeServices(ok);
 });
+
+it('warns when another server uses the same database while rate limits are counted in memory', async () => {
+  const config = path.join(dir, 'two.yaml');
+  writeFileSync(config, 'models: []\n');
+  const off = path.join(dir, 'off.yaml');
+  writeFileSync(off, 'models: []\nrate_limits: { backend: none }\n');
+  const env = { CONFIG: config, DATABASE_URL: `sqlite:${path.join(dir, 'two.sqlite')}`, MAIL_DIR: path.join(dir, 'mail') };
+  const logged: { level: number; msg: string; servers?: { pid: number }[] }[] = [];
+  const capture = () => pino({ level: 'warn' }, { write: (line: string) => void logged.push(JSON.parse(line)) });
+  const warned = () => logged.filter((l) => l.msg.includes('this database'));
+  // Alone on its database: nothing to say.
+  const alone = await createServices(loadConfig(env), capture());
+  await closeServices(alone);
+  expect(warned()).toEqual([]);
+
+  // A server in a process of its own, as an operator would start a second one.
+  const port = await freePort();
+  const first = spawnTollgate(['src/main.ts'], { ...env, PORT: String(port) });
+  try {
+    await waitReady(`http://127.0.0.1:${port}`);
+    // Limits off here: nothing is counted per process, nothing to say.
+    const unlimited = await createServices(loadConfig({ ...env, CONFIG: off }), capture());
+    await closeServices(unlimited);
+    expect(warned()).toEqual([]);
+    // Limits in memory: the server that finds the other's heartbeat says what it costs.
+    const second = await createServices(loadConfig(env), capture());
+    await closeServices(second);
+    expect(warned()).toHaveLength(1);
+    expect(warned()[0]!.level).toBe(40);
+    expect(warned()[0]!.msg).toBe(
+      `another tollgate server uses this database: rate limits are counted in each server's memory, so together they admit more than a tier's limits; set REDIS_URL on every server (README "Scaling out")`,
+    );
+    expect(warned()[0]!.servers).toEqual([expect.objectContaining({ pid: first.proc.pid })]);
+  } finally {
+    first.proc.kill('SIGTERM');
+    await first.exited;
+  }
+  // The other server stopped (and unregistered): a new one starts without the warning.
+  logged.length = 0;
+  const after = await createServices(loadConfig(env), capture());
+  await closeServices(after);
+  expect(warned()).toEqual([]);
+}, 120_000);

@@ -24,6 +24,13 @@ export abstract class Sweeper extends Admission {
     this.sweeper.unref();
   }
 
+  /** The other servers on this database whose heartbeat is recent (within instance_timeout_seconds). */
+  async otherServers(): Promise<InstanceRow[]> {
+    const now = this.now().getTime();
+    const recent = this.settings.instance_timeout_seconds * 1000;
+    return (await listInstances(this.db)).filter((i) => i.id !== this.instanceId && now - i.heartbeatAt.getTime() < recent);
+  }
+
   /** Stops the sweeper and unregisters; call after in-flight calls have settled. */
   async stop(): Promise<void> {
     if (this.sweeper) clearInterval(this.sweeper);
