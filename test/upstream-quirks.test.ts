@@ -617,6 +617,64 @@ ${chatModel('chat-q', `base_url: "${url}", timeout_ms: 5000`)}${chatModel(
       expect(await billed(id)).toMatchObject({ outcome: 'completed', completionTokens: 3 });
     });
 
+    it('a plain answer whose tool-call arguments go on past max_tokens is cut there, as the stream is, and billed for what was sent', async () => {
+      const { id, c } = await account();
+      const words = Array.from({ length: 2000 }, (_, i) => `word${i}`).join(' ');
+      const call = (index: number, name: string, args: string) => ({
+        id: `call_${index}`,
+        type: 'function',
+        function: { name, arguments: args },
+      });
+      s.upstream.setFault({
+        raw: JSON.stringify({
+          choices: [
+            {
+              index: 0,
+              message: {
+                role: 'assistant',
+                tool_calls: [call(0, 'get_weather', JSON.stringify({ city: words })), call(1, 'get_time', '{}')],
+              },
+              finish_reason: 'tool_calls',
+            },
+          ],
+          usage: usage(4, 4000),
+        }),
+      });
+      const r = await chat(c, 'weather?', { max_tokens: 20, tools: TOOLS });
+      expect(r.status).toBe(200);
+      const [answer] = r.body.choices;
+      expect(answer.finish_reason).toBe('length');
+      // The first call as a model stopped at 20 tokens would have sent it; the second never began.
+      expect(answer.message.tool_calls).toHaveLength(1);
+      const [first] = answer.message.tool_calls;
+      expect(first).toMatchObject({ id: 'call_0', function: { name: 'get_weather' } });
+      expect(JSON.stringify({ city: words }).startsWith(first.function.arguments)).toBe(true);
+      expect(first.function.arguments.length).toBeGreaterThan(0);
+      expect(countTextTokens(first.function.name + first.function.arguments)).toBeLessThanOrEqual(20);
+      expect(r.body.usage.completion_tokens).toBeLessThanOrEqual(20);
+      expect(await billed(id)).toMatchObject({ outcome: 'completed', completionTokens: r.body.usage.completion_tokens });
+      // Within max_tokens, both calls come whole.
+      const small = await account();
+      s.upstream.setFault({
+        raw: JSON.stringify({
+          choices: [
+            {
+              index: 0,
+              message: { role: 'assistant', tool_calls: [call(0, 'get_weather', '{"city":"Paris"}'), call(1, 'get_time', '{}')] },
+              finish_reason: 'tool_calls',
+            },
+          ],
+          usage: usage(4, 12),
+        }),
+      });
+      const whole = await chat(small.c, 'weather?', { max_tokens: 20, tools: TOOLS });
+      expect(whole.body.choices[0].finish_reason).toBe('tool_calls');
+      expect(whole.body.choices[0].message.tool_calls.map((t: { function: { arguments: string } }) => t.function.arguments)).toEqual([
+        '{"city":"Paris"}',
+        '{}',
+      ]);
+    });
+
     it('n = 2 with one choice cut here at max_tokens: billed for what was sent, not the text cut away', async () => {
       const { id, c } = await account();
       // Choice 0 goes on past max_tokens (100) a token a chunk; choice 1 says "ok"; the upstream counts it all.

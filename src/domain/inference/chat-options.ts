@@ -268,18 +268,43 @@ export function outputText(choice: { content: string; toolCalls?: ToolCall[] }):
 /**
  * A choice of an answer that went on past max_tokens (an upstream that ignores it) cut to its
  * first `maxTokens` tokens, as a model that stopped there would have answered: the reasoning first,
- * then the content in what is left, with finish reason `length` when anything was cut. A choice
- * that called tools is left whole (its calls are not cut in half).
+ * then the content, then each tool call's name and arguments in what is left (a call whose name
+ * does not fit is left out, arguments are cut as a stream cut there would have sent them), with
+ * finish reason `length` when anything was cut.
  */
 export function withinMaxTokens(choice: EngineChoice, maxTokens: number): EngineChoice {
-  if (choice.toolCalls?.length) return choice;
   const reasoning = choice.reasoning ? truncateTextTokens(choice.reasoning, maxTokens) : '';
-  const left = maxTokens - (reasoning ? countTextTokens(reasoning) : 0);
+  let left = maxTokens - (reasoning ? countTextTokens(reasoning) : 0);
   const content = left > 0 ? truncateTextTokens(choice.content, left) : '';
-  if (content === choice.content && reasoning === (choice.reasoning ?? '')) return choice;
+  let toolCalls = choice.toolCalls;
+  let callsCut = false;
+  if (toolCalls?.length) {
+    left -= content ? countTextTokens(content) : 0;
+    const kept: ToolCall[] = [];
+    for (const call of toolCalls) {
+      const name = countTextTokens(call.function.name);
+      if (name > left) {
+        callsCut = true;
+        break;
+      }
+      left -= name;
+      const args = truncateTextTokens(call.function.arguments, Math.max(0, left));
+      left -= countTextTokens(args);
+      if (args === call.function.arguments) kept.push(call);
+      else {
+        kept.push({ ...call, function: { ...call.function, arguments: args } });
+        callsCut = true;
+        break;
+      }
+    }
+    toolCalls = kept;
+  }
+  if (content === choice.content && reasoning === (choice.reasoning ?? '') && !callsCut) return choice;
   const cut: EngineChoice = { ...choice, content, finishReason: 'length' };
   if (reasoning) cut.reasoning = reasoning;
   else delete cut.reasoning;
+  if (toolCalls?.length) cut.toolCalls = toolCalls;
+  else delete cut.toolCalls;
   if (choice.logprobs) cut.logprobs = logprobsWithin(choice.logprobs, content.length);
   return cut;
 }

@@ -390,8 +390,9 @@ export class OpenAIEngine implements Engine {
   /**
    * A JSON answer to a streamed request (a server that ignored stream: true), read into the state:
    * its events. As postJson's: what is not JSON is garbage; JSON tollgate refuses is not. Each
-   * choice is cut to `maxTokens` first (an upstream that ignored stream may ignore max_tokens too),
-   * so what is replayed, split and checked is never more than the client can get.
+   * choice is cut to `maxTokens` first when the upstream's count goes past it or there is none (an
+   * upstream that ignored stream may ignore max_tokens too), so what is replayed, split and checked
+   * is never more than the client can get.
    */
   private async wholeAnswer(
     res: ResponseData,
@@ -404,8 +405,10 @@ export class OpenAIEngine implements Engine {
     const data = asRecord(parseJson(text));
     if (!data) throw new Retryable(invalidResponse(), true);
     const read = this.readAnswer(text, up, 'chat.stream', () => readChoices(data, n, this.unknownFinish));
-    const choices = read.map((c) => withinMaxTokens(c, maxTokens));
     state.usage = asRecord(data.usage);
+    // A count within max_tokens is a compliant upstream's: nothing is cut (o200k may count more).
+    const overran = (tokenCount(state.usage?.completion_tokens) ?? Number.POSITIVE_INFINITY) > maxTokens * n;
+    const choices = overran ? read.map((c) => withinMaxTokens(c, maxTokens)) : read;
     state.finishReason = choices[0]!.finishReason;
     state.done = true;
     state.content = choices.map(choiceText).join('');
