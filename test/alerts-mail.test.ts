@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../src/cli.js';
 import { enqueueNotification } from '../src/domain/notifications/outbox.js';
 import { ADMIN_TOKEN, catalogYaml, chatModelYaml, startTestServer, type TestServer } from './support/harness.js';
-import { client, credit, seed } from './support/seed.js';
+import { client, credit, seed, signedIn } from './support/seed.js';
 import { eventually, startTestSmtp, type CapturedMail, type TestSmtp } from './support/smtp.js';
 
 // chat-alert bills only output tokens, 0.10 USD each: every charge is a whole number of cents.
@@ -65,12 +65,15 @@ describe('e-mail alerts through a real SMTP server', () => {
     const c = client(s, a.apiKey);
     const owner = await emailOf(s, a.apiKey);
     const extras = ['ops@example.com', 'cfo@example.org'];
-    expect((await c.graphql(SETTINGS, { i: { extraRecipients: extras } })).body.data.updateAlertSettings.extraRecipients).toEqual(extras);
+    const signed = await signedIn(s, a.id);
+    expect((await signed.graphql(SETTINGS, { i: { extraRecipients: extras } })).body.data.updateAlertSettings.extraRecipients).toEqual(
+      extras,
+    );
     await credit(s, a.id, '5.50');
-    expect((await c.graphql('mutation { setLowBalanceAlert(threshold: "5") { lowBalanceAlert } }')).body.data).toBeTruthy();
+    expect((await signed.graphql('mutation { setLowBalanceAlert(threshold: "5") { lowBalanceAlert } }')).body.data).toBeTruthy();
     expect(
       (
-        await c.graphql(
+        await signed.graphql(
           'mutation { updateSpendingLimit(input: { enabled: true, monthlyLimit: "1", action: alert }) { spendingLimit { enabled } } }',
         )
       ).body.data,
@@ -205,9 +208,10 @@ describe('e-mail alerts through a real SMTP server', () => {
     const a = await seed(s).account({ tier: 'developer' });
     const c = client(s, a.apiKey);
     const owner = await emailOf(s, a.apiKey);
-    const off = await c.graphql(SETTINGS, { i: { lowBalance: false } });
+    const signed = await signedIn(s, a.id);
+    const off = await signed.graphql(SETTINGS, { i: { lowBalance: false } });
     expect(off.body.data.updateAlertSettings).toMatchObject({ lowBalance: false, allocation80: true, receipt: true });
-    const codes = async (i: unknown) => (await c.graphql(SETTINGS, { i })).body.errors?.[0]?.extensions?.code;
+    const codes = async (i: unknown) => (await signed.graphql(SETTINGS, { i })).body.errors?.[0]?.extensions?.code;
     expect(await codes({ receipt: false })).toBe('invalid_value');
     expect(
       await codes({
@@ -221,7 +225,7 @@ describe('e-mail alerts through a real SMTP server', () => {
     });
 
     await credit(s, a.id, '10');
-    await c.graphql('mutation { setLowBalanceAlert(threshold: "9.50") { lowBalanceAlert } }');
+    await signed.graphql('mutation { setLowBalanceAlert(threshold: "9.50") { lowBalanceAlert } }');
     // The second call goes past the 100-token allocation: its wallet charge crosses the threshold.
     expect(await chat(s, a.apiKey, 50)).toBe(200);
     expect(await chat(s, a.apiKey, 50)).toBe(200);

@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { BACKENDS, createTestDatabase, type TestDatabase } from './support/databases.js';
 import { startFakeStripe, type FakeStripe } from './support/fake-stripe.js';
 import { catalogYaml, chatModelYaml, startTestServer, type TestServer } from './support/harness.js';
-import { client, seed } from './support/seed.js';
+import { client, seed, signedIn } from './support/seed.js';
 import { deliverStripeEvent, TEST_SECRET_KEY, TEST_WEBHOOK_SECRET } from './support/stripe-webhooks.js';
 
 // chat-auto bills only output, $25,000 per million tokens: a call of 10 tokens costs exactly 0.25.
@@ -59,13 +59,27 @@ describe.each(BACKENDS)('automatic top-up on %s', (backend) => {
       expect(
         (await c.graphql('{ viewer { settings { autoTopup { enabled threshold amount } } } }')).body.data.viewer.settings.autoTopup,
       ).toEqual({ enabled: false, threshold: null, amount: null });
-      const bad = async (i: unknown) => (await c.graphql(SET_AUTO, { i })).body.errors?.[0]?.extensions?.code;
+      const owner = await signedIn(s, a.id);
+      const bad = async (i: unknown) => (await owner.graphql(SET_AUTO, { i })).body.errors?.[0]?.extensions?.code;
       expect(await bad({ enabled: true, threshold: '5', amount: '5' })).toBe('amount_too_small');
       expect(await bad({ enabled: true, threshold: '5', amount: '500' })).toBe('amount_requires_sales');
       expect(await bad({ enabled: true, threshold: '5', amount: '20.001' })).toBe('invalid_amount');
       expect(await bad({ enabled: true, threshold: '-1', amount: '20' })).toBe('invalid_value');
       expect(await bad({ enabled: true, amount: '20' })).toBe('missing_required_parameter');
-      const ok = await c.graphql(SET_AUTO, { i: { enabled: true, threshold: '5', amount: '20' } });
+      // A top-up must lift the balance above the threshold, or every charge would start another.
+      const above = await owner.graphql(SET_AUTO, { i: { enabled: true, threshold: '100000', amount: '20' } });
+      expect(above.body.errors?.[0]?.extensions).toMatchObject({ code: 'invalid_value', param: 'threshold' });
+      expect(above.body.errors?.[0]?.message).toBe(
+        "'threshold' (100000.00) must be below 'amount' (20.00): a top-up has to lift the balance above the threshold.",
+      );
+      expect(await bad({ enabled: true, threshold: '20', amount: '20' })).toBe('invalid_value');
+      // An API key cannot turn it on (it charges the saved card): only the signed-in owner.
+      const withKey = await c.graphql(SET_AUTO, { i: { enabled: true, threshold: '5', amount: '20' } });
+      expect(withKey.body.errors?.[0]?.extensions?.code).toBe('session_required');
+      expect(
+        (await c.graphql('{ viewer { settings { autoTopup { enabled threshold amount } } } }')).body.data.viewer.settings.autoTopup,
+      ).toEqual({ enabled: false, threshold: null, amount: null });
+      const ok = await owner.graphql(SET_AUTO, { i: { enabled: true, threshold: '5', amount: '20' } });
       expect(ok.body.data.updateAutoTopup).toEqual({
         enabled: true,
         threshold: '5',
@@ -75,7 +89,7 @@ describe.each(BACKENDS)('automatic top-up on %s', (backend) => {
         inFlight: false,
       });
       // Turning it off keeps the values.
-      const off = await c.graphql(SET_AUTO, { i: { enabled: false } });
+      const off = await owner.graphql(SET_AUTO, { i: { enabled: false } });
       expect(off.body.data.updateAutoTopup).toMatchObject({ enabled: false, threshold: '5', amount: '20' });
       expect(
         (await c.graphql('{ viewer { settings { autoTopup { enabled threshold amount } } } }')).body.data.viewer.settings.autoTopup,
@@ -85,7 +99,7 @@ describe.each(BACKENDS)('automatic top-up on %s', (backend) => {
     it('starts exactly one top-up when 50 concurrent charges cross the threshold, and credits it at once', async () => {
       const a = await seed(s).account({ tier: 'startup' }).wallet('20');
       const c = client(s, a.apiKey);
-      await c.graphql(SET_AUTO, { i: { enabled: true, threshold: '10', amount: '20' } });
+      await (await signedIn(s, a.id)).graphql(SET_AUTO, { i: { enabled: true, threshold: '10', amount: '20' } });
       const statuses = await charge(s, a.apiKey, 50);
       expect(statuses).toEqual(Array(50).fill(200));
       await s.services.autoTopups.idle();
@@ -100,7 +114,7 @@ describe.each(BACKENDS)('automatic top-up on %s', (backend) => {
 
     it('starts one top-up when 50 checks race directly on the database, bypassing the in-process coalescing', async () => {
       const a = await seed(s).account({ tier: 'startup' }).wallet('1');
-      await client(s, a.apiKey).graphql(SET_AUTO, { i: { enabled: true, threshold: '10', amount: '15' } });
+      await (await signedIn(s, a.id)).graphql(SET_AUTO, { i: { enabled: true, threshold: '10', amount: '15' } });
       const outcomes = await Promise.all(Array.from({ length: 50 }, () => s.services.autoTopups.check(a.id)));
       expect(outcomes.filter((o) => o === 'credited')).toHaveLength(1);
       expect(outcomes.every((o) => ['credited', 'in_flight', 'above_threshold'].includes(o))).toBe(true);
@@ -116,11 +130,14 @@ describe.each(BACKENDS)('automatic top-up on %s', (backend) => {
       });
       try {
         const a = await seed(capped).account({ tier: 'startup' }).wallet('1');
-        await client(capped, a.apiKey).graphql(SET_AUTO, { i: { enabled: true, threshold: '50', amount: '20' } });
+        await (await signedIn(capped, a.id)).graphql(SET_AUTO, { i: { enabled: true, threshold: '10', amount: '20' } });
         expect(await capped.services.autoTopups.check(a.id)).toBe('credited');
+        // 48 calls of 0.25 take the 21 below the threshold again: a second 20 would pass the cap of 30.
+        expect(await charge(capped, a.apiKey, 48)).toEqual(Array(48).fill(200));
+        await capped.services.autoTopups.idle();
         expect(await capped.services.autoTopups.check(a.id)).toBe('capped');
         expect(await capped.services.autoTopups.check(a.id)).toBe('capped');
-        expect(await client(capped, a.apiKey).balance()).toBe('21');
+        expect(await client(capped, a.apiKey).balance()).toBe('9');
         const notes = await capped.services.billing.listNotifications(a.id);
         // The one automatic top-up that went through sent its receipt.
         expect(notes.map((n) => n.kind)).toEqual(['receipt', 'auto_topup_capped']);
@@ -168,14 +185,14 @@ describe.each(BACKENDS)('automatic top-up on %s', (backend) => {
 
     it('refuses to turn on before a card is saved (payment_method_required)', async () => {
       const a = await seed(s).account({ tier: 'startup' });
-      const r = await client(s, a.apiKey).graphql(SET_AUTO, { i: { enabled: true, threshold: '5', amount: '20' } });
+      const r = await (await signedIn(s, a.id)).graphql(SET_AUTO, { i: { enabled: true, threshold: '5', amount: '20' } });
       expect(r.body.errors[0].extensions).toMatchObject({ code: 'payment_method_required', status: 400 });
     });
 
     it('charges the saved card off-session exactly once when 50 concurrent charges cross the threshold', async () => {
       const a = await withSavedCard(20);
       const c = client(s, a.apiKey);
-      await c.graphql(SET_AUTO, { i: { enabled: true, threshold: '10', amount: '20' } });
+      await (await signedIn(s, a.id)).graphql(SET_AUTO, { i: { enabled: true, threshold: '10', amount: '20' } });
       stripe.reset();
       expect(await charge(s, a.apiKey, 50)).toEqual(Array(50).fill(200));
       await s.services.autoTopups.idle();
@@ -196,7 +213,7 @@ describe.each(BACKENDS)('automatic top-up on %s', (backend) => {
     it('turns automatic top-up off after a card fails three times in a row, leaving three notifications', async () => {
       const a = await withSavedCard(10);
       const c = client(s, a.apiKey);
-      await c.graphql(SET_AUTO, { i: { enabled: true, threshold: '10', amount: '25' } });
+      await (await signedIn(s, a.id)).graphql(SET_AUTO, { i: { enabled: true, threshold: '10', amount: '25' } });
       stripe.setCardBehaviour('decline');
       for (let i = 1; i <= 4; i++) {
         expect(await charge(s, a.apiKey, 1)).toEqual([200]);
@@ -230,7 +247,7 @@ describe.each(BACKENDS)('automatic top-up on %s', (backend) => {
     it('resolves a charge left undecided (processing) by its payment_intent event, charging once', async () => {
       const a = await withSavedCard(10);
       const c = client(s, a.apiKey);
-      await c.graphql(SET_AUTO, { i: { enabled: true, threshold: '10', amount: '20' } });
+      await (await signedIn(s, a.id)).graphql(SET_AUTO, { i: { enabled: true, threshold: '10', amount: '20' } });
       stripe.setCardBehaviour('processing', 1);
       expect(await charge(s, a.apiKey, 2)).toEqual([200, 200]);
       await s.services.autoTopups.idle();
@@ -254,7 +271,7 @@ describe.each(BACKENDS)('automatic top-up on %s', (backend) => {
     it('asks again with the same key after a lost answer, and Stripe charges once', async () => {
       const a = await withSavedCard(10);
       const c = client(s, a.apiKey);
-      await c.graphql(SET_AUTO, { i: { enabled: true, threshold: '10', amount: '20' } });
+      await (await signedIn(s, a.id)).graphql(SET_AUTO, { i: { enabled: true, threshold: '10', amount: '20' } });
       // Stripe charges the card, but the answer is lost, and the SDK's two retries meet errors.
       stripe.script('POST /v1/payment_intents', ['lose', 503, 503]);
       expect(await charge(s, a.apiKey, 1)).toEqual([200]);
@@ -280,8 +297,7 @@ describe.each(BACKENDS)('automatic top-up on %s', (backend) => {
       });
       try {
         const a = await withSavedCard(10, capped);
-        const c = client(capped, a.apiKey);
-        await c.graphql(SET_AUTO, { i: { enabled: true, threshold: '10', amount: '20' } });
+        await (await signedIn(capped, a.id)).graphql(SET_AUTO, { i: { enabled: true, threshold: '10', amount: '20' } });
         stripe.script('POST /v1/payment_intents', ['lose', 503, 503]);
         expect(await charge(capped, a.apiKey, 1)).toEqual([200]);
         await capped.services.autoTopups.idle();
@@ -308,7 +324,7 @@ describe.each(BACKENDS)('automatic top-up on %s', (backend) => {
     it("does not ask again under a key older than Stripe's 24-hour memory of it: the attempt fails, a new one starts, a late confirmation still credits", async () => {
       const a = await withSavedCard(10);
       const c = client(s, a.apiKey);
-      await c.graphql(SET_AUTO, { i: { enabled: true, threshold: '10', amount: '20' } });
+      await (await signedIn(s, a.id)).graphql(SET_AUTO, { i: { enabled: true, threshold: '10', amount: '20' } });
       // Stripe charges the card but every answer is lost, and then nothing is heard for a day.
       stripe.script('POST /v1/payment_intents', ['lose', 503, 503]);
       expect(await charge(s, a.apiKey, 1)).toEqual([200]);

@@ -13,7 +13,7 @@ import { formatDecimal, parseDecimal } from '../src/domain/billing/money.js';
 import { countChatTokens, countTextTokens } from '../src/domain/inference/tokenizer.js';
 import { BACKENDS, createTestDatabase, type TestDatabase } from './support/databases.js';
 import { ADMIN_TOKEN, catalogYaml, clockFrom, startTestServer, type TestServer } from './support/harness.js';
-import { client, credit, seed } from './support/seed.js';
+import { client, credit, seed, signedIn } from './support/seed.js';
 import { until } from './support/wait.js';
 
 // Small allocations, so that tests reach their ends in a few calls (operators may override tiers).
@@ -190,12 +190,42 @@ describe.each(BACKENDS)('billing on %s', (backend) => {
   });
 
   describe('account settings', () => {
-    const setLimit = (key: string, input: Record<string, unknown>) =>
-      s.graphql(
-        'mutation($i: SpendingLimitInput!) { updateSpendingLimit(input: $i) { spendingLimit { enabled monthlyLimit action } monthlySpend } }',
-        { i: input },
-        key,
+    const SET_LIMIT =
+      'mutation($i: SpendingLimitInput!) { updateSpendingLimit(input: $i) { spendingLimit { enabled monthlyLimit action } monthlySpend } }';
+    /** As the account's owner, signed in to the dashboard (an API key may not lift or set limits). */
+    const setLimit = async (accountId: string, input: Record<string, unknown>) =>
+      (await signedIn(s, accountId)).graphql(SET_LIMIT, { i: input });
+
+    it('only a dashboard session changes the spending limit, the low-balance alert and the alerts: an API key gets session_required and changes nothing', async () => {
+      const a = await seed(s).account({ tier: 'startup' }).wallet('1.00');
+      const c = client(s, a.apiKey);
+      const owner = await signedIn(s, a.id);
+      expect((await setLimit(a.id, { enabled: true, monthlyLimit: '5', action: 'block' })).body.errors).toBeUndefined();
+      expect((await owner.graphql('mutation { setLowBalanceAlert(threshold: "2") { lowBalanceAlert } }')).body.errors).toBeUndefined();
+      const before = await c.graphql(
+        '{ viewer { settings { spendingLimit { enabled monthlyLimit action } lowBalanceAlert } alertSettings { lowBalance extraRecipients } } }',
       );
+      for (const mutation of [
+        'mutation { updateSpendingLimit(input: { enabled: false }) { monthlySpend } }',
+        'mutation { setLowBalanceAlert(threshold: null) { lowBalanceAlert } }',
+        'mutation { updateAlertSettings(input: { lowBalance: false, extraRecipients: ["someone@example.com"] }) { lowBalance } }',
+        'mutation { updateAutoTopup(input: { enabled: false }) { enabled } }',
+      ]) {
+        const r = await c.graphql(mutation);
+        expect(r.body.errors?.[0]?.extensions?.code, mutation).toBe('session_required');
+        expect(r.body.errors?.[0]?.message).toBe(
+          'Sign in to the dashboard for this: API keys cannot manage keys, passwords, sessions, automatic top-up, spending limits or alerts.',
+        );
+      }
+      const after = await c.graphql(
+        '{ viewer { settings { spendingLimit { enabled monthlyLimit action } lowBalanceAlert } alertSettings { lowBalance extraRecipients } } }',
+      );
+      expect(after.body.data).toEqual(before.body.data);
+      expect(before.body.data.viewer.settings).toEqual({
+        spendingLimit: { enabled: true, monthlyLimit: '5', action: 'block' },
+        lowBalanceAlert: '2',
+      });
+    });
 
     it('a block spending limit refuses with 402 spending_limit_reached; an alert limit writes one notification a period', async () => {
       const a = await seed(s).account({ tier: 'startup' }).wallet('1.00');
@@ -203,7 +233,7 @@ describe.each(BACKENDS)('billing on %s', (backend) => {
       const content = 'a #tokens=5';
       const charge = BigInt(fakePrompt(content)) * IN + 5n * OUT; // 16,000 nanos
 
-      const set = await setLimit(a.apiKey, { enabled: true, monthlyLimit: '0.00003', action: 'block' });
+      const set = await setLimit(a.id, { enabled: true, monthlyLimit: '0.00003', action: 'block' });
       expect(set.body.data.updateSpendingLimit).toEqual({
         spendingLimit: { enabled: true, monthlyLimit: '0.00003', action: 'block' },
         monthlySpend: '0',
@@ -233,7 +263,7 @@ describe.each(BACKENDS)('billing on %s', (backend) => {
       expect(await s.services.billing.listNotifications(a.id)).toHaveLength(1);
 
       // In alert mode the call runs, and passing the (new: re-armed) limit is notified once this period.
-      await setLimit(a.apiKey, { enabled: true, monthlyLimit: '0.00002', action: 'alert' });
+      await setLimit(a.id, { enabled: true, monthlyLimit: '0.00002', action: 'alert' });
       expect((await c.chat(content, { max_tokens: 5 })).status).toBe(200);
       expect((await c.chat(content, { max_tokens: 5 })).status).toBe(200);
       const notes = await s.services.billing.listNotifications(a.id);
@@ -241,16 +271,17 @@ describe.each(BACKENDS)('billing on %s', (backend) => {
       expect(notes[1]!.payload).toMatchObject({ spent: '0.000032', limit: '0.00002', action: 'alert', currency: 'USD' });
 
       // Disabled: no limit applies.
-      await setLimit(a.apiKey, { enabled: false });
+      await setLimit(a.id, { enabled: false });
       expect((await c.chat(content, { max_tokens: 5 })).status).toBe(200);
-      const refusedInput = await setLimit(a.apiKey, { enabled: true, action: 'block' });
+      const refusedInput = await setLimit(a.id, { enabled: true, action: 'block' });
       expect(refusedInput.body.errors[0].extensions).toMatchObject({ code: 'missing_required_parameter' });
     });
 
     it('writes a low-balance alert once per crossing below the threshold', async () => {
       const a = await seed(s).account({ tier: 'startup' }).wallet('0.00005');
       const c = client(s, a.apiKey);
-      const r = await c.graphql('mutation { setLowBalanceAlert(threshold: "0.00004") { lowBalanceAlert } }');
+      const owner = await signedIn(s, a.id);
+      const r = await owner.graphql('mutation { setLowBalanceAlert(threshold: "0.00004") { lowBalanceAlert } }');
       expect(r.body.data.setLowBalanceAlert).toEqual({ lowBalanceAlert: '0.00004' });
       const call = () => c.chat('a #tokens=5', { max_tokens: 5 }); // 16,000 nanos each
 
@@ -262,7 +293,7 @@ describe.each(BACKENDS)('billing on %s', (backend) => {
       const notes = await s.services.billing.listNotifications(a.id);
       expect(notes.map((n) => n.kind)).toEqual(['low_balance', 'low_balance']);
       expect(notes[1]!.payload).toEqual({ balance: '0.000032', threshold: '0.00004', currency: 'USD' });
-      const cleared = await c.graphql('mutation { setLowBalanceAlert(threshold: null) { lowBalanceAlert } }');
+      const cleared = await owner.graphql('mutation { setLowBalanceAlert(threshold: null) { lowBalanceAlert } }');
       expect(cleared.body.data.setLowBalanceAlert.lowBalanceAlert).toBeNull();
     });
 

@@ -40,7 +40,7 @@ export interface GraphQLContext {
   requireAdmin(): void;
   /** The dashboard session of the request's cookie (null without one, or when an API key is sent). */
   session: SessionView | null;
-  /** The session of a person signed in to an account; throws session_required otherwise (API keys cannot manage keys, passwords or sessions). */
+  /** The session of a person signed in to an account; throws session_required otherwise (API keys cannot manage keys, passwords, sessions, or the settings that charge the card, lift limits or silence alerts). */
   requireSession(): SessionView & { accountId: string };
   /** Sets and clears the session cookie (HTTP only). */
   cookies: SessionCookies | null;
@@ -94,7 +94,10 @@ export function createContext(
     cookies: opts.cookies ?? null,
     requireSession() {
       if (!session?.accountId) {
-        throw new DomainError('session_required', 'Sign in to the dashboard for this: API keys cannot manage keys, passwords or sessions.');
+        throw new DomainError(
+          'session_required',
+          'Sign in to the dashboard for this: API keys cannot manage keys, passwords, sessions, automatic top-up, spending limits or alerts.',
+        );
       }
       return session as SessionView & { accountId: string };
     },

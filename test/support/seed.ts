@@ -108,3 +108,38 @@ export function client(s: TestServer, apiKey: string) {
     },
   };
 }
+
+const sessions = new WeakMap<TestServer, Map<string, Promise<string>>>();
+
+/**
+ * GraphQL as the account's owner signed in to the dashboard (a session cookie): what only a session
+ * may do (automatic top-up, spending limit, alerts). The session comes the way an operator's
+ * set-password link gives one (`tollgate accounts password-link`), once per account and server.
+ */
+export async function signedIn(s: TestServer, accountId: string) {
+  let known = sessions.get(s);
+  if (!known) sessions.set(s, (known = new Map()));
+  let cookie = known.get(accountId);
+  if (!cookie) {
+    cookie = (async () => {
+      const link = await s.services.auth.passwordLink(accountId, 'set');
+      const token = new URL(link).searchParams.get('token')!;
+      const session = await s.services.auth.resetPassword({ token, password: 'correct horse battery staple' });
+      return `tollgate_session=${session.token}`;
+    })();
+    known.set(accountId, cookie);
+  }
+  const header = await cookie;
+  return {
+    cookie: header,
+    graphql: async (query: string, variables: Record<string, unknown> = {}): Promise<HttpResult> => {
+      const res = await fetch(`${s.url}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', cookie: header },
+        body: JSON.stringify({ query, variables }),
+      });
+      const text = await res.text();
+      return { status: res.status, body: JSON.parse(text), text };
+    },
+  };
+}

@@ -110,6 +110,13 @@ export class AutoTopupService {
       throw new DomainError('missing_required_parameter', "'threshold' is required to turn automatic top-up on.", { param: 'threshold' });
     if (enabled && amount === null)
       throw new DomainError('missing_required_parameter', "'amount' is required to turn automatic top-up on.", { param: 'amount' });
+    // A top-up must lift a balance below the threshold above it; else every charge would start another.
+    if (enabled && threshold !== null && amount !== null && threshold >= amount)
+      throw new DomainError(
+        'invalid_value',
+        `'threshold' (${formatMoney(threshold)}) must be below 'amount' (${formatMoney(amount)}): a top-up has to lift the balance above the threshold.`,
+        { param: 'threshold' },
+      );
     if (enabled && !this.o.processor.canChargeOffSession(await findCustomer(db, accountId, this.o.processor.name))) {
       throw new DomainError(
         'payment_method_required',

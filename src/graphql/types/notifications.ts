@@ -172,13 +172,13 @@ const AlertSettingsInput = builder.inputType('AlertSettingsInput', {
 builder.mutationFields((t) => ({
   updateAlertSettings: t.field({
     type: AlertSettingsRef,
-    description: "Turns the key's account alerts on or off and sets its extra recipients.",
+    description: "Turns the signed-in account's alerts on or off and sets its extra recipients (a dashboard session only).",
     args: { input: t.arg({ type: AlertSettingsInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
-      const { account } = await ctx.principal();
+      const { accountId } = ctx.requireSession();
       const given = input as Record<string, unknown>;
       const enabled = Object.fromEntries(ALERTS.map((a) => [a, given[FIELD[a]] as boolean | null | undefined]));
-      return ctx.services.alerts.notifications.updateSettings(account.id, {
+      return ctx.services.alerts.notifications.updateSettings(accountId, {
         enabled,
         extraRecipients: (given.extraRecipients as string[] | null | undefined) ?? null,
       });

@@ -57,11 +57,11 @@ const SpendingLimitInput = builder.inputType('SpendingLimitInput', {
 builder.mutationFields((t) => ({
   updateSpendingLimit: t.field({
     type: AccountSettingsRef,
-    description: "Sets the key's account monthly spending limit.",
+    description: "Sets the signed-in account's monthly spending limit (a dashboard session only: an API key gets session_required).",
     args: { input: t.arg({ type: SpendingLimitInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
-      const { account } = await ctx.principal();
-      return ctx.services.billing.updateSpendingLimit(account.id, {
+      const { accountId } = ctx.requireSession();
+      return ctx.services.billing.updateSpendingLimit(accountId, {
         enabled: input.enabled,
         monthlyLimit: input.monthlyLimit ?? null,
         action: input.action ?? null,
@@ -70,11 +70,11 @@ builder.mutationFields((t) => ({
   }),
   setLowBalanceAlert: t.field({
     type: AccountSettingsRef,
-    description: "Sets the key's account low-balance alert threshold; null turns it off.",
+    description: "Sets the signed-in account's low-balance alert threshold; null turns it off (a dashboard session only).",
     args: { threshold: t.arg({ type: DecimalScalar, required: false }) },
     resolve: async (_root, args, ctx) => {
-      const { account } = await ctx.principal();
-      return ctx.services.billing.setLowBalanceAlert(account.id, args.threshold ?? null);
+      const { accountId } = ctx.requireSession();
+      return ctx.services.billing.setLowBalanceAlert(accountId, args.threshold ?? null);
     },
   }),
 }));

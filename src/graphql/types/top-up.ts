@@ -234,11 +234,11 @@ builder.mutationField('updateAutoTopup', (t) =>
   t.field({
     type: AutoTopupRef,
     description:
-      "Turns automatic top-up of the key's wallet on or off. With Stripe, a card must have been saved by a checkout first (payment_method_required).",
+      "Turns automatic top-up of the signed-in account's wallet on or off (a dashboard session only: it charges the saved card). The threshold must be below the amount. With Stripe, a card must have been saved by a checkout first (payment_method_required).",
     args: { input: t.arg({ type: AutoTopupInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
-      const { account } = await ctx.principal();
-      return ctx.services.autoTopups.updateSettings(account.id, {
+      const { accountId } = ctx.requireSession();
+      return ctx.services.autoTopups.updateSettings(accountId, {
         enabled: input.enabled,
         threshold: input.threshold,
         amount: input.amount,
