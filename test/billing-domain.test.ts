@@ -97,6 +97,30 @@ describe.each(BACKENDS)('BillingService on %s', (backend) => {
     expect(days(await billing.usageReport(id))).toEqual([['2026-02-01', 1, 15]]);
   });
 
+  it("a call held in one month and settled in the next counts in the new month's spend, whether or not the wallet rolled first", async () => {
+    clock = new Date('2026-03-31T23:59:58Z');
+    const billing = billingService();
+    const id = await newAccount('startup'); // no allocation, no fee: every call is paid from the wallet
+    await billing.creditWallet({ accountId: id, amount: usd('1'), type: 'bonus', description: 'start' });
+    const straddling = await billing.admit(meter(id, 10, 20));
+    // Settled in April, before anything else rolled the wallet into April: 10·1000 + 20·2000 nanos.
+    clock = new Date('2026-04-01T00:00:02Z');
+    await straddling.settle({ promptTokens: 10, completionTokens: 20, totalTokens: 30 }, 'completed');
+    expect((await billing.getSettings(id)).monthlySpend).toBe(50_000n);
+    // The next April call adds to it (the straddling charge is not wiped by April's first roll).
+    await (await billing.admit(meter(id, 10, 5))).settle({ promptTokens: 10, completionTokens: 5, totalTokens: 15 }, 'completed');
+    expect((await billing.getSettings(id)).monthlySpend).toBe(70_000n);
+
+    // The other order: another call rolls the wallet into May first; the straddling one still counts in May.
+    clock = new Date('2026-04-30T23:59:58Z');
+    const late = await billing.admit(meter(id, 10, 20));
+    clock = new Date('2026-05-01T00:00:01Z');
+    await (await billing.admit(meter(id, 10, 5))).settle({ promptTokens: 10, completionTokens: 5, totalTokens: 15 }, 'completed');
+    await late.settle({ promptTokens: 10, completionTokens: 20, totalTokens: 30 }, 'completed');
+    expect((await billing.getSettings(id)).monthlySpend).toBe(70_000n);
+    expect(await billing.getAllocation(id)).toMatchObject({ period: '2026-05', held: 0 });
+  });
+
   it('charges a monthly fee when a tier is taken and at each period start; an unpaid fee moves the account to free and notifies it', async () => {
     clock = new Date('2026-03-10T12:00:00Z');
     const billing = billingService();

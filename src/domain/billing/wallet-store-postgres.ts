@@ -12,7 +12,7 @@ import type { WalletRow } from './billing-types.js';
 import { HOLD_COLUMNS, USAGE_EVENT_COLUMNS, USAGE_EVENT_INSERT, WALLET_COLUMNS, walletRow } from './billing-types.js';
 import { KeyedBatcher, type Outcome } from './batcher.js';
 import { newId } from '../ids.js';
-import { usageDay } from './period.js';
+import { periodOf, usageDay } from './period.js';
 import { big, rows, run, type BillingDatabase, type Binding, type Db } from './sql.js';
 import {
   COUNT_USAGE,
@@ -53,9 +53,11 @@ const SETTLE_BATCH =
   'd as (delete from holds h using i where h.id = i.hold_id and h.account_id = ? returning h.id), ' +
   's as (select i.* from i join d on d.id = i.hold_id), ' +
   'w as (update wallets w set held = w.held - (select sum(held) from s), balance = w.balance - (select sum(charge) from s), ' +
-  'period_held = w.period_held - coalesce((select sum(alloc_held) from s where s.period = w.period), 0), ' +
-  'period_used = w.period_used + coalesce((select sum(alloc_used) from s where s.period = w.period), 0), ' +
-  'period_spent = w.period_spent + (select sum(charge) from s), updated_at = ?::timestamptz ' +
+  // A wallet in an earlier period than the batch's is rolled as consumeHold rolls it (SQLite's).
+  'period_held = case when w.period < ? then 0 else w.period_held - coalesce((select sum(alloc_held) from s where s.period = w.period), 0) end, ' +
+  'period_used = case when w.period < ? then 0 else w.period_used + coalesce((select sum(alloc_used) from s where s.period = w.period), 0) end, ' +
+  'period_spent = case when w.period < ? then 0 else w.period_spent end + (select sum(charge) from s), ' +
+  'period = case when w.period < ? then ? else w.period end, updated_at = ?::timestamptz ' +
   `where w.account_id = ? and exists (select 1 from s) returning w.balance as final_balance, ${WALLET_COLUMNS}, ` +
   '(select a.tier from accounts a where a.id = w.account_id) as tier), ' +
   'b as (select s.*, w.final_balance + (sum(s.charge) over (order by s.ord desc) - s.charge) as balance_after from s cross join w), ' +
@@ -128,9 +130,15 @@ export class PostgresWalletStore extends WalletStoreBase {
       end_user: s.call.endUser,
     }));
     const now = items.reduce((latest, s) => (s.now > latest ? s.now : latest), items[0]!.now);
+    const period = periodOf(now);
     const [r] = await rows<Record<string, unknown>>(this.db, SETTLE_BATCH, [
       jsonRows(input),
       accountId,
+      period,
+      period,
+      period,
+      period,
+      period,
       now,
       accountId,
       accountId,

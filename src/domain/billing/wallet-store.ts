@@ -19,7 +19,7 @@ import type { CallOutcome } from '../inference/inference-service.js';
 import { appendTransaction, type TransactionView } from '../ledger/ledger.js';
 import type { HeldCall, WalletRow } from './billing-types.js';
 import { HOT_PATH, USAGE_EVENT_INSERT, WALLET_COLUMNS, walletRow } from './billing-types.js';
-import { usageDay } from './period.js';
+import { periodOf, usageDay } from './period.js';
 import { big, exec, int, rows, run, type BillingDatabase, type Binding, type Db } from './sql.js';
 
 /** The once-per-period alert flags (see ./alerts.ts). */
@@ -144,28 +144,42 @@ export interface WalletStore {
 const SELECT_WITH_TIER = `select ${WALLET_COLUMNS}, a.tier from wallets w join accounts a on a.id = w.account_id where w.account_id = ?`;
 
 /** The wallet update of a consumed hold: held money and allocation released, the charge taken. */
+// A wallet still in an earlier period than the settlement's (a call held in one month and settled
+// in the next, before anything else rolled the wallet) is rolled here as openWallet rolls it, so
+// the charge counts in the month it settled in (a fee still due is charged by the next openWallet).
+// SET expressions read the row as it was before the update.
 const CONSUME_HOLD_UPDATE =
   'update wallets set held = held - ?, balance = balance - ?, ' +
-  'period_held = case when period = ? then period_held - ? else period_held end, ' +
-  'period_used = case when period = ? then period_used + ? else period_used end, ' +
-  'period_spent = period_spent + ?, updated_at = ? where account_id = ?';
+  'period_held = case when period < ? then 0 when period = ? then period_held - ? else period_held end, ' +
+  'period_used = case when period < ? then 0 when period = ? then period_used + ? else period_used end, ' +
+  'period_spent = case when period < ? then ? else period_spent + ? end, ' +
+  'period = case when period < ? then ? else period end, updated_at = ? where account_id = ?';
 
 export const COUNT_USAGE =
   'update wallets set period_used = case when period = ? then period_used + ? else period_used end, updated_at = ? where account_id = ?';
 
 export const countUsageBindings = (s: Settling): Binding[] => [s.call.period, s.promptTokens + s.completionTokens, s.now, s.call.accountId];
 
-const consumeHoldBindings = (hold: HoldRef, change: Charge, now: Date): Binding[] => [
-  hold.walletNanos,
-  change.charge,
-  hold.period,
-  hold.allocationTokens,
-  hold.period,
-  change.allocationUsed,
-  change.charge,
-  now,
-  hold.accountId,
-];
+const consumeHoldBindings = (hold: HoldRef, change: Charge, now: Date): Binding[] => {
+  const period = periodOf(now);
+  return [
+    hold.walletNanos,
+    change.charge,
+    period,
+    hold.period,
+    hold.allocationTokens,
+    period,
+    hold.period,
+    change.allocationUsed,
+    period,
+    change.charge,
+    change.charge,
+    period,
+    period,
+    now,
+    hold.accountId,
+  ];
+};
 
 export function withTier(r: Record<string, unknown>): WalletRow {
   return walletRow(r, isTier(r.tier) ? r.tier : 'free');
