@@ -18,6 +18,8 @@ function inputsOf(input: z.infer<typeof body>['input']): string[] {
   return [partTexts(input as ContentPart[], 'input', ': this server moderates text only.').join('\n')];
 }
 
+const TEXT_ONLY = ['text'] as const;
+
 export function moderate(door: CompatDoor) {
   return async (req: Request, res: Response, ctx: GraphQLContext) => {
     const b = parseBody(req, body);
@@ -31,6 +33,8 @@ export function moderate(door: CompatDoor) {
         flagged: r.flagged,
         categories: Object.fromEntries(r.categories.map((c) => [c.name, c.flagged])),
         category_scores: Object.fromEntries(r.categories.map((c) => [c.name, c.score])),
+        // OpenAI's field (required by its schema): this server moderates text only.
+        category_applied_input_types: Object.fromEntries(r.categories.map((c) => [c.name, TEXT_ONLY])),
       })),
     });
   };

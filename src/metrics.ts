@@ -250,7 +250,7 @@ function timeEngine(engine: Engine, modelId: string, metrics: Metrics): Engine {
     },
     embed: (input, signal) => timeCall(signal, () => engine.embed(input, signal)),
     rerank: (query, documents, signal) => timeCall(signal, () => engine.rerank(query, documents, signal)),
-    moderate: (input, signal) => timeCall(signal, () => engine.moderate(input, signal)),
+    moderate: (inputs, signal) => timeCall(signal, () => engine.moderate(inputs, signal)),
     countChatTokens: (messages, tools) => engine.countChatTokens(messages, tools),
     countTokens: (text) => engine.countTokens(text),
     unsupported: engine.unsupported ? (req) => engine.unsupported!(req) : undefined,

@@ -23,7 +23,7 @@ afterAll(async () => {
 const SPEC_CATEGORIES = ['hate', 'harassment', 'self-harm', 'sexual', 'violence'];
 const INPUTS = ['hello', 'I will hurt you', '', 'buy cheap pills now!!!', 'ünïcödé ✓', 'x'.repeat(300), 'S1,S2\nunsafe'];
 
-function expectShape(r: Awaited<ReturnType<LlamaCppEngine['moderate']>>) {
+function expectShape(r: Awaited<ReturnType<LlamaCppEngine['moderate']>>[number]) {
   expect(typeof r.flagged).toBe('boolean');
   for (const c of SPEC_CATEGORIES) {
     expect(typeof r.categories[c]).toBe('boolean');
@@ -39,12 +39,12 @@ function expectShape(r: Awaited<ReturnType<LlamaCppEngine['moderate']>>) {
 
 describe('moderation on the in-process engine', () => {
   it('always returns a parsed verdict in the specification shape, whatever the input', async () => {
-    for (const input of INPUTS) expectShape(await guard.moderate(input, neverAborted()));
+    for (const input of INPUTS) expectShape((await guard.moderate([input], neverAborted()))[0]!);
   });
 
   it('flags what a guard calls unsafe, with the categories of its hazard codes', async () => {
     for (const input of INPUTS.slice(0, 3)) {
-      const r = await unsafeGuard.moderate(input, neverAborted());
+      const r = (await unsafeGuard.moderate([input], neverAborted()))[0]!;
       expectShape(r);
       expect(r.flagged).toBe(true);
       // The verdict's "unsafe" was all but certain: every flagged category scores above zero.
@@ -52,15 +52,21 @@ describe('moderation on the in-process engine', () => {
     }
   });
 
+  it('answers several inputs in one call, each as it would be alone, in order', async () => {
+    const alone = [];
+    for (const input of INPUTS.slice(0, 3)) alone.push((await guard.moderate([input], neverAborted()))[0]);
+    expect(await guard.moderate(INPUTS.slice(0, 3), neverAborted())).toEqual(alone);
+  });
+
   it('is deterministic: the same input gets the same result', async () => {
-    const a = await guard.moderate('is this fine?', neverAborted());
-    const b = await guard.moderate('is this fine?', neverAborted());
+    const a = (await guard.moderate(['is this fine?'], neverAborted()))[0]!;
+    const b = (await guard.moderate(['is this fine?'], neverAborted()))[0]!;
     expect(b).toEqual(a);
   });
 
   it("counts the guard prompt's tokens, which grow with the input", async () => {
-    const short = await guard.moderate('hi', neverAborted());
-    const long = await guard.moderate('hi there', neverAborted());
+    const short = (await guard.moderate(['hi'], neverAborted()))[0]!;
+    const long = (await guard.moderate(['hi there'], neverAborted()))[0]!;
     expect(long.promptTokens - short.promptTokens).toBe(await guard.countTokens(' there'));
   });
 });

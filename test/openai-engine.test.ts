@@ -236,13 +236,28 @@ describe('OpenAIEngine', () => {
   it('fills in the five moderation categories the upstream leaves out', async () => {
     const f = await fake({ moderationKeys: ['violence'] });
     const { e } = engine([f.url]);
-    const bad = await e.moderate('I will kill the process', signal());
-    expect(bad.flagged).toBe(true);
-    expect(bad.categories).toEqual({ hate: false, harassment: false, 'self-harm': false, sexual: false, violence: true });
-    expect(Object.keys(bad.categoryScores).sort()).toEqual(['harassment', 'hate', 'self-harm', 'sexual', 'violence']);
-    expect(bad.promptTokens).toBe(countTextTokens('I will kill the process'));
-    const good = await e.moderate('hello', signal());
-    expect(good.flagged).toBe(false);
+    const [bad] = await e.moderate(['I will kill the process'], signal());
+    expect(bad!.flagged).toBe(true);
+    expect(bad!.categories).toEqual({ hate: false, harassment: false, 'self-harm': false, sexual: false, violence: true });
+    expect(Object.keys(bad!.categoryScores).sort()).toEqual(['harassment', 'hate', 'self-harm', 'sexual', 'violence']);
+    expect(bad!.promptTokens).toBe(countTextTokens('I will kill the process'));
+    const [good] = await e.moderate(['hello'], signal());
+    expect(good!.flagged).toBe(false);
+  });
+
+  it('moderates every input of a request in one upstream call, the results in order', async () => {
+    const f = await fake();
+    const { e } = engine([f.url]);
+    const inputs = ['hello', 'I will kill the process', 'fine', 'a hateful remark'];
+    const results = await e.moderate(inputs, signal());
+    expect(results.map((r) => r.flagged)).toEqual([false, true, false, true]);
+    expect(results.map((r) => r.promptTokens)).toEqual(inputs.map((i) => countTextTokens(i)));
+    const calls = f.requests.filter((r) => r.path === '/v1/moderations');
+    expect(calls).toHaveLength(1);
+    expect(calls[0]!.body).toMatchObject({ input: inputs });
+    // An answer with another number of results than inputs is a broken answer, not a shorter list.
+    f.setFault({ raw: JSON.stringify({ id: 'x', model: 'm', results: [{ flagged: false, categories: {}, category_scores: {} }] }) });
+    await expect(e.moderate(inputs, signal())).rejects.toMatchObject({ code: 'upstream_error' });
   });
 
   it('spreads calls round-robin across base URLs', async () => {

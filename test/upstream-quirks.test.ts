@@ -844,7 +844,7 @@ describe('4. any engine whose usage says 0', () => {
     },
     embed: async () => ({ embeddings: [], promptTokens: 0 }),
     rerank: async () => ({ scores: [], promptTokens: 0 }),
-    moderate: async () => ({ flagged: false, categories: {}, categoryScores: {}, promptTokens: 0 }),
+    moderate: async () => [{ flagged: false, categories: {}, categoryScores: {}, promptTokens: 0 }],
     countChatTokens: (messages) => countChatTokens(messages),
     countTokens: (text) => countTextTokens(text),
   };

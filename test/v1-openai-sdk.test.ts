@@ -137,14 +137,31 @@ describe('the openai SDK against /v1', () => {
     expect(Buffer.from(raw.data[0].embedding, 'base64').length).toBe(768 * 4);
   });
 
-  it('moderates through the path the SDK calls', async () => {
+  it("moderates through the path the SDK calls, in the shape of OpenAI's schema", async () => {
     const r = await client.moderations.create({ model: 'guard-test', input: 'I will kill the process' });
+    expect(violations('CreateModerationResponse', r)).toEqual([]);
+    expect(r.results[0]!.category_applied_input_types.violence).toEqual(['text']);
     expect(r.results).toHaveLength(1);
     expect(r.results[0]!.flagged).toBe(true);
     for (const k of ['hate', 'harassment', 'self-harm', 'sexual', 'violence']) {
       expect(typeof (r.results[0]!.categories as unknown as Record<string, boolean>)[k]).toBe('boolean');
       expect(typeof (r.results[0]!.category_scores as unknown as Record<string, number>)[k]).toBe('number');
     }
+  });
+
+  it('moderates a list of inputs in one upstream call, one result each in order, and refuses an empty string', async () => {
+    s.upstream.reset();
+    const inputs = ['hello', 'I will kill the process', 'fine', 'a hateful remark', 'ok', 'more', 'and more', 'last'];
+    const r = await client.moderations.create({ model: 'guard-test', input: inputs });
+    expect(violations('CreateModerationResponse', r)).toEqual([]);
+    expect(r.results.map((x) => x.flagged)).toEqual([false, true, false, true, false, false, false, false]);
+    const calls = s.upstream.requests.filter((q) => q.path === '/v1/moderations');
+    expect(calls).toHaveLength(1);
+    expect(calls[0]!.body).toMatchObject({ model: 'upstream-guard', input: inputs });
+    const empty = await client.moderations.create({ model: 'guard-test', input: ['fine', ''] }).catch((e) => e);
+    expect(empty).toBeInstanceOf(OpenAI.APIError);
+    expect(empty.status).toBe(400);
+    expect(empty.error).toMatchObject({ code: 'invalid_value', param: 'input', message: "'input[1]' is an empty string." });
   });
 
   it("moderates without a model, as the SDK allows: the catalog's moderation model answers", async () => {

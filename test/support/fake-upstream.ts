@@ -101,6 +101,7 @@ export interface FakeUpstream {
   close(): Promise<void>;
 }
 
+// The categories OpenAI's omni-moderation models answer (its schema requires all thirteen).
 const OPENAI_MODERATION_KEYS = [
   'hate',
   'hate/threatening',
@@ -113,6 +114,8 @@ const OPENAI_MODERATION_KEYS = [
   'sexual/minors',
   'violence',
   'violence/graphic',
+  'illicit',
+  'illicit/violent',
 ];
 
 interface Markers {

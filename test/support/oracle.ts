@@ -13,6 +13,7 @@ export type OracleSchema =
   | 'CreateChatCompletionResponse'
   | 'CreateChatCompletionStreamResponse'
   | 'CreateEmbeddingResponse'
+  | 'CreateModerationResponse'
   | 'ListModelsResponse'
   | 'Model'
   | 'ErrorResponse';

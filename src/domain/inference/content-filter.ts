@@ -119,9 +119,9 @@ export class ContentFilter {
         maxOutputTokens: 0,
         endUser,
       });
-      let result: Awaited<ReturnType<Engine['moderate']>>;
+      let result: Awaited<ReturnType<Engine['moderate']>>[number];
       try {
-        result = await engine.moderate(piece, signal);
+        [result] = (await engine.moderate([piece], signal)) as [Awaited<ReturnType<Engine['moderate']>>[number]];
       } catch (err) {
         await ticket.settle(zero, signal.aborted ? 'client_disconnected' : 'failed');
         throw err;
@@ -189,7 +189,7 @@ function filteredEngine(inner: Engine, check: Check, safety: SafetyConfig): Engi
   return {
     embed: (input, signal) => inner.embed(input, signal),
     rerank: (query, documents, signal) => inner.rerank(query, documents, signal),
-    moderate: (input, signal) => inner.moderate(input, signal),
+    moderate: (inputs, signal) => inner.moderate(inputs, signal),
     countChatTokens: (messages, tools) => inner.countChatTokens(messages, tools),
     countTokens: (text) => inner.countTokens(text),
     unsupported: inner.unsupported ? (req) => inner.unsupported!(req) : undefined,

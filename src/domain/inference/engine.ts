@@ -151,7 +151,8 @@ export interface Engine {
   chatStream(req: EngineChatRequest, signal: AbortSignal): AsyncIterable<EngineStreamEvent>;
   embed(input: string[], signal: AbortSignal): Promise<EngineEmbedResult>;
   rerank(query: string, documents: string[], signal: AbortSignal): Promise<EngineRerankResult>;
-  moderate(input: string, signal: AbortSignal): Promise<EngineModerationResult>;
+  /** One result per input, in order (one upstream call for all of them where the engine forwards). */
+  moderate(inputs: string[], signal: AbortSignal): Promise<EngineModerationResult[]>;
   /**
    * Prompt tokens of a chat request, as the model will count them (or a close upper estimate); the
    * tool definitions, when given, are part of the prompt.

@@ -756,8 +756,7 @@ export class InferenceService {
     return this.metered({ caller, model, promptTokens: estimate, requestedOutputTokens: null, maxOutputTokens: 0 }, signal, async () => {
       let promptTokens = 0;
       const results: ModerationResult['results'] = [];
-      for (const text of input.input) {
-        const r = await engine.moderate(text, signal);
+      for (const r of await engine.moderate(input.input, signal)) {
         promptTokens += r.promptTokens;
         const names = [...new Set([...MODERATION_CATEGORIES, ...Object.keys(r.categories), ...Object.keys(r.categoryScores)])];
         results.push({
@@ -788,6 +787,8 @@ export class InferenceService {
     const limit = model.specifications.max_tokens;
     let estimate = 0;
     for (let i = 0; i < input.input.length; i++) {
+      // As for embeddings: an empty string is billed nothing, yet a guard model would still run on it.
+      if (input.input[i]!.length === 0) throw new DomainError('invalid_value', `'input[${i}]' is an empty string.`, { param: 'input' });
       const tokens = await countInput(engine, input.input[i]!, limit);
       if (tokens > limit)
         throw new DomainError('input_too_long', `'input[${i}]' has more than ${limit} tokens, the most the model '${model.id}' takes.`, {

@@ -578,9 +578,12 @@ export class LlamaCppEngine implements Engine {
     return rerankOn(await this.runnerOf('reranking'), this.modelId, query, documents, signal);
   }
 
-  async moderate(input: string, signal: AbortSignal): Promise<EngineModerationResult> {
+  async moderate(inputs: string[], signal: AbortSignal): Promise<EngineModerationResult[]> {
     if (signal.aborted) throw abortReason(signal);
-    return moderateOn(await this.runnerOf('chat'), this.modelId, input, signal, this.stats);
+    const runner = await this.runnerOf('chat');
+    const results: EngineModerationResult[] = [];
+    for (const input of inputs) results.push(await moderateOn(runner, this.modelId, input, signal, this.stats));
+    return results;
   }
 
   async close(): Promise<void> {

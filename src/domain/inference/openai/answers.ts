@@ -51,8 +51,13 @@ export function rerankResultFrom(data: Record<string, unknown>, query: string, d
   return { scores, promptTokens };
 }
 
-export function moderationResultFrom(data: Record<string, unknown>, input: string): EngineModerationResult {
-  const first = Array.isArray(data.results) ? asRecord(data.results[0]) : undefined;
+/** One result per input, in order: an answer with another number of results is broken. */
+export function moderationResultsFrom(data: Record<string, unknown>, inputs: string[]): EngineModerationResult[] {
+  if (!Array.isArray(data.results) || data.results.length !== inputs.length) throw invalidResponse();
+  return inputs.map((input, i) => moderationResultFrom(asRecord((data.results as unknown[])[i]), input));
+}
+
+function moderationResultFrom(first: Record<string, unknown> | undefined, input: string): EngineModerationResult {
   if (!first) throw invalidResponse();
   // Without a prototype: a category named like one of Object's properties (`constructor`) is a
   // category like any other, not a lookup that finds a function.

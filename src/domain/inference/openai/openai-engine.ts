@@ -16,7 +16,7 @@ import { Pool } from 'undici';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import type { OpenAIEngineConfig } from '../../catalog/model.js';
 import { DomainError } from '../../errors.js';
-import { embedResultFrom, moderationResultFrom, rerankResultFrom } from './answers.js';
+import { embedResultFrom, moderationResultsFrom, rerankResultFrom } from './answers.js';
 import { answerEvents, chatPayload, choiceEvents, choiceText, readChoices, type StreamReading, streamReading } from './chat-wire.js';
 import { CircuitBreaker, type BreakerState } from './circuit-breaker.js';
 import type {
@@ -342,8 +342,13 @@ export class OpenAIEngine implements Engine {
     return this.postJson(this.rerankPath, payload, signal, 'rerank', (data) => rerankResultFrom(data, query, documents));
   }
 
-  async moderate(input: string, signal: AbortSignal): Promise<EngineModerationResult> {
-    return this.postJson('/moderations', { model: this.model, input }, signal, 'moderate', (data) => moderationResultFrom(data, input));
+  /**
+   * Every input in one call (OpenAI's /v1/moderations takes a list and answers in order): one
+   * round trip, and one max_duration_ms for the whole request, which billing's hold outlives.
+   */
+  async moderate(inputs: string[], signal: AbortSignal): Promise<EngineModerationResult[]> {
+    const input = inputs.length === 1 ? inputs[0] : inputs;
+    return this.postJson('/moderations', { model: this.model, input }, signal, 'moderate', (data) => moderationResultsFrom(data, inputs));
   }
 
   countChatTokens(messages: ChatMessage[], tools?: ToolDefinition[]): number {
