@@ -748,6 +748,11 @@ ${chatModel('chat-q', `base_url: "${url}", timeout_ms: 5000`)}${chatModel(
 
   describe("8. an upstream's refusal caused by the client's input is answered as such", () => {
     const refusal = (status: number, body: unknown) => ({ status, body: JSON.stringify(body) });
+    const inputTooLong = {
+      code: 'input_too_long',
+      type: 'invalid_request_error',
+      message: 'An input is longer than the model takes: its upstream server refused it as too long. Send a shorter input.',
+    };
     const contextLength = {
       code: 'context_length_exceeded',
       type: 'invalid_request_error',
@@ -795,7 +800,7 @@ ${chatModel('chat-q', `base_url: "${url}", timeout_ms: 5000`)}${chatModel(
       expect(events.every((e) => e.promptTokens === 0 && e.completionTokens === 0)).toBe(true);
     });
 
-    it("embeddings: TEI's 422 on an input over its tokens is 400 context_length_exceeded; its 413 on a batch is 413", async () => {
+    it("embeddings: TEI's 422 on an input over its tokens is 400 input_too_long (as tollgate's own count says); its 413 on a batch is 413", async () => {
       const { c } = await account();
       s.upstream.setFault(
         refusal(422, {
@@ -806,7 +811,7 @@ ${chatModel('chat-q', `base_url: "${url}", timeout_ms: 5000`)}${chatModel(
       );
       const long = await c.post('/embeddings', { model: 'embed-q', input: 'a text' });
       expect(long.status).toBe(400);
-      expect(long.body.error).toMatchObject({ ...contextLength, param: 'input' });
+      expect(long.body.error).toMatchObject({ ...inputTooLong, param: 'input' });
       s.upstream.setFault(refusal(413, { message: 'batch size 200 > maximum allowed batch size 32', code: 413, type: 'validation' }));
       const batch = await c.post('/embeddings', { model: 'embed-q', input: ['one', 'two'] });
       expect(batch.status).toBe(413);
@@ -818,6 +823,30 @@ ${chatModel('chat-q', `base_url: "${url}", timeout_ms: 5000`)}${chatModel(
           "The model's upstream server refused the request as too large (too many inputs, or inputs too long); send fewer or shorter inputs.",
       });
       expect(JSON.stringify(batch.body)).not.toContain('32');
+    });
+
+    it("embeddings: llama.cpp's server's 500 on an input over its batch is 400 input_too_long, not failed over as a server failure", async () => {
+      const { id, c } = await account();
+      s.upstream.reset();
+      s.upstream.setFault(
+        refusal(500, {
+          error: {
+            code: 500,
+            message: 'input (600 tokens) is too large to process. increase the physical batch size (current batch size: 512)',
+            type: 'server_error',
+          },
+        }),
+      );
+      const r = await c.post('/embeddings', { model: 'embed-q', input: 'a text' });
+      expect(r.status).toBe(400);
+      expect(r.body.error).toMatchObject({ ...inputTooLong, param: 'input' });
+      expect(s.upstream.requests.filter((q) => q.path === '/v1/embeddings')).toHaveLength(1);
+      const events = await s.services.billing.listUsageEvents(id);
+      expect(events.every((e) => e.promptTokens === 0 && e.walletNanos === 0n)).toBe(true);
+      // Any other 500 is still the upstream's failure.
+      s.upstream.setFault(refusal(500, { error: { code: 500, message: 'something broke', type: 'server_error' } }));
+      expect((await c.post('/embeddings', { model: 'embed-q', input: 'a text' })).status).toBe(502);
+      s.upstream.setFault(null);
     });
 
     it('any other 4xx (Ollama 404 model not found) stays 502, and the upstream text stays in the logs', async () => {

@@ -228,6 +228,8 @@ export const MAX_EVENT_CHARS = 4 * 1024 * 1024;
  */
 export const CONTEXT_LENGTH_RE =
   /context[ _-]?(length|window|size)|maximum context|exceed_context_size|too many tokens|prompt is too long|`inputs` tokens \+ `max_new_tokens` must be <=|must have less than \d+ tokens/i;
+/** llama.cpp's server on an embedding or rerank input longer than its batch (a 500, yet the input's fault). */
+export const TOO_LARGE_TO_PROCESS_RE = /input \(\d+ tokens\) is too large to process/i;
 export const noopLogger: OpenAIEngineLogger = { warn() {} };
 /** An upstream's Retry-After is passed on, within reason: at least 1 s, at most 10 min. */
 export const MAX_RETRY_AFTER_S = 600;
@@ -246,6 +248,7 @@ export const msg = {
   ejected: "The model's upstream servers are failing and are being given time to recover; retry after the time given in Retry-After.",
   status: (status: number) => `The model's upstream server failed to answer (HTTP ${status}).`,
   contextLength: "The request exceeds the model's context length.",
+  inputTooLong: 'An input is longer than the model takes: its upstream server refused it as too long. Send a shorter input.',
   refusedTooLarge:
     "The model's upstream server refused the request as too large (too many inputs, or inputs too long); send fewer or shorter inputs.",
 };
@@ -374,9 +377,11 @@ function inputParam(op: string): string {
 /**
  * What an upstream's error status becomes: busy (429, 503) and 5xx may be failed over; the rest not.
  * A refusal of the client's input is the client's error: an input too long for the model (400,
- * 413 or 422 saying so: CONTEXT_LENGTH_RE) is 400 context_length_exceeded, any other 413 (TEI's
- * batch over its limit) 413 request_too_large; other 4xx are the upstream's failure (502), since
- * tollgate checked the request before forwarding it.
+ * 413 or 422 saying so: CONTEXT_LENGTH_RE; llama.cpp's 500 TOO_LARGE_TO_PROCESS_RE) is, for a chat,
+ * 400 context_length_exceeded and, for embeddings, rerank and moderation, 400 input_too_long (the
+ * code tollgate's own count gives); any other 413 (TEI's batch over its limit) 413
+ * request_too_large; other 4xx are the upstream's failure (502), since tollgate checked the
+ * request before forwarding it.
  */
 export function statusError(
   status: number,
@@ -388,10 +393,15 @@ export function statusError(
   if (status === 429 || status === 503) {
     return new Retryable(new DomainError('model_overloaded', msg.overloaded, { retryAfter: retryAfterSeconds(retryAfter) }), false);
   }
-  if (status >= 500) return new Retryable(new DomainError('upstream_error', msg.status(status)), false);
-  if ((status === 400 || status === 413 || status === 422) && CONTEXT_LENGTH_RE.test(detail)) {
-    return new DomainError('context_length_exceeded', msg.contextLength, { param: inputParam(op) });
+  if (
+    ((status === 400 || status === 413 || status === 422) && CONTEXT_LENGTH_RE.test(detail)) ||
+    (status === 500 && TOO_LARGE_TO_PROCESS_RE.test(detail))
+  ) {
+    return op.startsWith('chat')
+      ? new DomainError('context_length_exceeded', msg.contextLength, { param: inputParam(op) })
+      : new DomainError('input_too_long', msg.inputTooLong, { param: inputParam(op) });
   }
+  if (status >= 500) return new Retryable(new DomainError('upstream_error', msg.status(status)), false);
   if (status === 413) return new DomainError('request_too_large', msg.refusedTooLarge, { param: inputParam(op) });
   return new DomainError('upstream_error', msg.status(status));
 }
