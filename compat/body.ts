@@ -10,7 +10,8 @@ function paramOf(path: PropertyKey[]): string {
 
 function describe(issue: z.core.$ZodIssue): DomainError {
   const param = paramOf(issue.path);
-  if (issue.code === 'invalid_type' && issue.input === undefined) {
+  // A union (input: a string or a list) reports a missing field as invalid_union: missing too.
+  if ((issue.code === 'invalid_type' || issue.code === 'invalid_union') && issue.input === undefined) {
     return new DomainError('missing_required_parameter', `Missing required parameter: '${param}'.`, { param });
   }
   if (issue.code === 'invalid_type' || issue.code === 'invalid_union') {

@@ -249,8 +249,23 @@ describe('embeddings, rerank and moderation rules', () => {
       expect(r.body.error.message).toContain('send the text');
     }
   });
-  it('refuses an embedding request for a chat model', () =>
-    expectError(post('/embeddings', { model: 'chat-test', input: 'x' }), 400, 'invalid_request_error', 'invalid_model'));
+  it('refuses an embedding request for a chat model, in plain words', async () => {
+    const r = await post('/embeddings', { model: 'chat-test', input: 'x' });
+    await expectError(Promise.resolve(r), 400, 'invalid_request_error', 'invalid_model');
+    expect(r.body.error.message).toBe("The model 'chat-test' is a chat model and cannot be used for embeddings.");
+    const e = await post('/rerank', { model: 'embed-test', query: 'q', documents: ['d'] });
+    expect(e.body.error.message).toMatch(/^The model 'embed-test' is an embedding model and cannot be used for /);
+  });
+  it('names a missing input as missing, as it does a missing model', async () => {
+    for (const path of ['/embeddings', '/moderate', '/moderations'])
+      await expectError(
+        post(path, { model: path === '/embeddings' ? 'embed-test' : 'guard-test' }),
+        400,
+        'invalid_request_error',
+        'missing_required_parameter',
+        'input',
+      );
+  });
   it('refuses an unknown encoding_format', () =>
     expectError(
       post('/embeddings', { model: 'embed-test', input: 'x', encoding_format: 'int8' }),

@@ -56,7 +56,7 @@ export class Catalog {
     if (m.category !== category) {
       throw new DomainError(
         'invalid_model',
-        `The model '${id}' is a ${m.category} model and cannot be used for ${ENDPOINT_OF[category]}.`,
+        `The model '${id}' is ${/^[aeiou]/.test(m.category) ? 'an' : 'a'} ${m.category} model and cannot be used for ${ENDPOINT_OF[category]}.`,
         { param: 'model' },
       );
     }
