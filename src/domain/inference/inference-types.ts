@@ -122,7 +122,7 @@ export interface ChatChunk {
 export interface EmbeddingsInput {
   model: string;
   input: string[];
-  /** Vectors cut to this size and L2-renormalised (one of the model's supported_dimensions, or its full size). */
+  /** Vectors cut to this size and L2-renormalised (one of the model's supported_dimensions; its full size changes nothing). */
   dimensions?: number | null;
   user?: string | null;
 }
