@@ -59,6 +59,12 @@ const openaiEngine = z.strictObject({
     .default({ failure_threshold: 3, cooldown_ms: 30_000 }),
   /** Upstream rerank path, relative to the base URL (vLLM, llama.cpp's server, Infinity and TEI serve /rerank). */
   rerank_path: z.string().default('/rerank'),
+  /**
+   * What the upstream's rerank scores are: `logits` (llama.cpp's server: raw classifier outputs,
+   * each put through a sigmoid), `probabilities` (TEI, vLLM, Cohere-style: passed as they are), or
+   * `auto` (a request with any score outside [0, 1] is taken for logits; see README).
+   */
+  rerank_scores: z.enum(['auto', 'probabilities', 'logits']).default('auto'),
 });
 
 /** In-process inference with llama.cpp on a GGUF file (src/domain/inference/llamacpp/). */

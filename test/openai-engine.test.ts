@@ -221,6 +221,35 @@ describe('OpenAIEngine', () => {
     expect(squashed.scores[1]).toBeGreaterThan(squashed.scores[0]!);
   });
 
+  it('rerank_scores: logits puts every score through the sigmoid, whatever the request; auto says once that it met logits', async () => {
+    const f = await fake();
+    const answer = (...scores: number[]) =>
+      f.setFault({ raw: JSON.stringify({ results: scores.map((relevance_score, index) => ({ index, relevance_score })) }) });
+    const sigmoid = (x: number) => 1 / (1 + Math.exp(-x));
+    const { e: declared } = engine([f.url], { rerank_scores: 'logits' });
+    // The same logit (0.5) scores the same beside any other document.
+    answer(0.5, 0.9);
+    expect((await declared.rerank('q', ['a', 'b'], signal())).scores).toEqual([sigmoid(0.5), sigmoid(0.9)]);
+    answer(0.5, 3);
+    expect((await declared.rerank('q', ['a', 'b'], signal())).scores).toEqual([sigmoid(0.5), sigmoid(3)]);
+    // Declared probabilities are passed as they are; one outside [0, 1] is a broken answer.
+    const { e: probabilities } = engine([f.url], { rerank_scores: 'probabilities' });
+    answer(0.5, 0.9);
+    expect((await probabilities.rerank('q', ['a', 'b'], signal())).scores).toEqual([0.5, 0.9]);
+    answer(0.5, 3);
+    await expect(probabilities.rerank('q', ['a', 'b'], signal())).rejects.toMatchObject({ code: 'upstream_error' });
+    // auto guesses per request, and tells the operator once what to set.
+    const { e: auto, warnings } = engine([f.url]);
+    answer(0.5, 0.9);
+    expect((await auto.rerank('q', ['a', 'b'], signal())).scores).toEqual([0.5, 0.9]);
+    expect(warnings.filter((w) => w.msg?.includes('rerank_scores'))).toEqual([]);
+    answer(0.5, 3);
+    expect((await auto.rerank('q', ['a', 'b'], signal())).scores).toEqual([sigmoid(0.5), sigmoid(3)]);
+    await auto.rerank('q', ['a', 'b'], signal());
+    expect(warnings.filter((w) => w.msg?.includes('set engine.rerank_scores: logits'))).toHaveLength(1);
+    f.setFault(null);
+  });
+
   it("reranks on TEI's native /rerank too, which takes the documents as `texts` (vLLM, llama.cpp and Infinity take `documents`)", async () => {
     const query = 'red apple pie';
     const docs = ['green pear', 'red apple', 'apple pie red recipe'];

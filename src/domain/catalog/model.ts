@@ -21,6 +21,8 @@ export interface OpenAIEngineConfig {
   first_byte_timeout_ms?: number;
   circuit_breaker: { failure_threshold: number; cooldown_ms: number };
   rerank_path: string;
+  /** logits: every score through a sigmoid; probabilities: as given; auto: guessed per request. */
+  rerank_scores?: 'auto' | 'probabilities' | 'logits';
 }
 
 /** In-process inference with llama.cpp on a GGUF file (src/domain/inference/llamacpp/). */

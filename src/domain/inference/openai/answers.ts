@@ -23,7 +23,17 @@ export function embedResultFrom(data: Record<string, unknown>, input: string[]):
   return { embeddings, promptTokens };
 }
 
-export function rerankResultFrom(data: Record<string, unknown>, query: string, documents: string[]): EngineRerankResult {
+/**
+ * The scores of a rerank answer, in [0, 1]: `logits` are put through a sigmoid, `probabilities`
+ * taken as they are; `auto` takes a request with any score outside [0, 1] for logits (squashing
+ * them all, so the ranking between documents is kept) and one without for probabilities.
+ */
+export function rerankResultFrom(
+  data: Record<string, unknown>,
+  query: string,
+  documents: string[],
+  kind: 'auto' | 'probabilities' | 'logits' = 'auto',
+): EngineRerankResult & { guessedLogits: boolean } {
   // TEI's native /rerank answers a bare array of {index, score}; the others wrap {index, relevance_score}.
   const results = Array.isArray(data) ? (data as unknown[]) : data.results;
   if (!Array.isArray(results)) throw invalidResponse();
@@ -38,9 +48,10 @@ export function rerankResultFrom(data: Record<string, unknown>, query: string, d
     raw[index] = score;
   }
   if (raw.some(Number.isNaN)) throw invalidResponse();
-  // A score outside [0, 1] means the server returns raw logits; squash them all, not just the
-  // outliers, so that the ranking between documents is preserved.
-  const logits = raw.some((s) => s < 0 || s > 1);
+  const outside = raw.some((s) => s < 0 || s > 1);
+  // Declared probabilities outside [0, 1] are a broken answer, not scores to pass on.
+  if (kind === 'probabilities' && outside) throw invalidResponse();
+  const logits = kind === 'logits' || (kind === 'auto' && outside);
   const scores = logits ? raw.map(sigmoid) : raw;
   const usage = asRecord(Array.isArray(data) ? undefined : data.usage);
   const promptTokens =
@@ -48,7 +59,7 @@ export function rerankResultFrom(data: Record<string, unknown>, query: string, d
     tokenCount(usage?.total_tokens) ??
     // A cross-encoder reads the query once per document.
     countTextTokens(query) * documents.length + documents.reduce((n, d) => n + countTextTokens(d), 0);
-  return { scores, promptTokens };
+  return { scores, promptTokens, guessedLogits: kind === 'auto' && outside };
 }
 
 /** One result per input, in order: an answer with another number of results is broken. */

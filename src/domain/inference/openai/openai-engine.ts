@@ -96,6 +96,9 @@ export class OpenAIEngine implements Engine {
   private readonly upstreams: Upstream[];
   private readonly model: string;
   private readonly rerankPath: string;
+  private readonly rerankScores: 'auto' | 'probabilities' | 'logits';
+  /** Whether `auto` rerank scores were seen to be logits (said once in the log). */
+  private guessedLogitsSaid = false;
   private readonly logger: OpenAIEngineLogger;
   private readonly jsonHeaders: Record<string, string>;
   private readonly sseHeaders: Record<string, string>;
@@ -112,6 +115,7 @@ export class OpenAIEngine implements Engine {
     this.model = config.model;
     const rerankPath = config.rerank_path ?? '/rerank';
     this.rerankPath = rerankPath.startsWith('/') ? rerankPath : `/${rerankPath}`;
+    this.rerankScores = config.rerank_scores ?? 'auto';
 
     const baseUrls = config.base_urls ?? (config.base_url ? [config.base_url] : []);
     if (baseUrls.length === 0) throw new Error(`OpenAIEngine for model "${config.model}": no base_url`);
@@ -339,7 +343,19 @@ export class OpenAIEngine implements Engine {
     // /rerank, which refuses a body without it (422). An engine does not know which server it calls,
     // and each ignores the field it does not take, so both are sent.
     const payload = { model: this.model, query, documents, texts: documents, top_n: documents.length, return_documents: false };
-    return this.postJson(this.rerankPath, payload, signal, 'rerank', (data) => rerankResultFrom(data, query, documents));
+    const { scores, promptTokens, guessedLogits } = await this.postJson(this.rerankPath, payload, signal, 'rerank', (data) =>
+      rerankResultFrom(data, query, documents, this.rerankScores),
+    );
+    if (guessedLogits && !this.guessedLogitsSaid) {
+      this.guessedLogitsSaid = true;
+      // A request whose logits all fall in [0, 1] would pass them as probabilities: scores of one
+      // model would then not compare across requests.
+      this.logger.warn(
+        { op: 'rerank' },
+        "upstream rerank scores outside [0, 1]: it answers raw logits (as llama.cpp's server does); set engine.rerank_scores: logits for this model, so every score goes through the same sigmoid",
+      );
+    }
+    return { scores, promptTokens };
   }
 
   /**
