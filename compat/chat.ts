@@ -15,7 +15,8 @@ import type { CompatDoor } from './door.js';
 // refuses any other (image_url, input_audio, file, …) by its type rather than dropping it.
 const content = z.union([z.string(), z.array(contentPart)]);
 
-const jsonSchema = z.record(z.string(), z.unknown());
+// A schema's shape (an object, how deep) is the domain's rule, with its message; so is the format's type.
+const jsonSchema = z.unknown();
 const toolCall = z
   .object({
     id: z.string(),
@@ -46,18 +47,15 @@ const toolChoice = z.union([
   // Any other kind (a custom tool's, say) gets a message naming it, not a type error.
   z.object({ type: z.string() }).loose(),
 ]);
-const responseFormat = z.union([
-  z.object({ type: z.literal('text') }).loose(),
-  z.object({ type: z.literal('json_object') }).loose(),
-  z
-    .object({
-      type: z.literal('json_schema'),
-      json_schema: z
-        .object({ name: z.string(), description: z.string().nullish(), schema: jsonSchema.nullish(), strict: z.boolean().nullish() })
-        .loose(),
-    })
-    .loose(),
-]);
+const responseFormat = z
+  .object({
+    type: z.string(),
+    json_schema: z
+      .object({ name: z.string(), description: z.string().nullish(), schema: jsonSchema.optional(), strict: z.boolean().nullish() })
+      .loose()
+      .nullish(),
+  })
+  .loose();
 
 function textOf(parts: ContentPart[], i: number, role: string): string {
   if (parts.length === 0) {
@@ -193,7 +191,8 @@ function toInput(b: Body): ChatCompletionInput {
     responseFormat: b.response_format
       ? {
           type: b.response_format.type,
-          jsonSchema: b.response_format.type === 'json_schema' ? jsonSchemaOf(b.response_format.json_schema) : null,
+          jsonSchema:
+            b.response_format.type === 'json_schema' && b.response_format.json_schema ? jsonSchemaOf(b.response_format.json_schema) : null,
         }
       : null,
     seed: b.seed ?? null,
@@ -261,12 +260,7 @@ const toolCallInput = (c: z.infer<typeof toolCall>) => ({
   function: { name: c.function.name, arguments: c.function.arguments },
 });
 
-const jsonSchemaOf = (s: {
-  name: string;
-  description?: string | null;
-  schema?: Record<string, unknown> | null;
-  strict?: boolean | null;
-}) => ({
+const jsonSchemaOf = (s: { name: string; description?: string | null; schema?: unknown; strict?: boolean | null }) => ({
   name: s.name,
   description: s.description ?? null,
   schema: s.schema ?? null,

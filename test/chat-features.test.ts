@@ -247,6 +247,19 @@ describe('tool calls through /v1 (openai engine)', () => {
         'invalid_value',
         'response_format.json_schema.name',
       ],
+      // The same rules and words as GraphQL's, not a type error naming no allowed value.
+      [{ response_format: { type: 'xml' } }, 'invalid_value', 'response_format.type'],
+      [{ response_format: { type: 'json_schema' } }, 'invalid_value', 'response_format.json_schema'],
+      [
+        { response_format: { type: 'json_schema', json_schema: { name: 'x', schema: 'an object' } } },
+        'invalid_value',
+        'response_format.json_schema.schema',
+      ],
+      [
+        { tools: [{ type: 'function', function: { name: 'f', parameters: 'an object' } }] },
+        'invalid_value',
+        'tools[0].function.parameters',
+      ],
       [{ n: 5 }, 'invalid_value', 'n'],
       [{ n: 0 }, 'invalid_value', 'n'],
       [{ top_logprobs: 3 }, 'invalid_value', 'top_logprobs'],
@@ -290,6 +303,9 @@ describe('tool calls through /v1 (openai engine)', () => {
       const r = await post(body);
       expect([r.status, r.body.error.code, r.body.error.param], JSON.stringify(body)).toEqual([400, code, param]);
     }
+    expect((await post({ response_format: { type: 'xml' } })).body.error.message).toBe(
+      "'response_format.type' must be 'text', 'json_object' or 'json_schema'; got 'xml'.",
+    );
     expect(s.upstream.requests.length).toBe(before);
   });
 
