@@ -1,0 +1,81 @@
+// The custom scalars at the GraphQL door: a Decimal amount in variables is read from a string only
+// (a JSON number has already been through the JSON parser's float by the time the scalar sees it).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN_TOKEN, startTestServer, type TestServer } from './support/harness.js';
+import { seed } from './support/seed.js';
+
+let s: TestServer;
+
+beforeAll(async () => {
+  s = await startTestServer();
+});
+afterAll(async () => {
+  await s?.close();
+});
+
+/** Posts a request body as written: JSON.stringify would round a number before the server saw it. */
+async function rawGraphql(body: string, auth: string) {
+  const res = await fetch(`${s.url}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${auth}` },
+    body,
+  });
+  return { status: res.status, body: (await res.json()) as { data?: any; errors?: any[] } };
+}
+
+const topUps = async (apiKey: string) =>
+  (await s.graphql('{ viewer { topUps { nodes { amount } } } }', {}, apiKey)).body.data.viewer.topUps.nodes;
+const balance = async (apiKey: string) =>
+  (await s.graphql('{ viewer { wallet { balance } } }', {}, apiKey)).body.data.viewer.wallet.balance;
+
+describe('Decimal variables', () => {
+  it('refuses a JSON number for a Decimal variable, asking for a string, and starts no checkout', async () => {
+    const a = await seed(s).account();
+    const query = 'mutation($a: Decimal!) { topUp(amount: $a) { amount } }';
+    // JSON.parse reads 49.99999999999999999 as 50: taken, it opened a checkout for 50.
+    for (const written of ['49.99999999999999999', '20', '12.5']) {
+      const r = await rawGraphql(`{"query":${JSON.stringify(query)},"variables":{"a":${written}}}`, a.apiKey);
+      expect(r.status, written).toBe(400);
+      expect(r.body.data ?? null).toBeNull();
+      expect(r.body.errors![0].extensions).toMatchObject({ code: 'invalid_value', type: 'invalid_request_error', status: 400, param: 'a' });
+      expect(r.body.errors![0].message).toMatch(
+        /Decimal amounts in variables must be strings such as "12\.50": a JSON number may already have been rounded/,
+      );
+    }
+    expect(await topUps(a.apiKey)).toEqual([]);
+    // The same inside an input object.
+    const credit = await rawGraphql(
+      `{"query":"mutation($i: CreditWalletInput!) { creditWallet(input: $i) { id } }","variables":{"i":{"accountId":"${a.id}","amount":5,"type":"bonus","description":"x"}}}`,
+      ADMIN_TOKEN,
+    );
+    expect(credit.status).toBe(400);
+    expect(credit.body.errors![0].extensions).toMatchObject({ code: 'invalid_value', param: 'i' });
+    expect(credit.body.errors![0].message).toMatch(/must be strings/);
+    expect(await balance(a.apiKey)).toBe('0');
+  });
+
+  it('reads a string digit for digit: too many decimals are refused, not rounded', async () => {
+    const a = await seed(s).account();
+    const r = await s.graphql('mutation($a: Decimal!) { topUp(amount: $a) { amount } }', { a: '49.99999999999999999' }, a.apiKey);
+    expect(r.status).toBe(400);
+    expect(r.body.errors[0].extensions).toMatchObject({ code: 'invalid_value', param: 'a' });
+    expect(r.body.errors[0].message).toContain('"49.99999999999999999"');
+    expect(await topUps(a.apiKey)).toEqual([]);
+    const ok = await s.graphql('mutation($a: Decimal!) { topUp(amount: $a) { amount } }', { a: '20.50' }, a.apiKey);
+    expect(ok.body.errors).toBeUndefined();
+    expect(ok.body.data.topUp.amount).toBe('20.5');
+    expect(await topUps(a.apiKey)).toEqual([{ amount: '20.5' }]);
+  });
+
+  it('still takes numbers written in the document itself, digit for digit', async () => {
+    const a = await seed(s).account();
+    const quote = await s.graphql('{ topUpQuote(amount: 120) { amount credits } }', {}, a.apiKey);
+    expect(quote.body.errors).toBeUndefined();
+    expect(quote.body.data.topUpQuote).toEqual({ amount: '120', credits: '132' });
+    // The literal's own digits: past 9 decimals it is refused, never rounded to 50.
+    const r = await rawGraphql('{"query":"mutation { topUp(amount: 49.99999999999999999) { amount } }"}', a.apiKey);
+    expect(r.status).toBe(400);
+    expect(r.body.errors![0].message).toMatch(/9 decimal places/);
+    expect(await topUps(a.apiKey)).toEqual([]);
+  });
+});
