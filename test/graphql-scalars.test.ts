@@ -1,6 +1,12 @@
 // The custom scalars at the GraphQL door: a Decimal amount in variables is read from a string only
-// (a JSON number has already been through the JSON parser's float by the time the scalar sees it).
+// (a JSON number has already been through the JSON parser's float by the time the scalar sees it),
+// and a bad literal of any custom scalar in the document is the client's mistake (400
+// invalid_value, saying what is wrong), never a masked internal error.
+import { GraphQLObjectType, GraphQLScalarType, GraphQLSchema, GraphQLString, parse, validate } from 'graphql';
+import { createClient } from 'graphql-ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { isUnexpectedError, toPublicGraphQLError } from '../src/graphql/errors.js';
 import { ADMIN_TOKEN, startTestServer, type TestServer } from './support/harness.js';
 import { seed } from './support/seed.js';
 
@@ -77,5 +83,90 @@ describe('Decimal variables', () => {
     expect(r.status).toBe(400);
     expect(r.body.errors![0].message).toMatch(/9 decimal places/);
     expect(await topUps(a.apiKey)).toEqual([]);
+  });
+});
+
+describe('bad literals of custom scalars', () => {
+  const chat = (extra: string) =>
+    `mutation { createChatCompletion(input: {model: "chat-test", messages: [{role: "user", content: "x"}], ${extra}}) { id } }`;
+  const cases: [string, string, RegExp][] = [
+    [
+      'DateTime',
+      'mutation { createApiKey(accountId: "ACCOUNT", expiresAt: "tomorrow") { id } }',
+      /DateTime must be an ISO 8601.*got "tomorrow"/,
+    ],
+    ['DateTime (a number)', 'mutation { createApiKey(accountId: "ACCOUNT", expiresAt: 5) { id } }', /DateTime must be an ISO 8601.*got 5/],
+    ['Decimal', '{ topUpQuote(amount: "ten") { amount } }', /Decimal: not a decimal number/],
+    ['Decimal (an enum value)', '{ topUpQuote(amount: ten) { amount } }', /Decimal must be a string/],
+    ['SafeInt', chat('seed: 1.5'), /SafeInt must be a whole number/],
+    ['JSON', chat('tools: [{type: "function", function: {name: "f", parameters: ANY}}]'), /JSON cannot represent/],
+  ];
+
+  it.each(cases)('answers a bad %s literal with 400 invalid_value and a message naming the type', async (_name, document, message) => {
+    const a = await seed(s).account();
+    const r = await s.graphql(document.replace('ACCOUNT', a.id), {}, ADMIN_TOKEN);
+    expect(r.status).toBe(400);
+    expect(r.body.data ?? null).toBeNull();
+    expect(r.body.errors[0].extensions).toMatchObject({ code: 'invalid_value', type: 'invalid_request_error', status: 400 });
+    expect(r.body.errors[0].message).toMatch(message);
+  });
+
+  it('answers the same over WebSocket', async () => {
+    const a = await seed(s).account();
+    const client = createClient({
+      url: `${s.url.replace('http', 'ws')}/graphql`,
+      webSocketImpl: WebSocket,
+      connectionParams: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      retryAttempts: 0,
+    });
+    try {
+      const errors = await new Promise<any[]>((resolve, reject) => {
+        client.subscribe(
+          { query: `mutation { createApiKey(accountId: "${a.id}", expiresAt: "tomorrow") { id } }` },
+          { next: () => reject(new Error('answered')), error: (e) => resolve(e as any[]), complete: () => reject(new Error('completed')) },
+        );
+      });
+      expect(errors[0].extensions).toMatchObject({ code: 'invalid_value', status: 400 });
+      expect(errors[0].message).toMatch(/DateTime must be an ISO 8601/);
+    } finally {
+      await client.dispose();
+    }
+  });
+
+  it('takes a good DateTime literal', async () => {
+    const a = await seed(s).account();
+    const r = await s.graphql(
+      `mutation { createApiKey(accountId: "${a.id}", expiresAt: "2099-01-01T00:00:00Z") { apiKey } }`,
+      {},
+      ADMIN_TOKEN,
+    );
+    expect(r.body.errors).toBeUndefined();
+    const keys = await s.graphql('{ viewer { apiKeys { expiresAt } } }', {}, r.body.data.createApiKey.apiKey);
+    expect(keys.body.data.viewer.apiKeys.map((k: { expiresAt: string | null }) => k.expiresAt)).toContain('2099-01-01T00:00:00.000Z');
+  });
+});
+
+describe('the error mapping of a refused literal', () => {
+  it('maps a literal that a scalar refused with a plain error to 400 invalid_value, not a masked internal error', () => {
+    // As DateTime was: no parseLiteral, so graphql-js's default hands the literal to parseValue, and
+    // validation wraps its plain error, keeping it as originalError.
+    const strict = new GraphQLScalarType({
+      name: 'Strict',
+      parseValue: () => {
+        throw new TypeError('Strict takes nothing');
+      },
+    });
+    const tiny = new GraphQLSchema({
+      query: new GraphQLObjectType({
+        name: 'Query',
+        fields: { f: { type: GraphQLString, args: { x: { type: strict } }, resolve: () => 'ok' } },
+      }),
+    });
+    const [error] = validate(tiny, parse('{ f(x: "no") }'));
+    expect(error?.originalError).toBeInstanceOf(TypeError);
+    expect(isUnexpectedError(error)).toBe(false);
+    const pub = toPublicGraphQLError(error, () => expect.unreachable('logged as unexpected'));
+    expect(pub.message).toMatch(/Strict takes nothing/);
+    expect(pub.extensions).toMatchObject({ code: 'invalid_value', type: 'invalid_request_error', status: 400 });
   });
 });

@@ -1,7 +1,9 @@
 // The Pothos SchemaBuilder, configured once; it defines no types (they live in ./types/).
 import SchemaBuilder from '@pothos/core';
 import DataloaderPlugin from '@pothos/plugin-dataloader';
+import { Kind, print } from 'graphql';
 import type { GraphQLContext } from './context.js';
+import { invalidScalarValue } from './errors.js';
 
 export const builder = new SchemaBuilder<{
   Context: GraphQLContext;
@@ -27,12 +29,21 @@ builder.queryType({});
 builder.mutationType({});
 builder.subscriptionType({});
 
+const NOT_A_DATE_TIME = 'DateTime must be an ISO 8601 string such as "2030-01-31T00:00:00Z"';
+
+/** `written`: a literal as the document has it (a variable's value is quoted by graphql-js's own message). */
+function toDate(value: unknown, written?: string): Date {
+  const d = typeof value === 'string' ? new Date(value) : null;
+  if (!d || Number.isNaN(d.getTime()))
+    throw invalidScalarValue(written ? `${NOT_A_DATE_TIME}; got ${written.slice(0, 40)}.` : `${NOT_A_DATE_TIME}.`);
+  return d;
+}
+
 builder.scalarType('DateTime', {
   description: 'An ISO 8601 timestamp in UTC.',
   serialize: (d) => (d instanceof Date ? d : new Date(d as string)).toISOString(),
-  parseValue: (v) => {
-    const d = new Date(String(v));
-    if (typeof v !== 'string' || Number.isNaN(d.getTime())) throw new TypeError('DateTime must be an ISO 8601 string');
-    return d;
-  },
+  parseValue: (v) => toDate(v),
+  // Without its own parseLiteral a bad literal reached parseValue's error through graphql-js's
+  // default, which the error mapping could not tell from a server fault (a masked internal_error).
+  parseLiteral: (ast) => toDate(ast.kind === Kind.STRING ? ast.value : undefined, print(ast)),
 });

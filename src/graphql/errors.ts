@@ -26,13 +26,31 @@ const domainErrorOf = (error: unknown) => originalOf(error, DomainError);
 const VARIABLE_ERROR = /^Variable "\$([_A-Za-z][_0-9A-Za-z]*)"/;
 
 /**
+ * graphql-js's validation error for a literal that a scalar refused with an error other than a
+ * GraphQLError (in parseLiteral, or in parseValue through graphql-js's default parseLiteral):
+ * 'Expected value of type "DateTime", found "tomorrow"; …', with that error as its original error.
+ * The value written in the document is wrong, not the server.
+ */
+const LITERAL_ERROR = /^Expected value of type "[^"]+", found /;
+const isRefusedLiteral = (gql: GraphQLError) => Boolean(gql.originalError) && LITERAL_ERROR.test(gql.message);
+
+/**
+ * A custom scalar's refusal of an input value (a variable's or a literal's), with the code its
+ * literal keeps (a variable's gets invalid_value and the variable's name from VARIABLE_ERROR).
+ */
+export function invalidScalarValue(message: string): GraphQLError {
+  return new GraphQLError(message, { extensions: { code: 'invalid_value' } });
+}
+
+/**
  * A mistake of the request rather than of the server: GraphQL's own errors before execution
- * (syntax, validation, the armor's limits: no original error) and variable coercion (the value a
- * client sent for a variable). An error with a path was raised while executing a field.
+ * (syntax, validation, the armor's limits: no original error), variable coercion (the value a
+ * client sent for a variable) and a literal a scalar refused. An error with a path was raised
+ * while executing a field.
  */
 function isRequestError(gql: GraphQLError): boolean {
   if (gql.path) return false;
-  return !gql.originalError || VARIABLE_ERROR.test(gql.message);
+  return !gql.originalError || VARIABLE_ERROR.test(gql.message) || isRefusedLiteral(gql);
 }
 
 /** True for errors masked as internal_error: neither a DomainError, nor a mistake of the request, nor a client that left. */
@@ -92,7 +110,12 @@ export function toPublicGraphQLError(error: unknown, log?: (err: unknown) => voi
     // query, invalid JSON, batching or a mutation over GET; OPERATION_RESOLUTION_FAILURE for an
     // unknown operationName; GRAPHQL_PARSE_FAILED for a syntax error) are invalid_request.
     const given = gql.extensions?.code;
-    const code = variable ? 'invalid_value' : typeof given === 'string' && Object.hasOwn(ERROR_CODES, given) ? given : 'invalid_request';
+    const code =
+      variable || isRefusedLiteral(gql)
+        ? 'invalid_value'
+        : typeof given === 'string' && Object.hasOwn(ERROR_CODES, given)
+          ? given
+          : 'invalid_request';
     // `spec: false`: Yoga would otherwise answer validation errors 200 to application/json clients
     // (the GraphQL-over-HTTP spec's legacy rule); this server answers every mistake with its 4xx.
     const extensions: Record<string, unknown> & PublicErrorExtensions = {

@@ -1,10 +1,11 @@
 // The chat types beyond plain text: tools and tool calls, response formats, log-probabilities,
 // and the JSON scalar that carries a tool's parameters and a response format's schema.
-import { GraphQLError, Kind, type ValueNode } from 'graphql';
+import { Kind, type ValueNode } from 'graphql';
 import { DomainError } from '../../domain/errors.js';
 import type { TokenLogprob, ToolCall } from '../../domain/inference/engine.js';
 import type { ChatInput, ToolCallDelta } from '../../domain/inference/inference-service.js';
 import { builder } from '../builder.js';
+import { invalidScalarValue } from '../errors.js';
 
 function literal(node: ValueNode, variables: Record<string, unknown> | null | undefined): unknown {
   switch (node.kind) {
@@ -23,7 +24,7 @@ function literal(node: ValueNode, variables: Record<string, unknown> | null | un
     case Kind.VARIABLE:
       return variables?.[node.name.value];
     default:
-      throw new GraphQLError('JSON cannot represent this value.');
+      throw invalidScalarValue('JSON cannot represent this value.');
   }
 }
 

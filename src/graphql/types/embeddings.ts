@@ -2,6 +2,7 @@
 import { GraphQLError, Kind, type ValueNode } from 'graphql';
 import type { Embeddings } from '../../domain/inference/inference-service.js';
 import { builder } from '../builder.js';
+import { invalidScalarValue } from '../errors.js';
 
 const NOT_A_VECTOR = 'EmbeddingVector must be a list of finite numbers.';
 
@@ -12,7 +13,7 @@ function finiteNumbers(value: unknown): value is number[] {
 }
 
 function literalNumber(node: ValueNode): number {
-  if (node.kind !== Kind.FLOAT && node.kind !== Kind.INT) throw new GraphQLError(NOT_A_VECTOR);
+  if (node.kind !== Kind.FLOAT && node.kind !== Kind.INT) throw invalidScalarValue(NOT_A_VECTOR);
   return Number(node.value);
 }
 
@@ -27,11 +28,11 @@ export const EmbeddingVectorScalar = builder.scalarType('EmbeddingVector', {
     return value;
   },
   parseValue: (value) => {
-    if (!finiteNumbers(value)) throw new GraphQLError(NOT_A_VECTOR);
+    if (!finiteNumbers(value)) throw invalidScalarValue(NOT_A_VECTOR);
     return value;
   },
   parseLiteral: (ast) => {
-    if (ast.kind !== Kind.LIST) throw new GraphQLError(NOT_A_VECTOR);
+    if (ast.kind !== Kind.LIST) throw invalidScalarValue(NOT_A_VECTOR);
     return ast.values.map(literalNumber);
   },
 });

@@ -4,12 +4,13 @@
 import { GraphQLError, Kind } from 'graphql';
 import { formatDecimal, MoneyFormatError, parseDecimal } from '../../domain/billing/money.js';
 import { builder } from '../builder.js';
+import { invalidScalarValue } from '../errors.js';
 
 function toNanos(value: string): bigint {
   try {
     return parseDecimal(value);
   } catch (e) {
-    throw new GraphQLError(`Decimal: ${e instanceof MoneyFormatError ? e.message : 'not a decimal number'}.`);
+    throw invalidScalarValue(`Decimal: ${e instanceof MoneyFormatError ? e.message : 'not a decimal number'}.`);
   }
 }
 
@@ -21,14 +22,16 @@ export const DecimalScalar = builder.scalarType('Decimal', {
   // arrives as 50): refused rather than read as whatever the float says, as /v1 refuses it.
   parseValue: (value) => {
     if (typeof value === 'number')
-      throw new GraphQLError('Decimal amounts in variables must be strings such as "12.50": a JSON number may already have been rounded.');
-    if (typeof value !== 'string') throw new GraphQLError('Decimal must be a string such as "12.50".');
+      throw invalidScalarValue(
+        'Decimal amounts in variables must be strings such as "12.50": a JSON number may already have been rounded.',
+      );
+    if (typeof value !== 'string') throw invalidScalarValue('Decimal must be a string such as "12.50".');
     return toNanos(value);
   },
   // A literal keeps the digits of the document's text: a number there is read exactly.
   parseLiteral: (ast) => {
     if (ast.kind === Kind.STRING || ast.kind === Kind.FLOAT || ast.kind === Kind.INT) return toNanos(ast.value);
-    throw new GraphQLError('Decimal must be a string such as "12.50" (or, in the document itself, a number).');
+    throw invalidScalarValue('Decimal must be a string such as "12.50" (or, in the document itself, a number).');
   },
 });
 
@@ -39,11 +42,11 @@ export const SafeIntScalar = builder.scalarType('SafeInt', {
     return n;
   },
   parseValue: (v) => {
-    if (typeof v !== 'number' || !Number.isSafeInteger(v)) throw new GraphQLError('SafeInt must be a whole number.');
+    if (typeof v !== 'number' || !Number.isSafeInteger(v)) throw invalidScalarValue('SafeInt must be a whole number.');
     return v;
   },
   parseLiteral: (ast) => {
-    if (ast.kind !== Kind.INT || !Number.isSafeInteger(Number(ast.value))) throw new GraphQLError('SafeInt must be a whole number.');
+    if (ast.kind !== Kind.INT || !Number.isSafeInteger(Number(ast.value))) throw invalidScalarValue('SafeInt must be a whole number.');
     return Number(ast.value);
   },
 });
