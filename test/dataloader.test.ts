@@ -1,11 +1,12 @@
 // GraphQL fetches per item in batches: a page of 100 ledger entries resolves the top-up behind each
 // credit with one query, whatever the page size; a list of accounts reads their wallets, their
-// keys, their feeds and their unread counts with one query each, however many accounts; and `viewer` reuses the
-// account that authentication read.
+// keys, their feeds and their unread counts with one query each, however many accounts, and so
+// their settings, allocations, alert settings and usage reports; and `viewer` reuses the account
+// that authentication read.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { getKnex } from '../src/db/connection.js';
 import { startTestServer, type TestServer } from './support/harness.js';
-import { seed } from './support/seed.js';
+import { client, seed } from './support/seed.js';
 import { ADMIN_TOKEN } from './support/harness.js';
 import { enqueueNotification } from '../src/domain/notifications/outbox.js';
 
@@ -157,5 +158,93 @@ describe('batched loading in GraphQL', () => {
     expect(few.queries).toBe(many.queries);
     // The account search (ids, then the accounts), the wallets, the keys, the feeds, the unread counts.
     expect(many.queries).toBe(6);
+  });
+
+  it("loads a list of accounts' settings, allocations, alert settings and usage with one query each, whatever the length", async () => {
+    // The newest accounts come first: these two are in both lists below, with settings and usage of their own.
+    const quiet = await seed(s).account();
+    const busy = await seed(s).account({ tier: 'startup' });
+    await s.services.billing.setLowBalanceAlert(busy.id, 2_500_000_000n);
+    await s.services.billing.updateSpendingLimit(busy.id, { enabled: true, monthlyLimit: 7_000_000_000n, action: 'alert' });
+    await s.services.alerts.notifications.updateSettings(busy.id, {
+      enabled: { low_balance: false },
+      extraRecipients: ['ops@example.com'],
+    });
+    for (const user of ['u1', 'u1', 'u2']) {
+      const r = await client(s, busy.apiKey).post('/chat/completions', {
+        model: 'chat-test',
+        messages: [{ role: 'user', content: 'hi' }],
+        max_tokens: 8,
+        user,
+      });
+      expect(r.status).toBe(200);
+    }
+    const LIST = `query($first: Int) { accounts(first: $first) {
+      id
+      settings { lowBalanceAlert monthlySpend spendingLimit { enabled monthlyLimit action } }
+      allocation { tier used remaining }
+      alertSettings { lowBalance receipt extraRecipients }
+      usage(groupBy: user) { groupBy allocation { tier used } data { user requests } }
+      byModel: usage { data { model requests } }
+    } }`;
+    const listOnce = async (first: number) => {
+      const db = s.services.billing.db;
+      const rows = vi.spyOn(db, 'rows');
+      const run = vi.spyOn(db, 'run');
+      const knex = getKnex(s.services.orm);
+      let viaKnex = 0;
+      const listener = () => viaKnex++;
+      knex.on('query', listener);
+      try {
+        const r = await s.graphql(LIST, { first }, ADMIN_TOKEN);
+        expect(r.body.errors).toBeUndefined();
+        return { accounts: r.body.data.accounts as any[], queries: rows.mock.calls.length + run.mock.calls.length + viaKnex };
+      } finally {
+        knex.removeListener('query', listener);
+        rows.mockRestore();
+        run.mockRestore();
+      }
+    };
+    // As above: the fewest statements of three runs (background work may add some to one run).
+    const listWithQueryCount = async (first: number) => {
+      const runs = [await listOnce(first), await listOnce(first), await listOnce(first)];
+      return runs.reduce((a, b) => (b.queries < a.queries ? b : a));
+    };
+    const many = await listWithQueryCount(30);
+    expect(many.accounts).toHaveLength(30);
+    const [first, second] = many.accounts;
+    expect(first.id).toBe(busy.id);
+    expect(first.settings).toEqual({
+      lowBalanceAlert: '2.5',
+      monthlySpend: '0',
+      spendingLimit: { enabled: true, monthlyLimit: '7', action: 'alert' },
+    });
+    expect(first.allocation.tier).toBe('startup');
+    expect(first.allocation.used).toBeGreaterThan(0);
+    expect(first.alertSettings).toEqual({ lowBalance: false, receipt: true, extraRecipients: ['ops@example.com'] });
+    expect(first.usage.groupBy).toBe('user');
+    expect(first.usage.allocation).toEqual({ tier: 'startup', used: first.allocation.used });
+    expect(first.usage.data.map((d: { user: string; requests: number }) => [d.user, d.requests])).toEqual([
+      ['u1', 2],
+      ['u2', 1],
+    ]);
+    expect(first.byModel.data).toEqual([{ model: 'chat-test', requests: 3 }]);
+    expect(second.id).toBe(quiet.id);
+    expect(second.settings).toEqual({
+      lowBalanceAlert: null,
+      monthlySpend: '0',
+      spendingLimit: { enabled: false, monthlyLimit: null, action: 'block' },
+    });
+    expect(second.allocation).toEqual({ tier: 'developer', used: 0, remaining: second.allocation.remaining });
+    expect(second.alertSettings).toEqual({ lowBalance: true, receipt: true, extraRecipients: [] });
+    expect(second.usage.data).toEqual([]);
+    expect(second.byModel.data).toEqual([]);
+    const few = await listWithQueryCount(2);
+    expect(few.accounts.map((a) => a.id)).toEqual([busy.id, quiet.id]);
+    expect(few.accounts).toEqual(many.accounts.slice(0, 2));
+    expect(few.queries).toBe(many.queries);
+    // The account search (ids, then the accounts), the wallets (settings), the allocations, the
+    // alert settings, and each of the two usage reports (by model, by user): its allocations, its sums.
+    expect(many.queries).toBe(9);
   });
 });

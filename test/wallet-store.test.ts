@@ -167,6 +167,31 @@ describe.each(BACKENDS)('the wallet store on %s', (backend) => {
     expect(new Set(sql).size).toBe(1);
   });
 
+  it("reads several wallet rows and allocations in one query each, as read and allocation read one account's", async () => {
+    const ids = [await walletWith(5n), await walletWith(7n), await t.account('startup')];
+    await store.setLowBalanceAlert(db(), ids[1]!, 3n, false, NOW);
+    const nobody = 'acct_nobody000000000000000';
+    const sql: string[] = [];
+    const seen = {
+      kind: db().kind,
+      rows: <T>(text: string, bindings?: readonly Binding[]) => {
+        sql.push(text);
+        return db().rows<T>(text, bindings);
+      },
+      run: (text: string, bindings?: readonly Binding[]) => db().run(text, bindings),
+    };
+    const walletRows = await store.readMany(seen, [...ids, nobody, ids[0]!]);
+    expect([...walletRows.keys()].sort()).toEqual([ids[0], ids[1]].sort());
+    for (const id of ids.slice(0, 2)) expect(walletRows.get(id!)).toEqual(await store.read(db(), id!));
+    expect(walletRows.get(ids[1]!)).toMatchObject({ balance: 7n, lowBalanceThreshold: 3n });
+    const allocations = await store.allocations(seen, [...ids, nobody]);
+    expect([...allocations.keys()].sort()).toEqual([...ids].sort());
+    for (const id of ids) expect(allocations.get(id!)).toEqual(await store.allocation(db(), id!));
+    expect(allocations.get(ids[2]!)).toEqual({ tier: 'startup', period: null, used: 0, held: 0 });
+    expect(sql).toHaveLength(2);
+    expect(await store.readMany(seen, [])).toEqual(new Map());
+  });
+
   it('moves money exactly beyond 2^53: credits, fees, and the period roll', async () => {
     const id = await walletWith(BEYOND_DOUBLES);
     expect(await store.credit(db(), id, 2n, NOW)).toBe(BEYOND_DOUBLES + 2n);

@@ -15,12 +15,14 @@ import { formatDecimal, MAX_NANOS, WALLET_CURRENCY } from './money.js';
 import { periodBounds, periodOf } from './period.js';
 import { exec, type Queryable } from './sql.js';
 import type { WalletChange } from './wallet-events.js';
+import type { AllocationRow } from './wallet-store.js';
 import {
   Effects,
   SPENDING_LIMIT_ACTIONS,
   type AllocationView,
   type SettingsView,
   type SpendingLimitAction,
+  type WalletRow,
   type WalletView,
   type CreditType,
 } from './billing-types.js';
@@ -204,7 +206,23 @@ export abstract class AccountBilling extends Sweeper {
 
   async getAllocation(accountId: string): Promise<AllocationView> {
     const r = await this.wallets.allocation(this.db, accountId);
-    if (!r) throw new DomainError('not_found', `No account with id '${accountId}'.`, { param: 'account_id' });
+    if (!r) throw noAccount(accountId);
+    return this.allocationView(r);
+  }
+
+  /**
+   * The allocations of `accountIds`, in their order, in one query (a list of accounts; DataLoader):
+   * a DomainError (not_found) in the place of an id with no account.
+   */
+  async getAllocations(accountIds: readonly string[]): Promise<(AllocationView | DomainError)[]> {
+    const found = await this.wallets.allocations(this.db, accountIds);
+    return accountIds.map((id) => {
+      const r = found.get(id);
+      return r ? this.allocationView(r) : noAccount(id);
+    });
+  }
+
+  private allocationView(r: AllocationRow): AllocationView {
     const tier = r.tier;
     const period = periodOf(this.now());
     const current = r.period === period;
@@ -225,7 +243,16 @@ export abstract class AccountBilling extends Sweeper {
   }
 
   async getSettings(accountId: string): Promise<SettingsView> {
-    const w = await this.wallets.read(this.db, accountId);
+    return this.settingsView(accountId, await this.wallets.read(this.db, accountId));
+  }
+
+  /** The settings of `accountIds`, in their order, in one query (a list of accounts; DataLoader). */
+  async getSettingsOf(accountIds: readonly string[]): Promise<SettingsView[]> {
+    const found = await this.wallets.readMany(this.db, accountIds);
+    return accountIds.map((id) => this.settingsView(id, found.get(id) ?? null));
+  }
+
+  private settingsView(accountId: string, w: WalletRow | null): SettingsView {
     const period = periodOf(this.now());
     return {
       accountId,
@@ -281,6 +308,8 @@ export abstract class AccountBilling extends Sweeper {
     return this.getSettings(accountId);
   }
 }
+
+const noAccount = (accountId: string) => new DomainError('not_found', `No account with id '${accountId}'.`, { param: 'account_id' });
 
 function replayed(existing: TransactionView, input: { accountId: string; amount: bigint; type: string }): TransactionView {
   if (existing.accountId !== input.accountId || existing.amount !== input.amount || existing.type !== input.type) {

@@ -3,11 +3,18 @@
 import { DomainError } from '../errors.js';
 import { verifyLedger } from '../ledger/ledger.js';
 import { listNotifications, type NotificationView } from '../notifications/outbox.js';
-import { isDay, periodDays } from './period.js';
+import { isDay, periodDays, periodOf } from './period.js';
 import { MAX_USAGE_REPORT_DAYS, USAGE_GROUP_BY, type UsageEventView, type UsageGroupBy, type UsageReport } from './billing-types.js';
 import { AccountBilling } from './account-billing.js';
 import { countOpenHolds } from './hold-store.js';
-import { dailyUsage, listUsageEvents } from './usage-store.js';
+import { dailyUsageOf, listUsageEvents } from './usage-store.js';
+
+/** A usage report's days (YYYY-MM-DD, inclusive; default: the current period) and grouping. */
+export interface UsageRange {
+  start?: string | null;
+  end?: string | null;
+  groupBy?: string | null;
+}
 
 export abstract class UsageReports extends AccountBilling {
   /**
@@ -15,10 +22,18 @@ export abstract class UsageReports extends AccountBilling {
    * current period) per model, end user (the requests' `user`) or API key, with the current
    * period's allocation.
    */
-  async usageReport(
-    accountId: string,
-    range: { start?: string | null; end?: string | null; groupBy?: string | null } = {},
-  ): Promise<UsageReport> {
+  async usageReport(accountId: string, range: UsageRange = {}): Promise<UsageReport> {
+    const [report] = await this.usageReports([accountId], range);
+    if (report instanceof DomainError) throw report;
+    return report!;
+  }
+
+  /**
+   * usageReport() of several accounts over the same range, in their order, with one query for
+   * the allocations and one for the sums (a list of accounts; DataLoader): a DomainError
+   * (not_found) in the place of an id with no account. A range it refuses is refused for all.
+   */
+  async usageReports(accountIds: readonly string[], range: UsageRange = {}): Promise<(UsageReport | DomainError)[]> {
     const groupBy = (range.groupBy ?? 'model') as UsageGroupBy;
     if (!USAGE_GROUP_BY.includes(groupBy)) {
       throw new DomainError(
@@ -27,8 +42,9 @@ export abstract class UsageReports extends AccountBilling {
         { param: 'group_by' },
       );
     }
-    const allocation = await this.getAllocation(accountId);
-    const days = periodDays(allocation.period);
+    const allocations = await this.getAllocations(accountIds);
+    // Every account's period is the current one (the calendar month of now).
+    const days = periodDays(periodOf(this.now()));
     const start = range.start ?? days.first;
     const end = range.end ?? days.last;
     for (const [param, value] of [
@@ -44,14 +60,13 @@ export abstract class UsageReports extends AccountBilling {
         param: 'end',
       });
     }
-    const data = await dailyUsage(this.db, accountId, start, end, groupBy);
-    return {
-      start,
-      end,
-      groupBy,
-      allocation,
-      data,
-    };
+    const found = allocations.flatMap((a, i) => (a instanceof DomainError ? [] : [accountIds[i]!]));
+    const sums = await dailyUsageOf(this.db, found, start, end, groupBy);
+    return accountIds.map((id, i) => {
+      const allocation = allocations[i]!;
+      if (allocation instanceof DomainError) return allocation;
+      return { start, end, groupBy, allocation, data: sums.get(id) ?? [] };
+    });
   }
 
   /** The account's usage events, oldest first (operators and tests). */

@@ -21,17 +21,38 @@ export async function dailyUsage(
   end: string,
   groupBy: UsageGroupBy = 'model',
 ): Promise<UsageDay[]> {
+  return (await dailyUsageOf(db, [accountId], start, end, groupBy)).get(accountId) ?? [];
+}
+
+/**
+ * dailyUsage() of several accounts in one statement (GraphQL's list of accounts): the same sums,
+ * grouped by account too; an account without usage in the range is left out.
+ */
+export async function dailyUsageOf(
+  db: Db,
+  accountIds: readonly string[],
+  start: string,
+  end: string,
+  groupBy: UsageGroupBy = 'model',
+): Promise<Map<string, UsageDay[]>> {
+  const out = new Map<string, UsageDay[]>();
+  const ids = [...new Set(accountIds)];
+  if (ids.length === 0) return out;
   const column = GROUP_COLUMNS[groupBy];
+  const accounts = ids.length === 1 ? 'account_id = ?' : `account_id in (${ids.map(() => '?').join(', ')})`;
   const found = await rows<Record<string, unknown>>(
     db,
-    `select day, ${column} as grp, count(*) as requests, sum(prompt_tokens) as prompt_tokens, sum(completion_tokens) as completion_tokens, ` +
+    `select account_id, day, ${column} as grp, count(*) as requests, sum(prompt_tokens) as prompt_tokens, sum(completion_tokens) as completion_tokens, ` +
       'sum(total_tokens) as total_tokens, cast(sum(wallet_nanos) as text) as cost ' +
-      `from usage_events where account_id = ? and day >= ? and day <= ? group by day, ${column} order by day, ${column} is null, ${column}`,
-    [accountId, start, end],
+      `from usage_events where ${accounts} and day >= ? and day <= ? group by account_id, day, ${column} order by account_id, day, ${column} is null, ${column}`,
+    [...ids, start, end],
   );
-  return found.map((r) => {
+  for (const r of found) {
     const group = (r.grp as string | null) ?? null;
-    return {
+    const accountId = String(r.account_id);
+    let days = out.get(accountId);
+    if (!days) out.set(accountId, (days = []));
+    days.push({
       date: String(r.day),
       model: groupBy === 'model' ? String(group) : null,
       ...(groupBy === 'user' ? { user: group } : {}),
@@ -41,8 +62,9 @@ export async function dailyUsage(
       completionTokens: int(r.completion_tokens),
       totalTokens: int(r.total_tokens),
       cost: big(String(r.cost).split('.')[0]),
-    };
-  });
+    });
+  }
+  return out;
 }
 
 /** An account's usage events, oldest first. */

@@ -87,6 +87,14 @@ export interface HoldCondition {
   now: Date;
 }
 
+/** An account's tier and its wallet's period counters (no wallet row yet: no period, zeros). */
+export interface AllocationRow {
+  tier: Tier;
+  period: string | null;
+  used: number;
+  held: number;
+}
+
 export interface WalletStore {
   readonly kind: DatabaseKind;
   /** Whether admission may first try placing holds on an unlocked read (placeHoldsIfUnchanged). */
@@ -135,13 +143,34 @@ export interface WalletStore {
   balance(db: Db, accountId: string): Promise<{ balance: bigint; held: bigint }>;
   /** The balances of several accounts in one query; those without a wallet row are left out. */
   balances(db: Db, accountIds: readonly string[]): Promise<Map<string, { balance: bigint; held: bigint }>>;
+  /** The wallet rows of several accounts, unlocked, in one query; those without a wallet row are left out. */
+  readMany(db: Db, accountIds: readonly string[]): Promise<Map<string, WalletRow>>;
   /** The account's tier and its wallet's period counters; null when the account does not exist. */
-  allocation(db: Db, accountId: string): Promise<{ tier: Tier; period: string | null; used: number; held: number } | null>;
+  allocation(db: Db, accountId: string): Promise<AllocationRow | null>;
+  /** allocation() of several accounts in one query; accounts that do not exist are left out. */
+  allocations(db: Db, accountIds: readonly string[]): Promise<Map<string, AllocationRow>>;
   /** Accounts on one of `tiers` whose fee for `period` is not paid. */
   feesDue(db: Db, tiers: readonly string[], period: string): Promise<string[]>;
 }
 
 const SELECT_WITH_TIER = `select ${WALLET_COLUMNS}, a.tier from wallets w join accounts a on a.id = w.account_id where w.account_id = ?`;
+
+/**
+ * `accountIds` (distinct) padded to a few list sizes by repeating the first, so that lists of any
+ * length share a handful of prepared statements rather than one each; with its `in (…)` list.
+ */
+function inList(accountIds: readonly string[]): { ids: string[]; list: string } {
+  const distinct = [...new Set(accountIds)];
+  const size = IN_LIST_SIZES.find((n) => n >= distinct.length) ?? distinct.length;
+  const ids = [...distinct, ...Array<string>(size - distinct.length).fill(distinct[0]!)];
+  return { ids, list: `(${ids.map(() => '?').join(', ')})` };
+}
+
+const ALLOCATION_COLUMNS = 'a.id, a.tier, w.period, w.period_used, w.period_held';
+
+function allocationRow(r: { tier: string; period: string | null; period_used: unknown; period_held: unknown }): AllocationRow {
+  return { tier: isTier(r.tier) ? r.tier : 'free', period: r.period ?? null, used: int(r.period_used), held: int(r.period_held) };
+}
 
 /** The wallet update of a consumed hold: held money and allocation released, the charge taken. */
 // A wallet still in an earlier period than the settlement's (a call held in one month and settled
@@ -370,27 +399,49 @@ export abstract class WalletStoreBase implements WalletStore {
   async balances(db: Db, accountIds: readonly string[]): Promise<Map<string, { balance: bigint; held: bigint }>> {
     const out = new Map<string, { balance: bigint; held: bigint }>();
     if (accountIds.length === 0) return out;
-    // Padded to a few list sizes (repeating the first id), so that lists of any length share a
-    // handful of prepared statements rather than one each.
-    const size = IN_LIST_SIZES.find((n) => n >= accountIds.length) ?? accountIds.length;
-    const ids = [...accountIds, ...Array<string>(size - accountIds.length).fill(accountIds[0]!)];
+    const { ids, list } = inList(accountIds);
     const found = await rows<{ account_id: string; balance: unknown; held: unknown }>(
       db,
-      `select account_id, cast(balance as text) as balance, cast(held as text) as held from wallets where account_id in (${ids.map(() => '?').join(', ')})`,
+      `select account_id, cast(balance as text) as balance, cast(held as text) as held from wallets where account_id in ${list}`,
       ids,
     );
     for (const r of found) out.set(r.account_id, { balance: big(r.balance), held: big(r.held) });
     return out;
   }
 
-  async allocation(db: Db, accountId: string): Promise<{ tier: Tier; period: string | null; used: number; held: number } | null> {
+  async readMany(db: Db, accountIds: readonly string[]): Promise<Map<string, WalletRow>> {
+    const out = new Map<string, WalletRow>();
+    if (accountIds.length === 0) return out;
+    const { ids, list } = inList(accountIds);
+    const found = await rows<Record<string, unknown>>(
+      db,
+      `select w.account_id, ${WALLET_COLUMNS}, a.tier from wallets w join accounts a on a.id = w.account_id where w.account_id in ${list}`,
+      ids,
+    );
+    for (const r of found) out.set(String(r.account_id), withTier(r));
+    return out;
+  }
+
+  async allocation(db: Db, accountId: string): Promise<AllocationRow | null> {
     const [r] = await rows<{ tier: string; period: string | null; period_used: unknown; period_held: unknown }>(
       db,
-      'select a.tier, w.period, w.period_used, w.period_held from accounts a left join wallets w on w.account_id = a.id where a.id = ?',
+      `select ${ALLOCATION_COLUMNS} from accounts a left join wallets w on w.account_id = a.id where a.id = ?`,
       [accountId],
     );
-    if (!r) return null;
-    return { tier: isTier(r.tier) ? r.tier : 'free', period: r.period ?? null, used: int(r.period_used), held: int(r.period_held) };
+    return r ? allocationRow(r) : null;
+  }
+
+  async allocations(db: Db, accountIds: readonly string[]): Promise<Map<string, AllocationRow>> {
+    const out = new Map<string, AllocationRow>();
+    if (accountIds.length === 0) return out;
+    const { ids, list } = inList(accountIds);
+    const found = await rows<{ id: string; tier: string; period: string | null; period_used: unknown; period_held: unknown }>(
+      db,
+      `select ${ALLOCATION_COLUMNS} from accounts a left join wallets w on w.account_id = a.id where a.id in ${list}`,
+      ids,
+    );
+    for (const r of found) out.set(r.id, allocationRow(r));
+    return out;
   }
 
   async feesDue(db: Db, tiers: readonly string[], period: string): Promise<string[]> {

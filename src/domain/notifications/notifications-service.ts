@@ -5,7 +5,13 @@
 import { pushFeed } from '../push-iterator.js';
 import type { Logger } from '../../logger.js';
 import type { Db } from '../billing/sql.js';
-import { getAlertSettings, updateAlertSettings, type AlertSettingsInput, type AlertSettingsView } from './alert-settings.js';
+import {
+  getAlertSettings,
+  getAlertSettingsOf,
+  updateAlertSettings,
+  type AlertSettingsInput,
+  type AlertSettingsView,
+} from './alert-settings.js';
 import {
   countUnread,
   countUnreadOf,
@@ -45,6 +51,11 @@ export class NotificationsService {
 
   getSettings(accountId: string): Promise<AlertSettingsView> {
     return getAlertSettings(this.o.db, accountId);
+  }
+
+  /** The settings of several accounts, in their order, in one query (GraphQL's list of accounts). */
+  getSettingsOf(accountIds: readonly string[]): Promise<AlertSettingsView[]> {
+    return getAlertSettingsOf(this.o.db, accountIds);
   }
 
   updateSettings(accountId: string, input: AlertSettingsInput): Promise<AlertSettingsView> {

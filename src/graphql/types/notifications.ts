@@ -151,12 +151,15 @@ export const AlertSettingsRef = builder.objectRef<AlertSettingsView>('AlertSetti
   }),
 });
 
+// Batched, never cached (a mutation of the document may change them): one query for a list of accounts.
 builder.objectField(AccountRef, 'alertSettings', (t) =>
-  t.field({
+  t.loadable({
     type: AlertSettingsRef,
+    load: (accountIds: string[], ctx) => ctx.services.alerts.notifications.getSettingsOf(accountIds),
+    loaderOptions: { cache: false },
     resolve: async (account, _args, ctx) => {
       await requireAccountAccess(ctx, account.id);
-      return ctx.services.alerts.notifications.getSettings(account.id);
+      return account.id;
     },
   }),
 );

@@ -36,12 +36,16 @@ export const AccountSettingsRef = builder.objectRef<SettingsView>('AccountSettin
   }),
 });
 
+// Batched: a list of accounts (the operator's) reads their settings in one query.
 builder.objectField(AccountRef, 'settings', (t) =>
-  t.field({
+  t.loadable({
     type: AccountSettingsRef,
+    load: (accountIds: string[], ctx) => ctx.services.billing.getSettingsOf(accountIds),
+    // Batched, never cached: a document whose mutations change the settings reads each change.
+    loaderOptions: { cache: false },
     resolve: async (account, _args, ctx) => {
       await requireAccountAccess(ctx, account.id);
-      return ctx.services.billing.getSettings(account.id);
+      return account.id;
     },
   }),
 );

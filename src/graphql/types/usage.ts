@@ -71,16 +71,25 @@ const UsageReportRef = builder.objectRef<UsageReport>('UsageReport').implement({
   }),
 });
 
+// Batched, never cached (calls a document makes change them): a list of accounts (the operator's)
+// reads their allocations in one query, and each usage report (by path: one per set of arguments)
+// in two, the allocations and the sums.
 builder.objectFields(AccountRef, (t) => ({
-  allocation: t.field({
+  allocation: t.loadable({
     type: AllocationRef,
+    load: (accountIds: string[], ctx) => ctx.services.billing.getAllocations(accountIds),
+    loaderOptions: { cache: false },
     resolve: async (account, _args, ctx) => {
       await requireAccountAccess(ctx, account.id);
-      return ctx.services.billing.getAllocation(account.id);
+      return account.id;
     },
   }),
-  usage: t.field({
+  usage: t.loadable({
     type: UsageReportRef,
+    byPath: true,
+    load: (accountIds: string[], ctx, args) =>
+      ctx.services.billing.usageReports(accountIds, { start: args.start, end: args.end, groupBy: args.groupBy }),
+    loaderOptions: { cache: false },
     description:
       'Daily usage per model (or end user, or API key: `groupBy`) between two UTC dates (inclusive, at most 366 days); default: the current period.',
     args: {
@@ -88,9 +97,9 @@ builder.objectFields(AccountRef, (t) => ({
       end: t.arg.string({ required: false, description: 'YYYY-MM-DD' }),
       groupBy: t.arg({ type: UsageGroupByEnum, required: false, defaultValue: 'model' }),
     },
-    resolve: async (account, args, ctx) => {
+    resolve: async (account, _args, ctx) => {
       await requireAccountAccess(ctx, account.id);
-      return ctx.services.billing.usageReport(account.id, { start: args.start, end: args.end, groupBy: args.groupBy });
+      return account.id;
     },
   }),
 }));
