@@ -99,6 +99,8 @@ describe('bad literals of custom scalars', () => {
     ['Decimal', '{ topUpQuote(amount: "ten") { amount } }', /Decimal: not a decimal number/],
     ['Decimal (an enum value)', '{ topUpQuote(amount: ten) { amount } }', /Decimal must be a string/],
     ['SafeInt', chat('seed: 1.5'), /SafeInt must be a whole number/],
+    // Whole, yet past 2^53: the message gives the range, not only "whole".
+    ['SafeInt (past 2^53)', chat('seed: 9007199254740993'), /SafeInt must be a whole number from -\(2\^53 - 1\) to 2\^53 - 1\./],
     ['JSON', chat('tools: [{type: "function", function: {name: "f", parameters: ANY}}]'), /JSON cannot represent/],
   ];
 

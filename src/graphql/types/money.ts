@@ -42,11 +42,13 @@ export const SafeIntScalar = builder.scalarType('SafeInt', {
     return n;
   },
   parseValue: (v) => {
-    if (typeof v !== 'number' || !Number.isSafeInteger(v)) throw invalidScalarValue('SafeInt must be a whole number.');
+    if (typeof v !== 'number' || !Number.isSafeInteger(v))
+      throw invalidScalarValue('SafeInt must be a whole number from -(2^53 - 1) to 2^53 - 1.');
     return v;
   },
   parseLiteral: (ast) => {
-    if (ast.kind !== Kind.INT || !Number.isSafeInteger(Number(ast.value))) throw invalidScalarValue('SafeInt must be a whole number.');
+    if (ast.kind !== Kind.INT || !Number.isSafeInteger(Number(ast.value)))
+      throw invalidScalarValue('SafeInt must be a whole number from -(2^53 - 1) to 2^53 - 1.');
     return Number(ast.value);
   },
 });
