@@ -277,6 +277,42 @@ describe.each(BACKENDS)('billing on %s', (backend) => {
       expect(refusedInput.body.errors[0].extensions).toMatchObject({ code: 'missing_required_parameter' });
     });
 
+    it('each change of the spending limit re-arms its alert, even back to a limit already notified this period', async () => {
+      const a = await seed(s).account({ tier: 'startup' }).wallet('1.00');
+      const c = client(s, a.apiKey);
+      const call = () => c.chat('a #tokens=5', { max_tokens: 5 }); // 16,000 nanos each
+      const notes = () => s.services.billing.listNotifications(a.id);
+      const count = (n: number) => until(async () => (await notes()).length >= n && notes());
+
+      // Passing an alert limit of 0.00001: "Spending limit passed".
+      await setLimit(a.id, { enabled: true, monthlyLimit: '0.00001', action: 'alert' });
+      expect((await call()).status).toBe(200);
+      expect((await count(1)).map((n) => n.payload.action)).toEqual(['alert']);
+
+      // The same limit, now blocking: the next call is refused, and that refusal is notified.
+      await setLimit(a.id, { enabled: true, monthlyLimit: '0.00001', action: 'block' });
+      const refused = await call();
+      expect(refused.status).toBe(402);
+      expect(refused.body.error.code).toBe('spending_limit_reached');
+      expect((await count(2)).map((n) => n.payload.action)).toEqual(['alert', 'block']);
+      expect((await call()).status).toBe(402);
+
+      // Off, then the very same block limit again: a new occasion, notified at its first refusal.
+      await setLimit(a.id, { enabled: false });
+      await setLimit(a.id, { enabled: true, monthlyLimit: '0.00001', action: 'block' });
+      expect((await call()).status).toBe(402);
+      const all = await count(3);
+      expect(all.map((n) => [n.kind, n.payload.action, n.payload.limit, n.payload.spent])).toEqual([
+        ['spending_limit', 'alert', '0.00001', '0.000016'],
+        ['spending_limit', 'block', '0.00001', '0.000016'],
+        ['spending_limit', 'block', '0.00001', '0.000016'],
+      ]);
+      // Once per arming: more refusals write nothing more.
+      expect((await call()).status).toBe(402);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(await notes()).toHaveLength(3);
+    });
+
     it('writes a low-balance alert once per crossing below the threshold', async () => {
       const a = await seed(s).account({ tier: 'startup' }).wallet('0.00005');
       const c = client(s, a.apiKey);

@@ -20,6 +20,8 @@ export class Wallet {
   spendingLimitEnabled = false;
   spendingLimit: bigint | null = null;
   spendingLimitAction: 'block' | 'alert' = 'block';
+  /** How many times the spending limit was set: its alert is written once per period and per setting. */
+  spendingLimitVersion = 0;
   lowBalanceThreshold: bigint | null = null;
   lowBalanceAlerted = false;
   allocationAlertPeriod: string | null = null;
@@ -46,6 +48,7 @@ export const WalletSchema = new EntitySchema<Wallet>({
     spendingLimitEnabled: { type: 'boolean', default: false },
     spendingLimit: { type: new BigIntType('bigint'), nullable: true },
     spendingLimitAction: { type: 'string', length: 8, default: 'block' },
+    spendingLimitVersion: { type: 'integer', default: 0 },
     lowBalanceThreshold: { type: new BigIntType('bigint'), nullable: true },
     lowBalanceAlerted: { type: 'boolean', default: false },
     allocationAlertPeriod: { type: 'string', length: 7, nullable: true },

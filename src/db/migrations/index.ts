@@ -15,6 +15,7 @@ import { Migration0009HoldsWithoutIndexes } from './0009-holds-without-indexes.j
 import { Migration0010UsageEventsOneAccountIndex } from './0010-usage-events-one-account-index.js';
 import { Migration0011ApiKeyLastUsed } from './0011-api-key-last-used.js';
 import { Migration0012OperatorSessionToken } from './0012-operator-session-token.js';
+import { Migration0013SpendingLimitVersion } from './0013-spending-limit-version.js';
 
 export const MIGRATIONS: { name: string; class: Constructor<Migration> }[] = [
   { name: '0001-accounts-and-keys', class: Migration0001AccountsAndKeys },
@@ -29,4 +30,5 @@ export const MIGRATIONS: { name: string; class: Constructor<Migration> }[] = [
   { name: '0010-usage-events-one-account-index', class: Migration0010UsageEventsOneAccountIndex },
   { name: '0011-api-key-last-used', class: Migration0011ApiKeyLastUsed },
   { name: '0012-operator-session-token', class: Migration0012OperatorSessionToken },
+  { name: '0013-spending-limit-version', class: Migration0013SpendingLimitVersion },
 ];

@@ -77,11 +77,18 @@ export abstract class BillingAlerts extends BillingCore {
     });
   }
 
+  /**
+   * The spending-limit alert of the row's arming: its flag was just claimed. The key names the
+   * period and the setting (its count, action and limit): each setting of the limit re-arms the
+   * alert (clearing the flag), and so must be a new occasion for the outbox too, or a limit set
+   * back to one already notified this period would claim its flag and have its notification
+   * dropped as a duplicate. The claimed flag keeps it once per arming.
+   */
   private enqueueSpendingAlert(trx: Db, accountId: string, w: WalletRow, now: Date): Promise<unknown> {
     return enqueueNotification(trx, {
       accountId,
       kind: 'spending_limit',
-      dedupeKey: `spending_limit:${accountId}:${w.period}:${w.spendingLimit}`,
+      dedupeKey: `spending_limit:${accountId}:${w.period}:${w.spendingLimitVersion}:${w.spendingLimitAction}:${w.spendingLimit}`,
       payload: {
         period: w.period,
         spent: formatDecimal(w.periodSpent),
@@ -96,7 +103,8 @@ export abstract class BillingAlerts extends BillingCore {
   /**
    * Writes the alerts a change crossed, once per crossing (low balance) or per period (80% of the
    * allocation, spending limit). Each alert first flips its flag with a conditional update, so of
-   * two changes racing past the same line only one writes the notification.
+   * two changes racing past the same line only one writes the notification. Changing the spending
+   * limit clears its flag: once per period and per setting of the limit.
    */
   protected async raiseAlerts(
     trx: Db,

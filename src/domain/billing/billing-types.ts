@@ -107,6 +107,8 @@ export interface WalletRow {
   spendingLimitEnabled: boolean;
   spendingLimit: bigint | null;
   spendingLimitAction: SpendingLimitAction;
+  /** Counts the settings of the spending limit: each one re-arms its alert (see ./alerts.ts). */
+  spendingLimitVersion: number;
   lowBalanceThreshold: bigint | null;
   lowBalanceAlerted: boolean;
   allocationAlertPeriod: string | null;
@@ -117,7 +119,7 @@ export interface WalletRow {
 
 export const WALLET_COLUMNS =
   'cast(w.balance as text) as balance, cast(w.held as text) as held, w.period, w.period_used, w.period_held, cast(w.period_spent as text) as period_spent, ' +
-  'w.fee_period, w.fee_tier, w.spending_limit_enabled, cast(w.spending_limit as text) as spending_limit, w.spending_limit_action, ' +
+  'w.fee_period, w.fee_tier, w.spending_limit_enabled, cast(w.spending_limit as text) as spending_limit, w.spending_limit_action, w.spending_limit_version, ' +
   'cast(w.low_balance_threshold as text) as low_balance_threshold, w.low_balance_alerted, w.allocation_alert_period, w.allocation_full_period, w.spending_alert_period';
 
 export function walletRow(r: Record<string, unknown>, tier: Tier): WalletRow {
@@ -134,6 +136,7 @@ export function walletRow(r: Record<string, unknown>, tier: Tier): WalletRow {
     spendingLimitEnabled: bool(r.spending_limit_enabled),
     spendingLimit: bigOrNull(r.spending_limit),
     spendingLimitAction: r.spending_limit_action === 'alert' ? 'alert' : 'block',
+    spendingLimitVersion: int(r.spending_limit_version),
     lowBalanceThreshold: bigOrNull(r.low_balance_threshold),
     lowBalanceAlerted: bool(r.low_balance_alerted),
     allocationAlertPeriod: (r.allocation_alert_period as string | null) ?? null,

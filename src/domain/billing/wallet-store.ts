@@ -352,7 +352,7 @@ export abstract class WalletStoreBase implements WalletStore {
   ): Promise<void> {
     await exec(
       db,
-      'update wallets set spending_limit_enabled = ?, spending_limit = ?, spending_limit_action = ?, spending_alert_period = null, updated_at = ? where account_id = ?',
+      'update wallets set spending_limit_enabled = ?, spending_limit = ?, spending_limit_action = ?, spending_limit_version = spending_limit_version + 1, spending_alert_period = null, updated_at = ? where account_id = ?',
       [s.enabled, s.limit, s.action, now, accountId],
     );
   }
