@@ -346,6 +346,47 @@ describe.each(BACKENDS)('billing on %s', (backend) => {
       expect(notes[0]!.payload).toMatchObject({ used: 44, monthly_tokens: 50 });
       expect(notes[1]!.payload).toMatchObject({ monthly_tokens: 50 });
     });
+
+    // Admission refuses a call the rest of the allocation cannot cover whole, so when the wallet
+    // cannot pay (free tier: never; or an empty wallet) usage stops short of the allocation and the
+    // crossing never comes: the first refusal that no smaller max_tokens could avoid writes it.
+    it.each([
+      ['free', 100, 'monthly_allocation_exhausted'],
+      ['developer', 50, 'insufficient_balance'], // with nothing in the wallet
+    ] as const)(
+      'writes "monthly tokens used up" once at the first %s-tier call refused because the allocation left cannot cover even its prompt',
+      async (tier, monthly, code) => {
+        const a = await seed(s).account({ tier });
+        const c = client(s, a.apiKey);
+        const notes = () => s.services.billing.listNotifications(a.id);
+        const content = 'b #tokens=1';
+        const E = est(content);
+        // The first call leaves exactly E + 1 tokens: the prompt and one output token.
+        const firstTokens = monthly - fakePrompt('a #tokens=0') - (E + 1);
+        expect((await c.chat(`a #tokens=${firstTokens}`, { max_tokens: firstTokens })).status).toBe(200);
+        // Refused for its max_tokens only: a smaller one would run, so the tokens are not used up.
+        const tooLong = await c.chat(content, { max_tokens: 50 });
+        expect(tooLong.status).toBe(402);
+        expect(tooLong.body.error.code).toBe(code);
+        // One more output token fits; after it, what is left cannot cover this prompt at all.
+        expect((await c.chat(content, { max_tokens: 1 })).status).toBe(200);
+        const used = monthly - (E + 1) + fakePrompt(content) + 1;
+        expect(used).toBeLessThan(monthly);
+        const refused = await c.chat(content, { max_tokens: 1 });
+        expect(refused.status).toBe(402);
+        expect(refused.body.error.code).toBe(code);
+        expect((await c.chat(content, { max_tokens: 1 })).status).toBe(402);
+
+        const full = await until(async () => (await notes()).find((n) => n.kind === 'allocation_100'));
+        // Written at the refusal that found the tokens used up, not at the one that asked too much.
+        expect(full.payload).toEqual({ period: '2031-05', used, monthly_tokens: monthly, left: monthly - used, refused: true });
+        expect((await notes()).map((n) => n.kind)).toEqual(['allocation_80', 'allocation_100']);
+        const feed = await c.graphql('{ viewer { notifications(first: 5) { nodes { kind subject text } } } }');
+        const mail = feed.body.data.viewer.notifications.nodes.find((n: { kind: string }) => n.kind === 'allocation_100');
+        expect(mail.subject).toBe('Your monthly tokens used up (2031-05)');
+        expect(mail.text).toContain(`A call was refused: the ${monthly - used} tokens left of your ${monthly} monthly tokens for 2031-05`);
+      },
+    );
   });
 
   describe('tiers and models', () => {

@@ -63,7 +63,10 @@ const TEMPLATES: Record<NotificationKind, (p: Payload) => Draft> = {
   allocation_100: (p) => ({
     subject: `Your monthly tokens used up (${p.period})`,
     lines: [
-      `You have used all ${tokens(p.monthly_tokens)} monthly tokens of your allocation for ${p.period} (${tokens(p.used)} used).`,
+      // Written at a refused call when usage stopped just short of the allocation (see billing's alerts).
+      p.refused
+        ? `A call was refused: the ${tokens(p.left)} tokens left of your ${tokens(p.monthly_tokens)} monthly tokens for ${p.period} cannot cover it (${tokens(p.used)} used).`
+        : `You have used all ${tokens(p.monthly_tokens)} monthly tokens of your allocation for ${p.period} (${tokens(p.used)} used).`,
       'From now on until the next period, calls are paid from your wallet at the model prices (or refused on the free tier).',
     ],
   }),

@@ -57,6 +57,8 @@ export abstract class Admission extends Settlement {
       return await this.admitLocked(req, base);
     } catch (err) {
       if (err instanceof DomainError && err.code === 'spending_limit_reached') this.noteSpendingLimitRefusal(base.accountId);
+      else if (err instanceof DomainError && (err.code === 'monthly_allocation_exhausted' || err.code === 'insufficient_balance'))
+        this.noteAllocationRefusal(base.accountId, req.promptTokens + (model.category === 'chat' ? 1 : 0));
       throw err;
     }
   }

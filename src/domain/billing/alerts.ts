@@ -1,10 +1,11 @@
 // Billing's alerts: which are due after a balance or usage change (low balance, 80% and 100% of
-// the monthly allocation, the spending limit), each raised once per occasion into the
-// notifications outbox. On both databases they are raised after the change has committed, in a
+// the monthly allocation, the spending limit) or a refused call (the spending limit, 100% of the
+// allocation), each raised once per occasion into the notifications outbox. On both databases they are raised after the change has committed, in a
 // transaction of their own (BillingCore.afterCommit): never for a change that rolled back, and an
 // alert that fails cannot roll back the money it is about (test/billing-alert-commit.test.ts).
 import { enqueueNotification } from '../notifications/outbox.js';
 import { formatDecimal, WALLET_CURRENCY } from './money.js';
+import { periodOf } from './period.js';
 import type { Db } from './sql.js';
 import type { AlertCheck, WalletRow } from './billing-types.js';
 import { BillingCore } from './billing-core.js';
@@ -84,6 +85,54 @@ export abstract class BillingAlerts extends BillingCore {
    * back to one already notified this period would claim its flag and have its notification
    * dropped as a duplicate. The claimed flag keeps it once per arming.
    */
+  /**
+   * A call was refused (monthly_allocation_exhausted, or insufficient_balance when the wallet cannot
+   * pay the rest). Admission only admits a call the allocation left covers whole, so when the
+   * wallet cannot pay, usage stops short of the allocation (994 of 1,000) and the crossing that
+   * writes "monthly tokens used up" never comes: the period's first refusal that finds the
+   * allocation left too small for even this call's prompt and one output token (no smaller
+   * max_tokens would run it) writes it instead, once a period (the crossing's own flag). A call
+   * refused only for the output it asked for is no sign the tokens are used up, and writes
+   * nothing. Runs beside the refusal, never delaying it; a read first, as for the spending limit.
+   */
+  protected noteAllocationRefusal(accountId: string, minimumTokens: number): void {
+    void this.raiseAllocationRefusal(accountId, minimumTokens).catch((err) =>
+      this.logger.error({ err, account: accountId }, 'raising the allocation alert of a refused call failed'),
+    );
+  }
+
+  /** The tier's monthly tokens when what is left of them cannot cover `minimumTokens`, else null. */
+  private allocationUsedUp(w: WalletRow, minimumTokens: number): number | null {
+    const monthly = this.tiers[w.tier]?.monthly_tokens ?? null;
+    if (monthly === null || monthly <= 0 || w.allocationFullPeriod === w.period || w.period !== periodOf(this.now())) return null;
+    return monthly - w.periodUsed - w.periodHeld < minimumTokens ? monthly : null;
+  }
+
+  private async raiseAllocationRefusal(accountId: string, minimumTokens: number): Promise<void> {
+    const read = await this.wallets.read(this.db, accountId);
+    if (!read || this.allocationUsedUp(read, minimumTokens) === null) return;
+    const now = this.now();
+    await this.db.transaction(async (trx) => {
+      const w = await this.wallets.lock(trx, accountId);
+      const monthly = w && this.allocationUsedUp(w, minimumTokens);
+      if (!w || !monthly) return;
+      if (await this.wallets.claimPeriodAlert(trx, 'allocation_full_period', accountId, w.period))
+        await enqueueNotification(trx, {
+          accountId,
+          kind: 'allocation_100',
+          dedupeKey: `allocation_100:${accountId}:${w.period}`,
+          payload: {
+            period: w.period,
+            used: w.periodUsed,
+            monthly_tokens: monthly,
+            left: Math.max(0, monthly - w.periodUsed - w.periodHeld),
+            refused: true,
+          },
+          now,
+        });
+    });
+  }
+
   private enqueueSpendingAlert(trx: Db, accountId: string, w: WalletRow, now: Date): Promise<unknown> {
     return enqueueNotification(trx, {
       accountId,
