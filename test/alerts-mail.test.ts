@@ -8,7 +8,10 @@ import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../src/cli.js';
+import { closeDatabase, openDatabase } from '../src/db/orm.js';
+import { billingDatabase, rows } from '../src/domain/billing/sql.js';
 import { enqueueNotification } from '../src/domain/notifications/outbox.js';
+import { createTestDatabase, type TestDatabase } from './support/databases.js';
 import { ADMIN_TOKEN, catalogYaml, chatModelYaml, startTestServer, type TestServer } from './support/harness.js';
 import { client, credit, seed, signedIn } from './support/seed.js';
 import { eventually, startTestSmtp, type CapturedMail, type TestSmtp } from './support/smtp.js';
@@ -414,6 +417,74 @@ describe.each([
       expect((await stateOf(a.id, n.id)).delivery).toBe('sent');
     },
   );
+});
+
+describe('shutdown while the SMTP server hangs', () => {
+  let smtp: TestSmtp;
+  let tdb: TestDatabase;
+  const servers: TestServer[] = [];
+  beforeAll(async () => {
+    smtp = await startTestSmtp();
+    tdb = await createTestDatabase('SQLite');
+  });
+  afterAll(async () => {
+    for (const s of servers) await s.close().catch(() => {});
+    await smtp?.close();
+    await tdb?.drop();
+  });
+
+  it('does not wait out the SMTP timeouts: the message in flight is given back untried and the next start sends it, with the same Message-ID', async () => {
+    const start = async () => {
+      const s = await startTestServer({
+        databaseUrl: tdb.url,
+        env: { SMTP_URL: smtp.url, MAIL_FROM: 'Tollgate <alerts@tollgate.test>' },
+        yaml: (u) => catalogYaml(u, YAML(u)),
+      });
+      servers.push(s);
+      return s;
+    };
+    const first = await start();
+    const a = await seed(first).account();
+    const owner = await emailOf(first, a.apiKey);
+    smtp.hang = true;
+    await enqueueNotification(first.services.billing.db, {
+      accountId: a.id,
+      kind: 'auto_topup_failed',
+      dedupeKey: `hang:${a.id}`,
+      payload: { top_up_id: 'hang', amount: '25.00', currency: 'USD', reason: 'hang', consecutive_failures: 1 },
+      now: new Date(),
+    });
+    // The whole message has reached the server, which never answers it.
+    const [taken] = await eventually(() => smtp.hung.length > 0 && smtp.hung, 'the message to reach the hung server');
+    // Shutdown gives up on the exchange (nodemailer alone would wait 30 s for the reply, then
+    // count a failed try) and gives the message back as it was: pending, due now, no error.
+    await first.close();
+    const orm = await openDatabase(tdb.url);
+    try {
+      const [row] = await rows<Record<string, unknown>>(
+        billingDatabase(orm),
+        'select id, delivery, attempts, next_attempt_at, lease_owner, lease_until, last_error from notifications where account_id = ?',
+        [a.id],
+      );
+      expect(row).toMatchObject({ delivery: 'pending', next_attempt_at: null, lease_owner: null, lease_until: null, last_error: null });
+      expect(Number(row!.attempts)).toBe(1);
+      expect(taken!.messageId).toBe(`<${row!.id}@tollgate.test>`);
+    } finally {
+      await closeDatabase(orm);
+    }
+
+    // The next start sends it at once: the same message, to a server that answers again.
+    smtp.hang = false;
+    const second = await start();
+    const [mail] = await eventually(() => mailTo(smtp, owner, 'Automatic top-up failed').length > 0 && smtp.messages, 'the message');
+    expect(mail!.messageId).toBe(taken!.messageId);
+    const sent = await eventually(async () => {
+      const [n] = (await second.services.alerts.notifications.page(a.id, { first: 1 })).notifications;
+      return n?.delivery === 'sent' && n;
+    }, 'the message marked sent');
+    expect(sent).toMatchObject({ attempts: 2, lastError: null, recipients: [owner] });
+    // Room for nodemailer's own timeouts: without the bound, the failure is the row's state above.
+  }, 120_000);
 });
 
 describe('without SMTP_URL', () => {

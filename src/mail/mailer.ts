@@ -27,8 +27,11 @@ export interface MailReceipt {
 }
 
 export interface Mailer {
-  /** Resolves once the message is accepted (by the SMTP server, or written); rejects otherwise. */
-  send(mail: OutgoingMail): Promise<MailReceipt>;
+  /**
+   * Resolves once the message is accepted (by the SMTP server, or written); rejects otherwise, or
+   * when `signal` aborts it (the SMTP connection is closed, whatever the server has received).
+   */
+  send(mail: OutgoingMail, signal?: AbortSignal): Promise<MailReceipt>;
   /** The domain of the sender's address, for Message-IDs. */
   readonly domain: string;
   /** For the start-up log line. */
@@ -63,8 +66,8 @@ class SmtpMailer implements Mailer {
     this.transport = createTransport({ url, ...SMTP_TIMEOUTS });
   }
 
-  async send(mail: OutgoingMail): Promise<MailReceipt> {
-    const info = await this.transport.sendMail(messageOf(this.from, mail));
+  async send(mail: OutgoingMail, signal?: AbortSignal): Promise<MailReceipt> {
+    const info = await this.transport.sendMail({ ...messageOf(this.from, mail), signal });
     return { accepted: info.accepted.map(String), rejected: info.rejected.map(String) };
   }
 

@@ -1,6 +1,7 @@
 // A real SMTP server on loopback (the smtp-server package) that keeps every message it accepts,
 // for the e-mail tests: it can be stopped (the port refuses connections) and started again on the
-// same port, or told to refuse messages with a 4xx/5xx reply.
+// same port, told to refuse messages with a 4xx/5xx reply, or to hang: take a message's data and
+// never answer it.
 import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
 
@@ -22,6 +23,10 @@ export interface TestSmtp {
   refuseWith: number | null;
   /** Each message is answered this much later (a slow server, to stop a sender mid-batch). */
   delayMs: number;
+  /** While set, a message's data is taken and never answered (a hung server); it lands in `hung`. */
+  hang: boolean;
+  /** The messages taken while hanging, never answered (so never accepted). */
+  hung: CapturedMail[];
   stop(): Promise<void>;
   start(): Promise<void>;
   close(): Promise<void>;
@@ -46,6 +51,8 @@ export async function startTestSmtp(): Promise<TestSmtp> {
     messages: [],
     refuseWith: null,
     delayMs: 0,
+    hang: false,
+    hung: [],
     async start() {
       server = new SMTPServer({
         secure: false,
@@ -57,6 +64,17 @@ export async function startTestSmtp(): Promise<TestSmtp> {
           stream.setEncoding('utf8');
           stream.on('data', (d: string) => (raw += d));
           stream.on('end', async () => {
+            const mail: CapturedMail = {
+              to: session.envelope.rcptTo.map((r) => r.address),
+              subject: header(raw, 'Subject'),
+              messageId: header(raw, 'Message-ID'),
+              body: decodeQuotedPrintable(raw),
+              raw,
+            };
+            if (smtp.hang) {
+              smtp.hung.push(mail);
+              return;
+            }
             if (smtp.delayMs > 0) await new Promise((r) => setTimeout(r, smtp.delayMs));
             if (smtp.refuseWith !== null) {
               const err = new Error(`refused by the test server (${smtp.refuseWith})`) as Error & { responseCode: number };
@@ -64,13 +82,7 @@ export async function startTestSmtp(): Promise<TestSmtp> {
               callback(err);
               return;
             }
-            smtp.messages.push({
-              to: session.envelope.rcptTo.map((r) => r.address),
-              subject: header(raw, 'Subject'),
-              messageId: header(raw, 'Message-ID'),
-              body: decodeQuotedPrintable(raw),
-              raw,
-            });
+            smtp.messages.push(mail);
             callback();
           });
         },

@@ -8,7 +8,10 @@
 // - each message carries a Message-ID derived from its notification id, so the rare resend (a
 //   crash between the server's acceptance and the mark) is recognisable as the same message.
 // It polls the outbox every `poll_interval_ms` (alerts are written by this process, by other
-// instances and by the CLI alike), runs one round at a time, never throws, and stops cleanly.
+// instances and by the CLI alike), runs one round at a time, never throws, and stops cleanly: at
+// shutdown it waits for the message being sent at most STOP_GRACE_MS (a hung SMTP server would
+// otherwise hold shutdown for nodemailer's timeouts, 30 s and more), then aborts the exchange
+// and gives the message back untried, to be sent again (same Message-ID) by the next instance.
 import type { DeliverySettings } from '../../config-alerts.js';
 import type { Logger } from '../../logger.js';
 import type { Mailer } from '../../mail/mailer.js';
@@ -39,12 +42,17 @@ export interface DeliveryWorkerOptions {
   now?: () => Date;
 }
 
+/** How long shutdown waits for the message being sent before aborting it. */
+export const STOP_GRACE_MS = 2000;
+
 export class DeliveryWorker {
   private readonly now: () => Date;
   private timer: NodeJS.Timeout | undefined;
   private round: Promise<void> | undefined;
   private stopping = false;
   private again = false;
+  /** Aborts the SMTP exchange in progress (at shutdown, past STOP_GRACE_MS). */
+  private sending: AbortController | undefined;
 
   constructor(private readonly o: DeliveryWorkerOptions) {
     this.now = o.now ?? (() => new Date());
@@ -82,12 +90,29 @@ export class DeliveryWorker {
     while (this.round) await this.round;
   }
 
-  /** Stops polling, lets the message being sent finish, gives back the leases of the others. */
-  async stop(): Promise<void> {
+  /**
+   * Stops polling, lets the message being sent finish (for up to `graceMs`, then aborts it: it
+   * stays pending), and gives back the leases this instance holds, so the next one sends them at once.
+   */
+  async stop(graceMs = STOP_GRACE_MS): Promise<void> {
     this.stopping = true;
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
-    await this.round;
+    const round = this.round;
+    if (round) {
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), graceMs)));
+      const outcome = await Promise.race([round, late]);
+      clearTimeout(timer);
+      if (outcome === 'late') {
+        this.o.logger.warn(
+          { graceMs },
+          'mail: the message being sent was not answered in time at shutdown; it is given back, to be sent again',
+        );
+        this.sending?.abort(new Error('shutting down'));
+        await round;
+      }
+    }
     await releaseLeases(this.o.db, this.o.owner).catch((err) => this.o.logger.warn({ err }, 'mail: could not release leases at shutdown'));
     this.o.mailer.close();
   }
@@ -135,14 +160,24 @@ export class DeliveryWorker {
       return false;
     }
     const message = renderNotification(n.kind, n.payload, { publicUrl: this.o.publicUrl(), accountId: n.accountId });
+    const sending = new AbortController();
+    this.sending = sending;
     try {
-      const receipt = await this.o.mailer.send({ ...message, to, cc, messageId: `<${n.id}@${this.o.mailer.domain}>`, key: n.id });
+      const receipt = await this.o.mailer.send(
+        { ...message, to, cc, messageId: `<${n.id}@${this.o.mailer.domain}>`, key: n.id },
+        sending.signal,
+      );
       if (receipt.rejected.length > 0)
         logger.warn({ notification: n.id, rejected: receipt.rejected }, 'mail: the server refused some recipients');
       await markSent(db, n.id, this.now(), receipt.accepted.length > 0 ? receipt.accepted : [...to, ...cc]);
       logger.info({ notification: n.id, kind: n.kind, to: [...to, ...cc], subject: message.subject, attempt: n.attempts }, 'mail sent');
       return true;
     } catch (err) {
+      // Aborted at shutdown: no failed try (the server never answered); stop releases its lease.
+      if (sending.signal.aborted) {
+        logger.info({ notification: n.id, kind: n.kind }, 'mail: sending abandoned at shutdown; given back');
+        return false;
+      }
       const final = n.attempts >= this.o.settings.max_attempts;
       const error = describeError(err);
       const nextAttemptAt = final ? null : new Date(this.now().getTime() + this.backoffMs(n.attempts));
@@ -152,6 +187,8 @@ export class DeliveryWorker {
         final ? 'mail failed for good: see tollgate mail status' : 'mail not sent; will retry',
       );
       return false;
+    } finally {
+      this.sending = undefined;
     }
   }
 
