@@ -245,6 +245,38 @@ describe('e-mail alerts through a real SMTP server', () => {
     expect(mailTo(smtp, owner, 'Low balance')).toEqual([]);
   });
 
+  it('sends to the recipients the server takes, and names the ones it refused in the feed', async () => {
+    const a = await seed(s).account();
+    const c = client(s, a.apiKey);
+    const owner = await emailOf(s, a.apiKey);
+    const signed = await signedIn(s, a.id);
+    await signed.graphql(SETTINGS, { i: { extraRecipients: ['bad@ex.com', 'ok2@ex.com'] } });
+    smtp.refuseRecipients = ['bad@ex.com'];
+    try {
+      await enqueueNotification(s.services.billing.db, {
+        accountId: a.id,
+        kind: 'auto_topup_failed',
+        dedupeKey: `partly:${a.id}`,
+        payload: { top_up_id: 'partly', amount: '25.00', currency: 'USD', reason: 'partly', consecutive_failures: 1 },
+        now: new Date(),
+      });
+      const feed = async () =>
+        (await c.graphql('{ viewer { notifications(first: 1) { nodes { delivery { state lastError recipients } } } } }')).body.data.viewer
+          .notifications.nodes[0].delivery;
+      const delivery = await eventually(async () => {
+        const d = await feed();
+        return d.state === 'sent' && d;
+      }, 'the message marked sent');
+      expect(delivery.recipients.sort()).toEqual([owner, 'ok2@ex.com'].sort());
+      expect(delivery.lastError).toContain('The mail server refused 1 recipient: bad@ex.com');
+      expect(delivery.lastError).toContain('550');
+      const [mail] = mailTo(smtp, owner, 'Automatic top-up failed');
+      expect(mail!.to.sort()).toEqual([owner, 'ok2@ex.com'].sort());
+    } finally {
+      smtp.refuseRecipients = [];
+    }
+  });
+
   it('pages the feed newest first, filters unread, marks read, and pushes notificationAdded until the key is revoked', async () => {
     const a = await seed(s).account({ tier: 'developer' });
     const c = client(s, a.apiKey);

@@ -23,7 +23,10 @@ export interface OutgoingMail {
 
 export interface MailReceipt {
   accepted: string[];
+  /** Recipients the server refused (the message went to the others). */
   rejected: string[];
+  /** The server's reply to each refused recipient, e.g. "bad@ex.com: 550 no such user". */
+  rejectedReplies: string[];
 }
 
 export interface Mailer {
@@ -68,7 +71,13 @@ class SmtpMailer implements Mailer {
 
   async send(mail: OutgoingMail, signal?: AbortSignal): Promise<MailReceipt> {
     const info = await this.transport.sendMail({ ...messageOf(this.from, mail), signal });
-    return { accepted: info.accepted.map(String), rejected: info.rejected.map(String) };
+    const rejected = info.rejected.map(String);
+    const replies = new Map((info.rejectedErrors ?? []).map((e) => [String(e.recipient), e.response ?? e.message]));
+    return {
+      accepted: info.accepted.map(String),
+      rejected,
+      rejectedReplies: rejected.map((r) => (replies.get(r) ? `${r}: ${replies.get(r)}` : r)),
+    };
   }
 
   close(): void {
@@ -112,7 +121,7 @@ class EmlFileMailer implements Mailer {
     renameSync(`${file}.tmp`, file);
     const to = [...mail.to, ...mail.cc];
     this.logger.info({ to, subject: mail.subject, file }, 'mail written (no SMTP_URL)');
-    return { accepted: to, rejected: [] };
+    return { accepted: to, rejected: [], rejectedReplies: [] };
   }
 
   close(): void {

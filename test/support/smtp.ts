@@ -1,7 +1,7 @@
 // A real SMTP server on loopback (the smtp-server package) that keeps every message it accepts,
 // for the e-mail tests: it can be stopped (the port refuses connections) and started again on the
-// same port, told to refuse messages with a 4xx/5xx reply, or to hang: take a message's data and
-// never answer it.
+// same port, told to refuse messages with a 4xx/5xx reply or some recipients with a 550, or to
+// hang: take a message's data and never answer it.
 import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
 
@@ -23,6 +23,8 @@ export interface TestSmtp {
   refuseWith: number | null;
   /** Each message is answered this much later (a slow server, to stop a sender mid-batch). */
   delayMs: number;
+  /** Recipients refused at RCPT TO with 550 (the message goes to the others). */
+  refuseRecipients: string[];
   /** While set, a message's data is taken and never answered (a hung server); it lands in `hung`. */
   hang: boolean;
   /** The messages taken while hanging, never answered (so never accepted). */
@@ -51,6 +53,7 @@ export async function startTestSmtp(): Promise<TestSmtp> {
     messages: [],
     refuseWith: null,
     delayMs: 0,
+    refuseRecipients: [],
     hang: false,
     hung: [],
     async start() {
@@ -59,6 +62,12 @@ export async function startTestSmtp(): Promise<TestSmtp> {
         authOptional: true,
         disabledCommands: ['STARTTLS'],
         logger: false,
+        onRcptTo(address, _session, callback) {
+          if (!smtp.refuseRecipients.includes(address.address.toLowerCase())) return callback();
+          const err = new Error(`no mailbox ${address.address} here`) as Error & { responseCode: number };
+          err.responseCode = 550;
+          callback(err);
+        },
         onData(stream, session, callback) {
           let raw = '';
           stream.setEncoding('utf8');

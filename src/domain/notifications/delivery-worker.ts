@@ -167,9 +167,12 @@ export class DeliveryWorker {
         { ...message, to, cc, messageId: `<${n.id}@${this.o.mailer.domain}>`, key: n.id },
         sending.signal,
       );
-      if (receipt.rejected.length > 0)
-        logger.warn({ notification: n.id, rejected: receipt.rejected }, 'mail: the server refused some recipients');
-      await markSent(db, n.id, this.now(), receipt.accepted.length > 0 ? receipt.accepted : [...to, ...cc]);
+      const refused =
+        receipt.rejected.length > 0
+          ? `The mail server refused ${receipt.rejected.length} recipient${receipt.rejected.length === 1 ? '' : 's'}: ${receipt.rejectedReplies.join('; ')}`
+          : null;
+      if (refused) logger.warn({ notification: n.id, rejected: receipt.rejectedReplies }, 'mail: the server refused some recipients');
+      await markSent(db, n.id, this.now(), receipt.accepted.length > 0 ? receipt.accepted : [...to, ...cc], refused);
       logger.info({ notification: n.id, kind: n.kind, to: [...to, ...cc], subject: message.subject, attempt: n.attempts }, 'mail sent');
       return true;
     } catch (err) {

@@ -117,11 +117,16 @@ export async function anyDue(db: Db, now: Date): Promise<boolean> {
   return found.length > 0;
 }
 
-export async function markSent(db: Db, id: string, now: Date, recipients: string[]): Promise<void> {
+/**
+ * Accepted by the mail server for `recipients`. `refused`: what it said of the recipients it
+ * refused (the message went to the others), kept as the last error so the feed shows it; null
+ * when it took them all.
+ */
+export async function markSent(db: Db, id: string, now: Date, recipients: string[], refused: string | null = null): Promise<void> {
   await run(
     db,
-    "update notifications set delivery = 'sent', sent_at = ?, recipients = ?, lease_owner = null, lease_until = null, last_error = null where id = ?",
-    [now, recipients.join(',').slice(0, 2000), id],
+    "update notifications set delivery = 'sent', sent_at = ?, recipients = ?, lease_owner = null, lease_until = null, last_error = ? where id = ?",
+    [now, recipients.join(',').slice(0, 2000), refused?.slice(0, 500) ?? null, id],
   );
 }
 

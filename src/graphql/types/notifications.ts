@@ -29,7 +29,11 @@ const DeliveryRef = builder.objectRef<NotificationRecord>('NotificationDelivery'
     attempts: t.exposeInt('attempts'),
     sentAt: t.expose('sentAt', { type: 'DateTime', nullable: true }),
     nextAttemptAt: t.field({ type: 'DateTime', nullable: true, resolve: (n) => (n.delivery === 'pending' ? n.nextAttemptAt : null) }),
-    lastError: t.exposeString('lastError', { nullable: true }),
+    lastError: t.exposeString('lastError', {
+      nullable: true,
+      description:
+        'Why the last try failed, or why it was skipped; once sent, the recipients the mail server refused (the others got it), else null.',
+    }),
     recipients: t.exposeStringList('recipients', { description: 'Who it was sent to, once sent.' }),
   }),
 });
