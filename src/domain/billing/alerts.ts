@@ -1,7 +1,7 @@
 // Billing's alerts: which are due after a balance or usage change (low balance, 80% and 100% of
 // the monthly allocation, the spending limit) or a refused call (the spending limit, 100% of the
-// allocation), each raised once per occasion into the notifications outbox. On both databases they are raised after the change has committed, in a
-// transaction of their own (BillingCore.afterCommit): never for a change that rolled back, and an
+// allocation), each raised once per occasion into the notifications outbox. On both databases
+// they are raised after the change has committed, in a transaction of their own (BillingCore.afterCommit): never for a change that rolled back, and an
 // alert that fails cannot roll back the money it is about (test/billing-alert-commit.test.ts).
 import { enqueueNotification } from '../notifications/outbox.js';
 import { formatDecimal, WALLET_CURRENCY } from './money.js';
@@ -79,13 +79,6 @@ export abstract class BillingAlerts extends BillingCore {
   }
 
   /**
-   * The spending-limit alert of the row's arming: its flag was just claimed. The key names the
-   * period and the setting (its count, action and limit): each setting of the limit re-arms the
-   * alert (clearing the flag), and so must be a new occasion for the outbox too, or a limit set
-   * back to one already notified this period would claim its flag and have its notification
-   * dropped as a duplicate. The claimed flag keeps it once per arming.
-   */
-  /**
    * A call was refused (monthly_allocation_exhausted, or insufficient_balance when the wallet cannot
    * pay the rest). Admission only admits a call the allocation left covers whole, so when the
    * wallet cannot pay, usage stops short of the allocation (994 of 1,000) and the crossing that
@@ -133,6 +126,13 @@ export abstract class BillingAlerts extends BillingCore {
     });
   }
 
+  /**
+   * The spending-limit alert of the row's arming: its flag was just claimed. The key names the
+   * period and the setting (its count, action and limit): each setting of the limit re-arms the
+   * alert (clearing the flag), and so must be a new occasion for the outbox too, or a limit set
+   * back to one already notified this period would claim its flag and have its notification
+   * dropped as a duplicate. The claimed flag keeps it once per arming.
+   */
   private enqueueSpendingAlert(trx: Db, accountId: string, w: WalletRow, now: Date): Promise<unknown> {
     return enqueueNotification(trx, {
       accountId,
