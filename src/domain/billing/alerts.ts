@@ -1,8 +1,9 @@
 // Billing's alerts: which are due after a balance or usage change (low balance, 80% and 100% of
 // the monthly allocation, the spending limit) or a refused call (the spending limit, 100% of the
 // allocation), each raised once per occasion into the notifications outbox. On both databases
-// they are raised after the change has committed, in a transaction of their own (BillingCore.afterCommit): never for a change that rolled back, and an
-// alert that fails cannot roll back the money it is about (test/billing-alert-commit.test.ts).
+// they are raised after the change has committed, in a transaction of their own
+// (BillingCore.afterCommit): never for a change that rolled back, and an alert that fails cannot
+// roll back the money it is about (test/billing-alert-commit.test.ts).
 import { enqueueNotification } from '../notifications/outbox.js';
 import { formatDecimal, WALLET_CURRENCY } from './money.js';
 import { periodOf } from './period.js';
