@@ -9,6 +9,7 @@ import { mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import type { CommandGroup } from './cli.js';
+import { MIGRATIONS } from './db/migrations/index.js';
 import { DEFAULT_DATABASE_URL, parseDatabaseUrl } from './db/orm.js';
 import { processHost } from './domain/billing/billing-core.js';
 import { DomainError } from './domain/errors.js';
@@ -79,21 +80,36 @@ export const registerDbCommands: CommandGroup = (program, ctx) => {
       if (!existsSync(opts.from)) throw new DomainError('invalid_request', `no backup at ${opts.from}`);
       const source = openSound(opts.from);
       try {
+        refuseForeign(opts.from, source);
         refuseWhileServed(target.location, opts.force === true);
         const started = Date.now();
         await mkdir(path.dirname(path.resolve(target.location)), { recursive: true });
+        // What is replaced is kept beside it, with its WAL (SQLite finds it by the new name), never dropped.
+        const kept = existsSync(target.location)
+          ? `${target.location}.before-restore-${new Date().toISOString().replace(/[:.]/g, '-')}`
+          : null;
         await copyWhole(ctx, 'restore', source, target.location, {
-          // The database's old WAL and shared-memory files go just before the copy takes its
-          // place: SQLite would replay them onto the copy.
+          // The database's old WAL and shared-memory files move (or go) just before the copy
+          // takes its place: SQLite would replay them onto the copy.
           beforeRename: () => {
+            if (kept) {
+              renameSync(target.location, kept);
+              if (existsSync(`${target.location}-wal`)) renameSync(`${target.location}-wal`, `${kept}-wal`);
+            }
             for (const file of [`${target.location}-wal`, `${target.location}-shm`]) rmSync(file, { force: true });
           },
         });
-        const result = { from: opts.from, database: target.location, bytes: (await stat(target.location)).size, ms: Date.now() - started };
+        const result = {
+          from: opts.from,
+          database: target.location,
+          bytes: (await stat(target.location)).size,
+          ms: Date.now() - started,
+          kept,
+        };
         if (opts.json) ctx.printJson(result);
         else
           ctx.print(
-            `restored ${opts.from} to ${target.location} (${result.bytes} bytes, ${result.ms} ms); check it with: npx tollgate ledger verify`,
+            `restored ${opts.from} to ${target.location} (${result.bytes} bytes, ${result.ms} ms)${kept ? `; the database it replaced is kept as ${kept}` : ''}; check it with: npx tollgate ledger verify`,
           );
       } finally {
         source.close();
@@ -135,6 +151,30 @@ async function copyWhole(
     process.off('SIGINT', interrupted);
     process.off('SIGTERM', interrupted);
   }
+}
+
+/**
+ * Refuses a sound SQLite file that is not a tollgate database (no migrations table, no accounts or
+ * ledger: any other program's file), or one a newer tollgate migrated: put in place, the server
+ * would add its empty tables to it, or serve a schema it does not know.
+ */
+function refuseForeign(file: string, source: Database.Database): void {
+  const tables = new Set(
+    (source.prepare("select name from sqlite_master where type = 'table'").all() as { name: string }[]).map((t) => t.name),
+  );
+  const missing = ['mikro_orm_migrations', 'accounts', 'wallets', 'wallet_transactions'].filter((t) => !tables.has(t));
+  if (missing.length > 0)
+    throw new DomainError('invalid_request', `${file} is not a tollgate database (no ${missing.join(', ')} table): nothing was restored`);
+  const known = new Set(MIGRATIONS.map((m) => m.name));
+  const applied = (source.prepare('select name from mikro_orm_migrations').all() as { name: string }[]).map((m) =>
+    m.name.replace(/\.[jt]s$/, ''),
+  );
+  const unknown = applied.filter((n) => !known.has(n));
+  if (unknown.length > 0)
+    throw new DomainError(
+      'invalid_request',
+      `${file} was migrated by a newer tollgate (${unknown.slice(0, 3).join(', ')}): restore it with that version or a newer one; nothing was restored`,
+    );
 }
 
 /** The backup, opened read-only, after SQLite's own check of every page and index. */

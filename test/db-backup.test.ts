@@ -120,8 +120,13 @@ describe('db backup', () => {
     expect(refused.stderr).toMatch(/a server is registered on .* stop it first; if it crashed, pass --force/);
     const restored = await cli(env, 'db', 'restore', '--from', backup, '--force', '--json');
     expect(restored.code).toBe(0);
-    expect(JSON.parse(restored.stdout)).toMatchObject({ from: backup, database: path.join(crashed, 'tollgate.db') });
+    const report = JSON.parse(restored.stdout);
+    expect(report).toMatchObject({ from: backup, database: path.join(crashed, 'tollgate.db') });
     expect(existsSync(path.join(crashed, 'tollgate.db-wal'))).toBe(false);
+    // What it replaced is kept beside it, with its WAL: the 15 credited, readable as it was.
+    expect(report.kept).toMatch(/tollgate\.db\.before-restore-/);
+    const keptBalance = await cli({ DATABASE_URL: `sqlite:${report.kept}` }, 'wallet', 'balance', '--account', id, '--json');
+    expect(Number(JSON.parse(keptBalance.stdout).balance)).toBe(15);
     const verify = await cli(env, 'ledger', 'verify', '--json');
     expect(JSON.parse(verify.stdout)).toEqual({ ok: true, problems: [] });
     const balance = await cli(env, 'wallet', 'balance', '--account', id, '--json');
@@ -132,6 +137,19 @@ describe('db backup', () => {
     writeFileSync(junk, 'not a database at all, but long enough to be read as one');
     const bad = await cli(env, 'db', 'restore', '--from', junk, '--force');
     expect([bad.code, bad.stderr]).toEqual([1, expect.stringContaining('is not a sound SQLite database')]);
+    // A sound SQLite file of another program is not a backup: refused, the database untouched.
+    const other = path.join(out, 'other.db');
+    const notes = new Database(other);
+    notes.exec("create table notes(x); insert into notes values ('hello')");
+    notes.close();
+    const foreign = await cli(env, 'db', 'restore', '--from', other, '--force');
+    expect([foreign.code, foreign.stderr]).toEqual([
+      1,
+      expect.stringContaining(
+        `${other} is not a tollgate database (no mikro_orm_migrations, accounts, wallets, wallet_transactions table)`,
+      ),
+    ]);
+    expect(Number(JSON.parse((await cli(env, 'wallet', 'balance', '--account', id, '--json')).stdout).balance)).toBe(10);
     const pg = await cli({ DATABASE_URL: 'postgres://root@127.0.0.1:5432/test' }, 'db', 'restore', '--from', backup);
     expect([pg.code, pg.stderr]).toEqual([1, expect.stringContaining('pg_restore')]);
   });
@@ -170,8 +188,13 @@ describe('db backup', () => {
   });
 
   it('leaves nothing at --out when interrupted, rather than a part of a copy that would read as an empty database', async () => {
+    // A tollgate database (the server's, copied) made big: the restore below takes only tollgate's.
     const big = path.join(out, 'big.db');
+    const served = new Database(path.join(s.dir, 'tollgate.db'), { readonly: true });
+    await served.backup(big);
+    served.close();
     const db = new Database(big);
+    db.prepare('delete from billing_instances').run();
     db.exec('create table filler (b blob)');
     const blob = Buffer.alloc(1024 * 1024, 1);
     const insert = db.prepare('insert into filler values (?)');
