@@ -235,7 +235,11 @@ export async function runCli(argv: readonly string[] = process.argv, io: CliIO =
     services() {
       opened ??= (async () => {
         const billingConfig = readBillingConfig(io.env);
-        const orm = await openDatabase(io.env.DATABASE_URL || DEFAULT_DATABASE_URL);
+        const orm = await openDatabase(io.env.DATABASE_URL || DEFAULT_DATABASE_URL, {
+          // A new file is said so: a mistyped DATABASE_URL (or another folder) would otherwise get
+          // accounts and keys no server sees, without a word.
+          migrations: { creating: (file) => io.stderr(`tollgate: no database at ${file} (DATABASE_URL): creating a new one\n`) },
+        });
         const billing = new BillingService({
           orm,
           tiers: billingConfig.tiers,

@@ -1,11 +1,12 @@
 // The operator CLI as an operator runs it: `node bin/tollgate.js …` in its own process, on the
 // SQLite file named by DATABASE_URL, checked against the domain service the server uses.
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { MikroORM } from '@mikro-orm/core';
+import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeDatabase, openDatabase } from '../src/db/orm.js';
 import { AccountsService } from '../src/domain/accounts/accounts-service.js';
@@ -32,9 +33,12 @@ function tollgate(databaseUrl: string, ...args: string[]): Promise<RunResult> {
   });
 }
 
+const CREATING = /^tollgate: no database at .* \(DATABASE_URL\): creating a new one\n/;
+
 async function tollgateJson<T>(databaseUrl: string, ...args: string[]): Promise<T> {
   const result = await tollgate(databaseUrl, ...args);
-  expect(result.stderr).toBe('');
+  // The first command on a new file says it creates it; nothing else goes to stderr.
+  expect(result.stderr.replace(CREATING, '')).toBe('');
   expect(result.code).toBe(0);
   return JSON.parse(result.stdout) as T;
 }
@@ -311,6 +315,40 @@ describe('tollgate CLI', () => {
     for (const result of [unknownKey, badEmail, badTier, badDate]) expect(result.stderr).not.toMatch(/\n\s+at /);
   });
 
+  it("says when it creates a new database, and refuses a folder, a file that is no database and another program's database, in one line", async () => {
+    const fresh = path.join(dir, 'typo', 'tollgate.db');
+    const created = await tollgate(`sqlite:${fresh}`, 'accounts', 'list');
+    expect(created.code).toBe(0);
+    expect(created.stderr).toBe(`tollgate: no database at ${fresh} (DATABASE_URL): creating a new one\n`);
+    // Once there, nothing more is said.
+    expect((await tollgate(`sqlite:${fresh}`, 'accounts', 'list')).stderr).toBe('');
+
+    const folder = await tollgate(`sqlite:${dir}`, 'accounts', 'list');
+    expect([folder.code, folder.stderr]).toEqual([
+      1,
+      `error: DATABASE_URL=sqlite:${dir}: ${dir} is a directory: name the database file (e.g. DATABASE_URL=sqlite:${path.join(dir, 'tollgate.db')})\n`,
+    ]);
+    const text = path.join(dir, 'model.gguf');
+    writeFileSync(text, 'GGUF and then some bytes that are no SQLite header at all, long enough');
+    const notDb = await tollgate(`sqlite:${text}`, 'accounts', 'list');
+    expect([notDb.code, notDb.stderr]).toEqual([
+      1,
+      `error: DATABASE_URL=sqlite:${text}: ${text} is not a SQLite database: name another file\n`,
+    ]);
+    const other = path.join(dir, 'notes.db');
+    const notes = new Database(other);
+    notes.exec("create table notes(x); insert into notes values ('hello')");
+    notes.close();
+    const foreign = await tollgate(`sqlite:${other}`, 'accounts', 'list');
+    expect(foreign.code).toBe(1);
+    expect(foreign.stderr).toBe(
+      `error: DATABASE_URL=sqlite:${other}: the SQLite file holds another program's tables (notes) and none of tollgate's: refusing to add tollgate's to it; set DATABASE_URL to a new file or a tollgate database\n`,
+    );
+    const untouched = new Database(other, { readonly: true });
+    expect(untouched.prepare("select name from sqlite_master where type = 'table'").all()).toEqual([{ name: 'notes' }]);
+    untouched.close();
+  });
+
   it('lets several processes open a new database and write to it at the same time', async () => {
     const fresh = `sqlite:${path.join(dir, 'concurrent', 'tollgate.db')}`;
     const results = await Promise.all(
@@ -318,7 +356,7 @@ describe('tollgate CLI', () => {
         tollgate(fresh, 'accounts', 'create', '--email', `p${i}@example.com`, '--tier', 'free', '--json'),
       ),
     );
-    for (const r of results) expect(r).toMatchObject({ code: 0, stderr: '' });
+    for (const r of results) expect([r.code, r.stderr.replace(CREATING, '')]).toEqual([0, '']);
     const ids = results.map((r) => (JSON.parse(r.stdout) as CreatedAccountJson).account.id);
 
     const orm = await openDatabase(fresh);

@@ -1,7 +1,7 @@
 // Opens the database named by DATABASE_URL (SQLite through better-sqlite3, or PostgreSQL) with every
 // entity registered explicitly, and brings its schema up to date with the in-code migrations.
 // The server, the CLI and the tests all open the database through here.
-import { accessSync, constants, existsSync, mkdirSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { MikroORM, type Configuration, type Options } from '@mikro-orm/core';
 import { AbstractSqlDriver, BetterSqliteConnection, BetterSqlitePlatform, type Knex } from '@mikro-orm/better-sqlite';
@@ -75,6 +75,10 @@ export class DatabaseLocationError extends Error {}
 function checkSqliteLocation(url: string, location: string): void {
   const file = path.resolve(location);
   const dir = path.dirname(file);
+  if (existsSync(file) && statSync(file).isDirectory())
+    throw new DatabaseLocationError(
+      `DATABASE_URL=${url}: ${file} is a directory: name the database file (e.g. DATABASE_URL=sqlite:${path.join(location, 'tollgate.db')})`,
+    );
   try {
     mkdirSync(dir, { recursive: true });
     accessSync(dir, constants.W_OK);
@@ -89,6 +93,8 @@ function checkSqliteLocation(url: string, location: string): void {
 
 /** What openDatabase reports of the migrations it applies (none: nothing said). */
 export interface MigrationReport {
+  /** A SQLite file that was not there and is being created (the CLI says so: a mistyped path). */
+  creating?(file: string): void;
   /** The migrations about to run, and how many had run before (0: a new database). */
   starting?(pending: string[], applied: number): void;
   done?(pending: string[], ms: number): void;
@@ -115,8 +121,12 @@ export async function openDatabase(url: string, opts: { debug?: boolean; migrati
 
   let orm: MikroORM;
   if (target.kind === 'sqlite') {
-    if (target.location !== ':memory:') checkSqliteLocation(url, target.location);
-    orm = await MikroORM.init({ ...common, driver: SqliteDriver, dbName: target.location });
+    const onDisk = target.location !== ':memory:';
+    if (onDisk) checkSqliteLocation(url, target.location);
+    if (onDisk && !existsSync(target.location)) opts.migrations?.creating?.(path.resolve(target.location));
+    orm = await MikroORM.init({ ...common, driver: SqliteDriver, dbName: target.location }).catch((e: unknown) => {
+      throw sqliteProblem(url, target.location, e);
+    });
   } else {
     // Loaded only when used: the CLI on SQLite does not pay for pg.
     const { PostgreSqlDriver } = await import('@mikro-orm/postgresql');
@@ -129,12 +139,22 @@ export async function openDatabase(url: string, opts: { debug?: boolean; migrati
   }
 
   try {
-    await migrate(orm, target.kind, opts.migrations);
+    await migrate(orm, target.kind, opts.migrations, url);
   } catch (e) {
     await orm.close(true);
-    throw target.kind === 'postgresql' ? postgresProblem(url, e) : e;
+    throw target.kind === 'postgresql' ? postgresProblem(url, e) : sqliteProblem(url, target.location, e);
   }
   return orm;
+}
+
+/** A SQLite file that cannot be used as it is (not a database, unopenable), as one line; anything else as it is. */
+function sqliteProblem(url: string, location: string, e: unknown): unknown {
+  const code = (e as { code?: unknown })?.code;
+  if (code === 'SQLITE_NOTADB')
+    return new DatabaseLocationError(`DATABASE_URL=${url}: ${path.resolve(location)} is not a SQLite database: name another file`);
+  if (code === 'SQLITE_CANTOPEN')
+    return new DatabaseLocationError(`DATABASE_URL=${url}: cannot open ${path.resolve(location)} as a SQLite database`);
+  return e;
 }
 
 /**
@@ -197,7 +217,7 @@ async function refuseNewerSchema(orm: MikroORM): Promise<void> {
     );
 }
 
-async function migrate(orm: MikroORM, kind: DatabaseKind, report: MigrationReport = {}): Promise<void> {
+async function migrate(orm: MikroORM, kind: DatabaseKind, report: MigrationReport = {}, url = ''): Promise<void> {
   const migrator = orm.getMigrator();
   // Said before and after: an upgrade over a large database can take a while, silently otherwise.
   const up = async () => {
@@ -214,10 +234,21 @@ async function migrate(orm: MikroORM, kind: DatabaseKind, report: MigrationRepor
     // own table is created before that transaction, with a check-then-create that two processes
     // opening a new file at once would both pass; creating it IF NOT EXISTS first (the same
     // columns the migrator would create) closes that gap.
+    const table = orm.config.get('migrations').tableName ?? 'mikro_orm_migrations';
+    // Another program's database (a mistyped path): tollgate's tables are not added to it.
+    const tables = (
+      (await getKnex(orm).raw("select name from sqlite_master where type = 'table' and name not like 'sqlite_%'")) as {
+        name: string;
+      }[]
+    ).map((t) => t.name);
+    if (tables.length > 0 && !tables.includes(table))
+      throw new DatabaseLocationError(
+        `DATABASE_URL=${url}: the SQLite file holds another program's tables (${tables.slice(0, 3).join(', ')}${tables.length > 3 ? ', …' : ''}) and none of tollgate's: refusing to add tollgate's to it; set DATABASE_URL to a new file or a tollgate database`,
+      );
     await getKnex(orm).raw(
       'create table if not exists ?? (`id` integer not null primary key autoincrement, `name` varchar(255), ' +
         '`executed_at` datetime default CURRENT_TIMESTAMP)',
-      [orm.config.get('migrations').tableName ?? 'mikro_orm_migrations'],
+      [table],
     );
     await refuseNewerSchema(orm);
     await up();
