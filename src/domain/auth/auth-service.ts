@@ -11,6 +11,7 @@ import { getKnex } from '../../db/connection.js';
 import type { Logger } from '../../logger.js';
 import type { Mailer } from '../../mail/mailer.js';
 import type { AccountsService, AccountView } from '../accounts/accounts-service.js';
+import { isEmailAddress, MAX_EMAIL_LENGTH } from '../email-address.js';
 import { DomainError } from '../errors.js';
 import { newId } from '../ids.js';
 import { LoginThrottle } from './login-throttle.js';
@@ -129,7 +130,13 @@ export class AuthService {
     const email = String(input.email ?? '')
       .trim()
       .toLowerCase();
-    const keys = [`email:${email}`, ...(input.clientAddress ? [`ip:${input.clientAddress}`] : [])];
+    const clientKeys = input.clientAddress ? [`ip:${input.clientAddress}`] : [];
+    // Longer than any account's address: no account to look up, counted against the client only.
+    if (email.length > MAX_EMAIL_LENGTH) {
+      this.throttle.attempt(clientKeys);
+      throw new DomainError('invalid_credentials', 'The e-mail address or the password is not right.');
+    }
+    const keys = [`email:${email}`, ...clientKeys];
     const attempt = this.throttle.attempt(keys);
     const account = email ? await this.o.accounts.findByEmail(email) : null;
     const row = account
@@ -279,17 +286,19 @@ export class AuthService {
   /**
    * Mails a password-reset link when an account has this address; says nothing either way (the
    * caller cannot learn which addresses have accounts, not even from how long the answer took:
-   * the link is made and mailed after the answer, in the background). Throttled like sign-in.
+   * the link is made and mailed after the answer, in the background). Throttled like sign-in:
+   * every request counts against its client, then against the address (which must be one).
    */
   async requestPasswordReset(email: string, clientAddress?: string | null): Promise<void> {
-    const key = `reset:${String(email ?? '')
-      .trim()
-      .toLowerCase()}`;
-    this.throttle.check([key, ...(clientAddress ? [`ip:${clientAddress}`] : [])]);
-    this.throttle.fail([key]);
+    this.throttle.attempt(clientAddress ? [`ip:reset:${clientAddress}`] : []);
+    const address = String(email ?? '').trim();
+    // Whatever the client sends is checked before it is counted: no account has anything else.
+    if (!isEmailAddress(address))
+      throw new DomainError('invalid_value', 'email must be an e-mail address such as name@example.com.', { param: 'email' });
+    this.throttle.attempt([`reset:${address.toLowerCase()}`]);
     const mailer = this.o.mailer;
     if (!mailer) throw new DomainError('internal_error', 'No mailer is configured.');
-    const account = await this.o.accounts.findByEmail(String(email ?? ''));
+    const account = await this.o.accounts.findByEmail(address);
     if (!account) return;
     const task = this.mailResetLink(mailer, account)
       .catch((err: unknown) => this.o.logger.error({ err, account: account.id }, 'the password-reset e-mail could not be sent'))

@@ -1,24 +1,45 @@
-// Login throttling: failed sign-ins are counted per e-mail address and per client address in a
-// sliding window; past the limit, sign-in is refused (429 too_many_attempts) until the window has
-// moved on. A success clears the address's count. In memory, per instance: with several
-// instances behind a balancer an attacker gets the limit once per instance, still a small number.
+// Throttling of sign-in and the other unauthenticated account operations: attempts are counted per
+// key (an e-mail address, a client address, what each caller chooses) in a sliding window; past the
+// limit, the operation is refused (429 too_many_attempts) until the window has moved on. A success
+// clears the address's count. In memory, per instance: with several instances behind a balancer an
+// attacker gets the limit once per instance, still a small number.
+//
+// What a client sends never becomes a key as it is: each key is kept as its SHA-256 digest, so a
+// megabyte-long "e-mail address" costs the map 43 characters, and the map holds at most `maxKeys`
+// keys. Keys are kept in the order they were last counted (a key counted again moves to the end),
+// so the stalest are at the front: expired ones are dropped from there a few at a time, and past
+// the cap the stalest one goes, without walking the map.
+import { createHash } from 'node:crypto';
 import { DomainError } from '../errors.js';
 
 const WINDOW_MS = 15 * 60_000;
+/** The most keys held: about 100 bytes each, plus the instants of a client key's attempts. */
+export const MAX_THROTTLE_KEYS = 100_000;
+/** Expired keys dropped from the front of the map per attempt counted (more than one is added). */
+const PRUNE_PER_COUNT = 4;
 
 export class LoginThrottle {
+  /** Digest of a key → the instants of its recent attempts, oldest first. */
   private readonly failures = new Map<string, number[]>();
 
   constructor(
     private readonly max: number,
     private readonly now: () => number = Date.now,
+    private readonly maxKeys = MAX_THROTTLE_KEYS,
   ) {}
 
-  /** Throws too_many_attempts when any of `keys` is over the limit. */
+  /** How many keys are held (tests). */
+  get size(): number {
+    return this.failures.size;
+  }
+
+  /**
+   * Throws too_many_attempts when any of `keys` is over the limit. A client address (key `ip:…`:
+   * many people behind one NAT) gets ten times the limit of the others.
+   */
   check(keys: string[]): void {
     for (const key of keys) {
-      const recent = this.recent(key);
-      // A client address (many people behind one NAT) gets ten times an e-mail address's limit.
+      const recent = this.recent(digest(key));
       if (recent.length >= (key.startsWith('ip:') ? this.max * 10 : this.max)) {
         const retryAfter = Math.max(1, Math.ceil((recent[0]! + WINDOW_MS - this.now()) / 1000));
         throw new DomainError(
@@ -40,33 +61,53 @@ export class LoginThrottle {
     this.fail(keys);
     return {
       succeeded: () => {
-        for (const key of keys) this.failures.get(key)?.pop();
+        for (const key of keys) this.failures.get(digest(key))?.pop();
       },
     };
   }
 
   fail(keys: string[]): void {
     for (const key of keys) {
-      const recent = this.recent(key);
+      const d = digest(key);
+      const recent = this.recent(d);
       recent.push(this.now());
-      this.failures.set(key, recent);
+      // Deleted first, so that the key moves to the end: the map stays in the order of last use.
+      this.failures.delete(d);
+      this.failures.set(d, recent);
     }
-    if (this.failures.size > 10_000) this.sweep();
+    this.prune();
   }
 
   succeed(key: string): void {
-    this.failures.delete(key);
+    this.failures.delete(digest(key));
   }
 
-  private recent(key: string): number[] {
+  private recent(d: string): number[] {
     const since = this.now() - WINDOW_MS;
-    return (this.failures.get(key) ?? []).filter((t) => t > since);
+    return (this.failures.get(d) ?? []).filter((t) => t > since);
   }
 
-  private sweep(): void {
-    for (const key of [...this.failures.keys()]) if (this.recent(key).length === 0) this.failures.delete(key);
+  /**
+   * Drops expired keys from the front (the least recently counted), a few per call, then the
+   * stalest keys while there are more than `maxKeys`: the cost of a call does not grow with the map.
+   */
+  private prune(): void {
+    const since = this.now() - WINDOW_MS;
+    let dropped = 0;
+    for (const [d, instants] of this.failures) {
+      if (dropped >= PRUNE_PER_COUNT || (instants.at(-1) ?? 0) > since) break;
+      this.failures.delete(d);
+      dropped++;
+    }
+    while (this.failures.size > this.maxKeys) {
+      const stalest = this.failures.keys().next().value;
+      if (stalest === undefined) break;
+      this.failures.delete(stalest);
+    }
   }
 }
+
+const digest = (key: string) => createHash('sha256').update(key).digest('base64url');
 
 /** 60 s → "1 minute", 900 s → "15 minutes". */
 function minutes(seconds: number): string {

@@ -1,0 +1,144 @@
+// The throttle of sign-in, sign-up and password resets: what it keeps (a digest of each key, at most
+// so many keys), what each operation counts per client, and what it says when it refuses.
+import { request as httpRequest } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LoginThrottle } from '../src/domain/auth/login-throttle.js';
+import { DomainError } from '../src/domain/errors.js';
+import { catalogYaml, startTestServer, type TestServer } from './support/harness.js';
+
+const PASSWORD = 'correct horse battery';
+
+async function gql(s: TestServer, query: string, variables: Record<string, unknown> = {}, headers: Record<string, string> = {}) {
+  const res = await fetch(`${s.url}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify({ query, variables }),
+  });
+  return { status: res.status, body: (await res.json()) as { data?: any; errors?: any[] } };
+}
+const codeOf = (r: { body: { errors?: any[] } }) => r.body.errors?.[0]?.extensions.code ?? 'ok';
+
+/** The refusal `fn` throws, or null. */
+function refusalOf(fn: () => void): DomainError | null {
+  try {
+    fn();
+    return null;
+  } catch (e) {
+    if (e instanceof DomainError) return e;
+    throw e;
+  }
+}
+
+/** The keys the throttle holds (they are private: what a client sent must not be among them). */
+const throttleOf = (s: TestServer) => (s.services.auth as unknown as { throttle: LoginThrottle }).throttle;
+const keysOf = (t: LoginThrottle) => [...(t as unknown as { failures: Map<string, number[]> }).failures.keys()];
+
+describe('the throttle', () => {
+  it('keeps a digest of each key, never what the client sent', () => {
+    const throttle = new LoginThrottle(5);
+    const huge = `reset:${'x'.repeat(900_000)}@example.com`;
+    throttle.fail([huge, 'email:ann@example.com']);
+    expect(keysOf(throttle)).toHaveLength(2);
+    for (const key of keysOf(throttle)) expect(key.length).toBeLessThanOrEqual(64);
+    // Counted all the same: four more and it is over the limit.
+    throttle.fail([huge, huge, huge, huge]);
+    expect(refusalOf(() => throttle.check([huge]))?.code).toBe('too_many_attempts');
+  });
+
+  it('holds at most its cap of keys: the least recently counted go first', () => {
+    let now = 1_000_000;
+    const throttle = new LoginThrottle(2, () => now, 100);
+    throttle.fail(['email:first@example.com', 'email:first@example.com']);
+    expect(refusalOf(() => throttle.check(['email:first@example.com']))?.code).toBe('too_many_attempts');
+    for (let i = 0; i < 250; i++) {
+      now += 1;
+      throttle.fail([`email:${i}@example.com`]);
+      expect(throttle.size).toBeLessThanOrEqual(100);
+    }
+    // The stalest key made room; the newest keep their counts.
+    expect(refusalOf(() => throttle.check(['email:first@example.com']))).toBeNull();
+    throttle.fail(['email:249@example.com']);
+    expect(refusalOf(() => throttle.check(['email:249@example.com']))?.code).toBe('too_many_attempts');
+    expect(throttle.size).toBe(100);
+  });
+
+  it('drops keys whose window has passed as it counts new ones, without waiting for the cap', () => {
+    let now = 1_000_000;
+    const throttle = new LoginThrottle(5, () => now);
+    for (let i = 0; i < 20; i++) throttle.fail([`email:old-${i}@example.com`]);
+    expect(throttle.size).toBe(20);
+    now += 16 * 60_000;
+    for (let i = 0; i < 10; i++) throttle.fail([`email:new-${i}@example.com`]);
+    expect(throttle.size).toBe(10);
+  });
+});
+
+describe('password resets and sign-in through GraphQL', () => {
+  let s: TestServer;
+  beforeAll(async () => {
+    // One failed try per address, ten per client address.
+    s = await startTestServer({ yaml: (u) => `accounts: { max_failed_logins: 1 }\n${catalogYaml(u)}` });
+  });
+  afterAll(async () => s?.close());
+
+  const RESET = 'mutation($e: String!) { requestPasswordReset(email: $e) }';
+  const reset = (e: string) => gql(s, RESET, { e });
+  const resetFrom = (localAddress: string, e: string) => gqlFrom(s, localAddress, RESET, { e });
+
+  it('refuses a reset for what is not an e-mail address (a megabyte of it too), before anything is kept of it', async () => {
+    const before = throttleOf(s).size;
+    for (const e of [`0${'x'.repeat(900_000)}`, `${'a'.repeat(400)}@example.com`, 'not an address']) {
+      const r = await reset(e);
+      expect([r.status, r.body.errors?.[0]?.extensions]).toEqual([400, expect.objectContaining({ code: 'invalid_value', param: 'email' })]);
+    }
+    // Only the client's count was added.
+    expect(throttleOf(s).size).toBe(before + 1);
+  });
+
+  it('counts every reset request against its client, whatever the address, and answers each the same way until then', async () => {
+    const localAddress = '127.0.0.21';
+    const codes: string[] = [];
+    for (let i = 0; i < 11; i++) codes.push(codeOf(await resetFrom(localAddress, `someone-${i}@example.com`)));
+    // The three refused addresses of the test above were another client's (127.0.0.1).
+    expect(codes).toEqual([...Array(10).fill('ok'), 'too_many_attempts']);
+    // Another client is not held back.
+    expect(codeOf(await resetFrom('127.0.0.22', 'someone-else@example.com'))).toBe('ok');
+  });
+
+  it('refuses a sign-in with a megabyte-long address as a wrong password, and keeps none of it', async () => {
+    const before = throttleOf(s).size;
+    const r = await gql(s, 'mutation($e: String!, $p: String!) { signIn(email: $e, password: $p) { id } }', {
+      e: `${'x'.repeat(900_000)}@example.com`,
+      p: PASSWORD,
+    });
+    expect([r.status, codeOf(r)]).toEqual([401, 'invalid_credentials']);
+    for (const key of keysOf(throttleOf(s))) expect(key.length).toBeLessThanOrEqual(64);
+    expect(throttleOf(s).size).toBeLessThanOrEqual(before + 1);
+  });
+});
+
+/**
+ * A GraphQL request sent from `localAddress` (a loopback address of its own: another client, as
+ * the server sees it), with `headers`.
+ */
+function gqlFrom(
+  s: TestServer,
+  localAddress: string,
+  query: string,
+  variables: Record<string, unknown>,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: { data?: any; errors?: any[] } }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      `${s.url}/graphql`,
+      { method: 'POST', localAddress, headers: { 'content-type': 'application/json', ...headers } },
+      (res) => {
+        let text = '';
+        res.on('data', (c) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
+      },
+    );
+    req.on('error', reject);
+    req.end(JSON.stringify({ query, variables }));
+  });
+}
