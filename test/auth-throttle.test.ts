@@ -29,6 +29,8 @@ function refusalOf(fn: () => void): DomainError | null {
   }
 }
 
+const tooMany = (wait: string) => `Too many tries; wait ${wait}.`;
+
 /** The keys the throttle holds (they are private: what a client sent must not be among them). */
 const throttleOf = (s: TestServer) => (s.services.auth as unknown as { throttle: LoginThrottle }).throttle;
 const keysOf = (t: LoginThrottle) => [...(t as unknown as { failures: Map<string, number[]> }).failures.keys()];
@@ -42,24 +44,37 @@ describe('the throttle', () => {
     for (const key of keysOf(throttle)) expect(key.length).toBeLessThanOrEqual(64);
     // Counted all the same: four more and it is over the limit.
     throttle.fail([huge, huge, huge, huge]);
-    expect(refusalOf(() => throttle.check([huge]))?.code).toBe('too_many_attempts');
+    expect(refusalOf(() => throttle.check([huge], tooMany))?.code).toBe('too_many_attempts');
   });
 
   it('holds at most its cap of keys: the least recently counted go first', () => {
     let now = 1_000_000;
     const throttle = new LoginThrottle(2, () => now, 100);
     throttle.fail(['email:first@example.com', 'email:first@example.com']);
-    expect(refusalOf(() => throttle.check(['email:first@example.com']))?.code).toBe('too_many_attempts');
+    expect(refusalOf(() => throttle.check(['email:first@example.com'], tooMany))?.code).toBe('too_many_attempts');
     for (let i = 0; i < 250; i++) {
       now += 1;
       throttle.fail([`email:${i}@example.com`]);
       expect(throttle.size).toBeLessThanOrEqual(100);
     }
     // The stalest key made room; the newest keep their counts.
-    expect(refusalOf(() => throttle.check(['email:first@example.com']))).toBeNull();
+    expect(refusalOf(() => throttle.check(['email:first@example.com'], tooMany))).toBeNull();
     throttle.fail(['email:249@example.com']);
-    expect(refusalOf(() => throttle.check(['email:249@example.com']))?.code).toBe('too_many_attempts');
+    expect(refusalOf(() => throttle.check(['email:249@example.com'], tooMany))?.code).toBe('too_many_attempts');
     expect(throttle.size).toBe(100);
+  });
+
+  it('words its refusal as the caller asks, with the wait', () => {
+    let now = 1_000_000;
+    const throttle = new LoginThrottle(1, () => now);
+    throttle.fail(['reset:ann@example.com']);
+    now += 60_000;
+    const refusal = refusalOf(() => throttle.check(['reset:ann@example.com'], (wait) => `Too many resets; try again in ${wait}.`));
+    expect([refusal?.code, refusal?.message, refusal?.retryAfter]).toEqual([
+      'too_many_attempts',
+      'Too many resets; try again in 14 minutes.',
+      840,
+    ]);
   });
 
   it('drops keys whose window has passed as it counts new ones, without waiting for the cap', () => {
@@ -103,6 +118,30 @@ describe('password resets and sign-in through GraphQL', () => {
     expect(codes).toEqual([...Array(10).fill('ok'), 'too_many_attempts']);
     // Another client is not held back.
     expect(codeOf(await resetFrom('127.0.0.22', 'someone-else@example.com'))).toBe('ok');
+  });
+
+  it('says what was refused: a reset, a sign-in, an operator token (which has no password to reset)', async () => {
+    const messageOf = (r: { status: number; body: { errors?: any[] } }) => [r.status, codeOf(r), r.body.errors?.[0]?.message];
+    expect(codeOf(await resetFrom('127.0.0.31', 'twice@example.com'))).toBe('ok');
+    expect(messageOf(await resetFrom('127.0.0.31', 'twice@example.com'))).toEqual([
+      429,
+      'too_many_attempts',
+      'Too many password-reset requests; try again in 15 minutes.',
+    ]);
+    const SIGN_IN = 'mutation($e: String!, $p: String!) { signIn(email: $e, password: $p) { id } }';
+    expect(codeOf(await gqlFrom(s, '127.0.0.32', SIGN_IN, { e: 'twice@example.com', p: 'a wrong password' }))).toBe('invalid_credentials');
+    expect(messageOf(await gqlFrom(s, '127.0.0.32', SIGN_IN, { e: 'twice@example.com', p: 'a wrong password' }))).toEqual([
+      429,
+      'too_many_attempts',
+      'Too many failed sign-ins; try again in 15 minutes, or reset the password.',
+    ]);
+    const OPERATOR = 'mutation($t: String!) { signInAsOperator(token: $t) { id } }';
+    expect(codeOf(await gqlFrom(s, '127.0.0.33', OPERATOR, { t: 'a-wrong-operator-token' }))).toBe('invalid_credentials');
+    expect(messageOf(await gqlFrom(s, '127.0.0.33', OPERATOR, { t: 'a-wrong-operator-token' }))).toEqual([
+      429,
+      'too_many_attempts',
+      'Too many failed sign-ins from this address; try again in 15 minutes.',
+    ]);
   });
 
   it('refuses a sign-in with a megabyte-long address as a wrong password, and keeps none of it', async () => {

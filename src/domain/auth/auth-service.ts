@@ -14,7 +14,7 @@ import type { AccountsService, AccountView } from '../accounts/accounts-service.
 import { isEmailAddress, MAX_EMAIL_LENGTH } from '../email-address.js';
 import { DomainError } from '../errors.js';
 import { newId } from '../ids.js';
-import { LoginThrottle } from './login-throttle.js';
+import { LoginThrottle, type Refusal } from './login-throttle.js';
 import { hashPassword, validatePassword, verifyPassword } from './passwords.js';
 
 /** The name of the session cookie. */
@@ -23,6 +23,11 @@ const RESET_TTL_MS = 60 * 60_000;
 const SET_PASSWORD_TTL_MS = 7 * 24 * 60 * 60_000;
 /** A session's last use is written at most this often (a read per request, a write per minute). */
 const TOUCH_EVERY_MS = 60_000;
+
+// What each throttled operation says when it is refused, with the wait.
+const TOO_MANY_SIGN_INS: Refusal = (wait) => `Too many failed sign-ins; try again in ${wait}, or reset the password.`;
+const TOO_MANY_OPERATOR_SIGN_INS: Refusal = (wait) => `Too many failed sign-ins from this address; try again in ${wait}.`;
+const TOO_MANY_RESETS: Refusal = (wait) => `Too many password-reset requests; try again in ${wait}.`;
 
 export interface SessionView {
   id: string;
@@ -133,11 +138,11 @@ export class AuthService {
     const clientKeys = input.clientAddress ? [`ip:${input.clientAddress}`] : [];
     // Longer than any account's address: no account to look up, counted against the client only.
     if (email.length > MAX_EMAIL_LENGTH) {
-      this.throttle.attempt(clientKeys);
+      this.throttle.attempt(clientKeys, TOO_MANY_SIGN_INS);
       throw new DomainError('invalid_credentials', 'The e-mail address or the password is not right.');
     }
     const keys = [`email:${email}`, ...clientKeys];
-    const attempt = this.throttle.attempt(keys);
+    const attempt = this.throttle.attempt(keys, TOO_MANY_SIGN_INS);
     const account = email ? await this.o.accounts.findByEmail(email) : null;
     const row = account
       ? ((await this.knex('account_passwords').select('password_hash', 'is_admin').where('account_id', account.id))[0] as
@@ -156,7 +161,7 @@ export class AuthService {
     // Per client: one bucket for everyone would let anyone lock the operator out with five wrong
     // tokens (the token is at least MIN_ADMIN_TOKEN_LENGTH characters: guessing it is hopeless anyway).
     const keys = input.clientAddress ? [`admin:${input.clientAddress}`, `ip:${input.clientAddress}`] : ['admin'];
-    this.throttle.check(keys);
+    this.throttle.check(keys, TOO_MANY_OPERATOR_SIGN_INS);
     const expected = this.o.adminToken();
     if (!expected || !safeEqual(String(token ?? '').trim(), expected)) {
       this.throttle.fail(keys);
@@ -290,12 +295,12 @@ export class AuthService {
    * every request counts against its client, then against the address (which must be one).
    */
   async requestPasswordReset(email: string, clientAddress?: string | null): Promise<void> {
-    this.throttle.attempt(clientAddress ? [`ip:reset:${clientAddress}`] : []);
+    this.throttle.attempt(clientAddress ? [`ip:reset:${clientAddress}`] : [], TOO_MANY_RESETS);
     const address = String(email ?? '').trim();
     // Whatever the client sends is checked before it is counted: no account has anything else.
     if (!isEmailAddress(address))
       throw new DomainError('invalid_value', 'email must be an e-mail address such as name@example.com.', { param: 'email' });
-    this.throttle.attempt([`reset:${address.toLowerCase()}`]);
+    this.throttle.attempt([`reset:${address.toLowerCase()}`], TOO_MANY_RESETS);
     const mailer = this.o.mailer;
     if (!mailer) throw new DomainError('internal_error', 'No mailer is configured.');
     const account = await this.o.accounts.findByEmail(address);
@@ -421,7 +426,7 @@ export class AuthService {
   private async checkPassword(accountId: string, password: string, param: string): Promise<void> {
     const { email } = await this.o.accounts.getAccount(accountId);
     const keys = [`email:${email.trim().toLowerCase()}`];
-    this.throttle.attempt(keys);
+    this.throttle.attempt(keys, TOO_MANY_SIGN_INS);
     const row = (await this.knex('account_passwords').select('password_hash').where('account_id', accountId))[0] as
       | { password_hash: string | null }
       | undefined;

@@ -1,8 +1,8 @@
 // Throttling of sign-in and the other unauthenticated account operations: attempts are counted per
 // key (an e-mail address, a client address, what each caller chooses) in a sliding window; past the
-// limit, the operation is refused (429 too_many_attempts) until the window has moved on. A success
-// clears the address's count. In memory, per instance: with several instances behind a balancer an
-// attacker gets the limit once per instance, still a small number.
+// limit, the operation is refused (429 too_many_attempts, worded by the caller) until the window has
+// moved on. A success clears the address's count. In memory, per instance: with several instances
+// behind a balancer an attacker gets the limit once per instance, still a small number.
 //
 // What a client sends never becomes a key as it is: each key is kept as its SHA-256 digest, so a
 // megabyte-long "e-mail address" costs the map 43 characters, and the map holds at most `maxKeys`
@@ -17,6 +17,9 @@ const WINDOW_MS = 15 * 60_000;
 export const MAX_THROTTLE_KEYS = 100_000;
 /** Expired keys dropped from the front of the map per attempt counted (more than one is added). */
 const PRUNE_PER_COUNT = 4;
+
+/** The refusal's message, given the wait ("15 minutes", "1 minute"). */
+export type Refusal = (wait: string) => string;
 
 export class LoginThrottle {
   /** Digest of a key → the instants of its recent attempts, oldest first. */
@@ -34,19 +37,15 @@ export class LoginThrottle {
   }
 
   /**
-   * Throws too_many_attempts when any of `keys` is over the limit. A client address (key `ip:…`:
-   * many people behind one NAT) gets ten times the limit of the others.
+   * Throws too_many_attempts, with `refusal`'s message, when any of `keys` is over the limit. A
+   * client address (key `ip:…`: many people behind one NAT) gets ten times the limit of the others.
    */
-  check(keys: string[]): void {
+  check(keys: string[], refusal: Refusal): void {
     for (const key of keys) {
       const recent = this.recent(digest(key));
       if (recent.length >= (key.startsWith('ip:') ? this.max * 10 : this.max)) {
         const retryAfter = Math.max(1, Math.ceil((recent[0]! + WINDOW_MS - this.now()) / 1000));
-        throw new DomainError(
-          'too_many_attempts',
-          `Too many failed sign-ins; try again in ${minutes(retryAfter)}, or reset the password.`,
-          { retryAfter },
-        );
+        throw new DomainError('too_many_attempts', refusal(minutes(retryAfter)), { retryAfter });
       }
     }
   }
@@ -56,8 +55,8 @@ export class LoginThrottle {
    * all pass the check while their passwords are being verified. A right password takes its count
    * back with `succeeded`.
    */
-  attempt(keys: string[]): { succeeded(): void } {
-    this.check(keys);
+  attempt(keys: string[], refusal: Refusal): { succeeded(): void } {
+    this.check(keys, refusal);
     this.fail(keys);
     return {
       succeeded: () => {
