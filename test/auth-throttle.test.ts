@@ -1,12 +1,25 @@
 // The throttle of sign-in, sign-up and password resets: what it keeps (a digest of each key, at most
 // so many keys), what each operation counts per client, and what it says when it refuses.
 import { request as httpRequest } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { LoginThrottle } from '../src/domain/auth/login-throttle.js';
 import { DomainError } from '../src/domain/errors.js';
 import { catalogYaml, startTestServer, type TestServer } from './support/harness.js';
 
 const PASSWORD = 'correct horse battery';
+
+// argon2 as it is, counting its hashes: what a refused sign-up cost.
+const argon2 = vi.hoisted(() => ({ hashes: 0 }));
+vi.mock('@node-rs/argon2', async (original) => {
+  const m = await original<typeof import('@node-rs/argon2')>();
+  return {
+    ...m,
+    hash: (...args: Parameters<typeof m.hash>) => {
+      argon2.hashes++;
+      return m.hash(...args);
+    },
+  };
+});
 
 async function gql(s: TestServer, query: string, variables: Record<string, unknown> = {}, headers: Record<string, string> = {}) {
   const res = await fetch(`${s.url}/graphql`, {
@@ -153,6 +166,43 @@ describe('password resets and sign-in through GraphQL', () => {
     expect([r.status, codeOf(r)]).toEqual([401, 'invalid_credentials']);
     for (const key of keysOf(throttleOf(s))) expect(key.length).toBeLessThanOrEqual(64);
     expect(throttleOf(s).size).toBeLessThanOrEqual(before + 1);
+  });
+});
+
+describe('sign-up', () => {
+  let s: TestServer;
+  beforeAll(async () => {
+    s = await startTestServer({ yaml: (u) => `accounts: { max_failed_logins: 1 }\n${catalogYaml(u)}` });
+  });
+  afterAll(async () => s?.close());
+
+  const SIGN_UP = 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }';
+
+  it('counts every attempt against its client: asking which addresses have accounts is limited', async () => {
+    const from = '127.0.0.41';
+    const codes: string[] = [];
+    codes.push(codeOf(await gqlFrom(s, from, SIGN_UP, { e: 'alice@example.com', p: PASSWORD })));
+    for (let i = 0; i < 9; i++) codes.push(codeOf(await gqlFrom(s, from, SIGN_UP, { e: 'alice@example.com', p: PASSWORD })));
+    expect(codes).toEqual(['ok', ...Array(9).fill('email_taken')]);
+    const refused = await gqlFrom(s, from, SIGN_UP, { e: 'bob@example.com', p: PASSWORD });
+    expect([refused.status, codeOf(refused), refused.body.errors?.[0]?.message]).toEqual([
+      429,
+      'too_many_attempts',
+      'Too many sign-ups from this address; try again in 15 minutes.',
+    ]);
+    // Another client is not held back (and email_taken stays: a neutral answer is another matter).
+    expect(codeOf(await gqlFrom(s, '127.0.0.42', SIGN_UP, { e: 'alice@example.com', p: PASSWORD }))).toBe('email_taken');
+    expect(codeOf(await gqlFrom(s, '127.0.0.42', SIGN_UP, { e: 'bob@example.com', p: PASSWORD }))).toBe('ok');
+  });
+
+  it('checks the address, taken or not one at all, before it hashes the password', async () => {
+    await gqlFrom(s, '127.0.0.43', SIGN_UP, { e: 'carol@example.com', p: PASSWORD });
+    const before = argon2.hashes;
+    expect(codeOf(await gqlFrom(s, '127.0.0.43', SIGN_UP, { e: 'Carol@Example.com', p: PASSWORD }))).toBe('email_taken');
+    expect(codeOf(await gqlFrom(s, '127.0.0.43', SIGN_UP, { e: 'not an address', p: PASSWORD }))).toBe('invalid_value');
+    expect(argon2.hashes).toBe(before);
+    expect(codeOf(await gqlFrom(s, '127.0.0.43', SIGN_UP, { e: 'dave@example.com', p: PASSWORD }))).toBe('ok');
+    expect(argon2.hashes).toBe(before + 1);
   });
 });
 

@@ -142,6 +142,17 @@ export class AccountsService {
     return accountView(account);
   }
 
+  /**
+   * The address a new account would be stored with; refuses one that is not an e-mail address
+   * (invalid_value) or that an account already has (email_taken). Sign-up asks before it hashes the
+   * password, so a refused address costs no hashing.
+   */
+  async checkNewEmail(value: unknown): Promise<string> {
+    const email = validateEmail(value);
+    if (await this.findByEmail(email)) throw emailTaken(email);
+    return email;
+  }
+
   /** Changes an account's e-mail address (unique whatever its case). */
   async changeEmail(accountId: string, newEmail: string): Promise<AccountView> {
     const email = validateEmail(newEmail);

@@ -28,6 +28,7 @@ const TOUCH_EVERY_MS = 60_000;
 const TOO_MANY_SIGN_INS: Refusal = (wait) => `Too many failed sign-ins; try again in ${wait}, or reset the password.`;
 const TOO_MANY_OPERATOR_SIGN_INS: Refusal = (wait) => `Too many failed sign-ins from this address; try again in ${wait}.`;
 const TOO_MANY_RESETS: Refusal = (wait) => `Too many password-reset requests; try again in ${wait}.`;
+const TOO_MANY_SIGN_UPS: Refusal = (wait) => `Too many sign-ups from this address; try again in ${wait}.`;
 
 export interface SessionView {
   id: string;
@@ -103,10 +104,21 @@ export class AuthService {
     return this.o.settings.signup;
   }
 
-  /** A new account on the free tier, signed in; under `invite`, with one of the configured codes. */
-  async signUp(input: { email: string; password: string; inviteCode?: string | null; userAgent?: string | null }): Promise<IssuedSession> {
+  /**
+   * A new account on the free tier, signed in; under `invite`, with one of the configured codes.
+   * Every attempt counts against its client (ten times max_failed_logins in 15 minutes), taken or
+   * not: an answer of email_taken tells that an account has the address, so asking is limited.
+   */
+  async signUp(input: {
+    email: string;
+    password: string;
+    inviteCode?: string | null;
+    clientAddress?: string | null;
+    userAgent?: string | null;
+  }): Promise<IssuedSession> {
     const policy = this.o.settings.signup;
     if (policy === 'closed') throw new DomainError('signup_closed', 'Sign-up is closed on this server: ask its operator for an account.');
+    this.throttle.attempt(input.clientAddress ? [`ip:signup:${input.clientAddress}`] : [], TOO_MANY_SIGN_UPS);
     if (policy === 'invite') {
       const code = input.inviteCode?.trim() ?? '';
       if (!code || !this.o.settings.invite_codes.some((c) => safeEqual(c, code))) {
@@ -114,8 +126,10 @@ export class AuthService {
       }
     }
     const password = validatePassword(input.password);
+    // The address is checked before the password is hashed (argon2, the costly part): a refusal costs no hashing.
+    const email = await this.o.accounts.checkNewEmail(input.email);
     const hash = await hashPassword(password);
-    const account = await this.o.accounts.createAccountWithoutKey({ email: input.email, tier: 'free' });
+    const account = await this.o.accounts.createAccountWithoutKey({ email, tier: 'free' });
     await this.knex('account_passwords').insert({
       account_id: account.id,
       password_hash: hash,

@@ -152,6 +152,7 @@ builder.mutationFields((t) => ({
           email: args.email,
           password: args.password,
           inviteCode: args.inviteCode,
+          clientAddress: cookies.clientAddress,
           userAgent: cookies.userAgent,
         }),
       );
