@@ -1,6 +1,7 @@
 // Env and the YAML config file, parsed once at start-up into one typed, validated object.
 // A bad config stops start-up with a message that names the model (when there is one) and the key.
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import path from 'node:path';
 import { parse as parseBytes } from 'bytes';
 import { parse as parseYaml } from 'yaml';
@@ -223,6 +224,60 @@ const rateLimitsSchema = z.strictObject({
 
 export type { RateLimitSettings };
 
+/** The proxies' names express's `trust proxy` knows (proxy-addr's), besides addresses and subnets. */
+const PROXY_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
+
+/**
+ * Why a `trust proxy` list cannot be used (an entry that is neither a name of PROXY_NAMES, an IP
+ * address, nor a subnet as address/prefix or address/netmask), or null.
+ */
+function untrustworthyProxies(value: string | string[]): string | null {
+  const entries = (Array.isArray(value) ? value : [value]).flatMap((v) => v.split(',')).map((v) => v.trim());
+  if (entries.length === 0) return 'no proxy given';
+  if (entries.some((e) => e === '')) return 'an empty entry';
+  for (const entry of entries) {
+    if (PROXY_NAMES.includes(entry)) continue;
+    const [address, range, ...rest] = entry.split('/');
+    const family = isIP(address!);
+    const ok =
+      family !== 0 &&
+      rest.length === 0 &&
+      (range === undefined ||
+        (/^\d{1,3}$/.test(range) && Number(range) <= (family === 4 ? 32 : 128)) ||
+        (family === 4 && isIP(range) === 4));
+    if (!ok) return `"${entry}" is not ${PROXY_NAMES.join(', ')}, an IP address or a subnet such as 10.0.0.0/8`;
+  }
+  return null;
+}
+
+/**
+ * `server.trust_proxy`: whose X-Forwarded-For tells the client's address (express's `trust
+ * proxy`). false: nobody's, the connection's own address is the client's; a number: that many
+ * proxies in front; addresses, subnets or names of the proxies. `true` (anyone's) is refused: any
+ * client could then name any address, and be counted as another.
+ */
+const trustProxySchema = z.union([z.boolean(), positiveInt, z.string(), z.array(z.string())]).superRefine((value, ctx) => {
+  if (value === true)
+    ctx.addIssue({
+      code: 'custom',
+      message: "true would believe any client's X-Forwarded-For: give the number of proxies in front (1) or their addresses",
+    });
+  if (typeof value === 'boolean' || typeof value === 'number') return;
+  const why = untrustworthyProxies(value);
+  if (why) ctx.addIssue({ code: 'custom', message: `${why} (or false, or the number of proxies in front)` });
+});
+export type TrustProxy = false | number | string | string[];
+
+/** TRUST_PROXY from the environment: false, a number of proxies, or a comma-separated list of them. */
+function trustProxyEnv(value: string): TrustProxy {
+  const v = value.trim();
+  if (v === 'false') return false;
+  if (/^\d+$/.test(v) && Number(v) > 0) return Number(v);
+  const why = untrustworthyProxies(v);
+  if (why) throw new ConfigError(`TRUST_PROXY=${value}: ${why} (or false, or the number of proxies in front)`);
+  return v;
+}
+
 const fileSchema = z.strictObject({
   server: z
     .strictObject({
@@ -240,8 +295,13 @@ const fileSchema = z.strictObject({
       cors_origins: z
         .array(z.union([z.literal('*'), z.string().regex(/^https?:\/\/[^/\s]+$/, 'an origin such as https://app.example.com (no path)')]))
         .default([]),
+      /**
+       * Which proxies in front are believed when they name the client in X-Forwarded-For (express's
+       * `trust proxy`): the address sign-in is throttled by. false (default): none.
+       */
+      trust_proxy: trustProxySchema.default(false).transform((v): TrustProxy => (v === true ? false : v)),
     })
-    .default({ body_limit: '1mb', shutdown_timeout_ms: 10_000, cors_origins: [] }),
+    .default({ body_limit: '1mb', shutdown_timeout_ms: 10_000, cors_origins: [], trust_proxy: false }),
   graphql: z
     .strictObject({
       introspection: z.boolean().default(true),
@@ -539,6 +599,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { payment
     );
   }
   if (env.PUBLIC_URL) checkPublicUrl(env.PUBLIC_URL);
+  // The deployment's proxies, set beside it (compose.yaml) rather than in the config file.
+  if (env.TRUST_PROXY) file.server = { ...file.server, trust_proxy: trustProxyEnv(env.TRUST_PROXY) };
   const publicUrl = (
     env.PUBLIC_URL || `http://${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host}:${port}`
   ).replace(/\/+$/, '');

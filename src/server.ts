@@ -182,6 +182,10 @@ export function createApp(services: Services) {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+  // Whose X-Forwarded-For names the client (server.trust_proxy; none by default): req.ip is the
+  // client's address sign-in is throttled by, and /metrics' loopback check. Behind a proxy every
+  // client would otherwise be the proxy, and one client's failed sign-ins would lock out all.
+  app.set('trust proxy', config.server.trust_proxy);
   sendRateLimitHeaders(app);
 
   // The access line's fields are fixed and hold no key or token (the request id is checked against
@@ -251,7 +255,7 @@ export function createApp(services: Services) {
   app.get('/metrics', async (req, res) => {
     const token = config.metricsToken;
     const given = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '')?.[1]?.trim();
-    const allowed = token ? given !== undefined && safeEqual(given, token) : isLoopbackAddress(req.socket.remoteAddress);
+    const allowed = token ? given !== undefined && safeEqual(given, token) : isLoopbackAddress(req.ip);
     if (!allowed) {
       res
         .status(token ? 401 : 403)
@@ -384,7 +388,7 @@ export function createApp(services: Services) {
             ? {
                 set: (value, expiresAt) => void res.append('Set-Cookie', sessionCookie(value, expiresAt, secure)),
                 clear: () => void res.append('Set-Cookie', clearedSessionCookie(secure)),
-                clientAddress: req?.socket.remoteAddress ?? null,
+                clientAddress: req?.ip ?? null,
                 userAgent: typeof req?.headers['user-agent'] === 'string' ? req.headers['user-agent'] : null,
               }
             : null,

@@ -50,9 +50,12 @@ describe('compose.yaml', () => {
       STRIPE_SECRET_KEY: 'sk_test_compose',
       STRIPE_WEBHOOK_SECRET: 'whsec_compose',
       DATABASE_URL: 'postgres://tollgate:pw@postgres:5432/tollgate',
+      TRUST_PROXY: env.TRUST_PROXY,
     });
     expect(config.payments.processor).toBe('stripe');
     expect(config.models.length).toBeGreaterThan(0);
+    // Behind Caddy every client would be Caddy: its X-Forwarded-For is believed.
+    expect(config.server.trust_proxy).toBe('uniquelocal');
   });
 });
 
