@@ -431,8 +431,11 @@ export function createApp(services: Services) {
   // stack trace and the server's paths; anything else is an internal error, logged here.
   app.use((err: unknown, req: express.Request, res: express.Response, next: express.NextFunction) => {
     if (res.headersSent) return next(err);
-    const e = err as { status?: unknown; statusCode?: unknown };
+    const e = err as { status?: unknown; statusCode?: unknown; type?: unknown };
     const status = typeof e?.status === 'number' ? e.status : typeof e?.statusCode === 'number' ? e.statusCode : 500;
+    // A body over the limit that a route read itself (the Stripe webhook's express.raw): the 413
+    // every door gives; the rest of it is not read, so the connection closes.
+    if (e?.type === 'entity.too.large' || status === 413) return sendError(res.setHeader('Connection', 'close'), tooLarge());
     if (status === 403 || status === 404) return sendError(res, new DomainError('not_found', `No such file: ${req.path.slice(0, 200)}.`));
     if (status >= 400 && status < 500)
       return sendError(res, new DomainError('invalid_request', 'The request could not be read (its path or headers).'));
