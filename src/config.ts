@@ -289,6 +289,14 @@ const fileSchema = z.strictObject({
         .default('1mb'),
       shutdown_timeout_ms: positiveInt.default(10_000),
       /**
+       * How long a client has to send a whole request, headers and body (node:http's
+       * requestTimeout; 408 request_timeout past it). Bounds receiving only: a long answer, a
+       * stream or a WebSocket is not cut by it.
+       */
+      request_timeout_ms: positiveInt.default(30_000),
+      /** How long a client has to send a request's headers (node:http's headersTimeout); at most request_timeout_ms. */
+      headers_timeout_ms: positiveInt.default(20_000),
+      /**
        * Origins whose pages may call the API from a browser (CORS), e.g. https://app.example.com;
        * "*" allows any origin, without credentials. Empty: no cross-origin access.
        */
@@ -301,7 +309,14 @@ const fileSchema = z.strictObject({
        */
       trust_proxy: trustProxySchema.default(false).transform((v): TrustProxy => (v === true ? false : v)),
     })
-    .default({ body_limit: '1mb', shutdown_timeout_ms: 10_000, cors_origins: [], trust_proxy: false }),
+    .default({
+      body_limit: '1mb',
+      shutdown_timeout_ms: 10_000,
+      request_timeout_ms: 30_000,
+      headers_timeout_ms: 20_000,
+      cors_origins: [],
+      trust_proxy: false,
+    }),
   graphql: z
     .strictObject({
       introspection: z.boolean().default(true),
@@ -508,6 +523,12 @@ export function parseConfigText(
   if (problems.length === 1) throw new ConfigError(`${source}: ${problems[0]}`);
   if (problems.length > 1) throw new ConfigError(`${source}: ${problems.length} problems:\n${problems.map((p) => `  ${p}`).join('\n')}`);
   if (!top.success) throw new ConfigError(`${source}: not valid`); // unreachable: its issues are problems
+  // node:http refuses a headers timeout longer than the request's, which includes the headers.
+  const { request_timeout_ms, headers_timeout_ms } = top.data.server;
+  if (headers_timeout_ms > request_timeout_ms)
+    throw new ConfigError(
+      `${source}: server.headers_timeout_ms (${headers_timeout_ms}) must be at most server.request_timeout_ms (${request_timeout_ms}): the headers are part of the request`,
+    );
   // A chat model's safety names a moderation model of this catalog.
   for (const m of models) {
     if (m.category !== 'chat' || !m.safety) continue;

@@ -606,7 +606,21 @@ const localGraphiQL = (opts?: GraphiQLOptions) => (graphiqlPage ??= renderGraphi
 export async function startServer(services: Services, opts: { port?: number; host?: string } = {}): Promise<RunningServer> {
   const { config, logger } = services;
   const { handle, serverOptions, yoga, state, inFlight, forClient } = createApp(services);
-  const server = createServer(serverOptions, handle);
+  const { request_timeout_ms: requestTimeout, headers_timeout_ms: headersTimeout } = config.server;
+  const server = createServer(
+    {
+      ...serverOptions,
+      // A client that sends its request slowly (a byte every few seconds) holds a connection this
+      // long at most, then gets 408 request_timeout (answerClientError). Receiving only: the
+      // answer, a stream, a WebSocket after its upgrade are not bounded by it.
+      requestTimeout,
+      headersTimeout,
+      // node:http looks for requests past their time this often (its default, 30 s, would let a
+      // 30 s timeout run to a minute).
+      connectionsCheckingInterval: Math.max(100, Math.min(5_000, Math.floor(headersTimeout / 4))),
+    },
+    handle,
+  );
   server.keepAliveTimeout = 65_000;
   server.on('clientError', answerClientError);
 
