@@ -24,6 +24,9 @@ import { accountsSchema, type AccountsSettings } from './config-accounts.js';
 import { alertsSchema, MAX_TIMER_SECONDS, readMailEnv, TIMER_TOO_LONG, type AlertsSettings, type MailEnv } from './config-alerts.js';
 
 const positiveInt = z.number().int().positive();
+/** Milliseconds a timer is set to: past 2^31 - 1 node fires it at once (a TimeoutOverflowWarning), so refused. */
+const MAX_TIMER_MS = 2_147_483_647;
+const timerMs = positiveInt.max(MAX_TIMER_MS, `at most ${MAX_TIMER_MS} (about 24.8 days, the longest interval a timer keeps)`);
 /** safety.window_chars when the config gives none (README, "Content filtering", says what it costs). */
 export const DEFAULT_SAFETY_WINDOW_CHARS = 200;
 /** engine.max_duration_ms when the config gives none: 5 minutes, well inside the default hold expiry of 15. */
@@ -47,16 +50,16 @@ const openaiEngine = z.strictObject({
   model: z.string().min(1),
   api_key_env: z.string().min(1).optional(),
   /** Idle timeout: the longest wait for the upstream's answer to start, and between two events of a stream (comments and keep-alives are not progress). */
-  timeout_ms: positiveInt.default(60_000),
+  timeout_ms: timerMs.default(60_000),
   /** Total deadline of one call, failover included: a call still running then ends (a stream with an error event, billed for what was delivered). */
-  max_duration_ms: positiveInt.default(DEFAULT_MAX_DURATION_MS),
+  max_duration_ms: timerMs.default(DEFAULT_MAX_DURATION_MS),
   /** How long a TCP (and TLS) connection to a base URL may take before the call moves to the next one. */
-  connect_timeout_ms: positiveInt.default(3_000),
+  connect_timeout_ms: timerMs.default(3_000),
   /** How long a base URL may take to send its response head; past it the call moves to the next base URL. Default: `timeout_ms`. */
-  first_byte_timeout_ms: positiveInt.optional(),
+  first_byte_timeout_ms: timerMs.optional(),
   /** Ejection of a failing base URL: after `failure_threshold` failures in a row it is skipped for `cooldown_ms`, then one call probes it (half-open). */
   circuit_breaker: z
-    .strictObject({ failure_threshold: positiveInt.default(3), cooldown_ms: positiveInt.default(30_000) })
+    .strictObject({ failure_threshold: positiveInt.default(3), cooldown_ms: timerMs.default(30_000) })
     .default({ failure_threshold: 3, cooldown_ms: 30_000 }),
   /** Upstream rerank path, relative to the base URL (vLLM, llama.cpp's server, Infinity and TEI serve /rerank). */
   rerank_path: z.string().default('/rerank'),
@@ -87,7 +90,7 @@ const llamacppEngine = z.strictObject({
   batch_size: positiveInt.optional(),
   /** The FIFO queue in front of the slots; beyond it, 503 model_overloaded with Retry-After. */
   queue: z
-    .strictObject({ max_depth: z.number().int().nonnegative().default(16), max_wait_ms: positiveInt.default(30_000) })
+    .strictObject({ max_depth: z.number().int().nonnegative().default(16), max_wait_ms: timerMs.default(30_000) })
     .default({ max_depth: 16, max_wait_ms: 30_000 }),
   /** eager: loaded at start-up (/readyz waits for it); lazy: on its first call. */
   load: z.enum(['eager', 'lazy']).default('eager'),
@@ -287,15 +290,15 @@ const fileSchema = z.strictObject({
         .union([z.string(), z.number().int().positive().transform(String)])
         .refine((v) => (parseBytes(v) ?? 0) > 0, 'a size such as 1mb, 512kb or 100000 (bytes)')
         .default('1mb'),
-      shutdown_timeout_ms: positiveInt.default(10_000),
+      shutdown_timeout_ms: timerMs.default(10_000),
       /**
        * How long a client has to send a whole request, headers and body (node:http's
        * requestTimeout; 408 request_timeout past it). Bounds receiving only: a long answer, a
        * stream or a WebSocket is not cut by it.
        */
-      request_timeout_ms: positiveInt.default(30_000),
+      request_timeout_ms: timerMs.default(30_000),
       /** How long a client has to send a request's headers (node:http's headersTimeout); at most request_timeout_ms. */
-      headers_timeout_ms: positiveInt.default(20_000),
+      headers_timeout_ms: timerMs.default(20_000),
       /**
        * Origins whose pages may call the API from a browser (CORS), e.g. https://app.example.com;
        * "*" allows any origin, without credentials. Empty: no cross-origin access.
@@ -564,6 +567,12 @@ export function parseConfigText(
     };
   }
   const redisUrl = env.REDIS_URL || null;
+  // A URL that can never connect would serve with rate limits silently off (fail-open, as for a
+  // Redis that is down): refused at start-up instead, as a wrong DATABASE_URL is.
+  if (redisUrl && !isRedisUrl(redisUrl))
+    throw new ConfigError(
+      `REDIS_URL ${redisUrl.replace(/\/\/[^@/]*@/, '//***@').slice(0, 120)}: not a Redis URL (use redis://host:6379, rediss://host:6380 for TLS, or a socket's path such as /run/redis/redis.sock)`,
+    );
   const limits = top.data.rate_limits;
   const backend = limits.backend ?? (redisUrl ? 'redis' : 'memory');
   if (backend === 'redis' && !redisUrl)
@@ -674,4 +683,15 @@ function checkPublicUrl(value: string): void {
     throw new ConfigError(
       `PUBLIC_URL=${value}: the address clients reach this server at, with its scheme and without query or credentials, e.g. https://api.example.com or http://127.0.0.1:8080`,
     );
+}
+
+/** redis://, rediss:// (TLS) or a socket's absolute path: what ioredis reads. */
+function isRedisUrl(value: string): boolean {
+  if (value.startsWith('/')) return value.length > 1;
+  try {
+    const url = new URL(value);
+    return (url.protocol === 'redis:' || url.protocol === 'rediss:') && url.hostname.length > 0;
+  } catch {
+    return false;
+  }
 }

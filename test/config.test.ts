@@ -72,6 +72,44 @@ describe('the config file', () => {
     expect(msg).toContain('missing');
   });
 
+  it('refuses a millisecond timer past 2^31 - 1 (node would fire it at once), naming the key', () => {
+    const msg = fails(chat().replace('model: m }', 'model: m, timeout_ms: 3000000000 }'));
+    expect(msg).toContain('model "chat-a"');
+    expect(msg).toContain('timeout_ms');
+    expect(msg).toContain('at most 2147483647 (about 24.8 days, the longest interval a timer keeps)');
+    expect(fails('server: { shutdown_timeout_ms: 3000000000 }')).toContain('shutdown_timeout_ms');
+    expect(parseConfigText(chat().replace('model: m }', 'model: m, timeout_ms: 2147483647 }'), 't').models[0]!.engine).toMatchObject({
+      timeout_ms: 2147483647,
+    });
+  });
+
+  it('refuses a REDIS_URL that can never connect (rate limits would be silently off), and takes the forms ioredis reads', () => {
+    for (const bad of ['redis//127.0.0.1:6379', 'http://x', 'localhost:6379']) {
+      const e = (() => {
+        try {
+          parseConfigText('', 't', { REDIS_URL: bad });
+        } catch (err) {
+          return err as Error;
+        }
+        return null;
+      })();
+      expect(e, bad).toBeInstanceOf(ConfigError);
+      expect(e!.message).toContain('not a Redis URL (use redis://host:6379');
+    }
+    // The password is not repeated in the message.
+    const secret = (() => {
+      try {
+        parseConfigText('', 't', { REDIS_URL: 'http://user:hunter2@x' });
+      } catch (err) {
+        return (err as Error).message;
+      }
+      return '';
+    })();
+    expect(secret).not.toContain('hunter2');
+    for (const good of ['redis://127.0.0.1:6379', 'rediss://user:pw@host:6380/2', '/run/redis/redis.sock'])
+      expect(parseConfigText('', 't', { REDIS_URL: good }).redisUrl).toBe(good);
+  });
+
   it('refuses a pricing currency other than usd, saying why, instead of billing it as dollars', () => {
     const msg = fails(chat().replace('currency: usd', 'currency: eur'));
     expect(msg).toContain('model "chat-a"');
