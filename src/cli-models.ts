@@ -177,7 +177,7 @@ export function registerModelCommands(program: Command, ctx: ModelsCliContext): 
     .command('pull')
     .description('Download a GGUF file into MODELS_DIR (default ./models), resuming an interrupted download')
     .argument('[source]', 'hf:owner/repo/file.gguf or an https URL')
-    .option('--out <file>', 'save as this path instead of MODELS_DIR/<file name>')
+    .option('--out <file>', 'save as this path (or into this existing folder) instead of MODELS_DIR/<file name>')
     .option('--defaults', 'fetch every in-process model of the config (CONFIG, default config/default.yaml) that names a source')
     .option('--json', 'print JSON')
     .action(async (source: string | undefined, opts: { out?: string; defaults?: boolean; json?: boolean }) => {

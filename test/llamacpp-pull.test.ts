@@ -1,6 +1,6 @@
 // `models pull`'s downloader against a loopback HTTP server (nothing else is reachable here): a
 // whole download, an interrupted one resumed with Range, the size check, and sources.
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -12,6 +12,8 @@ import { writeGguf } from '../src/fixtures/gguf-writer.js';
 import { parseModelSource, pullCommandFor } from '../src/domain/inference/llamacpp/model-files.js';
 
 const model = writeGguf(chatFixtureSpec());
+/** A file large enough that a slow reader falls behind the socket (the GGUF magic first). */
+const big = Buffer.concat([model, Buffer.alloc(40 * 1024 * 1024, 7)]);
 let server: Server;
 let base: string;
 const seen: { path: string; range?: string }[] = [];
@@ -64,6 +66,11 @@ beforeAll(async () => {
         return send(req, res, model, { ignoreRange: true });
       case '/models/page.gguf':
         return send(req, res, Buffer.from('<html>please log in</html>'));
+      case '/models/close.gguf':
+        // As python's http.server and HTTP/1.0 mirrors answer: the connection closed after the body.
+        res.writeHead(200, { 'content-length': big.length, connection: 'close' });
+        res.end(big);
+        return;
       case '/redirect/tiny.gguf':
         res.writeHead(302, { location: '/models/tiny.gguf' }).end();
         return;
@@ -91,6 +98,42 @@ describe('models pull', () => {
     expect(readFileSync(result.file).equals(model)).toBe(true);
     expect(progress.at(-1)).toEqual({ received: model.length, total: model.length, resumedFrom: 0 });
     expect(existsSync(`${result.file}.part`)).toBe(false);
+    rmSync(dir, { recursive: true });
+  });
+
+  it('downloads whole from a server that closes the connection after the body, however slowly the progress is drawn', async () => {
+    // undici 7's parser asserted (an uncaught exception: the CLI died with a stack) when the
+    // connection closed while the body waited for a slow reader; each download here would.
+    const dir = tempDir();
+    for (let i = 0; i < 4; i++) {
+      rmSync(path.join(dir, 'close.gguf'), { force: true });
+      const result = await pullModel({
+        source: `${base}/models/close.gguf`,
+        modelsDir: dir,
+        onProgress: () => {
+          const until = Date.now() + 1;
+          while (Date.now() < until); // a progress bar slower than the network
+        },
+      });
+      expect(result).toMatchObject({ bytes: big.length, alreadyThere: false });
+      expect(statSync(result.file).size).toBe(big.length);
+    }
+    rmSync(dir, { recursive: true });
+  });
+
+  it('saves into a folder named by --out, and says a write failure is the disk, not the network', async () => {
+    const dir = tempDir();
+    const folder = path.join(dir, 'models');
+    mkdirSync(folder);
+    const saved = await pullModel({ source: `${base}/models/tiny.gguf`, modelsDir: dir, out: folder });
+    expect(saved.file).toBe(path.join(folder, 'tiny.gguf'));
+    expect(readFileSync(saved.file).equals(model)).toBe(true);
+    // A disk that is full (the part file leads to /dev/full).
+    const full = path.join(dir, 'full.gguf');
+    symlinkSync('/dev/full', `${full}.part`);
+    const err = await pullModel({ source: `${base}/models/tiny.gguf`, modelsDir: dir, out: full }).catch((e) => e);
+    expect(err).toBeInstanceOf(PullError);
+    expect(err.message).toBe(`cannot write ${full}.part (ENOSPC): free some space, or choose another --out or MODELS_DIR`);
     rmSync(dir, { recursive: true });
   });
 

@@ -2,22 +2,8 @@
 // interrupted download with a Range request, then the size is checked against what the server
 // announced and the file must start with the GGUF magic before it is renamed into place. A file
 // already there with the announced size is left alone.
-import {
-  createWriteStream,
-  existsSync,
-  mkdirSync,
-  openSync,
-  readSync,
-  closeSync,
-  renameSync,
-  statSync,
-  truncateSync,
-  unlinkSync,
-} from 'node:fs';
+import { writeSync, existsSync, mkdirSync, openSync, readSync, closeSync, renameSync, statSync, truncateSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
-import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { EnvHttpProxyAgent, fetch as undiciFetch, type Dispatcher, type Response } from 'undici';
 import { huggingFaceEndpoint, parseModelSource } from './model-files.js';
 
@@ -114,7 +100,9 @@ function describeFetchError(e: unknown): string {
 export async function pullModel(opts: PullOptions): Promise<PullResult> {
   const env = opts.env ?? process.env;
   const source = parseModelSource(opts.source, env);
-  const target = path.resolve(opts.out ?? path.join(opts.modelsDir, source.fileName));
+  // --out naming an existing folder is the folder to save into (not a file name to rename onto).
+  const out = opts.out && existsSync(opts.out) && statSync(opts.out).isDirectory() ? path.join(opts.out, source.fileName) : opts.out;
+  const target = path.resolve(out ?? path.join(opts.modelsDir, source.fileName));
   const partial = `${target}.part`;
   mkdirSync(path.dirname(target), { recursive: true });
   const headers = authHeaders(source.url, env);
@@ -170,19 +158,42 @@ export async function pullModel(opts: PullOptions): Promise<PullResult> {
   opts.onStart?.({ url: source.url, file: target, total, resumedFrom: offset });
   if (!res.body) throw new PullError(`${source.url} sent no body`);
 
+  // Each chunk is written before the next is read, synchronously: undici 7's HTTP/1 parser
+  // (nodejs/undici#5360; fixed in undici 8, which needs Node 22) asserts in a socket's 'end'
+  // handler when a server closes the connection (Connection: close, HTTP/1.0 mirrors) while the
+  // body is paused waiting for its reader across an event-loop turn, an exception nothing can
+  // catch. Read this way, the body never waits across one (the disk's pace reaches the server
+  // through TCP instead).
   let received = offset;
-  const counted = Readable.fromWeb(res.body as unknown as WebReadableStream<Uint8Array>);
-  counted.on('data', (chunk: Buffer) => {
-    received += chunk.length;
-    opts.onProgress?.({ received, total, resumedFrom: offset });
-  });
+  const writeError = (e: unknown) => {
+    const err = e as NodeJS.ErrnoException;
+    // The disk, not the network: running the command again does not help.
+    return new PullError(`cannot write ${partial} (${err.code ?? err.message}): free some space, or choose another --out or MODELS_DIR`);
+  };
+  let fd: number;
   try {
-    await pipeline(counted, createWriteStream(partial, { flags: offset > 0 ? 'a' : 'w' }));
+    fd = openSync(partial, offset > 0 ? 'a' : 'w');
   } catch (e) {
-    if (opts.signal?.aborted) throw e;
+    await res.body.cancel();
+    throw writeError(e);
+  }
+  try {
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      try {
+        writeSync(fd, chunk);
+      } catch (e) {
+        throw writeError(e);
+      }
+      received += chunk.length;
+      opts.onProgress?.({ received, total, resumedFrom: offset });
+    }
+  } catch (e) {
+    if (e instanceof PullError || opts.signal?.aborted) throw e;
     throw new PullError(
       `the download of ${source.url} broke off after ${received} bytes (${describeFetchError(e)}); run the same command again to resume`,
     );
+  } finally {
+    closeSync(fd);
   }
   return finish(target, partial, offset, statSync(partial).size, total);
 }
