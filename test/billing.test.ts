@@ -311,6 +311,26 @@ describe.each(BACKENDS)('billing on %s', (backend) => {
       expect((await call()).status).toBe(402);
       await new Promise((r) => setTimeout(r, 100));
       expect(await notes()).toHaveLength(3);
+      // Saved again unchanged (the settings form's Save once more): not a new occasion.
+      await setLimit(a.id, { enabled: true, monthlyLimit: '0.00001', action: 'block' });
+      expect((await call()).status).toBe(402);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(await notes()).toHaveLength(3);
+    });
+
+    it('does not call the monthly tokens used up while calls in flight hold them: a refusal then writes nothing', async () => {
+      const a = await seed(s).account({ tier: 'free' });
+      const c = client(s, a.apiKey);
+      // One slow call holds most of the 100 tokens (its prompt and max_tokens) and uses few of them.
+      const slow = c.chat('a #delay=800 #tokens=2', { max_tokens: 80 });
+      await until(async () => (await s.services.billing.countOpenHolds()) > 0);
+      const refused = await c.chat('b #tokens=1', { max_tokens: 20 });
+      expect(refused.status).toBe(402);
+      expect(refused.body.error.code).toBe('monthly_allocation_exhausted');
+      expect((await slow).status).toBe(200);
+      await new Promise((r) => setTimeout(r, 100));
+      expect((await s.services.billing.listNotifications(a.id)).map((n) => n.kind)).toEqual([]);
+      expect((await s.services.billing.getAllocation(a.id)).used).toBeLessThan(20);
     });
 
     it('writes a low-balance alert once per crossing below the threshold', async () => {

@@ -303,7 +303,7 @@ describe.each(BACKENDS)('the wallet store on %s', (backend) => {
     expect(await store.claimLowBalanceAlert(db(), id)).toBe(false);
     expect(await store.claimPeriodAlert(db(), 'spending_alert_period', id, PERIOD)).toBe(true);
     expect(await store.claimPeriodAlert(db(), 'spending_alert_period', id, PERIOD)).toBe(false);
-    await store.setSpendingLimit(db(), id, { enabled: true, limit: 7n, action: 'alert' }, NOW);
+    await store.setSpendingLimit(db(), id, { enabled: true, limit: 7n, action: 'alert', rearm: true }, NOW);
     expect(await store.read(db(), id)).toMatchObject({
       spendingLimitEnabled: true,
       spendingLimit: 7n,

@@ -284,9 +284,12 @@ export abstract class AccountBilling extends Sweeper {
     const now = this.now();
     const effects = new Effects();
     await this.db.transaction(async (trx) => {
-      await this.openWallet(trx, accountId, now, effects);
-      await this.wallets.setSpendingLimit(trx, accountId, { enabled: input.enabled, limit, action }, now);
+      const w = await this.openWallet(trx, accountId, now, effects);
+      // Saved as it was (the settings form saved again): no new occasion for its alert.
+      const changed = w.spendingLimitEnabled !== input.enabled || w.spendingLimit !== limit || w.spendingLimitAction !== action;
+      await this.wallets.setSpendingLimit(trx, accountId, { enabled: input.enabled, limit, action, rearm: changed }, now);
     });
+    this.forgetRefusals(accountId);
     await this.afterCommit(effects);
     return this.getSettings(accountId);
   }

@@ -55,6 +55,28 @@ export abstract class BillingAlerts extends BillingCore {
   }
 
   /**
+   * The accounts whose refusal alert is written for a period (key: kind and account; value: the
+   * period): their next refusals are not looked at again, so a client retrying a 402 in a loop
+   * costs no read per call. Set when a look finds the alert written (by this call or before).
+   */
+  private readonly refusalsAlerted = new Map<string, string>();
+
+  /** A new occasion (the spending limit set again): the next refusal is looked at. */
+  protected forgetRefusals(accountId: string): void {
+    this.refusalsAlerted.delete(`spending:${accountId}`);
+    this.refusalsAlerted.delete(`allocation:${accountId}`);
+  }
+
+  private alertedAlready(key: string): boolean {
+    return this.refusalsAlerted.get(key) === periodOf(this.now());
+  }
+
+  private rememberAlerted(key: string, period: string): void {
+    if (this.refusalsAlerted.size >= 10_000) this.refusalsAlerted.clear();
+    this.refusalsAlerted.set(key, period);
+  }
+
+  /**
    * A `block` spending limit refused a call. Admission keeps the spend under the limit, so it
    * seldom reaches the limit exactly, which is when the alert is otherwise written: the first
    * refusal of a period writes it instead (once a period, as a crossing would), so a customer whose
@@ -62,6 +84,7 @@ export abstract class BillingAlerts extends BillingCore {
    * first, so the refusals after the first cost no locked transaction.
    */
   protected noteSpendingLimitRefusal(accountId: string): void {
+    if (this.alertedAlready(`spending:${accountId}`)) return;
     void this.raiseSpendingLimitRefusal(accountId).catch((err) =>
       this.logger.error({ err, account: accountId }, 'raising the spending-limit alert of a refused call failed'),
     );
@@ -69,6 +92,7 @@ export abstract class BillingAlerts extends BillingCore {
 
   private async raiseSpendingLimitRefusal(accountId: string): Promise<void> {
     const read = await this.wallets.read(this.db, accountId);
+    if (read && read.spendingAlertPeriod === read.period) this.rememberAlerted(`spending:${accountId}`, read.period);
     if (!read || read.spendingAlertPeriod === read.period) return;
     const now = this.now();
     await this.db.transaction(async (trx) => {
@@ -90,6 +114,7 @@ export abstract class BillingAlerts extends BillingCore {
    * nothing. Runs beside the refusal, never delaying it; a read first, as for the spending limit.
    */
   protected noteAllocationRefusal(accountId: string, minimumTokens: number): void {
+    if (this.alertedAlready(`allocation:${accountId}`)) return;
     void this.raiseAllocationRefusal(accountId, minimumTokens).catch((err) =>
       this.logger.error({ err, account: accountId }, 'raising the allocation alert of a refused call failed'),
     );
@@ -99,11 +124,13 @@ export abstract class BillingAlerts extends BillingCore {
   private allocationUsedUp(w: WalletRow, minimumTokens: number): number | null {
     const monthly = this.tiers[w.tier]?.monthly_tokens ?? null;
     if (monthly === null || monthly <= 0 || w.allocationFullPeriod === w.period || w.period !== periodOf(this.now())) return null;
-    return monthly - w.periodUsed - w.periodHeld < minimumTokens ? monthly : null;
+    // Used, not held: tokens other calls hold now may come back when they settle.
+    return monthly - w.periodUsed < minimumTokens ? monthly : null;
   }
 
   private async raiseAllocationRefusal(accountId: string, minimumTokens: number): Promise<void> {
     const read = await this.wallets.read(this.db, accountId);
+    if (read && read.allocationFullPeriod === read.period) this.rememberAlerted(`allocation:${accountId}`, read.period);
     if (!read || this.allocationUsedUp(read, minimumTokens) === null) return;
     const now = this.now();
     await this.db.transaction(async (trx) => {
@@ -119,7 +146,7 @@ export abstract class BillingAlerts extends BillingCore {
             period: w.period,
             used: w.periodUsed,
             monthly_tokens: monthly,
-            left: Math.max(0, monthly - w.periodUsed - w.periodHeld),
+            left: Math.max(0, monthly - w.periodUsed),
             refused: true,
           },
           now,

@@ -133,7 +133,13 @@ export interface WalletStore {
   settle(s: Settling): Promise<Settled | null>;
   /** An unlimited tier's call: its tokens counted as used this period, and its usage event. */
   recordUnlimited(s: Settling): Promise<void>;
-  setSpendingLimit(db: Db, accountId: string, s: { enabled: boolean; limit: bigint | null; action: string }, now: Date): Promise<void>;
+  /** `rearm`: the setting changed, a new occasion for its alert (its flag cleared, its version counted). */
+  setSpendingLimit(
+    db: Db,
+    accountId: string,
+    s: { enabled: boolean; limit: bigint | null; action: string; rearm: boolean },
+    now: Date,
+  ): Promise<void>;
   setLowBalanceAlert(db: Db, accountId: string, threshold: bigint | null, alerted: boolean, now: Date): Promise<void>;
   /** Flips the low-balance flag; false when another change did first. */
   claimLowBalanceAlert(db: Db, accountId: string): Promise<boolean>;
@@ -347,12 +353,14 @@ export abstract class WalletStoreBase implements WalletStore {
   async setSpendingLimit(
     db: Db,
     accountId: string,
-    s: { enabled: boolean; limit: bigint | null; action: string },
+    s: { enabled: boolean; limit: bigint | null; action: string; rearm: boolean },
     now: Date,
   ): Promise<void> {
     await exec(
       db,
-      'update wallets set spending_limit_enabled = ?, spending_limit = ?, spending_limit_action = ?, spending_limit_version = spending_limit_version + 1, spending_alert_period = null, updated_at = ? where account_id = ?',
+      s.rearm
+        ? 'update wallets set spending_limit_enabled = ?, spending_limit = ?, spending_limit_action = ?, spending_limit_version = spending_limit_version + 1, spending_alert_period = null, updated_at = ? where account_id = ?'
+        : 'update wallets set spending_limit_enabled = ?, spending_limit = ?, spending_limit_action = ?, updated_at = ? where account_id = ?',
       [s.enabled, s.limit, s.action, now, accountId],
     );
   }
