@@ -259,16 +259,20 @@ function untrustworthyProxies(value: string | string[]): string | null {
  * proxies in front; addresses, subnets or names of the proxies. `true` (anyone's) is refused: any
  * client could then name any address, and be counted as another.
  */
-const trustProxySchema = z.union([z.boolean(), positiveInt, z.string(), z.array(z.string())]).superRefine((value, ctx) => {
-  if (value === true)
-    ctx.addIssue({
-      code: 'custom',
-      message: "true would believe any client's X-Forwarded-For: give the number of proxies in front (1) or their addresses",
-    });
-  if (typeof value === 'boolean' || typeof value === 'number') return;
-  const why = untrustworthyProxies(value);
-  if (why) ctx.addIssue({ code: 'custom', message: `${why} (or false, or the number of proxies in front)` });
-});
+const trustProxySchema = z
+  .union([z.boolean(), positiveInt, z.string(), z.array(z.string())])
+  .superRefine((value, ctx) => {
+    if (value === true)
+      ctx.addIssue({
+        code: 'custom',
+        message: "true would believe any client's X-Forwarded-For: give the number of proxies in front (1) or their addresses",
+      });
+    if (typeof value === 'boolean' || typeof value === 'number') return;
+    const why = untrustworthyProxies(value);
+    if (why) ctx.addIssue({ code: 'custom', message: `${why} (or false, or the number of proxies in front)` });
+  })
+  // A list entry written "10.0.0.1, 10.0.0.2" is two entries (express takes each array item whole).
+  .transform((value) => (Array.isArray(value) ? value.flatMap((v) => v.split(',')).map((v) => v.trim()) : value));
 export type TrustProxy = false | number | string | string[];
 
 /** TRUST_PROXY from the environment: false, a number of proxies, or a comma-separated list of them. */

@@ -255,7 +255,11 @@ export function createApp(services: Services) {
   app.get('/metrics', async (req, res) => {
     const token = config.metricsToken;
     const given = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '')?.[1]?.trim();
-    const allowed = token ? given !== undefined && safeEqual(given, token) : isLoopbackAddress(req.ip);
+    // Without a token: this machine only, by the connection's own address (which no header can
+    // forge) and, behind a trusted proxy, by the client's it names.
+    const allowed = token
+      ? given !== undefined && safeEqual(given, token)
+      : isLoopbackAddress(req.socket.remoteAddress) && isLoopbackAddress(req.ip);
     if (!allowed) {
       res
         .status(token ? 401 : 403)

@@ -2,7 +2,7 @@
 // so many keys), what each operation counts per client, and what it says when it refuses.
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { LoginThrottle } from '../src/domain/auth/login-throttle.js';
+import { clientOf, LoginThrottle } from '../src/domain/auth/login-throttle.js';
 import { DomainError } from '../src/domain/errors.js';
 import { catalogYaml, startTestServer, type TestServer } from './support/harness.js';
 
@@ -46,7 +46,12 @@ const tooMany = (wait: string) => `Too many tries; wait ${wait}.`;
 
 /** The keys the throttle holds (they are private: what a client sent must not be among them). */
 const throttleOf = (s: TestServer) => (s.services.auth as unknown as { throttle: LoginThrottle }).throttle;
-const keysOf = (t: LoginThrottle) => [...(t as unknown as { failures: Map<string, number[]> }).failures.keys()];
+const failuresOf = (t: LoginThrottle) => (t as unknown as { failures: Map<string, number[]> }).failures;
+const keysOf = (t: LoginThrottle) => [...failuresOf(t).keys()];
+/** Every attempt the throttle counts, over all its keys. */
+const countedOf = (t: LoginThrottle) => [...failuresOf(t).values()].reduce((n, at) => n + at.length, 0);
+/** A SHA-256 digest in base64url: what the throttle keeps instead of a key. */
+const DIGEST = /^[A-Za-z0-9_-]{43}$/;
 
 describe('the throttle', () => {
   it('keeps a digest of each key, never what the client sent', () => {
@@ -54,27 +59,37 @@ describe('the throttle', () => {
     const huge = `reset:${'x'.repeat(900_000)}@example.com`;
     throttle.fail([huge, 'email:ann@example.com']);
     expect(keysOf(throttle)).toHaveLength(2);
-    for (const key of keysOf(throttle)) expect(key.length).toBeLessThanOrEqual(64);
+    for (const key of keysOf(throttle)) expect(key).toMatch(DIGEST);
     // Counted all the same: four more and it is over the limit.
     throttle.fail([huge, huge, huge, huge]);
     expect(refusalOf(() => throttle.check([huge], tooMany))?.code).toBe('too_many_attempts');
   });
 
-  it('holds at most its cap of keys: the least recently counted go first', () => {
+  it('holds at most its cap of keys: the least recently counted go first, but never one refusing now', () => {
     let now = 1_000_000;
     const throttle = new LoginThrottle(2, () => now, 100);
     throttle.fail(['email:first@example.com', 'email:first@example.com']);
+    throttle.fail(['email:second@example.com']);
     expect(refusalOf(() => throttle.check(['email:first@example.com'], tooMany))?.code).toBe('too_many_attempts');
     for (let i = 0; i < 250; i++) {
       now += 1;
       throttle.fail([`email:${i}@example.com`]);
       expect(throttle.size).toBeLessThanOrEqual(100);
     }
-    // The stalest key made room; the newest keep their counts.
-    expect(refusalOf(() => throttle.check(['email:first@example.com'], tooMany))).toBeNull();
+    // A flood of new keys does not free a locked-out address: the stalest keys below their limit made room.
+    expect(refusalOf(() => throttle.check(['email:first@example.com'], tooMany))?.code).toBe('too_many_attempts');
+    throttle.fail(['email:second@example.com']);
+    expect(refusalOf(() => throttle.check(['email:second@example.com'], tooMany))).toBeNull();
     throttle.fail(['email:249@example.com']);
     expect(refusalOf(() => throttle.check(['email:249@example.com'], tooMany))?.code).toBe('too_many_attempts');
     expect(throttle.size).toBe(100);
+  });
+
+  it('counts an IPv6 client by its /64: a host does not become a new client with each of its addresses', () => {
+    expect(clientOf('2001:db8:aaaa:bbbb:1::2')).toBe(clientOf('2001:db8:aaaa:bbbb:ffff:eeee:dddd:cccc'));
+    expect(clientOf('2001:db8:aaaa:bbbb::1')).not.toBe(clientOf('2001:db8:aaaa:bbbc::1'));
+    expect(clientOf('203.0.113.7')).toBe('203.0.113.7');
+    expect(clientOf('::ffff:203.0.113.7')).toBe('::ffff:203.0.113.7');
   });
 
   it('words its refusal as the caller asks, with the wait', () => {
@@ -159,12 +174,15 @@ describe('password resets and sign-in through GraphQL', () => {
 
   it('refuses a sign-in with a megabyte-long address as a wrong password, and keeps none of it', async () => {
     const before = throttleOf(s).size;
+    const counted = countedOf(throttleOf(s));
     const r = await gql(s, 'mutation($e: String!, $p: String!) { signIn(email: $e, password: $p) { id } }', {
       e: `${'x'.repeat(900_000)}@example.com`,
       p: PASSWORD,
     });
     expect([r.status, codeOf(r)]).toEqual([401, 'invalid_credentials']);
-    for (const key of keysOf(throttleOf(s))) expect(key.length).toBeLessThanOrEqual(64);
+    for (const key of keysOf(throttleOf(s))) expect(key).toMatch(DIGEST);
+    // Counted once, against its client only: the address itself is no key.
+    expect(countedOf(throttleOf(s))).toBe(counted + 1);
     expect(throttleOf(s).size).toBeLessThanOrEqual(before + 1);
   });
 });

@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import express from 'express';
 import { loadConfig, parseConfigText } from '../src/config.js';
 import { ADMIN_TOKEN, catalogYaml, startTestServer, type TestServer } from './support/harness.js';
 
@@ -90,6 +91,9 @@ describe('the setting', () => {
       '192.168.1.1',
       '172.16.0.0/255.240.0.0',
     ]);
+    // An entry of a list written with a comma is two entries, as express takes each item whole.
+    expect(parsed('["10.0.0.1, 10.0.0.2", "loopback"]')).toEqual(['10.0.0.1', '10.0.0.2', 'loopback']);
+    expect(() => express().set('trust proxy', parsed('["10.0.0.1, 10.0.0.2"]'))).not.toThrow();
     expect(refusal('true')).toContain("server.trust_proxy: true would believe any client's X-Forwarded-For");
     expect(refusal('"caddy"')).toContain('server.trust_proxy: "caddy" is not loopback, linklocal, uniquelocal');
     expect(refusal('"10.0.0.0/33"')).toContain('"10.0.0.0/33" is not');

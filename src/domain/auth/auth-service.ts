@@ -14,7 +14,7 @@ import type { AccountsService, AccountView } from '../accounts/accounts-service.
 import { isEmailAddress, MAX_EMAIL_LENGTH } from '../email-address.js';
 import { DomainError } from '../errors.js';
 import { newId } from '../ids.js';
-import { LoginThrottle, type Refusal } from './login-throttle.js';
+import { clientOf, LoginThrottle, type Refusal } from './login-throttle.js';
 import { hashPassword, validatePassword, verifyPassword } from './passwords.js';
 
 /** The name of the session cookie. */
@@ -118,7 +118,7 @@ export class AuthService {
   }): Promise<IssuedSession> {
     const policy = this.o.settings.signup;
     if (policy === 'closed') throw new DomainError('signup_closed', 'Sign-up is closed on this server: ask its operator for an account.');
-    this.throttle.attempt(input.clientAddress ? [`ip:signup:${input.clientAddress}`] : [], TOO_MANY_SIGN_UPS);
+    this.throttle.attempt(input.clientAddress ? [`ip:signup:${clientOf(input.clientAddress)}`] : [], TOO_MANY_SIGN_UPS);
     if (policy === 'invite') {
       const code = input.inviteCode?.trim() ?? '';
       if (!code || !this.o.settings.invite_codes.some((c) => safeEqual(c, code))) {
@@ -149,7 +149,7 @@ export class AuthService {
     const email = String(input.email ?? '')
       .trim()
       .toLowerCase();
-    const clientKeys = input.clientAddress ? [`ip:${input.clientAddress}`] : [];
+    const clientKeys = input.clientAddress ? [`ip:${clientOf(input.clientAddress)}`] : [];
     // Longer than any account's address: no account to look up, counted against the client only.
     if (email.length > MAX_EMAIL_LENGTH) {
       this.throttle.attempt(clientKeys, TOO_MANY_SIGN_INS);
@@ -174,7 +174,7 @@ export class AuthService {
   async signInAsOperator(token: string, input: { clientAddress?: string | null; userAgent?: string | null } = {}): Promise<IssuedSession> {
     // Per client: one bucket for everyone would let anyone lock the operator out with five wrong
     // tokens (the token is at least MIN_ADMIN_TOKEN_LENGTH characters: guessing it is hopeless anyway).
-    const keys = input.clientAddress ? [`admin:${input.clientAddress}`, `ip:${input.clientAddress}`] : ['admin'];
+    const keys = input.clientAddress ? [`admin:${clientOf(input.clientAddress)}`, `ip:${clientOf(input.clientAddress)}`] : ['admin'];
     this.throttle.check(keys, TOO_MANY_OPERATOR_SIGN_INS);
     const expected = this.o.adminToken();
     if (!expected || !safeEqual(String(token ?? '').trim(), expected)) {
@@ -309,7 +309,7 @@ export class AuthService {
    * every request counts against its client, then against the address (which must be one).
    */
   async requestPasswordReset(email: string, clientAddress?: string | null): Promise<void> {
-    this.throttle.attempt(clientAddress ? [`ip:reset:${clientAddress}`] : [], TOO_MANY_RESETS);
+    this.throttle.attempt(clientAddress ? [`ip:reset:${clientOf(clientAddress)}`] : [], TOO_MANY_RESETS);
     const address = String(email ?? '').trim();
     // Whatever the client sends is checked before it is counted: no account has anything else.
     if (!isEmailAddress(address))

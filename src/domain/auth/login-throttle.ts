@@ -22,8 +22,9 @@ const PRUNE_PER_COUNT = 4;
 export type Refusal = (wait: string) => string;
 
 export class LoginThrottle {
-  /** Digest of a key → the instants of its recent attempts, oldest first. */
+  /** Digest of a key → the instants of its recent attempts, oldest first, and the key's limit. */
   private readonly failures = new Map<string, number[]>();
+  private readonly limits = new Map<string, number>();
 
   constructor(
     private readonly max: number,
@@ -43,7 +44,7 @@ export class LoginThrottle {
   check(keys: string[], refusal: Refusal): void {
     for (const key of keys) {
       const recent = this.recent(digest(key));
-      if (recent.length >= (key.startsWith('ip:') ? this.max * 10 : this.max)) {
+      if (recent.length >= this.limitOf(key)) {
         const retryAfter = Math.max(1, Math.ceil((recent[0]! + WINDOW_MS - this.now()) / 1000));
         throw new DomainError('too_many_attempts', refusal(minutes(retryAfter)), { retryAfter });
       }
@@ -73,12 +74,20 @@ export class LoginThrottle {
       // Deleted first, so that the key moves to the end: the map stays in the order of last use.
       this.failures.delete(d);
       this.failures.set(d, recent);
+      this.limits.set(d, this.limitOf(key));
     }
     this.prune();
   }
 
   succeed(key: string): void {
-    this.failures.delete(digest(key));
+    const d = digest(key);
+    this.failures.delete(d);
+    this.limits.delete(d);
+  }
+
+  /** A client address (key `ip:…`: many people behind one NAT) gets ten times the limit of the others. */
+  private limitOf(key: string): number {
+    return key.startsWith('ip:') ? this.max * 10 : this.max;
   }
 
   private recent(d: string): number[] {
@@ -87,23 +96,57 @@ export class LoginThrottle {
   }
 
   /**
-   * Drops expired keys from the front (the least recently counted), a few per call, then the
-   * stalest keys while there are more than `maxKeys`: the cost of a call does not grow with the map.
+   * Drops expired keys from the front (the least recently counted), a few per call; then, while
+   * there are more than `maxKeys`, the stalest keys that are not refusing now: a flood of new keys
+   * cannot push out a locked-out address's count (one refusing is moved to the back instead, at most
+   * PRUNE_PER_COUNT looked at per call; past twice `maxKeys` the stalest goes whatever it holds).
+   * The cost of a call does not grow with the map.
    */
   private prune(): void {
     const since = this.now() - WINDOW_MS;
     let dropped = 0;
     for (const [d, instants] of this.failures) {
       if (dropped >= PRUNE_PER_COUNT || (instants.at(-1) ?? 0) > since) break;
-      this.failures.delete(d);
+      this.forget(d);
       dropped++;
     }
-    while (this.failures.size > this.maxKeys) {
+    let looked = 0;
+    while (this.failures.size > this.maxKeys && looked < PRUNE_PER_COUNT) {
+      const [stalest, instants] = this.failures.entries().next().value ?? [];
+      if (stalest === undefined || instants === undefined) break;
+      looked++;
+      if (instants.filter((t) => t > since).length >= (this.limits.get(stalest) ?? this.max)) {
+        this.failures.delete(stalest);
+        this.failures.set(stalest, instants);
+      } else this.forget(stalest);
+    }
+    while (this.failures.size > 2 * this.maxKeys) {
       const stalest = this.failures.keys().next().value;
       if (stalest === undefined) break;
-      this.failures.delete(stalest);
+      this.forget(stalest);
     }
   }
+
+  private forget(d: string): void {
+    this.failures.delete(d);
+    this.limits.delete(d);
+  }
+}
+
+/**
+ * The client part of an address for throttling: an IPv4 address as it is, an IPv6 one by its /64
+ * (one host commonly holds a whole /64, and would otherwise be a new client per address).
+ */
+export function clientOf(address: string): string {
+  if (!address.includes(':') || /^::ffff:\d+\.\d+\.\d+\.\d+$/i.test(address)) return address;
+  const [head = '', tail = ''] = address.split('::');
+  const left = head ? head.split(':') : [];
+  const right = address.includes('::') && tail ? tail.split(':') : [];
+  const groups = address.includes('::') ? [...left, ...Array(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right] : left;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => Number.parseInt(g || '0', 16).toString(16))
+    .join(':')}::/64`;
 }
 
 const digest = (key: string) => createHash('sha256').update(key).digest('base64url');
