@@ -9,8 +9,7 @@ import { mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import type { CommandGroup } from './cli.js';
-import { MIGRATIONS } from './db/migrations/index.js';
-import { DEFAULT_DATABASE_URL, parseDatabaseUrl } from './db/orm.js';
+import { DEFAULT_DATABASE_URL, migrationsUnknownHere, parseDatabaseUrl } from './db/orm.js';
 import { processHost } from './domain/billing/billing-core.js';
 import { DomainError } from './domain/errors.js';
 
@@ -165,11 +164,9 @@ function refuseForeign(file: string, source: Database.Database): void {
   const missing = ['mikro_orm_migrations', 'accounts', 'wallets', 'wallet_transactions'].filter((t) => !tables.has(t));
   if (missing.length > 0)
     throw new DomainError('invalid_request', `${file} is not a tollgate database (no ${missing.join(', ')} table): nothing was restored`);
-  const known = new Set(MIGRATIONS.map((m) => m.name));
-  const applied = (source.prepare('select name from mikro_orm_migrations').all() as { name: string }[]).map((m) =>
-    m.name.replace(/\.[jt]s$/, ''),
+  const unknown = migrationsUnknownHere(
+    (source.prepare('select name from mikro_orm_migrations').all() as { name: string }[]).map((m) => m.name),
   );
-  const unknown = applied.filter((n) => !known.has(n));
   if (unknown.length > 0)
     throw new DomainError(
       'invalid_request',

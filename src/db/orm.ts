@@ -203,14 +203,19 @@ export async function closeDatabase(orm: MikroORM): Promise<void> {
   await orm.close(true);
 }
 
+/** Of the migrations a database records as run, those this code does not have (a newer tollgate's). */
+export function migrationsUnknownHere(applied: readonly string[]): string[] {
+  const known = new Set(MIGRATIONS.map((m) => m.name));
+  return applied.map((n) => n.replace(/\.[jt]s$/, '')).filter((n) => !known.has(n));
+}
+
 /**
  * Refuses a database that a newer tollgate migrated: its migrations table names migrations this
  * code does not have (an operator who rolled back after a newer release ran). This code would
  * otherwise serve on a schema it does not know, silently.
  */
 async function refuseNewerSchema(orm: MikroORM): Promise<void> {
-  const known = new Set(MIGRATIONS.map((m) => m.name));
-  const unknown = (await orm.getMigrator().getExecutedMigrations()).map((m) => m.name.replace(/\.[jt]s$/, '')).filter((n) => !known.has(n));
+  const unknown = migrationsUnknownHere((await orm.getMigrator().getExecutedMigrations()).map((m) => m.name));
   if (unknown.length > 0)
     throw new DatabaseLocationError(
       `the database was migrated by a newer tollgate (${unknown.slice(0, 3).join(', ')}${unknown.length > 3 ? ', …' : ''}), which this version does not know: run that version or a newer one, or restore a backup made before it`,

@@ -402,3 +402,17 @@ export function isUniqueViolation(e: unknown): boolean {
     /UNIQUE constraint failed/.test(err?.message ?? '')
   );
 }
+
+/** The list sizes an `in (…)` of ids is padded to. */
+const IN_LIST_SIZES = [8, 64, 256];
+
+/**
+ * `ids` (distinct) padded to a few list sizes by repeating the first, so that lists of any length
+ * share a handful of prepared statements rather than one each; with its `in (…)` list.
+ */
+export function inList(ids: readonly string[]): { ids: string[]; list: string } {
+  const distinct = [...new Set(ids)];
+  const size = IN_LIST_SIZES.find((n) => n >= distinct.length) ?? distinct.length;
+  const padded = [...distinct, ...Array<string>(size - distinct.length).fill(distinct[0]!)];
+  return { ids: padded, list: `(${padded.map(() => '?').join(', ')})` };
+}

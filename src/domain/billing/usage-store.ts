@@ -3,7 +3,7 @@
 // row inside that statement), and read here: daily sums for the usage report, the events of an
 // account.
 import type { UsageDay, UsageEventView, UsageGroupBy, UsageOutcome } from './billing-types.js';
-import { big, date, int, rows, type Db } from './sql.js';
+import { big, date, inList, int, rows, type Db } from './sql.js';
 
 /** The column each grouping sums by (fixed strings: never built from input). */
 const GROUP_COLUMNS: Record<UsageGroupBy, string> = { model: 'model', user: 'end_user', key: 'key_id' };
@@ -36,10 +36,10 @@ export async function dailyUsageOf(
   groupBy: UsageGroupBy = 'model',
 ): Promise<Map<string, UsageDay[]>> {
   const out = new Map<string, UsageDay[]>();
-  const ids = [...new Set(accountIds)];
-  if (ids.length === 0) return out;
+  if (accountIds.length === 0) return out;
   const column = GROUP_COLUMNS[groupBy];
-  const accounts = ids.length === 1 ? 'account_id = ?' : `account_id in (${ids.map(() => '?').join(', ')})`;
+  const { ids, list } = inList(accountIds);
+  const accounts = `account_id in ${list}`;
   const found = await rows<Record<string, unknown>>(
     db,
     `select account_id, day, ${column} as grp, count(*) as requests, sum(prompt_tokens) as prompt_tokens, sum(completion_tokens) as completion_tokens, ` +

@@ -20,12 +20,9 @@ import { appendTransaction, type TransactionView } from '../ledger/ledger.js';
 import type { HeldCall, WalletRow } from './billing-types.js';
 import { HOT_PATH, USAGE_EVENT_INSERT, WALLET_COLUMNS, walletRow } from './billing-types.js';
 import { periodOf, usageDay } from './period.js';
-import { big, exec, int, rows, run, type BillingDatabase, type Binding, type Db } from './sql.js';
+import { big, exec, inList, int, rows, run, type BillingDatabase, type Binding, type Db } from './sql.js';
 
 /** The once-per-period alert flags (see ./alerts.ts). */
-
-/** The list sizes an `in (…)` of ids is padded to. */
-const IN_LIST_SIZES = [8, 64, 256];
 export type PeriodAlertColumn = 'allocation_alert_period' | 'allocation_full_period' | 'spending_alert_period';
 
 /** A hold as it is released or settled: what it holds on the wallet. */
@@ -161,28 +158,19 @@ export interface WalletStore {
 
 const SELECT_WITH_TIER = `select ${WALLET_COLUMNS}, a.tier from wallets w join accounts a on a.id = w.account_id where w.account_id = ?`;
 
-/**
- * `accountIds` (distinct) padded to a few list sizes by repeating the first, so that lists of any
- * length share a handful of prepared statements rather than one each; with its `in (…)` list.
- */
-function inList(accountIds: readonly string[]): { ids: string[]; list: string } {
-  const distinct = [...new Set(accountIds)];
-  const size = IN_LIST_SIZES.find((n) => n >= distinct.length) ?? distinct.length;
-  const ids = [...distinct, ...Array<string>(size - distinct.length).fill(distinct[0]!)];
-  return { ids, list: `(${ids.map(() => '?').join(', ')})` };
-}
-
 const ALLOCATION_COLUMNS = 'a.id, a.tier, w.period, w.period_used, w.period_held';
 
 function allocationRow(r: { tier: string; period: string | null; period_used: unknown; period_held: unknown }): AllocationRow {
   return { tier: isTier(r.tier) ? r.tier : 'free', period: r.period ?? null, used: int(r.period_used), held: int(r.period_held) };
 }
 
-/** The wallet update of a consumed hold: held money and allocation released, the charge taken. */
-// A wallet still in an earlier period than the settlement's (a call held in one month and settled
-// in the next, before anything else rolled the wallet) is rolled here as openWallet rolls it, so
-// the charge counts in the month it settled in (a fee still due is charged by the next openWallet).
-// SET expressions read the row as it was before the update.
+/**
+ * The wallet update of a consumed hold: held money and allocation released, the charge taken. A
+ * wallet still in an earlier period than the settlement's (a call held in one month and settled in
+ * the next, before anything else rolled the wallet) is rolled here as openWallet rolls it, so the
+ * charge counts in the month it settled in (a fee still due is charged by the next openWallet).
+ * SET expressions read the row as it was before the update.
+ */
 const CONSUME_HOLD_UPDATE =
   'update wallets set held = held - ?, balance = balance - ?, ' +
   'period_held = case when period < ? then 0 when period = ? then period_held - ? else period_held end, ' +

@@ -4,7 +4,7 @@
 // to the feed; it is only not e-mailed (its delivery shows `skipped`).
 import { isEmailAddress } from '../email-address.js';
 import { DomainError } from '../errors.js';
-import { date, exec, rows, type Db } from '../billing/sql.js';
+import { date, exec, inList, rows, type Db } from '../billing/sql.js';
 import { ALERTS, OPTIONAL_ALERTS, type Alert } from './outbox.js';
 
 export const MAX_EXTRA_RECIPIENTS = 5;
@@ -36,11 +36,11 @@ export async function getAlertSettings(db: Db, accountId: string): Promise<Alert
 
 /** The settings of several accounts, in their order, in one query (GraphQL's list of accounts). */
 export async function getAlertSettingsOf(db: Db, accountIds: readonly string[]): Promise<AlertSettingsView[]> {
-  const ids = [...new Set(accountIds)];
-  if (ids.length === 0) return [];
+  if (accountIds.length === 0) return [];
+  const { ids, list } = inList(accountIds);
   const found = await rows<{ account_id: string; disabled: string; extra_recipients: string; updated_at: unknown }>(
     db,
-    `select account_id, disabled, extra_recipients, updated_at from alert_settings where account_id ${ids.length === 1 ? '= ?' : `in (${ids.map(() => '?').join(', ')})`}`,
+    `select account_id, disabled, extra_recipients, updated_at from alert_settings where account_id in ${list}`,
     ids,
   );
   const byAccount = new Map(found.map((r) => [r.account_id, r]));
