@@ -111,6 +111,13 @@ describe.each(BACKENDS)('sandbox top-ups on %s', (backend) => {
     expect(html).toContain(`<a class="back" href="${s.url}/dashboard/top-up/return?top_up=${t.id}">`);
 
     expect(await c.balance()).toBe('52.5');
+    // Opened again later (from history, or Stripe's records): no balance on a page anyone with the link can read.
+    const paidAt = new Date(Date.now() - 16 * 60_000);
+    await s.services.billing.db.run('update top_ups set settled_at = ? where id = ?', [paidAt, t.id]);
+    const reopened = await (await fetch(landing, { headers: { accept: 'text/html' } })).text();
+    expect(reopened).toMatch(/data-status="paid"/);
+    expect(reopened).toMatch(/data-field="credits">52\.50 USD/);
+    expect(reopened).not.toContain('data-field="balance"');
     const after = await c.graphql(
       '{ viewer { topUps { nodes { id status settledAt } } wallet { transactions { nodes { type amount } } } } }',
     );

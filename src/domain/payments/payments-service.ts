@@ -130,6 +130,9 @@ export type EventOutcome =
   | 'amount_mismatch'
   | 'ignored';
 
+/** How long after a top-up is paid its status page shows the wallet's balance. */
+const BALANCE_SHOWN_MS = 15 * 60_000;
+
 export class PaymentsService {
   readonly processorName: ProcessorName;
   readonly simulated: boolean;
@@ -285,7 +288,10 @@ export class PaymentsService {
   async checkoutStatus(id: string): Promise<{ topUp: TopUpView; balance: bigint | null }> {
     const t = await findTopUp(this.o.db, id);
     if (!t) throw topUpNotFound(id);
-    const balance = t.status === 'paid' && this.o.walletBalance ? await this.o.walletBalance(t.accountId) : null;
+    // The page needs no sign-in (its address is the key, and Stripe's success_url): the wallet's
+    // balance is shown on the return from paying only, not to whoever opens the link later.
+    const fresh = t.status === 'paid' && t.settledAt !== null && this.now().getTime() - t.settledAt.getTime() < BALANCE_SHOWN_MS;
+    const balance = fresh && this.o.walletBalance ? await this.o.walletBalance(t.accountId) : null;
     return { topUp: topUpView(t), balance };
   }
 
