@@ -1,11 +1,13 @@
 // The HTTP server: express with the two doors (/graphql through graphql-yoga and graphql-ws,
 // /v1 through compat), health probes, request ids, and graceful shutdown.
-import { randomUUID, timingSafeEqual } from 'node:crypto';
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, maxHeaderSize, type Server, type ServerResponse, STATUS_CODES } from 'node:http';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { promisify } from 'node:util';
+import { gzip as gzipCallback } from 'node:zlib';
 import { parse as parseBytes } from 'bytes';
 import cors from 'cors';
 import express from 'express';
@@ -359,7 +361,7 @@ export function createApp(services: Services) {
     schema,
     graphqlEndpoint: '/graphql',
     landingPage: false,
-    graphiql: { subscriptionsProtocol: 'WS', title: 'tollgate GraphiQL' },
+    graphiql: GRAPHIQL_OPTIONS,
     // GraphiQL's scripts, styles and workers inlined from the package, not a CDN: it works offline.
     renderGraphiQL: localGraphiQL,
     batching: false,
@@ -424,6 +426,20 @@ export function createApp(services: Services) {
           : new DomainError('invalid_request', 'The request body could not be read (check Content-Encoding and charset).'),
       );
     });
+  });
+  // GraphiQL (GET with Accept: text/html, as Yoga tells it): the same page, served compressed and
+  // with a validator here, so that 9 MB inline are not sent whole to every browser (or flood).
+  app.get('/graphql', (req, res, next) => {
+    if (!req.headers.accept?.includes('text/html')) return next();
+    graphiqlServed().then(({ text, gzip, etag }) => {
+      res.setHeader('Vary', 'Accept, Accept-Encoding');
+      res.setHeader('Cache-Control', 'no-cache');
+      res.setHeader('ETag', etag);
+      if (req.headers['if-none-match'] === etag) return void res.status(304).end();
+      res.type('html');
+      if (/\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''))) res.setHeader('Content-Encoding', 'gzip').send(gzip);
+      else res.send(text);
+    }, next);
   });
   app.use('/graphql', yoga);
 
@@ -603,9 +619,18 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
   );
 }
 
+const GRAPHIQL_OPTIONS: GraphiQLOptions = { subscriptionsProtocol: 'WS', title: 'tollgate GraphiQL' };
 let graphiqlPage: string | undefined;
 /** The GraphiQL page (about 9 MB, every asset inline), rendered once: its options never change. */
 const localGraphiQL = (opts?: GraphiQLOptions) => (graphiqlPage ??= renderGraphiQL(opts));
+let graphiqlBodies: Promise<{ text: string; gzip: Buffer; etag: string }> | undefined;
+/** The page, its gzip (made once, off the event loop) and its ETag. */
+const graphiqlServed = () =>
+  (graphiqlBodies ??= (async () => {
+    const text = localGraphiQL(GRAPHIQL_OPTIONS);
+    const gzip = await promisify(gzipCallback)(text);
+    return { text, gzip, etag: `"${createHash('sha256').update(text).digest('base64url').slice(0, 22)}"` };
+  })());
 
 export async function startServer(services: Services, opts: { port?: number; host?: string } = {}): Promise<RunningServer> {
   const { config, logger } = services;
