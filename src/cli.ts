@@ -1,6 +1,7 @@
 // The operator CLI (`tollgate …`, started by bin/tollgate.js): accounts and API keys today; later
 // groups (wallet, models) add a register function to COMMAND_GROUPS. It works on the server's
 // database (DATABASE_URL) through the same domain services, and opens it only when a command runs.
+import { parseIsoDateTime } from './domain/iso-date.js';
 import { registerDashboardCommands, setPasswordLink } from './cli-dashboard.js';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -300,8 +301,8 @@ function tierOption(): Option {
 }
 
 function parseDateOption(value: string, flag: string): Date {
-  const date = new Date(value);
-  if (Number.isNaN(date.getTime())) {
+  const date = parseIsoDateTime(value);
+  if (!date) {
     throw new DomainError('invalid_value', `${flag} must be an ISO 8601 date and time, e.g. 2027-01-31T00:00:00Z.`);
   }
   return date;

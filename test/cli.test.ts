@@ -311,6 +311,11 @@ describe('tollgate CLI', () => {
     const badDate = await tollgate(url, 'keys', 'create', '--account', 'acct_x', '--expires-at', 'tomorrow');
     expect(badDate.code).toBe(1);
     expect(badDate.stderr).toMatch(/^error: --expires-at must be an ISO 8601/);
+    // What JavaScript's Date would read as something else (2 March; the year 2001) is refused too.
+    for (const date of ['2027-02-30', '1', '2027-01-31T24:00:00Z']) {
+      const r = await tollgate(url, 'keys', 'create', '--account', 'acct_x', '--expires-at', date);
+      expect([r.code, r.stderr], date).toEqual([1, expect.stringMatching(/^error: --expires-at must be an ISO 8601/)]);
+    }
 
     for (const result of [unknownKey, badEmail, badTier, badDate]) expect(result.stderr).not.toMatch(/\n\s+at /);
   });

@@ -95,6 +95,12 @@ describe('bad literals of custom scalars', () => {
       'mutation { createApiKey(accountId: "ACCOUNT", expiresAt: "tomorrow") { id } }',
       /DateTime must be an ISO 8601.*got "tomorrow"/,
     ],
+    // A day that does not exist, which JavaScript's Date would read as 2 March.
+    [
+      'DateTime (30 February)',
+      'mutation { createApiKey(accountId: "ACCOUNT", expiresAt: "2030-02-30") { id } }',
+      /DateTime must be an ISO 8601.*got "2030-02-30"/,
+    ],
     ['DateTime (a number)', 'mutation { createApiKey(accountId: "ACCOUNT", expiresAt: 5) { id } }', /DateTime must be an ISO 8601.*got 5/],
     ['Decimal', '{ topUpQuote(amount: "ten") { amount } }', /Decimal: not a decimal number/],
     ['Decimal (an enum value)', '{ topUpQuote(amount: ten) { amount } }', /Decimal must be a string/],

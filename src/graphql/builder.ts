@@ -1,4 +1,5 @@
 // The Pothos SchemaBuilder, configured once; it defines no types (they live in ./types/).
+import { parseIsoDateTime } from '../domain/iso-date.js';
 import SchemaBuilder from '@pothos/core';
 import DataloaderPlugin from '@pothos/plugin-dataloader';
 import { Kind, print } from 'graphql';
@@ -33,9 +34,8 @@ const NOT_A_DATE_TIME = 'DateTime must be an ISO 8601 string such as "2030-01-31
 
 /** `written`: a literal as the document has it (a variable's value is quoted by graphql-js's own message). */
 function toDate(value: unknown, written?: string): Date {
-  const d = typeof value === 'string' ? new Date(value) : null;
-  if (!d || Number.isNaN(d.getTime()))
-    throw invalidScalarValue(written ? `${NOT_A_DATE_TIME}; got ${written.slice(0, 40)}.` : `${NOT_A_DATE_TIME}.`);
+  const d = typeof value === 'string' ? parseIsoDateTime(value) : null;
+  if (!d) throw invalidScalarValue(written ? `${NOT_A_DATE_TIME}; got ${written.slice(0, 40)}.` : `${NOT_A_DATE_TIME}.`);
   return d;
 }
 
