@@ -138,19 +138,28 @@ export abstract class BillingAlerts extends BillingCore {
       const monthly = w && this.allocationUsedUp(w, minimumTokens);
       if (!w || !monthly) return;
       if (await this.wallets.claimPeriodAlert(trx, 'allocation_full_period', accountId, w.period))
-        await enqueueNotification(trx, {
-          accountId,
-          kind: 'allocation_100',
-          dedupeKey: `allocation_100:${accountId}:${w.period}`,
-          payload: {
-            period: w.period,
-            used: w.periodUsed,
-            monthly_tokens: monthly,
-            left: Math.max(0, monthly - w.periodUsed),
-            refused: true,
-          },
-          now,
-        });
+        await this.enqueueAllocationFull(trx, accountId, w, monthly, now, { left: Math.max(0, monthly - w.periodUsed), refused: true });
+    });
+  }
+
+  /**
+   * "Monthly tokens used up", its flag just claimed: once a period, whether the crossing or a
+   * refused call wrote it (`refusal`: what was left, said in the message).
+   */
+  private enqueueAllocationFull(
+    trx: Db,
+    accountId: string,
+    w: WalletRow,
+    monthlyTokens: number | null,
+    now: Date,
+    refusal?: { left: number; refused: true },
+  ): Promise<unknown> {
+    return enqueueNotification(trx, {
+      accountId,
+      kind: 'allocation_100',
+      dedupeKey: `allocation_100:${accountId}:${w.period}`,
+      payload: { period: w.period, used: w.periodUsed, monthly_tokens: monthlyTokens, ...refusal },
+      now,
     });
   }
 
@@ -213,13 +222,7 @@ export abstract class BillingAlerts extends BillingCore {
       });
     }
     if (due.allocationFull && (await this.wallets.claimPeriodAlert(trx, 'allocation_full_period', accountId, w.period))) {
-      await enqueueNotification(trx, {
-        accountId,
-        kind: 'allocation_100',
-        dedupeKey: `allocation_100:${accountId}:${w.period}`,
-        payload: { period: w.period, used: w.periodUsed, monthly_tokens: monthlyTokens },
-        now,
-      });
+      await this.enqueueAllocationFull(trx, accountId, w, monthlyTokens, now);
     }
     if (due.spending && (await this.wallets.claimPeriodAlert(trx, 'spending_alert_period', accountId, w.period))) {
       await this.enqueueSpendingAlert(trx, accountId, w, now);
