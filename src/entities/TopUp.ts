@@ -28,6 +28,12 @@ export class TopUp {
   updatedAt!: Date;
   expiresAt: Date | null = null;
   settledAt: Date | null = null;
+  /** How much of the payment the processor reports refunded, in cents (cumulative). */
+  refundedCents = 0;
+  /** null, 'withdrawn' (a dispute took the funds back) or 'reinstated'. */
+  disputeState: string | null = null;
+  /** Credits the dispute took back, given back if its funds are reinstated. */
+  disputeNanos = 0n;
 }
 
 export const TopUpSchema = new EntitySchema<TopUp>({
@@ -62,5 +68,8 @@ export const TopUpSchema = new EntitySchema<TopUp>({
     updatedAt: { type: 'datetime', length: 3 },
     expiresAt: { type: 'datetime', length: 3, nullable: true },
     settledAt: { type: 'datetime', length: 3, nullable: true },
+    refundedCents: { type: 'integer', default: 0 },
+    disputeState: { type: 'string', length: 16, nullable: true },
+    disputeNanos: { type: new BigIntType('bigint'), defaultRaw: "'0'" },
   },
 });

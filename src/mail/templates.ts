@@ -135,6 +135,49 @@ const TEMPLATES: Record<NotificationKind, (p: Payload) => Draft> = {
       'Top up at the checkout if your wallet needs more this month.',
     ],
   }),
+  topup_reversed: (p) => {
+    const cur = p.currency;
+    const short =
+      p.credits_taken !== p.credits_due
+        ? [
+            `Only ${money(p.credits_taken, cur)} of it could be taken back: the rest had already been spent or is held by calls in progress.`,
+          ]
+        : [];
+    const balance = `New balance: ${money(p.balance, cur)}.`;
+    const ref = `Top-up ${p.top_up_id} (payment ${p.payment_id}).`;
+    if (p.cause === 'reinstated')
+      return {
+        subject: `Dispute resolved: ${money(p.credits_given, cur)} in credits given back`,
+        lines: [
+          `The dispute of your payment of ${money(p.payment_amount, cur)} is closed and its funds are reinstated, so the ${money(p.credits_given, cur)} in credits it took back are given back.`,
+          ref,
+          balance,
+        ],
+      };
+    if (p.cause === 'dispute')
+      return {
+        subject: `Payment disputed: ${money(p.credits_taken, cur)} in credits taken back`,
+        lines: [
+          `Your payment of ${money(p.payment_amount, cur)} is disputed with your card's issuer and its funds were withdrawn, so the ${money(p.credits_due, cur)} in credits it bought (bonus included) are taken back from your wallet.`,
+          ...short,
+          ...(p.auto_topup_disabled
+            ? ['Automatic top-up is turned off: turn it on again from the dashboard once the dispute is settled.']
+            : []),
+          "If the dispute is decided in the payment's favour, the credits are given back.",
+          ref,
+          balance,
+        ],
+      };
+    return {
+      subject: `Top-up refunded: ${money(p.credits_taken, cur)} in credits taken back`,
+      lines: [
+        `${money(p.payment_amount, cur)} of your payment was refunded, so the ${money(p.credits_due, cur)} in credits it bought (bonus included) are taken back from your wallet.`,
+        ...short,
+        ref,
+        balance,
+      ],
+    };
+  },
   receipt: (p) => {
     const auto = p.source === 'auto';
     const lines = [

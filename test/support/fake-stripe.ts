@@ -104,6 +104,13 @@ export interface FakeStripe {
     expired(sessionId: string): StripeEvent;
     paymentIntentSucceeded(intentId: string): StripeEvent;
     paymentIntentFailed(intentId: string): StripeEvent;
+    /**
+     * charge.refunded for the intent's charge, its refunded total now `amountRefunded` cents
+     * (cumulative, as Stripe's charge carries it).
+     */
+    refunded(intentId: string, amountRefunded: number): StripeEvent;
+    /** charge.dispute.funds_withdrawn / funds_reinstated for the intent's (one) dispute. */
+    disputeFunds(intentId: string, funds: 'withdrawn' | 'reinstated', amount?: number): StripeEvent;
     /** Any event around any object (an unknown session, a forged one). */
     custom(type: string, object: Record<string, unknown>): StripeEvent;
   };
@@ -420,6 +427,17 @@ export async function startFakeStripe(opts: FakeStripeOptions = {}): Promise<Fak
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
+  // One charge per payment intent, and at most one dispute per charge, as Stripe has.
+  const charges = new Map<string, string>();
+  const disputes = new Map<string, string>();
+  const chargeOf = (intentId: string) => {
+    let charge = charges.get(intentId);
+    if (!charge) {
+      charge = newId('ch');
+      charges.set(intentId, charge);
+    }
+    return charge;
+  };
   const event = (type: string, object: Record<string, unknown>): StripeEvent => ({
     id: newId('evt'),
     object: 'event',
@@ -521,6 +539,49 @@ export async function startFakeStripe(opts: FakeStripeOptions = {}): Promise<Fak
         const intent = paymentIntents.get(id);
         if (!intent) throw new Error(`fake stripe: no payment intent ${id}`);
         return event('payment_intent.payment_failed', intentJson(intent));
+      },
+      refunded(id, amountRefunded) {
+        const intent = paymentIntents.get(id);
+        if (!intent) throw new Error(`fake stripe: no payment intent ${id}`);
+        return event('charge.refunded', {
+          id: chargeOf(id),
+          object: 'charge',
+          amount: intent.amount_received,
+          amount_captured: intent.amount_received,
+          amount_refunded: amountRefunded,
+          refunded: amountRefunded >= intent.amount_received,
+          currency: intent.currency,
+          customer: intent.customer,
+          payment_intent: id,
+          // A charge's metadata is its own, not the intent's: events find the top-up by the intent.
+          metadata: {},
+          status: 'succeeded',
+          paid: true,
+          livemode: false,
+          created: now(),
+        });
+      },
+      disputeFunds(id, funds, amount) {
+        const intent = paymentIntents.get(id);
+        if (!intent) throw new Error(`fake stripe: no payment intent ${id}`);
+        let dispute = disputes.get(id);
+        if (!dispute) {
+          dispute = newId('dp');
+          disputes.set(id, dispute);
+        }
+        return event(`charge.dispute.funds_${funds}`, {
+          id: dispute,
+          object: 'dispute',
+          amount: amount ?? intent.amount_received,
+          currency: intent.currency,
+          charge: chargeOf(id),
+          payment_intent: id,
+          reason: 'fraudulent',
+          status: funds === 'withdrawn' ? 'needs_response' : 'won',
+          metadata: {},
+          livemode: false,
+          created: now(),
+        });
       },
       custom: (type, object) => event(type, object),
     },

@@ -16,6 +16,7 @@ import { Migration0010UsageEventsOneAccountIndex } from './0010-usage-events-one
 import { Migration0011ApiKeyLastUsed } from './0011-api-key-last-used.js';
 import { Migration0012OperatorSessionToken } from './0012-operator-session-token.js';
 import { Migration0013SpendingLimitVersion } from './0013-spending-limit-version.js';
+import { Migration0014TopUpReversals } from './0014-top-up-reversals.js';
 
 export const MIGRATIONS: { name: string; class: Constructor<Migration> }[] = [
   { name: '0001-accounts-and-keys', class: Migration0001AccountsAndKeys },
@@ -31,4 +32,5 @@ export const MIGRATIONS: { name: string; class: Constructor<Migration> }[] = [
   { name: '0011-api-key-last-used', class: Migration0011ApiKeyLastUsed },
   { name: '0012-operator-session-token', class: Migration0012OperatorSessionToken },
   { name: '0013-spending-limit-version', class: Migration0013SpendingLimitVersion },
+  { name: '0014-top-up-reversals', class: Migration0014TopUpReversals },
 ];

@@ -113,6 +113,51 @@ export abstract class AccountBilling extends Sweeper {
     return transaction;
   }
 
+  /**
+   * Takes credits back inside the caller's transaction (a top-up whose payment was refunded or
+   * disputed), under the wallet row's lock: at most what is available (the balance less what calls
+   * in flight hold), so no balance goes below zero and no call in flight loses its hold. Writes a
+   * negative `topup` row and returns what it took (0n: nothing was available, and no row). A key
+   * already in the ledger takes nothing again and returns what it took then.
+   */
+  async takeBackWithin(
+    trx: Queryable,
+    input: {
+      accountId: string;
+      /** Nanos, positive: the most to take. */
+      amount: bigint;
+      /** The ledger row's text, given what was taken. */
+      describe: (taken: bigint) => string;
+      reference: string;
+      idempotencyKey: string;
+    },
+    now: Date,
+    changes: WalletChange[],
+  ): Promise<bigint> {
+    const effects = new Effects();
+    const w = await this.openWallet(trx, input.accountId, now, effects, { fee: false });
+    const existing = await findByIdempotencyKey(trx, input.idempotencyKey);
+    if (existing) return -existing.amount;
+    const available = w.balance - w.held;
+    const taken = input.amount < available ? input.amount : available > 0n ? available : 0n;
+    if (taken > 0n) {
+      const balance = await this.wallets.credit(trx, input.accountId, -taken, now);
+      const transaction = await appendTransaction(trx, {
+        accountId: input.accountId,
+        type: 'topup',
+        amount: -taken,
+        balanceAfter: balance,
+        description: input.describe(taken),
+        reference: input.reference,
+        idempotencyKey: input.idempotencyKey,
+        createdAt: now,
+      });
+      effects.changes.push({ accountId: input.accountId, balance, transaction });
+    }
+    changes.push(...effects.changes);
+    return taken;
+  }
+
   private async credit(
     trx: Queryable,
     input: Parameters<AccountBilling['creditWithin']>[1],

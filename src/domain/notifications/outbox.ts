@@ -20,7 +20,10 @@ export type NotificationKind =
   | 'auto_topup_disabled'
   | 'auto_topup_capped'
   // payments: a paid top-up (checkout or automatic): amount, bonus, credits, new balance
-  | 'receipt';
+  | 'receipt'
+  // payments: a paid top-up's payment refunded or disputed (credits taken back), or its dispute's
+  // funds reinstated (credits given back)
+  | 'topup_reversed';
 
 export const NOTIFICATION_KINDS: readonly NotificationKind[] = [
   'low_balance',
@@ -35,6 +38,7 @@ export const NOTIFICATION_KINDS: readonly NotificationKind[] = [
   'auto_topup_disabled',
   'auto_topup_capped',
   'receipt',
+  'topup_reversed',
 ];
 
 /** The alerts a person turns on or off; each kind belongs to one. Receipts cannot be turned off. */
@@ -63,6 +67,9 @@ export function alertOf(kind: NotificationKind): Alert {
     case 'subscription_charged':
     case 'subscription_unpaid':
       return 'monthly_fee';
+    // A record of money, as a receipt is: cannot be turned off.
+    case 'topup_reversed':
+      return 'receipt';
     default:
       return kind;
   }

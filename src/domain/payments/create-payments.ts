@@ -65,6 +65,7 @@ export function createPayments(o: {
         effects,
       );
     },
+    takeBackWithin: (trx, take, now, effects) => billing.takeBackWithin(trx, take, now, effects),
     balanceOf: async (db, accountId) => (await billing.wallets.balance(db, accountId)).balance,
     publish: (effects) => billing.publishChanges(effects),
   };
@@ -107,9 +108,11 @@ export function createPayments(o: {
     logger: logger.child({ component: 'auto-topup' }),
     now,
   });
-  // After a debit committed (usage, a fee), check the account's threshold in the background.
+  // After a debit committed (usage, a fee), check the account's threshold in the background. Not
+  // after credits taken back from a refunded or disputed top-up (a negative `topup` row): charging
+  // the card again for the money just given back to it would undo the refund.
   billing.events.observe((change) => {
-    if (change.transaction.amount < 0n) autoTopups.afterDebit(change.accountId, change.balance);
+    if (change.transaction.amount < 0n && change.transaction.type !== 'topup') autoTopups.afterDebit(change.accountId, change.balance);
   });
   logger.debug({ bonusTable: bonusTable.rows.map((r) => `${formatDecimal(r.minimum)}:${r.percent}%`) }, 'payments: bonus table');
   return { payments, autoTopups };

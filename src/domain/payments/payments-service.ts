@@ -34,7 +34,7 @@ import {
   type WebhookVerifier,
 } from './processor.js';
 import { sandboxPaymentId } from './sandbox-processor.js';
-import type { TopUpSettlement } from './top-up-settlement.js';
+import type { ReversalOutcome, TopUpSettlement } from './top-up-settlement.js';
 import {
   findCustomer,
   findTopUp,
@@ -48,6 +48,7 @@ import {
   recordCheckoutCreated,
   recordProcessorCheckoutId,
   saveCustomer,
+  type DisputeState,
   type TopUpRecord,
 } from './top-up-store.js';
 
@@ -68,6 +69,10 @@ export interface TopUpView {
   createdAt: Date;
   expiresAt: Date | null;
   settledAt: Date | null;
+  /** Of the payment, what the processor reports refunded (its credits taken back). */
+  refunded: bigint;
+  /** A dispute of the payment: its funds withdrawn, or reinstated (the dispute won); null: none. */
+  dispute: DisputeState | null;
 }
 
 export function topUpView(t: TopUpRecord): TopUpView {
@@ -86,6 +91,8 @@ export function topUpView(t: TopUpRecord): TopUpView {
     createdAt: t.createdAt,
     expiresAt: t.expiresAt,
     settledAt: t.settledAt,
+    refunded: fromCents(t.refundedCents),
+    dispute: t.disputeState,
   };
 }
 
@@ -128,6 +135,8 @@ export type EventOutcome =
   | 'unknown_checkout'
   | 'mismatch'
   | 'amount_mismatch'
+  | 'reversed'
+  | 'reinstated'
   | 'ignored';
 
 /** How long after a top-up is paid its status page shows the wallet's balance. */
@@ -472,6 +481,18 @@ export class PaymentsService {
         const { outcome } = await this.o.settlement.markFailed(t.id, { reason: event.reason, paymentId: event.paymentId });
         return outcome === 'failed' ? 'failed' : 'unchanged';
       }
+      case 'payment_refunded': {
+        const t = await this.topUpOfPayment(null, null, event.paymentId, log);
+        if (!t) return 'unknown_checkout';
+        const { outcome } = await this.o.settlement.markRefunded(t.id, event);
+        return reversalOutcome(outcome);
+      }
+      case 'payment_disputed': {
+        const t = await this.topUpOfPayment(null, null, event.paymentId, log);
+        if (!t) return 'unknown_checkout';
+        const { outcome } = await this.o.settlement.markDisputed(t.id, event);
+        return reversalOutcome(outcome);
+      }
     }
   }
 
@@ -546,6 +567,10 @@ export class PaymentsService {
     }
     return t;
   }
+}
+
+function reversalOutcome(outcome: ReversalOutcome): EventOutcome {
+  return outcome === 'reversed' || outcome === 'reinstated' ? outcome : outcome === 'unknown' ? 'unknown_checkout' : 'unchanged';
 }
 
 function describeTopUp(t: TopUpRecord): string {

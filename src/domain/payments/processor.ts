@@ -79,6 +79,33 @@ export type PaymentEvent =
     }
   /** A payment attempt failed; only automatic top-ups fail on it (a checkout lets the customer retry). */
   | { kind: 'payment_failed'; eventId: string; topUpId: string | null; accountId: string | null; paymentId: string; reason: string }
+  /**
+   * Money of a paid payment went back to the payer by a refund (Stripe: charge.refunded, made in
+   * Stripe's dashboard or API). `refundedCents` is the payment's refunded total so far, not this
+   * refund's part, so a repeated or late event is harmless.
+   */
+  | {
+      kind: 'payment_refunded';
+      eventId: string;
+      paymentId: string;
+      refundedCents: number;
+      /** What the payment charged in all (tax included), the refunds' measure; null: unknown. */
+      chargedCents: number | null;
+      currency: string | null;
+    }
+  /**
+   * A dispute (chargeback) on a paid payment: its funds withdrawn from the operator, or reinstated
+   * when the dispute is won (Stripe: charge.dispute.funds_withdrawn / funds_reinstated).
+   */
+  | {
+      kind: 'payment_disputed';
+      eventId: string;
+      paymentId: string;
+      disputeId: string;
+      funds: 'withdrawn' | 'reinstated';
+      amountCents: number | null;
+      currency: string | null;
+    }
   /** Verified, but nothing tollgate acts on. */
   | { kind: 'ignored'; eventId: string; type: string; malformed?: boolean };
 

@@ -240,6 +240,18 @@ function wellFormed(e: PaymentEvent): boolean {
       );
     case 'payment_failed':
       return typeof e.paymentId === 'string' && optionalString(e.topUpId) && optionalString(e.accountId) && typeof e.reason === 'string';
+    case 'payment_refunded':
+      return (
+        typeof e.paymentId === 'string' &&
+        optionalCount(e.refundedCents) &&
+        e.refundedCents !== null &&
+        optionalCount(e.chargedCents) &&
+        optionalString(e.currency)
+      );
+    case 'payment_disputed':
+      return (
+        typeof e.paymentId === 'string' && typeof e.disputeId === 'string' && optionalCount(e.amountCents) && optionalString(e.currency)
+      );
   }
 }
 
@@ -301,6 +313,36 @@ export function toPaymentEvent(event: Stripe.Event): PaymentEvent {
         accountId: intent.metadata?.[METADATA.accountId] ?? null,
         paymentId: intent.id,
         reason: intent.last_payment_error?.message ?? 'The payment failed.',
+      };
+    }
+    case 'charge.refunded': {
+      // The charge of a payment tollgate credited: found by its payment intent (the top-up's
+      // payment id); a charge's own metadata is not the intent's.
+      const charge = event.data.object;
+      const paymentId = idOf(charge.payment_intent);
+      if (!paymentId) return { kind: 'ignored', eventId: event.id, type: `${event.type} (a charge without a payment intent)` };
+      return {
+        kind: 'payment_refunded',
+        eventId: event.id,
+        paymentId,
+        refundedCents: charge.amount_refunded,
+        chargedCents: charge.amount ?? null,
+        currency: charge.currency ?? null,
+      };
+    }
+    case 'charge.dispute.funds_withdrawn':
+    case 'charge.dispute.funds_reinstated': {
+      const dispute = event.data.object;
+      const paymentId = idOf(dispute.payment_intent);
+      if (!paymentId) return { kind: 'ignored', eventId: event.id, type: `${event.type} (a dispute without a payment intent)` };
+      return {
+        kind: 'payment_disputed',
+        eventId: event.id,
+        paymentId,
+        disputeId: dispute.id,
+        funds: event.type === 'charge.dispute.funds_withdrawn' ? 'withdrawn' : 'reinstated',
+        amountCents: dispute.amount ?? null,
+        currency: dispute.currency ?? null,
       };
     }
     default:

@@ -6,17 +6,28 @@
 // (with the ledger's unique idempotency key as the last line of defence).
 import type { Logger } from '../../logger.js';
 import { formatDecimal, WALLET_CURRENCY } from '../billing/money.js';
-import { isUniqueViolation, type BillingDatabase } from '../billing/sql.js';
+import { isUniqueViolation, type BillingDatabase, type Queryable } from '../billing/sql.js';
 import type { WalletChange } from '../billing/wallet-events.js';
-import { formatMoney, percentText } from './amounts.js';
+import { formatMoney, fromCents, percentText, toCents } from './amounts.js';
 import { canMove, type TopUpState } from './checkout-state.js';
 import type { NotifierPort, WalletPort } from './ports.js';
 import type { ProcessorName } from './processor.js';
-import { disableAutoTopup, findAutoTopup, finishAutoTopUp, lockTopUp, moveTopUp, saveCustomer, type TopUpRecord } from './top-up-store.js';
+import {
+  disableAutoTopup,
+  findAutoTopup,
+  finishAutoTopUp,
+  lockTopUp,
+  moveTopUp,
+  recordReversal,
+  saveCustomer,
+  type TopUpRecord,
+} from './top-up-store.js';
 
 export type PaidOutcome = 'credited' | 'already_paid' | 'not_open' | 'unknown';
 export type FailedOutcome = 'failed' | 'not_open' | 'unknown';
 export type ClosedOutcome = 'closed' | 'not_open' | 'unknown';
+/** `reversed`: credits taken back (or due and none available); `reinstated`: given back. */
+export type ReversalOutcome = 'reversed' | 'reinstated' | 'unchanged' | 'not_paid' | 'unknown';
 
 export interface SettlementOptions {
   /** Billing's database: payments' transactions share its transaction runner (and, on SQLite, its group commit). */
@@ -199,6 +210,223 @@ export class TopUpSettlement {
     });
   }
 
+  /**
+   * A paid top-up's payment refunded, in part or whole: the credits it bought, bonus included, in
+   * the refunded share, are taken back from the wallet. `refundedCents` is the payment's refunded
+   * total (cumulative), so only its growth since the last event takes anything: a repeated, late
+   * or out-of-order event takes nothing twice. What the wallet no longer has (spent, or held by
+   * calls in flight) is not taken, and not collected later: the balance never goes below zero.
+   */
+  async markRefunded(
+    topUpId: string,
+    refund: { paymentId: string; refundedCents: number; chargedCents: number | null },
+  ): Promise<{ outcome: ReversalOutcome; due: bigint; taken: bigint }> {
+    return this.reverse(topUpId, refund.paymentId, async (trx, t, now, effects) => {
+      const measure = BigInt(refund.chargedCents && refund.chargedCents > 0 ? refund.chargedCents : toCents(t.amount));
+      const share = (cents: number) => (creditsOf(t) * minBig(BigInt(cents), measure)) / measure;
+      if (refund.refundedCents <= t.refundedCents) return null;
+      // Never more than the credits not yet taken back (a dispute's withdrawal took some).
+      const disputed = t.disputeState === 'withdrawn' ? t.disputeNanos : 0n;
+      const due = maxBig(
+        0n,
+        minBig(share(refund.refundedCents) - share(t.refundedCents), creditsOf(t) - share(t.refundedCents) - disputed),
+      );
+      const refundedNow = fromCents(Number(minBig(BigInt(refund.refundedCents), measure) - minBig(BigInt(t.refundedCents), measure)));
+      const taken =
+        due === 0n
+          ? 0n
+          : await this.o.wallet.takeBackWithin(
+              trx,
+              {
+                accountId: t.accountId,
+                amount: due,
+                describe: (n) =>
+                  `Top-up ${t.id} refunded (${formatMoney(refundedNow)} ${WALLET_CURRENCY} of payment ${refund.paymentId}): ${formatDecimal(n)} ${WALLET_CURRENCY} in credits taken back` +
+                  (n < due ? ` of ${formatDecimal(due)} due (the rest was already spent)` : ''),
+                reference: refund.paymentId,
+                idempotencyKey: `topup-refund:${t.processor}:${refund.paymentId}:${refund.refundedCents}`,
+              },
+              now,
+              effects,
+            );
+      await recordReversal(trx, t.id, { refundedCents: refund.refundedCents }, now);
+      return {
+        outcome: 'reversed',
+        due,
+        taken,
+        dedupeKey: `topup_reversed:${t.id}:refund:${refund.refundedCents}`,
+        payload: {
+          cause: 'refund',
+          payment_amount: formatDecimal(refundedNow),
+          credits_due: formatDecimal(due),
+          credits_taken: formatDecimal(taken),
+        },
+        notify: due > 0n,
+      };
+    });
+  }
+
+  /**
+   * A dispute on a paid top-up's payment. Funds withdrawn: the credits the disputed share bought
+   * are taken back (at most what the wallet has available) and automatic top-up is turned off (the
+   * card's owner is disputing its charges). Funds reinstated (the dispute won): exactly what was
+   * taken back is given back. Each happens once per top-up, whichever order the events come in
+   * (funds reinstated before withdrawn: nothing is taken).
+   */
+  async markDisputed(
+    topUpId: string,
+    dispute: { paymentId: string; disputeId: string; funds: 'withdrawn' | 'reinstated'; amountCents: number | null },
+  ): Promise<{ outcome: ReversalOutcome; due: bigint; taken: bigint }> {
+    return this.reverse(topUpId, dispute.paymentId, async (trx, t, now, effects) => {
+      if (dispute.funds === 'reinstated') {
+        if (t.disputeState === 'reinstated') return null;
+        const given = t.disputeState === 'withdrawn' ? t.disputeNanos : 0n;
+        if (given > 0n)
+          await this.o.wallet.creditWithin(
+            trx,
+            {
+              accountId: t.accountId,
+              type: 'topup',
+              amount: given,
+              description: `Top-up ${t.id}: dispute of payment ${dispute.paymentId} closed, funds reinstated: ${formatDecimal(given)} ${WALLET_CURRENCY} in credits given back`,
+              reference: dispute.paymentId,
+              idempotencyKey: `topup-reinstated:${t.processor}:${dispute.disputeId}`,
+            },
+            now,
+            effects,
+          );
+        await recordReversal(trx, t.id, { dispute: { state: 'reinstated', nanos: t.disputeNanos } }, now);
+        return {
+          outcome: 'reinstated',
+          due: 0n,
+          taken: -given,
+          dedupeKey: `topup_reversed:${t.id}:dispute:${dispute.disputeId}:reinstated`,
+          payload: {
+            cause: 'reinstated',
+            payment_amount: formatMoney(dispute.amountCents === null ? t.amount : fromCents(dispute.amountCents)),
+            credits_given: formatDecimal(given),
+          },
+          notify: given > 0n,
+        };
+      }
+      if (t.disputeState !== null) return null;
+      const amountCents = BigInt(dispute.amountCents ?? toCents(t.amount));
+      const measure = maxBig(BigInt(toCents(t.amount)), amountCents);
+      const refundedShare = (creditsOf(t) * minBig(BigInt(t.refundedCents), measure)) / measure;
+      const due = maxBig(0n, minBig((creditsOf(t) * amountCents) / measure, creditsOf(t) - refundedShare));
+      const taken =
+        due === 0n
+          ? 0n
+          : await this.o.wallet.takeBackWithin(
+              trx,
+              {
+                accountId: t.accountId,
+                amount: due,
+                describe: (n) =>
+                  `Top-up ${t.id}: payment ${dispute.paymentId} disputed, funds withdrawn: ${formatDecimal(n)} ${WALLET_CURRENCY} in credits taken back` +
+                  (n < due ? ` of ${formatDecimal(due)} due (the rest was already spent)` : ''),
+                reference: dispute.paymentId,
+                idempotencyKey: `topup-dispute:${t.processor}:${dispute.disputeId}`,
+              },
+              now,
+              effects,
+            );
+      await recordReversal(trx, t.id, { dispute: { state: 'withdrawn', nanos: taken } }, now);
+      const auto = await findAutoTopup(trx, t.accountId, this.o.db.forUpdate);
+      const autoOff = auto?.enabled === true;
+      if (autoOff) await disableAutoTopup(trx, t.accountId, `Turned off: payment ${dispute.paymentId} is disputed.`, now);
+      return {
+        outcome: 'reversed',
+        due,
+        taken,
+        dedupeKey: `topup_reversed:${t.id}:dispute:${dispute.disputeId}:withdrawn`,
+        payload: {
+          cause: 'dispute',
+          payment_amount: formatMoney(fromCents(Number(amountCents))),
+          credits_due: formatDecimal(due),
+          credits_taken: formatDecimal(taken),
+          auto_topup_disabled: autoOff,
+        },
+        notify: due > 0n || autoOff,
+      };
+    });
+  }
+
+  /**
+   * The frame of a reversal: the top-up locked, checked paid by this payment, the change made by
+   * `apply` (null: nothing to do), the customer's notice written with it, the wallet's changes
+   * published after the commit.
+   */
+  private async reverse(
+    topUpId: string,
+    paymentId: string,
+    apply: (
+      trx: Queryable,
+      t: TopUpRecord,
+      now: Date,
+      effects: WalletChange[],
+    ) => Promise<{
+      outcome: ReversalOutcome;
+      due: bigint;
+      taken: bigint;
+      dedupeKey: string;
+      payload: Record<string, unknown>;
+      notify?: boolean;
+    } | null>,
+  ): Promise<{ outcome: ReversalOutcome; due: bigint; taken: bigint }> {
+    const now = this.o.now();
+    const effects: WalletChange[] = [];
+    const { db } = this.o;
+    const result = await db.transaction(async (trx) => {
+      const t = await lockTopUp(trx, topUpId, db.forUpdate);
+      if (!t) return { outcome: 'unknown' as const, due: 0n, taken: 0n };
+      if (t.status !== 'paid' || t.paymentId !== paymentId) {
+        this.o.logger.error(
+          { topUp: t.id, status: t.status, paid: t.paymentId, payment: paymentId },
+          'a refund or dispute names a payment that did not pay this top-up: nothing taken back',
+        );
+        return { outcome: 'not_paid' as const, due: 0n, taken: 0n };
+      }
+      const change = await apply(trx, t, now, effects);
+      if (!change) return { outcome: 'unchanged' as const, due: 0n, taken: 0n };
+      if (change.notify !== false)
+        await this.o.notifier.enqueue(trx, {
+          accountId: t.accountId,
+          kind: 'topup_reversed',
+          dedupeKey: change.dedupeKey,
+          payload: {
+            top_up_id: t.id,
+            payment_id: paymentId,
+            ...change.payload,
+            balance: formatDecimal(effects.at(-1)?.balance ?? (await this.o.wallet.balanceOf(trx, t.accountId))),
+            currency: WALLET_CURRENCY,
+          },
+          now,
+        });
+      if (change.taken < change.due)
+        this.o.logger.error(
+          { topUp: t.id, account: t.accountId, payment: paymentId, due: formatDecimal(change.due), taken: formatDecimal(change.taken) },
+          'credits due back for a refunded or disputed payment were already spent: only part was taken back',
+        );
+      else
+        this.o.logger.warn(
+          {
+            topUp: t.id,
+            account: t.accountId,
+            payment: paymentId,
+            outcome: change.outcome,
+            credits: formatDecimal(change.taken < 0n ? -change.taken : change.taken),
+          },
+          change.outcome === 'reinstated'
+            ? 'dispute funds reinstated: credits given back'
+            : 'payment refunded or disputed: credits taken back',
+        );
+      return { outcome: change.outcome, due: change.due, taken: change.taken };
+    });
+    this.o.wallet.publish(effects);
+    return result;
+  }
+
   /** Moves an open top-up to expired or canceled (nothing is credited). */
   async markClosed(topUpId: string, to: 'expired' | 'canceled'): Promise<{ outcome: ClosedOutcome; topUp: TopUpRecord | null }> {
     const now = this.o.now();
@@ -214,6 +442,14 @@ export class TopUpSettlement {
     });
   }
 }
+
+/** The credits a top-up bought: its amount and its bonus. */
+function creditsOf(t: TopUpRecord): bigint {
+  return t.amount + t.bonus;
+}
+
+const minBig = (a: bigint, b: bigint) => (a < b ? a : b);
+const maxBig = (a: bigint, b: bigint) => (a > b ? a : b);
 
 function topUpDescription(t: TopUpRecord, paymentId: string): string {
   const what = t.source === 'auto' ? 'Automatic top-up' : 'Top-up';

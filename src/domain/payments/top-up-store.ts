@@ -2,7 +2,7 @@
 // billing hot path speaks to the database, and inside the same transactions as its ledger):
 // top-ups (checkouts and automatic top-ups), the processor's customer of each account, and each
 // account's automatic top-up settings. Money columns are 64-bit nanos read back as text.
-import { big, bool, date, exec, int, rows, run, type Db } from '../billing/sql.js';
+import { big, bool, date, exec, int, rows, run, type Binding, type Db } from '../billing/sql.js';
 import { isTopUpState, type TopUpState } from './checkout-state.js';
 import type { ProcessorName } from './processor.js';
 
@@ -30,11 +30,19 @@ export interface TopUpRecord {
   updatedAt: Date;
   expiresAt: Date | null;
   settledAt: Date | null;
+  /** How much of its payment the processor reports refunded, in cents (cumulative). */
+  refundedCents: number;
+  /** A dispute's funds: null (none), 'withdrawn' or 'reinstated'. */
+  disputeState: DisputeState | null;
+  /** Credits the dispute took back (nanos), given back if its funds are reinstated. */
+  disputeNanos: bigint;
 }
+
+export type DisputeState = 'withdrawn' | 'reinstated';
 
 const COLUMNS =
   'id, account_id, source, processor, status, cast(amount as text) as amount, cast(bonus as text) as bonus, bonus_bps, currency, idempotency_key, request_hash, ' +
-  'processor_checkout_id, payment_id, checkout_url, failure_reason, created_at, updated_at, expires_at, settled_at';
+  'processor_checkout_id, payment_id, checkout_url, failure_reason, created_at, updated_at, expires_at, settled_at, refunded_cents, dispute_state, cast(dispute_nanos as text) as dispute_nanos';
 
 function topUpRecord(r: Record<string, unknown>): TopUpRecord {
   const status = String(r.status);
@@ -59,6 +67,9 @@ function topUpRecord(r: Record<string, unknown>): TopUpRecord {
     updatedAt: date(r.updated_at),
     expiresAt: r.expires_at == null ? null : date(r.expires_at),
     settledAt: r.settled_at == null ? null : date(r.settled_at),
+    refundedCents: int(r.refunded_cents ?? 0),
+    disputeState: r.dispute_state === 'withdrawn' || r.dispute_state === 'reinstated' ? r.dispute_state : null,
+    disputeNanos: big(r.dispute_nanos ?? 0),
   };
 }
 
@@ -342,6 +353,26 @@ export async function releaseInFlight(db: Db, accountId: string, topUpId: string
     accountId,
     topUpId,
   ]);
+}
+
+/** Records what the processor reports of a paid top-up's payment going back (under the top-up's lock). */
+export async function recordReversal(
+  db: Db,
+  id: string,
+  fields: { refundedCents?: number; dispute?: { state: DisputeState; nanos: bigint } },
+  now: Date,
+): Promise<void> {
+  const sets: string[] = [];
+  const bindings: Binding[] = [];
+  if (fields.refundedCents !== undefined) {
+    sets.push('refunded_cents = ?');
+    bindings.push(fields.refundedCents);
+  }
+  if (fields.dispute) {
+    sets.push('dispute_state = ?', 'dispute_nanos = ?');
+    bindings.push(fields.dispute.state, fields.dispute.nanos);
+  }
+  await exec(db, `update top_ups set ${[...sets, 'updated_at = ?'].join(', ')} where id = ?`, [...bindings, now, id]);
 }
 
 export async function disableAutoTopup(db: Db, accountId: string, reason: string, now: Date): Promise<void> {

@@ -22,6 +22,12 @@ const TopUpSourceEnum = builder.enumType('TopUpSource', {
   values: ['checkout', 'auto'] as const,
 });
 
+const TopUpDisputeEnum = builder.enumType('TopUpDispute', {
+  description:
+    'withdrawn: the payment is disputed and its funds were taken back (the credits with them); reinstated: the dispute was won and the credits given back.',
+  values: ['withdrawn', 'reinstated'] as const,
+});
+
 export const TopUpRef = builder.objectRef<TopUpView>('TopUp').implement({
   description: 'A wallet top-up: the amount paid, and the bonus credited on top of it (larger top-ups earn a bonus; see Query.topUpQuote).',
   fields: (t) => ({
@@ -50,6 +56,12 @@ export const TopUpRef = builder.objectRef<TopUpView>('TopUp').implement({
       description: 'After this an unpaid checkout can no longer be paid.',
     }),
     settledAt: t.expose('settledAt', { type: 'DateTime', nullable: true, description: 'When it left open.' }),
+    refunded: t.field({
+      type: DecimalScalar,
+      description: 'Of what was paid, how much was refunded (the credits it bought, in that share, are taken back).',
+      resolve: (x) => x.refunded,
+    }),
+    dispute: t.field({ type: TopUpDisputeEnum, nullable: true, resolve: (x) => x.dispute }),
   }),
 });
 
