@@ -12,7 +12,7 @@ import {
   type TransactionView,
 } from '../ledger/ledger.js';
 import { formatDecimal, MAX_NANOS, WALLET_CURRENCY } from './money.js';
-import { periodBounds, periodOf } from './period.js';
+import { currentPeriod, periodBounds, periodOf } from './period.js';
 import { exec, type Queryable } from './sql.js';
 import type { WalletChange } from './wallet-events.js';
 import type { AllocationRow } from './wallet-store.js';
@@ -269,7 +269,7 @@ export abstract class AccountBilling extends Sweeper {
 
   private allocationView(r: AllocationRow): AllocationView {
     const tier = r.tier;
-    const period = periodOf(this.now());
+    const period = currentPeriod(r.period, this.now());
     const current = r.period === period;
     const used = current ? r.used : 0;
     const held = current ? r.held : 0;
@@ -298,7 +298,7 @@ export abstract class AccountBilling extends Sweeper {
   }
 
   private settingsView(accountId: string, w: WalletRow | null): SettingsView {
-    const period = periodOf(this.now());
+    const period = currentPeriod(w?.period, this.now());
     return {
       accountId,
       spendingLimit: {

@@ -72,7 +72,7 @@ export abstract class Admission extends Settlement {
    */
   private async admitUnlimited(req: MeterRequest, base: CallBase): Promise<MeterTicket | null> {
     const w = await this.wallets.read(this.db, base.accountId);
-    if (!w || w.period !== periodOf(this.now()) || this.feeDue(w) || this.tiers[w.tier].monthly_tokens !== null) return null;
+    if (!w || w.period < periodOf(this.now()) || this.feeDue(w) || this.tiers[w.tier].monthly_tokens !== null) return null;
     return this.ticket(unlimitedCall(base, w.period), req.requestedOutputTokens ?? req.maxOutputTokens);
   }
 
@@ -170,7 +170,9 @@ export abstract class Admission extends Settlement {
         ? { row: await this.wallets.read(this.db, accountId), cached: false }
         : await this.wallets.readForAdmission(accountId);
       fresh = true;
-      if (!read || read.period !== periodOf(now) || this.feeDue(read)) {
+      // A wallet in an earlier month is rolled on the locked path; one in a later month (moved
+      // there by a server whose clock is ahead) is current.
+      if (!read || read.period < periodOf(now) || this.feeDue(read)) {
         if (cached) continue;
         break;
       }

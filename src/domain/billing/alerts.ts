@@ -123,7 +123,7 @@ export abstract class BillingAlerts extends BillingCore {
   /** The tier's monthly tokens when what is left of them cannot cover `minimumTokens`, else null. */
   private allocationUsedUp(w: WalletRow, minimumTokens: number): number | null {
     const monthly = this.tiers[w.tier]?.monthly_tokens ?? null;
-    if (monthly === null || monthly <= 0 || w.allocationFullPeriod === w.period || w.period !== periodOf(this.now())) return null;
+    if (monthly === null || monthly <= 0 || w.allocationFullPeriod === w.period || w.period < periodOf(this.now())) return null;
     // Used, not held: tokens other calls hold now may come back when they settle.
     return monthly - w.periodUsed < minimumTokens ? monthly : null;
   }

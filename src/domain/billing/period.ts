@@ -5,6 +5,17 @@ export function periodOf(at: Date): string {
   return at.toISOString().slice(0, 7);
 }
 
+/**
+ * The period a wallet is in at `now`: the clock's, or the wallet's when that is later. Servers'
+ * clocks differ by a little: a wallet another server (its clock ahead) has moved into a new month
+ * stays there for a server whose clock has not reached it yet, never rolled back (which would
+ * zero the new month's counters, and the next server ahead would zero them again).
+ */
+export function currentPeriod(walletPeriod: string | null | undefined, now: Date): string {
+  const clock = periodOf(now);
+  return walletPeriod && walletPeriod > clock ? walletPeriod : clock;
+}
+
 /** 'YYYY-MM-DD' of the instant, in UTC. */
 export function dayOf(at: Date): string {
   return at.toISOString().slice(0, 10);

@@ -27,8 +27,10 @@ export abstract class WalletLifecycle extends BillingAlerts {
       w = await this.wallets.lock(trx, accountId);
       if (!w) throw new Error(`wallet of ${accountId} vanished`);
     }
+    // Rolled forward only: a wallet already in a later month (a server whose clock is ahead moved
+    // it) is in the current period here too.
     const period = periodOf(now);
-    if (w.period !== period) {
+    if (w.period < period) {
       await this.wallets.rollPeriod(trx, accountId, period, now);
       w = { ...w, period, periodUsed: 0, periodHeld: 0, periodSpent: 0n };
     }

@@ -270,8 +270,9 @@ export abstract class WalletStoreBase implements WalletStore {
   async rollPeriod(db: Db, accountId: string, period: string, now: Date): Promise<void> {
     await exec(
       db,
-      'update wallets set period = ?, period_used = 0, period_held = 0, period_spent = 0, updated_at = ? where account_id = ?',
-      [period, now, accountId],
+      // Never backwards: `period` later than the row's.
+      'update wallets set period = ?, period_used = 0, period_held = 0, period_spent = 0, updated_at = ? where account_id = ? and period < ?',
+      [period, now, accountId, period],
     );
   }
 
