@@ -12,7 +12,7 @@ import {
   type TransactionView,
 } from '../ledger/ledger.js';
 import { formatDecimal, MAX_NANOS, WALLET_CURRENCY } from './money.js';
-import { currentPeriod, periodBounds, periodOf } from './period.js';
+import { currentPeriod, periodBounds } from './period.js';
 import { exec, type Queryable } from './sql.js';
 import type { WalletChange } from './wallet-events.js';
 import type { AllocationRow } from './wallet-store.js';
