@@ -334,7 +334,6 @@ export abstract class AccountBilling extends Sweeper {
       const changed = w.spendingLimitEnabled !== input.enabled || w.spendingLimit !== limit || w.spendingLimitAction !== action;
       await this.wallets.setSpendingLimit(trx, accountId, { enabled: input.enabled, limit, action, rearm: changed }, now);
     });
-    this.forgetRefusals(accountId);
     await this.afterCommit(effects);
     return this.getSettings(accountId);
   }

@@ -3,10 +3,9 @@
 // locked transaction; on PostgreSQL first optimistically, an account's concurrent admissions
 // batched into one compare-and-set, then locked.
 import type { Tier, TierPolicy } from '../accounts/tiers.js';
-import { DomainError } from '../errors.js';
 import type { MeterRequest, MeterTicket } from '../inference/inference-service.js';
 import { newId } from '../ids.js';
-import { planHold } from './hold-plan.js';
+import { planHold, RefusalError } from './hold-plan.js';
 import type { Prices } from './money.js';
 import { periodBounds, periodOf } from './period.js';
 import type { Binding } from './sql.js';
@@ -56,9 +55,9 @@ export abstract class Admission extends Settlement {
       }
       return await this.admitLocked(req, base);
     } catch (err) {
-      if (err instanceof DomainError && err.code === 'spending_limit_reached') this.noteSpendingLimitRefusal(base.accountId);
-      else if (err instanceof DomainError && (err.code === 'monthly_allocation_exhausted' || err.code === 'insufficient_balance'))
-        this.noteAllocationRefusal(base.accountId, req.promptTokens + (model.category === 'chat' ? 1 : 0));
+      if (err instanceof RefusalError && err.code === 'spending_limit_reached') this.noteSpendingLimitRefusal(base.accountId, err.occasion);
+      else if (err instanceof RefusalError && (err.code === 'monthly_allocation_exhausted' || err.code === 'insufficient_balance'))
+        this.noteAllocationRefusal(base.accountId, req.promptTokens + (model.category === 'chat' ? 1 : 0), err.occasion);
       throw err;
     }
   }
@@ -134,7 +133,7 @@ export abstract class Admission extends Settlement {
         return { call: unlimitedCall(base, w.period), outputTokens: req.requestedOutputTokens ?? req.maxOutputTokens };
       }
       const plan = this.plan(req, w, { ...policy, monthly_tokens: policy.monthly_tokens }, base.prices);
-      if (!plan.ok) throw new DomainError(plan.code, plan.message);
+      if (!plan.ok) throw new RefusalError(plan, w);
       const call = heldCall(base, w.period, plan, policy.monthly_tokens);
       // The row is locked: the conditions cannot fail; they stay as the last line of defence.
       if (!(await this.wallets.hold(trx, { ...holdOf(call), monthlyTokens: policy.monthly_tokens }, now)))
@@ -196,7 +195,7 @@ export abstract class Admission extends Settlement {
         const plan = this.plan(req, w, { ...policy, monthly_tokens: monthly }, base.prices);
         if (!plan.ok) {
           refused = true;
-          outcomes.push({ ok: false, error: new DomainError(plan.code, plan.message) });
+          outcomes.push({ ok: false, error: new RefusalError(plan, w) });
           continue;
         }
         const call = heldCall(base, w.period, plan, monthly);

@@ -55,25 +55,22 @@ export abstract class BillingAlerts extends BillingCore {
   }
 
   /**
-   * The accounts whose refusal alert is written for a period (key: kind and account; value: the
-   * period): their next refusals are not looked at again, so a client retrying a 402 in a loop
-   * costs no read per call. Set when a look finds the alert written (by this call or before).
+   * The accounts whose refusal alert is written for an occasion (key: kind and account; value: the
+   * occasion, the wallet's period and spending-limit version, as RefusalError carries it): their
+   * next refusals on the same occasion are not looked at again, so a client retrying a 402 in a
+   * loop costs no read per call. Set when a look finds the alert written (by this call or before).
+   * A new month, or a limit set again through any server, is another occasion: the refusal's
+   * wallet row tells, so no server keeps skipping what another has re-armed.
    */
   private readonly refusalsAlerted = new Map<string, string>();
 
-  /** A new occasion (the spending limit set again): the next refusal is looked at. */
-  protected forgetRefusals(accountId: string): void {
-    this.refusalsAlerted.delete(`spending:${accountId}`);
-    this.refusalsAlerted.delete(`allocation:${accountId}`);
+  private alertedAlready(key: string, occasion: string): boolean {
+    return this.refusalsAlerted.get(key) === occasion;
   }
 
-  private alertedAlready(key: string): boolean {
-    return this.refusalsAlerted.get(key) === periodOf(this.now());
-  }
-
-  private rememberAlerted(key: string, period: string): void {
+  private rememberAlerted(key: string, w: WalletRow): void {
     if (this.refusalsAlerted.size >= 10_000) this.refusalsAlerted.clear();
-    this.refusalsAlerted.set(key, period);
+    this.refusalsAlerted.set(key, `${w.period}:${w.spendingLimitVersion}`);
   }
 
   /**
@@ -83,8 +80,8 @@ export abstract class BillingAlerts extends BillingCore {
    * calls start failing with 402 is told why. Runs beside the refusal, never delaying it; a read
    * first, so the refusals after the first cost no locked transaction.
    */
-  protected noteSpendingLimitRefusal(accountId: string): void {
-    if (this.alertedAlready(`spending:${accountId}`)) return;
+  protected noteSpendingLimitRefusal(accountId: string, occasion: string): void {
+    if (this.alertedAlready(`spending:${accountId}`, occasion)) return;
     void this.raiseSpendingLimitRefusal(accountId).catch((err) =>
       this.logger.error({ err, account: accountId }, 'raising the spending-limit alert of a refused call failed'),
     );
@@ -92,7 +89,7 @@ export abstract class BillingAlerts extends BillingCore {
 
   private async raiseSpendingLimitRefusal(accountId: string): Promise<void> {
     const read = await this.wallets.read(this.db, accountId);
-    if (read && read.spendingAlertPeriod === read.period) this.rememberAlerted(`spending:${accountId}`, read.period);
+    if (read && read.spendingAlertPeriod === read.period) this.rememberAlerted(`spending:${accountId}`, read);
     if (!read || read.spendingAlertPeriod === read.period) return;
     const now = this.now();
     await this.db.transaction(async (trx) => {
@@ -113,8 +110,8 @@ export abstract class BillingAlerts extends BillingCore {
    * refused only for the output it asked for is no sign the tokens are used up, and writes
    * nothing. Runs beside the refusal, never delaying it; a read first, as for the spending limit.
    */
-  protected noteAllocationRefusal(accountId: string, minimumTokens: number): void {
-    if (this.alertedAlready(`allocation:${accountId}`)) return;
+  protected noteAllocationRefusal(accountId: string, minimumTokens: number, occasion: string): void {
+    if (this.alertedAlready(`allocation:${accountId}`, occasion)) return;
     void this.raiseAllocationRefusal(accountId, minimumTokens).catch((err) =>
       this.logger.error({ err, account: accountId }, 'raising the allocation alert of a refused call failed'),
     );
@@ -130,7 +127,7 @@ export abstract class BillingAlerts extends BillingCore {
 
   private async raiseAllocationRefusal(accountId: string, minimumTokens: number): Promise<void> {
     const read = await this.wallets.read(this.db, accountId);
-    if (read && read.allocationFullPeriod === read.period) this.rememberAlerted(`allocation:${accountId}`, read.period);
+    if (read && read.allocationFullPeriod === read.period) this.rememberAlerted(`allocation:${accountId}`, read);
     if (!read || this.allocationUsedUp(read, minimumTokens) === null) return;
     const now = this.now();
     await this.db.transaction(async (trx) => {

@@ -2,9 +2,23 @@
 // how much of a call's worst case the allocation and the wallet hold, whether it fits, why not,
 // and how the real usage is split between them afterwards.
 import type { ModelConfig } from '../catalog/model.js';
+import { DomainError } from '../errors.js';
 import { affordableCompletionTokens, costNanos, formatDecimal, parseDecimal, WALLET_CURRENCY, type Prices } from './money.js';
 
 export type RefusalCode = 'monthly_allocation_exhausted' | 'insufficient_balance' | 'spending_limit_reached';
+
+/**
+ * A call refused by its plan, with the occasion of the wallet it was planned on: its period and
+ * its spending limit's version. A refusal's alert is looked at once per occasion, in every
+ * server: a limit set again through another server is a new occasion here too.
+ */
+export class RefusalError extends DomainError {
+  readonly occasion: string;
+  constructor(plan: { code: RefusalCode; message: string }, w: { period: string; spendingLimitVersion: number }) {
+    super(plan.code, plan.message);
+    this.occasion = `${w.period}:${w.spendingLimitVersion}`;
+  }
+}
 
 export interface HoldInput {
   promptTokens: number;

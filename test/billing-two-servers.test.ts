@@ -1,12 +1,14 @@
-// Two servers on one database whose clocks differ by a minute across a month's end: the wallet is
+// Two servers on one database. Whose clocks differ by a minute across a month's end: the wallet is
 // moved into the new month by the server ahead and never rolled back by the one behind (which
 // zeroed the new month's counters, and the next call on the server ahead zeroed them again:
-// allocation given away, a block spending limit passed, held tokens gone negative). On SQLite and
-// (with TEST_DATABASE_URL) PostgreSQL.
+// allocation given away, a block spending limit passed, held tokens gone negative). And a
+// spending limit set again through one server re-arms its alert for the refusals the other
+// serves. On SQLite and (with TEST_DATABASE_URL) PostgreSQL.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { BACKENDS, createTestDatabase, type TestDatabase } from './support/databases.js';
 import { catalogYaml, clockFrom, startTestServer, type TestServer } from './support/harness.js';
 import { client, seed } from './support/seed.js';
+import { until } from './support/wait.js';
 
 const TIERS = `
 tiers:
@@ -82,5 +84,47 @@ describe.each(BACKENDS)('servers whose clocks differ across a month end, on %s',
     expect((await chat(ahead)).status).toBe(402);
     const w = (await billing.wallets.read(billing.db, a.id))!;
     expect([w.period, w.periodSpent]).toEqual(['2031-06', 32_000n]);
+  });
+});
+
+describe.each(BACKENDS)('a spending limit set through one server, calls served by another, on %s', (backend) => {
+  let db: TestDatabase;
+  let dashboard: TestServer;
+  let api: TestServer;
+
+  beforeAll(async () => {
+    db = await createTestDatabase(backend);
+    const now = clockFrom('2031-05-14T12:00:00.000Z');
+    dashboard = await startTestServer({ databaseUrl: db.url, yaml: (u) => catalogYaml(u, TIERS), now });
+    api = await startTestServer({ databaseUrl: db.url, yaml: (u) => catalogYaml(u, TIERS), now });
+  });
+  afterAll(async () => {
+    await api?.close();
+    await dashboard?.close();
+    await db?.drop();
+  });
+  afterEach(async () => {
+    expect(await api.services.billing.verifyLedger()).toEqual([]);
+  });
+
+  it("writes the new limit's alert at its first refusal on the other server", async () => {
+    // No allocation: 16,000 nanos a call from the wallet.
+    const a = await seed(dashboard).account({ tier: 'startup' }).wallet('1.00');
+    const call = () => client(api, a.apiKey).chat('hello #tokens=5', { max_tokens: 5 });
+    const alerts = async () =>
+      (await api.services.billing.listNotifications(a.id)).filter((n) => n.kind === 'spending_limit').map((n) => n.payload.limit);
+    const setLimit = (limit: bigint) =>
+      dashboard.services.billing.updateSpendingLimit(a.id, { enabled: true, monthlyLimit: limit, action: 'block' });
+
+    await setLimit(10_000n);
+    for (let i = 0; i < 3; i++) expect((await call()).status).toBe(402);
+    expect(await until(async () => (await alerts()).length === 1 && alerts())).toEqual(['0.00001']);
+    // The limit raised, but still below a call: the next refusal (on the api server, which
+    // remembered the first alert) is the new limit's occasion.
+    await setLimit(12_000n);
+    for (let i = 0; i < 3; i++) expect((await call()).status).toBe(402);
+    expect(await until(async () => (await alerts()).length === 2 && alerts())).toEqual(['0.00001', '0.000012']);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(await alerts()).toHaveLength(2);
   });
 });
