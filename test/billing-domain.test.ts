@@ -372,6 +372,39 @@ describe.each(BACKENDS)('BillingService on %s', (backend) => {
     expect((await skewed.getWallet(id)).balance).toBe(usd('1') - 2n * 30_000n);
   });
 
+  it('never releases the holds of a server that starts while a long release runs', async () => {
+    clock = new Date('2026-06-06T10:00:00Z');
+    const knex = getKnex(orm);
+    const id = await newAccount('startup');
+    const LONG_HOLDS = { ...SETTINGS, hold_expiry_seconds: 900 };
+    const gone = billingService(LONG_HOLDS);
+    await gone.start();
+    await gone.creditWallet({ accountId: id, amount: usd('100'), type: 'bonus', description: 'start' });
+    // More than one batch of the release (500) left behind by a server that is gone.
+    for (let i = 0; i < 501; i++) await gone.admit(meter(id, 1, 1));
+    await knex('billing_instances')
+      .where({ id: gone.instanceId })
+      .update({ pid: 2 ** 22 + 23_456 });
+    const sweeper = billingService(LONG_HOLDS);
+    // A server starts, and takes a call, while the first batch is being released.
+    let late: { call: Awaited<ReturnType<BillingService['admit']>> } | undefined;
+    const release = (sweeper as unknown as { releaseHold: (...a: unknown[]) => Promise<boolean> }).releaseHold.bind(sweeper);
+    (sweeper as unknown as { releaseHold: (...a: unknown[]) => Promise<boolean> }).releaseHold = async (...a: unknown[]) => {
+      if (!late) {
+        const starting = billingService(LONG_HOLDS);
+        await starting.start();
+        late = { call: await starting.admit(meter(id, 10, 10)) };
+      }
+      return release(...a);
+    };
+    // (The starting server releases the gone server's holds too, at its own start.)
+    await sweeper.releaseStaleHolds();
+    expect(late).toBeDefined();
+    expect(await sweeper.countOpenHolds(id)).toBe(1);
+    await late!.call.settle({ promptTokens: 10, completionTokens: 10, totalTokens: 20 }, 'completed');
+    expect((await sweeper.getWallet(id)).balance).toBe(usd('100') - 30_000n);
+  });
+
   it('refuses a credit to an unknown account, a zero amount or an empty description', async () => {
     clock = new Date('2026-06-04T10:00:00Z');
     const billing = billingService();

@@ -25,12 +25,24 @@ export async function insertHold(db: Db, row: Binding[]): Promise<void> {
 }
 
 /** Up to `limit` holds past their expiry or owned by a server not in `live`. */
-export async function findStaleHolds(db: Db, now: Date, live: readonly string[], limit: number): Promise<StaleHold[]> {
+/**
+ * Holds to release: past their expiry, or owned by a server taken for gone (`dead`), or by one with
+ * no row in billing_instances at all (forgotten). Never `self`'s otherwise, nor those of a server
+ * registered after the caller listed the servers: its row is read by this statement, not from a
+ * list taken before (a server starting during a long release would have lost its first holds).
+ */
+export async function findStaleHolds(
+  db: Db,
+  now: Date,
+  servers: { dead: readonly string[]; self: string },
+  limit: number,
+): Promise<StaleHold[]> {
+  const dead = servers.dead.length > 0 ? `owner in (${servers.dead.map(() => '?').join(', ')}) or ` : '';
   const found = await rows<Record<string, unknown>>(
     db,
     `select id, account_id, key_id, end_user, request_id, model, period, cast(allocation_tokens as text) as allocation_tokens, cast(wallet_nanos as text) as wallet_nanos
-       from holds where expires_at < ? or owner not in (${live.map(() => '?').join(', ')}) limit ${Number(limit)}`,
-    [now, ...live],
+       from holds where expires_at < ? or (owner <> ? and (${dead}owner not in (select id from billing_instances))) limit ${Number(limit)}`,
+    [now, servers.self, ...servers.dead],
   );
   return found.map((h) => ({
     id: String(h.id),

@@ -78,10 +78,10 @@ export abstract class Sweeper extends Admission {
     );
     const live = instances.filter((i) => !dead.includes(i)).map((i) => i.id);
     this.heartbeats.keepOnly(live);
-    if (!live.includes(this.instanceId)) live.push(this.instanceId);
+    const servers = { dead: dead.map((d) => d.id), self: this.instanceId };
     let released = 0;
     for (;;) {
-      const stale = await findStaleHolds(this.db, now, live, 500);
+      const stale = await findStaleHolds(this.db, now, servers, 500);
       for (const h of stale) {
         if (await this.releaseHold(h, now)) released++;
       }
