@@ -849,6 +849,46 @@ ${chatModel('chat-q', `base_url: "${url}", timeout_ms: 5000`)}${chatModel(
       s.upstream.setFault(null);
     });
 
+    it.each([
+      [
+        'vLLM refusing a JSON schema',
+        refusal(400, {
+          object: 'error',
+          message: 'The provided JSON schema contains features not supported by xgrammar.',
+          type: 'BadRequestError',
+          code: 400,
+        }),
+        'The provided JSON schema contains features not supported by xgrammar.',
+      ],
+      [
+        'a FastAPI validation list (422)',
+        refusal(422, { detail: [{ loc: ['body', 'top_k'], msg: 'Input should be a valid integer' }] }),
+        'Input should be a valid integer',
+      ],
+      ['llama.cpp error as a string', refusal(400, { error: 'grammar\nparse   failed' }), 'grammar parse failed'],
+      ['an HTML page', { status: 400, body: '<html><body>Bad Request</body></html>' }, null],
+    ])(
+      "chat: the upstream's own 400 or 422 (%s) is 400 upstream_rejected_request with its reason, streamed or not, not retried, billed nothing",
+      async (_name, fault, reason) => {
+        const { id, c } = await account();
+        s.upstream.setFault(fault);
+        const before = s.upstream.requests.length;
+        for (const r of [await chat(c, 'hi'), await stream(c, 'hi')]) {
+          expect(r.status).toBe(400);
+          expect(r.body.error).toMatchObject({ code: 'upstream_rejected_request', type: 'invalid_request_error' });
+          const status = fault.status;
+          expect(r.body.error.message).toBe(
+            `The model's upstream server refused the request (HTTP ${status})${reason ? `: ${reason}` : '.'} Change the request; sending it again as it is will be refused again.`,
+          );
+        }
+        // One upstream request per call: neither failed over nor retried.
+        expect(s.upstream.requests.length - before).toBe(2);
+        const events = await s.services.billing.listUsageEvents(id);
+        expect(events.every((e) => e.promptTokens === 0 && e.walletNanos === 0n)).toBe(true);
+        s.upstream.setFault(null);
+      },
+    );
+
     it('any other 4xx (Ollama 404 model not found) stays 502, and the upstream text stays in the logs', async () => {
       const { c } = await account();
       s.upstream.setFault(refusal(404, { error: { message: 'model "llama9" not found, try pulling it first', type: 'api_error' } }));

@@ -16,6 +16,12 @@ export const ERROR_CODES = {
   empty_query: { status: 400, type: 'invalid_request_error' },
   too_many_stop_sequences: { status: 400, type: 'invalid_request_error' },
   context_length_exceeded: { status: 400, type: 'invalid_request_error' },
+  /**
+   * The model's upstream server refused the request as invalid (its 400 or 422: a JSON schema its
+   * structured-output engine does not support, a value out of its range). Not retried: the same
+   * request would be refused again.
+   */
+  upstream_rejected_request: { status: 400, type: 'invalid_request_error' },
   /** A chat model's content filter flagged the messages (src/domain/inference/content-filter.ts). */
   content_filter: { status: 400, type: 'invalid_request_error' },
   // Top-ups (payments): the amount rules, a card needed for automatic top-ups, webhook signatures.

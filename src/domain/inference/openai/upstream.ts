@@ -247,6 +247,8 @@ export const msg = {
   overloaded: "The model's upstream servers are busy; retry after the time given in Retry-After.",
   ejected: "The model's upstream servers are failing and are being given time to recover; retry after the time given in Retry-After.",
   status: (status: number) => `The model's upstream server failed to answer (HTTP ${status}).`,
+  rejected: (status: number, reason: string | null) =>
+    `The model's upstream server refused the request (HTTP ${status})${reason ? `: ${reason}` : '.'} Change the request; sending it again as it is will be refused again.`,
   contextLength: "The request exceeds the model's context length.",
   inputTooLong: 'An input is longer than the model takes: its upstream server refused it as too long. Send a shorter input.',
   refusedTooLarge:
@@ -380,8 +382,9 @@ function inputParam(op: string): string {
  * 413 or 422 saying so: CONTEXT_LENGTH_RE; llama.cpp's 500 TOO_LARGE_TO_PROCESS_RE) is, for a chat,
  * 400 context_length_exceeded and, for embeddings, rerank and moderation, 400 input_too_long (the
  * code tollgate's own count gives); any other 413 (TEI's batch over its limit) 413
- * request_too_large; other 4xx are the upstream's failure (502), since tollgate checked the
- * request before forwarding it.
+ * request_too_large; any other 400 or 422 400 upstream_rejected_request with the upstream's reason
+ * (the request is valid to tollgate, not to the model's server: not retried, not failed over);
+ * other 4xx (401, 403, 404) the upstream's failure (502), its set-up being the operator's.
  */
 export function statusError(
   status: number,
@@ -403,7 +406,40 @@ export function statusError(
   }
   if (status >= 500) return new Retryable(new DomainError('upstream_error', msg.status(status)), false);
   if (status === 413) return new DomainError('request_too_large', msg.refusedTooLarge, { param: inputParam(op) });
+  // The upstream found the request itself invalid (vLLM's 400 for a JSON schema its grammar
+  // engine cannot take, a value out of its range): the client's to change, with the upstream's
+  // reason. A 502 here had the SDKs retry it (the openai SDK 3 times, LangChain 7 over 110 s).
+  if (status === 400 || status === 422) return new DomainError('upstream_rejected_request', msg.rejected(status, upstreamReason(detail)));
+  // 401, 403, 404 (Ollama's model not pulled)…: how the upstream is set up, the operator's to fix.
   return new DomainError('upstream_error', msg.status(status));
+}
+
+/** The longest part of an upstream's reason passed on to the client. */
+const REASON_CHARS = 300;
+
+/**
+ * The reason in an upstream's error body, on one line and cut to REASON_CHARS: OpenAI's and
+ * vLLM's `error.message`, `message`, FastAPI's `detail` (a string, or a list of `{msg}`), `error`
+ * as a string (llama.cpp, Ollama), or a short plain-text body; null when there is none.
+ */
+export function upstreamReason(detail: string): string | null {
+  let text: unknown = null;
+  try {
+    const body = JSON.parse(detail) as Record<string, unknown>;
+    const error = body?.error;
+    const detailField = body?.detail;
+    text =
+      (error && typeof error === 'object' ? (error as Record<string, unknown>).message : error) ??
+      body?.message ??
+      (Array.isArray(detailField) ? (detailField[0] as Record<string, unknown> | undefined)?.msg : detailField);
+  } catch {
+    // Not JSON: a short text body is its own reason; an HTML error page is not.
+    text = detail.trimStart().startsWith('<') ? null : detail;
+  }
+  if (typeof text !== 'string') return null;
+  const line = text.replace(/\s+/g, ' ').trim();
+  if (!line) return null;
+  return line.length > REASON_CHARS ? `${line.slice(0, REASON_CHARS - 1)}…` : line;
 }
 
 /** An answer read whole by requestWhole. */
