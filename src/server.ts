@@ -282,20 +282,39 @@ export function createApp(services: Services) {
   app.get('/readyz', async (_req, res) => {
     // Ready once listening and every eager in-process model has loaded (or failed to, which is
     // logged), while the database answers (without it every metered or wallet call fails).
+    // The rate limiter's store (Redis) out of reach: with rate_limits.fail_closed every metered
+    // call is refused, so the instance is not ready; fail-open it serves without limits, which
+    // the body says (a load balancer checking the status keeps it, an operator sees why).
+    const limiter = services.rateLimiter?.health() ?? null;
+    const limiterRefuses = limiter !== null && !limiter.reachable && limiter.failClosed;
     const database = state.ready && !state.shuttingDown ? await databaseAnswers(services) : true;
-    const ready = state.ready && !state.shuttingDown && services.engines.ready && database;
+    const ready = state.ready && !state.shuttingDown && services.engines.ready && database && !limiterRefuses;
     const status = ready
       ? 'ready'
       : state.shuttingDown
         ? 'shutting_down'
         : !database
           ? 'database_unavailable'
-          : services.engines.ready
-            ? 'starting'
-            : 'loading_models';
+          : limiterRefuses
+            ? 'rate_limiter_unavailable'
+            : services.engines.ready
+              ? 'starting'
+              : 'loading_models';
+    const rateLimits =
+      limiter === null
+        ? { backend: 'none' }
+        : {
+            backend: limiter.backend,
+            reachable: limiter.reachable,
+            ...(limiter.reachable
+              ? {}
+              : { calls: limiter.failClosed ? 'refused (fail_closed)' : 'served without rate limits (fail-open)' }),
+          };
     // The upstreams' circuit breakers are shown, not judged: an ejected base URL is the upstream's trouble, not this instance's.
     // In-process models: where each runs (backend cpu, cuda or vulkan; layers on the GPU), once loaded.
-    res.status(ready ? 200 : 503).json({ status, upstreams: services.engines.upstreamHealth(), models: services.engines.placements() });
+    res
+      .status(ready ? 200 : 503)
+      .json({ status, rate_limits: rateLimits, upstreams: services.engines.upstreamHealth(), models: services.engines.placements() });
   });
 
   app.use('/graphql', apiCors);

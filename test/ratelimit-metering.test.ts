@@ -95,6 +95,7 @@ function unreachableStore(): RateLimitStore {
       throw new Error('connect ECONNREFUSED');
     },
     recentHits: async () => 0,
+    reachable: () => false,
     close: async () => {},
   };
 }

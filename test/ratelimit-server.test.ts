@@ -317,6 +317,11 @@ describe.skipIf(missing('the redis-server program (Debian: apt-get install redis
       const before = await post(s.v1, '/embeddings', open.apiKey, { model: 'embed-test', input: 'hello' });
       expect(before.status).toBe(200);
       expect(limitsOf(before.headers)['remaining-rpm']).toBe(99);
+      const ready = async (server: TestServer) => {
+        const r = await fetch(`${server.url}/readyz`);
+        return { status: r.status, body: (await r.json()) as { status: string; rate_limits: unknown } };
+      };
+      expect(await ready(s)).toMatchObject({ status: 200, body: { status: 'ready', rate_limits: { backend: 'redis', reachable: true } } });
       expect((await post(closed.v1, '/embeddings', strict.apiKey, { model: 'embed-test', input: 'hello' })).status).toBe(200);
 
       redis.kill('SIGKILL');
@@ -334,6 +339,23 @@ describe.skipIf(missing('the redis-server program (Debian: apt-get install redis
       expect(refused.status).toBe(503);
       expect(refused.body.error.code).toBe('rate_limiter_unavailable');
       expect(refused.headers.get('retry-after')).toBe('1');
+
+      // /readyz says so: fail-open still ready (the body tells why calls go unlimited); fail_closed
+      // not ready, since it refuses every metered call.
+      expect(await ready(s)).toEqual({
+        status: 200,
+        body: expect.objectContaining({
+          status: 'ready',
+          rate_limits: { backend: 'redis', reachable: false, calls: 'served without rate limits (fail-open)' },
+        }),
+      });
+      expect(await ready(closed)).toEqual({
+        status: 503,
+        body: expect.objectContaining({
+          status: 'rate_limiter_unavailable',
+          rate_limits: { backend: 'redis', reachable: false, calls: 'refused (fail_closed)' },
+        }),
+      });
     });
   },
 );

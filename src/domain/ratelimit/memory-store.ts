@@ -203,6 +203,10 @@ export class MemoryRateLimitStore implements RateLimitStore {
     for (const [key, w] of this.windows) if (w.expiresAtMs <= nowMs) this.windows.delete(key);
   }
 
+  reachable(): boolean {
+    return true;
+  }
+
   async close(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.windows.clear();

@@ -184,6 +184,14 @@ export class RateLimiter {
     return this.store.close();
   }
 
+  /**
+   * How the limiter stands, for /readyz: its store, whether that can be asked now, and what calls
+   * get while it cannot (fail-open: served without limits; fail_closed: refused with 503).
+   */
+  health(): { backend: 'memory' | 'redis'; reachable: boolean; failClosed: boolean } {
+    return { backend: this.store.name, reachable: this.store.reachable(), failClosed: this.failClosed };
+  }
+
   /** Reports a correction the store could not make (at once, or deferred and given up on). */
   backgroundError(err: unknown): void {
     this.stats.storeErrors++;

@@ -514,6 +514,10 @@ export class RedisRateLimitStore implements RateLimitStore {
     return Number(await this.scripted.tollgateHits(this.keys(key).hits, this.clock()));
   }
 
+  reachable(): boolean {
+    return this.client.status === 'ready';
+  }
+
   async close(): Promise<void> {
     await this.flush();
     if (this.client.status === 'ready') {

@@ -88,6 +88,8 @@ export interface RateLimitStore {
   correct(ref: AdmissionRef, limits: RateLimits, deltaTokens: number): LimiterState | null | Promise<LimiterState | null>;
   /** 429s of the key in the last HITS_WINDOW_SECONDS. */
   recentHits(key: string): Promise<number>;
+  /** Whether the store can be asked now (Redis: connected); memory: always. For /readyz. */
+  reachable(): boolean;
   close(): Promise<void>;
 }
 
