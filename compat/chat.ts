@@ -104,6 +104,7 @@ export const body = z
     seed: z.number().int().nullish(),
     logprobs: z.boolean().nullish(),
     top_logprobs: optionalInt,
+    reasoning_effort: z.string().nullish(),
     functions: z.array(z.unknown()).nullish(),
     function_call: z.unknown().optional(),
   })
@@ -120,7 +121,6 @@ const UNSERVED: readonly [param: string, asksForNothing: (v: unknown) => boolean
   ['modalities', (v) => Array.isArray(v) && v.every((m) => m === 'text'), 'answers are text only'],
   ['audio', () => false, 'answers are text only'],
   ['web_search_options', () => false, 'this server does not search the web'],
-  ['reasoning_effort', () => false, "this server's models do not take a reasoning effort"],
   // The deprecated forerunners of tools and tool_choice, pointing at their successors.
   ['functions', (v) => Array.isArray(v) && v.length === 0, "it is deprecated; send 'tools' instead"],
   ['function_call', (v) => v === 'none', "it is deprecated; send 'tool_choice' instead"],
@@ -198,6 +198,7 @@ function toInput(b: Body): ChatCompletionInput {
     seed: b.seed ?? null,
     n: b.n ?? null,
     logprobs: b.logprobs ?? null,
+    reasoningEffort: b.reasoning_effort ?? null,
     topLogprobs: b.top_logprobs ?? null,
   };
 }

@@ -344,6 +344,17 @@ describe('through the server', () => {
     expect(forced.status).toBe(200);
   });
 
+  it('refuses reasoning_effort, which an in-process model takes no account of, naming the model', async () => {
+    const r = await post({ reasoning_effort: 'low' });
+    expect(r.status).toBe(400);
+    expect((await r.json()).error).toMatchObject({
+      code: 'unsupported_parameter',
+      param: 'reasoning_effort',
+      message:
+        "'reasoning_effort' is not supported by the model 'tiny-tools': its engine (llama.cpp, in-process) takes no reasoning effort.",
+    });
+  });
+
   it('/v1: a schema no grammar holds is a 400 naming the keyword, and the call is not charged', async () => {
     const balance = async () =>
       (await (await fetch(`${s.v1}/wallet/balance`, { headers: { authorization: `Bearer ${key}` } })).json()).balance;

@@ -184,7 +184,6 @@ describe('chat request rules', () => {
       ['modalities', ['text', 'audio']],
       ['audio', { voice: 'alloy', format: 'wav' }],
       ['web_search_options', {}],
-      ['reasoning_effort', 'low'],
     ] as const) {
       const before = s.upstream.requests.length;
       const r = await bad({ [param]: value }, 'unsupported_parameter', param);
@@ -197,6 +196,23 @@ describe('chat request rules', () => {
     expect(r.status).toBe(200);
     const sent = s.upstream.requests.at(-1)!.body as Record<string, unknown>;
     expect(sent.seed).toBe(7);
+  });
+  it("forwards reasoning_effort to a forwarded model's upstream (reasoning models: vLLM, Ollama), and refuses a value OpenAI does not take", async () => {
+    const r = await post('/chat/completions', chat({ reasoning_effort: 'low' }));
+    expect(r.status).toBe(200);
+    expect((s.upstream.requests.at(-1)!.body as Record<string, unknown>).reasoning_effort).toBe('low');
+    const before = s.upstream.requests.length;
+    const wrong = await bad({ reasoning_effort: 'maximum' }, 'invalid_value', 'reasoning_effort');
+    expect(wrong.body.error.message).toBe("'reasoning_effort' must be one of none, minimal, low, medium, high, xhigh; got 'maximum'.");
+    expect(s.upstream.requests.length).toBe(before);
+    // GraphQL's chat takes it too, through the same rules.
+    const g = await s.graphql(
+      'mutation($i: ChatCompletionInput!) { createChatCompletion(input: $i) { id } }',
+      { i: { model: 'chat-test', messages: [{ role: 'user', content: 'hi' }], reasoningEffort: 'high' } },
+      key,
+    );
+    expect(g.body.errors).toBeUndefined();
+    expect((s.upstream.requests.at(-1)!.body as Record<string, unknown>).reasoning_effort).toBe('high');
   });
   it('accepts the boundaries of every range', async () => {
     const r = await post(

@@ -20,6 +20,8 @@ export type ChatCompletionInput = {
   parallelToolCalls?: boolean | null | undefined;
   /** -2 to 2; default 0. */
   presencePenalty?: number | null | undefined;
+  /** A reasoning model's effort: none, minimal, low, medium, high or xhigh, passed to its upstream server (vLLM, Ollama, an OpenAI-compatible API), which decides what it means for its model; refused by in-process (llama.cpp) models. */
+  reasoningEffort?: string | null | undefined;
   responseFormat?: ResponseFormatInput | null | undefined;
   /** The same seed and settings give the same answer (best effort upstream). */
   seed?: number | null | undefined;

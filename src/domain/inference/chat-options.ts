@@ -197,8 +197,11 @@ function responseFormatOf(input: ChatInput['responseFormat']): ResponseFormat | 
 
 export type ChatOptions = Pick<
   EngineChatRequest,
-  'tools' | 'toolChoice' | 'parallelToolCalls' | 'responseFormat' | 'seed' | 'n' | 'logprobs' | 'topLogprobs'
+  'tools' | 'toolChoice' | 'parallelToolCalls' | 'responseFormat' | 'seed' | 'n' | 'logprobs' | 'topLogprobs' | 'reasoningEffort'
 >;
+
+/** OpenAI's values of `reasoning_effort`; the upstream decides what its model makes of each. */
+export const REASONING_EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh'] as const;
 
 /** The request's tools, output format, seed, choices and log-probabilities, checked. */
 export function chatOptions(input: ChatInput, model: ChatModelConfig, maxChoices: number): ChatOptions {
@@ -239,6 +242,14 @@ export function chatOptions(input: ChatInput, model: ChatModelConfig, maxChoices
     // 0 alternatives asks for nothing, with log-probabilities or without.
     if (!out.logprobs && input.topLogprobs > 0) throw invalid('top_logprobs', "'top_logprobs' needs 'logprobs': true.");
     if (out.logprobs) out.topLogprobs = input.topLogprobs;
+  }
+  if (input.reasoningEffort !== null && input.reasoningEffort !== undefined) {
+    if (!(REASONING_EFFORTS as readonly string[]).includes(input.reasoningEffort))
+      throw invalid(
+        'reasoning_effort',
+        `'reasoning_effort' must be one of ${REASONING_EFFORTS.join(', ')}; got '${String(input.reasoningEffort).slice(0, 40)}'.`,
+      );
+    out.reasoningEffort = input.reasoningEffort;
   }
   return out;
 }

@@ -72,6 +72,8 @@ export interface EngineChatRequest {
   /** Return each output token's log-probability, with `topLogprobs` alternatives (0 to 20). */
   logprobs?: boolean;
   topLogprobs?: number;
+  /** A reasoning model's effort (REASONING_EFFORTS), passed to an upstream as `reasoning_effort`. */
+  reasoningEffort?: string;
 }
 
 /** What a model's content filter said of its answer (./content-filter.ts): the categories that fired. */

@@ -72,6 +72,8 @@ export interface ChatInput {
   n?: number | null;
   logprobs?: boolean | null;
   topLogprobs?: number | null;
+  /** How hard a reasoning model thinks: none, minimal, low, medium, high or xhigh (passed to the upstream). */
+  reasoningEffort?: string | null;
 }
 
 /** A streamed piece of a tool call: id, type and name come with its first piece (OpenAI's shape). */

@@ -51,6 +51,11 @@ export const ChatCompletionInput = builder.inputType('ChatCompletionInput', {
     n: t.int({ required: false, description: 'Choices to generate; default 1, at most the server’s chat.max_choices (4 unless set).' }),
     logprobs: t.boolean({ required: false, description: "Return each output token's log-probability." }),
     topLogprobs: t.int({ required: false, description: '0 to 20 most likely alternatives per token; needs logprobs.' }),
+    reasoningEffort: t.string({
+      required: false,
+      description:
+        "A reasoning model's effort: none, minimal, low, medium, high or xhigh, passed to its upstream server (vLLM, Ollama, an OpenAI-compatible API), which decides what it means for its model; refused by in-process (llama.cpp) models.",
+    }),
   }),
 });
 

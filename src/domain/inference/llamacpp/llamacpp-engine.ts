@@ -413,6 +413,8 @@ export class LlamaCppEngine implements Engine {
    * (tool_choice auto) a response format would silently take the choice away, so the pair is refused.
    */
   unsupported(req: EngineChatRequest): { param: string; reason: string } | undefined {
+    if (req.reasoningEffort !== undefined)
+      return { param: 'reasoning_effort', reason: 'its engine (llama.cpp, in-process) takes no reasoning effort' };
     const forced = req.toolChoice === 'required' || typeof req.toolChoice === 'object';
     if (req.responseFormat && usesTools(req) && !forced) {
       return {

@@ -31,6 +31,7 @@ export function chatPayload(model: string, req: EngineChatRequest, stream: boole
   if (req.presencePenalty !== undefined) p.presence_penalty = req.presencePenalty;
   if (req.frequencyPenalty !== undefined) p.frequency_penalty = req.frequencyPenalty;
   if (req.user !== undefined) p.user = req.user;
+  if (req.reasoningEffort !== undefined) p.reasoning_effort = req.reasoningEffort;
   if (req.tools?.length) {
     p.tools = req.tools;
     if (req.toolChoice !== undefined) p.tool_choice = req.toolChoice;
