@@ -237,7 +237,7 @@ describe('embeddings, rerank and moderation rules', () => {
       'too_many_inputs',
     );
     expect(r.body.error.message).toMatch(
-      /at most 100 strings; got 101\. Send them in requests of at most 100 \(LangChain.*batchSize: 100\)/,
+      /at most 100 strings; got 101\. Send them in requests of at most 100 \(LangChain.*batchSize: 100; the AI SDK's embedMany, which sends up to 2,048: call it on slices of 100\)/,
     );
   });
   it("refuses an embedding input over the model's token limit", () =>

@@ -667,7 +667,7 @@ export class InferenceService {
       // the message says what to set.
       throw new DomainError(
         'too_many_inputs',
-        `'input' takes at most ${LIMITS.maxEmbeddingInputs} strings; got ${input.input.length}. Send them in requests of at most ${LIMITS.maxEmbeddingInputs} (LangChain's OpenAIEmbeddings: batchSize: ${LIMITS.maxEmbeddingInputs}).`,
+        `'input' takes at most ${LIMITS.maxEmbeddingInputs} strings; got ${input.input.length}. Send them in requests of at most ${LIMITS.maxEmbeddingInputs} (LangChain's OpenAIEmbeddings: batchSize: ${LIMITS.maxEmbeddingInputs}; the AI SDK's embedMany, which sends up to 2,048: call it on slices of ${LIMITS.maxEmbeddingInputs}).`,
         { param: 'input' },
       );
     }
