@@ -256,6 +256,12 @@ const meteredErrors = {
 
 const bearer = [{ apiKey: [] }];
 
+/**
+ * The page of GET /v1/wallet/transactions: the ledger's TRANSACTION_PAGE (src/domain/ledger), which
+ * compat, a door, may not import; test/openapi.test.ts holds the two together and checks the server.
+ */
+const TRANSACTION_PAGE = { defaultLimit: 100, maxLimit: 1000 } as const;
+
 export function buildOpenApiDocument(serverUrl: string) {
   const registry = new OpenAPIRegistry();
   registry.registerComponent('securitySchemes', 'apiKey', {
@@ -332,7 +338,12 @@ export function buildOpenApiDocument(serverUrl: string) {
     security: bearer,
     request: {
       query: z.object({
-        limit: z.string().optional().describe('1 to 100 (default 20)'),
+        limit: z
+          .int()
+          .min(1)
+          .max(TRANSACTION_PAGE.maxLimit)
+          .default(TRANSACTION_PAGE.defaultLimit)
+          .describe(`Transactions per page: 1 to ${TRANSACTION_PAGE.maxLimit} (default ${TRANSACTION_PAGE.defaultLimit}).`),
         after: z.string().optional().describe('a transaction id: the page after it'),
         order: z.enum(['asc', 'desc']).optional(),
         type: z.enum(['topup', 'usage', 'refund', 'subscription', 'bonus']).optional(),

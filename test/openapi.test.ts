@@ -6,8 +6,10 @@ import { createRequire } from 'node:module';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { V1_ENDPOINTS } from '../compat/router.js';
+import { TRANSACTION_PAGE } from '../src/domain/ledger/ledger.js';
 import { contractChecked } from './support/openapi-contract.js';
 import { startTestServer, type TestServer } from './support/harness.js';
+import { credit } from './support/seed.js';
 
 const require = createRequire(import.meta.url);
 let s: TestServer;
@@ -79,6 +81,27 @@ describe('the OpenAPI document', () => {
     expect(validate(good)).toBe(true);
     const { id: _id, ...broken } = good;
     expect(validate(broken)).toBe(false);
+  });
+});
+
+describe('what the document declares, against what the server sends', () => {
+  it('gives the page size of /v1/wallet/transactions the server takes', async () => {
+    const doc = await (await fetch(`${s.url}/openapi.json`)).json();
+    const limit = doc.paths['/v1/wallet/transactions'].get.parameters.find((p: { name: string }) => p.name === 'limit');
+    const { maximum, default: byDefault } = limit.schema;
+    expect({ maximum, byDefault }).toEqual({ maximum: TRANSACTION_PAGE.maxLimit, byDefault: TRANSACTION_PAGE.defaultLimit });
+    expect(limit.description).toContain(`1 to ${maximum} (default ${byDefault})`);
+    const account = await s.account('developer');
+    for (let i = 0; i <= byDefault; i++) await credit(s, account.id, '0.01');
+    const page = (query: string) =>
+      fetch(`${s.v1}/wallet/transactions${query}`, { headers: { authorization: `Bearer ${account.apiKey}` } });
+    const unasked = await (await page('')).json();
+    expect(unasked.transactions).toHaveLength(byDefault);
+    expect(unasked.has_more).toBe(true);
+    expect((await page(`?limit=${maximum}`)).status).toBe(200);
+    const over = await page(`?limit=${maximum + 1}`);
+    expect(over.status).toBe(400);
+    expect((await over.json()).error.param).toBe('limit');
   });
 });
 
