@@ -1,7 +1,8 @@
 // The OpenAPI 3.1 document of /v1, served at GET /openapi.json (and rendered at GET /docs). The
 // request bodies are the very zod schemas the routes validate with, so the two cannot drift; the
-// responses are described here, and a test checks every /v1 response the test suite sees against
-// them. Unknown fields in requests are kept (not refused), as the routes do.
+// responses (status, headers, body) are described here, and every /v1 response the test suite sees
+// is checked against them (test/support/openapi-contract.ts). A header is required only when every
+// such response carries it. Unknown fields in requests are kept (not refused), as the routes do.
 import { OpenAPIRegistry, OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
 import { body as chatBody } from './chat.js';
@@ -223,17 +224,36 @@ const UsageReport = z
   .meta({ id: 'UsageReport' });
 
 const int = z.string().regex(/^\d+$/);
+// Optional: a server with `rate_limits.backend: none`, or one whose Redis is unreachable (it serves
+// without limits, fail-open), knows no limits and sends none of them rather than wrong ones.
+const whenLimited = ' Sent while rate limits are on: absent with `rate_limits.backend: none` and while the Redis store is unreachable.';
 const rateLimitHeaders = z.object({
-  'X-RateLimit-Limit-RPM': int.describe('Requests per minute allowed'),
-  'X-RateLimit-Limit-TPM': int.describe('Tokens per minute allowed'),
-  'X-RateLimit-Remaining-RPM': int,
-  'X-RateLimit-Remaining-TPM': int,
-  'X-RateLimit-Reset-RPM': int.describe('Unix time when the requests counted now have left the window'),
-  'X-RateLimit-Reset-TPM': int,
+  'X-RateLimit-Limit-RPM': int.optional().describe(`Requests per minute allowed.${whenLimited}`),
+  'X-RateLimit-Limit-TPM': int.optional().describe(`Tokens per minute allowed.${whenLimited}`),
+  'X-RateLimit-Remaining-RPM': int.optional().describe(`Requests left in the current minute.${whenLimited}`),
+  'X-RateLimit-Remaining-TPM': int.optional().describe(`Tokens left in the current minute.${whenLimited}`),
+  'X-RateLimit-Reset-RPM': int.optional().describe(`Unix time when the requests counted now have left the window.${whenLimited}`),
+  'X-RateLimit-Reset-TPM': int.optional().describe(`Unix time when the tokens counted now have left the window.${whenLimited}`),
   'X-Request-Id': z.string(),
 });
-const retryHeaders = z.object({ 'Retry-After': int.describe('Seconds to wait before retrying'), 'X-Request-Id': z.string() });
+// Optional: it is sent only where waiting helps, so a refusal that waiting cannot cure has none.
+const retryHeaders = z.object({
+  'Retry-After': int
+    .optional()
+    .describe(
+      'Seconds to wait before retrying. Absent where waiting does not help: a 429 for a call whose estimate alone is over the TPM limit (it can never be admitted), a 503 model_unavailable for a model file that is missing or could not be loaded, and a 503 shutting_down.',
+    ),
+  'X-Request-Id': z.string(),
+});
 const requestIdHeader = z.object({ 'X-Request-Id': z.string() });
+const cacheHeaders = z.object({
+  'Cache-Control': z.literal('public, max-age=300'),
+  ETag: z
+    .string()
+    .regex(/^"[^"]+"$/)
+    .describe('A strong ETag of the body; send it back as If-None-Match.'),
+  'X-Request-Id': z.string(),
+});
 
 const json = (schema: z.ZodType) => ({ 'application/json': { schema } });
 const error = (description: string, headers = requestIdHeader) => ({ description, headers, content: json(ErrorBody) });
@@ -250,7 +270,10 @@ const meteredErrors = {
   402: error('The wallet or the allocation cannot pay (insufficient_balance, monthly_allocation_exhausted, spending_limit_reached).'),
   429: error('Rate limit (rate_limit_exceeded): RPM or TPM.', rateLimitHeaders.extend(retryHeaders.shape)),
   502: error('The upstream failed or answered garbage (upstream_error).'),
-  503: error('The model is unavailable or overloaded (model_unavailable, model_overloaded), or the server is shutting down.', retryHeaders),
+  503: error(
+    'The model is unavailable or overloaded (model_unavailable, model_overloaded), rate limits cannot be checked (rate_limiter_unavailable, with rate_limits.fail_closed), or the server is shutting down (shutting_down).',
+    retryHeaders,
+  ),
   504: error('The upstream did not answer in time (upstream_timeout).'),
 };
 
@@ -281,16 +304,24 @@ export function buildOpenApiDocument(serverUrl: string) {
       ...extra,
     });
 
+  const notModified = {
+    description: 'Not modified: the If-None-Match sent names the current ETag (or is `*`); no body.',
+    headers: cacheHeaders,
+  };
   registry.registerPath({
     method: 'get',
     path: '/v1/models',
     summary: 'The model catalog (no key needed).',
+    request: {
+      headers: z.object({ 'If-None-Match': z.string().optional().describe('An ETag received before: 304 while it is current.') }),
+    },
     responses: {
       200: {
         description: 'Every model. Cacheable: Cache-Control public, max-age=300, and an ETag (304 on If-None-Match).',
-        headers: z.object({ 'Cache-Control': z.string(), ETag: z.string() }),
+        headers: cacheHeaders,
         content: json(z.object({ object: z.literal('list'), data: z.array(Model) })),
       },
+      304: notModified,
       500: commonErrors[500],
     },
   });
@@ -298,9 +329,17 @@ export function buildOpenApiDocument(serverUrl: string) {
     method: 'get',
     path: '/v1/models/{model_id}',
     summary: 'One model (no key needed).',
-    request: { params: z.object({ model_id: z.string() }) },
+    request: {
+      params: z.object({ model_id: z.string() }),
+      headers: z.object({ 'If-None-Match': z.string().optional().describe('An ETag received before: 304 while it is current.') }),
+    },
     responses: {
-      200: { description: 'The model.', content: json(Model) },
+      200: {
+        description: 'The model. Cacheable like the catalog: Cache-Control public, max-age=300, and an ETag (304 on If-None-Match).',
+        headers: cacheHeaders,
+        content: json(Model),
+      },
+      304: notModified,
       404: error('No such model (model_not_found).'),
       500: commonErrors[500],
     },

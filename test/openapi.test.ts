@@ -3,12 +3,14 @@
 // local assets. (test/support/openapi-contract.ts checks every /v1 response of the suite against it.)
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { V1_ENDPOINTS } from '../compat/router.js';
 import { TRANSACTION_PAGE } from '../src/domain/ledger/ledger.js';
-import { contractChecked } from './support/openapi-contract.js';
-import { startTestServer, type TestServer } from './support/harness.js';
+import { checkResponse, contractChecked, contractFailures, contractSettled } from './support/openapi-contract.js';
+import { catalogYaml, embeddingModelYaml, startTestServer, type TestServer } from './support/harness.js';
 import { credit } from './support/seed.js';
 
 const require = createRequire(import.meta.url);
@@ -84,7 +86,46 @@ describe('the OpenAPI document', () => {
   });
 });
 
+describe('the contract check', () => {
+  /** What the check finds wrong with one response (taken out of contractFailures: it is meant to fail). */
+  async function failuresOf(method: string, pathname: string, res: Response): Promise<string[]> {
+    const before = contractFailures.length;
+    await checkResponse(method, pathname, res);
+    return contractFailures.splice(before);
+  }
+  const respond = (status: number, headers: Record<string, string>, body?: unknown) =>
+    new Response(body === undefined ? null : JSON.stringify(body), {
+      status,
+      headers: { 'x-request-id': 'req_1', ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+    });
+  const cached = { 'cache-control': 'public, max-age=300', etag: '"abc"' };
+  const refusal = { error: { message: 'Slow down.', type: 'rate_limit_error', param: null, code: 'rate_limit_exceeded' } };
+
+  it('flags a missing required header, a header that breaks its schema, and a 304 the path does not declare', async () => {
+    expect(await failuresOf('GET', '/v1/models', respond(304, cached))).toEqual([]);
+    expect(await failuresOf('GET', '/v1/models', respond(304, { 'cache-control': cached['cache-control'] }))).toEqual([
+      'GET /v1/models → 304: no ETag header, which the document declares required',
+    ]);
+    const uncached = await failuresOf(
+      'GET',
+      '/v1/models',
+      respond(200, { ...cached, 'cache-control': 'no-store' }, { object: 'list', data: [] }),
+    );
+    expect(uncached).toEqual([expect.stringContaining('GET /v1/models → 200: header Cache-Control: ')]);
+    const soon = await failuresOf('POST', '/v1/embeddings', respond(429, { 'retry-after': 'soon' }, refusal));
+    expect(soon).toEqual([expect.stringContaining('POST /v1/embeddings → 429: header Retry-After: ')]);
+    expect(await failuresOf('GET', '/v1/wallet/balance', respond(304, {}))).toEqual([
+      'GET /v1/wallet/balance → 304: a success the document does not declare',
+    ]);
+  });
+});
+
 describe('what the document declares, against what the server sends', () => {
+  const RATE_LIMIT_HEADERS = ['Limit-RPM', 'Limit-TPM', 'Remaining-RPM', 'Remaining-TPM', 'Reset-RPM', 'Reset-TPM'].map(
+    (h) => `x-ratelimit-${h.toLowerCase()}`,
+  );
+  const headersOf = (res: Response, names: string[]) => names.filter((h) => res.headers.has(h));
+
   it('gives the page size of /v1/wallet/transactions the server takes', async () => {
     const doc = await (await fetch(`${s.url}/openapi.json`)).json();
     const limit = doc.paths['/v1/wallet/transactions'].get.parameters.find((p: { name: string }) => p.name === 'limit');
@@ -103,7 +144,77 @@ describe('what the document declares, against what the server sends', () => {
     expect(over.status).toBe(400);
     expect((await over.json()).error.param).toBe('limit');
   });
+
+  it("declares the catalog's cache headers and its 304 on If-None-Match", async () => {
+    const failed = contractFailures.length;
+    for (const path of ['/models', '/models/chat-test']) {
+      const first = await fetch(`${s.v1}${path}`);
+      expect(first.status).toBe(200);
+      await first.json();
+      expect(first.headers.get('cache-control')).toBe('public, max-age=300');
+      const again = await fetch(`${s.v1}${path}`, { headers: { 'if-none-match': first.headers.get('etag')! } });
+      expect(again.status).toBe(304);
+      expect(again.headers.get('etag')).toBe(first.headers.get('etag'));
+    }
+    await contractSettled();
+    expect(contractFailures.slice(failed)).toEqual([]);
+  });
+
+  it('allows the responses that rightly send no Retry-After or no X-RateLimit-* headers', async () => {
+    const failed = contractFailures.length;
+    // A TPM limit below one call's estimate: the call can never be admitted, so waiting cannot help.
+    const narrow = await startTestServer({
+      yaml: (u) => `${catalogYaml(u)}tiers:\n  developer: { rpm: 100, tpm: 50 }\n`,
+    });
+    // No rate limits at all: nothing to report. A model file that is not there: 503 until it is.
+    const notPulled = path.join(tmpdir(), `tollgate-not-pulled-${process.pid}.gguf`);
+    const missingModel = embeddingModelYaml(
+      'embed-missing',
+      '{ max_tokens: 512, output_dimensions: 64 }',
+      `{ type: llamacpp, file: "${notPulled}", source: "hf:acme/tiny-GGUF/not-pulled.gguf" }`,
+    );
+    const unlimited = await startTestServer({ yaml: (u) => `${catalogYaml(u, missingModel)}rate_limits: { backend: none }\n` });
+    try {
+      const post = async (server: TestServer, route: string, apiKey: string, body: unknown) =>
+        fetch(`${server.v1}${route}`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
+      const never = await post(narrow, '/chat/completions', (await credited(narrow)).apiKey, {
+        model: 'chat-test',
+        messages: [{ role: 'user', content: 'Hi' }],
+        max_tokens: 200,
+      });
+      expect(never.status).toBe(429);
+      expect((await never.json()).error.message).toContain('can never be admitted');
+      expect(never.headers.get('retry-after')).toBeNull();
+
+      const key = (await credited(unlimited)).apiKey;
+      const served = await post(unlimited, '/embeddings', key, { model: 'embed-test', input: 'hello' });
+      expect(served.status).toBe(200);
+      await served.json();
+      expect(headersOf(served, RATE_LIMIT_HEADERS)).toEqual([]);
+      await unlimited.services.engines.startLoading();
+      const missing = await post(unlimited, '/embeddings', key, { model: 'embed-missing', input: 'hello' });
+      expect(missing.status).toBe(503);
+      expect((await missing.json()).error.code).toBe('model_unavailable');
+      expect(missing.headers.get('retry-after')).toBeNull();
+
+      await contractSettled();
+      expect(contractFailures.slice(failed)).toEqual([]);
+    } finally {
+      await narrow.close();
+      await unlimited.close();
+    }
+  });
 });
+
+async function credited(server: TestServer) {
+  const account = await server.account('developer');
+  await credit(server, account.id, '10');
+  return account;
+}
 
 describe('the reference page', () => {
   it('renders the document from local assets only', async () => {

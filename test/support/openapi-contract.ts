@@ -1,7 +1,9 @@
 // Every /v1 response a test gets from a tollgate server of the harness is checked against the
 // OpenAPI document that server publishes (compat/openapi.ts): the status must be one the path
-// declares (any other refusal must still be the error body), and the JSON body (or each SSE event
-// of a stream) must match the declared schema. Failures are collected and fail the test file.
+// declares (any other refusal must still be the error body), the headers the response declares
+// required must be there, every declared header sent must match its schema, and the JSON body (or
+// each SSE event of a stream; a 304 has none) must match the declared schema. Failures are
+// collected and fail the test file.
 // Loaded by vitest.config.ts as a setup file, in every test file's process.
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, expect } from 'vitest';
@@ -21,6 +23,13 @@ const pathTemplates = Object.keys(doc.paths ?? {}).map((template) => ({
 
 export const contractFailures: string[] = [];
 export const contractChecked = { responses: 0, events: 0 };
+/** The checks still reading their copy of a response. */
+const checking = new Set<Promise<void>>();
+
+/** Resolves when every /v1 response fetched so far has been checked (a test can then read contractFailures). */
+export async function contractSettled(): Promise<void> {
+  await Promise.all([...checking]);
+}
 
 const pointer = (...parts: string[]) => `openapi#/${parts.map((p) => p.replace(/~/g, '~0').replace(/\//g, '~1')).join('/')}`;
 
@@ -35,23 +44,42 @@ function check(where: string, parts: string[], value: unknown) {
   if (!validate(value)) contractFailures.push(`${where}: ${ajv.errorsText(validate.errors)} in ${JSON.stringify(value).slice(0, 300)}`);
 }
 
-async function checkResponse(method: string, pathname: string, res: Response) {
+interface DeclaredHeader {
+  required?: boolean;
+  schema?: { type?: unknown };
+}
+
+/** The headers a response declares: each required one present, each one sent matching its schema (a string's). */
+function checkHeaders(where: string, parts: string[], declared: Record<string, DeclaredHeader> | undefined, headers: Headers) {
+  for (const [name, header] of Object.entries(declared ?? {})) {
+    const value = headers.get(name);
+    if (value === null) {
+      if (header.required) contractFailures.push(`${where}: no ${name} header, which the document declares required`);
+    } else if (header.schema?.type === 'string') {
+      check(`${where}: header ${name}`, [...parts, 'headers', name, 'schema'], value);
+    }
+  }
+}
+
+/** Checks one /v1 response (of `pathname`, without the origin) against the document; what breaks it goes to contractFailures. */
+export async function checkResponse(method: string, pathname: string, res: Response) {
   const found = pathTemplates.find((p) => p.pattern.test(pathname));
   const where = `${method} ${pathname} → ${res.status}`;
   contractChecked.responses++;
-  if (res.status === 304) return;
   const type = res.headers.get('content-type') ?? '';
   const operation = found ? (doc.paths as any)[found.template]?.[method.toLowerCase()] : undefined;
   const declared = operation?.responses?.[String(res.status)];
   if (!res.headers.get('x-request-id')) contractFailures.push(`${where}: no X-Request-Id`);
-  if (res.status === 429 && !res.headers.get('retry-after')) contractFailures.push(`${where}: a 429 without Retry-After`);
   if (!declared) {
     if (res.status < 400) contractFailures.push(`${where}: a success the document does not declare`);
     else if (type.includes('json')) check(where, ['components', 'schemas', 'Error'], await readJson(res));
     else contractFailures.push(`${where}: an error without a JSON body`);
     return;
   }
-  const base = ['paths', found!.template, method.toLowerCase(), 'responses', String(res.status), 'content'];
+  const response = ['paths', found!.template, method.toLowerCase(), 'responses', String(res.status)];
+  checkHeaders(where, response, declared.headers, res.headers);
+  if (res.status === 304) return; // no body
+  const base = [...response, 'content'];
   if (type.includes('text/event-stream')) {
     const text = await res.text();
     for (const block of text.split('\n\n')) {
@@ -91,7 +119,9 @@ globalThis.fetch = async function checkedFetch(input: RequestInfo | URL, init?: 
   const copy = res.clone();
   // A body that cannot be read whole (the test aborted, the server cut a stream on purpose) has
   // nothing to check; what was read is never half-checked.
-  void checkResponse(method, url.pathname, copy).catch(() => {});
+  const checked = checkResponse(method, url.pathname, copy).catch(() => {});
+  checking.add(checked);
+  void checked.finally(() => checking.delete(checked));
   return res;
 };
 
