@@ -219,7 +219,9 @@ export const COMMAND_GROUPS: CommandGroup[] = [
 
 export function buildProgram(ctx: CliContext, io: Pick<CliIO, 'stdout' | 'stderr'>): Command {
   const program = new Command('tollgate')
-    .description('Operate a tollgate server: accounts and API keys (uses DATABASE_URL, default sqlite:./data/tollgate.db)')
+    .description(
+      'Operate a tollgate server: accounts and API keys, rate limits, wallets and the ledger, model files, alert e-mail and the database (uses DATABASE_URL, default sqlite:./data/tollgate.db)',
+    )
     .version(TOLLGATE_VERSION, '-V, --version', 'print the version of tollgate')
     // Set before adding commands: subcommands inherit them.
     .exitOverride()
