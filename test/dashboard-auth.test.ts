@@ -1,7 +1,7 @@
 // Sign-in for the dashboard through GraphQL (issue 15): sign-up policies, the session cookie and
 // its attributes, what only a session may do, CSRF and cross-site WebSocket protection, login
 // throttling, password reset through the .eml file, operator sessions.
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
@@ -318,6 +318,55 @@ describe('dashboard sign-in (open sign-up)', () => {
     );
     const tally = answers.map((r) => r.body.errors?.[0].extensions.code).filter((c) => c === 'invalid_credentials');
     expect(tally).toHaveLength(5);
+  });
+
+  it('e-mails a security notice to the address an account had when its e-mail address is changed, not to the new one', async () => {
+    const up = await gql(s, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { account { id } } }', {
+      e: 'moving@example.com',
+      p: PASSWORD,
+    });
+    const cookie = cookieOf(up.setCookie);
+    const accountId = up.body.data.signUp.account.id as string;
+    const dir = path.join(s.dir, 'mail');
+    const notices = () => (existsSync(dir) ? readdirSync(dir).filter((f) => f.startsWith(`email-changed-${accountId}-`)) : []);
+    const changed = await gql(
+      s,
+      'mutation($p: String!) { changeEmail(email: "moved@example.com", password: $p) { email } }',
+      { p: PASSWORD },
+      { cookie },
+    );
+    expect(changed.body.data.changeEmail.email).toBe('moved@example.com');
+    await s.services.auth.idle();
+    expect(notices()).toHaveLength(1);
+    const eml = readFileSync(path.join(dir, notices()[0]!), 'utf8')
+      .replace(/=\r?\n/g, '')
+      .replace(/=3D/g, '=');
+    expect(eml).toContain('To: moving@example.com');
+    expect(eml).not.toMatch(/^(To|Cc): .*moved@example\.com/m);
+    expect(eml).toContain('Subject: Your tollgate sign-in e-mail was changed');
+    expect(eml).toContain('was changed from moving@example.com to moved@example.com');
+    expect(eml).toContain("If this wasn't you");
+    // A refused change (a wrong password) tells nobody anything.
+    await gql(s, 'mutation { changeEmail(email: "third@example.com", password: "not the password") { email } }', {}, { cookie });
+    await s.services.auth.idle();
+    expect(notices()).toHaveLength(1);
+  });
+
+  it('creates a key of its own with an optional expiry (a day read strictly, in the future), which the key list shows', async () => {
+    const up = await gql(s, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }', {
+      e: 'expiring@example.com',
+      p: PASSWORD,
+    });
+    const cookie = cookieOf(up.setCookie);
+    const create = (expiresAt: string | null) =>
+      gql(s, 'mutation($x: DateTime) { createMyApiKey(name: "temp", expiresAt: $x) { id apiKey } }', { x: expiresAt }, { cookie });
+    const made = await create('2099-01-31');
+    expect(made.body.errors).toBeUndefined();
+    const keys = await gql(s, '{ viewer { apiKeys { id expiresAt } } }', {}, { cookie });
+    expect(keys.body.data.viewer.apiKeys).toEqual([{ id: made.body.data.createMyApiKey.id, expiresAt: '2099-01-31T00:00:00.000Z' }]);
+    expect((await create(null)).body.errors).toBeUndefined();
+    expect((await create('2001-01-01')).body.errors?.[0].extensions).toMatchObject({ code: 'invalid_value', param: 'expiresAt' });
+    expect((await create('2099-02-30')).body.errors?.[0].extensions.code).toBe('invalid_value');
   });
 
   it('resets a password through the link of the .eml file; the link works once', async () => {

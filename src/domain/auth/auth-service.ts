@@ -67,6 +67,9 @@ const newToken = (prefix: string) => `${prefix}_${randomBytes(32).toString('base
 const truthy = (v: unknown) => v === true || v === 1 || v === '1' || v === 't';
 const rowsOf = <T>(result: unknown): T[] => (Array.isArray(result) ? result : (result as { rows: T[] }).rows) as T[];
 
+const escapeHtml = (s: string) =>
+  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+
 function safeEqual(a: string, b: string): boolean {
   const x = Buffer.from(a);
   const y = Buffer.from(b);
@@ -296,10 +299,23 @@ export class AuthService {
     await this.knex('sessions').where('account_id', accountId).andWhereNot('id', input.keepSessionId).delete();
   }
 
-  /** Changes the account's e-mail address, after checking its password. */
+  /**
+   * Changes the account's e-mail address, after checking its password, and tells the address it
+   * had (after the answer, as a reset link is mailed): whoever holds a stolen session and the
+   * password could otherwise take the account over silently, since resets then go to the new one.
+   */
   async changeEmail(accountId: string, input: { email: string; password: string }): Promise<AccountView> {
     await this.checkPassword(accountId, input.password, 'password');
-    return this.o.accounts.changeEmail(accountId, input.email);
+    const before = await this.o.accounts.getAccount(accountId);
+    const after = await this.o.accounts.changeEmail(accountId, input.email);
+    const mailer = this.o.mailer;
+    if (mailer && before.email.toLowerCase() !== after.email.toLowerCase()) {
+      const task = this.mailEmailChanged(mailer, after, before.email)
+        .catch((err: unknown) => this.o.logger.error({ err, account: accountId }, 'the e-mail-changed notice could not be sent'))
+        .finally(() => this.sending.delete(task));
+      this.sending.add(task);
+    }
+    return after;
   }
 
   /**
@@ -325,7 +341,7 @@ export class AuthService {
     this.sending.add(task);
   }
 
-  /** Resolves when no password-reset e-mail is being made or sent (tests, shutdown). */
+  /** Resolves when no password-reset or e-mail-changed message is being made or sent (tests, shutdown). */
   async idle(): Promise<void> {
     while (this.sending.size > 0) await Promise.all([...this.sending]);
   }
@@ -348,6 +364,24 @@ export class AuthService {
       html: `<p>Someone (hopefully you) asked to reset the password of your tollgate account.</p><p><a href="${link}">Choose a new password</a> (the link works once, for an hour):<br>${link}</p><p>If it was not you, ignore this message: your password stays as it is.</p>`,
       messageId: `<reset-${randomBytes(8).toString('hex')}@${mailer.domain}>`,
       key: `password-reset-${account.id}-${this.now()}`,
+    });
+  }
+
+  /** The security notice to the address an account had: sent there, not to the new one (which may be an intruder's). */
+  private async mailEmailChanged(mailer: Mailer, account: AccountView, oldEmail: string): Promise<void> {
+    const lines = [
+      `The sign-in e-mail address of your tollgate account (${account.id}) was changed from ${oldEmail} to ${account.email}.`,
+      'Sign-in, password resets and alerts now use the new address; this is the last message sent here about the account.',
+      "If this wasn't you, someone signed in to your account with your password: contact the operator of this service at once, quoting the account id above (a password reset would now go to the new address).",
+    ];
+    await mailer.send({
+      to: [oldEmail],
+      cc: [],
+      subject: 'Your tollgate sign-in e-mail was changed',
+      text: `${lines.join('\n\n')}\n`,
+      html: lines.map((l) => `<p>${escapeHtml(l)}</p>`).join(''),
+      messageId: `<email-changed-${randomBytes(8).toString('hex')}@${mailer.domain}>`,
+      key: `email-changed-${account.id}-${this.now()}`,
     });
   }
 

@@ -230,7 +230,8 @@ builder.mutationFields((t) => ({
   }),
   changeEmail: t.field({
     type: AccountRef,
-    description: "Session only: changes the account's e-mail address (the password is checked).",
+    description:
+      "Session only: changes the account's e-mail address (the password is checked); a security notice is e-mailed to the address it had.",
     args: { email: t.arg.string({ required: true }), password: t.arg.string({ required: true }) },
     resolve: async (_root, args, ctx) => {
       const s = ctx.requireSession();
@@ -244,9 +245,14 @@ builder.mutationFields((t) => ({
   }),
   createMyApiKey: t.field({
     type: CreateApiKeyPayload,
-    description: 'Session only: a new API key of the signed-in account; the secret is shown this once.',
-    args: { name: t.arg.string({ required: false }) },
-    resolve: (_root, args, ctx) => ctx.services.accounts.createKey(ctx.requireSession().accountId, { name: args.name ?? undefined }),
+    description:
+      'Session only: a new API key of the signed-in account; the secret is shown this once. `expiresAt` (optional, in the future): the key is refused from then on.',
+    args: { name: t.arg.string({ required: false }), expiresAt: t.arg({ type: 'DateTime', required: false }) },
+    resolve: (_root, args, ctx) =>
+      ctx.services.accounts.createKey(ctx.requireSession().accountId, {
+        name: args.name ?? undefined,
+        expiresAt: args.expiresAt ?? undefined,
+      }),
   }),
   revokeMyApiKey: t.field({
     type: ApiKeyRef,
