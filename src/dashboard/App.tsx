@@ -7,7 +7,8 @@ import { Layout } from './components/Layout';
 import { PageErrorBoundary } from './components/PageErrorBoundary';
 import { ErrorMessage, Loading } from './components/States';
 import { graphql } from './gql';
-import { useRouter } from './router';
+import { loginPathFor, safeReturnPath } from './lib/return-to';
+import { BASE, useRouter } from './router';
 import { reloadTo, SessionContext } from './session';
 
 const SessionQueryDoc = graphql(`
@@ -70,33 +71,41 @@ const ACCOUNT: Record<string, keyof typeof pages> = {
 
 export function App() {
   const [{ data, fetching, error }] = useQuery({ query: SessionQueryDoc, requestPolicy: 'network-only' });
-  const { path, navigate } = useRouter();
+  const { path, search, navigate } = useRouter();
   const session = data?.session ?? null;
   const publicPage = PUBLIC[path];
   const accountPage = ACCOUNT[path];
   const needsSignIn = !fetching && !error && !session && !publicPage;
   const operatorHome = !fetching && session && !session.account && (accountPage !== undefined || path === '/login');
   const signedInOnAuthPage = !fetching && session?.account && (path === '/login' || path === '/signup');
+  // Sign-in comes back to the page asked for (`?next=`, a path of this dashboard only).
+  const next = safeReturnPath(search.get('next'));
   useEffect(() => {
-    if (needsSignIn) navigate('/login', { replace: true });
+    if (needsSignIn) navigate(loginPathFor(path, location.search), { replace: true });
     else if (operatorHome) navigate('/operator', { replace: true });
-    else if (signedInOnAuthPage) navigate('/', { replace: true });
-  }, [needsSignIn, operatorHome, signedInOnAuthPage, navigate]);
+    else if (signedInOnAuthPage) navigate(next ?? '/', { replace: true });
+  }, [needsSignIn, operatorHome, signedInOnAuthPage, navigate, path, next]);
   // The session is read once, at start: when the server later answers as if nobody were signed
   // in, the session has ended elsewhere, and the sign-in page says so (a full load, so the
-  // WebSocket and the cache start afresh).
+  // WebSocket and the cache start afresh), then brings the person back to the page they were on.
   const signedIn = session !== null;
   useEffect(() => {
     if (!signedIn) return;
     const stop = onSignedOut(() => {
       stop();
-      reloadTo('/login?session=ended');
+      const at = location.pathname.startsWith(BASE) ? location.pathname.slice(BASE.length) || '/' : '/';
+      reloadTo(loginPathFor(at, location.search, { session: 'ended' }));
     });
     return stop;
   }, [signedIn]);
 
   if (fetching && !data) return <Loading what="the dashboard" />;
-  if (error) return <ErrorMessage error={error} title="The dashboard could not start" />;
+  if (error)
+    return (
+      <main className="auth">
+        <ErrorMessage error={error} title="The dashboard could not start" onRetry={() => location.reload()} retryLabel="Reload" />
+      </main>
+    );
 
   let key: keyof typeof pages = 'notFound';
   if (publicPage) key = publicPage;

@@ -1,11 +1,13 @@
 // The frame of signed-in pages: a skip link, the navigation (a list of links, the current one
-// marked), the account, and the "Sign out" button.
-import { type ReactNode, useEffect, useRef } from 'react';
-import { useMutation } from 'urql';
+// marked), the account, and the "Sign out" button (which says so when signing out failed: the
+// session is then still valid, and the person still signed in).
+import { type ReactNode, useEffect, useRef, useState } from 'react';
+import { type CombinedError, useMutation } from 'urql';
 import { useRouter } from '../router';
 import { graphql } from '../gql';
 import { reloadTo, type SignedIn } from '../session';
 import { Link } from './Link';
+import { ErrorMessage } from './States';
 
 const SignOutDoc = graphql(`
   mutation SignOut {
@@ -51,7 +53,14 @@ function useFocusOnPageChange(path: string) {
 }
 
 export function Layout({ session, children }: { session: SignedIn | null; children: ReactNode }) {
-  const [, signOut] = useMutation(SignOutDoc);
+  const [signingOut, signOut] = useMutation(SignOutDoc);
+  const [signOutError, setSignOutError] = useState<CombinedError | string | null>(null);
+  const doSignOut = async () => {
+    setSignOutError(null);
+    const r = await signOut({});
+    if (r.error || r.data?.signOut !== true) setSignOutError(r.error ?? 'The server did not confirm it.');
+    else reloadTo('/login');
+  };
   const { path } = useRouter();
   useFocusOnPageChange(path);
   const links: [string, string][] = session?.account
@@ -73,13 +82,7 @@ export function Layout({ session, children }: { session: SignedIn | null; childr
         {session ? (
           <div className="who">
             <span>{session.account ? session.account.email : 'Operator'}</span>
-            <button
-              type="button"
-              onClick={async () => {
-                await signOut({});
-                reloadTo('/login');
-              }}
-            >
+            <button type="button" disabled={signingOut.fetching} onClick={doSignOut}>
               Sign out
             </button>
           </div>
@@ -95,6 +98,14 @@ export function Layout({ session, children }: { session: SignedIn | null; childr
         </ul>
       </nav>
       <main id="main" tabIndex={-1}>
+        {signOutError ? (
+          <ErrorMessage
+            error={signOutError}
+            title="Signing out failed: you are still signed in"
+            onRetry={doSignOut}
+            retryLabel="Sign out again"
+          />
+        ) : null}
         {children}
       </main>
     </div>

@@ -1,6 +1,7 @@
-// The loading, error and empty states every page shows.
+// The loading, error and empty states every page shows. An error says whether the server could
+// not be reached or failed, and offers to try again when the page can.
 import type { CombinedError } from 'urql';
-import { errorText } from '../lib/error-text';
+import { type FieldNames, failureText } from '../lib/error-text';
 
 export function Loading({ what }: { what: string }) {
   return (
@@ -10,18 +11,32 @@ export function Loading({ what }: { what: string }) {
   );
 }
 
-export function ErrorMessage({ error, title = 'Something went wrong' }: { error: CombinedError | Error | string; title?: string }) {
-  const message =
-    typeof error === 'string'
-      ? error
-      : 'graphQLErrors' in error && error.graphQLErrors.length > 0
-        ? error.graphQLErrors.map((e) => errorText(e.message)).join(' ')
-        : 'networkError' in error && error.networkError
-          ? 'The server could not be reached. Check your connection and try again.'
-          : error.message;
+export function ErrorMessage({
+  error,
+  title = 'Something went wrong',
+  onRetry,
+  retryLabel = 'Try again',
+  names,
+}: {
+  error: CombinedError | Error | string;
+  title?: string;
+  /** Shown as a button: asks the server again (a refetch, or a reload for the whole app). */
+  onRetry?: () => void;
+  retryLabel?: string;
+  /** How the form names its fields in the server's messages. */
+  names?: FieldNames;
+}) {
   return (
     <div className="error" role="alert">
-      <strong>{title}.</strong> {message}
+      <strong>{title}.</strong> {failureText(error, names)}
+      {onRetry ? (
+        <>
+          {' '}
+          <button type="button" onClick={onRetry}>
+            {retryLabel}
+          </button>
+        </>
+      ) : null}
     </div>
   );
 }

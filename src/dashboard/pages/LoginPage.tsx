@@ -4,6 +4,7 @@ import { Field } from '../components/Field';
 import { Link } from '../components/Link';
 import { ErrorMessage } from '../components/States';
 import { graphql } from '../gql';
+import { safeReturnPath } from '../lib/return-to';
 import { useRouter } from '../router';
 import { reloadTo } from '../session';
 import type { PageProps } from './props';
@@ -20,12 +21,15 @@ export default function LoginPage({ signupPolicy }: PageProps) {
   const [{ fetching, error }, signIn] = useMutation(SignInDoc);
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
+  const { search } = useRouter();
   // Sent here by the app when the session ended (signed out elsewhere, a password reset, expiry).
-  const ended = useRouter().search.get('session') === 'ended';
+  const ended = search.get('session') === 'ended';
+  // The page they were on, or had asked for: a path of this dashboard only, never another site.
+  const next = safeReturnPath(search.get('next'));
   const submit = async (e: FormEvent) => {
     e.preventDefault();
     const r = await signIn({ email, password });
-    if (r.data?.signIn) reloadTo('/');
+    if (r.data?.signIn) reloadTo(next ?? '/');
   };
   return (
     <section className="card narrow" aria-labelledby="login-title">

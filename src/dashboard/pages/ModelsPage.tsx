@@ -24,12 +24,12 @@ const ModelsDoc = graphql(`
 const price = (n: number | null | undefined) => (n === null || n === undefined ? '—' : n.toFixed(2));
 
 export default function ModelsPage() {
-  const [{ data, fetching, error }] = useQuery({ query: ModelsDoc });
+  const [{ data, fetching, error }, refetch] = useQuery({ query: ModelsDoc });
   return (
     <>
       <h1>Models</h1>
       {fetching && !data ? <Loading what="the catalog" /> : null}
-      {error ? <ErrorMessage error={error} /> : null}
+      {error ? <ErrorMessage error={error} onRetry={() => refetch({ requestPolicy: 'network-only' })} /> : null}
       {data && data.models.length === 0 ? <Empty>No models are configured.</Empty> : null}
       {data && data.models.length > 0 ? (
         <div className="table-wrap">

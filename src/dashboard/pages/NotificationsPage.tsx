@@ -34,7 +34,12 @@ export default function NotificationsPage() {
   const [{ data, fetching, error }, refetch] = useQuery({ query: NotificationsDoc });
   const [marking, mark] = useMutation(MarkReadDoc);
   if (fetching && !data) return <Loading what="notifications" />;
-  if (!data) return error ? <ErrorMessage error={error} /> : <Loading what="notifications" />;
+  if (!data)
+    return error ? (
+      <ErrorMessage error={error} onRetry={() => refetch({ requestPolicy: 'network-only' })} />
+    ) : (
+      <Loading what="notifications" />
+    );
   const nodes = [...data.viewer.notifications.nodes].sort((a, b) => Number(a.read) - Number(b.read));
   const unread = nodes.filter((n) => !n.read).map((n) => n.id);
   const markRead = async (ids: string[]) => {

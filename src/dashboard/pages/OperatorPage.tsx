@@ -112,7 +112,7 @@ export default function OperatorPage() {
           <input id="acc-search" type="search" value={search} onChange={(e) => setSearch(e.target.value)} placeholder="e-mail contains…" />
         </div>
         {fetching && !data ? <Loading what="accounts" /> : null}
-        {error ? <ErrorMessage error={error} /> : null}
+        {error ? <ErrorMessage error={error} onRetry={() => refetch({ requestPolicy: 'network-only' })} /> : null}
         {data && data.accounts.length === 0 ? <Empty>No account matches.</Empty> : null}
         {data && data.accounts.length > 0 ? (
           <div className="table-wrap">

@@ -84,14 +84,15 @@ export default function OverviewPage() {
     return event;
   });
   if (!data && fetching) return <Loading what="your overview" />;
-  if (!data) return error ? <ErrorMessage error={error} /> : <Loading what="your overview" />;
+  const retry = () => refetch({ requestPolicy: 'network-only' });
+  if (!data) return error ? <ErrorMessage error={error} onRetry={retry} /> : <Loading what="your overview" />;
   const v = data.viewer;
   const limit = v.settings.spendingLimit;
   const balance = live ?? v.wallet.balance;
   return (
     <>
       <h1>Overview</h1>
-      {error ? <ErrorMessage error={error} title="Could not refresh" /> : null}
+      {error ? <ErrorMessage error={error} title="Could not refresh: showing the figures as last loaded" onRetry={retry} /> : null}
       <div className="grid">
         <section className="card" aria-labelledby="balance-title">
           <h2 id="balance-title">Balance</h2>
