@@ -1,8 +1,46 @@
-import { useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 
-/** The secret of a key just created: shown this once, with a copy button. */
+/** Selects the key's text, so that Ctrl+C (⌘C) or the browser's menu copies it. */
+function selectText(el: HTMLElement | null): void {
+  const selection = el ? getSelection() : null;
+  if (!el || !selection) return;
+  selection.removeAllRanges();
+  const range = document.createRange();
+  range.selectNodeContents(el);
+  selection.addRange(range);
+}
+
+export const NOT_COPIED_WARNING = 'You have not copied the new API key, and it is not shown again. Close it anyway?';
+
+/**
+ * The secret of a key just created: shown this once, with a copy button. It says "Copied" only when
+ * the clipboard took it; when the browser refused (no permission, an insecure page), it says so and
+ * selects the key to be copied by hand. Closing it, or leaving the page, before the key was copied
+ * asks first.
+ */
 export function NewKeyPanel({ apiKey, onDone }: { apiKey: string; onDone: () => void }) {
-  const [copied, setCopied] = useState(false);
+  const [copy, setCopy] = useState<'not_yet' | 'copied' | 'failed'>('not_yet');
+  const keyText = useRef<HTMLElement>(null);
+  const copied = copy === 'copied';
+  // Copied by hand (the selection, Ctrl+C): the key is safe somewhere too.
+  useEffect(() => {
+    const onCopy = () => {
+      const selected = getSelection()?.toString() ?? '';
+      if (selected.includes(apiKey)) setCopy('copied');
+    };
+    document.addEventListener('copy', onCopy);
+    return () => document.removeEventListener('copy', onCopy);
+  }, [apiKey]);
+  // Closing the tab or reloading it before the key was copied: the browser asks.
+  useEffect(() => {
+    if (copied) return;
+    const onLeave = (e: BeforeUnloadEvent) => {
+      e.preventDefault();
+      e.returnValue = '';
+    };
+    addEventListener('beforeunload', onLeave);
+    return () => removeEventListener('beforeunload', onLeave);
+  }, [copied]);
   return (
     // biome-ignore lint/a11y/useSemanticElements: a labelled region the end-to-end tests find by role; kept as written by the dashboard.
     <div className="card notice" role="region" aria-labelledby="new-key-title">
@@ -10,23 +48,39 @@ export function NewKeyPanel({ apiKey, onDone }: { apiKey: string; onDone: () => 
       <p>Copy it now: it is not shown again.</p>
       <p>
         {/* biome-ignore lint/a11y/useAriaPropsSupportedByRole: the key is found by this name in the end-to-end tests. */}
-        <code className="secret" aria-label="New API key">
+        <code className="secret" aria-label="New API key" ref={keyText}>
           {apiKey}
         </code>
       </p>
       <button
         type="button"
         onClick={async () => {
-          await navigator.clipboard.writeText(apiKey).catch(() => {});
-          setCopied(true);
+          try {
+            await navigator.clipboard.writeText(apiKey);
+            setCopy('copied');
+          } catch {
+            setCopy('failed');
+            selectText(keyText.current);
+          }
         }}
       >
         Copy
       </button>{' '}
-      <button type="button" onClick={onDone}>
+      <button
+        type="button"
+        onClick={() => {
+          if (copied || confirm(NOT_COPIED_WARNING)) onDone();
+        }}
+      >
         Done
       </button>
-      <span role="status">{copied ? ' Copied to the clipboard.' : ''}</span>
+      <span role="status">
+        {copy === 'copied'
+          ? ' Copied to the clipboard.'
+          : copy === 'failed'
+            ? ' The browser did not let the dashboard copy it: the key is selected, press Ctrl+C (⌘C on a Mac) to copy it.'
+            : ''}
+      </span>
     </div>
   );
 }

@@ -17,7 +17,7 @@ type Documents = {
     "\n  query Session {\n    session {\n      id\n      operator\n      account {\n        id\n        email\n        tier\n      }\n    }\n    signupPolicy\n  }\n": typeof types.SessionDocument,
     "\n  mutation SignOut {\n    signOut\n  }\n": typeof types.SignOutDocument,
     "\n  query ApiKeys {\n    viewer {\n      id\n      apiKeys {\n        id\n        name\n        display\n        createdAt\n        lastUsedAt\n        expiresAt\n        revokedAt\n      }\n    }\n  }\n": typeof types.ApiKeysDocument,
-    "\n  mutation CreateMyApiKey($name: String) {\n    createMyApiKey(name: $name) {\n      id\n      apiKey\n    }\n  }\n": typeof types.CreateMyApiKeyDocument,
+    "\n  mutation CreateMyApiKey($name: String, $expiresAt: DateTime) {\n    createMyApiKey(name: $name, expiresAt: $expiresAt) {\n      id\n      apiKey\n    }\n  }\n": typeof types.CreateMyApiKeyDocument,
     "\n  mutation RevokeMyApiKey($id: ID!) {\n    revokeMyApiKey(id: $id) {\n      id\n      revokedAt\n    }\n  }\n": typeof types.RevokeMyApiKeyDocument,
     "\n  mutation RequestPasswordReset($email: String!) {\n    requestPasswordReset(email: $email)\n  }\n": typeof types.RequestPasswordResetDocument,
     "\n  mutation SignIn($email: String!, $password: String!) {\n    signIn(email: $email, password: $password) {\n      id\n    }\n  }\n": typeof types.SignInDocument,
@@ -57,7 +57,7 @@ const documents: Documents = {
     "\n  query Session {\n    session {\n      id\n      operator\n      account {\n        id\n        email\n        tier\n      }\n    }\n    signupPolicy\n  }\n": types.SessionDocument,
     "\n  mutation SignOut {\n    signOut\n  }\n": types.SignOutDocument,
     "\n  query ApiKeys {\n    viewer {\n      id\n      apiKeys {\n        id\n        name\n        display\n        createdAt\n        lastUsedAt\n        expiresAt\n        revokedAt\n      }\n    }\n  }\n": types.ApiKeysDocument,
-    "\n  mutation CreateMyApiKey($name: String) {\n    createMyApiKey(name: $name) {\n      id\n      apiKey\n    }\n  }\n": types.CreateMyApiKeyDocument,
+    "\n  mutation CreateMyApiKey($name: String, $expiresAt: DateTime) {\n    createMyApiKey(name: $name, expiresAt: $expiresAt) {\n      id\n      apiKey\n    }\n  }\n": types.CreateMyApiKeyDocument,
     "\n  mutation RevokeMyApiKey($id: ID!) {\n    revokeMyApiKey(id: $id) {\n      id\n      revokedAt\n    }\n  }\n": types.RevokeMyApiKeyDocument,
     "\n  mutation RequestPasswordReset($email: String!) {\n    requestPasswordReset(email: $email)\n  }\n": types.RequestPasswordResetDocument,
     "\n  mutation SignIn($email: String!, $password: String!) {\n    signIn(email: $email, password: $password) {\n      id\n    }\n  }\n": types.SignInDocument,
@@ -123,7 +123,7 @@ export function graphql(source: "\n  query ApiKeys {\n    viewer {\n      id\n  
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  mutation CreateMyApiKey($name: String) {\n    createMyApiKey(name: $name) {\n      id\n      apiKey\n    }\n  }\n"): (typeof documents)["\n  mutation CreateMyApiKey($name: String) {\n    createMyApiKey(name: $name) {\n      id\n      apiKey\n    }\n  }\n"];
+export function graphql(source: "\n  mutation CreateMyApiKey($name: String, $expiresAt: DateTime) {\n    createMyApiKey(name: $name, expiresAt: $expiresAt) {\n      id\n      apiKey\n    }\n  }\n"): (typeof documents)["\n  mutation CreateMyApiKey($name: String, $expiresAt: DateTime) {\n    createMyApiKey(name: $name, expiresAt: $expiresAt) {\n      id\n      apiKey\n    }\n  }\n"];
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */

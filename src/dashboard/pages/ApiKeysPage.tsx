@@ -1,5 +1,6 @@
-// API keys: create one (shown once, with a copy button), the list (name, prefix and last four,
-// created, last used), and "Revoke" with a confirmation.
+// API keys: create one (optionally expiring; shown once, with a copy button), the list (name,
+// prefix and last four, created, last used, expiry), and "Revoke" with a confirmation. On a phone
+// the table's rows stack, each cell labelled, so status and Revoke are in view.
 import { type FormEvent, useRef, useState } from 'react';
 import { useMutation, useQuery } from 'urql';
 import { Field } from '../components/Field';
@@ -25,8 +26,8 @@ const KeysDoc = graphql(`
 `);
 
 const CreateKeyDoc = graphql(`
-  mutation CreateMyApiKey($name: String) {
-    createMyApiKey(name: $name) {
+  mutation CreateMyApiKey($name: String, $expiresAt: DateTime) {
+    createMyApiKey(name: $name, expiresAt: $expiresAt) {
       id
       apiKey
     }
@@ -44,23 +45,29 @@ const RevokeKeyDoc = graphql(`
 
 const when = (d: string | null | undefined) => (d ? new Date(d).toLocaleString() : 'Never');
 
+/** Tomorrow (UTC), the first day an expiry may name: "2026-11-28". */
+const tomorrowUtc = () => new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
+
 export default function ApiKeysPage() {
   const [{ data, fetching, error }, refetch] = useQuery({ query: KeysDoc });
   const [created, create] = useMutation(CreateKeyDoc);
   const [revoking, revoke] = useMutation(RevokeKeyDoc);
   const [asking, setAsking] = useState(false);
   const [name, setName] = useState('');
+  const [expires, setExpires] = useState('');
   const [secret, setSecret] = useState<string | null>(null);
   const [confirm, setConfirm] = useState<string | null>(null);
   const createButton = useRef<HTMLButtonElement>(null);
   const keysTable = useRef<HTMLTableElement>(null);
   const submit = async (e: FormEvent) => {
     e.preventDefault();
-    const r = await create({ name: name.trim() || null });
+    // A day, as the CLI's --expires-at reads it: the key stops at 00:00 UTC that day.
+    const r = await create({ name: name.trim() || null, expiresAt: expires || null });
     if (r.data) {
       setSecret(r.data.createMyApiKey.apiKey);
       setAsking(false);
       setName('');
+      setExpires('');
       refetch({ requestPolicy: 'network-only' });
     }
   };
@@ -89,7 +96,21 @@ export default function ApiKeysPage() {
             onChange={(e) => setName(e.target.value)}
             autoFocus
           />
-          {created.error ? <ErrorMessage error={created.error} title="Could not create the key" /> : null}
+          <Field
+            label="Expires on (optional)"
+            type="date"
+            min={tomorrowUtc()}
+            value={expires}
+            onChange={(e) => setExpires(e.target.value)}
+            hint="The key stops working at 00:00 UTC on this day. Leave empty for a key that does not expire."
+          />
+          {created.error ? (
+            <ErrorMessage
+              error={created.error}
+              title="Could not create the key"
+              names={{ expires_at: 'the expiry date', expiresAt: 'the expiry date' }}
+            />
+          ) : null}
           <button type="submit" className="primary" disabled={created.fetching}>
             Create
           </button>{' '}
@@ -103,11 +124,11 @@ export default function ApiKeysPage() {
         </button>
       )}
       {fetching && !data ? <Loading what="your keys" /> : null}
-      {error ? <ErrorMessage error={error} /> : null}
+      {error ? <ErrorMessage error={error} onRetry={() => refetch({ requestPolicy: 'network-only' })} /> : null}
       {revoking.error ? <ErrorMessage error={revoking.error} title="Could not revoke" /> : null}
       {data && keys.length === 0 ? <Empty>No API keys yet: create one to call the API.</Empty> : null}
       {keys.length > 0 ? (
-        <div className="table-wrap">
+        <div className="table-wrap stack">
           <table ref={keysTable} tabIndex={-1}>
             <caption>Your API keys</caption>
             <thead>
@@ -116,6 +137,7 @@ export default function ApiKeysPage() {
                 <th scope="col">Key</th>
                 <th scope="col">Created</th>
                 <th scope="col">Last used</th>
+                <th scope="col">Expires</th>
                 <th scope="col">Status</th>
                 <th scope="col">
                   <span className="sr-only">Actions</span>
@@ -125,14 +147,17 @@ export default function ApiKeysPage() {
             <tbody>
               {keys.map((k) => (
                 <tr key={k.id}>
-                  <td>{k.name ?? <span className="muted">(no name)</span>}</td>
-                  <td>
+                  <td data-label="Name">{k.name ?? <span className="muted">(no name)</span>}</td>
+                  <td data-label="Key">
                     <code>{k.display}</code>
                   </td>
-                  <td>{when(k.createdAt)}</td>
-                  <td>{when(k.lastUsedAt)}</td>
-                  <td>{k.revokedAt ? 'Revoked' : k.expiresAt && new Date(k.expiresAt) < new Date() ? 'Expired' : 'Active'}</td>
-                  <td>
+                  <td data-label="Created">{when(k.createdAt)}</td>
+                  <td data-label="Last used">{when(k.lastUsedAt)}</td>
+                  <td data-label="Expires">{when(k.expiresAt)}</td>
+                  <td data-label="Status">
+                    {k.revokedAt ? 'Revoked' : k.expiresAt && new Date(k.expiresAt) < new Date() ? 'Expired' : 'Active'}
+                  </td>
+                  <td className="actions">
                     {k.revokedAt ? null : confirm === k.id ? (
                       // biome-ignore lint/a11y/useSemanticElements: an inline group of two buttons, not a form fieldset.
                       <span role="group" aria-label={`Confirm revoking ${k.name ?? k.display}`}>

@@ -1,4 +1,5 @@
-// Transactions: the ledger, newest first, paged, filtered by type, exportable as CSV.
+// Transactions: the ledger, newest first, paged, filtered by type, exportable as CSV. Amounts in
+// the wallet's currency; on a phone each transaction's cells stack, labelled.
 import { useState } from 'react';
 import { useClient, useQuery } from 'urql';
 import { Money } from '../components/Money';
@@ -40,10 +41,14 @@ export default function TransactionsPage() {
   const [type, setType] = useState<TransactionType | ''>('');
   const [cursors, setCursors] = useState<(string | null)[]>([null]);
   const after = cursors.at(-1) ?? null;
-  const [{ data, fetching, error }] = useQuery({ query: TransactionsDoc, variables: { first: PAGE, after, type: type || null } });
+  const [{ data, fetching, error }, refetch] = useQuery({
+    query: TransactionsDoc,
+    variables: { first: PAGE, after, type: type || null },
+  });
   const client = useClient();
   const [exporting, setExporting] = useState(false);
   const conn = data?.viewer.wallet.transactions;
+  const currency = data?.viewer.wallet.currency;
   const exportCsv = async () => {
     setExporting(true);
     const rows: string[][] = [];
@@ -94,10 +99,16 @@ export default function TransactionsPage() {
         </button>
       </div>
       {fetching && !data ? <Loading what="transactions" /> : null}
-      {error ? <ErrorMessage error={error} /> : null}
+      {error ? (
+        <ErrorMessage
+          error={error}
+          title={data ? 'Could not refresh: showing the transactions as last loaded' : 'Could not load the transactions'}
+          onRetry={() => refetch({ requestPolicy: 'network-only' })}
+        />
+      ) : null}
       {conn && conn.nodes.length === 0 ? <Empty>No transactions{type ? ` of type ${type}` : ''} yet.</Empty> : null}
       {conn && conn.nodes.length > 0 ? (
-        <div className="table-wrap">
+        <div className="table-wrap stack">
           <table>
             <caption>Ledger, newest first</caption>
             <thead>
@@ -112,14 +123,14 @@ export default function TransactionsPage() {
             <tbody>
               {conn.nodes.map((t) => (
                 <tr key={t.id}>
-                  <td>{new Date(t.createdAt).toLocaleString()}</td>
-                  <td>{t.type}</td>
-                  <td>{t.description}</td>
-                  <td>
-                    <Money value={t.amount} sign />
+                  <td data-label="Date">{new Date(t.createdAt).toLocaleString()}</td>
+                  <td data-label="Type">{t.type}</td>
+                  <td data-label="Description">{t.description}</td>
+                  <td data-label="Amount">
+                    <Money value={t.amount} currency={currency} sign />
                   </td>
-                  <td>
-                    <Money value={t.balanceAfter} />
+                  <td data-label="Balance after">
+                    <Money value={t.balanceAfter} currency={currency} />
                   </td>
                 </tr>
               ))}
