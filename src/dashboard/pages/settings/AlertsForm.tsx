@@ -1,8 +1,10 @@
-import { type FormEvent, useState } from 'react';
+import type { FormEvent } from 'react';
 import { useMutation } from 'urql';
 import { Field } from '../../components/Field';
 import { graphql } from '../../gql';
+import { ChangedElsewhere } from './ChangedElsewhere';
 import { SaveStatus } from './SaveStatus';
+import { useSeededForm } from './use-seeded-form';
 
 const UpdateDoc = graphql(`
   mutation UpdateAlertSettings($input: AlertSettingsInput!) {
@@ -33,30 +35,33 @@ export function AlertsForm({
   current: Record<AlertKey, boolean> & { extraRecipients: string[] };
   onSaved: () => void;
 }) {
-  const [on, setOn] = useState<Record<AlertKey, boolean>>(
-    () => Object.fromEntries(ALERTS.map(([k]) => [k, current[k]])) as Record<AlertKey, boolean>,
-  );
-  const [recipients, setRecipients] = useState(current.extraRecipients.join(', '));
+  const form = useSeededForm({
+    on: Object.fromEntries(ALERTS.map(([k]) => [k, current[k]])) as Record<AlertKey, boolean>,
+    recipients: current.extraRecipients.join(', '),
+  });
+  const { on, recipients } = form.values;
   const [state, update] = useMutation(UpdateDoc);
-  const [saved, setSaved] = useState(false);
-  const submit = async (e: FormEvent) => {
+  const submit = (e: FormEvent) => {
     e.preventDefault();
-    const extraRecipients = recipients
-      .split(/[,\s]+/)
-      .map((s) => s.trim())
-      .filter(Boolean);
-    const r = await update({ input: { ...on, extraRecipients } });
-    setSaved(!r.error);
-    if (!r.error) onSaved();
+    void form.save(async (v) => {
+      const extraRecipients = v.recipients
+        .split(/[,\s]+/)
+        .map((s) => s.trim())
+        .filter(Boolean);
+      const r = await update({ input: { ...v.on, extraRecipients } });
+      if (!r.error) onSaved();
+      return !r.error;
+    });
   };
   return (
     <form className="card" onSubmit={submit} aria-labelledby="al-title">
       <h2 id="al-title">E-mail alerts</h2>
+      {form.changedElsewhere ? <ChangedElsewhere onDiscard={form.discard} /> : null}
       <fieldset>
         <legend>Send me an e-mail for</legend>
         {ALERTS.map(([k, label]) => (
           <label className="check" key={k}>
-            <input type="checkbox" checked={on[k]} onChange={(e) => setOn({ ...on, [k]: e.target.checked })} /> {label}
+            <input type="checkbox" checked={on[k]} onChange={(e) => form.edit({ on: { ...on, [k]: e.target.checked } })} /> {label}
           </label>
         ))}
         <p className="muted">Receipts of top-ups are always sent.</p>
@@ -64,13 +69,13 @@ export function AlertsForm({
       <Field
         label="Extra recipients"
         value={recipients}
-        onChange={(e) => setRecipients(e.target.value)}
+        onChange={(e) => form.edit({ recipients: e.target.value })}
         hint="Up to 5 addresses, separated by commas."
       />
       <button type="submit" disabled={state.fetching}>
         Save alerts
       </button>
-      <SaveStatus error={state.error} saved={saved} />
+      <SaveStatus error={form.failed ? state.error : null} saved={form.saved} />
     </form>
   );
 }

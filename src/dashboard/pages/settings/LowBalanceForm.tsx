@@ -1,9 +1,11 @@
-import { type FormEvent, useState } from 'react';
+import type { FormEvent } from 'react';
 import { useMutation } from 'urql';
 import { Field } from '../../components/Field';
 import { graphql } from '../../gql';
 import { normalizeAmount } from '../../lib/money';
+import { ChangedElsewhere } from './ChangedElsewhere';
 import { SaveStatus } from './SaveStatus';
+import { useSeededForm } from './use-seeded-form';
 
 const SetDoc = graphql(`
   mutation SetLowBalanceAlert($threshold: Decimal) {
@@ -14,29 +16,31 @@ const SetDoc = graphql(`
 `);
 
 export function LowBalanceForm({ current, onSaved }: { current: string | null; onSaved: () => void }) {
-  const [value, setValue] = useState(current ?? '');
+  const form = useSeededForm({ threshold: current ?? '' });
   const [state, set] = useMutation(SetDoc);
-  const [saved, setSaved] = useState(false);
-  const submit = async (e: FormEvent) => {
+  const submit = (e: FormEvent) => {
     e.preventDefault();
-    const r = await set({ threshold: value.trim() === '' ? null : normalizeAmount(value) });
-    setSaved(!r.error);
-    if (!r.error) onSaved();
+    void form.save(async ({ threshold }) => {
+      const r = await set({ threshold: threshold.trim() === '' ? null : normalizeAmount(threshold) });
+      if (!r.error) onSaved();
+      return !r.error;
+    });
   };
   return (
     <form className="card" onSubmit={submit} aria-labelledby="lb-title">
       <h2 id="lb-title">Low-balance alert</h2>
+      {form.changedElsewhere ? <ChangedElsewhere onDiscard={form.discard} /> : null}
       <Field
         label="Low-balance threshold"
         inputMode="decimal"
-        value={value}
-        onChange={(e) => setValue(e.target.value)}
+        value={form.values.threshold}
+        onChange={(e) => form.edit({ threshold: e.target.value })}
         hint="You get an alert when the balance falls below it. Empty: off."
       />
       <button type="submit" disabled={state.fetching}>
         Save threshold
       </button>
-      <SaveStatus error={state.error} saved={saved} />
+      <SaveStatus error={form.failed ? state.error : null} saved={form.saved} names={{ threshold: 'the low-balance threshold' }} />
     </form>
   );
 }
