@@ -1,12 +1,16 @@
-// The dashboard's pieces with logic, without a browser: money formatting, the top-up form's rules
-// and bonus preview, the usage chart's data shaping, and the CSV export.
+// The dashboard's pieces with logic, without a browser: money formatting (and the playground's
+// cost, rounded as billing rounds), the top-up form's rules and bonus preview, what a refused or
+// failed request says, where sign-in returns to, the usage chart's data shaping, and the CSV export.
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { toCsv } from '../src/dashboard/lib/csv.js';
-import { errorText } from '../src/dashboard/lib/error-text.js';
+import { errorText, failureText } from '../src/dashboard/lib/error-text.js';
+import { loginPathFor, safeReturnPath } from '../src/dashboard/lib/return-to.js';
+import { costNanos, formatDecimal, parseDecimal, priceToNanos } from '../src/domain/billing/money.js';
 import { describeUserAgent } from '../src/dashboard/lib/user-agent.js';
-import { formatMoney, formatTokens, listPriceCost, normalizeAmount } from '../src/dashboard/lib/money.js';
+import { formatMoney, formatTokens, listPriceCost, normalizeAmount, priceNanos } from '../src/dashboard/lib/money.js';
 import { checkTopUpAmount, previewLines } from '../src/dashboard/lib/top-up-amount.js';
-import { dailySeries, modelTotals, monthRange, seriesModels, sumDecimals } from '../src/dashboard/lib/usage-shape.js';
+import { currentUtcMonth, dailySeries, modelTotals, monthRange, seriesModels, sumDecimals } from '../src/dashboard/lib/usage-shape.js';
 
 describe('formatMoney', () => {
   it('shows the amount exactly (as the API does), with at least two decimals and separators', () => {
@@ -32,6 +36,22 @@ describe('formatMoney', () => {
     expect(listPriceCost(1000, 500, 1, 2)).toBe('0.002000000');
     expect(listPriceCost(3, 7, 0.5, 1.5)).toBe('0.000012000');
   });
+  it("shows the playground's cost as billing charges it: rounded up to the nano, never truncated", () => {
+    // 3 × 0.3333333 per million = 0.0000009999999: billing charges 0.000001, not 0.000000999.
+    expect(listPriceCost(3, 0, 0.3333333, 0)).toBe('0.000001000');
+    expect(listPriceCost(1, 0, 0.0000015, 0)).toBe('0.000000001');
+    expect(listPriceCost(0, 0, 1, 2)).toBe('0.000000000');
+    // The catalog's prices are read as the server reads them (their decimal form, not price × 1e9).
+    for (const p of [0.15, 0.1, 1e-7, 3.3, 0.000000001, 123.456789]) expect(priceNanos(p), String(p)).toBe(priceToNanos(p));
+    const price = fc.integer({ min: 0, max: 100_000_000_000 }).map((nanos) => Number(formatDecimal(BigInt(nanos))));
+    fc.assert(
+      fc.property(fc.nat(2_000_000), fc.nat(2_000_000), price, price, (prompt, completion, input, output) => {
+        const billed = costNanos(prompt, completion, { inputPerMillion: priceToNanos(input), outputPerMillion: priceToNanos(output) });
+        expect(parseDecimal(listPriceCost(prompt, completion, input, output))).toBe(billed);
+      }),
+      { numRuns: 2000 },
+    );
+  });
 });
 
 describe('what a form sends and what it says when refused', () => {
@@ -54,6 +74,70 @@ describe('what a form sends and what it says when refused', () => {
     expect(errorText("'threshold' is required to turn automatic top-up on.")).toBe('Threshold is required to turn automatic top-up on.');
     const plain = 'Top-ups are paid in USD, the currency of the wallet.';
     expect(errorText(plain)).toBe(plain);
+  });
+  it("names the fields in the form's words, and an empty amount as required, not as an amount it is not", () => {
+    const names = { threshold: 'the balance to top up at', amount: 'the top-up amount' };
+    expect(
+      errorText("'threshold' (60.00) must be below 'amount' (25.00): a top-up has to lift the balance above the threshold.", names),
+    ).toBe(
+      'The balance to top up at (60.00) must be below the top-up amount (25.00): a top-up has to lift the balance above the threshold.',
+    );
+    expect(errorText("'threshold' is required to turn automatic top-up on.", names)).toBe(
+      'The balance to top up at is required to turn automatic top-up on.',
+    );
+    // Without the form's words, no API name in quotes is left either.
+    expect(errorText("'threshold' (60.00) must be below 'amount' (25.00).")).toBe('Threshold (60.00) must be below amount (25.00).');
+    expect(errorText('Variable "$input" got invalid value "" at "input.monthlyLimit"; Decimal: not a decimal number: "".')).toBe(
+      'Monthly limit is required: enter an amount such as 25 or 25.50.',
+    );
+    expect(errorText('expires_at must be in the future.', { expires_at: 'the expiry date' })).toBe(
+      'The expiry date must be in the future.',
+    );
+  });
+  it('tells a server that failed from one that could not be reached', () => {
+    const network = new Error('Failed to fetch');
+    expect(failureText({ message: '[Network] Failed to fetch', graphQLErrors: [], networkError: network })).toBe(
+      'The server could not be reached. Check your connection and try again.',
+    );
+    expect(
+      failureText({ message: '[Network] Internal Server Error', graphQLErrors: [], networkError: network, response: { status: 500 } }),
+    ).toBe('The server had an error (HTTP 500). Try again in a moment; if it goes on, tell the operator.');
+    expect(failureText({ message: '[Network] Bad Gateway', graphQLErrors: [], networkError: network, response: { status: 502 } })).toMatch(
+      /^The server had an error \(HTTP 502\)/,
+    );
+    expect(failureText({ message: 'x', graphQLErrors: [{ message: 'monthlyLimit must be zero or a positive amount.' }] })).toBe(
+      'Monthly limit must be zero or a positive amount.',
+    );
+  });
+});
+
+describe('where sign-in returns to', () => {
+  it('takes a page of this dashboard only, never another site or a sign-in page', () => {
+    for (const ok of ['/settings', '/top-up/return?top_up=tu_abc123', '/usage', '/api-keys', '/']) expect(safeReturnPath(ok), ok).toBe(ok);
+    for (const bad of [
+      '//evil.example/x',
+      'https://evil.example',
+      '/\\evil.example',
+      'evil.example',
+      '/settings/../../x',
+      '/login',
+      '/login?next=/settings',
+      '/signup',
+      '/reset-password?token=tgr_x',
+      '/x#frag',
+      '/%2F%2Fevil.example',
+      'javascript:alert(1)',
+      '',
+      null,
+      undefined,
+    ])
+      expect(safeReturnPath(bad as string | null | undefined), String(bad)).toBeNull();
+  });
+  it("puts the page (and its query) in the sign-in page's address", () => {
+    expect(loginPathFor('/settings', '', { session: 'ended' })).toBe('/login?session=ended&next=%2Fsettings');
+    expect(loginPathFor('/top-up/return', '?top_up=tu_1')).toBe('/login?next=%2Ftop-up%2Freturn%3Ftop_up%3Dtu_1');
+    expect(loginPathFor('/', '', { session: 'ended' })).toBe('/login?session=ended');
+    expect(loginPathFor('/login', '')).toBe('/login');
   });
 });
 
@@ -101,6 +185,11 @@ describe('the usage chart data', () => {
     { date: '2026-02-28', model: 'a', requests: 1, promptTokens: 1, completionTokens: 1, totalTokens: 2, cost: '0.2' },
     { date: '2026-03-01', model: 'a', requests: 1, promptTokens: 1, completionTokens: 1, totalTokens: 2, cost: '9' },
   ];
+  it("opens on the month the server is counting: UTC's, whatever the browser's time zone", () => {
+    // 20:00 on 31 January in California is 04:00 on 1 February in UTC.
+    expect(currentUtcMonth(new Date('2026-01-31T20:00:00-08:00'))).toBe('2026-02');
+    expect(currentUtcMonth(new Date('2026-03-01T00:30:00+02:00'))).toBe('2026-02');
+  });
   it('has one point per day of the month, zero where nothing was used', () => {
     expect(monthRange('2026-02')).toEqual({ start: '2026-02-01', end: '2026-02-28' });
     expect(monthRange('2028-02').end).toBe('2028-02-29');

@@ -20,7 +20,7 @@ export function UsageChart({ days, models }: { days: DayPoint[]; models: string[
           ))}
         </BarChart>
       </ResponsiveContainer>
-      <figcaption className="muted">Tokens per day; the table has the same figures.</figcaption>
+      <figcaption className="muted">Tokens per day of the month (UTC days); the table has the same figures.</figcaption>
     </figure>
   );
 }

@@ -34,14 +34,43 @@ export function toNumber(value: string | null | undefined): number {
   return Number.isFinite(n) ? n : 0;
 }
 
-/** Cost of a call at list prices (per million tokens), as a decimal string with 9 places. */
+/**
+ * A catalog price (a number of currency units per million tokens, as GraphQL sends it) in nanos,
+ * exactly as the server reads it (src/domain/billing/money.ts, parseDecimal of a number): through
+ * its shortest decimal form, never `price * 1e9` (a float product can land a nano off).
+ */
+export function priceNanos(price: number): bigint {
+  if (!Number.isFinite(price)) return 0n;
+  let text = String(price);
+  const e = /^(-)?(\d)(?:\.(\d+))?e([+-]\d+)$/.exec(text);
+  if (e) {
+    const [, sign = '', lead, rest = '', exp] = e;
+    const digits = lead! + rest;
+    const point = 1 + Number(exp);
+    text =
+      point <= 0
+        ? `${sign}0.${'0'.repeat(-point)}${digits}`
+        : point >= digits.length
+          ? `${sign}${digits}${'0'.repeat(point - digits.length)}`
+          : `${sign}${digits.slice(0, point)}.${digits.slice(point)}`;
+  }
+  const m = /^(-)?(\d+)(?:\.(\d+))?$/.exec(text);
+  if (!m) return 0n;
+  const nanos = BigInt(m[2]!) * 1_000_000_000n + BigInt((m[3] ?? '').slice(0, 9).padEnd(9, '0'));
+  return m[1] ? -nanos : nanos;
+}
+
+/**
+ * Cost of a call at list prices (per million tokens), as a decimal string with 9 places: the rule
+ * billing charges by (costNanos in src/domain/billing/money.ts, which the dashboard may not import,
+ * so it is mirrored here and a test checks the two agree): the exact product of tokens and prices,
+ * rounded UP to the next whole nano, once per call.
+ */
 export function listPriceCost(promptTokens: number, completionTokens: number, inputPerMillion: number, outputPerMillion: number): string {
-  // Nanos as BigInt: prices have at most 9 decimals.
-  const nanos = (p: number) => BigInt(Math.round(p * 1e9));
-  const total = BigInt(promptTokens) * nanos(inputPerMillion) + BigInt(completionTokens) * nanos(outputPerMillion);
-  const perToken = total / 1_000_000n;
-  const whole = perToken / 1_000_000_000n;
-  const frac = (perToken % 1_000_000_000n).toString().padStart(9, '0');
+  const scaled = BigInt(promptTokens) * priceNanos(inputPerMillion) + BigInt(completionTokens) * priceNanos(outputPerMillion);
+  const nanos = scaled <= 0n ? 0n : (scaled + 1_000_000n - 1n) / 1_000_000n;
+  const whole = nanos / 1_000_000_000n;
+  const frac = (nanos % 1_000_000_000n).toString().padStart(9, '0');
   return `${whole}.${frac}`;
 }
 

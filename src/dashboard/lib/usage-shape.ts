@@ -30,6 +30,15 @@ export interface ModelTotal {
   cost: string;
 }
 
+/**
+ * The calendar month (YYYY-MM) in UTC at `now`: the server's usage days, monthly allocation and
+ * spending limit run on UTC, so the month shown first is the one the server is counting (at 20:00
+ * on 31 January in California it is already February there).
+ */
+export function currentUtcMonth(now: Date): string {
+  return now.toISOString().slice(0, 7);
+}
+
 /** First and last day (YYYY-MM-DD) of a month given as YYYY-MM. */
 export function monthRange(month: string): { start: string; end: string } {
   const [y, m] = month.split('-').map(Number) as [number, number];

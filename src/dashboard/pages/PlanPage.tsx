@@ -7,7 +7,7 @@ import { Money } from '../components/Money';
 import { ErrorMessage, Loading } from '../components/States';
 import { graphql } from '../gql';
 import type { Tier } from '../gql/graphql';
-import { formatTokens, toNumber } from '../lib/money';
+import { formatMoney, formatTokens, toNumber } from '../lib/money';
 
 const PlansDoc = graphql(`
   query Plans {
@@ -41,7 +41,8 @@ export default function PlanPage() {
   const [changing, change] = useMutation(ChangePlanDoc);
   const [confirm, setConfirm] = useState<Tier | null>(null);
   if (fetching && !data) return <Loading what="plans" />;
-  if (!data) return error ? <ErrorMessage error={error} /> : <Loading what="plans" />;
+  if (!data)
+    return error ? <ErrorMessage error={error} onRetry={() => refetch({ requestPolicy: 'network-only' })} /> : <Loading what="plans" />;
   return (
     <>
       <h1>Plan</h1>
@@ -79,7 +80,11 @@ export default function PlanPage() {
               ) : confirm === p.tier ? (
                 // biome-ignore lint/a11y/useSemanticElements: a group of two buttons, not a form fieldset.
                 <div role="group" aria-label={`Confirm switching to ${p.tier}`}>
-                  <p>{toNumber(p.monthlyFee) > 0 ? `The fee of ${p.monthlyFee} is charged from your wallet now.` : 'No fee is charged.'}</p>
+                  <p>
+                    {toNumber(p.monthlyFee) > 0
+                      ? `The fee of ${formatMoney(p.monthlyFee, { currency: 'USD' })} is charged from your wallet now.`
+                      : 'No fee is charged.'}
+                  </p>
                   <button
                     type="button"
                     className="primary"

@@ -1,11 +1,13 @@
 // Playground: pick a chat model, write a prompt, watch the answer stream over graphql-ws (a reasoning
 // model's reasoning above it, as it comes), with the tokens and the cost (at the model's list
-// prices) at the end.
-import { type FormEvent, useRef, useState } from 'react';
+// prices, rounded as billing rounds) at the end, and why an answer ended early. Leaving the page
+// ends the subscription: the server stops the call, and its billing, there.
+import { type FormEvent, useEffect, useRef, useState } from 'react';
 import { stringifyDocument, useQuery } from 'urql';
 import { ws } from '../client';
 import { Empty, ErrorMessage, Loading } from '../components/States';
 import { graphql } from '../gql';
+import type { FinishReason } from '../gql/graphql';
 import { formatMoney, formatTokens, listPriceCost } from '../lib/money';
 
 const ChatModelsDoc = graphql(`
@@ -41,7 +43,7 @@ const StreamDoc = graphql(`
 `);
 
 export default function PlaygroundPage() {
-  const [{ data, fetching, error }] = useQuery({ query: ChatModelsDoc });
+  const [{ data, fetching, error }, refetchModels] = useQuery({ query: ChatModelsDoc });
   const [model, setModel] = useState('');
   const [prompt, setPrompt] = useState('');
   const [answer, setAnswer] = useState('');
@@ -49,7 +51,16 @@ export default function PlaygroundPage() {
   const [usage, setUsage] = useState<{ promptTokens: number; completionTokens: number; totalTokens: number } | null>(null);
   const [streamError, setStreamError] = useState<string | null>(null);
   const [running, setRunning] = useState(false);
+  const [finish, setFinish] = useState<FinishReason | null>(null);
   const stop = useRef<(() => void) | null>(null);
+  // Leaving the page mid-stream completes the operation: the server aborts the model's call.
+  useEffect(
+    () => () => {
+      stop.current?.();
+      stop.current = null;
+    },
+    [],
+  );
   const models = (data?.models ?? []).filter((m) => m.available);
   const chosen = models.find((m) => m.id === model) ?? models[0];
   const run = (e: FormEvent) => {
@@ -59,10 +70,11 @@ export default function PlaygroundPage() {
     setReasoning('');
     setUsage(null);
     setStreamError(null);
+    setFinish(null);
     setRunning(true);
     stop.current = ws.subscribe<{
       chatCompletionStream: {
-        choices: { delta: { content?: string | null; reasoningContent?: string | null } }[];
+        choices: { delta: { content?: string | null; reasoningContent?: string | null }; finishReason?: FinishReason | null }[];
         usage?: { promptTokens: number; completionTokens: number; totalTokens: number } | null;
       };
     }>(
@@ -76,6 +88,8 @@ export default function PlaygroundPage() {
           if (thought) setReasoning((a) => a + thought);
           const text = chunk.choices.map((c) => c.delta.content ?? '').join('');
           if (text) setAnswer((a) => a + text);
+          const reason = chunk.choices.find((c) => c.finishReason)?.finishReason;
+          if (reason) setFinish(reason);
           if (chunk.usage) setUsage(chunk.usage);
         },
         error: (err) => {
@@ -87,7 +101,7 @@ export default function PlaygroundPage() {
     );
   };
   if (fetching && !data) return <Loading what="models" />;
-  if (error) return <ErrorMessage error={error} />;
+  if (!data && error) return <ErrorMessage error={error} onRetry={() => refetchModels({ requestPolicy: 'network-only' })} />;
   return (
     <>
       <h1>Playground</h1>
@@ -129,6 +143,16 @@ export default function PlaygroundPage() {
         <p className="answer" aria-live="polite">
           {answer || (running ? (reasoning ? 'Reasoning…' : 'Waiting for the first token…') : 'Send a prompt to see the answer here.')}
         </p>
+        {finish === 'length' ? (
+          <p className="notice" role="note">
+            The answer was cut short: it reached its token limit (the model's maximum output, or as many tokens as your wallet or spending
+            limit could pay for).
+          </p>
+        ) : finish === 'content_filter' ? (
+          <p className="notice" role="note">
+            The answer was stopped by the content filter.
+          </p>
+        ) : null}
         {usage && chosen ? (
           <p role="status">
             {formatTokens(usage.promptTokens)} prompt + {formatTokens(usage.completionTokens)} completion tokens ={' '}

@@ -1,10 +1,15 @@
 // Where the checkout's status page sends the customer back: the outcome of the top-up they come
 // back from (`?top_up=` its id, which the status page's link carries), else of their latest one.
+// While the payment is still being confirmed it is read again every few seconds (as the server's
+// own status page refreshes), with a link back to the checkout; a top-up whose payment was later
+// refunded or disputed says so.
+import { useEffect } from 'react';
 import { useQuery } from 'urql';
 import { Link } from '../components/Link';
 import { Money } from '../components/Money';
 import { Empty, ErrorMessage, Loading } from '../components/States';
 import { graphql } from '../gql';
+import { toNumber } from '../lib/money';
 import { useRouter } from '../router';
 
 const TopUpResultDoc = graphql(`
@@ -34,6 +39,9 @@ const TopUpResultDoc = graphql(`
     credits
     currency
     failureReason
+    checkoutUrl
+    refunded
+    dispute
   }
 `);
 
@@ -45,24 +53,43 @@ const OUTCOME = {
   failed: 'Failed: nothing was credited.',
 } as const;
 
+/** As the server's checkout status page refreshes while a payment is being confirmed. */
+const POLL_MS = 3000;
+
 export default function TopUpReturnPage() {
   const id = useRouter().search.get('top_up') ?? '';
-  const [{ data, fetching, error }] = useQuery({
+  const [{ data, fetching, error }, refetch] = useQuery({
     query: TopUpResultDoc,
     variables: { id, byId: id !== '' },
     requestPolicy: 'network-only',
   });
-  if (fetching && !data) return <Loading what="your top-up" />;
-  if (error) return <ErrorMessage error={error} />;
   const t = id ? data?.viewer.topUp : data?.viewer.topUps?.nodes[0];
+  const waiting = t?.status === 'open';
+  useEffect(() => {
+    if (!waiting) return;
+    const timer = setInterval(() => refetch({ requestPolicy: 'network-only' }), POLL_MS);
+    return () => clearInterval(timer);
+  }, [waiting, refetch]);
+  if (fetching && !data) return <Loading what="your top-up" />;
+  if (!data) return error ? <ErrorMessage error={error} onRetry={() => refetch({ requestPolicy: 'network-only' })} /> : null;
+  const refunded = t ? toNumber(t.refunded) > 0 : false;
+  const heading = !t
+    ? ''
+    : t.status === 'paid' && t.dispute === 'withdrawn'
+      ? 'Disputed: the payment is disputed and its credits were taken back.'
+      : t.status === 'paid' && refunded
+        ? 'Refunded: the credits of the refunded payment were taken back.'
+        : OUTCOME[t.status];
   return (
     <>
       <h1>Top-up result</h1>
+      {/* A failed refresh keeps what was shown; the next one (or Try again) may do better. */}
+      {error ? <ErrorMessage error={error} title="Could not refresh" onRetry={() => refetch({ requestPolicy: 'network-only' })} /> : null}
       {!t ? (
         <Empty>{id ? 'No top-up of yours has this id.' : 'No top-up yet.'}</Empty>
       ) : (
         <section className="card narrow" aria-labelledby="outcome">
-          <h2 id="outcome">{OUTCOME[t.status]}</h2>
+          <h2 id="outcome">{heading}</h2>
           <dl className="preview">
             <dt>{t.status === 'paid' ? 'Paid' : 'Amount'}</dt>
             <dd>
@@ -77,12 +104,36 @@ export default function TopUpReturnPage() {
                 </dd>
               </>
             ) : null}
+            {refunded ? (
+              <>
+                <dt>Refunded</dt>
+                <dd>
+                  <Money value={t.refunded} currency={t.currency} />
+                </dd>
+              </>
+            ) : null}
+            {t.dispute ? (
+              <>
+                <dt>Dispute</dt>
+                <dd>{t.dispute === 'withdrawn' ? 'Funds withdrawn: credits taken back' : 'Won: credits given back'}</dd>
+              </>
+            ) : null}
             <dt>Balance now</dt>
             <dd>
-              <Money value={data!.viewer.wallet.balance} currency={data!.viewer.wallet.currency} />
+              <Money value={data.viewer.wallet.balance} currency={data.viewer.wallet.currency} />
             </dd>
           </dl>
           {t.failureReason ? <p>{t.failureReason}</p> : null}
+          {waiting ? (
+            <p className="muted">
+              This page updates by itself.{' '}
+              {t.checkoutUrl ? (
+                <>
+                  Not paid yet? <a href={t.checkoutUrl}>Go back to the checkout</a>.
+                </>
+              ) : null}
+            </p>
+          ) : null}
         </section>
       )}
       <p>

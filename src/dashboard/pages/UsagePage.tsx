@@ -1,4 +1,6 @@
 // Usage: tokens and cost by day and by model for a chosen month, as a chart with tables beside it.
+// Days and months are UTC, as the server counts them (the allocation and the spending limit are
+// per UTC calendar month), and labelled so; costs in the wallet's currency.
 import { useState } from 'react';
 import { useQuery } from 'urql';
 import { Money } from '../components/Money';
@@ -6,12 +8,15 @@ import { Empty, ErrorMessage, Loading } from '../components/States';
 import { UsageChart } from '../components/UsageChart';
 import { graphql } from '../gql';
 import { formatTokens } from '../lib/money';
-import { dailySeries, modelTotals, monthRange, seriesModels } from '../lib/usage-shape';
+import { currentUtcMonth, dailySeries, modelTotals, monthRange, seriesModels } from '../lib/usage-shape';
 
 const UsageDoc = graphql(`
   query Usage($start: String!, $end: String!) {
     viewer {
       id
+      wallet {
+        currency
+      }
       usage(start: $start, end: $end) {
         data {
           date
@@ -28,9 +33,10 @@ const UsageDoc = graphql(`
 `);
 
 export default function UsagePage() {
-  const [month, setMonth] = useState(() => new Date().toISOString().slice(0, 7));
+  const [month, setMonth] = useState(() => currentUtcMonth(new Date()));
   const range = monthRange(month);
-  const [{ data, fetching, error }] = useQuery({ query: UsageDoc, variables: range });
+  const [{ data, fetching, error }, refetch] = useQuery({ query: UsageDoc, variables: range });
+  const currency = data?.viewer.wallet.currency;
   // Grouped by model (the default), every row names its model.
   const rows = (data?.viewer.usage.data ?? []).map((r) => ({ ...r, model: r.model ?? '' }));
   const totals = modelTotals(rows);
@@ -38,18 +44,24 @@ export default function UsagePage() {
     <>
       <h1>Usage</h1>
       <div className="field inline">
-        <label htmlFor="usage-month">Month</label>
+        <label htmlFor="usage-month">Month (UTC)</label>
         <input id="usage-month" type="month" value={month} onChange={(e) => e.target.value && setMonth(e.target.value)} />
       </div>
       {fetching && !data ? <Loading what="usage" /> : null}
-      {error ? <ErrorMessage error={error} /> : null}
-      {data && rows.length === 0 ? <Empty>No usage in {month}.</Empty> : null}
+      {error ? (
+        <ErrorMessage
+          error={error}
+          title={data ? 'Could not refresh: showing usage as last loaded' : 'Could not load usage'}
+          onRetry={() => refetch({ requestPolicy: 'network-only' })}
+        />
+      ) : null}
+      {data && rows.length === 0 ? <Empty>No usage in {month} (UTC).</Empty> : null}
       {rows.length > 0 ? (
         <>
           <UsageChart days={dailySeries(rows, month)} models={seriesModels(rows)} />
           <div className="table-wrap">
             <table>
-              <caption>By model, {month}</caption>
+              <caption>By model, {month} (UTC)</caption>
               <thead>
                 <tr>
                   <th scope="col">Model</th>
@@ -65,7 +77,7 @@ export default function UsagePage() {
                     <td>{formatTokens(t.requests)}</td>
                     <td>{formatTokens(t.totalTokens)}</td>
                     <td>
-                      <Money value={t.cost} />
+                      <Money value={t.cost} currency={currency} />
                     </td>
                   </tr>
                 ))}
@@ -74,10 +86,10 @@ export default function UsagePage() {
           </div>
           <div className="table-wrap">
             <table>
-              <caption>By day</caption>
+              <caption>By day (UTC)</caption>
               <thead>
                 <tr>
-                  <th scope="col">Day</th>
+                  <th scope="col">Day (UTC)</th>
                   <th scope="col">Model</th>
                   <th scope="col">Requests</th>
                   <th scope="col">Prompt tokens</th>
@@ -94,7 +106,7 @@ export default function UsagePage() {
                     <td>{formatTokens(r.promptTokens)}</td>
                     <td>{formatTokens(r.completionTokens)}</td>
                     <td>
-                      <Money value={r.cost} />
+                      <Money value={r.cost} currency={currency} />
                     </td>
                   </tr>
                 ))}
