@@ -123,7 +123,9 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
       }
     });
 
-    it('sends a page opened after the session ended to the sign-in page, and signing in again works', { timeout: 60_000 }, async () => {
+    it('sends a page opened after the session ended to the sign-in page, and signing in again comes back to it', {
+      timeout: 60_000,
+    }, async () => {
       const { ctx, page, cookie, email } = await signedIn('/api-keys');
       try {
         await page.getByRole('heading', { name: 'API keys', level: 1 }).waitFor();
@@ -133,7 +135,7 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
         await page.getByLabel('Email').fill(email);
         await page.getByLabel('Password').fill(PASSWORD);
         await page.getByRole('button', { name: 'Sign in' }).click();
-        await page.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
+        await page.getByRole('heading', { name: 'Settings', level: 1 }).waitFor();
       } finally {
         await ctx.close();
       }
