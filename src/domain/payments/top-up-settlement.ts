@@ -232,23 +232,12 @@ export class TopUpSettlement {
         minBig(share(refund.refundedCents) - share(t.refundedCents), creditsOf(t) - share(t.refundedCents) - disputed),
       );
       const refundedNow = fromCents(Number(minBig(BigInt(refund.refundedCents), measure) - minBig(BigInt(t.refundedCents), measure)));
-      const taken =
-        due === 0n
-          ? 0n
-          : await this.o.wallet.takeBackWithin(
-              trx,
-              {
-                accountId: t.accountId,
-                amount: due,
-                describe: (n) =>
-                  `Top-up ${t.id} refunded (${formatMoney(refundedNow)} ${WALLET_CURRENCY} of payment ${refund.paymentId}): ${formatDecimal(n)} ${WALLET_CURRENCY} in credits taken back` +
-                  (n < due ? ` of ${formatDecimal(due)} due (the rest was already spent)` : ''),
-                reference: refund.paymentId,
-                idempotencyKey: `topup-refund:${t.processor}:${refund.paymentId}:${refund.refundedCents}`,
-              },
-              now,
-              effects,
-            );
+      const taken = await this.takeBack(trx, t, now, effects, {
+        due,
+        what: `Top-up ${t.id} refunded (${formatMoney(refundedNow)} ${WALLET_CURRENCY} of payment ${refund.paymentId})`,
+        paymentId: refund.paymentId,
+        idempotencyKey: `topup-refund:${t.processor}:${refund.paymentId}:${refund.refundedCents}`,
+      });
       await recordReversal(trx, t.id, { refundedCents: refund.refundedCents }, now);
       return {
         outcome: 'reversed',
@@ -314,23 +303,12 @@ export class TopUpSettlement {
       const measure = maxBig(BigInt(toCents(t.amount)), amountCents);
       const refundedShare = (creditsOf(t) * minBig(BigInt(t.refundedCents), measure)) / measure;
       const due = maxBig(0n, minBig((creditsOf(t) * amountCents) / measure, creditsOf(t) - refundedShare));
-      const taken =
-        due === 0n
-          ? 0n
-          : await this.o.wallet.takeBackWithin(
-              trx,
-              {
-                accountId: t.accountId,
-                amount: due,
-                describe: (n) =>
-                  `Top-up ${t.id}: payment ${dispute.paymentId} disputed, funds withdrawn: ${formatDecimal(n)} ${WALLET_CURRENCY} in credits taken back` +
-                  (n < due ? ` of ${formatDecimal(due)} due (the rest was already spent)` : ''),
-                reference: dispute.paymentId,
-                idempotencyKey: `topup-dispute:${t.processor}:${dispute.disputeId}`,
-              },
-              now,
-              effects,
-            );
+      const taken = await this.takeBack(trx, t, now, effects, {
+        due,
+        what: `Top-up ${t.id}: payment ${dispute.paymentId} disputed, funds withdrawn`,
+        paymentId: dispute.paymentId,
+        idempotencyKey: `topup-dispute:${t.processor}:${dispute.disputeId}`,
+      });
       await recordReversal(trx, t.id, { dispute: { state: 'withdrawn', nanos: taken } }, now);
       const auto = await findAutoTopup(trx, t.accountId, this.o.db.forUpdate);
       const autoOff = auto?.enabled === true;
@@ -350,6 +328,31 @@ export class TopUpSettlement {
         notify: due > 0n || autoOff,
       };
     });
+  }
+
+  /** Takes up to `due` back from the top-up's wallet (never below zero), its row saying what and how much of it. */
+  private async takeBack(
+    trx: Queryable,
+    t: TopUpRecord,
+    now: Date,
+    effects: WalletChange[],
+    take: { due: bigint; what: string; paymentId: string; idempotencyKey: string },
+  ): Promise<bigint> {
+    if (take.due === 0n) return 0n;
+    return this.o.wallet.takeBackWithin(
+      trx,
+      {
+        accountId: t.accountId,
+        amount: take.due,
+        describe: (n) =>
+          `${take.what}: ${formatDecimal(n)} ${WALLET_CURRENCY} in credits taken back` +
+          (n < take.due ? ` of ${formatDecimal(take.due)} due (the rest was already spent)` : ''),
+        reference: take.paymentId,
+        idempotencyKey: take.idempotencyKey,
+      },
+      now,
+      effects,
+    );
   }
 
   /**
