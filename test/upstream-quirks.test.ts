@@ -933,3 +933,49 @@ describe('4. any engine whose usage says 0', () => {
     expect(chunks.at(-1)!.usage).toEqual({ ...expected, totalTokens: expected.promptTokens + expected.completionTokens });
   });
 });
+
+describe('5. a stream cut short, from an engine that counts its tokens', () => {
+  // The in-process engine says how many tokens it generated for each piece: a stream the client
+  // leaves is billed at most that, not at a re-count of the text, which for text that is not valid
+  // UTF-8 (replacement characters, 3 bytes each) counts about a token a byte.
+  const model: ModelConfig = { ...MODEL, id: 'chat-counted' };
+  const piece = '\uFFFD\uFFFD\uFFFD\uFFFD';
+  const engine: Engine = {
+    chat: async () => ({ content: '', finishReason: 'stop', usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 } }),
+    async *chatStream() {
+      for (let i = 0; i < 100; i++) yield { type: 'delta', content: piece, tokens: 2 };
+      yield { type: 'finish', finishReason: 'length', usage: { promptTokens: 5, completionTokens: 200, totalTokens: 205 } };
+    },
+    embed: async () => ({ embeddings: [], promptTokens: 0 }),
+    rerank: async () => ({ scores: [], promptTokens: 0 }),
+    moderate: async () => [],
+    countChatTokens: (messages) => countChatTokens(messages),
+    // A model's tokenizer that reads replacement characters back as their bytes, a token each.
+    countTokens: (text) => Buffer.byteLength(text, 'utf8'),
+  };
+  const settled: { usage: Usage; outcome: string }[] = [];
+  const metering = {
+    admit: async () => ({
+      maxOutputTokens: 256,
+      settle: async (usage: Usage, outcome: string) => {
+        settled.push({ usage, outcome });
+      },
+    }),
+  };
+  const service = new InferenceService(new Catalog([model]), { get: () => engine }, metering);
+  const caller = { accountId: 'acct_test', requestId: 'req' };
+  const input = { model: 'chat-counted', messages: [{ role: 'user', content: 'go' }], maxTokens: 256 };
+
+  it('is billed the tokens generated for what was delivered, not a re-count of the text', async () => {
+    let content = 0;
+    for await (const ch of service.chatCompletionStream(caller, input, new AbortController().signal)) {
+      if (ch.choices[0]?.delta.content) content++;
+      if (content === 10) break;
+    }
+    expect(settled).toHaveLength(1);
+    expect(settled[0]!.outcome).toBe('client_disconnected');
+    // The text alone would count for more: the engine generated 2 tokens a piece.
+    expect(await engine.countTokens(piece.repeat(10))).toBe(120);
+    expect(settled[0]!.usage.completionTokens).toBe(20);
+  });
+});

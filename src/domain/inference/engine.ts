@@ -114,7 +114,12 @@ export interface EngineChatResult extends EngineChoice {
  */
 export type EngineStreamEvent =
   | { type: 'started' }
-  | { type: 'delta'; content: string; choice?: number; logprobs?: TokenLogprob[] }
+  /**
+   * A piece of the answer. `tokens`: how many tokens the engine generated for it, when it knows
+   * (the in-process engine): a stream cut short is then billed at most that, not at a re-count of
+   * the text (which can be more: text that is not valid UTF-8 decodes to replacement characters).
+   */
+  | { type: 'delta'; content: string; choice?: number; logprobs?: TokenLogprob[]; tokens?: number }
   /** A piece of the model's reasoning (before its answer); `withheld`: counted as output, not relayed (./content-filter.ts). */
   | { type: 'reasoning_delta'; content: string; choice?: number; withheld?: boolean }
   | {

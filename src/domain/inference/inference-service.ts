@@ -55,7 +55,7 @@ const EXACT_COUNT_MESSAGES = 256;
  * ordinary requests; for long ones, the framing (the messages without their text) plus the text
  * counted in pieces, stopping past the limit (./bounded-count.ts).
  */
-function countPrompt(engine: Engine, messages: ChatMessage[], limit: number, tools?: ToolDefinition[]): number | Promise<number> {
+export function countPrompt(engine: Engine, messages: ChatMessage[], limit: number, tools?: ToolDefinition[]): number | Promise<number> {
   let chars = 0;
   for (const m of messages) chars += m.content.length;
   if (chars <= EXACT_COUNT_CHARS && messages.length <= EXACT_COUNT_MESSAGES) return engine.countChatTokens(messages, tools);
@@ -71,10 +71,18 @@ async function countLongPrompt(
 ): Promise<number> {
   // Every chat template spends at least one token on each message.
   if (messages.length > limit || provablyOver(chars, limit)) return limit + 1;
-  // The framing includes the tool definitions and the tool calls (counted whole).
-  const framing = await engine.countChatTokens(
-    messages.map((m) => ({ ...m, content: '' })),
-    tools,
+  // The framing includes the tool definitions and the tool calls (counted whole): the messages
+  // rendered with the start of their content, less that start's own tokens. Not with no content:
+  // a template may drop an empty turn whole (ChatML in node-llama-cpp does), which counted a
+  // long conversation's framing at a few tokens instead of about 7 a turn and billed half of a
+  // prompt of many short messages.
+  const starts = messages.map((m) => m.content.slice(0, FRAMING_SAMPLE_CHARS));
+  const framing = Math.max(
+    0,
+    (await engine.countChatTokens(
+      messages.map((m, i) => ({ ...m, content: starts[i]! })),
+      tools,
+    )) - (await Promise.all(starts.map((start) => (start ? engine.countTokens(start) : 0)))).reduce((a, b) => a + b, 0),
   );
   return countWithin(
     messages.map((m) => m.content),
@@ -83,6 +91,9 @@ async function countLongPrompt(
     framing,
   );
 }
+
+/** How much of each message's content countLongPrompt renders to measure the chat template's framing. */
+const FRAMING_SAMPLE_CHARS = 16;
 
 /** The tokens of one input text, or any number above `limit` when it cannot fit (as countPrompt). */
 async function countInput(engine: Engine, text: string, limit: number): Promise<number> {
@@ -512,6 +523,10 @@ export class InferenceService {
     const ended: boolean[] = new Array(n).fill(false);
     /** A choice was ended here at max_tokens: the engine's count covers text the client did not get. */
     let cutShort = false;
+    // The tokens the engine says it generated for what was delivered, while every piece says so
+    // (the in-process engine): a stream cut short is billed at most that.
+    let generated = 0;
+    let everyPieceCounted = true;
     let settled: { usage: Usage; outcome: CallOutcome } | undefined;
     let failure: unknown;
     const events = engine.chatStream(withMaxTokens(request, maxTokens), signal)[Symbol.asyncIterator]();
@@ -559,6 +574,8 @@ export class InferenceService {
             chunks[c]! += Math.min(weight, room);
           }
           if (full) cutShort = true;
+          if (event.type === 'delta' && event.tokens !== undefined && !full) generated += event.tokens;
+          else everyPieceCounted = false;
           if (event.type === 'reasoning_delta' && event.withheld) {
             withheld[c] += text;
           } else if (event.type === 'reasoning_delta') {
@@ -624,11 +641,13 @@ export class InferenceService {
         // Reasoning a content filter withheld counts as delivered: the model produced it for the client.
         const output = produced();
         if (!output.some(Boolean)) settled = { usage: zeroUsage(), outcome: left ? 'client_disconnected' : 'failed' };
-        else
+        else {
+          const counted = await countDelivered(engine, output, promptTokens, maxTokens * n);
           settled = {
-            usage: await countDelivered(engine, output, promptTokens, maxTokens * n),
+            usage: everyPieceCounted ? completionAtMost(counted, generated) : counted,
             outcome: left ? 'client_disconnected' : 'failed_mid_stream',
           };
+        }
       }
       await ticket.settle(settled.usage, settled.outcome);
     }

@@ -20,7 +20,7 @@ import { abortReason, type ChatRunner } from './runners.js';
 import { getRuntime } from './runtime.js';
 
 export type ChoiceEvent =
-  | { type: 'delta'; content: string; logprobs?: TokenLogprob[] }
+  | { type: 'delta'; content: string; logprobs?: TokenLogprob[]; tokens?: number }
   | { type: 'tool_call'; index: number; id?: string; name?: string; arguments: string };
 
 export interface ChoiceEnd {
@@ -89,6 +89,8 @@ export async function* runChoice(c: ChoiceContext): AsyncGenerator<ChoiceEvent, 
     // With tools, text that may still become the call prefix is held back.
     let detecting = !!syntax;
     let held = '';
+    // How many of `out` went out with a delta: each delta says how many tokens it carries.
+    let given = 0;
     let finish: FinishReason | undefined;
     let calling = false;
     const state = grammarState(runner, c.format);
@@ -118,7 +120,8 @@ export async function* runChoice(c: ChoiceContext): AsyncGenerator<ChoiceEvent, 
         held = '';
       }
       if (text) {
-        yield { type: 'delta', content: text, ...(req.logprobs ? { logprobs: pendingLp } : {}) };
+        yield { type: 'delta', content: text, tokens: out.length - given, ...(req.logprobs ? { logprobs: pendingLp } : {}) };
+        given = out.length;
         pendingLp = [];
       }
       if (completion.stopped) {
@@ -133,7 +136,7 @@ export async function* runChoice(c: ChoiceContext): AsyncGenerator<ChoiceEvent, 
     if (signal.aborted) throw abortReason(signal);
     if (!calling) {
       const tail = held + completion.finish();
-      if (tail) yield { type: 'delta', content: tail, ...(req.logprobs ? { logprobs: pendingLp } : {}) };
+      if (tail) yield { type: 'delta', content: tail, tokens: out.length - given, ...(req.logprobs ? { logprobs: pendingLp } : {}) };
       return { finishReason: finish ?? 'stop', completionTokens: out.length };
     }
   } else {

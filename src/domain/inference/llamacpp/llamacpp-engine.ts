@@ -487,17 +487,23 @@ export class LlamaCppEngine implements Engine {
         return;
       }
       const generation = await this.startGeneration(runner, lease.slot, prompt, req, format);
+      // Tokens generated since the last piece (one whose bytes end inside a character gives no text yet).
+      let tokens = 0;
       for await (const token of generation.tokens) {
         if (signal.aborted) throw abortReason(signal);
         const content = generation.take(token);
-        if (content) yield { type: 'delta', content };
+        tokens++;
+        if (content) {
+          yield { type: 'delta', content, tokens };
+          tokens = 0;
+        }
         if (generation.finishReason) break;
         // The consumer may have gone away while it held the delta: no further token for it.
         if (signal.aborted) throw abortReason(signal);
       }
       if (signal.aborted) throw abortReason(signal);
       const tail = generation.completion.finish();
-      if (tail) yield { type: 'delta', content: tail };
+      if (tail) yield { type: 'delta', content: tail, tokens };
       yield { type: 'finish', finishReason: generation.finishReason ?? 'stop', usage: generation.usage() };
     } finally {
       lease.release();
