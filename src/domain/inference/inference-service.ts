@@ -5,7 +5,7 @@ import { newId } from '../ids.js';
 import type { ChatModelConfig } from '../catalog/model.js';
 import type { Catalog } from '../catalog/catalog.js';
 import { DomainError } from '../errors.js';
-import { countWithin, PIECE_CHARS, provablyOver } from './bounded-count.js';
+import { countWithin, countWords, PIECE_CHARS, provablyOver } from './bounded-count.js';
 import {
   type ChatOptions,
   chatMessages,
@@ -71,6 +71,14 @@ async function countLongPrompt(
 ): Promise<number> {
   // Every chat template spends at least one token on each message.
   if (messages.length > limit || provablyOver(chars, limit)) return limit + 1;
+  // More words than the limit: over it, before any text is tokenized (the framing's below included).
+  if (
+    countWords(
+      messages.map((m) => m.content),
+      limit,
+    ) > limit
+  )
+    return limit + 1;
   // The framing includes the tool definitions and the tool calls (counted whole): the messages
   // rendered with the start of their content, less that start's own tokens. Not with no content:
   // a template may drop an empty turn whole (ChatML in node-llama-cpp does), which counted a
