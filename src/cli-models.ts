@@ -10,7 +10,7 @@ import type { Command } from 'commander';
 import cliProgress from 'cli-progress';
 import { loadConfig, type ModelConfig } from './config.js';
 import { DomainError } from './domain/errors.js';
-import { PullError, pullModel, type PullResult } from './domain/inference/llamacpp/downloader.js';
+import { PullError, PullFileNameError, pullModel, type PullResult } from './domain/inference/llamacpp/downloader.js';
 import { FIXTURES, writeFixtures } from './fixtures/gguf-fixtures.js';
 import type { LlamaCppModel } from './domain/inference/llamacpp/llamacpp-engine.js';
 import { huggingFaceEndpoint, modelsDir } from './domain/inference/llamacpp/model-files.js';
@@ -217,6 +217,8 @@ export function registerModelCommands(program: Command, ctx: ModelsCliContext): 
       if (!source)
         throw new DomainError('missing_required_parameter', 'Give a source (hf:owner/repo/file.gguf or an https URL), or --defaults.');
       const r = await pullOne(ctx, source, opts.out, path.basename(opts.out ?? source)).catch((e: unknown) => {
+        // A file name that cannot be used is the command's to fix: the network hints do not apply.
+        if (e instanceof PullFileNameError) throw new PullError(`cannot pull ${source}: ${e.message}.`);
         throw e instanceof PullError ? new PullError(`cannot pull ${source}: ${e.message}.${pullHints(ctx.env)}`) : e;
       });
       if (opts.json) ctx.printJson(pullResultJson(r));

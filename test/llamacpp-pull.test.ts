@@ -1,15 +1,17 @@
 // `models pull`'s downloader against a loopback HTTP server (nothing else is reachable here): a
-// whole download, an interrupted one resumed with Range, the size check, and sources.
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+// whole download, an interrupted one resumed with Range, the size check, and sources and the file
+// names they give.
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pullModel, PullError, type PullProgress } from '../src/domain/inference/llamacpp/downloader.js';
+import { runCli } from '../src/cli.js';
+import { pullModel, PullError, PullFileNameError, type PullProgress } from '../src/domain/inference/llamacpp/downloader.js';
 import { chatFixtureSpec } from '../src/fixtures/gguf-fixtures.js';
 import { writeGguf } from '../src/fixtures/gguf-writer.js';
-import { parseModelSource, pullCommandFor } from '../src/domain/inference/llamacpp/model-files.js';
+import { fileNameProblem, parseModelSource, pullCommandFor } from '../src/domain/inference/llamacpp/model-files.js';
 
 const model = writeGguf(chatFixtureSpec());
 /** A file large enough that a slow reader falls behind the socket (the GGUF magic first). */
@@ -51,6 +53,8 @@ beforeAll(async () => {
   server = createServer((req, res) => {
     const url = new URL(req.url!, 'http://x');
     seen.push({ path: url.pathname, range: req.headers.range });
+    // Any file name at all, `..%2F` and malformed percent-encoding included.
+    if (url.pathname.startsWith('/any/')) return send(req, res, model);
     switch (url.pathname) {
       case '/models/tiny.gguf':
         return send(req, res, model);
@@ -197,6 +201,85 @@ describe('models pull', () => {
     await expect(pullModel({ source: `${base}/models/absent.gguf`, modelsDir: dir })).rejects.toThrow(/HTTP 404/);
     await expect(pullModel({ source: 'http://127.0.0.1:1/x.gguf', modelsDir: dir })).rejects.toBeInstanceOf(PullError);
     rmSync(dir, { recursive: true });
+  });
+});
+
+describe('the file a pull saves', () => {
+  /** The CLI in this process: its exit code and everything it printed. */
+  async function cli(args: string[], env: Record<string, string>) {
+    let stdout = '';
+    let stderr = '';
+    const code = await runCli(['node', 'tollgate', ...args], {
+      stdout: (t) => (stdout += t),
+      stderr: (t) => (stderr += t),
+      env: { ...process.env, TOLLGATE_PROGRESS: 'lines', ...env },
+    });
+    return { code, stdout, stderr };
+  }
+
+  // The probe's case: `..%2F..%2Fescaped.gguf` was decoded and saved two folders above MODELS_DIR.
+  it('is never outside the models folder: a URL whose file name is a path is refused, with what to do instead', async () => {
+    const dir = tempDir();
+    const models = path.join(dir, 'x', 'models');
+    const source = `${base}/any/..%2F..%2Fescaped.gguf`;
+    const c = await cli(['models', 'pull', source], { MODELS_DIR: models });
+    expect(c.code).toBe(1);
+    expect(c.stderr).toBe(
+      `error: cannot pull ${source}: its file name "../../escaped.gguf" contains a path separator: give the file to save it as with --out FILE.\n`,
+    );
+    // The same into a folder --out names.
+    mkdirSync(models, { recursive: true });
+    await expect(pullModel({ source, modelsDir: dir, out: models })).rejects.toBeInstanceOf(PullFileNameError);
+    expect(readdirSync(dir)).toEqual(['x']);
+    expect(readdirSync(path.join(dir, 'x'))).toEqual(['models']);
+    expect(readdirSync(models)).toEqual([]);
+    // --out FILE names it, and the download is the server's.
+    const out = path.join(models, 'named.gguf');
+    const named = await cli(['models', 'pull', source, '--out', out], { MODELS_DIR: models });
+    expect(named.code).toBe(0);
+    expect(readFileSync(out).equals(model)).toBe(true);
+    rmSync(dir, { recursive: true });
+  });
+
+  it('refuses a URL whose file name is not valid percent-encoding with a message, not "URI malformed"', async () => {
+    const dir = tempDir();
+    const source = `${base}/any/%E0%A4%A.gguf`;
+    const c = await cli(['models', 'pull', source], { MODELS_DIR: dir });
+    expect(c.code).toBe(1);
+    expect(c.stderr).toBe(
+      `error: cannot pull ${source}: its file name "%E0%A4%A.gguf" is not valid percent-encoding: give the file to save it as with --out FILE.\n`,
+    );
+    const out = path.join(dir, 'named.gguf');
+    expect((await cli(['models', 'pull', source, '--out', out], { MODELS_DIR: dir })).code).toBe(0);
+    expect(readFileSync(out).equals(model)).toBe(true);
+    rmSync(dir, { recursive: true });
+  });
+
+  it('takes a plain file name, and nothing that could name another file or garble a terminal', () => {
+    for (const name of ['model.gguf', '..model.gguf', 'Qwen2.5 (Q4_K_M).gguf', 'modèle-日本.gguf', 'a'.repeat(250)]) {
+      expect(fileNameProblem(name), name).toBeUndefined();
+    }
+    const refused: [string, string][] = [
+      ['', 'the source does not end with a file name'],
+      ['.', 'its file name "." names a folder'],
+      ['..', 'its file name ".." names a folder'],
+      ['../x.gguf', 'its file name "../x.gguf" contains a path separator'],
+      ['..\\x.gguf', 'its file name "..\\\\x.gguf" contains a path separator'],
+      ['x\0.gguf', 'its file name "x\\u0000.gguf" contains a control character'],
+      ['x\n.gguf', 'its file name "x\\n.gguf" contains a control character'],
+      ['x\u202egnp.gguf', 'its file name "x\\u202egnp.gguf" contains a control character'],
+      ['é'.repeat(126), 'its file name is 252 bytes long, more than the 250 allowed'],
+    ];
+    for (const [name, problem] of refused) expect(fileNameProblem(name), JSON.stringify(name)).toBe(problem);
+    expect(parseModelSource('https://h/m/..%2F..%2Fx.gguf')).toEqual({
+      spec: 'https://h/m/..%2F..%2Fx.gguf',
+      url: 'https://h/m/..%2F..%2Fx.gguf',
+      fileNameProblem: 'its file name "../../x.gguf" contains a path separator',
+    });
+    expect(parseModelSource('https://h/m/%00.gguf').fileNameProblem).toContain('control character');
+    expect(parseModelSource('https://h/models/').fileNameProblem).toBe('the source does not end with a file name');
+    expect(parseModelSource('hf:o/r/sub/..').fileNameProblem).toBe('its file name ".." names a folder');
+    expect(parseModelSource('https://h/m/Q4%20K.gguf').fileName).toBe('Q4 K.gguf');
   });
 });
 

@@ -44,6 +44,14 @@ export class PullError extends Error {
   }
 }
 
+/** The source's own file name cannot be used (`..%2F`, malformed percent-encoding…): nothing was fetched; `--out FILE` names one. */
+export class PullFileNameError extends PullError {
+  constructor(message: string) {
+    super(message);
+    this.name = 'PullFileNameError';
+  }
+}
+
 function authHeaders(url: string, env: NodeJS.ProcessEnv): Record<string, string> {
   // Gated Hugging Face repositories (Llama Guard, for one) need an access token; fetch drops it on
   // the redirect to the CDN, which is another origin.
@@ -97,12 +105,33 @@ function describeFetchError(e: unknown): string {
   return err.cause?.code ?? err.cause?.message ?? err.message;
 }
 
+/**
+ * Where the download is saved: `--out FILE` as given; otherwise the source's own file name in the
+ * models folder (or in the folder `--out` names), which must be a plain name that stays inside it.
+ */
+function targetPath(opts: PullOptions, source: ReturnType<typeof parseModelSource>): string {
+  // --out naming an existing folder is the folder to save into (not a file name to rename onto).
+  const folder = opts.out === undefined ? opts.modelsDir : existsSync(opts.out) && statSync(opts.out).isDirectory() ? opts.out : undefined;
+  if (folder === undefined) return path.resolve(opts.out!);
+  if (source.fileName === undefined) {
+    throw new PullFileNameError(`${source.fileNameProblem}: give the file to save it as with --out FILE`);
+  }
+  const dir = path.resolve(folder);
+  const target = path.resolve(dir, source.fileName);
+  // fileNameProblem() already refuses separators and `..`; this is the guarantee, whatever a name holds.
+  const inside = path.relative(dir, target);
+  if (inside === '' || inside === '..' || path.isAbsolute(inside) || path.dirname(inside) !== '.') {
+    throw new PullFileNameError(
+      `its file name ${JSON.stringify(source.fileName)} leads outside ${dir}: give the file to save it as with --out FILE`,
+    );
+  }
+  return target;
+}
+
 export async function pullModel(opts: PullOptions): Promise<PullResult> {
   const env = opts.env ?? process.env;
   const source = parseModelSource(opts.source, env);
-  // --out naming an existing folder is the folder to save into (not a file name to rename onto).
-  const out = opts.out && existsSync(opts.out) && statSync(opts.out).isDirectory() ? path.join(opts.out, source.fileName) : opts.out;
-  const target = path.resolve(out ?? path.join(opts.modelsDir, source.fileName));
+  const target = targetPath(opts, source);
   const partial = `${target}.part`;
   mkdirSync(path.dirname(target), { recursive: true });
   const headers = authHeaders(source.url, env);
