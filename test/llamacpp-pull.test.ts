@@ -1,8 +1,20 @@
 // `models pull`'s downloader against a loopback HTTP server (nothing else is reachable here): a
-// whole download, an interrupted one resumed with Range, the size check, and sources and the file
-// names they give.
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+// whole download, an interrupted one resumed with Range (and If-Range, so that a file that changed
+// in between is not stitched together), the size check, and sources and the file names they give.
+import { createHash } from 'node:crypto';
+import {
+  appendFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -14,37 +26,61 @@ import { writeGguf } from '../src/fixtures/gguf-writer.js';
 import { fileNameProblem, parseModelSource, pullCommandFor } from '../src/domain/inference/llamacpp/model-files.js';
 
 const model = writeGguf(chatFixtureSpec());
+/** Another version of the same file: as long, the same first bytes (the GGUF header), other weights. */
+const modelV2 = Buffer.from(model).fill(9, 1024);
 /** A file large enough that a slow reader falls behind the socket (the GGUF magic first). */
 const big = Buffer.concat([model, Buffer.alloc(40 * 1024 * 1024, 7)]);
+const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 let server: Server;
 let base: string;
-const seen: { path: string; range?: string }[] = [];
-/** Per path: how the server misbehaves. */
-const behaviour = {
-  /** Sends this many bytes of the first full request for /cut.gguf, then destroys the socket. */
-  cutAfter: 150_000,
-  cutDone: false,
-};
+const seen: { path: string; range?: string; ifRange?: string }[] = [];
+/** Per path: the next full GET sends this many bytes of the file, then the connection breaks. */
+const cutNext = new Map<string, number>();
+/** Per path under /versioned/: the file served now, and the validator it is served with. */
+const versioned = new Map<string, { body: Buffer; etag?: string; lastModified?: string; ifRange: 'honour' | 'ignore' }>();
 
-function send(
-  req: IncomingMessage,
-  res: import('node:http').ServerResponse,
-  body: Buffer,
-  opts: { ignoreRange?: boolean; announce?: number } = {},
-) {
+interface SendOptions {
+  ignoreRange?: boolean;
+  announce?: number;
+  /** What the server names the version by; default a strong ETag of the body. `none`: no validator at all. */
+  etag?: string | 'none';
+  lastModified?: string;
+  /** Range is answered even when If-Range names another version (a server that does not know If-Range). */
+  ignoreIfRange?: boolean;
+}
+
+function send(req: IncomingMessage, res: ServerResponse, body: Buffer, opts: SendOptions = {}) {
+  const validators: Record<string, string> = {};
+  const etag = opts.etag ?? `"${sha256(body).slice(0, 16)}"`;
+  if (etag !== 'none') validators.etag = etag;
+  if (opts.lastModified) validators['last-modified'] = opts.lastModified;
+  const cut = req.method === 'GET' && !req.headers.range ? cutNext.get(new URL(req.url!, 'http://x').pathname) : undefined;
+  if (cut !== undefined) {
+    cutNext.delete(new URL(req.url!, 'http://x').pathname);
+    res.writeHead(200, { 'content-length': body.length, ...validators });
+    res.write(body.subarray(0, cut), () => setTimeout(() => res.socket?.destroy(), 20));
+    return;
+  }
   const range = /^bytes=(\d+)-$/.exec(req.headers.range ?? '');
-  if (range && !opts.ignoreRange) {
+  const ifRange = req.headers['if-range'];
+  // RFC 9110 13.1.5: an If-Range that names another version asks for the whole file instead.
+  const sameVersion = ifRange === undefined || opts.ignoreIfRange || ifRange === validators.etag || ifRange === validators['last-modified'];
+  if (range && !opts.ignoreRange && sameVersion) {
     const start = Number(range[1]);
     if (start >= body.length) {
       res.writeHead(416, { 'content-range': `bytes */${body.length}` }).end();
       return;
     }
-    res.writeHead(206, { 'content-range': `bytes ${start}-${body.length - 1}/${body.length}`, 'content-length': body.length - start });
+    res.writeHead(206, {
+      'content-range': `bytes ${start}-${body.length - 1}/${body.length}`,
+      'content-length': body.length - start,
+      ...validators,
+    });
     if (req.method === 'HEAD') return res.end();
     res.end(body.subarray(start));
     return;
   }
-  res.writeHead(200, { 'content-length': opts.announce ?? body.length, 'accept-ranges': 'bytes' });
+  res.writeHead(200, { 'content-length': opts.announce ?? body.length, 'accept-ranges': 'bytes', ...validators });
   if (req.method === 'HEAD') return res.end();
   res.end(body);
 }
@@ -52,22 +88,22 @@ function send(
 beforeAll(async () => {
   server = createServer((req, res) => {
     const url = new URL(req.url!, 'http://x');
-    seen.push({ path: url.pathname, range: req.headers.range });
+    seen.push({ path: url.pathname, range: req.headers.range, ifRange: req.headers['if-range'] as string | undefined });
+    const version = versioned.get(url.pathname);
+    if (version) {
+      const { body, etag = 'none', lastModified, ifRange } = version;
+      return send(req, res, body, { etag, lastModified, ignoreIfRange: ifRange === 'ignore' });
+    }
     // Any file name at all, `..%2F` and malformed percent-encoding included.
     if (url.pathname.startsWith('/any/')) return send(req, res, model);
     switch (url.pathname) {
       case '/models/tiny.gguf':
-        return send(req, res, model);
       case '/models/cut.gguf':
-        if (!behaviour.cutDone && !req.headers.range && req.method === 'GET') {
-          behaviour.cutDone = true;
-          res.writeHead(200, { 'content-length': model.length });
-          res.write(model.subarray(0, behaviour.cutAfter), () => setTimeout(() => res.socket?.destroy(), 20));
-          return;
-        }
         return send(req, res, model);
       case '/models/no-range.gguf':
         return send(req, res, model, { ignoreRange: true });
+      case '/models/no-validator.gguf':
+        return send(req, res, model, { etag: 'none' });
       case '/models/page.gguf':
         return send(req, res, Buffer.from('<html>please log in</html>'));
       case '/models/close.gguf':
@@ -141,9 +177,10 @@ describe('models pull', () => {
     rmSync(dir, { recursive: true });
   });
 
-  it('resumes an interrupted download with a Range request and ends with the whole file', async () => {
+  it('resumes an interrupted download with a Range request for the same version, and ends with the whole file', async () => {
     const dir = tempDir();
     const source = `${base}/models/cut.gguf`;
+    cutNext.set('/models/cut.gguf', 150_000);
     const first = pullModel({ source, modelsDir: dir });
     await expect(first).rejects.toThrow(/broke off after \d+ bytes.*run the same command again to resume/);
     const partial = path.join(dir, 'cut.gguf.part');
@@ -152,16 +189,22 @@ describe('models pull', () => {
     expect(kept).toBeLessThan(model.length);
     seen.length = 0;
     const second = await pullModel({ source, modelsDir: dir });
-    expect(seen.find((s) => s.path === '/models/cut.gguf')?.range).toBe(`bytes=${kept}-`);
+    const resumed = seen.find((s) => s.path === '/models/cut.gguf');
+    expect(resumed?.range).toBe(`bytes=${kept}-`);
+    expect(resumed?.ifRange).toBe(`"${sha256(model).slice(0, 16)}"`);
     expect(second).toMatchObject({ bytes: model.length, resumedFrom: kept });
     expect(readFileSync(second.file).equals(model)).toBe(true);
+    expect(readdirSync(dir)).toEqual(['cut.gguf']); // neither the part nor its record is left
     rmSync(dir, { recursive: true });
   });
 
   it('starts over when the server ignores the Range', async () => {
     const dir = tempDir();
-    writeFileSync(path.join(dir, 'no-range.gguf.part'), model.subarray(0, 1000));
+    cutNext.set('/models/no-range.gguf', 1000);
+    await expect(pullModel({ source: `${base}/models/no-range.gguf`, modelsDir: dir })).rejects.toThrow(/broke off/);
+    seen.length = 0;
     const result = await pullModel({ source: `${base}/models/no-range.gguf`, modelsDir: dir });
+    expect(seen.find((s) => s.path === '/models/no-range.gguf')?.range).toBe('bytes=1000-');
     expect(result.resumedFrom).toBe(0);
     expect(readFileSync(result.file).equals(model)).toBe(true);
     rmSync(dir, { recursive: true });
@@ -169,10 +212,74 @@ describe('models pull', () => {
 
   it('finishes a download whose part is already complete', async () => {
     const dir = tempDir();
-    writeFileSync(path.join(dir, 'tiny.gguf.part'), model);
-    const result = await pullModel({ source: `${base}/models/tiny.gguf`, modelsDir: dir });
+    // The connection broke; the rest arrived, but the command ended before renaming the part.
+    cutNext.set('/models/cut.gguf', 1000);
+    await expect(pullModel({ source: `${base}/models/cut.gguf`, modelsDir: dir })).rejects.toThrow(/broke off/);
+    appendFileSync(path.join(dir, 'cut.gguf.part'), model.subarray(1000));
+    const result = await pullModel({ source: `${base}/models/cut.gguf`, modelsDir: dir });
     expect(result).toMatchObject({ bytes: model.length, resumedFrom: model.length, alreadyThere: false });
     expect(readFileSync(result.file).equals(model)).toBe(true);
+    rmSync(dir, { recursive: true });
+  });
+
+  // The probe's case: the file at the URL changed between the interrupted try and the resume, and
+  // the resume stitched the new version's end onto the old one's start (sizes and magic agreed).
+  const changes: [string, { etag?: string; lastModified?: string }, { etag?: string; lastModified?: string }][] = [
+    ['an ETag', { etag: '"v1"' }, { etag: '"v2"' }],
+    ['a Last-Modified date', { lastModified: 'Mon, 05 Jan 2026 10:00:00 GMT' }, { lastModified: 'Tue, 06 Jan 2026 10:00:00 GMT' }],
+  ];
+  for (const [validator, before, after] of changes) {
+    it(`starts over when the file changed since the interrupted try (${validator}, sent as If-Range)`, async () => {
+      const dir = tempDir();
+      const at = `/versioned/${validator.length}.gguf`;
+      versioned.set(at, { body: model, ...before, ifRange: 'honour' });
+      cutNext.set(at, 150_000);
+      await expect(pullModel({ source: `${base}${at}`, modelsDir: dir })).rejects.toThrow(/broke off/);
+      versioned.set(at, { body: modelV2, ...after, ifRange: 'honour' });
+      seen.length = 0;
+      const result = await pullModel({ source: `${base}${at}`, modelsDir: dir });
+      expect(readFileSync(result.file).equals(modelV2)).toBe(true); // not v1's start and v2's end
+      expect(result).toMatchObject({ bytes: modelV2.length, resumedFrom: 0 });
+      expect(seen.find((s) => s.path === at)).toMatchObject({ range: 'bytes=150000-', ifRange: before.etag ?? before.lastModified });
+      rmSync(dir, { recursive: true });
+    });
+  }
+  it('starts over when a server that does not know If-Range sends the rest of another version', async () => {
+    const dir = tempDir();
+    versioned.set('/versioned/no-if-range.gguf', { body: model, etag: '"v1"', ifRange: 'ignore' });
+    cutNext.set('/versioned/no-if-range.gguf', 150_000);
+    await expect(pullModel({ source: `${base}/versioned/no-if-range.gguf`, modelsDir: dir })).rejects.toThrow(/broke off/);
+    versioned.set('/versioned/no-if-range.gguf', { body: modelV2, etag: '"v2"', ifRange: 'ignore' });
+    const result = await pullModel({ source: `${base}/versioned/no-if-range.gguf`, modelsDir: dir });
+    expect(result.resumedFrom).toBe(0);
+    expect(readFileSync(result.file).equals(modelV2)).toBe(true);
+    rmSync(dir, { recursive: true });
+  });
+
+  it('does not resume from a server that names no version of the file, and says so', async () => {
+    const dir = tempDir();
+    cutNext.set('/models/no-validator.gguf', 150_000);
+    await expect(pullModel({ source: `${base}/models/no-validator.gguf`, modelsDir: dir })).rejects.toThrow(
+      /broke off after 150000 bytes .*; run the same command again to start over \(the server names no version of the file/,
+    );
+    seen.length = 0;
+    const result = await pullModel({ source: `${base}/models/no-validator.gguf`, modelsDir: dir });
+    expect(seen.find((s) => s.path === '/models/no-validator.gguf')?.range).toBeUndefined();
+    expect(result.resumedFrom).toBe(0);
+    expect(readFileSync(result.file).equals(model)).toBe(true);
+    rmSync(dir, { recursive: true });
+  });
+
+  it("does not resume another source's part into the same --out file", async () => {
+    const dir = tempDir();
+    const out = path.join(dir, 'chat.gguf');
+    versioned.set('/versioned/first.gguf', { body: model, etag: '"same"', ifRange: 'honour' });
+    versioned.set('/versioned/second.gguf', { body: modelV2, etag: '"same"', ifRange: 'honour' });
+    cutNext.set('/versioned/first.gguf', 150_000);
+    await expect(pullModel({ source: `${base}/versioned/first.gguf`, modelsDir: dir, out })).rejects.toThrow(/broke off/);
+    const result = await pullModel({ source: `${base}/versioned/second.gguf`, modelsDir: dir, out });
+    expect(result.resumedFrom).toBe(0);
+    expect(readFileSync(out).equals(modelV2)).toBe(true);
     rmSync(dir, { recursive: true });
   });
 

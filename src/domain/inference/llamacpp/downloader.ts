@@ -2,7 +2,25 @@
 // interrupted download with a Range request, then the size is checked against what the server
 // announced and the file must start with the GGUF magic before it is renamed into place. A file
 // already there with the announced size is left alone.
-import { writeSync, existsSync, mkdirSync, openSync, readSync, closeSync, renameSync, statSync, truncateSync, unlinkSync } from 'node:fs';
+//
+// A part is resumed only when it is known to be the start of the same file: `<target>.part.json`
+// keeps the URL and the validator (ETag, else Last-Modified) of the response it began with, and
+// the resume sends it as If-Range, so a file that changed since comes whole (200) and the download
+// starts over instead of stitching two versions together.
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readSync,
+  renameSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import path from 'node:path';
 import { EnvHttpProxyAgent, fetch as undiciFetch, type Dispatcher, type Response } from 'undici';
 import { huggingFaceEndpoint, parseModelSource } from './model-files.js';
@@ -50,6 +68,49 @@ export class PullFileNameError extends PullError {
     super(message);
     this.name = 'PullFileNameError';
   }
+}
+
+/** What a `.part` is the start of, kept beside it as `<target>.part.json`. */
+interface PartRecord {
+  url: string;
+  /** The strong ETag of the response the part began with; else its Last-Modified. */
+  etag?: string;
+  lastModified?: string;
+  total: number | null;
+}
+
+/** A response's validator for If-Range: a strong ETag (RFC 9110 forbids weak ones there), else Last-Modified. */
+function validatorOf(res: Response): Pick<PartRecord, 'etag' | 'lastModified'> | null {
+  const etag = res.headers.get('etag');
+  if (etag && !etag.startsWith('W/')) return { etag };
+  const lastModified = res.headers.get('last-modified');
+  return lastModified ? { lastModified } : null;
+}
+
+function readPartRecord(file: string): PartRecord | null {
+  try {
+    const r = JSON.parse(readFileSync(file, 'utf8')) as Partial<PartRecord>;
+    if (typeof r.url !== 'string' || (typeof r.etag !== 'string' && typeof r.lastModified !== 'string')) return null;
+    return { url: r.url, etag: r.etag, lastModified: r.lastModified, total: typeof r.total === 'number' ? r.total : null };
+  } catch {
+    return null; // none (a part from before these records), or unreadable: not resumable
+  }
+}
+
+/**
+ * Whether a 206 continues the part: it starts at the part's end, and its validator and total are
+ * the recorded ones. If-Range already asks the server for this; a server that honours Range but
+ * not If-Range is caught here when it names the version it sent.
+ */
+function continuesPart(res: Response, offset: number, record: PartRecord): boolean {
+  const range = /^bytes (\d+)-\d+\/(\d+|\*)$/.exec(res.headers.get('content-range')?.trim() ?? '');
+  if (!range || Number(range[1]) !== offset) return false;
+  if (record.total !== null && range[2] !== '*' && Number(range[2]) !== record.total) return false;
+  const etag = res.headers.get('etag');
+  if (record.etag !== undefined && etag !== null && etag !== record.etag) return false;
+  const lastModified = res.headers.get('last-modified');
+  if (record.etag === undefined && lastModified !== null && lastModified !== record.lastModified) return false;
+  return true;
 }
 
 function authHeaders(url: string, env: NodeJS.ProcessEnv): Record<string, string> {
@@ -133,6 +194,7 @@ export async function pullModel(opts: PullOptions): Promise<PullResult> {
   const source = parseModelSource(opts.source, env);
   const target = targetPath(opts, source);
   const partial = `${target}.part`;
+  const partRecord = `${partial}.json`;
   mkdirSync(path.dirname(target), { recursive: true });
   const headers = authHeaders(source.url, env);
   const dispatcher = proxyDispatcher(env);
@@ -151,6 +213,12 @@ export async function pullModel(opts: PullOptions): Promise<PullResult> {
       throw new PullError(`cannot reach ${new URL(source.url).origin}${viaProxy(env)}: ${describeFetchError(e)}`);
     }
   };
+  const httpError = async (res: Response) => {
+    await res.body?.cancel();
+    const hint =
+      res.status === 401 || res.status === 403 ? ' (a gated repository: accept its licence on huggingface.co and set HF_TOKEN)' : '';
+    return new PullError(`${source.url} answered HTTP ${res.status}${hint}`);
+  };
 
   if (existsSync(target)) {
     const size = statSync(target).size;
@@ -161,30 +229,30 @@ export async function pullModel(opts: PullOptions): Promise<PullResult> {
     // A different size: the file there is stale or broken; download it again.
   }
 
-  let offset = existsSync(partial) ? statSync(partial).size : 0;
-  let res = await request(offset > 0 ? { range: `bytes=${offset}-` } : {});
-  if (res.status === 416 && offset > 0) {
-    // Nothing left to fetch, or the .part is bigger than the file: learn the size and decide.
+  // A part is resumed only with a record of what it is the start of (the same URL, and a validator).
+  const record = existsSync(partial) ? readPartRecord(partRecord) : null;
+  let offset = record !== null && record.url === source.url ? statSync(partial).size : 0;
+  let res = await request(offset > 0 ? { range: `bytes=${offset}-`, 'if-range': (record!.etag ?? record!.lastModified)! } : {});
+  if (offset > 0 && res.status === 416) {
+    // Nothing left to fetch, or the part is bigger than the file: learn the size and decide.
     const total = announcedTotal(res, 0);
     await res.body?.cancel();
-    if (total !== null && total === offset) return finish(target, partial, offset, offset, total);
-    truncateSync(partial, 0);
+    if (total !== null && total === offset && (record!.total === null || record!.total === total)) {
+      return finish(target, partial, offset, offset, total);
+    }
+    offset = 0;
+    res = await request({});
+  } else if (offset > 0 && res.status === 206 && !continuesPart(res, offset, record!)) {
+    // The server sent the rest of another version (it ignored If-Range): start over.
+    await res.body?.cancel();
     offset = 0;
     res = await request({});
   }
-  if (!res.ok) {
-    await res.body?.cancel();
-    const hint =
-      res.status === 401 || res.status === 403 ? ' (a gated repository: accept its licence on huggingface.co and set HF_TOKEN)' : '';
-    throw new PullError(`${source.url} answered HTTP ${res.status}${hint}`);
-  }
-  if (offset > 0 && res.status !== 206) {
-    // The server ignored the Range: start over.
-    truncateSync(partial, 0);
-    offset = 0;
-  }
+  if (!res.ok) throw await httpError(res);
+  // A 200 to a resume: the file changed since the part began (If-Range), or the server ignores
+  // Range. Either way this response is the whole file, from its first byte.
+  if (offset > 0 && res.status !== 206) offset = 0;
   const total = announcedTotal(res, offset);
-  opts.onStart?.({ url: source.url, file: target, total, resumedFrom: offset });
   if (!res.body) throw new PullError(`${source.url} sent no body`);
 
   // Each chunk is written before the next is read, synchronously: undici 7's HTTP/1 parser
@@ -199,13 +267,21 @@ export async function pullModel(opts: PullOptions): Promise<PullResult> {
     // The disk, not the network: running the command again does not help.
     return new PullError(`cannot write ${partial} (${err.code ?? err.message}): free some space, or choose another --out or MODELS_DIR`);
   };
+  // Starting over: the part is emptied first, then its record written, so that a part is never
+  // paired with the record of another response.
+  const validator = offset > 0 ? record : validatorOf(res);
   let fd: number;
   try {
     fd = openSync(partial, offset > 0 ? 'a' : 'w');
+    if (offset === 0) {
+      if (validator) writeFileSync(partRecord, `${JSON.stringify({ url: source.url, ...validator, total } satisfies PartRecord)}\n`);
+      else rmSync(partRecord, { force: true });
+    }
   } catch (e) {
     await res.body.cancel();
     throw writeError(e);
   }
+  opts.onStart?.({ url: source.url, file: target, total, resumedFrom: offset });
   try {
     for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
       try {
@@ -218,9 +294,10 @@ export async function pullModel(opts: PullOptions): Promise<PullResult> {
     }
   } catch (e) {
     if (e instanceof PullError || opts.signal?.aborted) throw e;
-    throw new PullError(
-      `the download of ${source.url} broke off after ${received} bytes (${describeFetchError(e)}); run the same command again to resume`,
-    );
+    const again = validator
+      ? 'run the same command again to resume'
+      : 'run the same command again to start over (the server names no version of the file, ETag or Last-Modified, to resume against)';
+    throw new PullError(`the download of ${source.url} broke off after ${received} bytes (${describeFetchError(e)}); ${again}`);
   } finally {
     closeSync(fd);
   }
@@ -233,11 +310,16 @@ function finish(target: string, partial: string, resumedFrom: number, size: numb
       `size check failed for ${partial}: ${size} bytes, the server announced ${total}; run the same command again to resume`,
     );
   }
+  const discard = () => {
+    unlinkSync(partial);
+    rmSync(`${partial}.json`, { force: true });
+  };
   if (!startsWithGgufMagic(partial)) {
     // Often an HTML page (a login or error page): nothing worth resuming.
-    unlinkSync(partial);
+    discard();
     throw new PullError(`the download is not a GGUF file (no "GGUF" magic at its start); check the source`);
   }
   renameSync(partial, target);
+  rmSync(`${partial}.json`, { force: true });
   return { file: target, bytes: size, resumedFrom, alreadyThere: false };
 }
