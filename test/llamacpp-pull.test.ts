@@ -1,6 +1,7 @@
 // `models pull`'s downloader against a loopback HTTP server (nothing else is reachable here): a
 // whole download, an interrupted one resumed with Range (and If-Range, so that a file that changed
-// in between is not stitched together), the size check, and sources and the file names they give.
+// in between is not stitched together), the size and checksum checks, and sources and the file
+// names they give.
 import { createHash } from 'node:crypto';
 import {
   appendFileSync,
@@ -96,7 +97,16 @@ beforeAll(async () => {
     }
     // Any file name at all, `..%2F` and malformed percent-encoding included.
     if (url.pathname.startsWith('/any/')) return send(req, res, model);
+    // A Hugging Face mirror (HF_ENDPOINT=base/hf): the resolve URL redirects to a CDN and gives the
+    // file's SHA-256 in X-Linked-Etag (good), a wrong one (bad), or a git hash of 40 hex (small).
+    const hf = /^\/hf\/acme\/repo\/resolve\/main\/(good|bad|small)\.gguf$/.exec(url.pathname);
+    if (hf) {
+      const linked = { good: sha256(model), bad: sha256(modelV2), small: 'a'.repeat(40) }[hf[1] as 'good' | 'bad' | 'small'];
+      res.writeHead(302, { location: '/cdn/blob', 'x-linked-etag': `"${linked}"`, etag: `"${linked}"` }).end();
+      return;
+    }
     switch (url.pathname) {
+      case '/cdn/blob':
       case '/models/tiny.gguf':
       case '/models/cut.gguf':
         return send(req, res, model);
@@ -280,6 +290,22 @@ describe('models pull', () => {
     const result = await pullModel({ source: `${base}/versioned/second.gguf`, modelsDir: dir, out });
     expect(result.resumedFrom).toBe(0);
     expect(readFileSync(out).equals(modelV2)).toBe(true);
+    rmSync(dir, { recursive: true });
+  });
+
+  it('checks a Hugging Face download against the SHA-256 the Hub publishes (X-Linked-Etag), and removes one that differs', async () => {
+    const dir = tempDir();
+    const env = { HF_ENDPOINT: `${base}/hf` };
+    const good = await pullModel({ source: 'hf:acme/repo/good.gguf', modelsDir: dir, env });
+    expect(readFileSync(good.file).equals(model)).toBe(true);
+    // A 40-hex X-Linked-Etag is a git hash (a file outside LFS), not a SHA-256: nothing to check.
+    expect((await pullModel({ source: 'hf:acme/repo/small.gguf', modelsDir: dir, env })).bytes).toBe(model.length);
+    const err = await pullModel({ source: 'hf:acme/repo/bad.gguf', modelsDir: dir, env }).catch((e) => e);
+    expect(err).toBeInstanceOf(PullError);
+    expect(err.message).toBe(
+      `the download of ${base}/hf/acme/repo/resolve/main/bad.gguf has SHA-256 ${sha256(model)}, not the ${sha256(modelV2)} Hugging Face publishes for it (X-Linked-Etag): it changed during the download or was damaged on the way; it was removed, run the same command again`,
+    );
+    expect(readdirSync(dir).sort()).toEqual(['good.gguf', 'small.gguf']);
     rmSync(dir, { recursive: true });
   });
 

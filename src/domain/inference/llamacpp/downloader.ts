@@ -6,9 +6,12 @@
 // A part is resumed only when it is known to be the start of the same file: `<target>.part.json`
 // keeps the URL and the validator (ETag, else Last-Modified) of the response it began with, and
 // the resume sends it as If-Range, so a file that changed since comes whole (200) and the download
-// starts over instead of stitching two versions together.
+// starts over instead of stitching two versions together. Hugging Face's SHA-256 of an LFS file
+// (X-Linked-Etag on its resolve URL) is checked at the end when the source is on HF_ENDPOINT.
+import { createHash } from 'node:crypto';
 import {
   closeSync,
+  createReadStream,
   existsSync,
   mkdirSync,
   openSync,
@@ -113,6 +116,18 @@ function continuesPart(res: Response, offset: number, record: PartRecord): boole
   return true;
 }
 
+/** Hugging Face's SHA-256 of an LFS file, from X-Linked-Etag; a small (non-LFS) file's is a 40-hex git hash, not one. */
+function linkedSha256(res: Response): string | null {
+  const m = /^"?([0-9a-f]{64})"?$/i.exec(res.headers.get('x-linked-etag')?.trim() ?? '');
+  return m ? m[1]!.toLowerCase() : null;
+}
+
+async function sha256Of(file: string): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of createReadStream(file)) hash.update(chunk as Buffer);
+  return hash.digest('hex');
+}
+
 function authHeaders(url: string, env: NodeJS.ProcessEnv): Record<string, string> {
   // Gated Hugging Face repositories (Llama Guard, for one) need an access token; fetch drops it on
   // the redirect to the CDN, which is another origin.
@@ -199,12 +214,12 @@ export async function pullModel(opts: PullOptions): Promise<PullResult> {
   const headers = authHeaders(source.url, env);
   const dispatcher = proxyDispatcher(env);
 
-  const request = async (extra: Record<string, string>, method = 'GET'): Promise<Response> => {
+  const request = async (extra: Record<string, string>, method = 'GET', redirect: 'follow' | 'manual' = 'follow'): Promise<Response> => {
     try {
       return await undiciFetch(source.url, {
         method,
         headers: { ...headers, ...extra },
-        redirect: 'follow',
+        redirect,
         signal: opts.signal,
         dispatcher,
       });
@@ -229,6 +244,15 @@ export async function pullModel(opts: PullOptions): Promise<PullResult> {
     // A different size: the file there is stale or broken; download it again.
   }
 
+  // Hugging Face answers its resolve URL with a redirect to its CDN that carries the file's SHA-256;
+  // fetch's own redirect-following would hide it, so one HEAD looks at that first answer.
+  let expectedSha256: string | null = null;
+  if (new URL(source.url).origin === new URL(huggingFaceEndpoint(env)).origin) {
+    const head = await request({}, 'HEAD', 'manual');
+    await head.body?.cancel();
+    expectedSha256 = linkedSha256(head);
+  }
+
   // A part is resumed only with a record of what it is the start of (the same URL, and a validator).
   const record = existsSync(partial) ? readPartRecord(partRecord) : null;
   let offset = record !== null && record.url === source.url ? statSync(partial).size : 0;
@@ -238,7 +262,7 @@ export async function pullModel(opts: PullOptions): Promise<PullResult> {
     const total = announcedTotal(res, 0);
     await res.body?.cancel();
     if (total !== null && total === offset && (record!.total === null || record!.total === total)) {
-      return finish(target, partial, offset, offset, total);
+      return finish(target, partial, offset, offset, total, expectedSha256, source.url);
     }
     offset = 0;
     res = await request({});
@@ -301,10 +325,18 @@ export async function pullModel(opts: PullOptions): Promise<PullResult> {
   } finally {
     closeSync(fd);
   }
-  return finish(target, partial, offset, statSync(partial).size, total);
+  return finish(target, partial, offset, statSync(partial).size, total, expectedSha256, source.url);
 }
 
-function finish(target: string, partial: string, resumedFrom: number, size: number, total: number | null): PullResult {
+async function finish(
+  target: string,
+  partial: string,
+  resumedFrom: number,
+  size: number,
+  total: number | null,
+  expectedSha256: string | null,
+  url: string,
+): Promise<PullResult> {
   if (total !== null && size !== total) {
     throw new PullError(
       `size check failed for ${partial}: ${size} bytes, the server announced ${total}; run the same command again to resume`,
@@ -318,6 +350,15 @@ function finish(target: string, partial: string, resumedFrom: number, size: numb
     // Often an HTML page (a login or error page): nothing worth resuming.
     discard();
     throw new PullError(`the download is not a GGUF file (no "GGUF" magic at its start); check the source`);
+  }
+  if (expectedSha256 !== null) {
+    const actual = await sha256Of(partial);
+    if (actual !== expectedSha256) {
+      discard();
+      throw new PullError(
+        `the download of ${url} has SHA-256 ${actual}, not the ${expectedSha256} Hugging Face publishes for it (X-Linked-Etag): it changed during the download or was damaged on the way; it was removed, run the same command again`,
+      );
+    }
   }
   renameSync(partial, target);
   rmSync(`${partial}.json`, { force: true });
