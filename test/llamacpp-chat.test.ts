@@ -193,6 +193,74 @@ describe('a caller that goes away', () => {
   });
 });
 
+describe('a caller that goes away while its prompt is read', () => {
+  // Batches of 4 tokens: the long prompt (about 800 tokens) is read in some 200 batches.
+  const reading = (id: string) =>
+    llamaEngine('chat', { file: fixtures.files.chat, parallel: 1, batch_size: 4, queue: { max_depth: 4, max_wait_ms: 120_000 } }, { id });
+  const long = [{ role: 'user' as const, content: 'tea and coffee '.repeat(60) }];
+  const half = [{ role: 'user' as const, content: 'tea and coffee '.repeat(30) }];
+  const turn = () => new Promise((r) => setImmediate(r));
+
+  it.each([
+    ['a plain call', {}],
+    ['a call with log-probabilities (one choice at a time)', { logprobs: true, topLogprobs: 1 }],
+  ])('%s gives its slot to the next call within a batch, long before its prompt would have been read', async (_, extra) => {
+    const slow = reading(`chat-prefill-${Object.keys(extra).length}`);
+    // A clock in the same unit as the prompt: another model reading half the prompt from the start.
+    const twin = reading(`chat-prefill-twin-${Object.keys(extra).length}`);
+    await Promise.all([slow.load(), twin.load()]);
+    expect(await slow.countChatTokens(long)).toBeGreaterThan(700);
+    const ctl = new AbortController();
+    const aborted = slow.chat({ messages: long, maxTokens: 4, temperature: 0, ...extra }, ctl.signal);
+    const settled = aborted.catch((e: unknown) => e);
+    await turn(); // it holds the only slot and reads its prompt
+    const next = slow.chat(greedy({ maxTokens: 2 }), neverAborted());
+    await turn();
+    expect(slow.queueDepth).toBe(1); // the next call waits for that slot
+    ctl.abort();
+    const clock = twin.chat({ messages: half, maxTokens: 1, temperature: 0 }, neverAborted());
+    // The next call, its own prompt and tokens included, is served before the twin has read half the
+    // prompt: the aborted call stopped reading within a batch. (Read to the end, it held the slot
+    // for twice the twin's work.)
+    const first = await Promise.race([next.then(() => 'the next call'), clock.then(() => 'the twin')]);
+    expect(await settled).toMatchObject({ name: 'AbortError' });
+    expect((await next).usage.completionTokens).toBe(2);
+    await clock;
+    expect(first).toBe('the next call');
+    await Promise.all([slow.close(), twin.close()]);
+  });
+
+  it('reads a long prompt a batch at a time with the same result: the tokens of one evaluation of it, seed for seed', async () => {
+    const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error });
+    const model = await llama.loadModel({ modelPath: fixtures.files.chat });
+    const context = await model.createContext({ contextSize: 1024, batchSize: 4, threads: 1 });
+    const { contextText } = resolveChatWrapper(model).generateContextState({
+      chatHistory: [
+        { type: 'user', text: long[0]!.content },
+        { type: 'model', response: [] },
+      ],
+    });
+    const tokens = [];
+    const sampling = { temperature: 1, topK: 0, topP: 1, minP: 0, seed: 42, yieldEogToken: true };
+    for await (const token of context.getSequence().evaluate(contextText.tokenize(model.tokenizer), sampling)) {
+      if (model.isEogToken(token)) break;
+      tokens.push(token);
+      if (tokens.length === 24) break;
+    }
+    const expected = model.detokenize(tokens);
+    await context.dispose();
+    await model.dispose();
+
+    const sliced = reading('chat-prefill-same');
+    await sliced.load();
+    const plain = await sliced.chat({ messages: long, maxTokens: 24, temperature: 1, seed: 42 }, neverAborted());
+    expect(plain.content).toBe(expected);
+    const choice = await sliced.chat({ messages: long, maxTokens: 24, temperature: 1, seed: 42, logprobs: true }, neverAborted());
+    expect(choice.content).toBe(expected);
+    await sliced.close();
+  });
+});
+
 describe('the queue in front of the model', () => {
   it('answers 503 model_overloaded with a Retry-After when it is full, and serves the waiting call in turn', async () => {
     const queued = llamaEngine(

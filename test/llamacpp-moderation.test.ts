@@ -71,6 +71,39 @@ describe('moderation on the in-process engine', () => {
   });
 });
 
+describe('a caller that goes away while the guard reads its prompt', () => {
+  it('gives the slot to the next call within a batch, long before the prompt would have been read', async () => {
+    // Batches of 4 tokens: the guard's prompt (about 700 tokens of instructions, and the input) takes hundreds.
+    const reading = (id: string) =>
+      llamaEngine(
+        'moderation',
+        { file: fixtures.files.chat, batch_size: 4, queue: { max_depth: 4, max_wait_ms: 120_000 } },
+        { id, specifications: { max_tokens: 1500 } },
+      );
+    const slow = reading('guard-prefill');
+    // A clock in the same unit: another guard reading a prompt that takes twice the next call's and
+    // about half of what is left of the aborted call's plus the next call's.
+    const twin = reading('guard-prefill-twin');
+    await Promise.all([slow.load(), twin.load()]);
+    const input = 'tea and coffee '.repeat(100);
+    const ctl = new AbortController();
+    const settled = slow.moderate([input], ctl.signal).catch((e: unknown) => e);
+    await new Promise((r) => setImmediate(r)); // it holds the only slot and reads its prompt
+    const next = slow.moderate(['hi'], neverAborted());
+    await new Promise((r) => setImmediate(r));
+    expect(slow.queueDepth).toBe(1);
+    ctl.abort();
+    const clock = twin.moderate(['tea and coffee '.repeat(54)], neverAborted());
+    const first = await Promise.race([next.then(() => 'the next call'), clock.then(() => 'the twin')]);
+    expect(await settled).toMatchObject({ name: 'AbortError' });
+    const [served, timed] = await Promise.all([next, clock]);
+    expectShape(served[0]!);
+    expect(timed[0]!.promptTokens).toBeGreaterThan(2 * served[0]!.promptTokens - 100);
+    expect(first).toBe('the next call');
+    await Promise.all([slow.close(), twin.close()]);
+  });
+});
+
 describe('guard verdicts', () => {
   it('parse "safe" and "unsafe" with one to three hazard codes', () => {
     expect(parseVerdict('safe')).toEqual({ unsafe: false, codes: [] });

@@ -24,7 +24,7 @@ import {
 } from 'node-llama-cpp';
 import { DomainError } from '../../errors.js';
 import type { ChatMessage, EngineChatRequest, TokenLogprob, ToolDefinition } from '../engine.js';
-import type { ChatRunner } from './runners.js';
+import { type ChatRunner, prefill } from './runners.js';
 import { grammarSchema, patchGrammar } from './json-schema-grammar.js';
 
 /** Grammars built from schemas, per runtime: building one parses the schema and compiles GBNF. */
@@ -206,19 +206,21 @@ export function tokenLogprob(runner: ChatRunner, token: Token, probabilities: Ma
 
 /**
  * Evaluates from `want` (every token that should precede the next sampled one), reusing what the
- * sequence already holds of it, and yields the sampled tokens (with probabilities when asked).
+ * sequence already holds of it, and yields the sampled tokens (with probabilities when asked). The
+ * new tokens are read a batch at a time, `signal` checked between batches (./runners.ts prefill).
  */
 export async function* continueFrom(
   seq: LlamaContextSequence,
   want: Token[],
   options: Parameters<LlamaContextSequence['evaluate']>[1],
   probabilities: boolean,
+  signal: AbortSignal,
 ): AsyncGenerator<{ token: Token; probabilities?: Map<Token, number> }> {
   const have = seq.contextTokens;
   let common = 0;
   while (common < have.length && common < want.length - 1 && have[common] === want[common]) common++;
   if (common < seq.nextTokenIndex) await seq.eraseContextTokenRanges([{ start: common, end: seq.nextTokenIndex }]);
-  const input = want.slice(common);
+  const input = await prefill(seq, want.slice(common), signal);
   if (probabilities) yield* seq.evaluateWithMetadata(input, { probabilities: true }, options);
   else for await (const token of seq.evaluate(input, options)) yield { token };
 }

@@ -94,7 +94,7 @@ export async function* runChoice(c: ChoiceContext): AsyncGenerator<ChoiceEvent, 
     let finish: FinishReason | undefined;
     let calling = false;
     const state = grammarState(runner, c.format);
-    for await (const o of continueFrom(seq, c.prompt, { ...sampling, grammarEvaluationState: state }, !!req.logprobs)) {
+    for await (const o of continueFrom(seq, c.prompt, { ...sampling, grammarEvaluationState: state }, !!req.logprobs, signal)) {
       if (signal.aborted) throw abortReason(signal);
       if (ends(o.token)) {
         finish = 'stop';
@@ -158,7 +158,7 @@ export async function* runChoice(c: ChoiceContext): AsyncGenerator<ChoiceEvent, 
     );
     const state = grammarState(runner, grammar);
     const nameTokens: Token[] = [];
-    for await (const o of continueFrom(seq, [...c.prompt, ...out], { ...sampling, grammarEvaluationState: state }, false)) {
+    for await (const o of continueFrom(seq, [...c.prompt, ...out], { ...sampling, grammarEvaluationState: state }, false, signal)) {
       if (signal.aborted) throw abortReason(signal);
       if (ends(o.token)) break;
       c.stats.generatedTokens++;
@@ -181,7 +181,7 @@ export async function* runChoice(c: ChoiceContext): AsyncGenerator<ChoiceEvent, 
   const args = new CompletionText(model, grammarStops(grammar), runner.pieces);
   const state = grammarState(runner, grammar);
   let finish: FinishReason = 'tool_calls';
-  for await (const o of continueFrom(seq, [...c.prompt, ...out], { ...sampling, grammarEvaluationState: state }, false)) {
+  for await (const o of continueFrom(seq, [...c.prompt, ...out], { ...sampling, grammarEvaluationState: state }, false, signal)) {
     if (signal.aborted) throw abortReason(signal);
     if (ends(o.token)) break;
     c.stats.generatedTokens++;

@@ -54,6 +54,7 @@ import {
   type LlamaCppLogger,
   type LlamaCppModel,
   noopLogger,
+  prefill,
   type Runner,
   VERDICT_MAX_TOKENS,
 } from './runners.js';
@@ -458,7 +459,7 @@ export class LlamaCppEngine implements Engine {
     const lease = await runner.pool.acquire(signal);
     try {
       if (!plain(req)) return await chatChoices(this.choiceBase(runner, lease.slot, prompt, req, format, signal));
-      const generation = await this.startGeneration(runner, lease.slot, prompt, req, format);
+      const generation = await this.startGeneration(runner, lease.slot, prompt, req, format, signal);
       let content = '';
       for await (const token of generation.tokens) {
         if (signal.aborted) throw abortReason(signal);
@@ -486,7 +487,7 @@ export class LlamaCppEngine implements Engine {
         yield* streamChoices(this.choiceBase(runner, lease.slot, prompt, req, format, signal));
         return;
       }
-      const generation = await this.startGeneration(runner, lease.slot, prompt, req, format);
+      const generation = await this.startGeneration(runner, lease.slot, prompt, req, format, signal);
       // Tokens generated since the last piece (one whose bytes end inside a character gives no text yet).
       let tokens = 0;
       for await (const token of generation.tokens) {
@@ -540,6 +541,7 @@ export class LlamaCppEngine implements Engine {
     prompt: Token[],
     req: EngineChatRequest,
     format: LlamaGrammar | undefined,
+    signal: AbortSignal,
   ): Promise<Generation> {
     const { model, stopTokens } = runner;
     const stats = this.stats;
@@ -548,7 +550,8 @@ export class LlamaCppEngine implements Engine {
     await seq.eraseContextTokenRanges([{ start: 0, end: seq.nextTokenIndex }]);
     const stops = [...(req.stop ?? []).filter((s) => s.length > 0), ...runner.stopTexts, ...grammarStops(format)];
     const completion = new CompletionText(model, stops, runner.pieces);
-    const tokens = seq.evaluate(prompt, {
+    // The prompt a batch at a time: a caller that leaves during a long one frees the slot within a batch.
+    const tokens = seq.evaluate(await prefill(seq, prompt, signal), {
       ...samplingOf(req, seedOf(req), () => completion.tokens),
       grammarEvaluationState: grammarState(runner, format),
     });

@@ -13,7 +13,7 @@ import {
 import { DomainError } from '../../errors.js';
 import type { EngineModerationResult } from '../engine.js';
 import { guardPrompt, HAZARD_CODES, moderationFromVerdict, parseVerdict, UNSAFE_PREFIX } from './guard.js';
-import { abortReason, type ChatRunner, VERDICT_MAX_TOKENS } from './runners.js';
+import { abortReason, type ChatRunner, prefill, VERDICT_MAX_TOKENS } from './runners.js';
 
 /**
  * A guard model's verdict on `input`: generated greedily under the verdict grammar, with the
@@ -49,7 +49,8 @@ export async function moderateOn(
     const verdictTokens: Token[] = [];
     let first: Map<Token, number> | undefined;
     const state = new LlamaGrammarEvaluationState({ model, grammar: guard.verdict });
-    for await (const out of seq.evaluateWithMetadata(prompt, { probabilities: true }, { ...greedy, grammarEvaluationState: state })) {
+    const tail = await prefill(seq, prompt, signal);
+    for await (const out of seq.evaluateWithMetadata(tail, { probabilities: true }, { ...greedy, grammarEvaluationState: state })) {
       if (signal.aborted) throw abortReason(signal);
       first ??= out.probabilities;
       if (model.isEogToken(out.token) || runner.stopTokens.has(out.token)) break;

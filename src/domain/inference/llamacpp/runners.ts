@@ -71,6 +71,27 @@ export function abortReason(signal: AbortSignal): unknown {
   return signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
 }
 
+/**
+ * Reads `tokens` into `seq` a batch at a time, all but the last batch, and returns that last batch
+ * for the caller to evaluate with sampling. llama.cpp cannot stop inside a batch and
+ * node-llama-cpp's evaluate takes no signal: a long prompt read in one call held its slot to the
+ * end however early its caller left (a 6,000-token prompt, about 12 s on a small CPU, while the
+ * next caller waited for the only slot); read this way, a caller that goes away frees the slot
+ * within one batch. The batches are those the context cuts one call into anyway (its batch size,
+ * from the first token), so the model computes the same numbers: a call that is not aborted gets
+ * the same tokens.
+ */
+export async function prefill(seq: LlamaContextSequence, tokens: Token[], signal: AbortSignal): Promise<Token[]> {
+  const batch = seq.context.batchSize;
+  let start = 0;
+  for (; tokens.length - start > batch; start += batch) {
+    if (signal.aborted) throw abortReason(signal);
+    await seq.evaluateWithoutGeneratingNewTokens(tokens.slice(start, start + batch));
+  }
+  if (signal.aborted) throw abortReason(signal);
+  return start === 0 ? tokens : tokens.slice(start);
+}
+
 export function l2normalise(v: readonly number[]): number[] {
   let sum = 0;
   for (const x of v) sum += x * x;
