@@ -3,7 +3,7 @@
 import { spawn } from 'node:child_process';
 import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { DomainError } from '../src/domain/errors.js';
 import { chatFixtureSpec, embeddingFixtureSpec, rerankerFixtureSpec } from '../src/fixtures/gguf-fixtures.js';
 import { inspectGgufFile, ModelFileError } from '../src/domain/inference/llamacpp/gguf-inspect.js';
@@ -184,6 +184,44 @@ describe('a model whose file cannot be served', () => {
     expect(embeddings[0]).toHaveLength(64);
     expect(later.status).toBe('ready');
     await later.close();
+  });
+
+  it('serves a lazy model whose file was still being copied in when it was first called, once the file is whole', async () => {
+    const whole = readFileSync(fixtures.files.embedding);
+    const file = fixtures.write('copied-in.gguf', whole.subarray(0, whole.length / 2));
+    const lazy = llamaEngine('embedding', { file, load: 'lazy' });
+    expect(lazy.preflight()).toHaveProperty('error'); // as at start-up
+    expect(lazy.status).toBe('failed');
+    const reads = vi.spyOn(lazy, 'preflight');
+    for (let i = 0; i < 3; i++) await expect(lazy.embed(['x'], neverAborted())).rejects.toMatchObject({ code: 'model_unavailable' });
+    expect(reads).not.toHaveBeenCalled(); // the same broken file is not read again on every call
+    expect(lazy.availability.available).toBe(false);
+    fixtures.write('copied-in.gguf', whole); // the rest of the copy arrives
+    expect(lazy.availability).toEqual({ available: true, reason: null });
+    expect((await lazy.embed(['x'], neverAborted())).embeddings[0]).toHaveLength(64);
+    expect(lazy.status).toBe('ready');
+    await lazy.close();
+  });
+
+  it('loads a model again once a file it failed on has changed, and only then', async () => {
+    const whole = readFileSync(fixtures.files.embedding);
+    const file = fixtures.write('grows.gguf', whole.subarray(0, 200_000));
+    const model = llamaEngine('embedding', { file });
+    await model.load(); // eager: failed at start-up
+    expect(model.status).toBe('failed');
+    const reads = vi.spyOn(model, 'preflight');
+    await expect(model.embed(['x'], neverAborted())).rejects.toMatchObject({ code: 'model_unavailable' });
+    expect(reads).not.toHaveBeenCalled();
+    fixtures.write('grows.gguf', whole.subarray(0, 300_000)); // still not whole: tried once more, refused
+    expect(model.status).toBe('idle');
+    await expect(model.embed(['x'], neverAborted())).rejects.toMatchObject({ code: 'model_unavailable' });
+    await expect(model.embed(['x'], neverAborted())).rejects.toMatchObject({ code: 'model_unavailable' });
+    expect(reads).toHaveBeenCalledTimes(1);
+    expect(model.status).toBe('failed');
+    fixtures.write('grows.gguf', whole);
+    expect((await model.embed(['x'], neverAborted())).embeddings[0]).toHaveLength(64);
+    expect(reads).toHaveBeenCalledTimes(2);
+    await model.close();
   });
 
   it('names the --out path in the pull command when the file is not where a pull would put it', async () => {

@@ -48,6 +48,8 @@ export function fixturesYaml(): string {
     model('tiny-chat-narrow', 'chat', chatBody, local(fixtures.files.chat, ', parallel: 1, queue: { max_depth: 0, max_wait_ms: 1000 }')),
     model('tiny-chat-broken', 'chat', chatBody, local(truncated)),
     model('tiny-chat-missing', 'chat', chatBody, local(`${fixtures.dir}/not-pulled.gguf", source: "hf:acme/tiny-GGUF/not-pulled.gguf`)),
+    model('tiny-chat-lazy-broken', 'chat', chatBody, local(truncated, ', load: lazy')),
+    model('tiny-chat-lazy-missing', 'chat', chatBody, local(`${fixtures.dir}/not-pulled-either.gguf`, ', load: lazy')),
     model(
       'tiny-embed',
       'embedding',
@@ -124,6 +126,24 @@ describe('the server with in-process models', () => {
     expect(broken.failureReason).toContain('truncated');
     const missing = s.services.engines.local('tiny-chat-missing')!;
     expect(missing.failureReason).toContain('npx tollgate models pull hf:acme/tiny-GGUF/not-pulled.gguf');
+  });
+
+  it('reports in /readyz the lazy models whose file is known to be missing or broken as failed, as the eager ones, not idle', async () => {
+    const { models } = await (await fetch(`${s.url}/readyz`)).json();
+    expect(models['tiny-guard'].status).toBe('idle'); // lazy, its file fine: loads on its first call
+    for (const id of ['tiny-chat-broken', 'tiny-chat-missing', 'tiny-chat-lazy-broken', 'tiny-chat-lazy-missing'])
+      expect({ id, status: models[id].status }).toEqual({ id, status: 'failed' });
+    expect(s.services.engines.local('tiny-chat-lazy-broken')!.failureReason).toContain('truncated');
+    const listing = await fetch(`${s.v1}/models`).then((r) => r.json());
+    const byId = Object.fromEntries(listing.data.map((m: any) => [m.id, m]));
+    expect(byId['tiny-chat-lazy-broken']).toMatchObject({
+      available: false,
+      unavailable_reason: expect.stringContaining('could not be loaded'),
+    });
+    expect(byId['tiny-chat-lazy-missing']).toMatchObject({
+      available: false,
+      unavailable_reason: expect.stringContaining('not on the server'),
+    });
   });
 
   it('shows in /v1/models and GraphQL which models can serve now and why not, while status keeps the catalog state', async () => {

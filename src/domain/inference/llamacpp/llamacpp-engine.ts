@@ -12,7 +12,7 @@
 // while the others serve. The parts: ./runners.ts (types), ./embeddings.ts (embeddings, rerank),
 // ./moderation.ts (the guard model); chat and loading are here.
 import { randomInt } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import {
   type LlamaContextSequence,
@@ -73,6 +73,19 @@ export {
 /** A call the engine's own loop runs: one choice, text only, no log-probabilities. */
 const plain = (req: EngineChatRequest) => (req.n ?? 1) === 1 && !req.logprobs && !usesTools(req);
 
+/**
+ * Which file is at `path` (null: none): a file copied in, grown, or renamed into place since has a
+ * different one (inode, size or times), so a failure on it no longer says anything about it.
+ */
+function fileVersion(path: string): string | null {
+  try {
+    const s = statSync(path);
+    return `${s.ino}:${s.size}:${s.mtimeMs}:${s.ctimeMs}`;
+  } catch {
+    return null;
+  }
+}
+
 /** The request's seed (kept within llama.cpp's 32 bits), or a random one. */
 const seedOf = (req: EngineChatRequest) => (req.seed === undefined ? randomInt(2 ** 31) : ((req.seed % 2 ** 31) + 2 ** 31) % 2 ** 31);
 
@@ -85,6 +98,8 @@ export class LlamaCppEngine implements Engine {
   private failure: ModelFileError | CatalogMismatchError | undefined;
   /** What the last preflight found wrong with the file (a lazy model is not loaded until called). */
   private fileProblem: ModelFileError | undefined;
+  /** The file the last preflight read (fileVersion): a failure stands as long as the file is that one. */
+  private inspected: string | null = null;
   private loading: Promise<void> | undefined;
   private runner: Runner | undefined;
   /** Where the loaded model runs: llama.cpp's backend and the layers offloaded to the GPU. */
@@ -111,8 +126,24 @@ export class LlamaCppEngine implements Engine {
     };
   }
 
+  /**
+   * `failed` also for a model not loaded yet (lazy) whose file is known to be missing or refused, as
+   * for an eager one; `idle` for a failed one whose file has changed since (the next call loads it).
+   */
   get status(): EngineStatus {
+    if (this.statusValue === 'idle' || this.statusValue === 'failed') return this.standingProblem() ? 'failed' : 'idle';
     return this.statusValue;
+  }
+
+  /**
+   * Why the model cannot serve now, if a file problem or failed load says so: the one found on the
+   * file that is there now (or on none, when it is still missing). A file that has changed since
+   * (arrived, grown, replaced) is tried again by the next call.
+   */
+  private standingProblem(): ModelFileError | CatalogMismatchError | undefined {
+    const problem = this.statusValue === 'failed' ? this.failure : this.statusValue === 'idle' ? this.fileProblem : undefined;
+    if (!problem) return undefined;
+    return fileVersion(this.file) === this.inspected ? problem : undefined;
   }
 
   /** Once loaded: its backend (cpu, cuda, vulkan) and how many of its layers run on the GPU. */
@@ -131,20 +162,18 @@ export class LlamaCppEngine implements Engine {
 
   /** Whether a call would be served now; the reason names no path (clients see it). */
   get availability(): ModelAvailability {
-    const missing = { available: false, reason: 'its model file is not on the server (not downloaded yet)' };
     if (this.statusValue === 'closed') return { available: false, reason: 'the server is shutting down' };
-    if (this.statusValue === 'failed' || (this.statusValue === 'idle' && this.fileProblem)) {
-      const problem = this.statusValue === 'failed' ? this.failure : this.fileProblem;
-      // A missing file that has arrived since loads on the next call.
-      if (problem instanceof ModelFileError && problem.missing) return existsSync(this.file) ? { available: true, reason: null } : missing;
-      return { available: false, reason: 'its model file could not be loaded (see the server log)' };
-    }
-    return { available: true, reason: null };
+    // A file that has arrived or changed since the problem was found loads on the next call.
+    const problem = this.standingProblem();
+    if (!problem) return { available: true, reason: null };
+    if (problem instanceof ModelFileError && problem.missing)
+      return { available: false, reason: 'its model file is not on the server (not downloaded yet)' };
+    return { available: false, reason: 'its model file could not be loaded (see the server log)' };
   }
 
   /** Why the model is not serving, for logs and tests (clients get a fixed message). */
   get failureReason(): string | undefined {
-    return this.failure?.message;
+    return (this.failure ?? this.standingProblem())?.message;
   }
 
   /**
@@ -152,6 +181,8 @@ export class LlamaCppEngine implements Engine {
    * failed (503 for its calls); a contradiction with the catalog is thrown (start-up stops).
    */
   preflight(): { facts: GgufFacts } | { error: ModelFileError } {
+    // Before reading: a file that changes while it is read is a different one by the next call.
+    this.inspected = fileVersion(this.file);
     try {
       const { facts } = inspectGgufFile(this.file);
       this.checkCatalog(facts);
@@ -383,12 +414,16 @@ export class LlamaCppEngine implements Engine {
   }
 
   private async ready(): Promise<Runner> {
-    if (this.statusValue === 'failed' && this.failure instanceof ModelFileError && this.failure.missing && existsSync(this.file)) {
-      // The file was missing and is there now (`models pull` renames it into place when complete): load it.
+    if (this.statusValue === 'failed' && !this.standingProblem()) {
+      // The file has changed since the load failed: it was missing and is there now (`models pull`
+      // renames it into place when complete), or was being copied in and has grown: load it. The
+      // same broken file is not loaded again on every call.
       this.statusValue = 'idle';
       this.loading = undefined;
       this.failure = undefined;
     }
+    // A lazy model whose file was refused at start-up (and is the same file): not read again.
+    if (this.statusValue === 'idle' && this.standingProblem()) throw this.unavailable();
     if (this.statusValue === 'idle') await this.load().catch(() => {});
     else if (this.statusValue === 'loading') await this.loading?.catch(() => {});
     if (this.statusValue !== 'ready' || !this.runner) throw this.unavailable();
