@@ -23,6 +23,27 @@ afterAll(async () => {
 
 const norm = (v: number[]) => Math.sqrt(v.reduce((s, x) => s + x * x, 0));
 
+const caller = { accountId: 'acct_test', requestId: 'req' };
+/** A catalog entry for a fixture served by `engine`, and the inference service on it. */
+function serviceOn(engine: LlamaCppEngine, category: 'embedding' | 'reranking') {
+  const model = {
+    id: `${category}-local`,
+    category,
+    owned_by: 'tests',
+    created: 0,
+    version: '1',
+    status: 'active',
+    capabilities: category === 'embedding' ? { embeddings: true } : { rerank: true },
+    pricing: { price_per_million_tokens: 0, currency: 'usd' },
+    specifications: category === 'embedding' ? { max_tokens: 512, output_dimensions: 64 } : { max_tokens: 512, max_documents: 100 },
+    engine: { type: 'llamacpp', file: category === 'embedding' ? fixtures.files.embedding : fixtures.files.reranker },
+  } as unknown as ModelConfig;
+  return new InferenceService(new Catalog([model]), { get: () => engine });
+}
+
+/** Whitespace and characters the model's tokenizer drops: no token of their own. */
+const BLANK = ['   ', '\n', '\t', '\u200b', '\u3000', '\u00a0', '\ufeff'];
+
 describe('embeddings on the in-process engine', () => {
   it('have the declared dimensions and unit norm, one per input in input order', async () => {
     const inputs = ['green tea', 'a cup of coffee', 'green tea'];
@@ -69,6 +90,34 @@ describe('embeddings on the in-process engine', () => {
   });
 });
 
+describe('a text of no tokens of its own', () => {
+  it('is embedded as the model reads an empty text, its [CLS] and [SEP]: a unit vector, 2 tokens', async () => {
+    for (const t of BLANK) await expect(embed.countTokens(t)).resolves.toBe(2);
+    const { embeddings, promptTokens } = await embed.embed(BLANK, neverAborted());
+    expect(embeddings).toHaveLength(BLANK.length);
+    for (const e of embeddings) {
+      expect(e).toHaveLength(64);
+      expect(norm(e)).toBeCloseTo(1, 6);
+      expect(e).toEqual(embeddings[0]);
+    }
+    expect(promptTokens).toBe(2 * BLANK.length);
+    expect(embeddings[0]).not.toEqual((await embed.embed(['x'], neverAborted())).embeddings[0]);
+  });
+
+  it('among 100 inputs through the inference service: every input embedded and billed, no 5xx', async () => {
+    const service = serviceOn(embed, 'embedding');
+    for (const blank of BLANK) {
+      const input = Array.from({ length: 100 }, (_, i) => (i === 37 ? blank : `text ${i}`));
+      const r = await service.createEmbeddings(caller, { model: 'embedding-local', input }, neverAborted());
+      expect(r.data).toHaveLength(100);
+      expect(r.data[37]!.embedding).toHaveLength(64);
+      let counted = 0;
+      for (const text of input) counted += await embed.countTokens(text);
+      expect(r.usage.promptTokens).toBe(counted);
+    }
+  });
+});
+
 describe('rerank on the in-process engine', () => {
   it('scores each document in [0, 1], in input order, the same on every call', async () => {
     const docs = ['coffee beans', 'green tea leaves', 'a teapot', 'xyz'];
@@ -94,22 +143,9 @@ describe('rerank on the in-process engine', () => {
   });
 
   it('through the inference service: sorted by score, top_n respected, ties kept in input order', async () => {
-    const model = {
-      id: 'rerank-local',
-      category: 'reranking',
-      owned_by: 'tests',
-      created: 0,
-      version: '1',
-      status: 'active',
-      capabilities: { rerank: true },
-      pricing: { price_per_million_tokens: 0, currency: 'usd' },
-      specifications: { max_tokens: 512, max_documents: 100 },
-      engine: { type: 'llamacpp', file: fixtures.files.reranker },
-    } as unknown as ModelConfig;
-    const service = new InferenceService(new Catalog([model]), { get: () => rerank });
-    const caller = { accountId: 'acct_test', requestId: 'req' };
+    const service = serviceOn(rerank, 'reranking');
     const docs = ['coffee beans', 'green tea leaves', 'a teapot', 'coffee beans', 'xyz'];
-    const all = await service.rerank(caller, { model: 'rerank-local', query: 'green tea', documents: docs }, neverAborted());
+    const all = await service.rerank(caller, { model: 'reranking-local', query: 'green tea', documents: docs }, neverAborted());
     const scores = all.results.map((r) => r.relevanceScore);
     expect([...scores].sort((x, y) => y - x)).toEqual(scores);
     expect(all.results.map((r) => r.index).sort()).toEqual([0, 1, 2, 3, 4]);
@@ -118,7 +154,7 @@ describe('rerank on the in-process engine', () => {
     expect(dupes).toEqual([0, 3]);
     const top = await service.rerank(
       caller,
-      { model: 'rerank-local', query: 'green tea', documents: docs, topN: 2, returnDocuments: false },
+      { model: 'reranking-local', query: 'green tea', documents: docs, topN: 2, returnDocuments: false },
       neverAborted(),
     );
     expect(top.results).toEqual(all.results.slice(0, 2).map((r) => ({ ...r, document: null })));

@@ -39,7 +39,7 @@ import type {
 import { checkToolSchemas, formatGrammar, grammarState, grammarStops, promptTokens, usesTools } from './chat-features.js';
 import { type ChoiceBase, chatChoices, samplingOf, streamChoices } from './chat-run.js';
 import { CompletionText, decodesWithoutContext } from './completion-text.js';
-import { embeddingInput, embedOn, rerankOn } from './embeddings.js';
+import { embeddingFraming, embeddingInput, embedOn, rerankOn } from './embeddings.js';
 import { inspectGgufFile, ModelFileError, type GgufFacts } from './gguf-inspect.js';
 import { CODE_DIGITS_GRAMMAR, VERDICT_GRAMMAR } from './guard.js';
 import { pullCommandFor, resolveModelFile } from './model-files.js';
@@ -341,6 +341,7 @@ export class LlamaCppEngine implements Engine {
           contexts,
           pool: new SlotPool(contexts, this.queue, this.modelId),
           maxInputTokens,
+          framing: embeddingFraming(model),
           counted: new Map(),
         };
       }

@@ -121,6 +121,8 @@ export interface EmbeddingRunner {
   contexts: LlamaEmbeddingContext[];
   pool: SlotPool<LlamaEmbeddingContext>;
   maxInputTokens: number;
+  /** The tokens the model puts around every input ([CLS] and [SEP]): what it reads of a text of none. */
+  framing: Token[];
   /** Inputs counted and not yet embedded: their tokens and length (see `embeddingInput`). */
   counted: Map<string, { tokens: Token[]; length: number }>;
 }
