@@ -104,6 +104,17 @@ describe('a text of no tokens of its own', () => {
     expect(embeddings[0]).not.toEqual((await embed.embed(['x'], neverAborted())).embeddings[0]);
   });
 
+  it('is refused with 400 invalid_value naming it when the model adds no tokens of its own either', async () => {
+    // A model that reads no [CLS] or [SEP]: its count of a text is its characters other than whitespace.
+    const bare = { countTokens: (t: string) => t.replace(/[\s\u200b\ufeff]/g, '').length } as unknown as LlamaCppEngine;
+    const service = serviceOn(bare, 'embedding');
+    for (const blank of BLANK) {
+      await expect(
+        service.createEmbeddings(caller, { model: 'embedding-local', input: ['text', blank] }, neverAborted()),
+      ).rejects.toMatchObject({ code: 'invalid_value', param: 'input', message: expect.stringContaining("'input[1]'") });
+    }
+  });
+
   it('among 100 inputs through the inference service: every input embedded and billed, no 5xx', async () => {
     const service = serviceOn(embed, 'embedding');
     for (const blank of BLANK) {
@@ -134,12 +145,16 @@ describe('rerank on the in-process engine', () => {
     expect(alone.scores[0]).toBe(a.scores[2]);
   });
 
-  it('counts the tokens of every query-document pair as the model reads it', async () => {
+  it('counts the tokens of every query-document pair as the model reads it: the framing once per pair', async () => {
     const { promptTokens } = await rerank.rerank('tea', ['ab', 'c'], neverAborted());
-    // [CLS] query [SEP] document [SEP]-style framing: 3 + 2 + 3 specials per pair at most.
-    const raw = (await rerank.countTokens('tea')) * 2 + (await rerank.countTokens('ab')) + (await rerank.countTokens('c'));
-    expect(promptTokens).toBeGreaterThan(raw);
-    expect(promptTokens).toBeLessThanOrEqual(raw + 2 * 4);
+    // A text's count is what the model reads of it with a pair's framing ([CLS] q [SEP] d here); the empty text's is that framing.
+    const framing = await rerank.countTokens('');
+    expect(framing).toBe(2);
+    const count = (t: string) => rerank.countTokens(t) as Promise<number>;
+    expect(await count('tea')).toBe(framing + 3);
+    const pair = async (d: string) => (await count('tea')) + (await count(d)) - framing;
+    expect(promptTokens).toBe((await pair('ab')) + (await pair('c')));
+    expect(promptTokens).toBe(2 * framing + 3 * 2 + 2 + 1);
   });
 
   it('through the inference service: sorted by score, top_n respected, ties kept in input order', async () => {
@@ -158,5 +173,53 @@ describe('rerank on the in-process engine', () => {
       neverAborted(),
     );
     expect(top.results).toEqual(all.results.slice(0, 2).map((r) => ({ ...r, document: null })));
+  });
+});
+
+describe('the token limits admission publishes are the ones the engine takes', () => {
+  // The catalog's max_tokens is 512, as the fixtures' context_length: [CLS] and [SEP] (a pair's framing) included.
+  it('embeds an input of exactly max_tokens, and refuses one more, on the engine and through the service alike', async () => {
+    const exact = 'a'.repeat(510); // one token a character in the fixture's vocabulary, with [CLS] and [SEP]: 512
+    await expect(embed.countTokens(exact)).resolves.toBe(512);
+    expect((await embed.embed([exact], neverAborted())).promptTokens).toBe(512);
+    await expect(embed.embed([`${exact}a`], neverAborted())).rejects.toMatchObject({ code: 'input_too_long' });
+    const service = serviceOn(embed, 'embedding');
+    const served = await service.createEmbeddings(caller, { model: 'embedding-local', input: [exact, 'x'] }, neverAborted());
+    expect(served.usage.promptTokens).toBe(512 + 3);
+    await expect(
+      service.createEmbeddings(caller, { model: 'embedding-local', input: ['x', `${exact}a`] }, neverAborted()),
+    ).rejects.toMatchObject({ code: 'input_too_long', message: expect.stringContaining("'input[1]'") });
+  });
+
+  it('counts a long input (over 4,096 characters, counted in pieces) with its [CLS] and [SEP] once, as the engine reads it', async () => {
+    // 508 one-character words, 8 spaces apart: 4,571 characters, 510 tokens with [CLS] and [SEP].
+    const long = Array.from({ length: 508 }, () => 'x').join(' '.repeat(8));
+    expect(long.length).toBeGreaterThan(4096);
+    await expect(embed.countTokens(long)).resolves.toBe(510);
+    const service = serviceOn(embed, 'embedding');
+    const served = await service.createEmbeddings(caller, { model: 'embedding-local', input: [long] }, neverAborted());
+    expect(served.usage.promptTokens).toBe(510);
+    // Two words more is 512, one more word than that is too many: refused before any work.
+    const longer = `${long}${' x'.repeat(2)}`;
+    expect((await service.createEmbeddings(caller, { model: 'embedding-local', input: [longer] }, neverAborted())).usage.promptTokens).toBe(
+      512,
+    );
+    await expect(
+      service.createEmbeddings(caller, { model: 'embedding-local', input: [`${longer} x`] }, neverAborted()),
+    ).rejects.toMatchObject({ code: 'input_too_long' });
+  });
+
+  it('scores a query-document pair of exactly max_tokens with its framing, refuses one more at admission, and bills the framing', async () => {
+    const service = serviceOn(rerank, 'reranking');
+    const query = 'q'.repeat(255);
+    const exact = 'd'.repeat(255); // [CLS] query [SEP] document: 512
+    const direct = await rerank.rerank(query, [exact], neverAborted());
+    expect(direct.promptTokens).toBe(512);
+    const served = await service.rerank(caller, { model: 'reranking-local', query, documents: ['d', exact] }, neverAborted());
+    expect(served.results).toHaveLength(2);
+    expect(served.usage.promptTokens).toBe((await rerank.rerank(query, ['d'], neverAborted())).promptTokens + 512);
+    await expect(
+      service.rerank(caller, { model: 'reranking-local', query, documents: ['d', `${exact}d`] }, neverAborted()),
+    ).rejects.toMatchObject({ code: 'input_too_long', message: expect.stringContaining("'documents[1]'") });
   });
 });

@@ -248,6 +248,12 @@ describe('a model whose file cannot be served', () => {
     expect(() => tooLong.preflight()).toThrow(
       /"bert.context_length" is 512, but model "embedding-test" declares specifications.max_tokens: 8192/,
     );
+    // An embedding or rerank context must hold an input of max_tokens (node-llama-cpp reads inputs shorter than it).
+    const tooSmall = llamaEngine('embedding', { file: fixtures.files.embedding, context_size: 512 });
+    expect(() => tooSmall.preflight()).toThrow(
+      'model "embedding-test": engine.context_size 512 cannot hold an input of specifications.max_tokens: 512 (it needs at least 513',
+    );
+    expect(llamaEngine('reranking', { file: fixtures.files.reranker, context_size: 513 }).preflight()).toHaveProperty('facts');
     const notReranker = llamaEngine('reranking', { file: fixtures.files.embedding });
     expect(() => notReranker.preflight()).toThrow(
       /the GGUF has no classifier head \("cls.output.weight" or "cls.weight"\), but model "reranking-test" declares category: reranking/,

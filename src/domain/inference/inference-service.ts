@@ -103,11 +103,23 @@ async function countLongPrompt(
 /** How much of each message's content countLongPrompt renders to measure the chat template's framing. */
 const FRAMING_SAMPLE_CHARS = 16;
 
-/** The tokens of one input text, or any number above `limit` when it cannot fit (as countPrompt). */
-async function countInput(engine: Engine, text: string, limit: number): Promise<number> {
+/**
+ * The tokens of one input text as the engine counts it, or any number above `limit` when it cannot
+ * fit (as countPrompt). `framing`: the tokens the engine's count adds to any text (framingOf), which
+ * the text has once however many pieces it is counted in.
+ */
+async function countInput(engine: Engine, text: string, limit: number, framing = 0): Promise<number> {
   if (text.length <= EXACT_COUNT_CHARS) return engine.countTokens(text);
-  return countWithin([text], limit, (piece) => engine.countTokens(piece));
+  return countWithin([text], limit, async (piece) => (await engine.countTokens(piece)) - framing, framing);
 }
+
+/**
+ * The tokens an engine's model reads around any text, which its count of a text includes: its count
+ * of the empty text (an in-process embedding model's [CLS] and [SEP], a reranker's framing of a
+ * query-document pair; none for a forwarded model). With it, admission counts what the engine
+ * reads and bills: a long text counted in pieces has them once, a rerank pair once.
+ */
+const framingOf = async (engine: Engine): Promise<number> => Math.max(0, await engine.countTokens(''));
 
 /**
  * A streamed chunk longer than this is counted with the tokenizer rather than taken for one token:
@@ -700,11 +712,16 @@ export class InferenceService {
     }
     const engine = this.engines.get(model.id);
     const limit = model.specifications.max_tokens;
+    const framing = await framingOf(engine);
     let promptTokens = 0;
     for (let i = 0; i < input.input.length; i++) {
       const text = input.input[i]!;
       if (text.length === 0) throw new DomainError('invalid_value', `'input[${i}]' is an empty string.`, { param: 'input' });
-      const tokens = await countInput(engine, text, limit);
+      const tokens = await countInput(engine, text, limit, framing);
+      if (tokens === 0) {
+        // Only whitespace, or characters the tokenizer drops, for a model that adds no tokens of its own.
+        throw new DomainError('invalid_value', `'input[${i}]' has no tokens for the model '${model.id}' to read.`, { param: 'input' });
+      }
       if (tokens > limit) {
         throw new DomainError('input_too_long', `'input[${i}]' has more than ${limit} tokens, the most the model '${model.id}' takes.`, {
           param: 'input',
@@ -754,16 +771,17 @@ export class InferenceService {
     }
     const engine = this.engines.get(model.id);
     const limit = model.specifications.max_tokens;
-    const queryTokens = await countInput(engine, input.query, limit);
-    if (queryTokens > limit) {
+    // Each document is scored with the query: that pair, with its framing once, is what the model reads.
+    const framing = await framingOf(engine);
+    const queryTokens = (await countInput(engine, input.query, limit, framing)) - framing;
+    if (queryTokens + framing > limit) {
       throw new DomainError('input_too_long', `'query' has more than ${limit} tokens, the most the model '${model.id}' takes.`, {
         param: 'query',
       });
     }
-    // Each document is scored with the query: that pair is what the model reads.
     let estimate = 0;
     for (let i = 0; i < input.documents.length; i++) {
-      const tokens = queryTokens + (await countInput(engine, input.documents[i]!, limit - queryTokens));
+      const tokens = queryTokens + (await countInput(engine, input.documents[i]!, limit - queryTokens, framing));
       if (tokens > limit) {
         throw new DomainError(
           'input_too_long',

@@ -58,7 +58,7 @@ import {
   type Runner,
   VERDICT_MAX_TOKENS,
 } from './runners.js';
-import { type Backend, backendOf, getRuntime, takeLastRuntimeError } from './runtime.js';
+import { type Backend, backendOf, getRuntime, quietOverflowWhile, takeLastRuntimeError } from './runtime.js';
 import { SlotPool, type QueueLimits } from './slot-pool.js';
 
 export {
@@ -222,6 +222,15 @@ export class LlamaCppEngine implements Engine {
     if (facts.contextLength !== null && config.specifications.max_tokens > facts.contextLength) {
       throw mismatch(ctxKey, facts.contextLength, `specifications.max_tokens: ${config.specifications.max_tokens}`);
     }
+    // node-llama-cpp reads an input shorter than the context: max_tokens needs one more.
+    const contextSize = config.engine.context_size;
+    if ((config.category === 'embedding' || config.category === 'reranking') && contextSize !== undefined) {
+      if (contextSize <= config.specifications.max_tokens) {
+        throw new CatalogMismatchError(
+          `model "${config.id}": engine.context_size ${contextSize} cannot hold an input of specifications.max_tokens: ${config.specifications.max_tokens} (it needs at least ${config.specifications.max_tokens + 1}; leave it out to get that)`,
+        );
+      }
+    }
     if (config.category === 'embedding') {
       if (facts.embeddingLength !== null && facts.embeddingLength !== config.specifications.output_dimensions) {
         throw mismatch(
@@ -327,14 +336,17 @@ export class LlamaCppEngine implements Engine {
     const threads = this.threads;
     const train = model.trainContextSize;
     if (config.category === 'embedding' || config.category === 'reranking') {
-      // A BERT-style model reads its whole input in one batch: the batch is the context.
-      const wanted = engine.context_size ?? config.specifications.max_tokens + (config.category === 'reranking' ? 8 : 1);
-      const contextSize = Math.min(wanted, train);
+      // The most the model reads is what the catalog publishes and the service admits: max_tokens,
+      // [CLS] and [SEP] (a pair's framing) included. node-llama-cpp takes inputs shorter than the
+      // context, so the context is one token longer (not cut to the GGUF's context_length, which
+      // max_tokens may equal: no position past max_tokens is used; checkCatalog keeps a smaller
+      // context_size out). A BERT-style model reads its whole input in one batch: the batch is the context.
+      const maxInputTokens = config.specifications.max_tokens;
+      const contextSize = engine.context_size ?? maxInputTokens + 1;
       const opts = { contextSize, batchSize: engine.batch_size ?? contextSize, threads };
-      const maxInputTokens = Math.min(contextSize - 1, train);
       if (config.category === 'embedding') {
         const contexts: LlamaEmbeddingContext[] = [];
-        for (let i = 0; i < this.parallel; i++) contexts.push(await model.createEmbeddingContext(opts));
+        for (let i = 0; i < this.parallel; i++) contexts.push(await quietOverflowWhile(() => model.createEmbeddingContext(opts)));
         return {
           kind: 'embedding',
           model,
@@ -346,8 +358,11 @@ export class LlamaCppEngine implements Engine {
         };
       }
       const contexts: LlamaRankingContext[] = [];
-      for (let i = 0; i < this.parallel; i++) contexts.push(await model.createRankingContext(opts));
-      return { kind: 'reranking', model, contexts, pool: new SlotPool(contexts, this.queue, this.modelId), maxInputTokens };
+      for (let i = 0; i < this.parallel; i++) contexts.push(await quietOverflowWhile(() => model.createRankingContext(opts)));
+      // The tokens around a query and a document (e.g. [CLS] q [SEP] d [SEP]), the same for every pair.
+      const probe = model.tokenize('x', false, 'trimLeadingSpace').length;
+      const framing = contexts[0]!.calculateInputLength('x', 'x') - 2 * probe;
+      return { kind: 'reranking', model, contexts, pool: new SlotPool(contexts, this.queue, this.modelId), maxInputTokens, framing };
     }
 
     const wrapper = resolveChatWrapper(model);
@@ -475,7 +490,8 @@ export class LlamaCppEngine implements Engine {
         // What the model reads: the text with its [CLS] and [SEP].
         return embeddingInput(runner, text, true).length;
       case 'reranking':
-        return runner.model.tokenize(text, false, 'trimLeadingSpace').length;
+        // As a document (or query) is read: with the pair's framing, which a pair has once.
+        return runner.framing + runner.model.tokenize(text, false, 'trimLeadingSpace').length;
       default:
         return runner.model.tokenize(text, false).length;
     }

@@ -133,6 +133,8 @@ export interface RankingRunner {
   contexts: LlamaRankingContext[];
   pool: SlotPool<LlamaRankingContext>;
   maxInputTokens: number;
+  /** The tokens the model reads around a query and a document ([CLS], [SEP]…), the same for every pair. */
+  framing: number;
 }
 
 export type Runner = ChatRunner | EmbeddingRunner | RankingRunner;

@@ -23,6 +23,25 @@ let llama: Promise<Llama> | undefined;
 let logger: RuntimeLogger | undefined;
 let lastError: string | undefined;
 let gpuSetting: GpuSetting = 'auto';
+/** Embedding and rerank contexts being made (see quietOverflowWhile). */
+let encoderContexts = 0;
+const TRAIN_OVERFLOW = /n_ctx_seq \(\d+\) > n_ctx_train/;
+
+/**
+ * Runs `make` (the making of embedding or rerank contexts) with llama.cpp's warning that a context
+ * is longer than the GGUF's context_length logged at debug: those contexts are one token longer
+ * than max_tokens (node-llama-cpp reads inputs shorter than the context), which may equal the
+ * context_length, and llama.cpp pads the size further; no input reaches past max_tokens, so the
+ * warning would only alarm an operator at every start.
+ */
+export async function quietOverflowWhile<T>(make: () => Promise<T>): Promise<T> {
+  encoderContexts++;
+  try {
+    return await make();
+  } finally {
+    encoderContexts--;
+  }
+}
 
 /** Routes llama.cpp's log lines to `next` from now on (the last logger set wins: one runtime per process). */
 export function setRuntimeLogger(next: RuntimeLogger): void {
@@ -53,7 +72,8 @@ export function getRuntime(): Promise<Llama> {
       const text = message.trim();
       if (!text) return;
       if (level === LlamaLogLevel.error || level === LlamaLogLevel.fatal) lastError = text;
-      if (level === LlamaLogLevel.warn || level === LlamaLogLevel.error || level === LlamaLogLevel.fatal)
+      const quiet = level === LlamaLogLevel.warn && encoderContexts > 0 && TRAIN_OVERFLOW.test(text);
+      if (!quiet && (level === LlamaLogLevel.warn || level === LlamaLogLevel.error || level === LlamaLogLevel.fatal))
         logger?.warn({ llamacpp: text }, 'llama.cpp');
       else logger?.debug({ llamacpp: text }, 'llama.cpp');
     },
