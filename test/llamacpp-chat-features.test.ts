@@ -202,6 +202,23 @@ describe('the in-process engine', () => {
     }
   });
 
+  it('with a max_tokens too small for the arguments, still gives the forced call its name, finishes length, and counts at most max_tokens', async () => {
+    const named = { type: 'function' as const, function: { name: 'get_weather' } };
+    // The call's prefix (8 tokens here), name (9 or 8) and the parameters' opening (1) fill the first 17 or 18.
+    for (const toolChoice of ['required' as const, named]) {
+      for (const maxTokens of [1, 5, 12, 17, 18, 19, 25]) {
+        const r = await engine.chat(req({ temperature: 1, seed: 3, maxTokens, tools: [weather, alarm], toolChoice }), neverAborted());
+        expect(r.finishReason).toBe('length');
+        expect(r.toolCalls).toHaveLength(1);
+        expect(['get_weather', 'set_alarm']).toContain(r.toolCalls![0]!.function.name);
+        expect(r.usage.completionTokens).toBe(maxTokens);
+      }
+    }
+    const events = await collect(engine.chatStream(req({ maxTokens: 3, tools: [weather, alarm], toolChoice: named }), neverAborted()));
+    expect(events.filter((e) => e.type === 'tool_call')).toMatchObject([{ name: 'get_weather', arguments: '' }]);
+    expect(events.at(-1)).toMatchObject({ type: 'finish', finishReason: 'length', usage: { completionTokens: 3 } });
+  });
+
   it('calls a named function, and streams the call as its id and name, then argument pieces', async () => {
     const events = await collect(
       engine.chatStream(
@@ -353,6 +370,33 @@ describe('through the server', () => {
     const tool = [weather, alarm].find((t) => t.function.name === name)!;
     expect(ajv.validate(tool.function.parameters, JSON.parse(pieces.map((p: any) => p.function.arguments).join('')))).toBe(true);
     expect(events.flatMap((e) => e.choices.map((c: any) => c.finish_reason)).filter(Boolean)).toEqual(['tool_calls']);
+  });
+
+  it('/v1: a forced call cut by a small max_tokens comes with its name and finish reason length, and is billed its tokens', async () => {
+    // max_tokens up to 10: within what the name's text lets billing count (its bytes and one).
+    for (const tool_choice of ['required', { type: 'function', function: { name: 'get_weather' } }]) {
+      for (const max_tokens of [1, 5, 10]) {
+        const r = await (await post({ tools: [weather, alarm], tool_choice, seed: 3, max_tokens })).json();
+        expect(violations('CreateChatCompletionResponse', r)).toEqual([]);
+        expect(r.choices[0].finish_reason).toBe('length');
+        expect(['get_weather', 'set_alarm']).toContain(r.choices[0].message.tool_calls[0].function.name);
+        expect(r.usage.completion_tokens).toBe(max_tokens);
+      }
+    }
+    const res = await post({
+      tools: [weather, alarm],
+      tool_choice: 'required',
+      stream: true,
+      stream_options: { include_usage: true },
+      max_tokens: 4,
+    });
+    const events = (await res.text())
+      .split('\n\n')
+      .filter((b) => b.startsWith('data: ') && b !== 'data: [DONE]')
+      .map((b) => JSON.parse(b.slice(6)));
+    expect(events.flatMap((e) => e.choices.flatMap((c: any) => c.delta.tool_calls ?? [])).map((p: any) => p.function.name)).toHaveLength(1);
+    expect(events.flatMap((e) => e.choices.map((c: any) => c.finish_reason)).filter(Boolean)).toEqual(['length']);
+    expect(events.at(-1).usage.completion_tokens).toBe(4);
   });
 
   it('refuses a response format together with tools the model may choose to call, naming the parameter and the model', async () => {

@@ -157,25 +157,34 @@ export async function* runChoice(c: ChoiceContext): AsyncGenerator<ChoiceEvent, 
       candidates.map((n) => n.slice(typed.length)),
     );
     const state = grammarState(runner, grammar);
+    // The name is written whole, whatever max_tokens leaves: cut inside it, the call could be
+    // neither delivered nor billed. The grammar ends it within a name's length (at most 64 ASCII
+    // characters); the bound only guards against a grammar that would not.
+    const longest = Math.max(...candidates.map((n) => n.length - typed.length));
     const nameTokens: Token[] = [];
     for await (const o of continueFrom(seq, [...c.prompt, ...out], { ...sampling, grammarEvaluationState: state }, false, signal)) {
       if (signal.aborted) throw abortReason(signal);
       if (ends(o.token)) break;
       c.stats.generatedTokens++;
       nameTokens.push(o.token);
-      if (out.length + nameTokens.length >= req.maxTokens) break;
+      if (nameTokens.length >= longest) break;
     }
     out.push(...nameTokens);
     const chosen = typed + model.detokenize(nameTokens, false);
     name = allowed.find((n) => n === chosen);
   }
-  if (!name || out.length >= req.maxTokens) {
-    // The model ran out of tokens (or wrote no tool's name) before the call's arguments.
-    return { finishReason: 'length', completionTokens: out.length };
-  }
+  // The call's tokens (its prefix, put in the model's mouth when the call is forced, and its name)
+  // count as output, but never more than max_tokens: the call is billed at most what was asked.
+  const spent = () => Math.min(out.length, req.maxTokens);
+  // The model wrote no tool's name after the prefix (a call it chose, with tool_choice auto).
+  if (!name) return { finishReason: 'length', completionTokens: spent() };
   const tool = tools!.find((t) => t.function.name === name)!;
+  // The call goes out with its name even when max_tokens runs out before its arguments, as OpenAI's
+  // does (arguments cut, finish reason length): an answer of nothing billed at 0 or 1 token hid
+  // the prefix and name the model was made to write.
   yield { type: 'tool_call', index: 0, id: `call_${randomBytes(12).toString('base64url')}`, name, arguments: '' };
   out.push(...syntax!.paramsPrefix);
+  if (out.length >= req.maxTokens) return { finishReason: 'length', completionTokens: spent() };
   const index = tools!.indexOf(tool);
   const grammar = await schemaGrammar(c.llama, tool.function.parameters, `tools[${index}].function.parameters`, c.modelId);
   const args = new CompletionText(model, grammarStops(grammar), runner.pieces);
@@ -197,7 +206,7 @@ export async function* runChoice(c: ChoiceContext): AsyncGenerator<ChoiceEvent, 
   if (signal.aborted) throw abortReason(signal);
   const tail = args.finish().trimEnd();
   if (tail) yield { type: 'tool_call', index: 0, arguments: tail };
-  return { finishReason: finish, completionTokens: out.length };
+  return { finishReason: finish, completionTokens: spent() };
 }
 
 /** What every choice of a call shares; `seed` is the first choice's. */
