@@ -3,6 +3,7 @@
 // grammar-constrained arguments, seeds, several choices and log-probabilities; then the same through
 // the server (/v1 plain and streamed, GraphQL). Random weights give garbage text: the tests assert
 // structure, validity against the schemas and determinism, never text content.
+import { readFileSync } from 'node:fs';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { print } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -397,6 +398,31 @@ describe('through the server', () => {
     expect(events.flatMap((e) => e.choices.flatMap((c: any) => c.delta.tool_calls ?? [])).map((p: any) => p.function.name)).toHaveLength(1);
     expect(events.flatMap((e) => e.choices.map((c: any) => c.finish_reason)).filter(Boolean)).toEqual(['length']);
     expect(events.at(-1).usage.completion_tokens).toBe(4);
+  });
+
+  it('refuses schemas nested past 32 deep as the README says: nested arrays by the grammar, nested objects by the 64-level JSON bound first', async () => {
+    const nested = (n: number, wrap: (s: object) => object) => {
+      let schema: object = { type: 'boolean' };
+      for (let i = 0; i < n; i++) schema = wrap(schema);
+      return schema;
+    };
+    const objects = (n: number) =>
+      nested(n, (s) => ({ type: 'object', properties: { a: s }, required: ['a'], additionalProperties: false }));
+    const arrays = (n: number) => nested(n, (s) => ({ type: 'array', items: s, minItems: 1, maxItems: 1 }));
+    const ask = (schema: object) =>
+      post({ max_tokens: 4, response_format: { type: 'json_schema', json_schema: { name: 'deep', schema } } });
+    for (const schema of [objects(31), arrays(31)]) expect((await ask(schema)).status).toBe(200);
+    const deepArrays = await ask(arrays(32));
+    expect(deepArrays.status).toBe(400);
+    expect((await deepArrays.json()).error).toMatchObject({ code: 'unsupported_parameter', message: expect.stringContaining('32 levels') });
+    const deepObjects = await ask(objects(32));
+    expect(deepObjects.status).toBe(400);
+    expect((await deepObjects.json()).error).toMatchObject({ code: 'invalid_value', message: expect.stringContaining('64 levels') });
+    // What the README's "JSON output" paragraph says of it.
+    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+    const paragraph = readme.slice(readme.indexOf('**JSON output.**'), readme.indexOf('\n\n', readme.indexOf('**JSON output.**')));
+    expect(paragraph).toContain('32 nested arrays are `400 unsupported_parameter`');
+    expect(paragraph).toMatch(/32 nested objects are `400\s+invalid_value`/);
   });
 
   it('refuses a response format together with tools the model may choose to call, naming the parameter and the model', async () => {
