@@ -249,8 +249,7 @@ describe('a model whose file cannot be served', () => {
       /"bert.context_length" is 512, but model "embedding-test" declares specifications.max_tokens: 8192/,
     );
     // An embedding or rerank context must hold an input of max_tokens (node-llama-cpp reads inputs shorter than it).
-    const tooSmall = llamaEngine('embedding', { file: fixtures.files.embedding, context_size: 512 });
-    expect(() => tooSmall.preflight()).toThrow(
+    expect(() => llamaEngine('embedding', { file: path.join(fixtures.dir, 'not-there.gguf'), context_size: 512 })).toThrow(
       'model "embedding-test": engine.context_size 512 cannot hold an input of specifications.max_tokens: 512 (it needs at least 513',
     );
     expect(llamaEngine('reranking', { file: fixtures.files.reranker, context_size: 513 }).preflight()).toHaveProperty('facts');

@@ -124,6 +124,18 @@ export class LlamaCppEngine implements Engine {
       maxDepth: config.engine.queue?.max_depth ?? DEFAULT_QUEUE.max_depth,
       maxWaitMs: config.engine.queue?.max_wait_ms ?? DEFAULT_QUEUE.max_wait_ms,
     };
+    // An embedding or rerank context holds max_tokens and one more (node-llama-cpp reads inputs
+    // shorter than the context): a smaller one would refuse inputs the catalog publishes. Whatever
+    // the file, so start-up stops on it even while the file is missing.
+    const contextSize = config.engine.context_size;
+    if ((config.category === 'embedding' || config.category === 'reranking') && contextSize !== undefined) {
+      const { max_tokens } = config.specifications;
+      if (contextSize <= max_tokens) {
+        throw new CatalogMismatchError(
+          `model "${config.id}": engine.context_size ${contextSize} cannot hold an input of specifications.max_tokens: ${max_tokens} (it needs at least ${max_tokens + 1}; leave it out to get that)`,
+        );
+      }
+    }
   }
 
   /**
@@ -221,15 +233,6 @@ export class LlamaCppEngine implements Engine {
     }
     if (facts.contextLength !== null && config.specifications.max_tokens > facts.contextLength) {
       throw mismatch(ctxKey, facts.contextLength, `specifications.max_tokens: ${config.specifications.max_tokens}`);
-    }
-    // node-llama-cpp reads an input shorter than the context: max_tokens needs one more.
-    const contextSize = config.engine.context_size;
-    if ((config.category === 'embedding' || config.category === 'reranking') && contextSize !== undefined) {
-      if (contextSize <= config.specifications.max_tokens) {
-        throw new CatalogMismatchError(
-          `model "${config.id}": engine.context_size ${contextSize} cannot hold an input of specifications.max_tokens: ${config.specifications.max_tokens} (it needs at least ${config.specifications.max_tokens + 1}; leave it out to get that)`,
-        );
-      }
     }
     if (config.category === 'embedding') {
       if (facts.embeddingLength !== null && facts.embeddingLength !== config.specifications.output_dimensions) {
@@ -339,7 +342,7 @@ export class LlamaCppEngine implements Engine {
       // The most the model reads is what the catalog publishes and the service admits: max_tokens,
       // [CLS] and [SEP] (a pair's framing) included. node-llama-cpp takes inputs shorter than the
       // context, so the context is one token longer (not cut to the GGUF's context_length, which
-      // max_tokens may equal: no position past max_tokens is used; checkCatalog keeps a smaller
+      // max_tokens may equal: no position past max_tokens is used; the constructor keeps a smaller
       // context_size out). A BERT-style model reads its whole input in one batch: the batch is the context.
       const maxInputTokens = config.specifications.max_tokens;
       const contextSize = engine.context_size ?? maxInputTokens + 1;
