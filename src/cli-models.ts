@@ -73,7 +73,9 @@ async function pullOne(ctx: ModelsCliContext, source: string, out: string | unde
   // Ctrl-C: the bar gives the terminal its cursor back, and the person learns the part is kept.
   const interrupted = () => {
     progress.stop();
-    ctx.stderr(`\n${label}: interrupted; what was downloaded is kept, and the same command resumes it\n`);
+    ctx.stderr(
+      `\n${label}: interrupted; what was downloaded is kept, and the same command resumes it if the server named the file's version (an ETag or Last-Modified), else starts it over\n`,
+    );
     process.exit(130);
   };
   process.once('SIGINT', interrupted);

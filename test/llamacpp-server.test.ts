@@ -133,6 +133,10 @@ describe('the server with in-process models', () => {
     expect(models['tiny-guard'].status).toBe('idle'); // lazy, its file fine: loads on its first call
     for (const id of ['tiny-chat-broken', 'tiny-chat-missing', 'tiny-chat-lazy-broken', 'tiny-chat-lazy-missing'])
       expect({ id, status: models[id].status }).toEqual({ id, status: 'failed' });
+    // With the reason /v1/models gives (no path).
+    expect(models['tiny-chat-lazy-missing'].reason).toBe('its model file is not on the server (not downloaded yet)');
+    expect(models['tiny-chat-lazy-broken'].reason).toBe('its model file could not be loaded (see the server log)');
+    expect(models['tiny-guard'].reason).toBeUndefined();
     expect(s.services.engines.local('tiny-chat-lazy-broken')!.failureReason).toContain('truncated');
     const listing = await fetch(`${s.v1}/models`).then((r) => r.json());
     const byId = Object.fromEntries(listing.data.map((m: any) => [m.id, m]));

@@ -33,6 +33,9 @@ function asLlamaCpp(m: ModelConfig): LlamaCppModel | undefined {
   return m.engine.type === 'llamacpp' ? (m as LlamaCppModel) : undefined;
 }
 
+/** Where an in-process model runs, for /readyz; `reason` when it cannot serve now. */
+type Placement = { status: string; backend: Backend | null; gpu_layers: number | null; layers: number | null; reason?: string };
+
 export class Engines implements EngineRegistry {
   private readonly byModel = new Map<string, Engine>();
   private readonly inProcess: LlamaCppEngine[] = [];
@@ -86,15 +89,18 @@ export class Engines implements EngineRegistry {
   }
 
   /** Where each loaded in-process model runs (/readyz): its backend and its layers on the GPU. */
-  placements(): Record<string, { status: string; backend: Backend | null; gpu_layers: number | null; layers: number | null }> {
-    const out: Record<string, { status: string; backend: Backend | null; gpu_layers: number | null; layers: number | null }> = {};
+  placements(): Record<string, Placement> {
+    const out: Record<string, Placement> = {};
     for (const engine of this.inProcess) {
       const p = engine.placement;
+      const { reason } = engine.availability;
       out[engine.modelId] = {
         status: engine.status,
         backend: p?.backend ?? null,
         gpu_layers: p?.gpuLayers ?? null,
         layers: p?.layers ?? null,
+        // Why a model cannot serve (a missing or broken file), as /v1/models says it: no path.
+        ...(reason ? { reason } : {}),
       };
     }
     return out;
