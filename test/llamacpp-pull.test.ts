@@ -20,7 +20,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli } from '../src/cli.js';
+import { cli } from './support/cli.js';
 import { pullModel, PullError, PullFileNameError, type PullProgress } from '../src/domain/inference/llamacpp/downloader.js';
 import { chatFixtureSpec } from '../src/fixtures/gguf-fixtures.js';
 import { writeGguf } from '../src/fixtures/gguf-writer.js';
@@ -338,18 +338,6 @@ describe('models pull', () => {
 });
 
 describe('the file a pull saves', () => {
-  /** The CLI in this process: its exit code and everything it printed. */
-  async function cli(args: string[], env: Record<string, string>) {
-    let stdout = '';
-    let stderr = '';
-    const code = await runCli(['node', 'tollgate', ...args], {
-      stdout: (t) => (stdout += t),
-      stderr: (t) => (stderr += t),
-      env: { ...process.env, TOLLGATE_PROGRESS: 'lines', ...env },
-    });
-    return { code, stdout, stderr };
-  }
-
   // The probe's case: `..%2F..%2Fescaped.gguf` was decoded and saved two folders above MODELS_DIR.
   it('is never outside the models folder: a URL whose file name is a path is refused, with what to do instead', async () => {
     const dir = tempDir();

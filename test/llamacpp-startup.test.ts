@@ -9,8 +9,8 @@ import { connect, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli } from '../src/cli.js';
 import { parseConfigText } from '../src/config.js';
+import { cli } from './support/cli.js';
 import { ADMIN_TOKEN } from './support/harness.js';
 import { spawnTollgate, waitReady } from './support/ready.js';
 
@@ -20,18 +20,6 @@ beforeAll(() => {
   dir = mkdtempSync(path.join(tmpdir(), 'tollgate-llama-start-'));
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-/** The CLI in this process: its exit code and everything it printed. */
-async function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const code = await runCli(['node', 'tollgate', ...args], {
-    stdout: (t) => (stdout += t),
-    stderr: (t) => (stderr += t),
-    env: { ...process.env, TOLLGATE_PROGRESS: 'lines', ...env },
-  });
-  return { code, stdout, stderr };
-}
 
 describe('tollgate models fixtures', () => {
   it('writes the fixtures and a config that serves them', async () => {
