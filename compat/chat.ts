@@ -105,6 +105,10 @@ export const body = z
     logprobs: z.boolean().nullish(),
     top_logprobs: optionalInt,
     reasoning_effort: z.string().nullish(),
+    top_k: optionalInt,
+    min_p: z.number().nullish(),
+    repetition_penalty: z.number().nullish(),
+    chat_template_kwargs: z.record(z.string(), z.unknown()).nullish(),
     functions: z.array(z.unknown()).nullish(),
     function_call: z.unknown().optional(),
   })
@@ -199,6 +203,10 @@ function toInput(b: Body): ChatCompletionInput {
     n: b.n ?? null,
     logprobs: b.logprobs ?? null,
     reasoningEffort: b.reasoning_effort ?? null,
+    topK: b.top_k ?? null,
+    minP: b.min_p ?? null,
+    repetitionPenalty: b.repetition_penalty ?? null,
+    chatTemplateKwargs: b.chat_template_kwargs ?? null,
     topLogprobs: b.top_logprobs ?? null,
   };
 }

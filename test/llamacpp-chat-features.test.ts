@@ -189,6 +189,23 @@ describe('the in-process engine', () => {
     expect(new Set([a.content, ...others.map((o) => o.content)]).size).toBeGreaterThan(1);
   });
 
+  it('samples with top_k, min_p and repetition_penalty: top_k 1 and min_p 1 pick the likeliest token, as temperature 0 does', async () => {
+    const greedy = await engine.chat(req({ maxTokens: 24 }), neverAborted());
+    const seeds = [1, 2, 3, 4];
+    const sampled = await Promise.all(seeds.map((seed) => engine.chat(req({ temperature: 1, seed, maxTokens: 24 }), neverAborted())));
+    // Without them a temperature of 1 wanders off the likeliest path on this model.
+    expect(sampled.some((r) => r.content !== greedy.content)).toBe(true);
+    for (const extra of [{ topK: 1 }, { minP: 1 }]) {
+      for (const seed of seeds) {
+        const r = await engine.chat(req({ temperature: 1, seed, maxTokens: 24, ...extra }), neverAborted());
+        expect(r.content, JSON.stringify({ ...extra, seed })).toBe(greedy.content);
+      }
+    }
+    // A repeat penalty changes the greedy answer of a model that repeats itself.
+    const penalised = await engine.chat(req({ maxTokens: 24, repetitionPenalty: 2 }), neverAborted());
+    expect(penalised.content).not.toBe(greedy.content);
+  });
+
   it('forces a tool call with tool_choice required: a name of the tools, arguments that validate', async () => {
     for (const seed of [1, 2, 3]) {
       const r = await engine.chat(req({ temperature: 1, seed, tools: [weather, alarm], toolChoice: 'required' }), neverAborted());
@@ -446,6 +463,32 @@ describe('through the server', () => {
       message:
         "'reasoning_effort' is not supported by the model 'tiny-tools': its engine (llama.cpp, in-process) takes no reasoning effort.",
     });
+  });
+
+  it("refuses chat_template_kwargs, which the model file's own template does not take, naming the model", async () => {
+    const r = await post({ chat_template_kwargs: { enable_thinking: false } });
+    expect(r.status).toBe(400);
+    expect((await r.json()).error).toMatchObject({
+      code: 'unsupported_parameter',
+      param: 'chat_template_kwargs',
+      message:
+        "'chat_template_kwargs' is not supported by the model 'tiny-tools': its engine (llama.cpp, in-process) renders the chat template the model file carries, without variables.",
+    });
+    // An empty object asks for nothing.
+    expect((await post({ chat_template_kwargs: {}, max_tokens: 4 })).status).toBe(200);
+  });
+
+  it('/v1: top_k and min_p reach the sampler (top_k 1 answers as temperature 0 does)', async () => {
+    const text = async (extra: object) => {
+      const r = await post({ max_tokens: 16, ...extra });
+      expect(r.status).toBe(200);
+      return (await r.json()).choices[0].message.content as string;
+    };
+    const greedy = await text({ temperature: 0 });
+    expect(await text({ temperature: 1, seed: 9, top_k: 1 })).toBe(greedy);
+    expect(await text({ temperature: 1, seed: 9, min_p: 1 })).toBe(greedy);
+    // The values that ask for nothing are taken as they are.
+    expect((await post({ max_tokens: 4, top_k: -1, min_p: 0, repetition_penalty: 1 })).status).toBe(200);
   });
 
   it('/v1: a schema no grammar holds is a 400 naming the keyword, and the call is not charged', async () => {

@@ -214,6 +214,65 @@ describe('chat request rules', () => {
     expect(g.body.errors).toBeUndefined();
     expect((s.upstream.requests.at(-1)!.body as Record<string, unknown>).reasoning_effort).toBe('high');
   });
+  it("forwards top_k, min_p, repetition_penalty and chat_template_kwargs to a forwarded model's upstream, as vLLM and llama.cpp's server name them", async () => {
+    const extras = { top_k: 40, min_p: 0.05, repetition_penalty: 1.1, chat_template_kwargs: { enable_thinking: false } };
+    const r = await post('/chat/completions', chat(extras));
+    expect(r.status).toBe(200);
+    expect(s.upstream.requests.at(-1)!.body).toMatchObject(extras);
+    // Values that ask for nothing are not sent on.
+    const off = await post('/chat/completions', chat({ top_k: -1, min_p: 0, repetition_penalty: 1, chat_template_kwargs: {} }));
+    expect(off.status).toBe(200);
+    const sent = s.upstream.requests.at(-1)!.body as Record<string, unknown>;
+    for (const k of Object.keys(extras)) expect(sent).not.toHaveProperty(k);
+    // GraphQL takes them under its own names, through the same rules.
+    const g = await s.graphql(
+      'mutation($i: ChatCompletionInput!) { createChatCompletion(input: $i) { id } }',
+      {
+        i: {
+          model: 'chat-test',
+          messages: [{ role: 'user', content: 'hi' }],
+          topK: 5,
+          minP: 0.1,
+          repetitionPenalty: 1.3,
+          chatTemplateKwargs: { thinking: true },
+        },
+      },
+      key,
+    );
+    expect(g.body.errors).toBeUndefined();
+    expect(s.upstream.requests.at(-1)!.body).toMatchObject({
+      top_k: 5,
+      min_p: 0.1,
+      repetition_penalty: 1.3,
+      chat_template_kwargs: { thinking: true },
+    });
+  });
+  it('refuses top_k, min_p, repetition_penalty and chat_template_kwargs out of range, naming each, before the upstream', async () => {
+    const before = s.upstream.requests.length;
+    const cases: [object, string, string][] = [
+      [{ top_k: -2 }, 'top_k', "'top_k' must be a whole number of tokens (0 or -1: no limit); got -2."],
+      [{ min_p: 1.5 }, 'min_p', "'min_p' must be a number from 0 to 1; got 1.5."],
+      [
+        { repetition_penalty: 0 },
+        'repetition_penalty',
+        "'repetition_penalty' must be a number above 0 and at most 2 (1: no penalty); got 0.",
+      ],
+      [
+        { repetition_penalty: 3 },
+        'repetition_penalty',
+        "'repetition_penalty' must be a number above 0 and at most 2 (1: no penalty); got 3.",
+      ],
+    ];
+    for (const [extra, param, message] of cases as [Record<string, unknown>, string, string][]) {
+      const r = await bad(extra, 'invalid_value', param);
+      expect(r.body.error.message).toBe(message);
+    }
+    await bad({ top_k: 2.5 }, 'invalid_type', 'top_k');
+    const list = await post('/chat/completions', chat({ chat_template_kwargs: ['enable_thinking'] }));
+    expect(list.status).toBe(400);
+    expect(list.body.error.param).toBe('chat_template_kwargs');
+    expect(s.upstream.requests.length).toBe(before);
+  });
   it('accepts the boundaries of every range', async () => {
     const r = await post(
       '/chat/completions',

@@ -38,6 +38,8 @@ export type AutoTopupInput = {
 
 /** A chat completion request: the model, the conversation so far, and how to sample the answer. */
 export type ChatCompletionInput = {
+  /** Variables for a forwarded model’s chat template (e.g. {"enable_thinking": false}), passed as chat_template_kwargs; refused by in-process models. */
+  chatTemplateKwargs?: unknown;
   /** -2 to 2; default 0. */
   frequencyPenalty?: number | null | undefined;
   /** Return each output token's log-probability. */
@@ -45,6 +47,8 @@ export type ChatCompletionInput = {
   /** Output token cap; default: the model's maximum. */
   maxTokens?: number | null | undefined;
   messages: Array<ChatMessageInput>;
+  /** Sample from tokens at least this fraction as likely as the likeliest: 0 to 1; 0: off (default). Upstream: min_p. */
+  minP?: number | null | undefined;
   model: string;
   /** Choices to generate; default 1, at most the server’s chat.max_choices (4 unless set). */
   n?: number | null | undefined;
@@ -54,6 +58,8 @@ export type ChatCompletionInput = {
   presencePenalty?: number | null | undefined;
   /** A reasoning model's effort: none, minimal, low, medium, high or xhigh, passed to its upstream server (vLLM, Ollama, an OpenAI-compatible API), which decides what it means for its model; refused by in-process (llama.cpp) models. */
   reasoningEffort?: string | null | undefined;
+  /** Penalty on tokens already in the answer: above 0, at most 2; 1: none (default). Upstream: repetition_penalty. */
+  repetitionPenalty?: number | null | undefined;
   responseFormat?: ResponseFormatInput | null | undefined;
   /** The same seed and settings give the same answer (best effort upstream). */
   seed?: number | null | undefined;
@@ -65,6 +71,8 @@ export type ChatCompletionInput = {
   toolChoice?: ToolChoiceInput | null | undefined;
   /** Functions the model may call (models with function_calling). */
   tools?: Array<ToolInput> | null | undefined;
+  /** Sample from the k most likely tokens only; 0 or -1: no limit (default). Passed upstream as top_k. */
+  topK?: number | null | undefined;
   /** 0 to 20 most likely alternatives per token; needs logprobs. */
   topLogprobs?: number | null | undefined;
   /** 0 to 1; default 1. */

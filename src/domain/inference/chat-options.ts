@@ -197,7 +197,19 @@ function responseFormatOf(input: ChatInput['responseFormat']): ResponseFormat | 
 
 export type ChatOptions = Pick<
   EngineChatRequest,
-  'tools' | 'toolChoice' | 'parallelToolCalls' | 'responseFormat' | 'seed' | 'n' | 'logprobs' | 'topLogprobs' | 'reasoningEffort'
+  | 'tools'
+  | 'toolChoice'
+  | 'parallelToolCalls'
+  | 'responseFormat'
+  | 'seed'
+  | 'n'
+  | 'logprobs'
+  | 'topLogprobs'
+  | 'reasoningEffort'
+  | 'topK'
+  | 'minP'
+  | 'repetitionPenalty'
+  | 'chatTemplateKwargs'
 >;
 
 /** OpenAI's values of `reasoning_effort`; the upstream decides what its model makes of each. */
@@ -250,6 +262,44 @@ export function chatOptions(input: ChatInput, model: ChatModelConfig, maxChoices
         `'reasoning_effort' must be one of ${REASONING_EFFORTS.join(', ')}; got '${String(input.reasoningEffort).slice(0, 40)}'.`,
       );
     out.reasoningEffort = input.reasoningEffort;
+  }
+  Object.assign(out, samplingExtras(input));
+  return out;
+}
+
+/** The highest `repetition_penalty` taken (vLLM takes any positive value; past 2 answers fall apart). */
+export const MAX_REPETITION_PENALTY = 2;
+
+/**
+ * The sampling parameters of self-hosted servers beyond OpenAI's (vLLM's, llama.cpp's, SGLang's
+ * names): `top_k`, `min_p`, `repetition_penalty`, and `chat_template_kwargs` for the upstream's chat
+ * template. A value that asks for nothing (top_k 0 or -1, min_p 0, repetition_penalty 1, an empty
+ * object) is dropped, so clients that always send their defaults reach every engine.
+ */
+function samplingExtras(input: ChatInput): Pick<ChatOptions, 'topK' | 'minP' | 'repetitionPenalty' | 'chatTemplateKwargs'> {
+  const out: Pick<ChatOptions, 'topK' | 'minP' | 'repetitionPenalty' | 'chatTemplateKwargs'> = {};
+  const { topK, minP, repetitionPenalty: penalty, chatTemplateKwargs: kwargs } = input;
+  if (topK !== null && topK !== undefined) {
+    if (!Number.isSafeInteger(topK) || topK < -1)
+      throw invalid('top_k', `'top_k' must be a whole number of tokens (0 or -1: no limit); got ${topK}.`);
+    if (topK > 0) out.topK = topK;
+  }
+  if (minP !== null && minP !== undefined) {
+    if (!Number.isFinite(minP) || minP < 0 || minP > 1) throw invalid('min_p', `'min_p' must be a number from 0 to 1; got ${minP}.`);
+    if (minP > 0) out.minP = minP;
+  }
+  if (penalty !== null && penalty !== undefined) {
+    if (!Number.isFinite(penalty) || penalty <= 0 || penalty > MAX_REPETITION_PENALTY)
+      throw invalid(
+        'repetition_penalty',
+        `'repetition_penalty' must be a number above 0 and at most ${MAX_REPETITION_PENALTY} (1: no penalty); got ${penalty}.`,
+      );
+    if (penalty !== 1) out.repetitionPenalty = penalty;
+  }
+  if (kwargs !== null && kwargs !== undefined) {
+    if (!isObject(kwargs))
+      throw invalid('chat_template_kwargs', "'chat_template_kwargs' must be an object of the chat template's variables.");
+    if (Object.keys(kwargs).length > 0) out.chatTemplateKwargs = kwargs;
   }
   return out;
 }

@@ -74,6 +74,14 @@ export interface EngineChatRequest {
   topLogprobs?: number;
   /** A reasoning model's effort (REASONING_EFFORTS), passed to an upstream as `reasoning_effort`. */
   reasoningEffort?: string;
+  /** Sampling from the k most likely tokens (upstream: `top_k`; 0 or -1: off). */
+  topK?: number;
+  /** Sampling from tokens at least this fraction as likely as the likeliest (upstream: `min_p`). */
+  minP?: number;
+  /** A multiplicative penalty on tokens already seen (upstream: `repetition_penalty`; 1: off). */
+  repetitionPenalty?: number;
+  /** Variables for the upstream's chat template (upstream: `chat_template_kwargs`), passed as given. */
+  chatTemplateKwargs?: Record<string, unknown>;
 }
 
 /** What a model's content filter said of its answer (./content-filter.ts): the categories that fired. */

@@ -74,6 +74,14 @@ export interface ChatInput {
   topLogprobs?: number | null;
   /** How hard a reasoning model thinks: none, minimal, low, medium, high or xhigh (passed to the upstream). */
   reasoningEffort?: string | null;
+  /** Sampling from the k most likely tokens only (0 or -1: off), as vLLM and llama.cpp take `top_k`. */
+  topK?: number | null;
+  /** Sampling from tokens at least this fraction as likely as the likeliest (0 to 1; 0: off). */
+  minP?: number | null;
+  /** A multiplicative penalty on tokens already in the prompt or answer (1: off), vLLM's `repetition_penalty`. */
+  repetitionPenalty?: number | null;
+  /** Variables for the upstream's chat template (e.g. `{"enable_thinking": false}`): an object, passed as given. */
+  chatTemplateKwargs?: unknown;
 }
 
 /** A streamed piece of a tool call: id, type and name come with its first piece (OpenAI's shape). */

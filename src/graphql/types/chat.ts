@@ -6,6 +6,7 @@ import { ContentFilterResultRef } from './content-filter.js';
 import { type StreamItem, untilKeyInvalid, unwrapStreamItem } from '../key-guard.js';
 import { SafeIntScalar } from './money.js';
 import {
+  JsonScalar,
   ResponseFormatInput,
   TokenLogprobRef,
   ToolCallDeltaRef,
@@ -55,6 +56,24 @@ export const ChatCompletionInput = builder.inputType('ChatCompletionInput', {
       required: false,
       description:
         "A reasoning model's effort: none, minimal, low, medium, high or xhigh, passed to its upstream server (vLLM, Ollama, an OpenAI-compatible API), which decides what it means for its model; refused by in-process (llama.cpp) models.",
+    }),
+    topK: t.int({
+      required: false,
+      description: 'Sample from the k most likely tokens only; 0 or -1: no limit (default). Passed upstream as top_k.',
+    }),
+    minP: t.float({
+      required: false,
+      description: 'Sample from tokens at least this fraction as likely as the likeliest: 0 to 1; 0: off (default). Upstream: min_p.',
+    }),
+    repetitionPenalty: t.float({
+      required: false,
+      description: 'Penalty on tokens already in the answer: above 0, at most 2; 1: none (default). Upstream: repetition_penalty.',
+    }),
+    chatTemplateKwargs: t.field({
+      type: JsonScalar,
+      required: false,
+      description:
+        'Variables for a forwarded model’s chat template (e.g. {"enable_thinking": false}), passed as chat_template_kwargs; refused by in-process models.',
     }),
   }),
 });

@@ -42,14 +42,17 @@ export interface ChoiceContext {
   stats: { generatedTokens: number };
 }
 
-/** The sampling options of a request (OpenAI's parameters; llama.cpp's top-k and min-p off). */
+/**
+ * The sampling options of a request: OpenAI's parameters, and llama.cpp's top-k, min-p and repeat
+ * penalty when asked for (off by default). Penalties weigh the answer's tokens.
+ */
 export function samplingOf(req: EngineChatRequest, seed: number, punish: () => Token[]) {
-  const penalised = (req.presencePenalty ?? 0) !== 0 || (req.frequencyPenalty ?? 0) !== 0;
+  const penalised = (req.presencePenalty ?? 0) !== 0 || (req.frequencyPenalty ?? 0) !== 0 || req.repetitionPenalty !== undefined;
   return {
     temperature: req.temperature ?? 1,
     topP: req.topP ?? 1,
-    topK: 0,
-    minP: 0,
+    topK: req.topK ?? 0,
+    minP: req.minP ?? 0,
     seed,
     yieldEogToken: true,
     // Without penalties no callback runs per token.
@@ -58,7 +61,7 @@ export function samplingOf(req: EngineChatRequest, seed: number, punish: () => T
           repeatPenalty: {
             punishTokens: punish,
             maxPunishTokens: req.maxTokens,
-            penalty: 1,
+            penalty: req.repetitionPenalty ?? 1,
             presencePenalty: req.presencePenalty ?? 0,
             frequencyPenalty: req.frequencyPenalty ?? 0,
           },

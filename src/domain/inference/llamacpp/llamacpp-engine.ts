@@ -470,6 +470,11 @@ export class LlamaCppEngine implements Engine {
   unsupported(req: EngineChatRequest): { param: string; reason: string } | undefined {
     if (req.reasoningEffort !== undefined)
       return { param: 'reasoning_effort', reason: 'its engine (llama.cpp, in-process) takes no reasoning effort' };
+    if (req.chatTemplateKwargs !== undefined)
+      return {
+        param: 'chat_template_kwargs',
+        reason: 'its engine (llama.cpp, in-process) renders the chat template the model file carries, without variables',
+      };
     const forced = req.toolChoice === 'required' || typeof req.toolChoice === 'object';
     if (req.responseFormat && usesTools(req) && !forced) {
       return {

@@ -32,6 +32,10 @@ export function chatPayload(model: string, req: EngineChatRequest, stream: boole
   if (req.frequencyPenalty !== undefined) p.frequency_penalty = req.frequencyPenalty;
   if (req.user !== undefined) p.user = req.user;
   if (req.reasoningEffort !== undefined) p.reasoning_effort = req.reasoningEffort;
+  if (req.topK !== undefined) p.top_k = req.topK;
+  if (req.minP !== undefined) p.min_p = req.minP;
+  if (req.repetitionPenalty !== undefined) p.repetition_penalty = req.repetitionPenalty;
+  if (req.chatTemplateKwargs !== undefined) p.chat_template_kwargs = req.chatTemplateKwargs;
   if (req.tools?.length) {
     p.tools = req.tools;
     if (req.toolChoice !== undefined) p.tool_choice = req.toolChoice;
