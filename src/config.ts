@@ -315,6 +315,11 @@ const fileSchema = z.strictObject({
        * `trust proxy`): the address sign-in is throttled by. false (default): none.
        */
       trust_proxy: trustProxySchema.default(false).transform((v): TrustProxy => (v === true ? false : v)),
+      /**
+       * WebSockets (GraphQL subscriptions) one client address may hold open at once (the address
+       * `trust_proxy` names); past it the upgrade is refused with 429 too_many_connections.
+       */
+      max_websockets_per_client: positiveInt.default(64),
     })
     .default({
       body_limit: '1mb',
@@ -323,6 +328,7 @@ const fileSchema = z.strictObject({
       headers_timeout_ms: 20_000,
       cors_origins: [],
       trust_proxy: false,
+      max_websockets_per_client: 64,
     }),
   graphql: z
     .strictObject({
@@ -332,8 +338,21 @@ const fileSchema = z.strictObject({
       max_cost: positiveInt.default(100_000),
       max_tokens: positiveInt.default(2000),
       max_directives: positiveInt.default(50),
+      /**
+       * Standing subscriptions (walletUpdated, notificationAdded) one account may hold open on one
+       * server process, over WebSocket and SSE together; chat streams are metered calls, not counted.
+       */
+      max_subscriptions_per_account: positiveInt.default(32),
     })
-    .default({ introspection: true, max_depth: 10, max_aliases: 15, max_cost: 100_000, max_tokens: 2000, max_directives: 50 }),
+    .default({
+      introspection: true,
+      max_depth: 10,
+      max_aliases: 15,
+      max_cost: 100_000,
+      max_tokens: 2000,
+      max_directives: 50,
+      max_subscriptions_per_account: 32,
+    }),
   // Chat requests (issue 16): the most choices (`n`) one request may ask for; each is generated in full.
   chat: z.strictObject({ max_choices: positiveInt.max(128).default(4) }).default({ max_choices: 4 }),
   tiers: z

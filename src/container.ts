@@ -5,6 +5,7 @@ import { accessSync, constants, mkdirSync } from 'node:fs';
 import { openDatabase, closeDatabase } from './db/orm.js';
 import { AccountsService } from './domain/accounts/accounts-service.js';
 import { KeyWatch } from './domain/accounts/key-watch.js';
+import { SubscriptionSlots } from './domain/accounts/subscription-slots.js';
 import { BillingService } from './domain/billing/billing-service.js';
 import { Catalog } from './domain/catalog/catalog.js';
 import { ContentFilter } from './domain/inference/content-filter.js';
@@ -36,6 +37,8 @@ export interface Services {
   accounts: AccountsService;
   /** Ends open subscriptions and streams of keys revoked or expired since they opened. */
   keyWatch: KeyWatch;
+  /** Bounds the standing subscriptions (wallet, notifications) each account holds open here. */
+  subscriptionSlots: SubscriptionSlots;
   billing: BillingService;
   /** Null when `rate_limits.backend` is `none`. */
   rateLimiter: RateLimiter | null;
@@ -171,6 +174,7 @@ export async function createServices(config: AppConfig, logger: Logger, opts: Se
     engines,
     inference: new InferenceService(catalog, timedEngines, metering, { maxChoices: config.chat.max_choices, contentFilter }),
     accounts,
+    subscriptionSlots: new SubscriptionSlots(config.graphql.max_subscriptions_per_account),
     keyWatch: new KeyWatch(accounts, { sessions: auth, logger: logger.child({ component: 'keys' }) }),
     billing,
     rateLimiter,

@@ -602,6 +602,19 @@ function databaseAnswers(services: Services): Promise<boolean> {
   return check.answer;
 }
 
+/**
+ * A request's client address as express's `req.ip` reads it (server.trust_proxy decides whose
+ * X-Forwarded-For is believed), for a request express does not handle: a WebSocket upgrade.
+ */
+function clientAddress(app: express.Express, req: IncomingMessage): string {
+  const asExpress = Object.assign(Object.create(app.request) as express.Request, {
+    headers: req.headers,
+    socket: req.socket,
+    connection: req.socket,
+  });
+  return asExpress.ip ?? req.socket.remoteAddress ?? 'unknown';
+}
+
 /** Whether a request target is under the /v1 mount as express matches it (case-insensitive, a whole segment). */
 function isV1(url: string): boolean {
   return (
@@ -653,7 +666,7 @@ const graphiqlServed = () =>
 
 export async function startServer(services: Services, opts: { port?: number; host?: string } = {}): Promise<RunningServer> {
   const { config, logger } = services;
-  const { handle, serverOptions, yoga, state, inFlight, forClient } = createApp(services);
+  const { app, handle, serverOptions, yoga, state, inFlight, forClient } = createApp(services);
   const { request_timeout_ms: requestTimeout, headers_timeout_ms: headersTimeout } = config.server;
   const server = createServer(
     {
@@ -672,8 +685,39 @@ export async function startServer(services: Services, opts: { port?: number; hos
   server.keepAliveTimeout = 65_000;
   server.on('clientError', answerClientError);
 
+  // The WebSockets each client address holds open: past server.max_websockets_per_client the
+  // upgrade is refused (429), so one client cannot hold sockets until the process runs out of
+  // memory or file descriptors (operations per socket and subscriptions per account have bounds
+  // of their own). The address is the one sign-in is throttled by (server.trust_proxy).
+  const socketsOf = new Map<string, number>();
+  const maxPerClient = config.server.max_websockets_per_client;
+  let warnedProxy = false;
+  const addressOf = (req: IncomingMessage) => clientAddress(app, req);
   // Frames over the body limit close their socket with 1009 (message too big) before being parsed.
-  const wss = new WebSocketServer({ server, path: '/graphql', maxPayload: parseBytes(config.server.body_limit)! });
+  const wss = new WebSocketServer({
+    server,
+    path: '/graphql',
+    maxPayload: parseBytes(config.server.body_limit)!,
+    verifyClient: ({ req }, done) => {
+      const address = addressOf(req);
+      if ((socketsOf.get(address) ?? 0) < maxPerClient) return done(true);
+      // Behind a proxy that is not trusted every client is the proxy: say so, once.
+      if (config.server.trust_proxy === false && req.headers['x-forwarded-for'] && !warnedProxy) {
+        warnedProxy = true;
+        logger.warn(
+          { address, limit: maxPerClient },
+          'WebSockets refused: their requests come through a proxy (X-Forwarded-For) that server.trust_proxy does not name, so every client counts as the proxy; set server.trust_proxy (TRUST_PROXY)',
+        );
+      }
+      const { status, body } = httpError(
+        new DomainError(
+          'too_many_connections',
+          `This client already has ${maxPerClient} WebSockets open to this server, the most one client may (server.max_websockets_per_client): run several operations on one connection, or close some.`,
+        ),
+      );
+      done(false, status, JSON.stringify(body), { 'Content-Type': 'application/json' });
+    },
+  });
   // ws re-emits the HTTP server's errors (a port in use); the listen below reports them itself.
   wss.on('error', () => {});
   // Each operation's AbortController, per socket by operation id: a query or mutation (a chat
@@ -692,8 +736,15 @@ export async function startServer(services: Services, opts: { port?: number; hos
     operations.get(socket)?.delete(id);
     controller?.abort(new ClientDisconnected());
   };
-  wss.on('connection', (socket) => {
+  wss.on('connection', (socket, req) => {
     operations.set(socket, new Map());
+    const address = addressOf(req);
+    socketsOf.set(address, (socketsOf.get(address) ?? 0) + 1);
+    socket.once('close', () => {
+      const left = (socketsOf.get(address) ?? 1) - 1;
+      if (left <= 0) socketsOf.delete(address);
+      else socketsOf.set(address, left);
+    });
     // Binary frames too: graphql-ws reads every frame as text.
     socket.on('message', (data) => {
       const text = String(data);

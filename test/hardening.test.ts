@@ -72,7 +72,11 @@ const logStream = new Writable({
 let s: TestServer;
 
 beforeAll(async () => {
-  s = await startTestServer({ logger: pino({ level: 'info', base: { service: 'tollgate' } }, logStream) });
+  s = await startTestServer({
+    logger: pino({ level: 'info', base: { service: 'tollgate' } }, logStream),
+    // The bound on one socket's operations is tested with standing subscriptions of one account.
+    yaml: (u) => catalogYaml(u, 'graphql: { max_subscriptions_per_account: 200 }'),
+  });
 });
 afterAll(() => s.close());
 
@@ -576,6 +580,110 @@ describe('over WebSocket, a bound on open operations', () => {
     } finally {
       for (const end of ends) end();
       await client.dispose();
+    }
+  });
+});
+
+describe('bounds on what one account or client holds open', () => {
+  let b: TestServer;
+  beforeAll(async () => {
+    b = await startTestServer({
+      yaml: (u) => `server: { max_websockets_per_client: 3 }\n${catalogYaml(u, 'graphql: { max_subscriptions_per_account: 3 }')}`,
+    });
+  });
+  afterAll(() => b.close());
+  const watch = 'subscription { walletUpdated { balance } }';
+  const feed = 'subscription { notificationAdded { id } }';
+
+  it('refuses an account its standing subscription past the bound, over WebSocket and SSE together, and takes another once one ends', async () => {
+    const { apiKey, id } = await b.account('developer');
+    const other = await b.account('developer');
+    const client = wsClientOf(b.url, apiKey);
+    const ends: (() => void)[] = [];
+    const sse = new AbortController();
+    try {
+      // Two over one WebSocket, one over SSE: the account's three.
+      for (const query of [watch, feed]) ends.push(client.subscribe({ query }, { next: () => {}, error: () => {}, complete: () => {} }));
+      const streamed = await fetch(`${b.url}/graphql`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json', accept: 'text/event-stream' },
+        body: JSON.stringify({ query: watch }),
+        signal: sse.signal,
+      });
+      expect(streamed.status).toBe(200);
+      await waitUntil(() => b.services.subscriptionSlots.held(id) === 3);
+      // A fourth, over WebSocket: refused with its own code, the socket and the others go on.
+      const refused = await operation(client, feed);
+      const [error] = refused.events[0]?.errors ?? [];
+      expect(error?.extensions).toMatchObject({ code: 'too_many_subscriptions', status: 429 });
+      expect(error?.message).toMatch(/already has 3 wallet and notification subscriptions open on this server/);
+      // Over SSE too.
+      const overSse = await fetch(`${b.url}/graphql`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json', accept: 'text/event-stream' },
+        body: JSON.stringify({ query: feed }),
+      });
+      expect(await overSse.text()).toContain('too_many_subscriptions');
+      // Queries, and another account's subscriptions, are not counted.
+      expect((await operation(client, '{ viewer { id } }')).events[0]?.data?.viewer?.id).toBe(id);
+      const theirs = wsClientOf(b.url, other.apiKey);
+      const theirEnd = theirs.subscribe({ query: watch }, { next: () => {}, error: () => {}, complete: () => {} });
+      await waitUntil(() => b.services.subscriptionSlots.held(other.id) === 1);
+      theirEnd();
+      await theirs.dispose();
+      // The SSE request ends (its client goes): its slot comes back, and a new subscription is taken.
+      sse.abort();
+      await waitUntil(() => b.services.subscriptionSlots.held(id) === 2);
+      ends.push(client.subscribe({ query: feed }, { next: () => {}, error: () => {}, complete: () => {} }));
+      await waitUntil(() => b.services.subscriptionSlots.held(id) === 3);
+    } finally {
+      for (const end of ends) end();
+      sse.abort();
+      await client.dispose();
+    }
+    await waitUntil(() => b.services.subscriptionSlots.held(id) === 0);
+  });
+
+  it('refuses a client its WebSocket past the bound with 429 too_many_connections before the handshake, and takes another once one closes', async () => {
+    const url = `${b.url.replace('http', 'ws')}/graphql`;
+    const open = (): Promise<WebSocket> =>
+      new Promise((resolve, reject) => {
+        const ws = new WebSocket(url, 'graphql-transport-ws');
+        ws.once('open', () => resolve(ws));
+        ws.once('error', reject);
+      });
+    const refusal = (): Promise<{ status: number; type: string; body: string }> =>
+      new Promise((resolve, reject) => {
+        const ws = new WebSocket(url, 'graphql-transport-ws');
+        ws.once('open', () => reject(new Error('a WebSocket past the bound was opened')));
+        ws.once('unexpected-response', (_req, res) => {
+          let body = '';
+          res.on('data', (d: Buffer) => (body += d));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, type: String(res.headers['content-type']), body }));
+        });
+      });
+    const sockets = [await open(), await open(), await open()];
+    try {
+      const refused = await refusal();
+      expect(refused.status).toBe(429);
+      expect(refused.type).toContain('application/json');
+      expect(JSON.parse(refused.body).error).toMatchObject({ code: 'too_many_connections', type: 'rate_limit_error' });
+      expect(JSON.parse(refused.body).error.message).toMatch(/already has 3 WebSockets open/);
+      // One closes: another is taken.
+      await new Promise((resolve) => {
+        sockets[0]!.once('close', resolve);
+        sockets[0]!.close();
+      });
+      await until(async () => {
+        try {
+          sockets[0] = await open();
+          return true;
+        } catch {
+          return false;
+        }
+      });
+    } finally {
+      for (const ws of sockets) ws.terminate();
     }
   });
 });

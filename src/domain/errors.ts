@@ -62,6 +62,10 @@ export const ERROR_CODES = {
   insufficient_balance: { status: 402, type: 'insufficient_quota' },
   spending_limit_reached: { status: 402, type: 'insufficient_quota' },
   rate_limit_exceeded: { status: 429, type: 'rate_limit_error' },
+  /** An account holding its most standing subscriptions (wallet, notifications) on one server. */
+  too_many_subscriptions: { status: 429, type: 'rate_limit_error' },
+  /** A client address holding its most WebSockets on one server (`server.max_websockets_per_client`). */
+  too_many_connections: { status: 429, type: 'rate_limit_error' },
   // 5xx
   upstream_error: { status: 502, type: 'server_error' },
   upstream_timeout: { status: 504, type: 'server_error' },

@@ -208,9 +208,10 @@ builder.subscriptionField('notificationAdded', (t) =>
     description: "The key's account notifications as they are written (by any server process), within about a second.",
     // Ends when the operation completes, the client goes, or the key is revoked or expires.
     subscribe: (_root, _args, ctx) =>
-      untilKeyInvalid<NotificationRecord>(ctx, (signal, { account }) =>
-        ctx.services.alerts.notifications.subscribe(account.id, signal),
-      ) as AsyncIterable<unknown> as AsyncIterable<NotificationRecord>,
+      untilKeyInvalid<NotificationRecord>(ctx, (signal, { account }) => {
+        ctx.services.subscriptionSlots.take(account.id, signal);
+        return ctx.services.alerts.notifications.subscribe(account.id, signal);
+      }) as AsyncIterable<unknown> as AsyncIterable<NotificationRecord>,
     resolve: (item) => unwrapStreamItem(item as StreamItem<NotificationRecord>),
   }),
 );

@@ -144,9 +144,10 @@ builder.subscriptionField('walletUpdated', (t) =>
       "The key's wallet after each committed change (credits, usage charges, fees). With REDIS_URL set, changes made through every instance are seen; without, those of this server process.",
     // Ends when the operation completes, the client goes, or the key is revoked or expires.
     subscribe: (_root, _args, ctx) =>
-      untilKeyInvalid<WalletChange>(ctx, (signal, { account }) =>
-        ctx.services.billing.events.subscribe(account.id, signal),
-      ) as AsyncIterable<unknown> as AsyncIterable<WalletChange>,
+      untilKeyInvalid<WalletChange>(ctx, (signal, { account }) => {
+        ctx.services.subscriptionSlots.take(account.id, signal);
+        return ctx.services.billing.events.subscribe(account.id, signal);
+      }) as AsyncIterable<unknown> as AsyncIterable<WalletChange>,
     resolve: (item) => unwrapStreamItem(item as StreamItem<WalletChange>),
   }),
 );
