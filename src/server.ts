@@ -549,10 +549,17 @@ function authorizationParam(params: Record<string, unknown>): string | null {
 
 /**
  * graphql-armor words its limits as syntax errors ("Syntax Error: Query Cost limit of 5000
- * exceeded, found 8435."): said as what they are, with what to change. Anything else passes as is.
+ * exceeded, found 8435."), and graphql-js its bound on checking overlapping fields ("Validation aborted."):
+ * said as what they are, with what to change. Anything else passes as is.
  */
 function armorLimit<E>(error: E): E | GraphQLError {
   if (!(error instanceof GraphQLError)) return error;
+  // graphql-js's own bound on the work of checking that repeated fields agree, said as bare "Validation aborted.".
+  if (error.message === 'Validation aborted.')
+    return new GraphQLError(
+      'The query is too large: it repeats or overlaps too many fields to check that they agree. Select each field once, or split the query.',
+      { nodes: error.nodes, extensions: error.extensions },
+    );
   const m = /^Syntax Error: (Query Cost limit|Query depth limit|Aliases limit|Directives limit|Token limit)(.*)$/.exec(error.message);
   if (!m) return error;
   const hint =

@@ -238,6 +238,19 @@ describe('GraphQL over HTTP', () => {
     expect(page.body.errors).toBeUndefined();
   });
 
+  it('says a query with too many repeated fields to check is too large, with what to change, over HTTP and WebSocket', async () => {
+    const query = `{ plans { ${'tier '.repeat(1000)} } }`;
+    const http = await s.graphql(query, {}, key);
+    const ws = await subscribeAll(query, {}, key);
+    for (const errors of [http.body.errors, (ws.error ?? ws.events[0]?.errors) as any[]]) {
+      expect(errors[0].message).toBe(
+        'The query is too large: it repeats or overlaps too many fields to check that they agree. Select each field once, or split the query.',
+      );
+      expect(errors[0].extensions).toMatchObject({ code: 'invalid_request', status: 400 });
+    }
+    expect(http.status).toBe(400);
+  });
+
   it('names a refused argument as GraphQL does (first, accountId), where /v1 names it as /v1 does (limit)', async () => {
     const page = await s.graphql('{ viewer { wallet { transactions(first: 0) { edges { node { id } } } } } }', {}, key);
     expect(page.body.errors[0].extensions).toMatchObject({ code: 'invalid_value', param: 'first' });
