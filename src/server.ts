@@ -41,7 +41,7 @@ import { schema } from './graphql/schema.js';
 import { createPaymentsRouter } from './web/payments-router.js';
 import { createDashboardRouter } from './web/dashboard-router.js';
 import { serverClassesFor } from './web/express-classes.js';
-import { clearedSessionCookie, isSecure, sessionCookie, sessionTokenOf } from './web/session-cookie.js';
+import { clearedSessionCookie, isSecure, refusedCookieOrigin, sessionCookie, sessionTokenOf } from './web/session-cookie.js';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -408,6 +408,7 @@ export function createApp(services: Services) {
       return createContext(services, {
         authorization,
         session,
+        refusedCookieFrom: req?.headers && !token ? refusedCookieOrigin(req.headers, config) : null,
         cookies:
           res && !connectionParams
             ? {

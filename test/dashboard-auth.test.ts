@@ -150,7 +150,16 @@ describe('dashboard sign-in (open sign-up)', () => {
     };
     expect((await viewer(s.url)).data).toEqual({ viewer: { email: 'ws@example.com' } });
     const hijack = await viewer('https://evil.example');
-    expect(hijack.errors?.[0].extensions.code).toBe('invalid_api_key');
+    expect(hijack.errors?.[0].extensions.code).toBe('session_required');
+    // Said as what it is (not "No API key provided"), for a developer whose app runs on another origin.
+    expect(hijack.errors?.[0].message).toMatch(/^The session cookie came from a page of another site \(Origin: https:\/\/evil\.example\)/);
+    // The same over HTTP, for reads and for what only a session may do; no data either way.
+    const overHttp = await gql(s, '{ viewer { email } }', {}, { cookie, origin: 'https://evil.example' });
+    expect(overHttp.body.data?.viewer ?? null).toBeNull();
+    expect(overHttp.body.errors![0].message).toMatch(/server\.cors_origins/);
+    const keyed = await gql(s, 'mutation { createMyApiKey(name: "x") { id apiKey } }', {}, { cookie, origin: 'https://evil.example' });
+    expect(keyed.body.errors![0].extensions.code).toBe('session_required');
+    expect(keyed.body.errors![0].message).toMatch(/^The session cookie came from a page of another site/);
   });
 
   it('refuses sign-up, sign-in and password resets over WebSocket before doing anything (no cookie, no throttle there)', async () => {

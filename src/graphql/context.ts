@@ -60,6 +60,8 @@ export function createContext(
     /** The signed-in session of the cookie, already checked (the Authorization header wins over it). */
     session?: SessionView | null;
     cookies?: SessionCookies | null;
+    /** The Origin of a page of another site whose session cookie was not believed (src/web/session-cookie.ts). */
+    refusedCookieFrom?: string | null;
   },
 ): GraphQLContext {
   let authenticated: Promise<Principal> | undefined;
@@ -82,7 +84,9 @@ export function createContext(
                 "This is the operator token (ADMIN_TOKEN): it belongs to no account. Send an account's API key, or sign in to the dashboard.",
               ),
             )
-          : services.accounts.authenticate(opts.authorization);
+          : !opts.authorization && opts.refusedCookieFrom
+            ? Promise.reject(crossSiteCookie(opts.refusedCookieFrom))
+            : services.accounts.authenticate(opts.authorization);
       return authenticated;
     },
     // The same caller for every metered call of the request (a door may ask before the operation does).
@@ -94,6 +98,7 @@ export function createContext(
     cookies: opts.cookies ?? null,
     requireSession() {
       if (!session?.accountId) {
+        if (!opts.authorization && opts.refusedCookieFrom) throw crossSiteCookie(opts.refusedCookieFrom);
         throw new DomainError(
           'session_required',
           'Sign in to the dashboard for this: API keys cannot manage keys, passwords, sessions, automatic top-up, spending limits or alerts.',
@@ -115,6 +120,14 @@ export function createContext(
     },
   };
   return ctx;
+}
+
+/** A session cookie a page of another site sent: not believed (it could be a forged request), and said so. */
+function crossSiteCookie(origin: string): DomainError {
+  return new DomainError(
+    'session_required',
+    `The session cookie came from a page of another site (Origin: ${origin}), which this server does not accept: use the dashboard on this server's own address (PUBLIC_URL), or add that origin to server.cors_origins.`,
+  );
 }
 
 async function principalOfSession(services: Services, accountId: string): Promise<Principal> {

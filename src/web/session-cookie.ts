@@ -17,6 +17,16 @@ export function sessionTokenOf(headers: IncomingHttpHeaders, config: Pick<AppCon
   return sameSite(headers, config) ? token : null;
 }
 
+/**
+ * The Origin of a request whose session cookie was not believed (a page of another site sent it),
+ * so that its refusal can say why; null when there was no session cookie or it was believed.
+ */
+export function refusedCookieOrigin(headers: IncomingHttpHeaders, config: Pick<AppConfig, 'publicUrl' | 'server'>): string | null {
+  const raw = headers.cookie;
+  if (!raw || !parseCookies(raw)[SESSION_COOKIE] || sameSite(headers, config)) return null;
+  return String(headers.origin).slice(0, 200);
+}
+
 /** Whether a request's Origin (when a browser sent one) is this server: its Host, PUBLIC_URL, or a configured CORS origin with credentials. */
 export function sameSite(headers: IncomingHttpHeaders, config: Pick<AppConfig, 'publicUrl' | 'server'>): boolean {
   const origin = headers.origin;
