@@ -18,13 +18,17 @@ import { createYoga, type GraphiQLOptions, isAsyncIterable, type Plugin, process
 import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
+import { costLimitRule } from '@escape.tech/graphql-armor-cost-limit';
 import {
+  type DocumentNode,
   type ExecutionArgs,
   getOperationAST,
   GraphQLError,
   type GraphQLFormattedError,
+  Kind,
   NoSchemaIntrospectionCustomRule,
   validate as validateGraphQL,
+  visit,
 } from 'graphql';
 import { createCompatRouter } from '../compat/router.js';
 import type { CompatDoor } from '../compat/door.js';
@@ -336,6 +340,7 @@ export function createApp(services: Services) {
       blockFieldSuggestion: { enabled: !config.graphql.introspection },
     }) as Plugin,
     useCSRFPrevention({ requestHeaders: ['x-graphql-yoga-csrf', 'apollo-require-preflight'] }),
+    pageSizesCosted(config.graphql.max_cost, (e) => forClient(toPublicGraphQLError(armorLimit(e)))),
     // Validation errors (and the armor's limits) in the public shape, with their 400.
     {
       onValidate:
@@ -565,12 +570,51 @@ function armorLimit<E>(error: E): E | GraphQLError {
   if (!m) return error;
   const hint =
     m[1] === 'Query Cost limit'
-      ? ' Ask for fewer items per list (a literal `first`/`last` multiplies the cost of what it selects) or split the query; the limit is `graphql.max_cost`.'
+      ? ' Ask for fewer items per list (a `first`/`last` multiplies the cost of what it selects) or split the query; the limit is `graphql.max_cost`.'
       : ' Split the query; the limits are under `graphql:` in the config.';
   return new GraphQLError(`The query is too large: ${m[1].toLowerCase()}${m[2]}${hint}`, {
     nodes: error.nodes,
     extensions: error.extensions,
   });
+}
+
+/**
+ * The armor's cost limit counts a page size given as a variable (`first: $n`) once, not knowing
+ * it when the document is checked: 15 aliased pages of 1 000 passed where the same query with
+ * literal sizes is refused. Before it runs, an operation with such an argument is costed again
+ * with each `first`/`last` variable replaced by its value. At execution, not validation: Yoga
+ * keeps a document's validation result for every later request of the same text.
+ */
+function pageSizesCosted(maxCost: number, refused: (error: GraphQLError) => GraphQLError): Plugin {
+  const check = (args: ExecutionArgs, stop: (result: { errors: GraphQLError[] }) => void) => {
+    const variables = args.variableValues;
+    if (!variables) return;
+    const sized = withPageSizes(args.document, variables);
+    if (!sized) return;
+    let refusal: GraphQLError | undefined;
+    const rule = costLimitRule({ maxCost, propagateOnRejection: false, onReject: [(_c, err) => void (refusal ??= err)] });
+    validateGraphQL(args.schema, sized, [rule]);
+    if (refusal) stop({ errors: [refused(refusal)] });
+  };
+  return {
+    onExecute: ({ args, setResultAndStopExecution }) => check(args, setResultAndStopExecution),
+    onSubscribe: ({ args, setResultAndStopExecution }) => check(args, setResultAndStopExecution),
+  };
+}
+
+/** The document with every `first`/`last` given as an integer variable written as its value; null when it has none. */
+function withPageSizes(document: DocumentNode, variables: Readonly<Record<string, unknown>>): DocumentNode | null {
+  let changed = false;
+  const sized = visit(document, {
+    Argument(node) {
+      if ((node.name.value !== 'first' && node.name.value !== 'last') || node.value.kind !== Kind.VARIABLE) return undefined;
+      const value = variables[node.value.name.value];
+      if (typeof value !== 'number' || !Number.isInteger(value)) return undefined;
+      changed = true;
+      return { ...node, value: { kind: Kind.INT, value: String(value) } };
+    },
+  });
+  return changed ? sized : null;
 }
 
 /** The operations (subscriptions, queries, mutations) one WebSocket may have open at once. */

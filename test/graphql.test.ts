@@ -251,6 +251,28 @@ describe('GraphQL over HTTP', () => {
     expect(http.status).toBe(400);
   });
 
+  it('costs a page size given as a variable by its value, as a literal one, over HTTP and WebSocket (each request by its own variables)', async () => {
+    const pages = Array.from({ length: 15 }, (_, i) => `t${i}: transactions(first: $f) { edges { node { id amount } } }`).join(' ');
+    const query = `query($f: Int) { viewer { wallet { ${pages} } } }`;
+    const literal = await s.graphql(query.replace('query($f: Int)', '').replaceAll('$f', '1000'), {}, key);
+    expect(literal.body.errors[0].message).toMatch(/^The query is too large: query cost limit of 100000 exceeded/);
+    for (const [f, refused] of [
+      [1000, true],
+      [10, false],
+      [1000, true],
+    ] as const) {
+      const http = await s.graphql(query, { f }, key);
+      const ws = await subscribeAll(query, { f }, `Bearer ${key}`);
+      for (const r of [http.body, ws.error ? { errors: ws.error } : ws.events[0]]) {
+        if (refused) {
+          expect(r.errors?.[0].message, `first: ${f}`).toMatch(/^The query is too large: query cost limit of 100000 exceeded/);
+          expect(r.errors?.[0].extensions).toMatchObject({ code: 'invalid_request', status: 400 });
+        } else expect(r.errors, `first: ${f}`).toBeUndefined();
+      }
+      expect(http.status).toBe(refused ? 400 : 200);
+    }
+  });
+
   it('names a refused argument as GraphQL does (first, accountId), where /v1 names it as /v1 does (limit)', async () => {
     const page = await s.graphql('{ viewer { wallet { transactions(first: 0) { edges { node { id } } } } } }', {}, key);
     expect(page.body.errors[0].extensions).toMatchObject({ code: 'invalid_value', param: 'first' });
