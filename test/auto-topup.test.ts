@@ -65,6 +65,10 @@ describe.each(BACKENDS)('automatic top-up on %s', (backend) => {
       expect(await bad({ enabled: true, threshold: '5', amount: '500' })).toBe('amount_requires_sales');
       expect(await bad({ enabled: true, threshold: '5', amount: '20.001' })).toBe('invalid_amount');
       expect(await bad({ enabled: true, threshold: '-1', amount: '20' })).toBe('invalid_value');
+      // A balance never goes below 0: a threshold of 0 would be on and never start a top-up.
+      const zero = await owner.graphql(SET_AUTO, { i: { enabled: true, threshold: '0', amount: '20' } });
+      expect(zero.body.errors?.[0]?.extensions).toMatchObject({ code: 'invalid_value', param: 'threshold' });
+      expect(zero.body.errors?.[0]?.message).toMatch(/^'threshold' must be more than 0/);
       expect(await bad({ enabled: true, amount: '20' })).toBe('missing_required_parameter');
       // A top-up must lift the balance above the threshold, or every charge would start another.
       const above = await owner.graphql(SET_AUTO, { i: { enabled: true, threshold: '100000', amount: '20' } });

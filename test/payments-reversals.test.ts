@@ -204,6 +204,79 @@ describe.each(BACKENDS)('refunds and disputes of Stripe top-ups on %s', (backend
     expect(await client(s, a.apiKey).balance()).toBe('0');
   });
 
+  it('takes nothing back twice when a refund comes between a dispute withdrawn and its funds reinstated (all the money back: no credits left)', async () => {
+    const a = await seed(s).account();
+    const pi = await paidTopUp(a.apiKey, 100); // 110 credits
+    const c = client(s, a.apiKey);
+    expect(await deliver(stripe.events.disputeFunds(pi, 'withdrawn'))).toBe('reversed');
+    expect(await c.balance()).toBe('0');
+    // The dispute is won, then the operator refunds it all; the refund is delivered first.
+    const reinstated = stripe.events.disputeFunds(pi, 'reinstated');
+    expect(await deliver(stripe.events.refunded(pi, 10_000))).toBe('unchanged'); // its credits are already taken
+    expect(await deliver(reinstated)).toBe('reinstated');
+    // The payer has all the money back: none of its credits are given back.
+    expect(await c.balance()).toBe('0');
+    // A second dispute won with nothing refunded gives back what was taken.
+    const b = await seed(s).account();
+    const other = await paidTopUp(b.apiKey, 50); // 52.5 credits
+    expect(await deliver(stripe.events.disputeFunds(other, 'withdrawn'))).toBe('reversed');
+    expect(await deliver(stripe.events.refunded(other, 2_000))).toBe('unchanged'); // 20.00 refunded after the dispute was won
+    expect(await deliver(stripe.events.disputeFunds(other, 'reinstated'))).toBe('reinstated');
+    expect(await client(s, b.apiKey).balance()).toBe('31.5'); // 52.5 less the refunded 40%
+  });
+
+  it('keeps a refund or dispute delivered before the event that credits its payment, and applies it when the top-up is credited', async () => {
+    const a = await seed(s).account();
+    const c = client(s, a.apiKey);
+    const start = async (amount: number) => {
+      const r = await c.post('/wallet/top-up', { amount });
+      const session = [...stripe.sessions.values()].find((x) => x.client_reference_id === r.body.id)!;
+      stripe.pay(session.id);
+      // The completion's first delivery failed: Stripe sends it again later.
+      return { completed: stripe.events.completed(session.id), pi: session.payment_intent! };
+    };
+    const refunded = await start(100);
+    expect(await deliver(stripe.events.refunded(refunded.pi, 10_000))).toBe('unknown_checkout');
+    expect(await deliver(refunded.completed)).toBe('credited');
+    expect(await c.balance()).toBe('0');
+    const disputed = await start(50);
+    expect(await deliver(stripe.events.disputeFunds(disputed.pi, 'withdrawn'))).toBe('unknown_checkout');
+    expect(await deliver(disputed.completed)).toBe('credited');
+    expect(await c.balance()).toBe('0');
+    // Each credit and its reversal in the ledger, and the customer told.
+    expect((await ledger(a.id)).map(([, amount]) => amount)).toEqual([
+      100_000_000_000n,
+      10_000_000_000n,
+      -110_000_000_000n,
+      50_000_000_000n,
+      2_500_000_000n,
+      -52_500_000_000n,
+    ]);
+    expect((await notices(a.id)).map((n) => n.cause).sort()).toEqual(['dispute', 'refund']);
+  });
+
+  it('measures refunds and disputes alike against what was charged, tax included', async () => {
+    const taxed = async (apiKey: string) => {
+      const r = await client(s, apiKey).post('/wallet/top-up', { amount: 100 });
+      const session = [...stripe.sessions.values()].find((x) => x.client_reference_id === r.body.id)!;
+      session.amount_total = 10_800; // 8.00 of tax added by Stripe
+      stripe.pay(session.id);
+      expect(await deliver(stripe.events.completed(session.id))).toBe('credited');
+      return session.payment_intent!;
+    };
+    const a = await seed(s).account();
+    const pi = await taxed(a.apiKey);
+    const c = client(s, a.apiKey);
+    expect(await deliver(stripe.events.refunded(pi, 5_400))).toBe('reversed'); // half the charge
+    expect(await c.balance()).toBe('55');
+    expect(await deliver(stripe.events.disputeFunds(pi, 'withdrawn', 5_400))).toBe('reversed'); // the other half
+    expect(await c.balance()).toBe('0');
+    // Half the charge disputed takes what half refunded takes.
+    const b = await seed(s).account();
+    expect(await deliver(stripe.events.disputeFunds(await taxed(b.apiKey), 'withdrawn', 5_400))).toBe('reversed');
+    expect(await client(s, b.apiKey).balance()).toBe('55');
+  });
+
   it('acknowledges a refund of a payment it does not know, and a charge without a payment intent, changing nothing', async () => {
     const a = await seed(s).account();
     await paidTopUp(a.apiKey, 10);

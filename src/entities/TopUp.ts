@@ -32,8 +32,14 @@ export class TopUp {
   refundedCents = 0;
   /** null, 'withdrawn' (a dispute took the funds back) or 'reinstated'. */
   disputeState: string | null = null;
-  /** Credits the dispute took back, given back if its funds are reinstated. */
+  /** Credits a dispute took back before migration 0015 (superseded by takenBackNanos). */
   disputeNanos = 0n;
+  /** What the processor charged, in cents (tax included), when it said. */
+  chargedCents: number | null = null;
+  /** The credits the payment's refunds and dispute call for. */
+  reversedNanos = 0n;
+  /** The credits actually taken back for them (at most what the wallet had). */
+  takenBackNanos = 0n;
 }
 
 export const TopUpSchema = new EntitySchema<TopUp>({
@@ -71,5 +77,8 @@ export const TopUpSchema = new EntitySchema<TopUp>({
     refundedCents: { type: 'integer', default: 0 },
     disputeState: { type: 'string', length: 16, nullable: true },
     disputeNanos: { type: new BigIntType('bigint'), defaultRaw: "'0'" },
+    chargedCents: { type: 'integer', nullable: true },
+    reversedNanos: { type: new BigIntType('bigint'), defaultRaw: "'0'" },
+    takenBackNanos: { type: new BigIntType('bigint'), defaultRaw: "'0'" },
   },
 });

@@ -12,6 +12,7 @@ import { HoldSchema } from './Hold.js';
 import { NotificationSchema } from './Notification.js';
 import { PasswordTokenSchema } from './PasswordToken.js';
 import { PaymentCustomerSchema } from './PaymentCustomer.js';
+import { PaymentReversalSchema } from './PaymentReversal.js';
 import { RateLimitOverrideSchema } from './RateLimitOverride.js';
 import { SessionSchema } from './Session.js';
 import { TopUpSchema } from './TopUp.js';
@@ -29,6 +30,7 @@ export { Hold, HoldSchema } from './Hold.js';
 export { Notification, NotificationSchema } from './Notification.js';
 export { PasswordToken, PasswordTokenSchema } from './PasswordToken.js';
 export { PaymentCustomer, PaymentCustomerSchema } from './PaymentCustomer.js';
+export { PaymentReversal, PaymentReversalSchema } from './PaymentReversal.js';
 export { RateLimitOverride, RateLimitOverrideSchema } from './RateLimitOverride.js';
 export { Session, SessionSchema } from './Session.js';
 export { TopUp, TopUpSchema } from './TopUp.js';
@@ -48,6 +50,7 @@ export const ENTITIES: EntitySchema<any, any>[] = [
   BillingInstanceSchema,
   TopUpSchema,
   PaymentCustomerSchema,
+  PaymentReversalSchema,
   AutoTopupSchema,
   RateLimitOverrideSchema,
   AlertSettingsSchema,

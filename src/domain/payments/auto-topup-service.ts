@@ -313,8 +313,16 @@ function noAnswer(windowMs: number | null): string {
 }
 
 function parseThreshold(value: unknown): bigint {
+  // The top-up starts when a charge leaves the balance below the threshold; a balance never goes
+  // below 0, so a threshold of 0 would be turned on and never start one.
+  const notAbove = () =>
+    new DomainError(
+      'invalid_value',
+      "'threshold' must be more than 0: the top-up starts when a charge leaves the balance below it, and a balance never goes below 0.",
+      { param: 'threshold' },
+    );
   if (typeof value === 'bigint') {
-    if (value < 0n) throw new DomainError('invalid_value', "'threshold' must be 0 or more.", { param: 'threshold' });
+    if (value <= 0n) throw notAbove();
     return value;
   }
   if (typeof value !== 'number') throw new DomainError('invalid_type', "'threshold' must be a number.", { param: 'threshold' });
@@ -324,6 +332,6 @@ function parseThreshold(value: unknown): bigint {
   } catch {
     throw new DomainError('invalid_value', `'threshold' must be a finite number of ${WALLET_CURRENCY}.`, { param: 'threshold' });
   }
-  if (nanos < 0n) throw new DomainError('invalid_value', "'threshold' must be 0 or more.", { param: 'threshold' });
+  if (nanos <= 0n) throw notAbove();
   return nanos;
 }

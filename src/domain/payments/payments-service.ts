@@ -444,7 +444,11 @@ export class PaymentsService {
         const t = await this.checkoutOf(event.ref, log);
         if (!t) return 'unknown_checkout';
         if (t.status !== 'paid' && (await this.refuseShortPayment(t, event, log))) return 'amount_mismatch';
-        const { outcome } = await this.o.settlement.markPaid(t.id, { paymentId: event.paymentId, customerId: event.customerId });
+        const { outcome } = await this.o.settlement.markPaid(t.id, {
+          paymentId: event.paymentId,
+          customerId: event.customerId,
+          chargedCents: event.amountCents,
+        });
         return outcome === 'credited' ? 'credited' : outcome === 'unknown' ? 'unknown_checkout' : 'already_paid';
       }
       case 'checkout_pending': {
@@ -470,7 +474,7 @@ export class PaymentsService {
         const t = await this.topUpOfPayment(event.topUpId, event.accountId, event.paymentId, log);
         if (!t) return 'unknown_checkout';
         if (t.status !== 'paid' && (await this.refuseShortPayment(t, event, log))) return 'amount_mismatch';
-        const { outcome } = await this.o.settlement.markPaid(t.id, { paymentId: event.paymentId });
+        const { outcome } = await this.o.settlement.markPaid(t.id, { paymentId: event.paymentId, chargedCents: event.amountCents });
         return outcome === 'credited' ? 'credited' : outcome === 'unknown' ? 'unknown_checkout' : 'already_paid';
       }
       case 'payment_failed': {
@@ -481,16 +485,26 @@ export class PaymentsService {
         const { outcome } = await this.o.settlement.markFailed(t.id, { reason: event.reason, paymentId: event.paymentId });
         return outcome === 'failed' ? 'failed' : 'unchanged';
       }
+      // Kept even when the payment's top-up is not known or not paid yet: applied when it is credited.
       case 'payment_refunded': {
-        const t = await this.topUpOfPayment(null, null, event.paymentId, log);
-        if (!t) return 'unknown_checkout';
-        const { outcome } = await this.o.settlement.markRefunded(t.id, event);
+        const { outcome } = await this.o.settlement.markReversed(event.paymentId, this.o.processor.name, {
+          kind: 'refund',
+          refundedCents: event.refundedCents,
+          chargedCents: event.chargedCents,
+        });
+        if (outcome === 'unknown')
+          log.warn({ payment: event.paymentId }, 'refund of a payment no top-up has (yet): kept, applied if one is credited with it');
         return reversalOutcome(outcome);
       }
       case 'payment_disputed': {
-        const t = await this.topUpOfPayment(null, null, event.paymentId, log);
-        if (!t) return 'unknown_checkout';
-        const { outcome } = await this.o.settlement.markDisputed(t.id, event);
+        const { outcome } = await this.o.settlement.markReversed(event.paymentId, this.o.processor.name, {
+          kind: 'dispute',
+          disputeId: event.disputeId,
+          funds: event.funds,
+          amountCents: event.amountCents,
+        });
+        if (outcome === 'unknown')
+          log.warn({ payment: event.paymentId }, 'dispute of a payment no top-up has (yet): kept, applied if one is credited with it');
         return reversalOutcome(outcome);
       }
     }

@@ -15,9 +15,15 @@ import type { ProcessorName } from './processor.js';
 import {
   disableAutoTopup,
   findAutoTopup,
+  findReversal,
+  findTopUpByPaymentId,
   finishAutoTopUp,
   lockTopUp,
+  mergeReversal,
   moveTopUp,
+  type PaymentReversal,
+  recordCharged,
+  type ReversalNews,
   recordReversal,
   saveCustomer,
   type TopUpRecord,
@@ -50,7 +56,7 @@ export class TopUpSettlement {
    */
   async markPaid(
     topUpId: string,
-    payment: { paymentId: string; customerId?: string | null; requireOpen?: boolean },
+    payment: { paymentId: string; customerId?: string | null; requireOpen?: boolean; chargedCents?: number | null },
   ): Promise<{ outcome: PaidOutcome; topUp: TopUpRecord | null }> {
     const now = this.o.now();
     const effects: WalletChange[] = [];
@@ -125,6 +131,11 @@ export class TopUpSettlement {
           now,
         });
         if (payment.customerId) await saveCustomer(trx, t.accountId, t.processor, payment.customerId, now);
+        const paid: TopUpRecord = { ...t, status: 'paid', paymentId: payment.paymentId, chargedCents: payment.chargedCents ?? null };
+        if (payment.chargedCents != null) await recordCharged(trx, t.id, payment.chargedCents);
+        // A refund or dispute that came before this payment's credit is applied now.
+        const reversal = await findReversal(trx, t.processor, payment.paymentId);
+        if (reversal) await this.applyReversal(trx, paid, reversal, now, effects);
         return {
           outcome: 'credited' as const,
           topUp: { ...t, status: 'paid' as TopUpState, paymentId: payment.paymentId, settledAt: now },
@@ -211,223 +222,162 @@ export class TopUpSettlement {
   }
 
   /**
-   * A paid top-up's payment refunded, in part or whole: the credits it bought, bonus included, in
-   * the refunded share, are taken back from the wallet. `refundedCents` is the payment's refunded
-   * total (cumulative), so only its growth since the last event takes anything: a repeated, late
-   * or out-of-order event takes nothing twice. What the wallet no longer has (spent, or held by
-   * calls in flight) is not taken, and not collected later: the balance never goes below zero.
+   * A refund or dispute event of a payment. What the processor said is merged into the payment's
+   * reversal record first (refunded totals only grow, a dispute goes withdrawn → reinstated), so
+   * a repeated, late or out-of-order event changes nothing twice, and one that comes before the
+   * event that credits the top-up (a failed delivery retried later, an automatic top-up still
+   * processing) is applied when the top-up is credited. Then, when the payment's top-up is paid,
+   * its credits are brought to what the payment's reversals call for: `applyReversal`.
    */
-  async markRefunded(
-    topUpId: string,
-    refund: { paymentId: string; refundedCents: number; chargedCents: number | null },
-  ): Promise<{ outcome: ReversalOutcome; due: bigint; taken: bigint }> {
-    return this.reverse(topUpId, refund.paymentId, async (trx, t, now, effects) => {
-      const measure = BigInt(refund.chargedCents && refund.chargedCents > 0 ? refund.chargedCents : toCents(t.amount));
-      const share = (cents: number) => (creditsOf(t) * minBig(BigInt(cents), measure)) / measure;
-      if (refund.refundedCents <= t.refundedCents) return null;
-      // Never more than the credits not yet taken back (a dispute's withdrawal took some).
-      const disputed = t.disputeState === 'withdrawn' ? t.disputeNanos : 0n;
-      const due = maxBig(
-        0n,
-        minBig(share(refund.refundedCents) - share(t.refundedCents), creditsOf(t) - share(t.refundedCents) - disputed),
-      );
-      const refundedNow = fromCents(Number(minBig(BigInt(refund.refundedCents), measure) - minBig(BigInt(t.refundedCents), measure)));
-      const taken = await this.takeBack(trx, t, now, effects, {
-        due,
-        what: `Top-up ${t.id} refunded (${formatMoney(refundedNow)} ${WALLET_CURRENCY} of payment ${refund.paymentId})`,
-        paymentId: refund.paymentId,
-        idempotencyKey: `topup-refund:${t.processor}:${refund.paymentId}:${refund.refundedCents}`,
-      });
-      await recordReversal(trx, t.id, { refundedCents: refund.refundedCents }, now);
-      return {
-        outcome: 'reversed',
-        due,
-        taken,
-        dedupeKey: `topup_reversed:${t.id}:refund:${refund.refundedCents}`,
-        payload: {
-          cause: 'refund',
-          payment_amount: formatDecimal(refundedNow),
-          credits_due: formatDecimal(due),
-          credits_taken: formatDecimal(taken),
-        },
-        notify: due > 0n,
-      };
-    });
-  }
-
-  /**
-   * A dispute on a paid top-up's payment. Funds withdrawn: the credits the disputed share bought
-   * are taken back (at most what the wallet has available) and automatic top-up is turned off (the
-   * card's owner is disputing its charges). Funds reinstated (the dispute won): exactly what was
-   * taken back is given back. Each happens once per top-up, whichever order the events come in
-   * (funds reinstated before withdrawn: nothing is taken).
-   */
-  async markDisputed(
-    topUpId: string,
-    dispute: { paymentId: string; disputeId: string; funds: 'withdrawn' | 'reinstated'; amountCents: number | null },
-  ): Promise<{ outcome: ReversalOutcome; due: bigint; taken: bigint }> {
-    return this.reverse(topUpId, dispute.paymentId, async (trx, t, now, effects) => {
-      if (dispute.funds === 'reinstated') {
-        if (t.disputeState === 'reinstated') return null;
-        const given = t.disputeState === 'withdrawn' ? t.disputeNanos : 0n;
-        if (given > 0n)
-          await this.o.wallet.creditWithin(
-            trx,
-            {
-              accountId: t.accountId,
-              type: 'topup',
-              amount: given,
-              description: `Top-up ${t.id}: dispute of payment ${dispute.paymentId} closed, funds reinstated: ${formatDecimal(given)} ${WALLET_CURRENCY} in credits given back`,
-              reference: dispute.paymentId,
-              idempotencyKey: `topup-reinstated:${t.processor}:${dispute.disputeId}`,
-            },
-            now,
-            effects,
-          );
-        await recordReversal(trx, t.id, { dispute: { state: 'reinstated', nanos: t.disputeNanos } }, now);
-        return {
-          outcome: 'reinstated',
-          due: 0n,
-          taken: -given,
-          dedupeKey: `topup_reversed:${t.id}:dispute:${dispute.disputeId}:reinstated`,
-          payload: {
-            cause: 'reinstated',
-            payment_amount: formatMoney(dispute.amountCents === null ? t.amount : fromCents(dispute.amountCents)),
-            credits_given: formatDecimal(given),
-          },
-          notify: given > 0n,
-        };
-      }
-      if (t.disputeState !== null) return null;
-      const amountCents = BigInt(dispute.amountCents ?? toCents(t.amount));
-      const measure = maxBig(BigInt(toCents(t.amount)), amountCents);
-      const refundedShare = (creditsOf(t) * minBig(BigInt(t.refundedCents), measure)) / measure;
-      const due = maxBig(0n, minBig((creditsOf(t) * amountCents) / measure, creditsOf(t) - refundedShare));
-      const taken = await this.takeBack(trx, t, now, effects, {
-        due,
-        what: `Top-up ${t.id}: payment ${dispute.paymentId} disputed, funds withdrawn`,
-        paymentId: dispute.paymentId,
-        idempotencyKey: `topup-dispute:${t.processor}:${dispute.disputeId}`,
-      });
-      await recordReversal(trx, t.id, { dispute: { state: 'withdrawn', nanos: taken } }, now);
-      const auto = await findAutoTopup(trx, t.accountId, this.o.db.forUpdate);
-      const autoOff = auto?.enabled === true;
-      if (autoOff) await disableAutoTopup(trx, t.accountId, `Turned off: payment ${dispute.paymentId} is disputed.`, now);
-      return {
-        outcome: 'reversed',
-        due,
-        taken,
-        dedupeKey: `topup_reversed:${t.id}:dispute:${dispute.disputeId}:withdrawn`,
-        payload: {
-          cause: 'dispute',
-          payment_amount: formatMoney(fromCents(Number(amountCents))),
-          credits_due: formatDecimal(due),
-          credits_taken: formatDecimal(taken),
-          auto_topup_disabled: autoOff,
-        },
-        notify: due > 0n || autoOff,
-      };
-    });
-  }
-
-  /** Takes up to `due` back from the top-up's wallet (never below zero), its row saying what and how much of it. */
-  private async takeBack(
-    trx: Queryable,
-    t: TopUpRecord,
-    now: Date,
-    effects: WalletChange[],
-    take: { due: bigint; what: string; paymentId: string; idempotencyKey: string },
-  ): Promise<bigint> {
-    if (take.due === 0n) return 0n;
-    return this.o.wallet.takeBackWithin(
-      trx,
-      {
-        accountId: t.accountId,
-        amount: take.due,
-        describe: (n) =>
-          `${take.what}: ${formatDecimal(n)} ${WALLET_CURRENCY} in credits taken back` +
-          (n < take.due ? ` of ${formatDecimal(take.due)} due (the rest was already spent)` : ''),
-        reference: take.paymentId,
-        idempotencyKey: take.idempotencyKey,
-      },
-      now,
-      effects,
-    );
-  }
-
-  /**
-   * The frame of a reversal: the top-up locked, checked paid by this payment, the change made by
-   * `apply` (null: nothing to do), the customer's notice written with it, the wallet's changes
-   * published after the commit.
-   */
-  private async reverse(
-    topUpId: string,
+  async markReversed(
     paymentId: string,
-    apply: (
-      trx: Queryable,
-      t: TopUpRecord,
-      now: Date,
-      effects: WalletChange[],
-    ) => Promise<{
-      outcome: ReversalOutcome;
-      due: bigint;
-      taken: bigint;
-      dedupeKey: string;
-      payload: Record<string, unknown>;
-      notify?: boolean;
-    } | null>,
+    processor: ProcessorName,
+    news: ReversalNews,
   ): Promise<{ outcome: ReversalOutcome; due: bigint; taken: bigint }> {
     const now = this.o.now();
     const effects: WalletChange[] = [];
     const { db } = this.o;
     const result = await db.transaction(async (trx) => {
-      const t = await lockTopUp(trx, topUpId, db.forUpdate);
-      if (!t) return { outcome: 'unknown' as const, due: 0n, taken: 0n };
-      if (t.status !== 'paid' || t.paymentId !== paymentId) {
-        this.o.logger.error(
-          { topUp: t.id, status: t.status, paid: t.paymentId, payment: paymentId },
-          'a refund or dispute names a payment that did not pay this top-up: nothing taken back',
+      const { before, after } = await mergeReversal(trx, processor, paymentId, news, db.forUpdate, now);
+      const found = await findTopUpByPaymentId(trx, paymentId);
+      const t = found && (await lockTopUp(trx, found.id, db.forUpdate));
+      if (!t || t.processor !== processor) return { outcome: 'unknown' as const, due: 0n, taken: 0n };
+      if (t.status !== 'paid') {
+        this.o.logger.warn(
+          { topUp: t.id, status: t.status, payment: paymentId },
+          'a refund or dispute came before its payment credited the top-up: kept, applied when it is credited',
         );
         return { outcome: 'not_paid' as const, due: 0n, taken: 0n };
       }
-      const change = await apply(trx, t, now, effects);
-      if (!change) return { outcome: 'unchanged' as const, due: 0n, taken: 0n };
-      if (change.notify !== false)
-        await this.o.notifier.enqueue(trx, {
-          accountId: t.accountId,
-          kind: 'topup_reversed',
-          dedupeKey: change.dedupeKey,
-          payload: {
-            top_up_id: t.id,
-            payment_id: paymentId,
-            ...change.payload,
-            balance: formatDecimal(effects.at(-1)?.balance ?? (await this.o.wallet.balanceOf(trx, t.accountId))),
-            currency: WALLET_CURRENCY,
-          },
-          now,
-        });
-      if (change.taken < change.due)
-        this.o.logger.error(
-          { topUp: t.id, account: t.accountId, payment: paymentId, due: formatDecimal(change.due), taken: formatDecimal(change.taken) },
-          'credits due back for a refunded or disputed payment were already spent: only part was taken back',
-        );
-      else
-        this.o.logger.warn(
-          {
-            topUp: t.id,
-            account: t.accountId,
-            payment: paymentId,
-            outcome: change.outcome,
-            credits: formatDecimal(change.taken < 0n ? -change.taken : change.taken),
-          },
-          change.outcome === 'reinstated'
-            ? 'dispute funds reinstated: credits given back'
-            : 'payment refunded or disputed: credits taken back',
-        );
-      return { outcome: change.outcome, due: change.due, taken: change.taken };
+      if (sameReversal(before, after) && t.refundedCents === after.refundedCents && t.disputeState === after.disputeState)
+        return { outcome: 'unchanged' as const, due: 0n, taken: 0n };
+      return this.applyReversal(trx, t, after, now, effects);
     });
     this.o.wallet.publish(effects);
     return result;
+  }
+
+  /**
+   * Brings a paid top-up's credits to what its payment's reversals call for: the credits it bought
+   * (bonus included) in the share of the payment gone back to the payer, refunded or disputed
+   * (withdrawn, not reinstated), measured against what was charged (tax included). More called for:
+   * the growth is taken back, at most what the wallet has available (the balance never goes below
+   * zero; what was spent is not collected later). Less (funds reinstated): what was taken beyond
+   * the new share is given back, never more than was taken. A dispute that withdraws funds turns
+   * automatic top-up off. Inside the caller's transaction, the top-up locked.
+   */
+  private async applyReversal(
+    trx: Queryable,
+    t: TopUpRecord,
+    r: PaymentReversal,
+    now: Date,
+    effects: WalletChange[],
+  ): Promise<{ outcome: ReversalOutcome; due: bigint; taken: bigint }> {
+    const paymentId = t.paymentId!;
+    const charged = t.chargedCents ?? r.chargedCents;
+    const measure = BigInt(charged && charged > 0 ? charged : Math.max(toCents(t.amount), r.disputeCents ?? 0));
+    const disputed = r.disputeState === 'withdrawn' ? BigInt(r.disputeCents ?? Number(measure)) : 0n;
+    const returned = minBig(measure, BigInt(r.refundedCents) + disputed);
+    const target = (creditsOf(t) * returned) / measure;
+    // The money this change concerns: what went back (or came back) since the top-up's last state.
+    const wasDisputed = t.disputeState === 'withdrawn' ? BigInt(r.disputeCents ?? Number(measure)) : 0n;
+    const before = minBig(measure, BigInt(t.refundedCents) + wasDisputed);
+    const paymentAmount = formatDecimal(fromCents(Number(returned > before ? returned - before : before - returned)));
+    const key = `topup-reversal:${t.processor}:${paymentId}:r${r.refundedCents}:d${r.disputeState ?? 'none'}`;
+    const newlyWithdrawn = r.disputeState === 'withdrawn' && t.disputeState !== 'withdrawn';
+    const cause = newlyWithdrawn ? 'dispute' : r.disputeState === 'reinstated' && t.disputeState === 'withdrawn' ? 'reinstated' : 'refund';
+    let taken = t.takenBackNanos;
+    let due = 0n;
+    let moved = 0n;
+    if (target > t.reversedNanos) {
+      due = target - t.reversedNanos;
+      const what =
+        cause === 'dispute'
+          ? `Top-up ${t.id}: payment ${paymentId} disputed, funds withdrawn`
+          : `Top-up ${t.id} refunded (${formatMoney(fromCents(Math.max(0, r.refundedCents - t.refundedCents)))} ${WALLET_CURRENCY} of payment ${paymentId})`;
+      moved = await this.o.wallet.takeBackWithin(
+        trx,
+        {
+          accountId: t.accountId,
+          amount: due,
+          describe: (n) =>
+            `${what}: ${formatDecimal(n)} ${WALLET_CURRENCY} in credits taken back` +
+            (n < due ? ` of ${formatDecimal(due)} due (the rest was already spent)` : ''),
+          reference: paymentId,
+          idempotencyKey: key,
+        },
+        now,
+        effects,
+      );
+      taken += moved;
+    } else if (target < t.reversedNanos && taken > target) {
+      moved = -(taken - target);
+      await this.o.wallet.creditWithin(
+        trx,
+        {
+          accountId: t.accountId,
+          type: 'topup',
+          amount: -moved,
+          description: `Top-up ${t.id}: dispute of payment ${paymentId} closed, funds reinstated: ${formatDecimal(-moved)} ${WALLET_CURRENCY} in credits given back`,
+          reference: paymentId,
+          idempotencyKey: key,
+        },
+        now,
+        effects,
+      );
+      taken = target;
+    }
+    await recordReversal(
+      trx,
+      t.id,
+      {
+        refundedCents: r.refundedCents,
+        disputeState: r.disputeState,
+        chargedCents: r.chargedCents,
+        reversedNanos: target,
+        takenBackNanos: taken,
+      },
+      now,
+    );
+    let autoOff = false;
+    if (newlyWithdrawn) {
+      const auto = await findAutoTopup(trx, t.accountId, this.o.db.forUpdate);
+      autoOff = auto?.enabled === true;
+      if (autoOff) await disableAutoTopup(trx, t.accountId, `Turned off: payment ${paymentId} is disputed.`, now);
+    }
+    if (moved !== 0n || due > 0n || autoOff) {
+      await this.o.notifier.enqueue(trx, {
+        accountId: t.accountId,
+        kind: 'topup_reversed',
+        dedupeKey: `topup_reversed:${t.id}:${key}`,
+        payload: {
+          top_up_id: t.id,
+          payment_id: paymentId,
+          cause,
+          payment_amount: paymentAmount,
+          ...(moved < 0n
+            ? { credits_given: formatDecimal(-moved) }
+            : { credits_due: formatDecimal(due), credits_taken: formatDecimal(moved) }),
+          ...(cause === 'dispute' ? { auto_topup_disabled: autoOff } : {}),
+          balance: formatDecimal(effects.at(-1)?.balance ?? (await this.o.wallet.balanceOf(trx, t.accountId))),
+          currency: WALLET_CURRENCY,
+        },
+        now,
+      });
+    }
+    if (moved < due)
+      this.o.logger.error(
+        { topUp: t.id, account: t.accountId, payment: paymentId, due: formatDecimal(due), taken: formatDecimal(moved) },
+        'credits due back for a refunded or disputed payment were already spent: only part was taken back',
+      );
+    else if (moved !== 0n)
+      this.o.logger.warn(
+        { topUp: t.id, account: t.accountId, payment: paymentId, cause, credits: formatDecimal(moved < 0n ? -moved : moved) },
+        moved < 0n ? 'dispute funds reinstated: credits given back' : 'payment refunded or disputed: credits taken back',
+      );
+    const reinstated = r.disputeState === 'reinstated' && t.disputeState !== 'reinstated';
+    const outcome = moved < 0n || reinstated ? 'reinstated' : due > 0n || autoOff || target !== t.reversedNanos ? 'reversed' : 'unchanged';
+    return { outcome, due, taken: moved };
   }
 
   /** Moves an open top-up to expired or canceled (nothing is credited). */
@@ -452,7 +402,12 @@ function creditsOf(t: TopUpRecord): bigint {
 }
 
 const minBig = (a: bigint, b: bigint) => (a < b ? a : b);
-const maxBig = (a: bigint, b: bigint) => (a > b ? a : b);
+
+const sameReversal = (a: PaymentReversal, b: PaymentReversal) =>
+  a.refundedCents === b.refundedCents &&
+  a.disputeState === b.disputeState &&
+  a.disputeCents === b.disputeCents &&
+  a.chargedCents === b.chargedCents;
 
 function topUpDescription(t: TopUpRecord, paymentId: string): string {
   const what = t.source === 'auto' ? 'Automatic top-up' : 'Top-up';

@@ -34,15 +34,22 @@ export interface TopUpRecord {
   refundedCents: number;
   /** A dispute's funds: null (none), 'withdrawn' or 'reinstated'. */
   disputeState: DisputeState | null;
-  /** Credits the dispute took back (nanos), given back if its funds are reinstated. */
+  /** Credits the dispute took back (nanos) before migration 0015; superseded by takenBackNanos. */
   disputeNanos: bigint;
+  /** What the processor charged, in cents (tax included), when it said. */
+  chargedCents: number | null;
+  /** The credits the payment's reversals call for (its returned share of the credits bought). */
+  reversedNanos: bigint;
+  /** The credits actually taken back for them (at most what the wallet had; never collected later). */
+  takenBackNanos: bigint;
 }
 
 export type DisputeState = 'withdrawn' | 'reinstated';
 
 const COLUMNS =
   'id, account_id, source, processor, status, cast(amount as text) as amount, cast(bonus as text) as bonus, bonus_bps, currency, idempotency_key, request_hash, ' +
-  'processor_checkout_id, payment_id, checkout_url, failure_reason, created_at, updated_at, expires_at, settled_at, refunded_cents, dispute_state, cast(dispute_nanos as text) as dispute_nanos';
+  'processor_checkout_id, payment_id, checkout_url, failure_reason, created_at, updated_at, expires_at, settled_at, refunded_cents, dispute_state, cast(dispute_nanos as text) as dispute_nanos, ' +
+  'charged_cents, cast(reversed_nanos as text) as reversed_nanos, cast(taken_back_nanos as text) as taken_back_nanos';
 
 function topUpRecord(r: Record<string, unknown>): TopUpRecord {
   const status = String(r.status);
@@ -70,6 +77,9 @@ function topUpRecord(r: Record<string, unknown>): TopUpRecord {
     refundedCents: int(r.refunded_cents ?? 0),
     disputeState: r.dispute_state === 'withdrawn' || r.dispute_state === 'reinstated' ? r.dispute_state : null,
     disputeNanos: big(r.dispute_nanos ?? 0),
+    chargedCents: r.charged_cents == null ? null : int(r.charged_cents),
+    reversedNanos: big(r.reversed_nanos ?? 0),
+    takenBackNanos: big(r.taken_back_nanos ?? 0),
   };
 }
 
@@ -356,23 +366,114 @@ export async function releaseInFlight(db: Db, accountId: string, topUpId: string
 }
 
 /** Records what the processor reports of a paid top-up's payment going back (under the top-up's lock). */
+/** What the processor charged for a top-up, in cents (tax included). */
+export async function recordCharged(db: Db, id: string, chargedCents: number): Promise<void> {
+  await exec(db, 'update top_ups set charged_cents = ? where id = ?', [chargedCents, id]);
+}
+
+/** A top-up's reversal state after its payment's reversals were applied. */
 export async function recordReversal(
   db: Db,
   id: string,
-  fields: { refundedCents?: number; dispute?: { state: DisputeState; nanos: bigint } },
+  fields: {
+    refundedCents: number;
+    disputeState: DisputeState | null;
+    chargedCents: number | null;
+    reversedNanos: bigint;
+    takenBackNanos: bigint;
+  },
   now: Date,
 ): Promise<void> {
-  const sets: string[] = [];
-  const bindings: Binding[] = [];
-  if (fields.refundedCents !== undefined) {
-    sets.push('refunded_cents = ?');
-    bindings.push(fields.refundedCents);
+  await exec(
+    db,
+    'update top_ups set refunded_cents = ?, dispute_state = ?, charged_cents = coalesce(charged_cents, ?), reversed_nanos = ?, taken_back_nanos = ?, updated_at = ? where id = ?',
+    [fields.refundedCents, fields.disputeState, fields.chargedCents, fields.reversedNanos, fields.takenBackNanos, now, id],
+  );
+}
+
+/** What a processor has said of a payment going back to its payer (refunds, a dispute), whether or not its top-up is paid yet. */
+export interface PaymentReversal {
+  /** The payment's refunded total, in cents (cumulative). */
+  refundedCents: number;
+  /** What was charged, in cents, when an event said. */
+  chargedCents: number | null;
+  disputeId: string | null;
+  disputeState: DisputeState | null;
+  /** The disputed amount, in cents, when the event said. */
+  disputeCents: number | null;
+}
+
+/** A refund or dispute event's news, merged into what is known of the payment (never backwards). */
+export type ReversalNews =
+  | { kind: 'refund'; refundedCents: number; chargedCents: number | null }
+  | { kind: 'dispute'; disputeId: string; funds: DisputeState; amountCents: number | null };
+
+/**
+ * Merges an event's news into the payment's reversal record, locked: a refunded total only grows;
+ * a dispute goes withdrawn → reinstated, and reinstated is final (funds reinstated before they were
+ * withdrawn: nothing is ever taken for it). Returns the record before and after.
+ */
+export async function mergeReversal(
+  db: Db,
+  processor: ProcessorName,
+  paymentId: string,
+  news: ReversalNews,
+  forUpdate: string,
+  now: Date,
+): Promise<{ before: PaymentReversal; after: PaymentReversal }> {
+  // The row first (concurrent first events of a payment wait here for each other), then locked.
+  await exec(
+    db,
+    'insert into payment_reversals (processor, payment_id, refunded_cents, updated_at) values (?, ?, 0, ?) on conflict do nothing',
+    [processor, paymentId, now],
+  );
+  const found = await rows<Record<string, unknown>>(
+    db,
+    `select refunded_cents, charged_cents, dispute_id, dispute_state, dispute_cents from payment_reversals where processor = ? and payment_id = ?${forUpdate}`,
+    [processor, paymentId],
+  );
+  const before: PaymentReversal = found[0]
+    ? {
+        refundedCents: int(found[0].refunded_cents),
+        chargedCents: found[0].charged_cents == null ? null : int(found[0].charged_cents),
+        disputeId: (found[0].dispute_id as string | null) ?? null,
+        disputeState: found[0].dispute_state === 'withdrawn' || found[0].dispute_state === 'reinstated' ? found[0].dispute_state : null,
+        disputeCents: found[0].dispute_cents == null ? null : int(found[0].dispute_cents),
+      }
+    : { refundedCents: 0, chargedCents: null, disputeId: null, disputeState: null, disputeCents: null };
+  const after = { ...before };
+  if (news.kind === 'refund') {
+    after.refundedCents = Math.max(before.refundedCents, news.refundedCents);
+    after.chargedCents = news.chargedCents ?? before.chargedCents;
+  } else if (before.disputeId === null || before.disputeId === news.disputeId) {
+    after.disputeId = news.disputeId;
+    after.disputeCents = news.amountCents ?? before.disputeCents;
+    if (before.disputeState !== 'reinstated') after.disputeState = news.funds;
   }
-  if (fields.dispute) {
-    sets.push('dispute_state = ?', 'dispute_nanos = ?');
-    bindings.push(fields.dispute.state, fields.dispute.nanos);
-  }
-  await exec(db, `update top_ups set ${[...sets, 'updated_at = ?'].join(', ')} where id = ?`, [...bindings, now, id]);
+  await exec(
+    db,
+    'update payment_reversals set refunded_cents = ?, charged_cents = ?, dispute_id = ?, dispute_state = ?, dispute_cents = ?, updated_at = ? where processor = ? and payment_id = ?',
+    [after.refundedCents, after.chargedCents, after.disputeId, after.disputeState, after.disputeCents, now, processor, paymentId],
+  );
+  return { before, after };
+}
+
+/** What is known of a payment's reversals (null: nothing yet). */
+export async function findReversal(db: Db, processor: ProcessorName, paymentId: string): Promise<PaymentReversal | null> {
+  const found = await rows<Record<string, unknown>>(
+    db,
+    'select refunded_cents, charged_cents, dispute_id, dispute_state, dispute_cents from payment_reversals where processor = ? and payment_id = ?',
+    [processor, paymentId],
+  );
+  const r = found[0];
+  if (!r) return null;
+  return {
+    refundedCents: int(r.refunded_cents),
+    chargedCents: r.charged_cents == null ? null : int(r.charged_cents),
+    disputeId: (r.dispute_id as string | null) ?? null,
+    disputeState: r.dispute_state === 'withdrawn' || r.dispute_state === 'reinstated' ? r.dispute_state : null,
+    disputeCents: r.dispute_cents == null ? null : int(r.dispute_cents),
+  };
 }
 
 export async function disableAutoTopup(db: Db, accountId: string, reason: string, now: Date): Promise<void> {
