@@ -468,6 +468,27 @@ describe('DATABASE_URL', () => {
     },
   );
 
+  it('refuses in one line a PostgreSQL address where something else listens: one that hangs up, one that never answers (within 10 s, not a minute)', async () => {
+    const { createServer } = await import('node:net');
+    const held: import('node:net').Socket[] = [];
+    const hangsUp = createServer((socket) => socket.destroy());
+    const silent = createServer((socket) => void held.push(socket));
+    const portOf = (server: import('node:net').Server) =>
+      new Promise<number>((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port)));
+    try {
+      await expect(openDatabase(`postgres://u@127.0.0.1:${await portOf(hangsUp)}/db`)).rejects.toThrow(
+        /: the server there closed the connection without answering as PostgreSQL: is it PostgreSQL's host and port\?$/,
+      );
+      await expect(openDatabase(`postgres://u@127.0.0.1:${await portOf(silent)}/db`)).rejects.toThrow(
+        /: nothing answered as PostgreSQL within 10 s: is it PostgreSQL's host and port/,
+      );
+    } finally {
+      for (const socket of held) socket.destroy();
+      hangsUp.close();
+      silent.close();
+    }
+  }, 60_000);
+
   it('reports the migrations it is about to apply and when they are done, and nothing when there are none', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'tollgate-migrations-'));
     const seen: unknown[][] = [];

@@ -131,11 +131,17 @@ export async function openDatabase(url: string, opts: { debug?: boolean; migrati
     // Loaded only when used: the CLI on SQLite does not pay for pg.
     const { PostgreSqlDriver } = await import('@mikro-orm/postgresql');
     // Never created here: a mistyped database name would otherwise be served, empty, without a word.
-    orm = await MikroORM.init({ ...common, driver: PostgreSqlDriver, clientUrl: target.location, ensureDatabase: false }).catch(
-      (e: unknown) => {
-        throw postgresProblem(url, e);
-      },
-    );
+    orm = await MikroORM.init({
+      ...common,
+      driver: PostgreSqlDriver,
+      clientUrl: target.location,
+      ensureDatabase: false,
+      // A host that takes the connection and never answers as PostgreSQL (another service's port,
+      // a firewall dropping packets) fails in this long, not after knex's minute of silence.
+      driverOptions: { connection: { connectionTimeoutMillis: POSTGRES_CONNECT_TIMEOUT_MS } },
+    }).catch((e: unknown) => {
+      throw postgresProblem(url, e);
+    });
   }
 
   try {
@@ -161,6 +167,9 @@ function sqliteProblem(url: string, location: string, e: unknown): unknown {
  * PostgreSQL that cannot be reached or used, as one line an operator can act on (a
  * DatabaseLocationError); anything else as it is.
  */
+/** How long a new PostgreSQL connection may take to be answered. */
+const POSTGRES_CONNECT_TIMEOUT_MS = 10_000;
+
 function postgresProblem(url: string, e: unknown): unknown {
   const err = e as { code?: unknown; message?: unknown };
   const code = typeof err?.code === 'string' ? err.code : '';
@@ -179,6 +188,14 @@ function postgresProblem(url: string, e: unknown): unknown {
     return new DatabaseLocationError(`${at}: PostgreSQL refused the user or password (${message}): correct them in DATABASE_URL`);
   if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'ETIMEDOUT' || code === 'EHOSTUNREACH')
     return new DatabaseLocationError(`${at}: cannot reach PostgreSQL (${code}): is it running, and are the host and port right?`);
+  if (/connection timeout|timeout expired|Timeout acquiring a connection/i.test(message))
+    return new DatabaseLocationError(
+      `${at}: nothing answered as PostgreSQL within ${POSTGRES_CONNECT_TIMEOUT_MS / 1000} s: is it PostgreSQL's host and port (not another service's), and does no firewall drop the packets?`,
+    );
+  if (/Connection terminated unexpectedly/i.test(message))
+    return new DatabaseLocationError(
+      `${at}: the server there closed the connection without answering as PostgreSQL: is it PostgreSQL's host and port?`,
+    );
   return e;
 }
 
