@@ -3,9 +3,9 @@
 // configuration (src/config.ts). A bad value stops start-up naming its key.
 import path from 'node:path';
 import { z } from 'zod';
-import { isExactDecimal, parseDecimal } from './domain/billing/money.js';
+import { parseDecimal, refineAmount } from './domain/billing/money.js';
 
-const money = z.number().nonnegative().refine(isExactDecimal, 'at most 9 decimal places');
+const money = z.number().nonnegative().superRefine(refineAmount);
 
 /** The longest interval Node.js keeps for a timer (2^31 - 1 ms); a longer one fires every millisecond. */
 export const MAX_TIMER_SECONDS = 2_147_483;

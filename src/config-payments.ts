@@ -2,7 +2,7 @@
 // with the rest of the configuration (src/config.ts). A bad value stops start-up naming its key.
 import { z } from 'zod';
 import { BonusTable, DEFAULT_BONUS_TABLE } from './domain/payments/amounts.js';
-import { isExactDecimal } from './domain/billing/money.js';
+import { refineAmount } from './domain/billing/money.js';
 import { stripeHostOptions, type PaymentsSettings, type StripeEnv } from './domain/payments/settings.js';
 
 const url = z
@@ -26,7 +26,7 @@ const bonusRow = z.strictObject({
 
 const autoTopupSchema = z.strictObject({
   /** Most that automatic top-ups may add per calendar month (UTC), per account; null: no cap. */
-  max_monthly: z.number().positive().refine(isExactDecimal, 'at most 9 decimal places').nullable().default(null),
+  max_monthly: z.number().positive().superRefine(refineAmount).nullable().default(null),
   /** Failed automatic top-ups in a row that turn it off. */
   max_consecutive_failures: z.number().int().positive().default(3),
   /** An automatic top-up still undecided after this long is asked again (same key, so never charged twice). */

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { parse as parseBytes } from 'bytes';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import { isExactDecimal } from './domain/billing/money.js';
+import { refineAmount } from './domain/billing/money.js';
 import { paymentsSchema, readPaymentsEnv, type PaymentsSettings, type StripeEnv } from './config-payments.js';
 import { TIER_DEFAULTS, TIERS, type Tier, type TierConfig } from './domain/accounts/tiers.js';
 import type { BillingSettings } from './domain/billing/settings.js';
@@ -32,7 +32,7 @@ export const DEFAULT_SAFETY_WINDOW_CHARS = 200;
 /** engine.max_duration_ms when the config gives none: 5 minutes, well inside the default hold expiry of 15. */
 export const DEFAULT_MAX_DURATION_MS = 300_000;
 // Prices and fees become integer nanos (src/domain/billing/money.ts): more than 9 decimal places would be rounded, so it is refused.
-const price = z.number().nonnegative().finite().refine(isExactDecimal, 'at most 9 decimal places');
+const price = z.number().nonnegative().finite().superRefine(refineAmount);
 // Wallets, the ledger, fees, top-ups and every display are in US dollars (the domain's
 // WALLET_CURRENCY); a model priced in another currency would be billed as if its prices were
 // dollars, so any other code is refused here rather than ignored (README, "Currency").

@@ -15,7 +15,7 @@ if (logProblem) {
 }
 const logger = createLogger();
 
-/** Thrown when the port is taken: the message says what to do. */
+/** Thrown when the address cannot be listened on (the port taken, HOST not this machine's): the message says what to do. */
 class PortInUseError extends Error {}
 
 function portInUse(host: string, port: number): PortInUseError {
@@ -24,12 +24,27 @@ function portInUse(host: string, port: number): PortInUseError {
   );
 }
 
+/** An address this machine cannot listen on (HOST names no interface of it, or no host at all): the message says what to do. */
+function cannotBind(host: string, port: number, e: NodeJS.ErrnoException): Error {
+  if (e.code === 'EADDRINUSE') return portInUse(host, port);
+  if (e.code === 'EADDRNOTAVAIL')
+    return new PortInUseError(
+      `HOST ${host} is not an address of this machine: listen on one of its own (127.0.0.1 by default, 0.0.0.0 for every interface)`,
+    );
+  if (e.code === 'ENOTFOUND' || e.code === 'EAI_AGAIN')
+    return new PortInUseError(
+      `HOST ${host} is no address or name this machine can resolve (${e.code}): set HOST to an address, e.g. 127.0.0.1`,
+    );
+  if (e.code === 'EACCES')
+    return new PortInUseError(`port ${port} needs privileges this user does not have: choose one above 1023 with PORT (e.g. PORT=8080)`);
+  return e;
+}
+
 /** Binds the address and lets it go, before any model loads or the database opens. */
 async function checkPortFree(host: string, port: number): Promise<void> {
-  if (port === 0) return;
   await new Promise<void>((resolve, reject) => {
     const probe = createServer();
-    probe.once('error', (e: NodeJS.ErrnoException) => reject(e.code === 'EADDRINUSE' ? portInUse(host, port) : e));
+    probe.once('error', (e: NodeJS.ErrnoException) => reject(cannotBind(host, port, e)));
     probe.listen({ port, host, exclusive: true }, () => probe.close(() => resolve()));
   });
 }
@@ -41,12 +56,22 @@ async function main() {
   const running = await startServer(services).catch(async (e: NodeJS.ErrnoException) => {
     // Taken between the check and now.
     await closeServices(services).catch(() => {});
-    throw e.code === 'EADDRINUSE' ? portInUse(config.host, config.port) : e;
+    throw cannotBind(config.host, config.port, e);
   });
   logger.info(
     { url: running.url, publicUrl: config.publicUrl, models: config.models.length, config: config.configPath },
     'tollgate is serving',
   );
+  // What a first run may not have meant: said once, at start.
+  if (config.adminToken === null)
+    logger.warn(
+      "ADMIN_TOKEN is not set: the operator's GraphQL operations (accounts, credits, tiers) answer 403 admin_required; set it to a secret of 16 characters or more (the CLI works without it)",
+    );
+  if (config.models.length === 0)
+    logger.warn(
+      { config: config.configPath },
+      'the config names no models: every model call answers 400 invalid_model; add some under models:',
+    );
 
   let stopping = false;
   const stop = async (signal: string) => {

@@ -3,7 +3,7 @@
 // a catalog that contradicts a GGUF stops start-up. And the CLI's model commands (run in-process
 // through runCli, the same entry bin/tollgate.js calls): fixtures, and pull from a loopback server.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -90,6 +90,8 @@ describe('the server process with in-process models', () => {
       expect(log).toContain('npx tollgate models pull hf:acme/rerank-GGUF/absent.gguf');
       expect(log).toContain(`${cut}: refused: the file is truncated`);
       expect(log).toMatch(/model \\"chat-fast\\" loaded|"model":"chat-fast".*loaded/);
+      // With ADMIN_TOKEN and models, no first-run warning.
+      expect(log).not.toMatch(/ADMIN_TOKEN is not set|names no models/);
       const created = await fetch(`${url}/graphql`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_TOKEN}` },
@@ -136,6 +138,51 @@ describe('the server process with in-process models', () => {
     }
   });
 
+  it('warns once at start when ADMIN_TOKEN is not set or the config names no models, and serves', { timeout: 90_000 }, async () => {
+    const out = path.join(dir, 'bare');
+    mkdirSync(out, { recursive: true });
+    const config = path.join(out, 'empty.yaml');
+    writeFileSync(config, '');
+    const port = 30000 + Math.floor(Math.random() * 20000);
+    const server = spawnTollgate(['src/main.ts'], {
+      CONFIG: config,
+      PORT: String(port),
+      ADMIN_TOKEN: '',
+      DATABASE_URL: `sqlite:${path.join(out, 'db.sqlite')}`,
+    });
+    try {
+      await waitReady(`http://127.0.0.1:${port}`);
+      const log = server.output();
+      expect(log.match(/ADMIN_TOKEN is not set: the operator's GraphQL operations/g)).toHaveLength(1);
+      expect(log.match(/the config names no models: every model call answers 400 invalid_model/g)).toHaveLength(1);
+    } finally {
+      server.proc.kill('SIGTERM');
+      await server.exited;
+    }
+  });
+
+  it("a HOST that is not this machine's is one line naming HOST, with no stack trace, and nothing opened", {
+    timeout: 90_000,
+  }, async () => {
+    const out = path.join(dir, 'host');
+    expect((await cli(['models', 'fixtures', '--out', out])).code).toBe(0);
+    // Off loopback the sandbox processor must be allowed (it would otherwise stop start-up first).
+    const config = path.join(out, 'tollgate.yaml');
+    writeFileSync(config, `${readFileSync(config, 'utf8')}\npayments:\n  allow_sandbox: true\n`);
+    // 192.0.2.1 (TEST-NET-1) is no interface of any machine.
+    const server = spawnTollgate(['src/main.ts'], {
+      CONFIG: config,
+      PORT: '0',
+      HOST: '192.0.2.1',
+      DATABASE_URL: `sqlite:${path.join(out, 'db.sqlite')}`,
+    });
+    expect(await server.exited).toBe(1);
+    expect(server.output().trim().split('\n')).toEqual([
+      'tollgate: HOST 192.0.2.1 is not an address of this machine: listen on one of its own (127.0.0.1 by default, 0.0.0.0 for every interface)',
+    ]);
+    expect(existsSync(path.join(out, 'db.sqlite'))).toBe(false);
+  });
+
   it('a database file it cannot create is one line naming the file and DATABASE_URL, with no stack trace', {
     timeout: 90_000,
   }, async () => {
@@ -150,7 +197,7 @@ describe('the server process with in-process models', () => {
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(
       new RegExp(
-        `^tollgate: cannot open the SQLite database ${path.join(out, 'not-a-dir', 'data', 'db.sqlite')} \\(DATABASE_URL=${url}\\): ENOTDIR: make .* writable by this user, or set DATABASE_URL to another file`,
+        `^tollgate: cannot open the SQLite database ${path.join(out, 'not-a-dir', 'data', 'db.sqlite')} \\(DATABASE_URL=${url}\\): ${path.join(out, 'not-a-dir')} is a file, not a folder: set DATABASE_URL to a file in a folder`,
       ),
     );
   });

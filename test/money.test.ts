@@ -116,6 +116,10 @@ describe('tiers in the config file', () => {
     expect(() => parseConfigText('tiers:\n  free: { monthly_fee: 1 }', 'test.yaml')).toThrow(/free tier cannot have a fee/);
     expect(() => parseConfigText('billing:\n  hold_expiry: 5', 'test.yaml')).toThrow(/billing: unknown key "hold_expiry"/);
     expect(() => parseConfigText('tiers:\n  developer: { monthly_fee: 0.0000000001 }', 'test.yaml')).toThrow(/9 decimal places/);
+    // A price past what a wallet holds is said as that, not as decimal places.
+    expect(() => parseConfigText('tiers:\n  developer: { monthly_fee: 1000000000000 }', 'test.yaml')).toThrow(
+      /at most 9223372036\.854775807 \(the largest amount a wallet holds\)/,
+    );
   });
 });
 

@@ -80,15 +80,37 @@ function checkSqliteLocation(url: string, location: string): void {
       `DATABASE_URL=${url}: ${file} is a directory: name the database file (e.g. DATABASE_URL=sqlite:${path.join(location, 'tollgate.db')})`,
     );
   try {
-    mkdirSync(dir, { recursive: true });
+    makeFolder(dir);
     accessSync(dir, constants.W_OK);
     if (existsSync(file)) accessSync(file, constants.R_OK | constants.W_OK);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code ?? 'error';
+    if (code === 'ENOTDIR')
+      throw new DatabaseLocationError(
+        `cannot open the SQLite database ${file} (DATABASE_URL=${url}): ${(e as NodeJS.ErrnoException).path} is a file, not a folder: set DATABASE_URL to a file in a folder (e.g. DATABASE_URL=sqlite:./data/tollgate.db)`,
+      );
     throw new DatabaseLocationError(
       `cannot open the SQLite database ${file} (DATABASE_URL=${url}): ${code === 'EACCES' || code === 'EPERM' ? 'permission denied' : code}: make ${dir} writable by this user, or set DATABASE_URL to another file (e.g. DATABASE_URL=sqlite:./data/tollgate.db)`,
     );
   }
+}
+
+/**
+ * Makes a folder and its missing parents one at a time: a parent that is a file is said as such
+ * (ENOTDIR naming it; a recursive mkdir says EEXIST), and a path under /proc, where Node's
+ * recursive mkdir never returns, fails at once.
+ */
+function makeFolder(dir: string): void {
+  const missing: string[] = [];
+  let at = dir;
+  while (!existsSync(at)) {
+    missing.unshift(at);
+    const up = path.dirname(at);
+    if (up === at) break;
+    at = up;
+  }
+  if (existsSync(at) && !statSync(at).isDirectory()) throw Object.assign(new Error(`${at} is not a folder`), { code: 'ENOTDIR', path: at });
+  for (const folder of missing) mkdirSync(folder);
 }
 
 /** What openDatabase reports of the migrations it applies (none: nothing said). */

@@ -37,13 +37,20 @@ export function parseDecimal(value: string | number | bigint): bigint {
   return sign ? -nanos : nanos;
 }
 
-/** True when `n` is an amount parseDecimal takes exactly (at most 9 decimal places): config checks. */
-export function isExactDecimal(n: number): boolean {
+/**
+ * For config schemas (zod's superRefine): an amount parseDecimal does not take, said as why (more
+ * than 9 decimal places, or more than a wallet holds).
+ */
+export function refineAmount(n: number, ctx: { addIssue(issue: { code: 'custom'; message: string }): void }): void {
+  if (!Number.isFinite(n)) return; // zod's own number check says so
   try {
     parseDecimal(n);
-    return true;
-  } catch {
-    return false;
+  } catch (e) {
+    const tooLarge = e instanceof MoneyFormatError && e.message.startsWith('too large');
+    ctx.addIssue({
+      code: 'custom',
+      message: tooLarge ? `at most ${formatDecimal(MAX_NANOS)} (the largest amount a wallet holds)` : 'at most 9 decimal places',
+    });
   }
 }
 
