@@ -277,6 +277,36 @@ describe.each(BACKENDS)('refunds and disputes of Stripe top-ups on %s', (backend
     expect(await client(s, b.apiKey).balance()).toBe('55');
   });
 
+  it('never collects a shortfall later: a reinstatement gives back what its dispute took, whatever a refund could not take before', async () => {
+    const a = await seed(s).account();
+    const c = client(s, a.apiKey);
+    const pi = await paidTopUp(a.apiKey, 100); // 110 credits
+    await s.services.billing.setTier(a.id, 'startup'); // the 80.00 fee: 30 left
+    expect(await deliver(stripe.events.refunded(pi, 5_000))).toBe('reversed'); // 55 due, 30 taken
+    expect(await c.balance()).toBe('0');
+    await paidTopUp(a.apiKey, 100);
+    expect(await c.balance()).toBe('110');
+    expect(await deliver(stripe.events.disputeFunds(pi, 'withdrawn', 5_000))).toBe('reversed'); // the other half: 55
+    expect(await c.balance()).toBe('55');
+    expect(await deliver(stripe.events.disputeFunds(pi, 'reinstated', 5_000))).toBe('reinstated');
+    expect(await c.balance()).toBe('110');
+  });
+
+  it('counts only what was taken when a dispute is said again with another amount (no ledger row replayed as taken)', async () => {
+    const a = await seed(s).account();
+    const c = client(s, a.apiKey);
+    const pi = await paidTopUp(a.apiKey, 100); // 110 credits
+    expect(await deliver(stripe.events.disputeFunds(pi, 'withdrawn', 3_000))).toBe('reversed');
+    expect(await c.balance()).toBe('77');
+    expect(await deliver(stripe.events.disputeFunds(pi, 'withdrawn', 5_000))).toBe('reversed');
+    expect(await c.balance()).toBe('55');
+    expect(await deliver(stripe.events.disputeFunds(pi, 'withdrawn', 3_000))).toBe('reinstated'); // lowered again: 22 back
+    expect(await c.balance()).toBe('77');
+    expect(await deliver(stripe.events.disputeFunds(pi, 'reinstated', 3_000))).toBe('reinstated');
+    // Never more than the top-up bought.
+    expect(await c.balance()).toBe('110');
+  });
+
   it('acknowledges a refund of a payment it does not know, and a charge without a payment intent, changing nothing', async () => {
     const a = await seed(s).account();
     await paidTopUp(a.apiKey, 10);

@@ -33,10 +33,20 @@ export class Migration0015PaymentReversals extends PortableMigration {
     this.addSql(
       `update top_ups set taken_back_nanos = coalesce((select -sum(w.amount) from wallet_transactions w where w.account_id = top_ups.account_id and w.reference = top_ups.payment_id and (w.idempotency_key like 'topup-refund:%' or w.idempotency_key like 'topup-dispute:%' or w.idempotency_key like 'topup-reinstated:%')), 0) where payment_id is not null and (refunded_cents > 0 or dispute_state is not null)`,
     );
-    this.addSql('update top_ups set reversed_nanos = taken_back_nanos where taken_back_nanos > 0');
+    // The dispute's amount, from the credits it took (0014 kept no amount): rounded up to a cent.
+    // N: the credits bought, C: the amount in cents (whole cents), N / C: credits per cent.
+    const N = '(amount + bonus)';
+    const C = '(amount / 10000000)';
     this.addSql(
-      `insert into payment_reversals (processor, payment_id, refunded_cents, dispute_state, updated_at) select processor, payment_id, refunded_cents, dispute_state, updated_at from top_ups where payment_id is not null and (refunded_cents > 0 or dispute_state is not null)`,
+      `insert into payment_reversals (processor, payment_id, refunded_cents, dispute_state, dispute_cents, updated_at) select processor, payment_id, refunded_cents, dispute_state, case when dispute_state is not null and dispute_nanos > 0 and ${C} > 0 then (dispute_nanos + ${N} / ${C} - 1) / (${N} / ${C}) else null end, updated_at from top_ups where payment_id is not null and (refunded_cents > 0 or dispute_state is not null)`,
     );
+    // What those reversals called for (not only what they took: a shortfall stays forgiven), the
+    // returned share of the credits computed without overflowing 64 bits: (N / C) × r + (N % C) × r / C.
+    const returned = `(case when refunded_cents + (case when dispute_state = 'withdrawn' then coalesce((select p.dispute_cents from payment_reversals p where p.processor = top_ups.processor and p.payment_id = top_ups.payment_id), ${C}) else 0 end) > ${C} then ${C} else refunded_cents + (case when dispute_state = 'withdrawn' then coalesce((select p.dispute_cents from payment_reversals p where p.processor = top_ups.processor and p.payment_id = top_ups.payment_id), ${C}) else 0 end) end)`;
+    this.addSql(
+      `update top_ups set reversed_nanos = (${N} / ${C}) * ${returned} + ((${N} % ${C}) * ${returned}) / ${C} where payment_id is not null and ${C} > 0 and (refunded_cents > 0 or dispute_state is not null)`,
+    );
+    this.addSql('update top_ups set reversed_nanos = taken_back_nanos where reversed_nanos < taken_back_nanos');
   }
 
   override down(): void {

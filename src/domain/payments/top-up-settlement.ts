@@ -9,13 +9,16 @@ import { formatDecimal, WALLET_CURRENCY } from '../billing/money.js';
 import { isUniqueViolation, type BillingDatabase, type Queryable } from '../billing/sql.js';
 import type { WalletChange } from '../billing/wallet-events.js';
 import { formatMoney, fromCents, percentText, toCents } from './amounts.js';
+import { randomBase62 } from '../ids.js';
 import { canMove, type TopUpState } from './checkout-state.js';
 import type { NotifierPort, WalletPort } from './ports.js';
 import type { ProcessorName } from './processor.js';
 import {
   disableAutoTopup,
   findAutoTopup,
-  findReversal,
+  anyReversal,
+  findTopUp,
+  lockReversal,
   findTopUpByPaymentId,
   finishAutoTopUp,
   lockTopUp,
@@ -65,6 +68,10 @@ export class TopUpSettlement {
     let result: { outcome: PaidOutcome; topUp: TopUpRecord | null };
     try {
       result = await db.transaction(async (trx) => {
+        // The payment's reversal record first, as a reversal event takes it (top-up-store.ts, lockReversal).
+        const seen = await findTopUp(trx, topUpId);
+        const reversal =
+          seen && seen.processor !== 'sandbox' ? await lockReversal(trx, seen.processor, payment.paymentId, forUpdate, now) : null;
         const t = await lockTopUp(trx, topUpId, forUpdate);
         if (!t) return { outcome: 'unknown' as const, topUp: null };
         if (t.status === 'paid') {
@@ -134,8 +141,7 @@ export class TopUpSettlement {
         const paid: TopUpRecord = { ...t, status: 'paid', paymentId: payment.paymentId, chargedCents: payment.chargedCents ?? null };
         if (payment.chargedCents != null) await recordCharged(trx, t.id, payment.chargedCents);
         // A refund or dispute that came before this payment's credit is applied now.
-        const reversal = await findReversal(trx, t.processor, payment.paymentId);
-        if (reversal) await this.applyReversal(trx, paid, reversal, now, effects);
+        if (reversal && anyReversal(reversal)) await this.applyReversal(trx, paid, reversal, now, effects);
         return {
           outcome: 'credited' as const,
           topUp: { ...t, status: 'paid' as TopUpState, paymentId: payment.paymentId, settledAt: now },
@@ -242,7 +248,8 @@ export class TopUpSettlement {
       const found = await findTopUpByPaymentId(trx, paymentId);
       const t = found && (await lockTopUp(trx, found.id, db.forUpdate));
       if (!t || t.processor !== processor) return { outcome: 'unknown' as const, due: 0n, taken: 0n };
-      if (t.status !== 'paid') {
+      // Another payment of the same top-up (an automatic top-up retried with a new intent) is not this one.
+      if (t.status !== 'paid' || t.paymentId !== paymentId) {
         this.o.logger.warn(
           { topUp: t.id, status: t.status, payment: paymentId },
           'a refund or dispute came before its payment credited the top-up: kept, applied when it is credited',
@@ -275,7 +282,7 @@ export class TopUpSettlement {
   ): Promise<{ outcome: ReversalOutcome; due: bigint; taken: bigint }> {
     const paymentId = t.paymentId!;
     const charged = t.chargedCents ?? r.chargedCents;
-    const measure = BigInt(charged && charged > 0 ? charged : Math.max(toCents(t.amount), r.disputeCents ?? 0));
+    const measure = BigInt(charged && charged > 0 ? charged : Math.max(toCents(t.amount), r.disputeCents ?? 0, 1));
     const disputed = r.disputeState === 'withdrawn' ? BigInt(r.disputeCents ?? Number(measure)) : 0n;
     const returned = minBig(measure, BigInt(r.refundedCents) + disputed);
     const target = (creditsOf(t) * returned) / measure;
@@ -283,7 +290,10 @@ export class TopUpSettlement {
     const wasDisputed = t.disputeState === 'withdrawn' ? BigInt(r.disputeCents ?? Number(measure)) : 0n;
     const before = minBig(measure, BigInt(t.refundedCents) + wasDisputed);
     const paymentAmount = formatDecimal(fromCents(Number(returned > before ? returned - before : before - returned)));
-    const key = `topup-reversal:${t.processor}:${paymentId}:r${r.refundedCents}:d${r.disputeState ?? 'none'}`;
+    // Unique to this change (its state is decided by the locked top-up row, not by the key): a key
+    // built from the events' facts could come again with other amounts, and a replayed ledger row
+    // would then count as taken without taking anything.
+    const key = `topup-reversal:${t.processor}:${paymentId}:${t.reversedNanos}>${target}:${randomBase62(10)}`;
     const newlyWithdrawn = r.disputeState === 'withdrawn' && t.disputeState !== 'withdrawn';
     const cause = newlyWithdrawn ? 'dispute' : r.disputeState === 'reinstated' && t.disputeState === 'withdrawn' ? 'reinstated' : 'refund';
     let taken = t.takenBackNanos;
@@ -310,8 +320,14 @@ export class TopUpSettlement {
         effects,
       );
       taken += moved;
-    } else if (target < t.reversedNanos && taken > target) {
-      moved = -(taken - target);
+    } else if (target < t.reversedNanos) {
+      // What was due and never taken (already spent) stays forgiven: what is given back is what was
+      // taken beyond the new share less that shortfall, never an earlier shortfall collected now.
+      const shortfall = t.reversedNanos - t.takenBackNanos;
+      const keep = target > shortfall ? target - shortfall : 0n;
+      moved = taken > keep ? -(taken - keep) : 0n;
+    }
+    if (moved < 0n) {
       await this.o.wallet.creditWithin(
         trx,
         {
@@ -325,7 +341,7 @@ export class TopUpSettlement {
         now,
         effects,
       );
-      taken = target;
+      taken += moved;
     }
     await recordReversal(
       trx,

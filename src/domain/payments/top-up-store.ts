@@ -421,26 +421,7 @@ export async function mergeReversal(
   forUpdate: string,
   now: Date,
 ): Promise<{ before: PaymentReversal; after: PaymentReversal }> {
-  // The row first (concurrent first events of a payment wait here for each other), then locked.
-  await exec(
-    db,
-    'insert into payment_reversals (processor, payment_id, refunded_cents, updated_at) values (?, ?, 0, ?) on conflict do nothing',
-    [processor, paymentId, now],
-  );
-  const found = await rows<Record<string, unknown>>(
-    db,
-    `select refunded_cents, charged_cents, dispute_id, dispute_state, dispute_cents from payment_reversals where processor = ? and payment_id = ?${forUpdate}`,
-    [processor, paymentId],
-  );
-  const before: PaymentReversal = found[0]
-    ? {
-        refundedCents: int(found[0].refunded_cents),
-        chargedCents: found[0].charged_cents == null ? null : int(found[0].charged_cents),
-        disputeId: (found[0].dispute_id as string | null) ?? null,
-        disputeState: found[0].dispute_state === 'withdrawn' || found[0].dispute_state === 'reinstated' ? found[0].dispute_state : null,
-        disputeCents: found[0].dispute_cents == null ? null : int(found[0].dispute_cents),
-      }
-    : { refundedCents: 0, chargedCents: null, disputeId: null, disputeState: null, disputeCents: null };
+  const before = await lockReversal(db, processor, paymentId, forUpdate, now);
   const after = { ...before };
   if (news.kind === 'refund') {
     after.refundedCents = Math.max(before.refundedCents, news.refundedCents);
@@ -458,23 +439,40 @@ export async function mergeReversal(
   return { before, after };
 }
 
-/** What is known of a payment's reversals (null: nothing yet). */
-export async function findReversal(db: Db, processor: ProcessorName, paymentId: string): Promise<PaymentReversal | null> {
-  const found = await rows<Record<string, unknown>>(
+/**
+ * What is known of a payment's reversals, its row locked (made first, empty, when there is none):
+ * both a reversal event and the credit of the payment's top-up take this lock before the top-up's,
+ * so on PostgreSQL each waits for the other's commit and neither misses what the other wrote.
+ */
+export async function lockReversal(
+  db: Db,
+  processor: ProcessorName,
+  paymentId: string,
+  forUpdate: string,
+  now: Date,
+): Promise<PaymentReversal> {
+  // Inserted first: a concurrent transaction's uncommitted row is waited for here (a select would not see it).
+  await exec(
     db,
-    'select refunded_cents, charged_cents, dispute_id, dispute_state, dispute_cents from payment_reversals where processor = ? and payment_id = ?',
+    'insert into payment_reversals (processor, payment_id, refunded_cents, updated_at) values (?, ?, 0, ?) on conflict do nothing',
+    [processor, paymentId, now],
+  );
+  const [r] = await rows<Record<string, unknown>>(
+    db,
+    `select refunded_cents, charged_cents, dispute_id, dispute_state, dispute_cents from payment_reversals where processor = ? and payment_id = ?${forUpdate}`,
     [processor, paymentId],
   );
-  const r = found[0];
-  if (!r) return null;
   return {
-    refundedCents: int(r.refunded_cents),
-    chargedCents: r.charged_cents == null ? null : int(r.charged_cents),
-    disputeId: (r.dispute_id as string | null) ?? null,
-    disputeState: r.dispute_state === 'withdrawn' || r.dispute_state === 'reinstated' ? r.dispute_state : null,
-    disputeCents: r.dispute_cents == null ? null : int(r.dispute_cents),
+    refundedCents: int(r!.refunded_cents),
+    chargedCents: r!.charged_cents == null ? null : int(r!.charged_cents),
+    disputeId: (r!.dispute_id as string | null) ?? null,
+    disputeState: r!.dispute_state === 'withdrawn' || r!.dispute_state === 'reinstated' ? r!.dispute_state : null,
+    disputeCents: r!.dispute_cents == null ? null : int(r!.dispute_cents),
   };
 }
+
+/** Whether a payment's reversal record says anything went back. */
+export const anyReversal = (r: PaymentReversal) => r.refundedCents > 0 || r.disputeState !== null;
 
 export async function disableAutoTopup(db: Db, accountId: string, reason: string, now: Date): Promise<void> {
   await exec(db, 'update auto_topups set enabled = ?, disabled_reason = ?, updated_at = ? where account_id = ?', [
