@@ -4,6 +4,7 @@
 // the fake Stripe API on loopback with webhooks signed as Stripe signs them, on SQLite and (with
 // TEST_DATABASE_URL) PostgreSQL; each case ends with `ledger verify` passing.
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { getKnex } from '../src/db/orm.js';
 import { BACKENDS, createTestDatabase, type TestDatabase } from './support/databases.js';
 import { startFakeStripe, type FakeStripe } from './support/fake-stripe.js';
 import { catalogYaml, startTestServer, type TestServer } from './support/harness.js';
@@ -305,6 +306,44 @@ describe.each(BACKENDS)('refunds and disputes of Stripe top-ups on %s', (backend
     expect(await deliver(stripe.events.disputeFunds(pi, 'reinstated', 3_000))).toBe('reinstated');
     // Never more than the top-up bought.
     expect(await c.balance()).toBe('110');
+  });
+
+  it("carries reversals made before migration 0015 over: what they called for, what they took, a dispute's amount", async () => {
+    const a = await seed(s).account();
+    const c = client(s, a.apiKey);
+    const refunded = await paidTopUp(a.apiKey, 100); // 110 credits
+    await s.services.billing.setTier(a.id, 'startup'); // the 80.00 fee: 30 left
+    expect(await deliver(stripe.events.refunded(refunded, 5_000))).toBe('reversed'); // 55 due, 30 taken
+    const disputed = await paidTopUp(a.apiKey, 100); // 110 more
+    expect(await deliver(stripe.events.disputeFunds(disputed, 'withdrawn', 3_000))).toBe('reversed'); // 33 taken
+    expect(await c.balance()).toBe('77');
+    // As migration 0014's code left them: its ledger keys, the dispute's credits in dispute_nanos.
+    const knex = getKnex(s.services.orm);
+    const migrator = s.services.orm.getMigrator();
+    await migrator.down(); // 0015, the last
+    for (const [pi, legacy] of [
+      [refunded, 'topup-refund:stripe:'],
+      [disputed, 'topup-dispute:stripe:'],
+    ] as const)
+      await knex('wallet_transactions')
+        .where({ reference: pi })
+        .andWhere('amount', '<', 0)
+        .update({ idempotency_key: `${legacy}${pi}` });
+    await knex('top_ups').where({ payment_id: disputed }).update({ dispute_nanos: '33000000000' });
+    await migrator.up();
+    const state = async (pi: string) => {
+      const t = await knex('top_ups').where({ payment_id: pi }).first();
+      const r = await knex('payment_reversals').where({ payment_id: pi }).first();
+      return { reversed: String(t.reversed_nanos), taken: String(t.taken_back_nanos), disputeCents: r?.dispute_cents ?? null };
+    };
+    expect(await state(refunded)).toEqual({ reversed: '55000000000', taken: '30000000000', disputeCents: null });
+    expect(await state(disputed)).toEqual({ reversed: '33000000000', taken: '33000000000', disputeCents: 3_000 });
+    // Later events build on them: 10.00 more refunded takes its 11 (the old shortfall stays forgiven);
+    // 10.00 refunded of the disputed payment takes its own 11, not all that is left.
+    expect(await deliver(stripe.events.refunded(refunded, 6_000))).toBe('reversed');
+    expect(await c.balance()).toBe('66');
+    expect(await deliver(stripe.events.refunded(disputed, 1_000))).toBe('reversed');
+    expect(await c.balance()).toBe('55');
   });
 
   it('acknowledges a refund of a payment it does not know, and a charge without a payment intent, changing nothing', async () => {
