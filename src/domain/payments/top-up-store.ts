@@ -2,7 +2,7 @@
 // billing hot path speaks to the database, and inside the same transactions as its ledger):
 // top-ups (checkouts and automatic top-ups), the processor's customer of each account, and each
 // account's automatic top-up settings. Money columns are 64-bit nanos read back as text.
-import { big, bool, date, exec, int, rows, run, type Binding, type Db } from '../billing/sql.js';
+import { big, bool, date, exec, int, rows, run, type Db } from '../billing/sql.js';
 import { isTopUpState, type TopUpState } from './checkout-state.js';
 import type { ProcessorName } from './processor.js';
 
