@@ -586,9 +586,15 @@ function armorLimit<E>(error: E): E | GraphQLError {
  * keeps a document's validation result for every later request of the same text.
  */
 function pageSizesCosted(maxCost: number, refused: (error: GraphQLError) => GraphQLError): Plugin {
+  // Whether a document sizes a page with a variable, known once per document (Yoga reuses a
+  // query text's parsed document): most operations have none, and pay one map lookup.
+  const sizedByVariable = new WeakMap<DocumentNode, boolean>();
   const check = (args: ExecutionArgs, stop: (result: { errors: GraphQLError[] }) => void) => {
     const variables = args.variableValues;
     if (!variables) return;
+    let sizes = sizedByVariable.get(args.document);
+    if (sizes === undefined) sizedByVariable.set(args.document, (sizes = withPageSizes(args.document, null) !== null));
+    if (!sizes) return;
     const sized = withPageSizes(args.document, variables);
     if (!sized) return;
     let refusal: GraphQLError | undefined;
@@ -602,12 +608,20 @@ function pageSizesCosted(maxCost: number, refused: (error: GraphQLError) => Grap
   };
 }
 
-/** The document with every `first`/`last` given as an integer variable written as its value; null when it has none. */
-function withPageSizes(document: DocumentNode, variables: Readonly<Record<string, unknown>>): DocumentNode | null {
+/**
+ * The document with every `first`/`last` given as an integer variable written as its value; null
+ * when it has none. Without variables (null): whether it has any such argument (the document as
+ * it is, or null).
+ */
+function withPageSizes(document: DocumentNode, variables: Readonly<Record<string, unknown>> | null): DocumentNode | null {
   let changed = false;
   const sized = visit(document, {
     Argument(node) {
       if ((node.name.value !== 'first' && node.name.value !== 'last') || node.value.kind !== Kind.VARIABLE) return undefined;
+      if (variables === null) {
+        changed = true;
+        return undefined;
+      }
       const value = variables[node.value.name.value];
       if (typeof value !== 'number' || !Number.isInteger(value)) return undefined;
       changed = true;
