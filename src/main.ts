@@ -16,10 +16,10 @@ if (logProblem) {
 const logger = createLogger();
 
 /** Thrown when the address cannot be listened on (the port taken, HOST not this machine's): the message says what to do. */
-class PortInUseError extends Error {}
+class ListenError extends Error {}
 
-function portInUse(host: string, port: number): PortInUseError {
-  return new PortInUseError(
+function portInUse(host: string, port: number): ListenError {
+  return new ListenError(
     `port ${port} on ${host} is already in use: stop what listens there, or choose another port with PORT (e.g. PORT=${port === 65535 ? 8081 : port + 1} npm start)`,
   );
 }
@@ -28,15 +28,15 @@ function portInUse(host: string, port: number): PortInUseError {
 function cannotBind(host: string, port: number, e: NodeJS.ErrnoException): Error {
   if (e.code === 'EADDRINUSE') return portInUse(host, port);
   if (e.code === 'EADDRNOTAVAIL')
-    return new PortInUseError(
+    return new ListenError(
       `HOST ${host} is not an address of this machine: listen on one of its own (127.0.0.1 by default, 0.0.0.0 for every interface)`,
     );
   if (e.code === 'ENOTFOUND' || e.code === 'EAI_AGAIN')
-    return new PortInUseError(
+    return new ListenError(
       `HOST ${host} is no address or name this machine can resolve (${e.code}): set HOST to an address, e.g. 127.0.0.1`,
     );
   if (e.code === 'EACCES')
-    return new PortInUseError(`port ${port} needs privileges this user does not have: choose one above 1023 with PORT (e.g. PORT=8080)`);
+    return new ListenError(`port ${port} needs privileges this user does not have: choose one above 1023 with PORT (e.g. PORT=8080)`);
   return e;
 }
 
@@ -93,7 +93,7 @@ async function main() {
 process.on('unhandledRejection', (err) => logger.error({ err }, 'unhandled rejection'));
 
 main().catch((err) => {
-  if (err instanceof ConfigError || err instanceof PortInUseError || err instanceof DatabaseLocationError) {
+  if (err instanceof ConfigError || err instanceof ListenError || err instanceof DatabaseLocationError) {
     // Once, for a person: the JSON log would only say it again.
     console.error(`tollgate: ${err.message}`);
   } else {

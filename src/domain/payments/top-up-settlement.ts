@@ -25,7 +25,6 @@ import {
   mergeReversal,
   moveTopUp,
   type PaymentReversal,
-  recordCharged,
   type ReversalNews,
   recordReversal,
   saveCustomer,
@@ -90,7 +89,8 @@ export class TopUpSettlement {
             { topUp: t.id, was: t.status, payment: payment.paymentId },
             'payment confirmed for a top-up that was no longer open: crediting it',
           );
-        await moveTopUp(trx, t.id, t.status, 'paid', { paymentId: payment.paymentId, now });
+        // What was charged (tax included) is kept: refunds and disputes are measured against it.
+        await moveTopUp(trx, t.id, t.status, 'paid', { paymentId: payment.paymentId, chargedCents: payment.chargedCents, now });
         await this.o.wallet.creditWithin(
           trx,
           {
@@ -139,7 +139,6 @@ export class TopUpSettlement {
         });
         if (payment.customerId) await saveCustomer(trx, t.accountId, t.processor, payment.customerId, now);
         const paid: TopUpRecord = { ...t, status: 'paid', paymentId: payment.paymentId, chargedCents: payment.chargedCents ?? null };
-        if (payment.chargedCents != null) await recordCharged(trx, t.id, payment.chargedCents);
         // A refund or dispute that came before this payment's credit is applied now.
         if (reversal && anyReversal(reversal)) await this.applyReversal(trx, paid, reversal, now, effects);
         return {

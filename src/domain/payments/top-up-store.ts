@@ -219,12 +219,21 @@ export async function moveTopUp(
   id: string,
   from: TopUpState,
   to: TopUpState,
-  fields: { paymentId?: string | null; failureReason?: string | null; now: Date },
+  fields: { paymentId?: string | null; failureReason?: string | null; chargedCents?: number | null; now: Date },
 ): Promise<boolean> {
   const changed = await run(
     db,
-    'update top_ups set status = ?, payment_id = coalesce(?, payment_id), failure_reason = coalesce(?, failure_reason), settled_at = ?, updated_at = ? where id = ? and status = ?',
-    [to, fields.paymentId ?? null, fields.failureReason?.slice(0, 500) ?? null, fields.now, fields.now, id, from],
+    'update top_ups set status = ?, payment_id = coalesce(?, payment_id), failure_reason = coalesce(?, failure_reason), charged_cents = coalesce(?, charged_cents), settled_at = ?, updated_at = ? where id = ? and status = ?',
+    [
+      to,
+      fields.paymentId ?? null,
+      fields.failureReason?.slice(0, 500) ?? null,
+      fields.chargedCents ?? null,
+      fields.now,
+      fields.now,
+      id,
+      from,
+    ],
   );
   return changed === 1;
 }
@@ -366,11 +375,6 @@ export async function releaseInFlight(db: Db, accountId: string, topUpId: string
 }
 
 /** Records what the processor reports of a paid top-up's payment going back (under the top-up's lock). */
-/** What the processor charged for a top-up, in cents (tax included). */
-export async function recordCharged(db: Db, id: string, chargedCents: number): Promise<void> {
-  await exec(db, 'update top_ups set charged_cents = ? where id = ?', [chargedCents, id]);
-}
-
 /** A top-up's reversal state after its payment's reversals were applied. */
 export async function recordReversal(
   db: Db,
