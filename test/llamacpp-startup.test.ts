@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfigText } from '../src/config.js';
 import { cli } from './support/cli.js';
 import { ADMIN_TOKEN } from './support/harness.js';
-import { spawnTollgate, waitReady } from './support/ready.js';
+import { freePort, spawnTollgate, waitReady } from './support/ready.js';
 
 let dir: string;
 
@@ -76,7 +76,7 @@ describe('the server process with in-process models', () => {
         )
         .replace(/(id: embed-small[\s\S]*?file: )"[^"]+"/, `$1"${cut}"`),
     );
-    const port = 30000 + Math.floor(Math.random() * 20000);
+    const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
     const server = spawnTollgate(['src/main.ts'], {
       CONFIG: config,
@@ -143,7 +143,7 @@ describe('the server process with in-process models', () => {
     mkdirSync(out, { recursive: true });
     const config = path.join(out, 'empty.yaml');
     writeFileSync(config, '');
-    const port = 30000 + Math.floor(Math.random() * 20000);
+    const port = await freePort();
     const server = spawnTollgate(['src/main.ts'], {
       CONFIG: config,
       PORT: String(port),

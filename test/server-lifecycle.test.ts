@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countTextTokens } from '../src/domain/inference/tokenizer.js';
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
 import { ADMIN_TOKEN, catalogYaml, startTestServer } from './support/harness.js';
-import { spawnTollgate, waitReady } from './support/ready.js';
+import { freePort, spawnTollgate, waitReady } from './support/ready.js';
 
 let upstream: FakeUpstream;
 let dir: string;
@@ -26,7 +26,7 @@ afterAll(() => upstream.close());
 async function serverProcess(name: string, yaml = '') {
   const config = path.join(dir, `${name}.yaml`);
   writeFileSync(config, `${yaml}${catalogYaml(upstream.url)}`);
-  const port = 30000 + Math.floor(Math.random() * 20000);
+  const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const file = path.join(dir, `${name}.db`);
   const server = spawnTollgate(['src/main.ts'], { CONFIG: config, PORT: String(port), DATABASE_URL: `sqlite:${file}` });
