@@ -2,7 +2,6 @@
 // account's tier RPM or TPM (README, "Rate limits"); it is read with the key on every request, so
 // it applies from the account's next call on, on every instance.
 import type { CliContext, CommandGroup } from './cli.js';
-import { ConfigError, loadConfig, TIER_DEFAULTS, type TierConfig, type TierName } from './config.js';
 import type { RateLimitOverride } from './domain/accounts/accounts-service.js';
 import { DomainError } from './domain/errors.js';
 
@@ -15,20 +14,12 @@ function parseLimit(text: string, flag: string): number | null {
   return n;
 }
 
-/** The tiers of the server's config file (env CONFIG); the defaults when there is none. */
-function tiersOf(ctx: CliContext): Record<TierName, TierConfig> {
-  try {
-    return loadConfig(ctx.env, { payments: false }).tiers;
-  } catch (e) {
-    if (e instanceof ConfigError && !ctx.env.CONFIG && /cannot read config file/.test(e.message)) return TIER_DEFAULTS;
-    throw e;
-  }
-}
-
 async function describe(ctx: CliContext, accountId: string, override: RateLimitOverride) {
-  const { accounts } = await ctx.services();
+  const { accounts, tiers, checkServersTiers } = await ctx.services();
   const account = await accounts.getAccount(accountId);
-  const tier = tiersOf(ctx)[account.tier];
+  // The tier's limits shown are this command's config's: said so when the server's differ.
+  await checkServersTiers('warn');
+  const tier = tiers[account.tier];
   return {
     account_id: account.id,
     tier: account.tier,

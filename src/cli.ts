@@ -19,7 +19,7 @@ import { registerModelCommands } from './cli-models.js';
 import { registerRateLimitCommands } from './cli-ratelimits.js';
 import { registerMailCommands } from './cli-mail.js';
 import { registerDbCommands } from './cli-db.js';
-import { ConfigError, loadConfig, TIER_DEFAULTS, type AppConfig } from './config.js';
+import { ConfigError, loadConfig, TIER_DEFAULTS, type AppConfig, type TierConfig, type TierName } from './config.js';
 import { createLogger } from './logger.js';
 import { DomainError } from './domain/errors.js';
 
@@ -32,6 +32,14 @@ export interface CliServices {
   rateLimitOverrides: RateLimitOverrides;
   /** Not started: the CLI registers no server instance and runs no sweeper. */
   billing: BillingService;
+  /** The tiers of the config file the CLI read (CONFIG, default config/default.yaml). */
+  tiers: Record<TierName, TierConfig>;
+  /**
+   * Before a command applies the CLI's tiers (a fee, an allocation, a rate limit): the running
+   * servers on the database whose tiers differ. `refuse` stops the command with an error naming
+   * their config file; otherwise a warning goes to stderr and the command goes on.
+   */
+  checkServersTiers(action: 'refuse' | 'warn'): Promise<void>;
 }
 
 export interface CliIO {
@@ -142,7 +150,9 @@ const registerAccountCommands: CommandGroup = (program, ctx) => {
     .addOption(tierOption())
     .option('--json', 'print JSON')
     .action(async (opts: { account: string; tier: string; json?: boolean }) => {
-      const { accounts: service, billing } = await ctx.services();
+      const { accounts: service, billing, checkServersTiers } = await ctx.services();
+      // The fee and allocation applied are this command's tiers: refused when the server's differ.
+      await checkServersTiers('refuse');
       // Through billing: a tier with a monthly fee charges it when taken.
       await billing.setTier(opts.account, opts.tier);
       const account = await service.getAccount(opts.account);
@@ -249,7 +259,27 @@ export async function runCli(argv: readonly string[] = process.argv, io: CliIO =
           settings: billingConfig.billing,
           logger: createLogger('silent'),
         });
-        return { orm, accounts: new AccountsService(orm), rateLimitOverrides: new RateLimitOverrides(orm), billing };
+        const checkServersTiers = async (action: 'refuse' | 'warn') => {
+          const others = await billing.serversWithOtherTiers();
+          if (others.length === 0) return;
+          const mine = billingConfig.configPath ?? 'the built-in tiers (no config file)';
+          const theirs = others.map((i) => `pid ${i.pid} on ${i.host.split(' ')[0]}, config ${i.configPath ?? 'unknown'}`).join('; ');
+          const paths = [...new Set(others.map((i) => i.configPath).filter((p) => p !== null))];
+          const fix = paths.length === 1 ? `run the command with CONFIG=${paths[0]}` : "set CONFIG to the servers' config file";
+          const message =
+            `the server running on this database (${theirs}) has other tiers (fees, allocations or rate limits) than ${mine}, ` +
+            `which this command read: ${fix}, or restart the server with this config`;
+          if (action === 'refuse') throw new DomainError('invalid_value', `${message}.`);
+          io.stderr(`warning: ${message}; shown with the tiers this command read.\n`);
+        };
+        return {
+          orm,
+          accounts: new AccountsService(orm),
+          rateLimitOverrides: new RateLimitOverrides(orm),
+          billing,
+          tiers: billingConfig.tiers,
+          checkServersTiers,
+        };
       })();
       return opened;
     },
@@ -279,12 +309,16 @@ export async function runCli(argv: readonly string[] = process.argv, io: CliIO =
  * The tiers (monthly fees) and billing settings of the server's config file (env CONFIG, default
  * config/default.yaml); the defaults when no CONFIG is given and the default file is absent.
  */
-function readBillingConfig(env: NodeJS.ProcessEnv): Pick<AppConfig, 'tiers' | 'billing'> {
+function readBillingConfig(env: NodeJS.ProcessEnv): Pick<AppConfig, 'tiers' | 'billing'> & { configPath: string | null } {
   try {
     return loadConfig(env, { payments: false });
   } catch (e) {
     if (e instanceof ConfigError && !env.CONFIG && /cannot read config file/.test(e.message)) {
-      return { tiers: TIER_DEFAULTS, billing: { hold_expiry_seconds: 900, sweep_interval_seconds: 30, instance_timeout_seconds: 90 } };
+      return {
+        tiers: TIER_DEFAULTS,
+        billing: { hold_expiry_seconds: 900, sweep_interval_seconds: 30, instance_timeout_seconds: 90 },
+        configPath: null,
+      };
     }
     throw e;
   }

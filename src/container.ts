@@ -93,6 +93,7 @@ export async function createServices(config: AppConfig, logger: Logger, opts: Se
   const billing = new BillingService({
     orm,
     tiers: config.tiers,
+    configPath: config.configPath,
     settings: config.billing,
     logger: logger.child({ component: 'billing' }),
     now: opts.now,

@@ -479,7 +479,14 @@ describe.each(BACKENDS)('BillingService on %s', (backend) => {
 });
 
 describe('HeartbeatWatch', () => {
-  const row = (id: string, beatMs: number) => ({ id, host: 'h', pid: 1, heartbeatAt: new Date(beatMs) });
+  const row = (id: string, beatMs: number) => ({
+    id,
+    host: 'h',
+    pid: 1,
+    heartbeatAt: new Date(beatMs),
+    configPath: null,
+    tiersDigest: null,
+  });
   const T = 90_000;
 
   it('takes a server for gone when its heartbeat has not moved for the timeout, by this clock, whatever the times written', () => {

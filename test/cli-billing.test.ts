@@ -7,7 +7,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.js';
 import { closeDatabase, getKnex, openDatabase } from '../src/db/orm.js';
+import { BillingService } from '../src/domain/billing/billing-service.js';
+import { createLogger } from '../src/logger.js';
 
 const BIN = fileURLToPath(new URL('../bin/tollgate.js', import.meta.url));
 
@@ -193,6 +196,50 @@ describe('tollgate wallet and ledger commands', () => {
     // Taking it again this period costs nothing more.
     expect((await tollgate(env, 'accounts', 'set-tier', '--account', accountId, '--tier', 'startup')).code).toBe(0);
     expect((await tollgate(env, 'wallet', 'balance', '--account', accountId, '--json')).stdout).toContain('"balance":3.500000001,');
+  });
+
+  it('refuses a tier change when the server running on the database read other tiers, naming its config; warns on limits show', async () => {
+    // The server reads another config, where the startup tier costs 35; the CLI reads its own (20).
+    const serverConfig = path.join(dir, 'server.yaml');
+    writeFileSync(serverConfig, 'tiers:\n  startup: { monthly_fee: 35 }\nmodels: []\n');
+    const loaded = loadConfig({ CONFIG: serverConfig }, { payments: false });
+    const orm = await openDatabase(env.DATABASE_URL!);
+    const server = new BillingService({
+      orm,
+      tiers: loaded.tiers,
+      configPath: loaded.configPath,
+      settings: loaded.billing,
+      logger: createLogger('silent'),
+    });
+    await server.start();
+    try {
+      const who = JSON.parse((await tollgate(env, 'accounts', 'create', '--email', 'tiers@example.com', '--tier', 'free', '--json')).stdout)
+        .account.id;
+      await tollgate(env, 'wallet', 'credit', '--account', who, '--amount', '50', '--type', 'bonus', '--description', 'x');
+      const refused = await tollgate(env, 'accounts', 'set-tier', '--account', who, '--tier', 'startup');
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain(`pid ${process.pid}`);
+      expect(refused.stderr).toContain(`run the command with CONFIG=${serverConfig}`);
+      expect(refused.stderr).toContain(`than ${env.CONFIG}`);
+      expect(refused.stderr.trim().split('\n')).toHaveLength(1);
+      // Nothing charged, tier unchanged.
+      expect((await tollgate(env, 'wallet', 'balance', '--account', who, '--json')).stdout).toContain('"balance":50,');
+      expect(JSON.parse((await tollgate(env, 'accounts', 'show', who, '--json')).stdout).account.tier).toBe('free');
+
+      const shown = await tollgate(env, 'limits', 'show', '--account', who);
+      expect(shown.code).toBe(0);
+      expect(shown.stderr).toMatch(/^warning: the server running on this database .* shown with the tiers this command read\.\n$/);
+
+      // With the server's config, the change goes through at the server's fee.
+      const taken = await tollgate({ ...env, CONFIG: serverConfig }, 'accounts', 'set-tier', '--account', who, '--tier', 'startup');
+      expect(taken).toMatchObject({ code: 0, stderr: '' });
+      expect((await tollgate(env, 'wallet', 'balance', '--account', who, '--json')).stdout).toContain('"balance":15,');
+    } finally {
+      await server.stop();
+      await closeDatabase(orm);
+    }
+    // A server that stopped is not asked.
+    expect((await tollgate(env, 'limits', 'show', '--account', accountId)).stderr).toBe('');
   });
 
   it('verifies the ledger, and exits 1 listing each broken invariant', async () => {

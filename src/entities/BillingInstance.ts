@@ -9,6 +9,10 @@ export class BillingInstance {
   pid!: number;
   startedAt!: Date;
   heartbeatAt!: Date;
+  /** The config file the server read (absolute path); null for servers before migration 0016. */
+  configPath!: string | null;
+  /** sha256 of the server's tiers (tiersDigest); null for servers before migration 0016. */
+  tiersDigest!: string | null;
 }
 
 export const BillingInstanceSchema = new EntitySchema<BillingInstance>({
@@ -20,5 +24,7 @@ export const BillingInstanceSchema = new EntitySchema<BillingInstance>({
     pid: { type: 'integer' },
     startedAt: timestamp,
     heartbeatAt: timestamp,
+    configPath: { type: 'string', length: 1000, nullable: true },
+    tiersDigest: { type: 'string', length: 64, nullable: true },
   },
 });

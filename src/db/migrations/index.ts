@@ -18,6 +18,7 @@ import { Migration0012OperatorSessionToken } from './0012-operator-session-token
 import { Migration0013SpendingLimitVersion } from './0013-spending-limit-version.js';
 import { Migration0014TopUpReversals } from './0014-top-up-reversals.js';
 import { Migration0015PaymentReversals } from './0015-payment-reversals.js';
+import { Migration0016InstanceTiers } from './0016-instance-tiers.js';
 
 export const MIGRATIONS: { name: string; class: Constructor<Migration> }[] = [
   { name: '0001-accounts-and-keys', class: Migration0001AccountsAndKeys },
@@ -35,4 +36,5 @@ export const MIGRATIONS: { name: string; class: Constructor<Migration> }[] = [
   { name: '0013-spending-limit-version', class: Migration0013SpendingLimitVersion },
   { name: '0014-top-up-reversals', class: Migration0014TopUpReversals },
   { name: '0015-payment-reversals', class: Migration0015PaymentReversals },
+  { name: '0016-instance-tiers', class: Migration0016InstanceTiers },
 ];

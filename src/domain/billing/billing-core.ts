@@ -11,6 +11,7 @@ import type { Logger } from '../../logger.js';
 import { newId } from '../ids.js';
 import { KEY_USE_UPDATE, KeyUse } from '../keys/key-use.js';
 import { pricesOf } from './hold-plan.js';
+import { tiersDigest } from './instance-store.js';
 import { parseDecimal, type Prices } from './money.js';
 import { billingDatabase, type BillingDatabase } from './sql.js';
 import { WalletEvents, type WalletChange } from './wallet-events.js';
@@ -27,6 +28,10 @@ export abstract class BillingCore {
   /** Every statement on wallet rows (./wallet-store.ts), in the database's dialect. */
   readonly wallets: WalletStore;
   protected readonly tiers: Record<TierName, TierPolicy>;
+  /** tiersDigest(tiers), recorded with this process in billing_instances. */
+  protected readonly tiersDigest: string;
+  /** The config file the tiers came from, recorded with this process; null when not from a file. */
+  protected readonly configPath: string | null;
   protected readonly fees: Record<TierName, bigint>;
   protected readonly settings: BillingSettings;
   protected readonly logger: Logger;
@@ -43,6 +48,8 @@ export abstract class BillingCore {
     this.db = billingDatabase(opts.orm);
     this.wallets = this.db.kind === 'postgresql' ? new PostgresWalletStore(this.db) : new SqliteWalletStore(this.db);
     this.tiers = opts.tiers;
+    this.tiersDigest = tiersDigest(opts.tiers);
+    this.configPath = opts.configPath ?? null;
     this.fees = Object.fromEntries(Object.entries(opts.tiers).map(([name, t]) => [name, parseDecimal(t.monthly_fee)])) as Record<
       TierName,
       bigint

@@ -206,6 +206,8 @@ export const SETTLE_MAX_WAIT_MS = 1_000;
 export interface BillingOptions {
   orm: MikroORM;
   tiers: Record<TierName, TierPolicy>;
+  /** The config file the tiers were read from (recorded in billing_instances for the CLI). */
+  configPath?: string | null;
   settings: BillingSettings;
   logger: Logger;
   events?: WalletEvents;

@@ -15,13 +15,25 @@ export abstract class Sweeper extends Admission {
   /** Registers this server, releases holds of dead servers and expired holds, starts the sweeper. */
   async start(): Promise<void> {
     const now = this.now();
-    await registerInstance(this.db, { id: this.instanceId, host: this.host, pid: process.pid, now });
+    await registerInstance(this.db, this.registration(now));
     const released = await this.releaseStaleHolds();
     if (released > 0) this.logger.info({ released }, 'released holds left open by stopped servers or past their expiry');
     await this.chargeDueFees();
     this.sweeper = setInterval(() => void this.sweep(), this.settings.sweep_interval_seconds * 1000);
     // The sweeper never keeps the process alive on its own.
     this.sweeper.unref();
+  }
+
+  private registration(now: Date) {
+    return { id: this.instanceId, host: this.host, pid: process.pid, now, configPath: this.configPath, tiersDigest: this.tiersDigest };
+  }
+
+  /**
+   * The running servers on this database (heartbeat within instance_timeout_seconds) whose tiers
+   * differ from this process's: the operator CLI asks before it applies a tier's fee or limits.
+   */
+  async serversWithOtherTiers(): Promise<InstanceRow[]> {
+    return (await this.otherServers()).filter((i) => i.tiersDigest !== null && i.tiersDigest !== this.tiersDigest);
   }
 
   /** The other servers on this database whose heartbeat is recent (within instance_timeout_seconds). */
@@ -49,7 +61,7 @@ export abstract class Sweeper extends Admission {
         const now = this.now();
         if (!(await beatHeartbeat(this.db, this.instanceId, now))) {
           // Taken for dead by another server (a long pause): come back; our holds were released.
-          await registerInstance(this.db, { id: this.instanceId, host: this.host, pid: process.pid, now });
+          await registerInstance(this.db, this.registration(now));
         }
         await this.releaseStaleHolds();
         await this.chargeDueFees();
