@@ -858,18 +858,19 @@ ${chatModel('chat-q', `base_url: "${url}", timeout_ms: 5000`)}${chatModel(
           type: 'BadRequestError',
           code: 400,
         }),
-        'The provided JSON schema contains features not supported by xgrammar.',
+        ': The provided JSON schema contains features not supported by xgrammar.',
       ],
       [
         'a FastAPI validation list (422)',
         refusal(422, { detail: [{ loc: ['body', 'top_k'], msg: 'Input should be a valid integer' }] }),
-        'Input should be a valid integer',
+        // A reason without its full stop gets one.
+        ': Input should be a valid integer.',
       ],
-      ['llama.cpp error as a string', refusal(400, { error: 'grammar\nparse   failed' }), 'grammar parse failed'],
-      ['an HTML page', { status: 400, body: '<html><body>Bad Request</body></html>' }, null],
+      ['llama.cpp error as a string', refusal(400, { error: 'grammar\nparse   failed' }), ': grammar parse failed.'],
+      ['an HTML page', { status: 400, body: '<html><body>Bad Request</body></html>' }, '.'],
     ])(
       "chat: the upstream's own 400 or 422 (%s) is 400 upstream_rejected_request with its reason, streamed or not, not retried, billed nothing",
-      async (_name, fault, reason) => {
+      async (_name, fault, tail) => {
         const { id, c } = await account();
         s.upstream.setFault(fault);
         const before = s.upstream.requests.length;
@@ -878,7 +879,7 @@ ${chatModel('chat-q', `base_url: "${url}", timeout_ms: 5000`)}${chatModel(
           expect(r.body.error).toMatchObject({ code: 'upstream_rejected_request', type: 'invalid_request_error' });
           const status = fault.status;
           expect(r.body.error.message).toBe(
-            `The model's upstream server refused the request (HTTP ${status})${reason ? `: ${reason}` : '.'} Change the request; sending it again as it is will be refused again.`,
+            `The model's upstream server refused the request (HTTP ${status})${tail} Change the request; sending it again as it is will be refused again.`,
           );
         }
         // One upstream request per call: neither failed over nor retried.

@@ -13,7 +13,14 @@ export function embedResultFrom(data: Record<string, unknown>, input: string[]):
     // Servers are expected to keep input order, but `index` is what the format promises.
     const index = item && typeof item.index === 'number' ? item.index : i;
     const vector = item ? decodeEmbedding(item.embedding) : undefined;
-    if (!vector || index < 0 || index >= input.length || embeddings[index] !== undefined || !vector.every(isFiniteNumber))
+    if (
+      !vector ||
+      !Number.isInteger(index) ||
+      index < 0 ||
+      index >= input.length ||
+      embeddings[index] !== undefined ||
+      !vector.every(isFiniteNumber)
+    )
       throw invalidResponse();
     embeddings[index] = vector;
   }
@@ -42,7 +49,15 @@ export function rerankResultFrom(
     const item = asRecord(r);
     const index = item?.index;
     const score = item?.relevance_score ?? item?.score;
-    if (typeof index !== 'number' || index < 0 || index >= documents.length || !isFiniteNumber(score)) {
+    // Each document scored once: a second score for one index is a broken answer, not a correction.
+    if (
+      typeof index !== 'number' ||
+      !Number.isInteger(index) ||
+      index < 0 ||
+      index >= documents.length ||
+      !isFiniteNumber(score) ||
+      !Number.isNaN(raw[index])
+    ) {
       throw invalidResponse();
     }
     raw[index] = score;

@@ -132,6 +132,7 @@ export function readChoices(data: Record<string, unknown>, n: number, unknown?: 
     const choice = asRecord(all[i]);
     if (!choice) throw invalidResponse();
     const index = typeof choice.index === 'number' ? choice.index : i;
+    if (!Number.isInteger(index)) throw invalidResponse();
     if (index < 0 || index >= n) continue;
     const message = asRecord(choice.message);
     // A message's content is text or null (an answer that is only tool calls); a number or an
@@ -219,7 +220,8 @@ function numberCall(t: ToolNumbering, index: unknown, sentId: string | undefined
 export function choiceEvents(choice: Record<string, unknown>, reading: StreamReading, out: EngineStreamEvent[]): FinishReason | undefined {
   const { n } = reading;
   // A choice the request did not ask for, or content that is not text, is a broken stream.
-  if (typeof choice.index === 'number' && !(choice.index >= 0 && choice.index < n)) throw invalidResponse();
+  if (typeof choice.index === 'number' && !(Number.isInteger(choice.index) && choice.index >= 0 && choice.index < n))
+    throw invalidResponse();
   const index = typeof choice.index === 'number' ? choice.index : 0;
   const delta = asRecord(choice.delta);
   const content = delta?.content;

@@ -35,6 +35,7 @@ import { countChatTokens, countTextTokens, countTextTokensWithin } from '../toke
 import { withinMaxTokens } from '../chat-options.js';
 import {
   ANSWER_BODY_LIMIT,
+  CONTEXT_LENGTH_RE,
   abortReason,
   asRecord,
   MAX_EVENT_CHARS,
@@ -219,7 +220,7 @@ export class OpenAIEngine implements Engine {
           if (typeof type === 'string' && type.includes('application/json')) {
             // The server ignored stream: true and answered in one piece: relay it as a stream would have
             // brought it (chat-wire.ts answerEvents), cut to max_tokens first.
-            const events = await this.wholeAnswer(res, up, state, n, req.maxTokens);
+            const events = this.wholeAnswer(await textWithin(res.body, ANSWER_BODY_LIMIT), up, state, n, req.maxTokens);
             judged = true;
             up.breaker.succeeded();
             if (events.length > 0) {
@@ -233,11 +234,19 @@ export class OpenAIEngine implements Engine {
             const events: EventSourceMessage[] = [];
             const out: EngineStreamEvent[] = [];
             // Comments (": ping") and retry fields are not events: they do not count as progress.
+            // llama.cpp's server sends an error inside its stream as a field of its own
+            // (`error: {…}`), which SSE does not know: read as an `event: error` event.
             const parser = createParser({
               onEvent(e) {
                 events.push(e);
               },
+              onError(e) {
+                if (e.type === 'unknown-field' && e.field === 'error') events.push({ event: 'error', data: e.value ?? '', id: undefined });
+              },
             });
+            // What came before the first event, kept while there is none: a body that brings no
+            // event at all (a proxy's HTML page, JSON sent without its content type) is read whole.
+            let before: string[] | undefined = [];
             // undici's body ignores setEncoding; a streaming decoder keeps characters split across chunks whole.
             const decoder = new TextDecoder();
             try {
@@ -251,13 +260,19 @@ export class OpenAIEngine implements Engine {
                 if (events.length > 0) {
                   attempt.progress();
                   pending = 0;
+                  before = undefined;
                 } else if ((pending += text.length) > MAX_EVENT_CHARS) {
                   throw this.eventTooLarge(up);
+                } else {
+                  before?.push(text);
                 }
                 for (let i = 0; i < events.length; i++) {
                   const { data, event } = events[i]!;
                   if (data.length > MAX_EVENT_CHARS) throw this.eventTooLarge(up);
                   if (event === 'error') this.streamError(data, up);
+                  // An event without data is not dispatched (the SSE rules): vLLM's and others'
+                  // keep-alives may be such.
+                  if (data === '') continue;
                   if (data === '[DONE]') {
                     state.done = true;
                     break;
@@ -287,20 +302,35 @@ export class OpenAIEngine implements Engine {
               // its response open without a [DONE] until a timeout, or breaks it off.
               if (!state.done && !(state.finished.size >= n && state.usage)) throw e;
             }
+            if (before) {
+              // The body ended without a single event.
+              const whole = before.join('') + decoder.decode();
+              const events = this.notAStream(whole, res, up, state, n, req.maxTokens);
+              judged = true;
+              up.breaker.succeeded();
+              if (events.length > 0) {
+                state.yielded = true;
+                attempt.pause();
+                yield* events;
+              }
+            }
           }
         } catch (e) {
           const err = this.translate(e, attempt, up, 'chat.stream');
           if (err instanceof Retryable) {
             if (!judged) this.judge(up, err);
             judged = true;
+            // A stream the upstream broke off after its head is said as a stream's.
+            const broken = err.error.message === msg.unreachable || err.error.message === msg.brokenAnswer;
+            const error =
+              broken && (state.yielded || attempt.headSeen) ? new DomainError('upstream_error', msg.brokenStream, { cause: e }) : err.error;
             // Once the consumer has seen a delta, another server would produce a different text:
             // the only honest outcome is an error.
             if (!state.yielded) {
-              last = worthReporting(last, err.error);
+              last = worthReporting(last, error);
               continue;
             }
-            const broken = err.error.message === msg.unreachable || err.error.message === msg.brokenAnswer;
-            throw broken ? new DomainError('upstream_error', msg.brokenStream, { cause: e }) : err.error;
+            throw error;
           }
           throw err;
         } finally {
@@ -322,6 +352,15 @@ export class OpenAIEngine implements Engine {
           if (state.yielded) throw err;
           last = worthReporting(last, err);
           continue;
+        }
+        if (state.finished.size < n && n > 1) {
+          // Fewer choices than asked for, as for an answer read whole (readChoices): invalid, and
+          // the client's alone (what a request asks for may lead an upstream there), not failed over.
+          this.logger.warn(
+            { upstream: up.label, op: 'chat.stream', n, finished: state.finished.size },
+            'upstream stream ended without every choice the request asked for (n)',
+          );
+          throw invalidResponse();
         }
         yield { type: 'finish', finishReason: state.finishReason ?? 'stop', usage: this.usageFrom(state.usage, req, state.content) };
         return;
@@ -415,14 +454,7 @@ export class OpenAIEngine implements Engine {
    * upstream that ignored stream may ignore max_tokens too), so what is replayed, split and checked
    * is never more than the client can get.
    */
-  private async wholeAnswer(
-    res: ResponseData,
-    up: Upstream,
-    state: StreamState,
-    n: number,
-    maxTokens: number,
-  ): Promise<EngineStreamEvent[]> {
-    const text = await textWithin(res.body, ANSWER_BODY_LIMIT);
+  private wholeAnswer(text: string, up: Upstream, state: StreamState, n: number, maxTokens: number): EngineStreamEvent[] {
     const data = asRecord(parseJson(text));
     if (!data) throw new Retryable(invalidResponse(), true);
     const read = this.readAnswer(text, up, 'chat.stream', () => readChoices(data, n, this.unknownFinish));
@@ -431,6 +463,7 @@ export class OpenAIEngine implements Engine {
     const overran = (tokenCount(state.usage?.completion_tokens) ?? Number.POSITIVE_INFINITY) > maxTokens * n;
     const choices = overran ? read.map((c) => withinMaxTokens(c, maxTokens)) : read;
     state.finishReason = choices[0]!.finishReason;
+    for (let i = 0; i < choices.length; i++) state.finished.add(i);
     state.done = true;
     state.content = choices.map(choiceText).join('');
     return answerEvents(choices);
@@ -485,10 +518,38 @@ export class OpenAIEngine implements Engine {
     return new Retryable(new DomainError('upstream_error', msg.eventTooLarge), true);
   }
 
-  /** An error the upstream sent inside its stream (an `error` chunk, or an `event: error` event): logged, and the stream ends. */
+  /**
+   * An error the upstream sent inside its stream (an `error` chunk, an `event: error` event, or
+   * llama.cpp's `error:` field): logged, and the stream ends; one that says the context is full
+   * (llama.cpp's exceed_context_size_error) is context_length_exceeded, as its HTTP form is.
+   */
   private streamError(data: string, up: Upstream): never {
     this.logger.warn({ upstream: up.label, op: 'chat.stream', detail: truncate(data) }, 'upstream sent an error inside the stream');
+    if (CONTEXT_LENGTH_RE.test(data)) throw new DomainError('context_length_exceeded', msg.contextLength, { param: 'messages' });
     throw new DomainError('upstream_error', msg.brokenStream);
+  }
+
+  /**
+   * A 2xx answer to a streamed request that brought no SSE event at all: a whole JSON answer sent
+   * without its content type is relayed as wholeAnswer relays one; anything else (a proxy's HTML
+   * page, an empty body) is garbage, logged with its start and failed over, counting towards the
+   * base URL's ejection, as a plain call's answer that is not JSON.
+   */
+  private notAStream(text: string, res: ResponseData, up: Upstream, state: StreamState, n: number, maxTokens: number): EngineStreamEvent[] {
+    const data = asRecord(parseJson(text));
+    if (data && Array.isArray(data.choices)) return this.wholeAnswer(text, up, state, n, maxTokens);
+    this.logger.warn(
+      {
+        upstream: up.label,
+        op: 'chat.stream',
+        status: res.statusCode,
+        content_type: res.headers['content-type'],
+        content_encoding: res.headers['content-encoding'],
+        detail: truncate(text),
+      },
+      'upstream answered a streamed request with something that is not an event stream',
+    );
+    throw new Retryable(invalidResponse(), true);
   }
 
   /**
@@ -534,11 +595,17 @@ export class OpenAIEngine implements Engine {
         attempted = true;
         const attempt = new Attempt(signal, call, this.firstByteMs, this.timeoutMs);
         try {
-          const text = await this.openWhole(up, path, body, attempt, op);
+          const answer = await this.openWhole(up, path, body, attempt, op);
+          const text = answer.text;
           // Arrays are let through for the bare-array rerank answer; `read` checks shapes.
           const data = parseJson(text);
           if (data === null || typeof data !== 'object') {
-            this.logger.warn({ upstream: up.label, op, detail: truncate(text) }, 'upstream answered with something that is not JSON');
+            this.logger.warn(
+              { upstream: up.label, op, content_encoding: answer.contentEncoding, detail: truncate(text) },
+              answer.contentEncoding && answer.contentEncoding !== 'identity'
+                ? 'upstream answered compressed (Content-Encoding), though tollgate asks for no encoding'
+                : 'upstream answered with something that is not JSON',
+            );
             throw new Retryable(invalidResponse(), true);
           }
           const value = this.readAnswer(text, up, op, () => read(data as Record<string, unknown>));
@@ -584,24 +651,51 @@ export class OpenAIEngine implements Engine {
     attempt.headReceived();
     const status = res.statusCode;
     if (status >= 200 && status < 300) return res;
-    throw this.refusal(status, await readErrorBody(res), res.headers['retry-after'], attempt, up, op);
+    const location = res.headers.location;
+    throw this.refusal(
+      status,
+      await readErrorBody(res),
+      res.headers['retry-after'],
+      attempt,
+      up,
+      op,
+      typeof location === 'string' ? location : undefined,
+    );
   }
 
-  /** As open(), for a JSON answer read whole (./upstream.ts requestWhole): its text. */
-  private async openWhole(up: Upstream, path: string, body: string, attempt: Attempt, op: string): Promise<string> {
+  /** As open(), for a JSON answer read whole (./upstream.ts requestWhole). */
+  private async openWhole(up: Upstream, path: string, body: string, attempt: Attempt, op: string): Promise<WholeAnswer> {
     let answer: WholeAnswer;
     try {
       answer = await requestWhole(up.pool, { path: up.prefix + path, headers: this.jsonHeaders, body, attempt });
     } catch (e) {
       throw this.translate(e, attempt, up, op);
     }
-    if (answer.statusCode >= 200 && answer.statusCode < 300) return answer.text;
-    throw this.refusal(answer.statusCode, answer.text, answer.retryAfter, attempt, up, op);
+    if (answer.statusCode >= 200 && answer.statusCode < 300) return answer;
+    throw this.refusal(answer.statusCode, answer.text, answer.retryAfter, attempt, up, op, answer.location);
   }
 
-  /** What an error status is thrown as; the start of its body goes to the log. */
-  private refusal(status: number, detail: string, retryAfter: string | string[] | undefined, attempt: Attempt, up: Upstream, op: string) {
-    this.logger.warn({ upstream: up.label, op, status, detail }, 'upstream answered with an error status');
+  /**
+   * What an error status is thrown as; the start of its body goes to the log, and where a redirect
+   * points (redirects are not followed: engine.base_urls should name the server's own address).
+   */
+  private refusal(
+    status: number,
+    detail: string,
+    retryAfter: string | string[] | undefined,
+    attempt: Attempt,
+    up: Upstream,
+    op: string,
+    location?: string,
+  ) {
+    if (status >= 300 && status < 400) {
+      this.logger.warn(
+        { upstream: up.label, op, status, location: location === undefined ? undefined : truncate(location), detail },
+        'upstream answered with a redirect, which tollgate does not follow: set engine.base_urls to where it points',
+      );
+    } else {
+      this.logger.warn({ upstream: up.label, op, status, detail }, 'upstream answered with an error status');
+    }
     if (attempt.callerAborted || attempt.callExpired || attempt.expired) return this.translate(undefined, attempt, up, op);
     return statusError(status, detail, retryAfter, op);
   }

@@ -248,7 +248,7 @@ export const msg = {
   ejected: "The model's upstream servers are failing and are being given time to recover; retry after the time given in Retry-After.",
   status: (status: number) => `The model's upstream server failed to answer (HTTP ${status}).`,
   rejected: (status: number, reason: string | null) =>
-    `The model's upstream server refused the request (HTTP ${status})${reason ? `: ${reason}` : '.'} Change the request; sending it again as it is will be refused again.`,
+    `The model's upstream server refused the request (HTTP ${status})${reason ? `: ${reason}${/[.!?…]$/.test(reason) ? '' : '.'}` : '.'} Change the request; sending it again as it is will be refused again.`,
   contextLength: "The request exceeds the model's context length.",
   inputTooLong: 'An input is longer than the model takes: its upstream server refused it as too long. Send a shorter input.',
   refusedTooLarge:
@@ -298,10 +298,15 @@ export function asRecord(value: unknown): Record<string, unknown> | undefined {
 }
 
 /** Some servers answer base64 whatever encoding_format asked for. */
+const BASE64_RE = /^[A-Za-z0-9+/]*={0,2}$/;
+
 export function decodeEmbedding(value: unknown): number[] | undefined {
   if (Array.isArray(value)) return value as number[];
   if (typeof value === 'string') {
+    // Node's decoder skips what is not base64: such a string is a broken answer, not floats.
+    if (value.length % 4 !== 0 || !BASE64_RE.test(value)) return undefined;
     const buf = Buffer.from(value, 'base64');
+    if (buf.byteLength % 4 !== 0) return undefined;
     return Array.from(new Float32Array(buf.buffer, buf.byteOffset, buf.byteLength >> 2));
   }
   return undefined;
@@ -447,6 +452,10 @@ export interface WholeAnswer {
   statusCode: number;
   /** The Retry-After header, if any. */
   retryAfter: string | undefined;
+  /** Where a 3xx answer points (its Location header), for the log: upstreams are not followed. */
+  location?: string;
+  /** A 2xx answer's Content-Encoding, for the log: tollgate asks for none, so its body is unreadable. */
+  contentEncoding?: string;
   /** The body as text; of an error answer (not 2xx), at most ERROR_BODY_LIMIT bytes, cut to 500 characters. */
   text: string;
 }
@@ -486,6 +495,8 @@ class WholeHandler implements Dispatcher.DispatchHandler, Abortable {
   private aborted = false;
   private statusCode = 0;
   private retryAfter: string | undefined;
+  private location: string | undefined;
+  private contentEncoding: string | undefined;
   private chunks: Buffer[] = [];
   private size = 0;
   done = false;
@@ -527,9 +538,13 @@ class WholeHandler implements Dispatcher.DispatchHandler, Abortable {
   onHeaders(status: number, rawHeaders: Buffer[]): boolean {
     if (status < 200) return true; // informational: the answer is still to come
     this.statusCode = status;
-    if (status >= 300) {
-      for (let i = 0; i < rawHeaders.length; i += 2) {
-        if (rawHeaders[i]!.toString('latin1').toLowerCase() === 'retry-after') this.retryAfter = rawHeaders[i + 1]!.toString('latin1');
+    for (let i = 0; i < rawHeaders.length; i += 2) {
+      const name = rawHeaders[i]!.toString('latin1').toLowerCase();
+      if (status >= 300) {
+        if (name === 'retry-after') this.retryAfter = rawHeaders[i + 1]!.toString('latin1');
+        else if (name === 'location') this.location = truncate(rawHeaders[i + 1]!.toString('latin1'));
+      } else if (name === 'content-encoding') {
+        this.contentEncoding = rawHeaders[i + 1]!.toString('latin1');
       }
     }
     this.attempt.headReceived();
@@ -543,7 +558,7 @@ class WholeHandler implements Dispatcher.DispatchHandler, Abortable {
     if (this.statusCode >= 300 && this.size > ERROR_BODY_LIMIT) {
       // Enough of an error answer to log: stop reading it.
       this.finish();
-      this.resolve({ statusCode: this.statusCode, retryAfter: this.retryAfter, text: this.errorText() });
+      this.resolve(this.answer(this.errorText()));
       this.abortRequest?.(new Error('error answer read far enough'));
     } else if (this.size > ANSWER_BODY_LIMIT) {
       this.finish();
@@ -568,14 +583,21 @@ class WholeHandler implements Dispatcher.DispatchHandler, Abortable {
       this.reject(invalidResponse());
       return;
     }
-    this.resolve({ statusCode, retryAfter: this.retryAfter, text });
+    this.resolve(this.answer(text));
+  }
+
+  private answer(text: string): WholeAnswer {
+    const answer: WholeAnswer = { statusCode: this.statusCode, retryAfter: this.retryAfter, text };
+    if (this.location !== undefined) answer.location = this.location;
+    if (this.contentEncoding !== undefined) answer.contentEncoding = this.contentEncoding;
+    return answer;
   }
 
   onError(err: Error): void {
     if (this.done) return;
     this.finish();
     // An error answer that breaks off is still that answer; anything else is the request's failure.
-    if (this.statusCode >= 300) this.resolve({ statusCode: this.statusCode, retryAfter: this.retryAfter, text: this.errorText() });
+    if (this.statusCode >= 300) this.resolve(this.answer(this.errorText()));
     else this.reject(err);
   }
 }
