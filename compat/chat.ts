@@ -66,8 +66,10 @@ function textOf(parts: ContentPart[], i: number, role: string): string {
   // An assistant's refusal in the history, as OpenAI returns it: its text is what was said.
   const refusal = (p: ContentPart) =>
     p.type === 'refusal' && role === 'assistant' && typeof p.refusal === 'string' ? p.refusal : undefined;
+  // Parts on lines of their own, as vLLM joins them (and tollgate's moderation): glued together,
+  // "Here is the file:" and the file's first line would run into one.
   return partTexts(parts, `messages[${i}].content`, ", which this server cannot take: content parts must be of type 'text'.", refusal).join(
-    '',
+    '\n',
   );
 }
 
@@ -81,6 +83,9 @@ export const body = z
           content: content.nullish(),
           tool_calls: z.array(toolCall).nullish(),
           tool_call_id: z.string().nullish(),
+          name: z.string().nullish(),
+          /** An assistant's refusal in the history, as OpenAI returns it (`content` null). */
+          refusal: z.string().nullish(),
         })
         .loose(),
     ),
@@ -169,9 +174,17 @@ function toInput(b: Body): ChatCompletionInput {
     messages: b.messages.map((m, i) => ({
       role: m.role,
       content:
-        m.content === null || m.content === undefined || typeof m.content === 'string' ? (m.content ?? null) : textOf(m.content, i, m.role),
+        m.content === null || m.content === undefined
+          ? // What an assistant refused with is what it said.
+            m.role === 'assistant' && typeof m.refusal === 'string'
+            ? m.refusal
+            : null
+          : typeof m.content === 'string'
+            ? m.content
+            : textOf(m.content, i, m.role),
       toolCalls: m.tool_calls?.map(toolCallInput) ?? null,
       toolCallId: m.tool_call_id ?? null,
+      name: m.name ?? null,
     })),
     maxTokens: b.max_tokens ?? b.max_completion_tokens ?? null,
     temperature: b.temperature ?? null,

@@ -19,6 +19,37 @@ function inputsOf(input: z.infer<typeof body>['input']): string[] {
 }
 
 const TEXT_ONLY = ['text'] as const;
+const NOT_APPLIED = [] as const;
+
+/**
+ * Every category OpenAI's moderation result carries (its schema requires all 13, and typed clients
+ * read them as fields): those the model does not judge are there too, unflagged, scored 0 and
+ * applied to no input type. A model's own further categories (Llama Guard's `privacy`, …) follow.
+ */
+const OPENAI_CATEGORIES = [
+  'harassment',
+  'harassment/threatening',
+  'hate',
+  'hate/threatening',
+  'illicit',
+  'illicit/violent',
+  'self-harm',
+  'self-harm/instructions',
+  'self-harm/intent',
+  'sexual',
+  'sexual/minors',
+  'violence',
+  'violence/graphic',
+] as const;
+
+type Categories = { name: string; flagged: boolean; score: number }[];
+
+function byCategory<T>(judged: Categories, of: (c: Categories[number]) => T, missing: T): Record<string, T> {
+  const out: Record<string, T> = {};
+  for (const name of OPENAI_CATEGORIES) out[name] = missing;
+  for (const c of judged) out[c.name] = of(c);
+  return out;
+}
 
 export function moderate(door: CompatDoor) {
   return async (req: Request, res: Response, ctx: GraphQLContext) => {
@@ -31,10 +62,10 @@ export function moderate(door: CompatDoor) {
       model: m.model,
       results: m.results.map((r) => ({
         flagged: r.flagged,
-        categories: Object.fromEntries(r.categories.map((c) => [c.name, c.flagged])),
-        category_scores: Object.fromEntries(r.categories.map((c) => [c.name, c.score])),
+        categories: byCategory(r.categories, (c) => c.flagged, false),
+        category_scores: byCategory(r.categories, (c) => c.score, 0),
         // OpenAI's field (required by its schema): this server moderates text only.
-        category_applied_input_types: Object.fromEntries(r.categories.map((c) => [c.name, TEXT_ONLY])),
+        category_applied_input_types: byCategory<readonly string[]>(r.categories, () => TEXT_ONLY, NOT_APPLIED),
       })),
     });
   };

@@ -24,11 +24,13 @@ export function createCompatRouter(door: CompatDoor, opts: { onUnexpected: (req:
   // read, so a refused key costs next to nothing however large its requests. `exact`: the body's
   // text is kept for fields read digit for digit (./body.ts rawBodyOf).
   const route =
-    (handler: Handler, keyRequired = true, metered = false, exact = false): Route =>
+    (handler: Handler, keyRequired: boolean | 'if-given' = true, metered = false, exact = false): Route =>
     async (req: Request, res: Response) => {
       try {
         const ctx = door.context(req, res);
-        if (keyRequired) await ctx.principal();
+        // 'if-given': no key needed, but one that is sent must be valid (401 otherwise, as OpenAI
+        // answers), so a client's connection check with a mistyped key fails there, not at its first call.
+        if (keyRequired === true || (keyRequired === 'if-given' && req.headers.authorization)) await ctx.principal();
         if (metered) await door.precheck(ctx);
         if (exact) wantRawBody(req);
         if (req.method === 'POST') await readJson(req, res);
@@ -72,8 +74,8 @@ export function createCompatRouter(door: CompatDoor, opts: { onUnexpected: (req:
   // pattern in turn through express's router (a tenth of a /v1 call's allocation).
   const routes = new Map<string, { path: string; run: Route }>();
   const add = (method: 'GET' | 'POST', path: string, run: Route) => routes.set(`${method} ${path}`, { path, run });
-  add('GET', '/models', route(listModels(), false));
-  const oneModel = { path: '/models/*id', run: route(getModel(door), false) };
+  add('GET', '/models', route(listModels(), 'if-given'));
+  const oneModel = { path: '/models/*id', run: route(getModel(door), 'if-given') };
   add('POST', '/chat/completions', route(chatCompletions(door, opts.onUnexpected), true, true));
   add('POST', '/embeddings', route(embeddings(door), true, true));
   add('POST', '/rerank', route(rerank(door), true, true));

@@ -69,6 +69,11 @@ const openaiEngine = z.strictObject({
    * `auto` (a request with any score outside [0, 1] is taken for logits; see README).
    */
   rerank_scores: z.enum(['auto', 'probabilities', 'logits']).default('auto'),
+  /**
+   * The name the output limit is sent under: `max_tokens` (what self-hosted servers read), or
+   * `max_completion_tokens` (OpenAI's reasoning models refuse `max_tokens`).
+   */
+  max_tokens_param: z.enum(['max_tokens', 'max_completion_tokens']).default('max_tokens'),
 });
 
 /** In-process inference with llama.cpp on a GGUF file (src/domain/inference/llamacpp/). */

@@ -56,7 +56,15 @@ describe('the config file', () => {
 
   it('fills engine defaults', () => {
     const m = parseConfigText(chat(), 't').models[0]!;
-    expect(m.engine).toMatchObject({ type: 'openai', timeout_ms: 60000, rerank_path: '/rerank' });
+    expect(m.engine).toMatchObject({ type: 'openai', timeout_ms: 60000, rerank_path: '/rerank', max_tokens_param: 'max_tokens' });
+  });
+
+  it('takes engine.max_tokens_param max_completion_tokens, and names the key for anything else', () => {
+    const yaml = (v: string) => chat().replace('model: m }', `model: m, max_tokens_param: ${v} }`);
+    expect(parseConfigText(yaml('max_completion_tokens'), 't').models[0]!.engine).toMatchObject({
+      max_tokens_param: 'max_completion_tokens',
+    });
+    expect(fails(yaml('max_new_tokens'))).toContain('max_tokens_param');
   });
 
   it('names the model and the unknown key', () => {

@@ -151,6 +151,19 @@ describe('OpenAIEngine', () => {
     expect(f.requests[1]!.headers.authorization).toBe('Bearer sk-secret');
   });
 
+  it('sends the output limit as max_completion_tokens when engine.max_tokens_param says so (OpenAI reasoning models), streamed or not', async () => {
+    const f = await fake();
+    const { e } = engine([f.url], { max_tokens_param: 'max_completion_tokens' });
+    await e.chat(req('hi #tokens=3', { reasoningEffort: 'high' }), signal());
+    await collect(e.chatStream(req('hi #tokens=3'), signal()));
+    for (const sent of f.requests) {
+      expect(sent.body).toMatchObject({ max_completion_tokens: 100 });
+      expect(sent.body).not.toHaveProperty('max_tokens');
+    }
+    expect(f.requests[0]!.body).toMatchObject({ reasoning_effort: 'high' });
+    expect(f.requests).toHaveLength(2);
+  });
+
   it('reports finish_reason length when max_tokens caps the completion', async () => {
     const f = await fake();
     const { e } = engine([f.url]);

@@ -52,6 +52,47 @@ describe('the openai SDK against /v1', () => {
     expect(err.error).toMatchObject({ type: 'invalid_request_error', code: 'model_not_found' });
   });
 
+  it('lists models with no key, but a key that is sent must be valid: a wrong one is 401, as OpenAI answers', async () => {
+    expect((await fetch(`${s.v1}/models`)).status).toBe(200);
+    const wrong = new OpenAI({ apiKey: 'ask_not-a-key-at-all', baseURL: s.v1, maxRetries: 0 });
+    const err = await wrong.models.list().catch((e) => e);
+    expect(err).toBeInstanceOf(OpenAI.AuthenticationError);
+    expect(err.error).toMatchObject({ code: 'invalid_api_key' });
+    const one = await wrong.models.retrieve('chat-test').catch((e) => e);
+    expect(one).toBeInstanceOf(OpenAI.AuthenticationError);
+    expect((await client.models.list()).data.length).toBeGreaterThan(0);
+  });
+
+  it("forwards a message's name, text parts on lines of their own, and an assistant's refusal in the history as what it said", async () => {
+    s.upstream.reset();
+    await client.chat.completions.create({
+      model: 'chat-test',
+      messages: [
+        {
+          role: 'user',
+          name: 'alice',
+          content: [
+            { type: 'text', text: 'Here is the file:' },
+            { type: 'text', text: 'def foo(): pass' },
+          ],
+        },
+        { role: 'assistant', content: null, refusal: 'I cannot help with that.' },
+        { role: 'user', content: 'why?' },
+      ],
+    });
+    const sent = s.upstream.requests.find((q) => q.path === '/v1/chat/completions')!.body as { messages: unknown[] };
+    expect(sent.messages).toEqual([
+      { role: 'user', content: 'Here is the file:\ndef foo(): pass', name: 'alice' },
+      { role: 'assistant', content: 'I cannot help with that.' },
+      { role: 'user', content: 'why?' },
+    ]);
+    const bad = await client.chat.completions
+      .create({ model: 'chat-test', messages: [{ role: 'user', name: 'al ice', content: 'hi' }] })
+      .catch((e) => e);
+    expect(bad).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(bad.error).toMatchObject({ code: 'invalid_value', param: 'messages[0].name' });
+  });
+
   it('creates a plain chat completion with exact usage', async () => {
     const c = await client.chat.completions.create({ model: 'chat-test', messages: [{ role: 'user', content: 'hello #tokens=5' }] });
     expect(c.object).toBe('chat.completion');
@@ -146,6 +187,36 @@ describe('the openai SDK against /v1', () => {
     for (const k of ['hate', 'harassment', 'self-harm', 'sexual', 'violence']) {
       expect(typeof (r.results[0]!.categories as unknown as Record<string, boolean>)[k]).toBe('boolean');
       expect(typeof (r.results[0]!.category_scores as unknown as Record<string, number>)[k]).toBe('number');
+    }
+  });
+
+  it("fills in the categories of OpenAI's schema an upstream does not judge: unflagged, scored 0, applied to no input", async () => {
+    const five = { hate: false, harassment: false, 'self-harm': false, sexual: false, violence: true };
+    s.upstream.setFault({
+      raw: JSON.stringify({
+        id: 'modr-1',
+        model: 'upstream-guard',
+        results: [
+          {
+            flagged: true,
+            categories: five,
+            category_scores: { hate: 0.01, harassment: 0.02, 'self-harm': 0, sexual: 0, violence: 0.97 },
+          },
+        ],
+      }),
+    });
+    try {
+      const r = await client.moderations.create({ model: 'guard-test', input: 'I will kill the process' });
+      expect(violations('CreateModerationResponse', r)).toEqual([]);
+      const [result] = r.results;
+      expect(result!.categories.violence).toBe(true);
+      expect(result!.category_scores.violence).toBe(0.97);
+      expect(result!.category_applied_input_types.violence).toEqual(['text']);
+      expect(result!.categories['violence/graphic']).toBe(false);
+      expect(result!.category_scores['hate/threatening']).toBe(0);
+      expect(result!.category_applied_input_types['sexual/minors']).toEqual([]);
+    } finally {
+      s.upstream.setFault(null);
     }
   });
 

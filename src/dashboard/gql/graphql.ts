@@ -84,6 +84,8 @@ export type ChatCompletionInput = {
 export type ChatMessageInput = {
   /** Required, except on an assistant message with toolCalls. */
   content?: string | null | undefined;
+  /** The participant's name, to tell several apart (1 to 64 characters, no whitespace nor < | \ / >): passed to a forwarded model's upstream; in-process models' chat templates do not take it. */
+  name?: string | null | undefined;
   /** system (or developer, read as system), user, assistant or tool */
   role: string;
   /** On a tool message: the id of the call whose result it carries. */

@@ -23,6 +23,8 @@ export interface OpenAIEngineConfig {
   rerank_path: string;
   /** logits: every score through a sigmoid; probabilities: as given; auto: guessed per request. */
   rerank_scores?: 'auto' | 'probabilities' | 'logits';
+  /** The name the output limit is sent under (OpenAI's reasoning models take max_completion_tokens only). */
+  max_tokens_param?: 'max_tokens' | 'max_completion_tokens';
 }
 
 /** In-process inference with llama.cpp on a GGUF file (src/domain/inference/llamacpp/). */

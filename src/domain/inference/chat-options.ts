@@ -57,6 +57,9 @@ export function checkUser(user: string | null | undefined) {
     throw new DomainError('invalid_value', "'user' must be text without NUL characters or unpaired surrogates.", { param: 'user' });
 }
 
+/** A message's `name`, as OpenAI takes it. */
+const NAME = /^[^\s<|\\/>]{1,64}$/;
+
 /** The conversation as the engine takes it: roles resolved, tool calls and results checked. */
 export function chatMessages(input: ChatInputMessage[]): ChatMessage[] {
   if (!Array.isArray(input) || input.length === 0) throw invalid('messages', "'messages' must be a non-empty array.");
@@ -87,6 +90,14 @@ export function chatMessages(input: ChatInputMessage[]): ChatMessage[] {
           `'messages[${i}].tool_call_id' is required on a tool message: the id of the call it answers.`,
         );
       message.toolCallId = m.toolCallId;
+    }
+    if (m.name !== null && m.name !== undefined) {
+      if (!NAME.test(m.name))
+        throw invalid(
+          `messages[${i}].name`,
+          `'messages[${i}].name' must be 1 to 64 characters without whitespace nor < | \\ / > (as OpenAI takes it); got '${m.name.slice(0, 64)}'.`,
+        );
+      message.name = m.name;
     }
     return message;
   });

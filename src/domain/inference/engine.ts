@@ -18,6 +18,8 @@ export interface ChatMessage {
   toolCalls?: ToolCall[];
   /** A tool message: the call it answers. */
   toolCallId?: string;
+  /** The participant's name (OpenAI's `name`): forwarded; in-process templates do not take it. */
+  name?: string;
 }
 
 /** A JSON Schema, as the client sent it (checked by the engine that uses it). */

@@ -48,6 +48,8 @@ export interface ChatInputMessage {
   content?: string | null;
   toolCalls?: { id: string; type?: string | null; function: { name: string; arguments: string } }[] | null;
   toolCallId?: string | null;
+  /** The participant's name (OpenAI's `name`). */
+  name?: string | null;
 }
 
 export interface ChatInput {

@@ -105,6 +105,7 @@ export function countChatTokens(messages: ChatMessage[], tools?: ToolDefinition[
     total += TOKENS_PER_MESSAGE + countRole(m.role) + countTextTokens(m.content);
     if (m.toolCalls) for (const c of m.toolCalls) total += 3 + countTextTokens(c.function.name) + countTextTokens(c.function.arguments);
     if (m.toolCallId) total += countTextTokens(m.toolCallId);
+    if (m.name) total += countTextTokens(m.name);
   }
   if (tools && tools.length > 0) total += TOKENS_PER_MESSAGE + countTextTokens(JSON.stringify(tools));
   return total;

@@ -25,6 +25,11 @@ const ChatMessageInput = builder.inputType('ChatMessageInput', {
     content: t.string({ required: false, description: 'Required, except on an assistant message with toolCalls.' }),
     toolCalls: t.field({ type: [ToolCallInput], required: false, description: "An assistant message's tool calls." }),
     toolCallId: t.string({ required: false, description: 'On a tool message: the id of the call whose result it carries.' }),
+    name: t.string({
+      required: false,
+      description:
+        "The participant's name, to tell several apart (1 to 64 characters, no whitespace nor < | \\ / >): passed to a forwarded model's upstream; in-process models' chat templates do not take it.",
+    }),
   }),
 });
 

@@ -7,7 +7,7 @@ import { asRecord, invalidResponse, mapFinishReason } from './upstream.js';
 
 function messageWire(m: ChatMessage): object {
   // A plain message is sent as it is: its JSON is the same ({role, content}).
-  if (m.toolCalls === undefined && m.toolCallId === undefined) return m;
+  if (m.toolCalls === undefined && m.toolCallId === undefined && m.name === undefined) return m;
   const out: Record<string, unknown> = { role: m.role, content: m.content };
   if (m.toolCalls?.length) {
     // OpenAI's own form of an assistant turn that only called tools.
@@ -19,12 +19,18 @@ function messageWire(m: ChatMessage): object {
     }));
   }
   if (m.toolCallId !== undefined) out.tool_call_id = m.toolCallId;
+  if (m.name !== undefined) out.name = m.name;
   return out;
 }
 
 /** The body sent upstream. */
-export function chatPayload(model: string, req: EngineChatRequest, stream: boolean): Record<string, unknown> {
-  const p: Record<string, unknown> = { model, messages: req.messages.map(messageWire), max_tokens: req.maxTokens };
+export function chatPayload(
+  model: string,
+  req: EngineChatRequest,
+  stream: boolean,
+  maxTokensParam: 'max_tokens' | 'max_completion_tokens' = 'max_tokens',
+): Record<string, unknown> {
+  const p: Record<string, unknown> = { model, messages: req.messages.map(messageWire), [maxTokensParam]: req.maxTokens };
   if (req.temperature !== undefined) p.temperature = req.temperature;
   if (req.topP !== undefined) p.top_p = req.topP;
   if (req.stop !== undefined && req.stop.length > 0) p.stop = req.stop;

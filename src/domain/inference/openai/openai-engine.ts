@@ -98,6 +98,7 @@ export class OpenAIEngine implements Engine {
   private readonly model: string;
   private readonly rerankPath: string;
   private readonly rerankScores: 'auto' | 'probabilities' | 'logits';
+  private readonly maxTokensParam: 'max_tokens' | 'max_completion_tokens';
   /** Whether `auto` rerank scores were seen to be logits (said once in the log). */
   private guessedLogitsSaid = false;
   private readonly logger: OpenAIEngineLogger;
@@ -117,6 +118,7 @@ export class OpenAIEngine implements Engine {
     const rerankPath = config.rerank_path ?? '/rerank';
     this.rerankPath = rerankPath.startsWith('/') ? rerankPath : `/${rerankPath}`;
     this.rerankScores = config.rerank_scores ?? 'auto';
+    this.maxTokensParam = config.max_tokens_param ?? 'max_tokens';
 
     const baseUrls = config.base_urls ?? (config.base_url ? [config.base_url] : []);
     if (baseUrls.length === 0) throw new Error(`OpenAIEngine for model "${config.model}": no base_url`);
@@ -164,14 +166,14 @@ export class OpenAIEngine implements Engine {
   }
 
   chat(req: EngineChatRequest, signal: AbortSignal): Promise<EngineChatResult> {
-    return this.postJson('/chat/completions', chatPayload(this.model, req, false), signal, 'chat', (data) =>
+    return this.postJson('/chat/completions', chatPayload(this.model, req, false, this.maxTokensParam), signal, 'chat', (data) =>
       this.chatResultFrom(data, req),
     );
   }
 
   async *chatStream(req: EngineChatRequest, signal: AbortSignal): AsyncGenerator<EngineStreamEvent> {
     if (signal.aborted) throw abortReason(signal);
-    const body = JSON.stringify(chatPayload(this.model, req, true));
+    const body = JSON.stringify(chatPayload(this.model, req, true, this.maxTokensParam));
     const n = req.n ?? 1;
     const call = new CallDeadline(this.maxDurationMs);
     const order = this.order();
