@@ -8,7 +8,15 @@ import type { ModelConfig } from './config.js';
 import { pricesOf, split } from './domain/billing/hold-plan.js';
 import type { Prices } from './domain/billing/money.js';
 import type { Engine, Usage } from './domain/inference/engine.js';
-import type { Caller, CallOutcome, EngineRegistry, MeterRequest, MeterTicket, Metering } from './domain/inference/inference-service.js';
+import type {
+  Caller,
+  CallOutcome,
+  EngineRegistry,
+  MeterRequest,
+  MeterTicket,
+  Metering,
+  Undelivered,
+} from './domain/inference/inference-service.js';
 import type { RateLimiter } from './domain/ratelimit/rate-limiter.js';
 
 export interface MetricSources {
@@ -194,8 +202,8 @@ export class MetricsMetering implements Metering {
     const { metrics } = this;
     return {
       maxOutputTokens: ticket.maxOutputTokens,
-      async settle(usage: Usage, outcome: CallOutcome) {
-        await ticket.settle(usage, outcome);
+      async settle(usage: Usage, outcome: CallOutcome, undelivered?: Undelivered) {
+        await ticket.settle(usage, outcome, undelivered);
         metrics.observeSettled(req.model, usage);
         req.caller.onSettled?.(req.model.id, usage);
       },

@@ -292,6 +292,36 @@ describe.each(BACKENDS)('BillingService on %s', (backend) => {
     expect((await billing.listTransactions(id)).transactions).toHaveLength(2);
   });
 
+  it('asks, in the settlement, whether the answer can still be delivered: an answer that cannot is charged nothing, allocation and wallet', async () => {
+    clock = new Date('2026-06-02T11:00:00Z');
+    const billing = billingService();
+    const usage = { promptTokens: 5, completionTokens: 10, totalTokens: 15 };
+    const asked: string[] = [];
+    const ask = (name: string, outcome: 'client_disconnected' | 'failed' | null) => () => {
+      asked.push(name);
+      return outcome;
+    };
+    // From the monthly allocation (free: 100 tokens).
+    const allotted = await newAccount('free');
+    await (await billing.admit(meter(allotted, 5, 10))).settle(usage, 'completed', ask('gone', 'client_disconnected'));
+    await (await billing.admit(meter(allotted, 5, 10))).settle(usage, 'completed', ask('kept', null));
+    expect(asked).toEqual(['gone', 'kept']);
+    const events = await billing.listUsageEvents(allotted);
+    expect(events.map((e) => [e.outcome, e.promptTokens, e.completionTokens]).sort()).toEqual([
+      ['client_disconnected', 0, 0],
+      ['completed', 5, 10],
+    ]);
+    expect(await billing.getAllocation(allotted)).toMatchObject({ used: 15, held: 0 });
+
+    // From the wallet (startup: no allocation).
+    const paying = await newAccount('startup');
+    await billing.creditWallet({ accountId: paying, amount: usd('1'), type: 'bonus', description: 'start' });
+    await (await billing.admit(meter(paying, 5, 10))).settle(usage, 'completed', ask('ended by the server', 'failed'));
+    expect(await billing.listUsageEvents(paying)).toMatchObject([{ outcome: 'failed', promptTokens: 0, walletNanos: 0n }]);
+    expect(await billing.getWallet(paying)).toMatchObject({ balance: usd('1'), held: 0n });
+    expect((await billing.listTransactions(paying)).transactions).toHaveLength(1);
+  });
+
   it('releases at start-up the holds of a server that stopped, and never those of a live one', async () => {
     clock = new Date('2026-06-03T10:00:00Z');
     const knex = getKnex(orm);

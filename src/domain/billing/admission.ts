@@ -233,10 +233,10 @@ export abstract class Admission extends Settlement {
     let settled = false;
     return {
       maxOutputTokens,
-      settle: async (usage, outcome) => {
+      settle: async (usage, outcome, undelivered) => {
         if (settled) return;
         settled = true;
-        await this.settle(call, usage, outcome);
+        await this.settle(call, usage, outcome, undelivered);
       },
     };
   }

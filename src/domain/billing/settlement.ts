@@ -3,13 +3,15 @@
 // written — atomically (the wallet store writes it: one short transaction on SQLite, an account's
 // concurrent settlements batched into one statement on PostgreSQL), retried on a transient
 // conflict; then, after the commit, the change is published and alerts are raised.
-import type { CallOutcome } from '../inference/inference-service.js';
+import type { CallOutcome, Undelivered } from '../inference/inference-service.js';
 import type { Usage } from '../inference/engine.js';
 import { ledgerDescription } from '../ledger/ledger.js';
 import { split } from './hold-plan.js';
 import { exec, rows, run } from './sql.js';
 import { Effects, HOT_PATH, SETTLE_MAX_WAIT_MS, SETTLE_RETRY_MS, USAGE_EVENT_INSERT, type HeldCall } from './billing-types.js';
 import { usageEventRow, type Settling } from './wallet-store.js';
+
+const ZERO_USAGE: Usage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
 import { WalletLifecycle } from './wallet-lifecycle.js';
 
 export abstract class Settlement extends WalletLifecycle {
@@ -22,20 +24,20 @@ export abstract class Settlement extends WalletLifecycle {
    * records the usage event, in one transaction. A failure is retried, then logged: the hold
    * stays until the sweeper releases it, and the call is charged nothing.
    */
-  protected async settle(call: HeldCall, usage: Usage, outcome: CallOutcome): Promise<void> {
+  protected async settle(call: HeldCall, usage: Usage, outcome: CallOutcome, undelivered?: Undelivered): Promise<void> {
     this.settlingNow++;
     try {
-      await this.settleWithRetries(call, usage, outcome);
+      await this.settleWithRetries(call, usage, outcome, undelivered);
     } finally {
       this.settlingNow--;
     }
   }
 
-  private async settleWithRetries(call: HeldCall, usage: Usage, outcome: CallOutcome): Promise<void> {
+  private async settleWithRetries(call: HeldCall, usage: Usage, outcome: CallOutcome, undelivered?: Undelivered): Promise<void> {
     const started = Date.now();
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.settleOnce(call, usage, outcome);
+        await this.settleOnce(call, usage, outcome, undelivered);
       } catch (err) {
         const wait = Math.min(20 * 2 ** (attempt - 1), SETTLE_MAX_WAIT_MS);
         if (Date.now() - started + wait > SETTLE_RETRY_MS) {
@@ -54,10 +56,15 @@ export abstract class Settlement extends WalletLifecycle {
     }
   }
 
-  protected async settleOnce(call: HeldCall, usage: Usage, outcome: CallOutcome): Promise<void> {
+  protected async settleOnce(call: HeldCall, usage: Usage, outcome: CallOutcome, undelivered?: Undelivered): Promise<void> {
     const now = this.now();
     const promptTokens = Math.max(0, usage.promptTokens);
     const completionTokens = Math.max(0, usage.completionTokens);
+    if (call.kind !== 'held') {
+      // Nothing is charged either way: only the event's outcome and tokens depend on delivery.
+      const late = undelivered?.();
+      if (late) return this.settleOnce(call, ZERO_USAGE, late);
+    }
     const base = {
       call,
       outcome,
@@ -83,6 +90,7 @@ export abstract class Settlement extends WalletLifecycle {
     const charge = cost < call.walletNanos ? cost : call.walletNanos;
     const settling: Settling = {
       ...base,
+      undelivered,
       charge,
       allocationUsed,
       note: cost > call.walletNanos ? 'capped_at_hold' : null,

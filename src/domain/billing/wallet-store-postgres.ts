@@ -15,6 +15,7 @@ import { newId } from '../ids.js';
 import { periodOf, usageDay } from './period.js';
 import { big, rows, run, type BillingDatabase, type Binding, type Db } from './sql.js';
 import {
+  asDelivered,
   COUNT_USAGE,
   countUsageBindings,
   type HoldCondition,
@@ -107,7 +108,9 @@ export class PostgresWalletStore extends WalletStoreBase {
     return this.settlements.add(s.call.accountId, s);
   }
 
-  private async settleBatch(accountId: string, items: Settling[]): Promise<Outcome<Settled | null>[]> {
+  private async settleBatch(accountId: string, given: Settling[]): Promise<Outcome<Settled | null>[]> {
+    // As the batch's one statement is sent: a settlement that waited behind another is asked then.
+    const items = given.map(asDelivered);
     const input = items.map((s, ord) => ({
       ord,
       hold_id: s.call.id,

@@ -15,7 +15,7 @@
 // path writes a wallet row before the hold it consumes.
 import type { DatabaseKind } from '../../db/connection.js';
 import { isTier, type Tier } from '../accounts/accounts-service.js';
-import type { CallOutcome } from '../inference/inference-service.js';
+import type { CallOutcome, Undelivered } from '../inference/inference-service.js';
 import { appendTransaction, type TransactionView } from '../ledger/ledger.js';
 import type { HeldCall, WalletRow } from './billing-types.js';
 import { HOT_PATH, USAGE_EVENT_INSERT, WALLET_COLUMNS, walletRow } from './billing-types.js';
@@ -50,6 +50,19 @@ export interface Settling extends Charge {
   /** The ledger row's description (cut to the column). */
   description: string;
   now: Date;
+  /** Asked inside the settlement's transaction, before its commit (MeterTicket.settle). */
+  undelivered?: Undelivered;
+}
+
+/**
+ * The settlement as it is written: when its answer can no longer be delivered (asked as late as
+ * the store can), at that outcome with nothing charged and no tokens, as a call whose client left
+ * before the answer.
+ */
+export function asDelivered(s: Settling): Settling {
+  const late = s.undelivered?.();
+  if (!late) return s;
+  return { ...s, outcome: late, promptTokens: 0, completionTokens: 0, charge: 0n, allocationUsed: 0, note: null, description: '' };
 }
 
 export interface Settled {
@@ -472,8 +485,10 @@ export class SqliteWalletStore extends WalletStoreBase {
     return false;
   }
 
-  settle(s: Settling): Promise<Settled | null> {
+  settle(given: Settling): Promise<Settled | null> {
     return this.db.transaction(async (trx) => {
+      // In the transaction: its write lock is held, so nothing but the commit comes after.
+      const s = asDelivered(given);
       const row = await this.consumeHold(trx, holdOf(s.call), s, s.now);
       if (!row) return null;
       const transaction =

@@ -211,9 +211,17 @@ export interface MeterRequest {
 export interface MeterTicket {
   /** Output tokens the call may produce: the client's max_tokens, or what the account can pay for. */
   maxOutputTokens: number;
-  /** Records the real usage and how the call ended; runs exactly once per admitted call. */
-  settle(usage: Usage, outcome: CallOutcome): Promise<void>;
+  /**
+   * Records the real usage and how the call ended; runs exactly once per admitted call.
+   * `undelivered` is asked as late as the settlement can (inside its transaction, before the
+   * commit): an outcome there means the answer will not reach its client (it left, or the server
+   * ends the call), and the call is settled at that outcome charging nothing.
+   */
+  settle(usage: Usage, outcome: CallOutcome, undelivered?: Undelivered): Promise<void>;
 }
+
+/** Whether a finished call's answer can still be delivered: null if so, else the outcome to record. */
+export type Undelivered = () => CallOutcome | null;
 
 /**
  * Admission before the engine runs and settlement after (billing, rate limits). `admit` refuses

@@ -5,7 +5,7 @@
 // `onRateLimit`, the first before the engine runs, so both doors can send X-RateLimit-* headers
 // with the head of any response (a stream's included).
 import { DomainError } from '../errors.js';
-import type { Caller, CallOutcome, MeterRequest, MeterTicket, Metering } from '../inference/inference-service.js';
+import type { Caller, CallOutcome, MeterRequest, MeterTicket, Metering, Undelivered } from '../inference/inference-service.js';
 import type { Usage } from '../inference/engine.js';
 import type { Admission, RateLimiter } from './rate-limiter.js';
 import type { RateLimits } from './types.js';
@@ -73,11 +73,11 @@ class RateLimitedTicket implements MeterTicket {
     this.maxOutputTokens = inner.maxOutputTokens;
   }
 
-  settle(usage: Usage, outcome: CallOutcome): Promise<void> {
+  settle(usage: Usage, outcome: CallOutcome, undelivered?: Undelivered): Promise<void> {
     // The memory store corrects at once: the inner settlement then starts without a promise of its own.
     const recounted = this.admission.recount(usage.totalTokens);
-    if (recounted instanceof Promise) return recounted.then(() => this.inner.settle(usage, outcome));
-    return this.inner.settle(usage, outcome);
+    if (recounted instanceof Promise) return recounted.then(() => this.inner.settle(usage, outcome, undelivered));
+    return this.inner.settle(usage, outcome, undelivered);
   }
 }
 

@@ -1,0 +1,126 @@
+// A non-streamed answer that can no longer reach its client is charged nothing, however long its
+// settlement waited: on PostgreSQL an account's settlements wait behind one another (one
+// statement at a time), here behind a wallet row another connection holds locked, and a client
+// that gives up meanwhile (its HTTP timeout) leaves an answer nobody receives. The settlement asks
+// as its statement is sent; a SQLite settlement asks inside its transaction (billing-domain.test.ts).
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { closeDatabase, getKnex, openDatabase } from '../src/db/orm.js';
+import { createTestDatabase, HAS_POSTGRES, type TestDatabase } from './support/databases.js';
+import { catalogYaml, forwardedChatModelYaml, startTestServer, type TestServer } from './support/harness.js';
+import { seed } from './support/seed.js';
+import { until } from './support/wait.js';
+
+/** An upstream that holds each chat request until the test releases it by its prompt. */
+async function gatedUpstream() {
+  const waiting = new Map<string, () => void>();
+  const srv = createServer((req: IncomingMessage, res: ServerResponse) => {
+    let text = '';
+    req.on('data', (c) => {
+      text += c;
+    });
+    req.on('end', () => {
+      const body = JSON.parse(text) as { messages: { content: string }[] };
+      const prompt = body.messages.at(-1)!.content;
+      waiting.set(prompt, () => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(
+          JSON.stringify({
+            id: 'c',
+            object: 'chat.completion',
+            created: 1,
+            model: 'upstream-chat',
+            choices: [{ index: 0, message: { role: 'assistant', content: `answer to ${prompt}` }, finish_reason: 'stop' }],
+            usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
+          }),
+        );
+      });
+    });
+  });
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(srv.address() as { port: number }).port}/v1`,
+    arrived: (prompt: string) => waiting.has(prompt),
+    release: (prompt: string) => waiting.get(prompt)!(),
+    close: () =>
+      new Promise<void>((r) => {
+        srv.closeAllConnections();
+        srv.close(() => r());
+      }),
+  };
+}
+
+describe.runIf(HAS_POSTGRES)('a non-streamed answer whose client left while it was being charged (PostgreSQL)', () => {
+  let db: TestDatabase;
+  let up: Awaited<ReturnType<typeof gatedUpstream>>;
+  let s: TestServer;
+
+  beforeAll(async () => {
+    db = await createTestDatabase('PostgreSQL');
+    up = await gatedUpstream();
+    s = await startTestServer({
+      databaseUrl: db.url,
+      yaml: (fake) =>
+        catalogYaml(
+          fake,
+          `${forwardedChatModelYaml('chat-gated', `base_url: "${up.url}", timeout_ms: 30000`)}tiers:\n  developer: { monthly_tokens: 0 }\n`,
+        ),
+    });
+  });
+  afterAll(async () => {
+    await s?.close();
+    await up?.close();
+    await db?.drop();
+  });
+
+  it('is charged nothing and recorded as client_disconnected; the answer delivered before it is charged', async () => {
+    const a = await seed(s).account({ tier: 'developer' }).wallet('1.00');
+    const call = (prompt: string, signal?: AbortSignal) =>
+      fetch(`${s.v1}/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${a.apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'chat-gated', messages: [{ role: 'user', content: prompt }], max_tokens: 5 }),
+        signal,
+      });
+    const first = call('first');
+    const leaving = new AbortController();
+    const second = call('second', leaving.signal).catch((e: unknown) => e);
+    await until(() => up.arrived('first') && up.arrived('second'));
+
+    // Another connection holds the wallet row: the first settlement's statement waits on it.
+    const orm = await openDatabase(db.url);
+    const knex = getKnex(orm);
+    const locker = await knex.transaction();
+    await locker.raw('select * from wallets where account_id = ? for update', [a.id]);
+    const waitingOnLock = async () =>
+      Number(
+        (await knex.raw("select count(*) as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'"))
+          .rows[0].n,
+      );
+    up.release('first');
+    await until(async () => (await waitingOnLock()) === 1);
+    // The second answer arrives and waits behind the first settlement; its client gives up.
+    up.release('second');
+    await new Promise((r) => setTimeout(r, 200));
+    leaving.abort();
+    expect(await second).toBeInstanceOf(Error);
+    await new Promise((r) => setTimeout(r, 200));
+    await locker.commit();
+    await closeDatabase(orm);
+
+    const answered = await first;
+    expect(answered.status).toBe(200);
+    expect((await answered.json()).choices[0].message.content).toBe('answer to first');
+    await until(async () => (await s.services.billing.listUsageEvents(a.id)).length === 2);
+    const events = await s.services.billing.listUsageEvents(a.id);
+    const byOutcome = Object.fromEntries(events.map((e) => [e.outcome, e]));
+    const { promptTokens } = byOutcome.completed!;
+    // The prompt as tollgate counted it (the upstream's 10 is clamped to it) · 1,000 + 5 · 2,000 nanos.
+    const cost = BigInt(promptTokens) * 1_000n + 10_000n;
+    expect(byOutcome.completed).toMatchObject({ completionTokens: 5, walletNanos: cost });
+    expect(promptTokens).toBeGreaterThan(0);
+    expect(byOutcome.client_disconnected).toMatchObject({ promptTokens: 0, completionTokens: 0, walletNanos: 0n });
+    expect(await s.services.billing.getWallet(a.id)).toMatchObject({ balance: 1_000_000_000n - cost, held: 0n });
+    expect(await s.services.billing.verifyLedger()).toEqual([]);
+  });
+});
