@@ -271,7 +271,7 @@ const meteredErrors = {
   429: error('Rate limit (rate_limit_exceeded): RPM or TPM.', rateLimitHeaders.extend(retryHeaders.shape)),
   502: error('The upstream failed or answered garbage (upstream_error).'),
   503: error(
-    'The model is unavailable or overloaded (model_unavailable, model_overloaded), rate limits cannot be checked (rate_limiter_unavailable, with rate_limits.fail_closed), or the server is shutting down (shutting_down).',
+    'The model is unavailable or overloaded (model_unavailable, model_overloaded), rate limits cannot be checked (rate_limiter_unavailable, with rate_limits.fail_closed), the server is shutting down (shutting_down), or the database dropped or refused the connection for a moment (database_unavailable).',
     retryHeaders,
   ),
   504: error('The upstream did not answer in time (upstream_timeout).'),

@@ -158,6 +158,7 @@ export async function createServices(config: AppConfig, logger: Logger, opts: Se
   // Alerts: sends the outbox by e-mail (leases owned by billing's instance) and watches for unusual usage.
   const alerts = createAlerts({ billing, settings: config.alerts, mail: config.mail, publicUrl: () => config.publicUrl, logger });
   alerts.start();
+  autoTopups.start();
   const auth = new AuthService({
     orm,
     accounts,
@@ -198,6 +199,7 @@ export async function closeServices(services: Services): Promise<void> {
   // Automatic top-up checks running in the background finish before billing and the database close.
   services.keyWatch.close();
   await services.walletBus?.close();
+  services.autoTopups.stop();
   await services.autoTopups.idle();
   await services.auth.idle();
   await services.alerts.stop();

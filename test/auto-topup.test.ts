@@ -7,7 +7,10 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { BACKENDS, createTestDatabase, type TestDatabase } from './support/databases.js';
 import { startFakeStripe, type FakeStripe } from './support/fake-stripe.js';
 import { catalogYaml, chatModelYaml, startTestServer, type TestServer } from './support/harness.js';
+import { newId } from '../src/domain/ids.js';
+import { claimInFlight, insertTopUp } from '../src/domain/payments/top-up-store.js';
 import { client, seed, signedIn } from './support/seed.js';
+import { until } from './support/wait.js';
 import { deliverStripeEvent, TEST_SECRET_KEY, TEST_WEBHOOK_SECRET } from './support/stripe-webhooks.js';
 
 // chat-auto bills only output, $25,000 per million tokens: a call of 10 tokens costs exactly 0.25.
@@ -123,6 +126,54 @@ describe.each(BACKENDS)('automatic top-up on %s', (backend) => {
       expect(outcomes.filter((o) => o === 'credited')).toHaveLength(1);
       expect(outcomes.every((o) => ['credited', 'in_flight', 'above_threshold'].includes(o))).toBe(true);
       expect(await client(s, a.apiKey).balance()).toBe('16');
+    });
+
+    it('asks again, with no call, about an attempt a server left claimed but not credited (it stopped in between), when a server starts', async () => {
+      const stalledDb = await createTestDatabase(backend);
+      const s2 = await startTestServer({ databaseUrl: stalledDb.url, yaml: (u) => catalogYaml(u, MODEL(u)) });
+      let restarted: TestServer | undefined;
+      try {
+        // Below the price of any call: no debit will come to start a check.
+        const a = await seed(s2).account({ tier: 'startup' }).wallet('0.02');
+        await (await signedIn(s2, a.id)).graphql(SET_AUTO, { i: { enabled: true, threshold: '0.5', amount: '20' } });
+        expect(await charge(s2, a.apiKey, 1)).toEqual([402]);
+        // What a server's claim commits before it charges the card, left as a crash leaves it.
+        const id = newId('atu');
+        // Ten minutes ago: past retry_after_seconds (5 minutes by default), after which an undecided attempt is asked again.
+        const then = new Date(Date.now() - 600_000);
+        await s2.services.billing.db.transaction(async (trx) => {
+          await insertTopUp(trx, {
+            id,
+            accountId: a.id,
+            source: 'auto',
+            processor: 'sandbox',
+            amount: 20_000_000_000n,
+            bonus: 0n,
+            bonusBasisPoints: 0n,
+            currency: 'USD',
+            idempotencyKey: null,
+            requestHash: null,
+            expiresAt: null,
+            now: then,
+          });
+          expect(await claimInFlight(trx, a.id, id, then)).toBe(true);
+        });
+        // The server restarted after the crash (another instance's next round does the same):
+        // without any call, credited, the slot free.
+        restarted = await startTestServer({ databaseUrl: stalledDb.url, yaml: (u) => catalogYaml(u, MODEL(u)) });
+        await until(async () => (await client(s2, a.apiKey).balance()) === '20.02');
+        await restarted.services.autoTopups.idle();
+        const autos = (await s2.services.payments.listTopUps(a.id)).filter((t) => t.source === 'auto');
+        expect(autos.map((t) => [t.id, t.status])).toEqual([[id, 'paid']]);
+        const settings = await s2.services.autoTopups.getSettings(a.id);
+        expect(settings.inFlight).toBe(false);
+        expect(await charge(s2, a.apiKey, 1)).toEqual([200]);
+        expect(await s2.services.billing.verifyLedger()).toEqual([]);
+      } finally {
+        await restarted?.close();
+        await s2.close();
+        await stalledDb.drop();
+      }
     });
 
     it('stops at the monthly cap and notifies once', async () => {

@@ -75,6 +75,8 @@ export const ERROR_CODES = {
   shutting_down: { status: 503, type: 'server_error' },
   /** Rate limits cannot be checked (Redis away) and `rate_limits.fail_closed` is set. */
   rate_limiter_unavailable: { status: 503, type: 'server_error' },
+  /** The database dropped or refused the connection for a moment (src/db/unavailable.ts). */
+  database_unavailable: { status: 503, type: 'server_error' },
   internal_error: { status: 500, type: 'server_error' },
   /** The client closed the connection first: nobody reads this answer; 499 in the access log. */
   client_disconnected: { status: 499, type: 'invalid_request_error' },

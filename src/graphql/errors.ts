@@ -2,6 +2,7 @@
 // stable code, type and HTTP status in `extensions`; anything unexpected is masked and logged.
 import { GraphQLError } from 'graphql';
 import { ClientDisconnected, DomainError, ERROR_CODES } from '../domain/errors.js';
+import { isDatabaseUnavailable } from '../db/unavailable.js';
 
 export interface PublicErrorExtensions {
   code: string;
@@ -52,6 +53,9 @@ function isRequestError(gql: GraphQLError): boolean {
   if (gql.path) return false;
   return !gql.originalError || VARIABLE_ERROR.test(gql.message) || isRefusedLiteral(gql);
 }
+
+/** How long a client is asked to wait after database_unavailable. */
+const DATABASE_RETRY_AFTER_S = 1;
 
 /** True for errors masked as internal_error: neither a DomainError, nor a mistake of the request, nor a client that left. */
 export function isUnexpectedError(error: unknown): boolean {
@@ -137,6 +141,22 @@ export function toPublicGraphQLError(error: unknown, log?: (err: unknown) => voi
     });
   }
   log?.(error);
+  // The database away for a moment (a dropped connection, a restart): no bug, and worth a retry.
+  if (isDatabaseUnavailable(error)) {
+    const { status, type } = ERROR_CODES.database_unavailable;
+    return new GraphQLError('The database did not answer for a moment; retry after the time given in Retry-After.', {
+      nodes: gql?.nodes,
+      path: gql?.path,
+      extensions: {
+        code: 'database_unavailable',
+        type,
+        status,
+        param: null,
+        retryAfter: DATABASE_RETRY_AFTER_S,
+        http: { status, headers: { 'Retry-After': String(DATABASE_RETRY_AFTER_S) } },
+      },
+    });
+  }
   const { status, type } = ERROR_CODES.internal_error;
   return new GraphQLError('The server had an unexpected error while processing the request.', {
     nodes: gql?.nodes,

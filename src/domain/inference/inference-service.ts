@@ -318,9 +318,7 @@ export class InferenceService {
     // Charged only if the answer can still reach the client, asked as late as the settlement can:
     // one that left while the call was being settled (a slow database, a server shutting down)
     // gets nothing and pays nothing, as one that left before the answer.
-    await ticket.settle(result.usage, 'completed', () =>
-      signal.aborted ? (clientLeft(signal) ? 'client_disconnected' : 'failed') : null,
-    );
+    await ticket.settle(result.usage, 'completed', () => (signal.aborted ? (clientLeft(signal) ? 'client_disconnected' : 'failed') : null));
     return result.value;
   }
 

@@ -27,6 +27,7 @@ import {
   recordPendingPayment,
   releaseInFlight,
   saveAutoTopup,
+  stalledAutoTopUps,
   sumAutoTopUpsSince,
   type TopUpRecord,
   UNDECIDED_REASON_START,
@@ -67,6 +68,13 @@ export interface AutoTopupOptions {
  */
 const SETTINGS_TTL_MS = 5_000;
 const SETTINGS_CACHE_MAX = 50_000;
+/**
+ * An attempt undecided this long (at least) is resumed without a debit: longer than any charge
+ * takes, so the round never races a check that is still charging.
+ */
+const STALLED_AFTER_MS = 60_000;
+/** Stalled attempts asked again per round of resumeStalled (the rest in the next rounds). */
+const STALLED_PER_ROUND = 100;
 
 export type CheckOutcome = 'disabled' | 'in_flight' | 'above_threshold' | 'capped' | 'credited' | 'failed' | 'pending';
 
@@ -76,6 +84,7 @@ export class AutoTopupService {
   private readonly running = new Map<string, Promise<void>>();
   private readonly again = new Set<string>();
   private readonly known = new Map<string, { enabled: boolean; threshold: bigint; readAt: number }>();
+  private resumer: NodeJS.Timeout | undefined;
 
   constructor(private readonly o: AutoTopupOptions) {
     this.now = o.now ?? (() => new Date());
@@ -164,6 +173,49 @@ export class AutoTopupService {
   /** Resolves when no background check is running (tests, shutdown). */
   async idle(): Promise<void> {
     while (this.running.size > 0) await Promise.all([...this.running.values()]);
+  }
+
+  /**
+   * Starts resuming stalled attempts: at start-up and then every STALLED_AFTER (or
+   * `retry_after_seconds`, when longer), each account whose attempt has been undecided that long
+   * is checked again (the same key: never a second charge). Without it such an attempt (a server
+   * stopped between claiming and crediting it) was asked again only after the account's next
+   * debit, which a balance too low for any call never brings: the slot stayed taken, the account
+   * refused.
+   */
+  start(): void {
+    if (this.resumer) return;
+    void this.resumeStalled();
+    this.resumer = setInterval(() => void this.resumeStalled(), this.stalledAfterMs());
+    this.resumer.unref();
+  }
+
+  private stalledAfterMs(): number {
+    return Math.max(STALLED_AFTER_MS, this.o.retryAfterSeconds * 1000);
+  }
+
+  /** Stops resuming; checks already running end (idle()). */
+  stop(): void {
+    if (this.resumer) clearInterval(this.resumer);
+    this.resumer = undefined;
+  }
+
+  /** One round: every stalled account is checked again, in the background; resolves with how many. */
+  async resumeStalled(): Promise<number> {
+    let accounts: string[];
+    try {
+      accounts = await stalledAutoTopUps(this.o.db, new Date(this.now().getTime() - this.stalledAfterMs()), STALLED_PER_ROUND);
+    } catch (err) {
+      this.o.logger.error({ err }, 'automatic top-up: could not look for stalled attempts');
+      return 0;
+    }
+    for (const accountId of accounts) {
+      this.known.delete(accountId);
+      this.afterDebit(accountId, 0n);
+    }
+    if (accounts.length > 0)
+      this.o.logger.info({ accounts: accounts.length }, 'automatic top-up: asking again about attempts left undecided');
+    return accounts.length;
   }
 
   /**

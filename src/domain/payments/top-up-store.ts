@@ -335,6 +335,21 @@ export async function saveAutoTopup(
   }
 }
 
+/**
+ * Accounts whose automatic top-up has been undecided since before `before` (its slot held by an
+ * open attempt): left by a server that stopped between claiming and crediting, or by a processor
+ * that has not answered. At most `limit`.
+ */
+export async function stalledAutoTopUps(db: Db, before: Date, limit: number): Promise<string[]> {
+  const found = await rows<{ account_id: string }>(
+    db,
+    `select a.account_id from auto_topups a join top_ups t on t.id = a.in_flight_id
+     where t.status = 'open' and t.updated_at < ? order by t.updated_at limit ${Number(limit)}`,
+    [before],
+  );
+  return found.map((r) => r.account_id);
+}
+
 /** Claims the account's one in-flight slot; false when another top-up holds it. */
 export async function claimInFlight(db: Db, accountId: string, topUpId: string, now: Date): Promise<boolean> {
   return (

@@ -1,0 +1,67 @@
+// The database away for a moment is no bug of tollgate's: a call whose database connection is
+// refused or dropped answers 503 database_unavailable with a Retry-After (clients retry it), not
+// 500 internal_error, and the server serves again as soon as the database answers. On PostgreSQL:
+// the database refuses new connections (ALLOW_CONNECTIONS false) and the server's are ended.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { closeDatabase, getKnex, openDatabase } from '../src/db/orm.js';
+import { isDatabaseUnavailable } from '../src/db/unavailable.js';
+import { httpError } from '../src/graphql/errors.js';
+import { createTestDatabase, HAS_POSTGRES, type TestDatabase } from './support/databases.js';
+import { startTestServer, type TestServer } from './support/harness.js';
+
+describe('database errors', () => {
+  it('tells a connection gone or refused from a fault of the server', () => {
+    const pgError = (code: string, message: string) => Object.assign(new Error(message), { code });
+    for (const e of [
+      new Error('Connection terminated unexpectedly'),
+      pgError('57P01', 'terminating connection due to administrator command'),
+      pgError('53300', 'too many connections for database "x"'),
+      pgError('08006', 'connection failure'),
+      Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }),
+      new Error('wrapped', { cause: new Error('Connection terminated unexpectedly') }),
+    ])
+      expect(isDatabaseUnavailable(e), e.message).toBe(true);
+    for (const e of [new TypeError("Cannot read properties of undefined (reading 'x')"), pgError('23505', 'duplicate key value')])
+      expect(isDatabaseUnavailable(e), e.message).toBe(false);
+    const logged: unknown[] = [];
+    const mapped = httpError(new Error('Connection terminated unexpectedly'), (e) => logged.push(e));
+    expect(mapped).toMatchObject({ status: 503, retryAfter: 1, body: { error: { code: 'database_unavailable', type: 'server_error' } } });
+    // Still logged for the operator.
+    expect(logged).toHaveLength(1);
+  });
+});
+
+describe.runIf(HAS_POSTGRES)('a PostgreSQL database that refuses connections for a moment', () => {
+  let db: TestDatabase;
+  let s: TestServer;
+  let name: string;
+  beforeAll(async () => {
+    db = await createTestDatabase('PostgreSQL');
+    name = new URL(db.url).pathname.slice(1);
+    s = await startTestServer({ databaseUrl: db.url });
+  });
+  afterAll(async () => {
+    await s?.close();
+    await db?.drop();
+  });
+
+  it('answers 503 database_unavailable with Retry-After meanwhile, and serves again after', async () => {
+    const { apiKey } = await s.account('developer');
+    const models = () => fetch(`${s.v1}/models`, { headers: { authorization: `Bearer ${apiKey}` } });
+    expect((await models()).status).toBe(200);
+    const admin = await openDatabase(process.env.TEST_DATABASE_URL!);
+    const knex = getKnex(admin);
+    try {
+      await knex.raw(`alter database "${name}" allow_connections false`);
+      await knex.raw('select pg_terminate_backend(pid) from pg_stat_activity where datname = ? and pid <> pg_backend_pid()', [name]);
+      const refused = await models();
+      expect(refused.status).toBe(503);
+      expect(refused.headers.get('retry-after')).toBe('1');
+      expect((await refused.json()).error).toMatchObject({ code: 'database_unavailable', type: 'server_error' });
+    } finally {
+      await knex.raw(`alter database "${name}" allow_connections true`);
+      await closeDatabase(admin);
+    }
+    expect((await models()).status).toBe(200);
+  });
+});
