@@ -320,7 +320,7 @@ const completionWire = (c: Completion) => ({
       content: ch.message.content ?? null,
       // Only from a reasoning model: other answers stay as OpenAI's.
       ...(ch.message.reasoningContent ? { reasoning_content: ch.message.reasoningContent } : {}),
-      refusal: null,
+      refusal: ch.message.refusal ?? null,
       ...(ch.message.toolCalls?.length
         ? {
             tool_calls: ch.message.toolCalls.map((c) => ({
@@ -350,6 +350,7 @@ function chunkWire(c: Chunk, includeUsage: boolean) {
       // The role chunk of a call that may be a tool call: `content: null`, as OpenAI's.
       else if (ch.delta.role) delta.content = null;
       if (ch.delta.reasoningContent) delta.reasoning_content = ch.delta.reasoningContent;
+      if (ch.delta.refusal) delta.refusal = ch.delta.refusal;
       if (ch.delta.toolCalls?.length) {
         delta.tool_calls = ch.delta.toolCalls.map((c) => {
           const fn: Record<string, string> = {};

@@ -90,7 +90,10 @@ const ChatCompletion = z
               .describe(
                 "A reasoning model's reasoning, when its upstream sends it apart; absent otherwise, and under an output content filter.",
               ),
-            refusal: z.null(),
+            refusal: z
+              .string()
+              .nullable()
+              .describe("The model's refusal, when it refused (OpenAI's models say why; content is then null); null otherwise."),
             tool_calls: z.array(ToolCall).optional(),
           })
           .strict(),
@@ -118,6 +121,7 @@ const ChatCompletionChunk = z
               // null in the role chunk of a call that may call tools, as OpenAI's.
               content: z.string().nullable().optional(),
               reasoning_content: z.string().optional().describe("A piece of a reasoning model's reasoning, before the answer's content."),
+              refusal: z.string().optional().describe("A piece of the model's refusal, when it refused."),
               tool_calls: z.array(ToolCallDelta).optional(),
             })
             .strict(),

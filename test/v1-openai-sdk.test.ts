@@ -93,6 +93,53 @@ describe('the openai SDK against /v1', () => {
     expect(bad.error).toMatchObject({ code: 'invalid_value', param: 'messages[0].name' });
   });
 
+  it("relays an upstream model's refusal as OpenAI's: message.refusal with content null, and delta.refusal in a stream, billed as output", async () => {
+    const said = "I'm sorry, I can't help with that.";
+    s.upstream.setFault({
+      raw: JSON.stringify({
+        id: 'chatcmpl-up',
+        object: 'chat.completion',
+        created: 1,
+        model: 'upstream-chat',
+        choices: [{ index: 0, message: { role: 'assistant', content: null, refusal: said }, finish_reason: 'stop' }],
+      }),
+    });
+    try {
+      const plain = await client.chat.completions.create({ model: 'chat-test', messages: [{ role: 'user', content: 'something bad' }] });
+      expect(violations('CreateChatCompletionResponse', plain)).toEqual([]);
+      expect(plain.choices[0]!.message).toMatchObject({ role: 'assistant', content: null, refusal: said });
+      // No usage from the upstream: the refusal is counted as the output.
+      expect(plain.usage!.completion_tokens).toBeGreaterThan(5);
+
+      const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
+        `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+      s.upstream.setFault({
+        raw: [
+          chunk({ role: 'assistant', content: null, refusal: '' }),
+          chunk({ refusal: "I'm sorry, " }),
+          chunk({ refusal: "I can't help with that." }),
+          chunk({}, 'stop'),
+          'data: [DONE]\n\n',
+        ].join(''),
+        type: 'text/event-stream',
+      });
+      const pieces: string[] = [];
+      const chunks: unknown[] = [];
+      const stream = client.chat.completions
+        .stream({ model: 'chat-test', messages: [{ role: 'user', content: 'something bad' }], stream_options: { include_usage: true } })
+        .on('refusal.delta', (e) => pieces.push(e.delta))
+        .on('chunk', (c) => chunks.push(c));
+      const final = await stream.finalChatCompletion();
+      expect(chunks.flatMap((c) => violations('CreateChatCompletionStreamResponse', c))).toEqual([]);
+      expect(pieces.join('')).toBe(said);
+      expect(final.choices[0]!.message.refusal).toBe(said);
+      expect(final.choices[0]!.message.content).toBeNull();
+      expect(final.usage!.completion_tokens).toBeGreaterThan(5);
+    } finally {
+      s.upstream.setFault(null);
+    }
+  });
+
   it('creates a plain chat completion with exact usage', async () => {
     const c = await client.chat.completions.create({ model: 'chat-test', messages: [{ role: 'user', content: 'hello #tokens=5' }] });
     expect(c.object).toBe('chat.completion');

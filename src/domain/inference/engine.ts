@@ -102,6 +102,11 @@ export interface EngineChoice {
   reasoning?: string;
   /** Set by an output content filter: the reasoning is counted as output but not relayed (./content-filter.ts). */
   reasoningWithheld?: boolean;
+  /**
+   * The model's refusal, as OpenAI's models give it (`message.refusal`, content null): output the
+   * call is billed for, relayed as `refusal` so that clients tell a refusal from an empty answer.
+   */
+  refusal?: string;
   toolCalls?: ToolCall[];
   finishReason: FinishReason;
   logprobs?: TokenLogprob[];
@@ -129,7 +134,15 @@ export type EngineStreamEvent =
    * (the in-process engine): a stream cut short is then billed at most that, not at a re-count of
    * the text (which can be more: text that is not valid UTF-8 decodes to replacement characters).
    */
-  | { type: 'delta'; content: string; choice?: number; logprobs?: TokenLogprob[]; tokens?: number }
+  | {
+      type: 'delta';
+      content: string;
+      choice?: number;
+      logprobs?: TokenLogprob[];
+      tokens?: number;
+      /** A piece of the model's refusal (OpenAI's `delta.refusal`) rather than of its content: counted and filtered as content, relayed as `refusal`. */
+      refusal?: true;
+    }
   /** A piece of the model's reasoning (before its answer); `withheld`: counted as output, not relayed (./content-filter.ts). */
   | { type: 'reasoning_delta'; content: string; choice?: number; withheld?: boolean }
   | {

@@ -494,13 +494,16 @@ export class InferenceService {
           const toolCalls = choice.toolCalls?.length ? choice.toolCalls : null;
           // The reasoning is output too, billed whether it is relayed or withheld (a content filter's).
           const reasoning = choice.reasoning ?? '';
-          delivered.push(reasoning + (toolCalls ? outputText({ content, toolCalls }) : content));
+          // A refusal is output too; with one and no content, content is null (OpenAI's shape).
+          const refusal = choice.refusal ?? '';
+          delivered.push(reasoning + refusal + (toolCalls ? outputText({ content, toolCalls }) : content));
           const message: ChatCompletion['choices'][number]['message'] = {
             role: 'assistant',
-            content: toolCalls && !content ? null : content,
+            content: (toolCalls || refusal) && !content ? null : content,
             toolCalls,
           };
           if (reasoning && !choice.reasoningWithheld) message.reasoningContent = reasoning;
+          if (refusal) message.refusal = refusal;
           return {
             index,
             message,
@@ -604,6 +607,9 @@ export class InferenceService {
           } else if (event.type === 'reasoning_delta') {
             delivered[c] += text;
             yield chunkOf(head, c, { reasoningContent: text }, null);
+          } else if (event.type === 'delta' && event.refusal) {
+            delivered[c] += text;
+            yield chunkOf(head, c, { refusal: text }, null);
           } else if (event.type === 'delta') {
             delivered[c] += text;
             const logprobs = request.logprobs ? (full ? logprobsWithin(event.logprobs, text.length) : event.logprobs) : undefined;

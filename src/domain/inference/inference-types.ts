@@ -105,7 +105,7 @@ export interface ChatCompletion {
      * content is null when the answer is only tool calls; reasoningContent is the model's reasoning,
      * when its upstream sent it and no content filter withholds it.
      */
-    message: { role: 'assistant'; content: string | null; reasoningContent?: string; toolCalls: ToolCall[] | null };
+    message: { role: 'assistant'; content: string | null; reasoningContent?: string; refusal?: string; toolCalls: ToolCall[] | null };
     finishReason: FinishReason;
     logprobs: TokenLogprob[] | null;
     /** Null unless the model has an output content filter. */
@@ -121,7 +121,7 @@ export interface ChatChunk {
   model: string;
   choices: {
     index: number;
-    delta: { role?: 'assistant'; content?: string; reasoningContent?: string; toolCalls?: ToolCallDelta[] };
+    delta: { role?: 'assistant'; content?: string; reasoningContent?: string; refusal?: string; toolCalls?: ToolCallDelta[] };
     finishReason: FinishReason | null;
     logprobs?: TokenLogprob[] | null;
     /** On the chunk with the finish reason, when the model has an output content filter. */

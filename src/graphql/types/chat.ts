@@ -111,6 +111,10 @@ const ChatMessageRef = builder.objectRef<ChatCompletion['choices'][number]['mess
       description:
         "A reasoning model's reasoning before its answer, when its upstream sends it apart; null otherwise, and when an output content filter withholds it.",
     }),
+    refusal: t.exposeString('refusal', {
+      nullable: true,
+      description: "The model's refusal, when it refused (OpenAI's models say why; content is then null); null otherwise.",
+    }),
     toolCalls: t.expose('toolCalls', { type: [ToolCallRef], nullable: true }),
   }),
 });
@@ -148,6 +152,7 @@ const ChatDeltaRef = builder.objectRef<ChatChunk['choices'][number]['delta']>('C
       nullable: true,
       description: "A piece of a reasoning model's reasoning; its pieces come before the answer's content, each in a chunk of its own.",
     }),
+    refusal: t.exposeString('refusal', { nullable: true, description: "A piece of the model's refusal, when it refused." }),
     toolCalls: t.expose('toolCalls', { type: [ToolCallDeltaRef], nullable: true }),
   }),
 });

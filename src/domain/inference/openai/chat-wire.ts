@@ -126,6 +126,12 @@ function readReasoning(m: Record<string, unknown> | undefined): string | undefin
   return raw === '' ? undefined : raw;
 }
 
+/** A refusal (OpenAI's `refusal`, on a message or a delta): text or none; "" and anything else are none. */
+function readRefusal(m: Record<string, unknown> | undefined): string | undefined {
+  const raw = m?.refusal;
+  return typeof raw === 'string' && raw !== '' ? raw : undefined;
+}
+
 /** Hears a finish reason the engine does not know (read as 'stop'). */
 export type UnknownFinish = (value: unknown) => void;
 
@@ -150,6 +156,8 @@ export function readChoices(data: Record<string, unknown>, n: number, unknown?: 
     const toolCalls = readToolCalls(message?.tool_calls);
     const one: EngineChoice = { content, finishReason: mapFinishReason(choice.finish_reason, toolCalls !== undefined, unknown) };
     if (reasoning !== undefined) one.reasoning = reasoning;
+    const refusal = readRefusal(message);
+    if (refusal !== undefined) one.refusal = refusal;
     if (toolCalls) one.toolCalls = toolCalls;
     const logprobs = readLogprobs(choice.logprobs);
     if (logprobs) one.logprobs = logprobs;
@@ -161,7 +169,7 @@ export function readChoices(data: Record<string, unknown>, n: number, unknown?: 
 
 /** Everything a choice produced that costs output tokens (its reasoning too), for usage an upstream left out. */
 export const choiceText = (c: EngineChoice) =>
-  (c.reasoning ?? '') + c.content + (c.toolCalls ?? []).map((t) => t.function.name + t.function.arguments).join('');
+  (c.reasoning ?? '') + (c.refusal ?? '') + c.content + (c.toolCalls ?? []).map((t) => t.function.name + t.function.arguments).join('');
 
 /**
  * One choice's streamed tool calls, numbered as they are relayed: by their ids, not by the
@@ -234,6 +242,8 @@ export function choiceEvents(choice: Record<string, unknown>, reading: StreamRea
   if (content !== null && content !== undefined && typeof content !== 'string') throw invalidResponse();
   const reasoning = readReasoning(delta);
   if (reasoning !== undefined) out.push({ type: 'reasoning_delta', content: reasoning, ...(n > 1 ? { choice: index } : {}) });
+  const refusal = readRefusal(delta);
+  if (refusal !== undefined) out.push({ type: 'delta', content: refusal, refusal: true, ...(n > 1 ? { choice: index } : {}) });
   if (typeof content === 'string' && content.length > 0) {
     const event: EngineStreamEvent = { type: 'delta', content };
     if (n > 1) event.choice = index;
@@ -289,6 +299,7 @@ export function answerEvents(choices: EngineChoice[]): EngineStreamEvent[] {
   choices.forEach((c, i) => {
     const at = n > 1 ? { choice: i } : {};
     if (c.reasoning) for (const piece of streamPieces(c.reasoning)) events.push({ type: 'reasoning_delta', content: piece, ...at });
+    if (c.refusal) for (const piece of streamPieces(c.refusal)) events.push({ type: 'delta', content: piece, refusal: true, ...at });
     if (c.content && c.logprobs) events.push({ type: 'delta', content: c.content, ...at, logprobs: c.logprobs });
     else if (c.content) for (const piece of streamPieces(c.content)) events.push({ type: 'delta', content: piece, ...at });
     c.toolCalls?.forEach((t, index) => {
