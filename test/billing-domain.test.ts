@@ -15,6 +15,7 @@ import { DomainError } from '../src/domain/errors.js';
 import type { MeterRequest } from '../src/domain/inference/inference-service.js';
 import { createLogger } from '../src/logger.js';
 import { BACKENDS, createTestDatabase, type TestDatabase } from './support/databases.js';
+import { until } from './support/wait.js';
 
 const TIERS: Record<TierName, TierPolicy> = {
   ...TIER_DEFAULTS,
@@ -277,6 +278,39 @@ describe.each(BACKENDS)('BillingService on %s', (backend) => {
       { outcome: 'completed', totalTokens: 30, walletNanos: 0n, billingNote: 'hold_released', endUser: 'end-user-7' },
     ]);
   });
+
+  it.runIf(backend === 'PostgreSQL')(
+    'beats its heartbeat while a release waits on a locked wallet row, so no other server takes it for dead',
+    async () => {
+      clock = new Date('2026-06-03T10:00:00Z');
+      const billing = billingService();
+      await billing.start();
+      const id = await newAccount('startup');
+      await billing.creditWallet({ accountId: id, amount: usd('1'), type: 'bonus', description: 'start' });
+      await billing.admit(meter(id, 10, 20));
+      const knex = getKnex(orm);
+      const heartbeat = async () =>
+        new Date((await knex('billing_instances').where({ id: billing.instanceId }).first('heartbeat_at')).heartbeat_at).getTime();
+      // Past the hold's expiry: the sweep's release waits on the wallet row another connection holds.
+      clock = new Date('2026-06-03T10:02:00Z');
+      const locker = await knex.transaction();
+      try {
+        await locker.raw('select * from wallets where account_id = ? for update', [id]);
+        const swept = billing.sweep();
+        await until(async () => (await heartbeat()) === clock.getTime());
+        // The next round beats again, the release still waiting.
+        clock = new Date('2026-06-03T10:02:30Z');
+        void billing.sweep();
+        await until(async () => (await heartbeat()) === clock.getTime());
+        expect((await billing.getWallet(id)).held).toBeGreaterThan(0n);
+        await locker.commit();
+        await swept;
+      } finally {
+        if (!locker.isCompleted()) await locker.rollback();
+      }
+      expect((await billing.getWallet(id)).held).toBe(0n);
+    },
+  );
 
   it('never charges more than was held: usage above the hold is recorded and capped', async () => {
     clock = new Date('2026-06-02T10:00:00Z');

@@ -9,6 +9,7 @@ import { findStaleHolds, type StaleHold } from './hold-store.js';
 import { beatHeartbeat, forgetInstances, type InstanceRow, listInstances, registerInstance } from './instance-store.js';
 
 export abstract class Sweeper extends Admission {
+  private beating: Promise<void> | undefined;
   /** The other servers' heartbeats as this one has seen them change. */
   private readonly heartbeats = new HeartbeatWatch(() => this.settings.instance_timeout_seconds * 1000);
 
@@ -47,6 +48,7 @@ export abstract class Sweeper extends Admission {
   async stop(): Promise<void> {
     if (this.sweeper) clearInterval(this.sweeper);
     this.sweeper = undefined;
+    await this.beating;
     await this.sweeping;
     // Settlements still retrying (a database blip at shutdown) end before the database closes:
     // charged, or given up after SETTLE_RETRY_MS as they would be anyway.
@@ -54,15 +56,16 @@ export abstract class Sweeper extends Admission {
     await forgetInstances(this.db, [this.instanceId]).catch(() => {});
   }
 
-  /** One sweeper round: heartbeat, release stale holds, charge fees due at a period start. */
+  /**
+   * One sweeper round: heartbeat, release stale holds, charge fees due at a period start. The
+   * heartbeat goes on its own: a release or a fee waiting on a locked row must not stop it, or the
+   * other servers would take this one for dead and release the holds of calls it is still serving.
+   */
   sweep(): Promise<void> {
+    const beat = this.beat();
     this.sweeping ??= (async () => {
       try {
-        const now = this.now();
-        if (!(await beatHeartbeat(this.db, this.instanceId, now))) {
-          // Taken for dead by another server (a long pause): come back; our holds were released.
-          await registerInstance(this.db, this.registration(now));
-        }
+        await beat;
         await this.releaseStaleHolds();
         await this.chargeDueFees();
       } catch (err) {
@@ -71,7 +74,25 @@ export abstract class Sweeper extends Admission {
         this.sweeping = undefined;
       }
     })();
-    return this.sweeping;
+    return Promise.all([beat, this.sweeping]).then(() => {});
+  }
+
+  /** The heartbeat, one at a time; taken for dead by another server (a long pause), this one registers again. */
+  private beat(): Promise<void> {
+    this.beating ??= (async () => {
+      try {
+        const now = this.now();
+        if (!(await beatHeartbeat(this.db, this.instanceId, now))) {
+          // Our holds were released: come back.
+          await registerInstance(this.db, this.registration(now));
+        }
+      } catch (err) {
+        this.logger.error({ err }, 'billing heartbeat failed');
+      } finally {
+        this.beating = undefined;
+      }
+    })();
+    return this.beating;
   }
 
   /**
