@@ -606,6 +606,9 @@ describe('changing plan from a session', () => {
     expect(poor.status).toBe(402);
     expect(poor.body.errors?.[0].extensions.code).toBe('insufficient_balance');
     expect((await gql(s, '{ viewer { tier } }', {}, { cookie })).body.data.viewer.tier).toBe('free');
+    const feePaid = async () =>
+      (await gql(s, '{ viewer { allocation { feePaidTier } } }', {}, { cookie })).body.data.viewer.allocation.feePaidTier;
+    expect(await feePaid()).toBeNull();
     // A feeless tier needs no credit.
     expect((await changePlan(cookie, 'developer')).body.data.changePlan).toEqual({ tier: 'developer', wallet: { balance: '0' } });
     const credit = await s.graphql(
@@ -617,8 +620,10 @@ describe('changing plan from a session', () => {
     const paid = await changePlan(cookie, 'startup');
     expect(paid.body.errors).toBeUndefined();
     expect(paid.body.data.changePlan).toEqual({ tier: 'startup', wallet: { balance: '3' } });
-    // Back and forth within the month: the fee already paid for startup is not taken twice.
+    // Back and forth within the month: the fee already paid for startup is not taken twice, as
+    // allocation.feePaidTier tells the Plan page before it asks to confirm.
     await changePlan(cookie, 'developer');
+    expect(await feePaid()).toBe('startup');
     expect((await changePlan(cookie, 'startup')).body.data.changePlan.wallet.balance).toBe('3');
     const ledger = await gql(s, '{ viewer { wallet { transactions(first: 10) { edges { node { type amount } } } } } }', {}, { cookie });
     const types = ledger.body.data.viewer.wallet.transactions.edges.map((e: any) => `${e.node.type} ${e.node.amount}`);

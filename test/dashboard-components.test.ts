@@ -9,8 +9,18 @@ import { loginPathFor, safeReturnPath } from '../src/dashboard/lib/return-to.js'
 import { costNanos, formatDecimal, parseDecimal, priceToNanos } from '../src/domain/billing/money.js';
 import { describeUserAgent } from '../src/dashboard/lib/user-agent.js';
 import { formatMoney, formatTokens, listPriceCost, normalizeAmount, priceNanos } from '../src/dashboard/lib/money.js';
+import { feeNotice } from '../src/dashboard/lib/plan-fee.js';
 import { checkTopUpAmount, previewLines } from '../src/dashboard/lib/top-up-amount.js';
 import { currentUtcMonth, dailySeries, modelTotals, monthRange, seriesModels, sumDecimals } from '../src/dashboard/lib/usage-shape.js';
+
+describe('the Plan page before a switch', () => {
+  it("says a fee is charged only when this month's fee for that tier is not paid already", () => {
+    expect(feeNotice('startup', '15', null)).toBe('The fee of 15.00 USD is charged from your wallet now.');
+    expect(feeNotice('startup', '15', 'enterprise')).toBe('The fee of 15.00 USD is charged from your wallet now.');
+    expect(feeNotice('startup', '15', 'startup')).toBe("This month's fee for startup is paid already: nothing is charged now.");
+    expect(feeNotice('developer', '0', null)).toBe('No fee is charged.');
+  });
+});
 
 describe('formatMoney', () => {
   it('shows the amount exactly (as the API does), with at least two decimals and separators', () => {

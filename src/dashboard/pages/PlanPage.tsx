@@ -7,7 +7,8 @@ import { Money } from '../components/Money';
 import { ErrorMessage, Loading } from '../components/States';
 import { graphql } from '../gql';
 import type { Tier } from '../gql/graphql';
-import { formatMoney, formatTokens, toNumber } from '../lib/money';
+import { formatTokens, toNumber } from '../lib/money';
+import { feeNotice } from '../lib/plan-fee';
 
 const PlansDoc = graphql(`
   query Plans {
@@ -23,6 +24,9 @@ const PlansDoc = graphql(`
     viewer {
       id
       tier
+      allocation {
+        feePaidTier
+      }
     }
   }
 `);
@@ -80,11 +84,7 @@ export default function PlanPage() {
               ) : confirm === p.tier ? (
                 // biome-ignore lint/a11y/useSemanticElements: a group of two buttons, not a form fieldset.
                 <div role="group" aria-label={`Confirm switching to ${p.tier}`}>
-                  <p>
-                    {toNumber(p.monthlyFee) > 0
-                      ? `The fee of ${formatMoney(p.monthlyFee, { currency: 'USD' })} is charged from your wallet now.`
-                      : 'No fee is charged.'}
-                  </p>
+                  <p>{feeNotice(p.tier, p.monthlyFee, data.viewer.allocation.feePaidTier)}</p>
                   <button
                     type="button"
                     className="primary"

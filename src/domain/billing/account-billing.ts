@@ -284,6 +284,7 @@ export abstract class AccountBilling extends Sweeper {
       used,
       held,
       remaining: monthlyTokens === null ? null : Math.max(0, monthlyTokens - used - held),
+      feePaidTier: r.feePeriod === period && r.feeTier !== null && isTier(r.feeTier) ? r.feeTier : null,
     };
   }
 

@@ -37,6 +37,8 @@ export interface AllocationView {
   held: number;
   /** null: unlimited. Tokens held by calls in flight are neither used nor remaining. */
   remaining: number | null;
+  /** The tier whose monthly fee is paid for this period (taking it again charges nothing); null: none. */
+  feePaidTier: Tier | null;
 }
 
 export interface SettingsView {

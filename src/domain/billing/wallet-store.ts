@@ -103,6 +103,9 @@ export interface AllocationRow {
   period: string | null;
   used: number;
   held: number;
+  /** The period and tier whose monthly fee was last charged (null: none). */
+  feePeriod: string | null;
+  feeTier: string | null;
 }
 
 export interface WalletStore {
@@ -171,10 +174,26 @@ export interface WalletStore {
 
 const SELECT_WITH_TIER = `select ${WALLET_COLUMNS}, a.tier from wallets w join accounts a on a.id = w.account_id where w.account_id = ?`;
 
-const ALLOCATION_COLUMNS = 'a.id, a.tier, w.period, w.period_used, w.period_held';
+const ALLOCATION_COLUMNS = 'a.id, a.tier, w.period, w.period_used, w.period_held, w.fee_period, w.fee_tier';
 
-function allocationRow(r: { tier: string; period: string | null; period_used: unknown; period_held: unknown }): AllocationRow {
-  return { tier: isTier(r.tier) ? r.tier : 'free', period: r.period ?? null, used: int(r.period_used), held: int(r.period_held) };
+interface AllocationColumns {
+  tier: string;
+  period: string | null;
+  period_used: unknown;
+  period_held: unknown;
+  fee_period: string | null;
+  fee_tier: string | null;
+}
+
+function allocationRow(r: AllocationColumns): AllocationRow {
+  return {
+    tier: isTier(r.tier) ? r.tier : 'free',
+    period: r.period ?? null,
+    used: int(r.period_used),
+    held: int(r.period_held),
+    feePeriod: r.fee_period ?? null,
+    feeTier: r.fee_tier ?? null,
+  };
 }
 
 /**
@@ -433,7 +452,7 @@ export abstract class WalletStoreBase implements WalletStore {
   }
 
   async allocation(db: Db, accountId: string): Promise<AllocationRow | null> {
-    const [r] = await rows<{ tier: string; period: string | null; period_used: unknown; period_held: unknown }>(
+    const [r] = await rows<AllocationColumns>(
       db,
       `select ${ALLOCATION_COLUMNS} from accounts a left join wallets w on w.account_id = a.id where a.id = ?`,
       [accountId],
@@ -445,7 +464,7 @@ export abstract class WalletStoreBase implements WalletStore {
     const out = new Map<string, AllocationRow>();
     if (accountIds.length === 0) return out;
     const { ids, list } = inList(accountIds);
-    const found = await rows<{ id: string; tier: string; period: string | null; period_used: unknown; period_held: unknown }>(
+    const found = await rows<AllocationColumns & { id: string }>(
       db,
       `select ${ALLOCATION_COLUMNS} from accounts a left join wallets w on w.account_id = a.id where a.id in ${list}`,
       ids,

@@ -25,6 +25,13 @@ export const AllocationRef = builder.objectRef<AllocationView>('Allocation').imp
       description: 'Neither used nor held; null: unlimited.',
       resolve: (a) => a.remaining,
     }),
+    feePaidTier: t.field({
+      type: TierEnum,
+      nullable: true,
+      description:
+        'The tier whose monthly fee is paid for this period: taking it (again) this period charges nothing. null: no fee paid this period.',
+      resolve: (a) => a.feePaidTier,
+    }),
   }),
 });
 
