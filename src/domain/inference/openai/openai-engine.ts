@@ -72,6 +72,8 @@ const MAX_WARNED_FINISHES = 32;
 const KEEP_BODY = { destroyOnReturn: false } as const;
 /** How long a stream's response may take to end after its [DONE] before it is closed. */
 const DRAIN_AFTER_DONE_MS = 1_000;
+/** How long an idle upstream socket is kept when the server sends no Keep-Alive hint: below uvicorn's and Node's 5 s. */
+const IDLE_SOCKET_MS = 4_000;
 
 /**
  * The output tokens a call may bill (max_tokens for each choice): an answer without usage is counted
@@ -138,7 +140,10 @@ export class OpenAIEngine implements Engine {
         pool: new Pool(url.origin, {
           headersTimeout: backstop,
           bodyTimeout: backstop,
-          keepAliveTimeout: 30_000,
+          // Without a hint, an idle socket is let go before the server may close it: uvicorn (vLLM,
+          // TEI's router, most Python servers) closes idle connections after 5 s and says nothing,
+          // and a call written on a socket the server is closing fails (undici does not retry a POST).
+          keepAliveTimeout: IDLE_SOCKET_MS,
           // Short and separate from the first-byte timeout: a host that drops packets is failed over quickly.
           connect: { timeout: config.connect_timeout_ms ?? 3_000 },
         }),
