@@ -367,6 +367,49 @@ describe.each(BACKENDS)('billing on %s', (backend) => {
       expect(notes[1]!.payload).toMatchObject({ monthly_tokens: 50 });
     });
 
+    // The fake upstream reports a prompt of 6 tokens ('a #tokens=N'); admission counts it as 12.
+    it("writes the 80% and 100% alerts again for another tier's allocation taken within the month", async () => {
+      const a = await seed(s).account({ tier: 'developer' }).wallet('1.00');
+      const c = client(s, a.apiKey);
+      const kinds = async () => (await s.services.billing.listNotifications(a.id)).map((n) => [n.kind, n.payload.monthly_tokens]);
+      expect((await c.chat('a #tokens=38', { max_tokens: 38 })).status).toBe(200); // 44 of 50
+      expect((await c.chat('a #tokens=5', { max_tokens: 5 })).status).toBe(200); // 50 of 50, the rest from the wallet
+      expect(await kinds()).toEqual([
+        ['allocation_80', 50],
+        ['allocation_100', 50],
+      ]);
+      // free: 100 tokens, 50 of them used; its own lines are 80 and 100.
+      await s.services.billing.setTier(a.id, 'free');
+      expect((await c.chat('a #tokens=24', { max_tokens: 24 })).status).toBe(200); // 80 of 100
+      expect((await c.chat('a #tokens=8', { max_tokens: 8 })).status).toBe(200); // 94 of 100
+      // What is left (6) cannot cover a prompt: the first such refusal writes "used up".
+      expect((await c.chat('a #tokens=1', { max_tokens: 1 })).status).toBe(402);
+      await until(async () => (await kinds()).length === 4);
+      expect(await kinds()).toEqual([
+        ['allocation_80', 50],
+        ['allocation_100', 50],
+        ['allocation_80', 100],
+        ['allocation_100', 100],
+      ]);
+    });
+
+    it('writes no "monthly tokens used up" for a prompt larger than what is left of a mostly unused allocation; the real crossing still does', async () => {
+      const a = await seed(s).account({ tier: 'free' });
+      const c = client(s, a.apiKey);
+      const notes = async () => (await s.services.billing.listNotifications(a.id)).map((n) => n.kind);
+      expect((await c.chat('a #tokens=4', { max_tokens: 4 })).status).toBe(200); // 10 of 100
+      const huge = await c.chat(`${'word '.repeat(120)}#tokens=1`, { max_tokens: 1 });
+      expect(huge.status).toBe(402);
+      expect(huge.body.error.code).toBe('monthly_allocation_exhausted');
+      // Given the chance to be written (it runs beside the refusal): nothing.
+      await new Promise((r) => setTimeout(r, 200));
+      expect(await notes()).toEqual([]);
+      expect((await c.chat('a #tokens=78', { max_tokens: 78 })).status).toBe(200); // 94 of 100
+      expect((await c.chat('a #tokens=1', { max_tokens: 1 })).status).toBe(402);
+      await until(async () => (await notes()).length === 2);
+      expect(await notes()).toEqual(['allocation_80', 'allocation_100']);
+    });
+
     // Admission refuses a call the rest of the allocation cannot cover whole, so when the wallet
     // cannot pay (free tier: never; or an empty wallet) usage stops short of the allocation and the
     // crossing never comes: the first refusal that no smaller max_tokens could avoid writes it.

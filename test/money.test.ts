@@ -195,6 +195,20 @@ describe('the hold plan', () => {
     });
     const none = planHold({ ...base, requestedOutputTokens: null, allocationLeft: 0, walletAvailable: 11_999n });
     expect(none).toMatchObject({ ok: false, code: 'insufficient_balance' });
+    // The prompt (10,000) is paid, not one output token (2,000): no max_tokens would help, and it does not say to lower one.
+    if (none.ok) return;
+    expect(none.message).toContain('It can pay for this prompt but not for one output token: top up the wallet or send a shorter prompt.');
+    expect(none.message).not.toContain('max_tokens');
+    const limited = planHold({
+      ...base,
+      requestedOutputTokens: null,
+      allocationLeft: 0,
+      walletAvailable: 1_000_000n,
+      spendingLimit: { limit: 11_999n, spent: 0n, held: 0n },
+    });
+    expect(limited).toMatchObject({ ok: false, code: 'spending_limit_reached' });
+    if (limited.ok) return;
+    expect(limited.message).toContain('It can pay for this prompt but not for one output token: raise the limit or send a shorter prompt.');
   });
 
   it('refuses with spending_limit_reached when only a block limit stands in the way', () => {

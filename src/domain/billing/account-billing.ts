@@ -226,9 +226,13 @@ export abstract class AccountBilling extends Sweeper {
     await this.db.transaction(async (trx) => {
       let w = await this.openWallet(trx, accountId, now, effects);
       if (w.tier === tier) return;
+      const from = w.tier;
       if (this.fees[tier] > 0n && !(w.feePeriod === w.period && w.feeTier === tier))
         w = await this.chargeFee(trx, accountId, w, tier, now, effects, 'taken');
       await exec(trx, 'update accounts set tier = ? where id = ?', [tier, accountId]);
+      // Another allocation: its 80% and 100% alerts are due at its own lines, this month too.
+      if (this.tiers[tier].monthly_tokens !== this.tiers[from].monthly_tokens)
+        await exec(trx, 'update wallets set allocation_alert_period = null, allocation_full_period = null where account_id = ?', [accountId]);
     });
     await this.afterCommit(effects);
     return { id: accountId, tier };

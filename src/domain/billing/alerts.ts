@@ -117,12 +117,17 @@ export abstract class BillingAlerts extends BillingCore {
     );
   }
 
-  /** The tier's monthly tokens when what is left of them cannot cover `minimumTokens`, else null. */
+  /**
+   * The tier's monthly tokens when what is left of them cannot cover `minimumTokens` and the
+   * allocation is nearly used (80% or more, the first alert's line), else null: a prompt larger
+   * than what is left of a mostly unused allocation is refused for its size (the 402 says so), and
+   * is no sign the tokens are used up.
+   */
   private allocationUsedUp(w: WalletRow, minimumTokens: number): number | null {
     const monthly = this.tiers[w.tier]?.monthly_tokens ?? null;
     if (monthly === null || monthly <= 0 || w.allocationFullPeriod === w.period || w.period < periodOf(this.now())) return null;
     // Used, not held: tokens other calls hold now may come back when they settle.
-    return monthly - w.periodUsed < minimumTokens ? monthly : null;
+    return monthly - w.periodUsed < minimumTokens && w.periodUsed * 5 >= monthly * 4 ? monthly : null;
   }
 
   private async raiseAllocationRefusal(accountId: string, minimumTokens: number): Promise<void> {
@@ -154,7 +159,9 @@ export abstract class BillingAlerts extends BillingCore {
     return enqueueNotification(trx, {
       accountId,
       kind: 'allocation_100',
-      dedupeKey: `allocation_100:${accountId}:${w.period}`,
+      // The allocation in the key: a tier changed within the month re-arms the alert (setTier) for
+      // the new allocation, which must not be dropped as the old one's duplicate.
+      dedupeKey: `allocation_100:${accountId}:${w.period}:${monthlyTokens}`,
       payload: { period: w.period, used: w.periodUsed, monthly_tokens: monthlyTokens, ...refusal },
       now,
     });
@@ -213,7 +220,7 @@ export abstract class BillingAlerts extends BillingCore {
       await enqueueNotification(trx, {
         accountId,
         kind: 'allocation_80',
-        dedupeKey: `allocation_80:${accountId}:${w.period}`,
+        dedupeKey: `allocation_80:${accountId}:${w.period}:${monthlyTokens}`,
         payload: { period: w.period, used: w.periodUsed, monthly_tokens: monthlyTokens },
         now,
       });

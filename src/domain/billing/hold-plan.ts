@@ -119,9 +119,12 @@ export function planHold(input: HoldInput): HoldPlan {
   const canAfford =
     affordable < 0
       ? 'It cannot pay for the prompt alone.'
-      : input.chat
-        ? `It can pay for this prompt with up to ${n(Math.min(affordable, input.maxOutputTokens))} output tokens: lower max_tokens${input.overage ? ' or top up the wallet' : ''}.`
-        : '';
+      : !input.chat
+        ? ''
+        : affordable < 1
+          ? // No max_tokens would run it: only more money, or a shorter prompt, would.
+            `It can pay for this prompt but not for one output token${input.overage ? ': top up the wallet or send a shorter prompt' : ''}.`
+          : `It can pay for this prompt with up to ${n(Math.min(affordable, input.maxOutputTokens))} output tokens: lower max_tokens${input.overage ? ' or top up the wallet' : ''}.`;
   if (!input.overage) {
     return {
       ok: false,
@@ -138,7 +141,7 @@ export function planHold(input: HoldInput): HoldPlan {
       code: 'spending_limit_reached',
       message:
         `This request would pass the monthly spending limit of ${usd(limit.limit)}: ${usd(limit.spent)} is spent and ${usd(limit.held)} held this month, and the request needs ${usd(cost)} from the wallet ` +
-        `(${needs}, after ${n(allocationLeft)} allocation tokens). ${canAfford.replace('or top up the wallet', 'or raise the limit')}`.trim(),
+        `(${needs}, after ${n(allocationLeft)} allocation tokens). ${canAfford.replace('or top up the wallet', 'or raise the limit').replace('top up the wallet or', 'raise the limit or')}`.trim(),
     };
   }
   return {
