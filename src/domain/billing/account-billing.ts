@@ -232,7 +232,9 @@ export abstract class AccountBilling extends Sweeper {
       await exec(trx, 'update accounts set tier = ? where id = ?', [tier, accountId]);
       // Another allocation: its 80% and 100% alerts are due at its own lines, this month too.
       if (this.tiers[tier].monthly_tokens !== this.tiers[from].monthly_tokens)
-        await exec(trx, 'update wallets set allocation_alert_period = null, allocation_full_period = null where account_id = ?', [accountId]);
+        await exec(trx, 'update wallets set allocation_alert_period = null, allocation_full_period = null where account_id = ?', [
+          accountId,
+        ]);
     });
     await this.afterCommit(effects);
     return { id: accountId, tier };
