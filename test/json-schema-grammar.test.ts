@@ -50,6 +50,44 @@ describe('a JSON Schema as a grammar', () => {
     expect(e.message).toContain(`'${keyword}' at ${path} `);
   });
 
+  it('refuses alternatives nested in alternatives past SCHEMA_LIMITS.alternatives ways to read a value (the grammar follows each at every token)', () => {
+    // Each level a union of `width` arrays holding the level below: width^depth ways to read one value.
+    const levels = (depth: number, width: number) => {
+      const $defs: Record<string, unknown> = { L0: { type: 'string', minLength: 4, maxLength: 6 } };
+      for (let d = 1; d <= depth; d++)
+        $defs[`L${d}`] = {
+          anyOf: Array.from({ length: width }, (_, i) => ({
+            type: 'array',
+            prefixItems: [{ $ref: `#/$defs/L${d - 1}` }, { const: i }],
+            minItems: 2,
+            maxItems: 2,
+          })),
+        };
+      return { $defs, $ref: `#/$defs/L${depth}` };
+    };
+    const refused = refusal(levels(4, 10));
+    expect(refused.code).toBe('unsupported_parameter');
+    expect(refused.message).toContain(`'anyOf' at ${P} `);
+    expect(refused.message).toContain('10,000 ways to read one value (at most 256 are taken)');
+    expect(refusal(levels(3, 7)).message).toContain('343 ways');
+    // 16 × 16 = 256: taken, as are unions side by side (their ways do not multiply).
+    expect(grammarSchema(levels(2, 16), P).schema).toBeDefined();
+    const union = { anyOf: Array.from({ length: 200 }, (_, i) => ({ type: 'object', properties: { kind: { const: `k${i}` } } })) };
+    expect(
+      grammarSchema({ type: 'object', properties: { a: union, b: union, c: { type: 'array', items: union } } }, P).schema,
+    ).toBeDefined();
+    // A definition that refers to itself (a tree) counts once on each path, not without end.
+    const tree = {
+      $defs: {
+        node: {
+          anyOf: [{ type: 'string' }, { type: 'object', properties: { children: { type: 'array', items: { $ref: '#/$defs/node' } } } }],
+        },
+      },
+      $ref: '#/$defs/node',
+    };
+    expect(grammarSchema(tree, P).schema).toBeDefined();
+  });
+
   it('refuses a schema too large to build a grammar from on the event loop: values, properties, depth', () => {
     const values = (n: number) => Array.from({ length: n }, (_, i) => `v${i}`);
     expect(refusal({ enum: values(40_000) }).message).toContain(

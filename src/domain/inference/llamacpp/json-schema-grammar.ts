@@ -90,7 +90,7 @@ const MAX_ENUM_RANGE = 1000;
  * the schema (40,000 enum values held the process for half a minute). OpenAI's structured outputs
  * set limits of the same kind (1,000 enum values, 5,000 properties, 10 levels).
  */
-export const SCHEMA_LIMITS = { values: 2000, properties: 5000, depth: 32, subschemas: 10_000 };
+export const SCHEMA_LIMITS = { values: 2000, properties: 5000, depth: 32, subschemas: 10_000, alternatives: 256 };
 /** The magnitude the grammar's numbers stay below: 15 digits before the point. */
 const NUMBER_REACH = 1e15;
 
@@ -139,12 +139,60 @@ class Translator {
   run(root: unknown): GrammarSchema {
     this.collectDefs(root, this.param);
     const schema = this.translate(root, this.param);
-    if (!this.rootReferenced && this.translated.size === 0) return { schema, rules: this.rules };
+    if (!this.rootReferenced && this.translated.size === 0) {
+      this.refuseAmbiguity(schema, {});
+      return { schema, rules: this.rules };
+    }
     // Definitions (and the root itself, when something refers to `#`) sit at the root's scope.
     const $defs: Schema = Object.fromEntries(this.translated);
     $defs[ROOT_DEF] = schema;
     this.refuseLeftRecursion($defs as Record<string, Schema>);
+    this.refuseAmbiguity(schema, $defs as Record<string, Schema>);
     return { schema: { $defs, $ref: `#/$defs/${ROOT_DEF}` }, rules: this.rules };
+  }
+
+  /**
+   * The grammar follows every alternative (`anyOf`, `oneOf`) a value could still be, at every
+   * token: alternatives inside alternatives (through `$ref`s too) multiply, and ten of them four
+   * levels deep (10,000 ways to read the same text) held the model for seconds per token, far
+   * beyond what any max_tokens bounds. Refused past SCHEMA_LIMITS.alternatives: how many ways the
+   * schema lets one value be read at most, the alternatives of a union added, a union inside each
+   * of them multiplying them (a definition that refers to itself counted once per path).
+   */
+  private refuseAmbiguity(root: Schema, defs: Record<string, Schema>): void {
+    const known = new Map<string, number>();
+    const ways = (node: unknown, open: Set<string>): number => {
+      if (!isObject(node)) return 1;
+      if (typeof node.$ref === 'string') {
+        const name = node.$ref.slice('#/$defs/'.length);
+        if (open.has(name)) return 1;
+        const found = known.get(name);
+        if (found !== undefined) return found;
+        open.add(name);
+        const n = ways(defs[name], open);
+        open.delete(name);
+        known.set(name, n);
+        return n;
+      }
+      if (Array.isArray(node.oneOf)) return (node.oneOf as unknown[]).reduce<number>((sum, alt) => sum + ways(alt, open), 0);
+      // A value's parts are read one after another: the most of any one of them.
+      let most = 1;
+      const part = (v: unknown) => {
+        most = Math.max(most, ways(v, open));
+      };
+      if (isObject(node.properties)) for (const v of Object.values(node.properties)) part(v);
+      if (isObject(node.additionalProperties)) part(node.additionalProperties);
+      if (isObject(node.items)) part(node.items);
+      if (Array.isArray(node.prefixItems)) for (const v of node.prefixItems) part(v);
+      return most;
+    };
+    const n = ways(root, new Set([ROOT_DEF]));
+    if (n > SCHEMA_LIMITS.alternatives)
+      this.refuse(
+        this.param,
+        'anyOf',
+        `its alternatives nested inside alternatives give ${n > 1e6 ? 'over a million' : n.toLocaleString('en-US')} ways to read one value (at most ${SCHEMA_LIMITS.alternatives} are taken), which the grammar would follow at every token`,
+      );
   }
 
   /**
