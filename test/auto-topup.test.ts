@@ -8,7 +8,7 @@ import { BACKENDS, createTestDatabase, type TestDatabase } from './support/datab
 import { startFakeStripe, type FakeStripe } from './support/fake-stripe.js';
 import { catalogYaml, chatModelYaml, startTestServer, type TestServer } from './support/harness.js';
 import { newId } from '../src/domain/ids.js';
-import { claimInFlight, insertTopUp } from '../src/domain/payments/top-up-store.js';
+import { claimInFlight, insertTopUp, stalledAutoTopUps } from '../src/domain/payments/top-up-store.js';
 import { client, seed, signedIn } from './support/seed.js';
 import { until } from './support/wait.js';
 import { deliverStripeEvent, TEST_SECRET_KEY, TEST_WEBHOOK_SECRET } from './support/stripe-webhooks.js';
@@ -167,6 +167,41 @@ describe.each(BACKENDS)('automatic top-up on %s', (backend) => {
         expect(autos.map((t) => [t.id, t.status])).toEqual([[id, 'paid']]);
         const settings = await s2.services.autoTopups.getSettings(a.id);
         expect(settings.inFlight).toBe(false);
+        // An account that turned automatic top-up off is not asked about (a check would not), nor
+        // takes a place among the stalled: an older such attempt does not hide a newer one.
+        const off = await seed(s2).account({ tier: 'startup' }).wallet('0.02');
+        const on = await seed(s2).account({ tier: 'startup' }).wallet('0.02');
+        const stall = async (accountId: string, minutesAgo: number) => {
+          const at = new Date(Date.now() - minutesAgo * 60_000);
+          await s2.services.billing.db.transaction(async (trx) => {
+            const topUpId = newId('atu');
+            await insertTopUp(trx, {
+              id: topUpId,
+              accountId,
+              source: 'auto',
+              processor: 'sandbox',
+              amount: 20_000_000_000n,
+              bonus: 0n,
+              bonusBasisPoints: 0n,
+              currency: 'USD',
+              idempotencyKey: null,
+              requestHash: null,
+              expiresAt: null,
+              now: at,
+            });
+            expect(await claimInFlight(trx, accountId, topUpId, at)).toBe(true);
+          });
+        };
+        for (const [who, enabled] of [
+          [off, false],
+          [on, true],
+        ] as const) {
+          await (await signedIn(s2, who.id)).graphql(SET_AUTO, { i: { enabled: true, threshold: '0.5', amount: '20' } });
+          if (!enabled) await (await signedIn(s2, who.id)).graphql(SET_AUTO, { i: { enabled: false } });
+        }
+        await stall(off.id, 60);
+        await stall(on.id, 10);
+        expect(await stalledAutoTopUps(s2.services.billing.db, new Date(Date.now() - 300_000), 1)).toEqual([on.id]);
         expect(await charge(s2, a.apiKey, 1)).toEqual([200]);
         expect(await s2.services.billing.verifyLedger()).toEqual([]);
       } finally {

@@ -124,3 +124,74 @@ describe.runIf(HAS_POSTGRES)('a non-streamed answer whose client left while it w
     expect(await s.services.billing.verifyLedger()).toEqual([]);
   });
 });
+
+describe.runIf(HAS_POSTGRES)('a non-streamed answer whose server began shutting down while it was being charged (PostgreSQL)', () => {
+  let db: TestDatabase;
+  let up: Awaited<ReturnType<typeof gatedUpstream>>;
+  let s: TestServer;
+
+  beforeAll(async () => {
+    db = await createTestDatabase('PostgreSQL');
+    up = await gatedUpstream();
+    s = await startTestServer({
+      databaseUrl: db.url,
+      yaml: (fake) =>
+        catalogYaml(
+          fake,
+          `${forwardedChatModelYaml('chat-gated', `base_url: "${up.url}", timeout_ms: 30000`)}tiers:\n  developer: { monthly_tokens: 0 }\nserver: { shutdown_timeout_ms: 300 }\n`,
+        ),
+    });
+  });
+  afterAll(async () => {
+    await up?.close();
+    await db?.drop();
+  });
+
+  it('is answered, its connection still open, and charged as answered: never sent for free', async () => {
+    const a = await seed(s).account({ tier: 'developer' }).wallet('1.00');
+    const call = (prompt: string) =>
+      fetch(`${s.v1}/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${a.apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'chat-gated', messages: [{ role: 'user', content: prompt }], max_tokens: 5 }),
+      });
+    const first = call('first');
+    const second = call('second');
+    await until(() => up.arrived('first') && up.arrived('second'));
+    const orm = await openDatabase(db.url);
+    const knex = getKnex(orm);
+    try {
+      const locker = await knex.transaction();
+      await locker.raw('select * from wallets where account_id = ? for update', [a.id]);
+      const waitingOnLock = async () =>
+        Number(
+          (await knex.raw("select count(*) as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'"))
+            .rows[0].n,
+        );
+      up.release('first');
+      await until(async () => (await waitingOnLock()) === 1);
+      up.release('second');
+      await new Promise((r) => setTimeout(r, 200));
+      // Shutting down: after 300 ms the calls still in flight are ended (shutting_down), their
+      // connections kept a second more; the settlements are still waiting on the lock.
+      const closing = s.close();
+      await new Promise((r) => setTimeout(r, 450));
+      await locker.commit();
+      const answers = await Promise.all([first, second]);
+      for (const [i, r] of answers.entries()) {
+        expect(r.status).toBe(200);
+        expect((await r.json()).choices[0].message.content).toBe(i === 0 ? 'answer to first' : 'answer to second');
+      }
+      await closing;
+      const events = await knex('usage_events').select('outcome', 'completion_tokens', 'wallet_nanos');
+      expect(events.map((e) => [e.outcome, Number(e.completion_tokens)])).toEqual([
+        ['completed', 5],
+        ['completed', 5],
+      ]);
+      expect(events.every((e) => BigInt(e.wallet_nanos) > 0n)).toBe(true);
+      expect((await knex('wallet_transactions').where({ type: 'usage' })).length).toBe(2);
+    } finally {
+      await closeDatabase(orm);
+    }
+  });
+});

@@ -6,7 +6,9 @@
 // "unsafe", and the plain chat fixture, whose verdicts say "safe"). The moderation calls are billed
 // at the moderation model's price as usage events of their own; a refused input's generation is not.
 import OpenAI from 'openai';
-import { describe, expect, it } from 'vitest';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, parseConfigText } from '../src/config.js';
 import { countTextTokens } from '../src/domain/inference/tokenizer.js';
 import { catalogYaml, moderationModelYaml, type TestServer } from './support/harness.js';
@@ -16,6 +18,38 @@ import { subscribeAll } from './support/ws.js';
 
 const fixtures = makeFixtureDir();
 const WINDOW = 24;
+
+/** What chat-refusing's upstream answers, always: a refusal (OpenAI's models' form), plain or streamed. */
+const REFUSAL = 'I am sorry, but I will not help with that: helping to kill anyone is not something I do.';
+const refusing = createServer((req, res) => {
+  let text = '';
+  req.on('data', (c) => {
+    text += c;
+  });
+  req.on('end', () => {
+    const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
+      `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+    if (JSON.parse(text).stream) {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const words = REFUSAL.split(' ').map((w, i) => chunk({ refusal: i ? ` ${w}` : w }));
+      res.end([chunk({ role: 'assistant', content: null }), ...words, chunk({}, 'stop'), 'data: [DONE]\n\n'].join(''));
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(
+      JSON.stringify({
+        id: 'c',
+        object: 'chat.completion',
+        created: 1,
+        model: 'm',
+        choices: [{ index: 0, message: { role: 'assistant', content: null, refusal: REFUSAL }, finish_reason: 'stop' }],
+      }),
+    );
+  });
+});
+await new Promise<void>((r) => refusing.listen(0, '127.0.0.1', r));
+afterAll(() => new Promise<void>((r) => refusing.close(() => r())));
+const REFUSING_URL = `http://127.0.0.1:${(refusing.address() as AddressInfo).port}/v1`;
 
 const chat = (id: string, engine: string, safety: string) => `  - id: ${id}
     category: chat
@@ -36,6 +70,11 @@ const yaml = (url: string) => {
   return catalogYaml(
     url,
     chat('chat-safe', upstream('upstream-chat'), `{ moderation_model: guard-test, window_chars: ${WINDOW} }`) +
+      chat(
+        'chat-refusing',
+        `{ type: openai, base_url: "${REFUSING_URL}", model: upstream-chat }`,
+        `{ moderation_model: guard-test, input: false, window_chars: ${WINDOW} }`,
+      ) +
       chat('chat-safe-priced', upstream('upstream-chat'), `{ moderation_model: guard-priced, input: true, output: false }`) +
       chat('chat-llama-guarded', upstream('upstream-chat'), `{ moderation_model: tiny-guard-safe, window_chars: ${WINDOW} }`) +
       chat('tiny-chat-out', local(fixtures.files.chat), `{ moderation_model: tiny-guard-unsafe, input: false, window_chars: ${WINDOW} }`) +
@@ -244,6 +283,23 @@ describe('a flagged answer', () => {
     const choice = g.body.data.createChatCompletion.choices[0];
     expect(choice.contentFilter.flagged).toBe(true);
     expect(choice.contentFilter.categories.length).toBeGreaterThan(0);
+  });
+});
+
+describe("a model's refusal", () => {
+  it('is checked as an answer is, plain and streamed: cut before the window that flags', async () => {
+    const r = await v1(s, key).post('/chat/completions', body('chat-refusing', 'something bad'));
+    expect(r.status).toBe(200);
+    const choice = r.body.choices[0];
+    expect(choice.finish_reason).toBe('content_filter');
+    expect(REFUSAL.startsWith(choice.message.refusal ?? '')).toBe(true);
+    expect(choice.message.refusal ?? '').not.toContain('kill');
+    const streamed = await v1(s, key).post('/chat/completions', body('chat-refusing', 'something bad', { stream: true }));
+    const out = await readStream(streamed);
+    expect(out.finish).toBe('content_filter');
+    const refused = out.chunks.map((c) => c.choices[0]?.delta?.refusal ?? '').join('');
+    expect(REFUSAL.startsWith(refused)).toBe(true);
+    expect(refused).not.toContain('kill');
   });
 });
 

@@ -86,6 +86,22 @@ describe('a JSON Schema as a grammar', () => {
       $ref: '#/$defs/node',
     };
     expect(grammarSchema(tree, P).schema).toBeDefined();
+    // Two definitions that refer to each other: A (100 alternatives) counted under B, with B's cycle
+    // cut short, must not be taken for what A gives on its own (100 × B's 4 = 400).
+    const each = (ref: string, width: number, orText: boolean) => ({
+      anyOf: Array.from({ length: width }, (_, i) => ({
+        type: 'array',
+        prefixItems: [orText ? { anyOf: [{ $ref: ref }, { type: 'string' }] } : { $ref: ref }, { const: i }],
+        minItems: 2,
+        maxItems: 2,
+      })),
+    });
+    const mutual = {
+      $defs: { A: each('#/$defs/B', 100, false), B: each('#/$defs/A', 2, true) },
+      type: 'object',
+      properties: { x: { $ref: '#/$defs/B' }, y: { $ref: '#/$defs/A' } },
+    };
+    expect(refusal(mutual).message).toContain('400 ways');
   });
 
   it('refuses a schema too large to build a grammar from on the event loop: values, properties, depth', () => {

@@ -134,6 +134,15 @@ describe('upstream wires', () => {
     expect(other.state.calls).toBe(0);
   });
 
+  it('an in-stream error that mentions the context after some of the answer is a broken stream, not context_length_exceeded', async () => {
+    const up = await upstream(
+      sse(chunk([delta('Hello')]), 'error: {"code":500,"message":"context size exceeded while decoding","type":"server_error"}\n\n'),
+    );
+    const r = await drain(engine([up.url]).e.chatStream(req(), signal()));
+    expect(text(r.events)).toBe('Hello');
+    expect(r.error).toMatchObject({ code: 'upstream_error', message: "The model's upstream server broke off the stream." });
+  });
+
   it('a streamed n = 2 whose upstream sends one choice (it ignores n) is an invalid answer, as it is unstreamed', async () => {
     const up = await upstream(sse(chunk([delta('One')]), chunk([delta('', 'stop')]), USAGE, DONE));
     const { e, warnings } = engine([up.url]);

@@ -10,9 +10,9 @@ import { split } from './hold-plan.js';
 import { exec, rows, run } from './sql.js';
 import { Effects, HOT_PATH, SETTLE_MAX_WAIT_MS, SETTLE_RETRY_MS, USAGE_EVENT_INSERT, type HeldCall } from './billing-types.js';
 import { usageEventRow, type Settling } from './wallet-store.js';
+import { WalletLifecycle } from './wallet-lifecycle.js';
 
 const ZERO_USAGE: Usage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
-import { WalletLifecycle } from './wallet-lifecycle.js';
 
 export abstract class Settlement extends WalletLifecycle {
   /** Settlements under way, retrying ones included: stop() waits for them before the database closes. */

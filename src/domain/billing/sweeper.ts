@@ -57,8 +57,8 @@ export abstract class Sweeper extends Admission {
   }
 
   /**
-   * One sweeper round: heartbeat, release stale holds, charge fees due at a period start. The
-   * heartbeat goes on its own: a release or a fee waiting on a locked row must not stop it, or the
+   * One sweeper round: the heartbeat, and (one round at a time) release stale holds and charge
+   * fees due at a period start. The heartbeat goes on its own: a release or a fee waiting on a locked row must not stop it, or the
    * other servers would take this one for dead and release the holds of calls it is still serving.
    */
   sweep(): Promise<void> {

@@ -209,11 +209,13 @@ function filteredEngine(inner: Engine, check: Check, safety: SafetyConfig): Engi
       let usage = overran
         ? await deliveredUsage(
             result.usage.promptTokens,
-            made.map((c) => (c.reasoning ?? '') + outputText(c)),
+            made.map((c) => (c.reasoning ?? '') + (c.refusal ?? '') + outputText(c)),
           )
         : result.usage;
       for (const choice of made) {
-        const { kept, verdict } = await checkWindows(choice.content, windowChars, check);
+        // A refusal is output the client reads, as content is (streamed, it comes as content's deltas do).
+        const refusal = choice.refusal ?? '';
+        const { kept, verdict } = await checkWindows(refusal + choice.content, windowChars, check);
         const reasoning = choice.reasoning ? { reasoning: choice.reasoning, reasoningWithheld: true } : {};
         if (!verdict.flagged) {
           choices.push({ ...choice, ...reasoning, contentFilter: verdict });
@@ -222,13 +224,16 @@ function filteredEngine(inner: Engine, check: Check, safety: SafetyConfig): Engi
         // Cut before the window that flagged; its tool calls (if any) are not sent either. Its
         // reasoning stays billed (outputText leaves it out of what is taken off).
         const keeps = kept ? await inner.countTokens(kept) : 0;
-        withheld += (await inner.countTokens(outputText(choice))) - keeps;
+        withheld += (await inner.countTokens(refusal + outputText(choice))) - keeps;
         keptTokens += keeps;
+        // What was kept is a start of the refusal and the content, in that order.
+        const keptRefusal = kept.slice(0, refusal.length);
         choices.push({
-          content: kept,
+          content: kept.slice(refusal.length),
+          ...(keptRefusal ? { refusal: keptRefusal } : {}),
           ...reasoning,
           finishReason: 'content_filter',
-          logprobs: logprobsWithin(choice.logprobs, kept.length),
+          logprobs: logprobsWithin(choice.logprobs, Math.max(0, kept.length - refusal.length)),
           contentFilter: verdict,
         });
       }

@@ -315,10 +315,11 @@ export class InferenceService {
       await ticket.settle(zeroUsage(), clientLeft(signal) ? 'client_disconnected' : 'failed');
       throw err;
     }
-    // Charged only if the answer can still reach the client, asked as late as the settlement can:
-    // one that left while the call was being settled (a slow database, a server shutting down)
-    // gets nothing and pays nothing, as one that left before the answer.
-    await ticket.settle(result.usage, 'completed', () => (signal.aborted ? (clientLeft(signal) ? 'client_disconnected' : 'failed') : null));
+    // Charged only if its client is still there, asked as late as the settlement can: one that
+    // left while the call was being settled (a slow database) gets nothing and pays nothing, as
+    // one that left before the answer. A call the server ended (shutting down) is still answered
+    // while its connection stays open, so it is charged as answered.
+    await ticket.settle(result.usage, 'completed', () => (clientLeft(signal) ? 'client_disconnected' : null));
     return result.value;
   }
 

@@ -336,16 +336,18 @@ export async function saveAutoTopup(
 }
 
 /**
- * Accounts whose automatic top-up has been undecided since before `before` (its slot held by an
- * open attempt): left by a server that stopped between claiming and crediting, or by a processor
- * that has not answered. At most `limit`.
+ * Accounts with automatic top-up on whose attempt has been undecided since before `before` (its
+ * slot held by an open attempt): left by a server that stopped between claiming and crediting, or
+ * by a processor that has not answered. At most `limit`, the oldest first. An account that turned
+ * automatic top-up off is not one: a check would not ask about its attempt (and, left in the
+ * list, such accounts would take every place in it); turned on again, it is.
  */
 export async function stalledAutoTopUps(db: Db, before: Date, limit: number): Promise<string[]> {
   const found = await rows<{ account_id: string }>(
     db,
     `select a.account_id from auto_topups a join top_ups t on t.id = a.in_flight_id
-     where t.status = 'open' and t.updated_at < ? order by t.updated_at limit ${Number(limit)}`,
-    [before],
+     where a.enabled = ? and t.status = 'open' and t.updated_at < ? order by t.updated_at limit ${Number(limit)}`,
+    [true, before],
   );
   return found.map((r) => r.account_id);
 }

@@ -91,6 +91,8 @@ const MAX_ENUM_RANGE = 1000;
  * set limits of the same kind (1,000 enum values, 5,000 properties, 10 levels).
  */
 export const SCHEMA_LIMITS = { values: 2000, properties: 5000, depth: 32, subschemas: 10_000, alternatives: 256 };
+/** The most subschemas refuseAmbiguity looks at (definitions through cycles are looked at again). */
+const MAX_AMBIGUITY_VISITS = 200_000;
 /** The magnitude the grammar's numbers stay below: 15 digits before the point. */
 const NUMBER_REACH = 1e15;
 
@@ -160,18 +162,28 @@ class Translator {
    * of them multiplying them (a definition that refers to itself counted once per path).
    */
   private refuseAmbiguity(root: Schema, defs: Record<string, Schema>): void {
+    // A definition's count is kept only when no definition was cut short under it (a count taken
+    // with a cycle open would be too low where that cycle is not).
     const known = new Map<string, number>();
+    let cuts = 0;
+    let visits = 0;
     const ways = (node: unknown, open: Set<string>): number => {
+      if (++visits > MAX_AMBIGUITY_VISITS)
+        this.refuse(this.param, '$ref', 'its definitions refer to one another in too many ways to weigh its alternatives');
       if (!isObject(node)) return 1;
       if (typeof node.$ref === 'string') {
         const name = node.$ref.slice('#/$defs/'.length);
-        if (open.has(name)) return 1;
+        if (open.has(name)) {
+          cuts++;
+          return 1;
+        }
         const found = known.get(name);
         if (found !== undefined) return found;
+        const before = cuts;
         open.add(name);
         const n = ways(defs[name], open);
         open.delete(name);
-        known.set(name, n);
+        if (cuts === before) known.set(name, n);
         return n;
       }
       if (Array.isArray(node.oneOf)) return (node.oneOf as unknown[]).reduce<number>((sum, alt) => sum + ways(alt, open), 0);

@@ -276,7 +276,7 @@ export class OpenAIEngine implements Engine {
                 for (let i = 0; i < events.length; i++) {
                   const { data, event } = events[i]!;
                   if (data.length > MAX_EVENT_CHARS) throw this.eventTooLarge(up);
-                  if (event === 'error') this.streamError(data, up);
+                  if (event === 'error') this.streamError(data, up, state.yielded);
                   // An event without data is not dispatched (the SSE rules): vLLM's and others'
                   // keep-alives may be such.
                   if (data === '') continue;
@@ -481,7 +481,7 @@ export class OpenAIEngine implements Engine {
     const chunk = asRecord(parseJson(data));
     if (!chunk) throw new Retryable(invalidResponse(), true);
     // `"error": null` on every chunk (Microsoft Foundry Local) says there is none.
-    if (chunk.error !== undefined && chunk.error !== null) this.streamError(data, up);
+    if (chunk.error !== undefined && chunk.error !== null) this.streamError(data, up, state.yielded);
     // Servers with continuous usage stats send usage on every chunk: the last one wins.
     const usage = asRecord(chunk.usage);
     if (usage) state.usage = usage;
@@ -530,9 +530,11 @@ export class OpenAIEngine implements Engine {
    * llama.cpp's `error:` field): logged, and the stream ends; one that says the context is full
    * (llama.cpp's exceed_context_size_error) is context_length_exceeded, as its HTTP form is.
    */
-  private streamError(data: string, up: Upstream): never {
+  private streamError(data: string, up: Upstream, yielded: boolean): never {
     this.logger.warn({ upstream: up.label, op: 'chat.stream', detail: truncate(data) }, 'upstream sent an error inside the stream');
-    if (CONTEXT_LENGTH_RE.test(data)) throw new DomainError('context_length_exceeded', msg.contextLength, { param: 'messages' });
+    // Before any of the answer: the request did not fit. After, the answer broke off.
+    if (!yielded && CONTEXT_LENGTH_RE.test(data))
+      throw new DomainError('context_length_exceeded', msg.contextLength, { param: 'messages' });
     throw new DomainError('upstream_error', msg.brokenStream);
   }
 
