@@ -12,7 +12,7 @@ import { type RunningServer, startServer } from '../src/server.js';
 import { launchChromium } from './support/browser.js';
 import { ADMIN_TOKEN, catalogYaml, startTestServer, type TestServer } from './support/harness.js';
 import { findExecutable, missing } from './support/requirements.js';
-import { waitUntil } from './support/wait.js';
+import { until, waitUntil } from './support/wait.js';
 
 const CHROMIUM = findExecutable(process.env.CHROMIUM_PATH ?? '/usr/bin/chromium');
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -185,6 +185,45 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
         await waitUntil(() => s.services.billing.events.size > 0, 30_000);
         await credit(accountId, '12.5');
         await balance.getByText('12.50 USD').waitFor();
+      } finally {
+        await ctx.close();
+      }
+    });
+
+    it('never sends a playground prompt again when its connection breaks mid-answer: the answer ends with an error instead', {
+      timeout: 90_000,
+    }, async () => {
+      const { ctx, page, accountId } = await signedIn('/playground');
+      const chatCalls = () => s.upstream.requests.filter((r) => r.path.endsWith('/chat/completions')).length;
+      try {
+        const before = chatCalls();
+        const usageBefore = (await s.services.billing.listUsageEvents(accountId)).length;
+        // A slow answer (60 words, 300 ms apart), broken by a server restart after its first words.
+        await page.getByLabel('Prompt').fill('Take your time #tokens=60 #delay=300');
+        await page.getByRole('button', { name: 'Send' }).click();
+        const answer = page.getByRole('region', { name: 'Answer' });
+        await answer.getByText(/w0 w1/).waitFor();
+        expect(chatCalls()).toBe(before + 1);
+        const broken = answer.getByRole('alert').getByText('The connection to the server was lost before the answer was complete');
+        await restart(async () => {
+          await new Promise((resolve) => setTimeout(resolve, 500));
+        });
+        // Either the page says the answer broke off, or (the bug) it subscribed again once the
+        // server was back, which sent the prompt to the model a second time.
+        await expect
+          .poll(async () => (await broken.count()) > 0 || chatCalls() > before + 1, { timeout: 30_000, interval: 250 })
+          .toBe(true);
+        // A reconnect would have come by now (graphql-ws retries within a few seconds).
+        await new Promise((resolve) => setTimeout(resolve, 4000));
+        expect(chatCalls()).toBe(before + 1);
+        expect(await broken.count()).toBe(1);
+        expect(await page.getByRole('button', { name: 'Send' }).isEnabled()).toBe(true);
+        // One call, billed once.
+        const events = await until(async () => {
+          const list = await s.services.billing.listUsageEvents(accountId);
+          return list.length > usageBefore && list;
+        }, 10_000);
+        expect(events.length).toBe(usageBefore + 1);
       } finally {
         await ctx.close();
       }

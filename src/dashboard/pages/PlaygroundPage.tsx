@@ -4,7 +4,7 @@
 // ends the subscription: the server stops the call, and its billing, there.
 import { type FormEvent, useEffect, useRef, useState } from 'react';
 import { stringifyDocument, useQuery } from 'urql';
-import { ws } from '../client';
+import { subscribeOnce } from '../client';
 import { Empty, ErrorMessage, Loading } from '../components/States';
 import { graphql } from '../gql';
 import type { FinishReason } from '../gql/graphql';
@@ -72,7 +72,9 @@ export default function PlaygroundPage() {
     setStreamError(null);
     setFinish(null);
     setRunning(true);
-    stop.current = ws.subscribe<{
+    // Its own socket, never retried: a broken connection ends the answer with an error instead of
+    // sending the prompt again (billed again) on reconnecting.
+    stop.current = subscribeOnce<{
       chatCompletionStream: {
         choices: { delta: { content?: string | null; reasoningContent?: string | null }; finishReason?: FinishReason | null }[];
         usage?: { promptTokens: number; completionTokens: number; totalTokens: number } | null;
@@ -93,7 +95,13 @@ export default function PlaygroundPage() {
           if (chunk.usage) setUsage(chunk.usage);
         },
         error: (err) => {
-          setStreamError(Array.isArray(err) ? err.map((x: { message: string }) => x.message).join(' ') : 'The stream failed.');
+          setStreamError(
+            Array.isArray(err)
+              ? err.map((x: { message: string }) => x.message).join(' ')
+              : err instanceof Error
+                ? err.message
+                : 'The stream failed.',
+          );
           setRunning(false);
         },
         complete: () => setRunning(false),
