@@ -346,6 +346,32 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
       }
     });
 
+    it('prices a playground answer at the model it came from, whatever model is chosen afterwards', { timeout: 60_000 }, async () => {
+      const { ctx, page } = await signedIn('/playground');
+      try {
+        const model = page.getByLabel('Model');
+        expect(await model.inputValue()).toBe('chat-test');
+        await page.getByLabel('Prompt').fill('Hi #tokens=3');
+        await page.getByRole('button', { name: 'Send' }).click();
+        const cost = page.getByRole('region', { name: 'Answer' }).getByRole('status');
+        await cost.getByText(/ tokens, .* USD at list/).waitFor();
+        const shown = await cost.textContent();
+        expect(shown).toContain('USD at list prices for chat-test');
+        // chat-test's prices: 1.00 per million prompt tokens, 2.00 per million completion tokens.
+        const [, prompt, completion] = /^(\d+) prompt \+ (\d+) completion/.exec(shown!)!;
+        const nanos = (Number(prompt) * 1000 + Number(completion) * 2000).toString().padStart(9, '0');
+        const price = `0.${nanos.replace(/0+$/, '').padEnd(2, '0')} USD`;
+        expect(shown).toContain(price);
+        // Another model for the next prompt (half the prices): the answer shown keeps its cost.
+        await model.selectOption('chat-old');
+        expect(await model.inputValue()).toBe('chat-old');
+        expect(await cost.textContent()).toContain(price);
+        expect(await cost.textContent()).toBe(shown);
+      } finally {
+        await ctx.close();
+      }
+    });
+
     it('labels usage days as UTC and shows amounts of usage and transactions with their currency', { timeout: 60_000 }, async () => {
       const { ctx, page, cookie, accountId } = await signedIn('/');
       try {
