@@ -177,6 +177,78 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
       }
     });
 
+    it("asks before a link, Back, Forward or closing the tab leaves a new key not copied yet (Done's question), staying when told to", {
+      timeout: 60_000,
+    }, async () => {
+      const { ctx, page } = await signedIn('/');
+      try {
+        const nav = page.getByRole('navigation');
+        const asked: string[] = [];
+        /** Answers the next question the page asks: `yes` leaves, no stays. */
+        const answerNext = (yes: boolean) =>
+          page.once('dialog', (d) => {
+            asked.push(d.message());
+            void (yes ? d.accept() : d.dismiss());
+          });
+        const onPage = (p: string) => expect.poll(() => new URL(page.url()).pathname).toBe(`/dashboard${p}`);
+        const keysHeading = page.getByRole('heading', { name: 'API keys', level: 1 });
+        const panel = page.getByRole('region', { name: 'Your new API key' });
+        const createKey = async () => {
+          await page.getByRole('button', { name: 'Create key' }).click();
+          await page.getByLabel('Key name').fill(`held ${asked.length}`);
+          await page.getByRole('button', { name: 'Create', exact: true }).click();
+          await panel.waitFor();
+        };
+        await page.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
+        await nav.getByRole('link', { name: 'API keys' }).click();
+        await nav.getByRole('link', { name: 'Usage' }).click();
+        await page.getByRole('heading', { name: 'Usage', level: 1 }).waitFor();
+        await page.evaluate(() => history.back());
+        await keysHeading.waitFor();
+        await createKey();
+        // Forward (to the usage page), Cancel: the page, its address and the key stay.
+        answerNext(false);
+        await page.evaluate(() => history.forward());
+        await expect.poll(() => asked.length).toBe(1);
+        expect(asked[0]).toContain('You have not copied the new API key');
+        await page.waitForTimeout(300);
+        await onPage('/api-keys');
+        expect(await panel.count()).toBe(1);
+        // A link of the navigation, Cancel.
+        answerNext(false);
+        await nav.getByRole('link', { name: 'Settings' }).click();
+        await expect.poll(() => asked.length).toBe(2);
+        await onPage('/api-keys');
+        expect(await panel.count()).toBe(1);
+        // Back (to the overview), Cancel.
+        answerNext(false);
+        await page.evaluate(() => history.back());
+        await expect.poll(() => asked.length).toBe(3);
+        await page.waitForTimeout(300);
+        await onPage('/api-keys');
+        expect(await panel.count()).toBe(1);
+        expect(await keysHeading.count()).toBe(1);
+        // Back again, OK: the overview, one step back as asked.
+        answerNext(true);
+        await page.evaluate(() => history.back());
+        await page.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
+        await onPage('/');
+        expect(asked).toHaveLength(4);
+        // Closing the tab asks too (the browser's own question).
+        await nav.getByRole('link', { name: 'API keys' }).click();
+        await createKey();
+        const unload = page.waitForEvent('dialog');
+        await page.close({ runBeforeUnload: true });
+        const d = await unload;
+        expect(d.type()).toBe('beforeunload');
+        await d.dismiss();
+        expect(page.isClosed()).toBe(false);
+        expect(asked.every((m) => m === asked[0])).toBe(true);
+      } finally {
+        await ctx.close();
+      }
+    });
+
     it('takes settings changed in another tab when it comes back into view, and warns a form being edited instead of overwriting', {
       timeout: 60_000,
     }, async () => {
