@@ -249,6 +249,27 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
       }
     });
 
+    it('moves the focus to the new key, announced by its heading, when a key is created with the keyboard', {
+      timeout: 60_000,
+    }, async () => {
+      const { ctx, page } = await signedIn('/api-keys');
+      try {
+        await page.getByRole('button', { name: 'Create key' }).focus();
+        await page.keyboard.press('Enter');
+        await page.getByLabel('Key name').waitFor();
+        await page.keyboard.type('keyboard');
+        await page.keyboard.press('Enter');
+        await page.getByRole('region', { name: 'Your new API key' }).waitFor();
+        const focused = () => page.evaluate(() => `${document.activeElement?.tagName} ${document.activeElement?.textContent?.trim()}`);
+        await expect.poll(focused).toBe('H2 Your new API key');
+        // The keyboard goes on from there: Copy is next.
+        await page.keyboard.press('Tab');
+        expect(await focused()).toBe('BUTTON Copy');
+      } finally {
+        await ctx.close();
+      }
+    });
+
     it('takes settings changed in another tab when it comes back into view, and warns a form being edited instead of overwriting', {
       timeout: 60_000,
     }, async () => {

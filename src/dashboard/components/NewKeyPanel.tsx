@@ -23,6 +23,7 @@ export const NOT_COPIED_WARNING = 'You have not copied the new API key, and it i
 export function NewKeyPanel({ apiKey, onDone }: { apiKey: string; onDone: () => void }) {
   const [copy, setCopy] = useState<'not_yet' | 'copied' | 'failed'>('not_yet');
   const keyText = useRef<HTMLElement>(null);
+  const heading = useRef<HTMLHeadingElement>(null);
   const copied = copy === 'copied';
   // Copied by hand (the selection, Ctrl+C): the key is safe somewhere too.
   useEffect(() => {
@@ -33,13 +34,19 @@ export function NewKeyPanel({ apiKey, onDone }: { apiKey: string; onDone: () => 
     document.addEventListener('copy', onCopy);
     return () => document.removeEventListener('copy', onCopy);
   }, [apiKey]);
+  // Shown in place of the form that created the key: the focus, left on nothing as that form went,
+  // moves to the panel's heading, so that a screen reader announces the new key and the keyboard
+  // goes on from there (Copy is next).
+  useEffect(() => heading.current?.focus(), []);
   // Leaving before the key was copied (a link, Back or Forward, closing or reloading the tab) asks
   // first, as Done does.
   useHoldNavigation(copied ? null : NOT_COPIED_WARNING);
   return (
     // biome-ignore lint/a11y/useSemanticElements: a labelled region the end-to-end tests find by role; kept as written by the dashboard.
     <div className="card notice" role="region" aria-labelledby="new-key-title">
-      <h2 id="new-key-title">Your new API key</h2>
+      <h2 id="new-key-title" tabIndex={-1} ref={heading}>
+        Your new API key
+      </h2>
       <p>Copy it now: it is not shown again.</p>
       <p>
         {/* biome-ignore lint/a11y/useAriaPropsSupportedByRole: the key is found by this name in the end-to-end tests. */}
