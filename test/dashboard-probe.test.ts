@@ -530,7 +530,7 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
         await page.getByRole('button', { name: 'Done' }).click();
         const row = page.getByRole('row', { name: /phone/ });
         await row.waitFor();
-        // 00:00 UTC on that day, in the browser's time.
+        // 00:00 UTC on that day.
         expect(await row.getByRole('cell', { name: /2099/ }).count()).toBe(1);
         const status = row.getByRole('cell', { name: 'Active' });
         const revoke = row.getByRole('button', { name: 'Revoke phone' });
@@ -542,6 +542,32 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
         await amount.waitFor();
         expect(await inView(amount)).toBe(true);
         expect(await inView(page.getByRole('cell', { name: '3.00 USD', exact: true }))).toBe(true);
+      } finally {
+        await ctx.close();
+      }
+    });
+
+    it("shows a key's expiry day, creation and last use in UTC, labelled, in a browser west of UTC", { timeout: 60_000 }, async () => {
+      const { cookie } = await signUp();
+      const ctx = await browser.newContext({ viewport: { width: 1200, height: 860 }, timezoneId: 'America/New_York' });
+      try {
+        await ctx.addCookies([{ name: 'tollgate_session', value: cookie.slice(cookie.indexOf('=') + 1), url: s.url }]);
+        const page = await ctx.newPage();
+        await page.goto(`${s.url}/dashboard/api-keys`);
+        expect(await page.evaluate(() => new Date('2026-12-15T00:00:00Z').getDate())).toBe(14);
+        await page.getByRole('button', { name: 'Create key' }).click();
+        await page.getByLabel('Key name').fill('dated');
+        await page.getByLabel('Expires on (optional)').fill('2026-12-15');
+        await page.getByRole('button', { name: 'Create', exact: true }).click();
+        page.once('dialog', (d) => void d.accept());
+        await page.getByRole('button', { name: 'Done' }).click();
+        const row = page.getByRole('row', { name: /dated/ });
+        // The day the key was set to expire on, at the hour it stops: not 14 Dec, 19:00 local time.
+        await row.getByRole('cell', { name: '15 Dec 2026, 00:00 UTC', exact: true }).waitFor();
+        const created = await row.getByRole('cell').nth(2).textContent();
+        expect(created).toMatch(/^\d{1,2} [A-Z][a-z]{2} \d{4}, \d{2}:\d{2} UTC$/);
+        const now = new Date();
+        expect(created).toContain(`${now.getUTCFullYear()}`);
       } finally {
         await ctx.close();
       }
