@@ -5,6 +5,7 @@
 // days in UTC, a server error told from a network failure, keys and transactions at phone width,
 // the e-mail form, the signed-in browsers, and the smaller wording fixes.
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -568,6 +569,46 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
         expect(created).toMatch(/^\d{1,2} [A-Z][a-z]{2} \d{4}, \d{2}:\d{2} UTC$/);
         const now = new Date();
         expect(created).toContain(`${now.getUTCFullYear()}`);
+      } finally {
+        await ctx.close();
+      }
+    });
+
+    it('downloads no CSV, and says why, when a request of the export failed; the whole ledger once it works', {
+      timeout: 60_000,
+    }, async () => {
+      const { cookie, accountId } = await signUp();
+      await credit(accountId, '4');
+      await credit(accountId, '5');
+      const { ctx, page } = await browse(cookie, '/transactions');
+      try {
+        const downloads: string[] = [];
+        page.on('download', (d) => downloads.push(d.suggestedFilename()));
+        await page
+          .getByRole('table', { name: /Ledger/ })
+          .getByRole('cell', { name: '+5.00 USD' })
+          .waitFor();
+        // The export's requests (1000 at a time) fail with HTTP 500; the page's own (25) do not.
+        await page.route(/\/graphql(\?|$)/, (route) => {
+          const sent = `${decodeURIComponent(route.request().url().replace(/\+/g, ' '))} ${route.request().postData() ?? ''}`;
+          return sent.includes('query Transactions') && sent.includes('"first":1000')
+            ? route.fulfill({ status: 500, contentType: 'text/plain', body: 'Internal Server Error' })
+            : route.fallback();
+        });
+        await page.getByRole('button', { name: 'Export CSV' }).click();
+        const failed = page.getByRole('alert').filter({ hasText: 'Could not export the transactions: nothing was downloaded' });
+        await expect.poll(async () => downloads.length > 0 || (await failed.count()) > 0).toBe(true);
+        await page.waitForTimeout(500);
+        expect(downloads).toEqual([]);
+        await failed.getByText('The server had an error (HTTP 500)').waitFor();
+        // Once the server answers, "Try again" downloads every transaction.
+        await page.unroute(/\/graphql(\?|$)/);
+        const download = page.waitForEvent('download');
+        await failed.getByRole('button', { name: 'Try again' }).click();
+        const csv = readFileSync((await (await download).path())!, 'utf8');
+        expect(csv.split('\r\n').filter(Boolean)).toHaveLength(3);
+        expect(csv).toContain(',bonus,5,');
+        expect(await failed.count()).toBe(0);
       } finally {
         await ctx.close();
       }
