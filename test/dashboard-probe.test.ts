@@ -365,6 +365,30 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
       }
     });
 
+    it('says once why automatic top-up was turned off', { timeout: 60_000 }, async () => {
+      const { cookie, accountId } = await signUp();
+      // As the settlement leaves it when a payment is disputed (and as an older reason could read).
+      const knex = getKnex(s.services.orm);
+      const turnOff = (reason: string) =>
+        knex('auto_topups')
+          .insert({ account_id: accountId, enabled: false, disabled_reason: reason, updated_at: new Date() })
+          .onConflict('account_id')
+          .merge();
+      await turnOff('Turned off: payment pi_123 is disputed.');
+      const { ctx, page } = await browse(cookie, '/settings');
+      try {
+        const form = page.getByRole('form', { name: 'Automatic top-up' });
+        await form.getByText('payment pi_123 is disputed.').waitFor();
+        expect(await form.getByText(/Turned off/).allTextContents()).toEqual(['Turned off: payment pi_123 is disputed.']);
+        await turnOff('the card was declined three times.');
+        await page.reload();
+        await form.getByText('the card was declined three times.').waitFor();
+        expect(await form.getByText(/Turned off/).allTextContents()).toEqual(['Turned off: the card was declined three times.']);
+      } finally {
+        await ctx.close();
+      }
+    });
+
     it('updates a top-up still being confirmed by itself, with a link back to its checkout', { timeout: 60_000 }, async () => {
       const { ctx, page, cookie } = await signedIn('/');
       try {
