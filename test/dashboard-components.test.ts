@@ -9,7 +9,7 @@ import { loginPathFor, safeReturnPath } from '../src/dashboard/lib/return-to.js'
 import { costNanos, formatDecimal, parseDecimal, priceToNanos } from '../src/domain/billing/money.js';
 import { describeUserAgent } from '../src/dashboard/lib/user-agent.js';
 import { formatUtcDateTime } from '../src/dashboard/lib/utc-time.js';
-import { formatMoney, formatTokens, listPriceCost, normalizeAmount, priceNanos } from '../src/dashboard/lib/money.js';
+import { formatMoney, formatTokens, listPriceCost, normalizeAmount, priceNanos, stripAmount } from '../src/dashboard/lib/money.js';
 import { checkTopUpAmount, previewLines } from '../src/dashboard/lib/top-up-amount.js';
 import { currentUtcMonth, dailySeries, modelTotals, monthRange, seriesModels, sumDecimals } from '../src/dashboard/lib/usage-shape.js';
 
@@ -143,6 +143,17 @@ describe('where sign-in returns to', () => {
 });
 
 describe('the top-up amount and bonus preview', () => {
+  it('accepts an amount written as the settings forms accept it: "$ 50" as "$50" and "50"', () => {
+    for (const typed of ['50', '$50', '$ 50', ' $  50 ', '\t$50.00']) {
+      const check = checkTopUpAmount(typed);
+      expect(check, JSON.stringify(typed)).toMatchObject({ kind: 'ok' });
+      // The amount the top-up form sends is what the settings forms send for the same text.
+      expect(check.kind === 'ok' && check.amount, JSON.stringify(typed)).toBe(normalizeAmount(typed));
+    }
+    expect(checkTopUpAmount('$ 1,250').kind).toBe('sales');
+    expect(checkTopUpAmount('$ 12,5').kind).toBe('invalid');
+    expect(stripAmount(' $ 1,250.50 ')).toBe('1,250.50');
+  });
   it('checks the rules as the person types', () => {
     expect(checkTopUpAmount('')).toEqual({ kind: 'empty' });
     expect(checkTopUpAmount('50')).toEqual({ kind: 'ok', amount: '50' });
