@@ -638,6 +638,43 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
       }
     });
 
+    it('shows every column of the usage and models tables at 375 px, the cost in view', { timeout: 60_000 }, async () => {
+      const { cookie, accountId } = await signUp();
+      await toDeveloper(accountId);
+      await credit(accountId, '1');
+      const apiKey = (await gql('mutation { createMyApiKey(name: "phone usage") { apiKey } }', {}, cookie)).body.data.createMyApiKey.apiKey;
+      const call = await fetch(`${s.v1}/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'chat-test', messages: [{ role: 'user', content: 'Hi #tokens=3' }] }),
+      });
+      expect(call.status).toBe(200);
+      const { ctx, page } = await browse(cookie, '/usage', { width: 375, height: 760 });
+      /** Nothing of `table` is cut off by its box, and nothing of the page reaches past the screen. */
+      const fits = async (table: ReturnType<Page['getByRole']>) => {
+        const box = await table.evaluate((t) => ({ table: t.scrollWidth, wrap: t.parentElement!.clientWidth }));
+        expect(box.table, 'the table inside its box').toBeLessThanOrEqual(box.wrap);
+        expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
+      };
+      try {
+        for (const name of [/^By model/, 'By day (UTC)']) {
+          const table = page.getByRole('table', { name });
+          const cost = table.getByRole('cell', { name: /USD$/ });
+          await cost.waitFor();
+          expect(await inView(cost), String(name)).toBe(true);
+          await fits(table);
+        }
+        await page.getByRole('navigation').getByRole('link', { name: 'Models' }).click();
+        const models = page.getByRole('table', { name: /Prices per million tokens/ });
+        const chat = models.getByRole('row', { name: /chat-test/ });
+        await chat.waitFor();
+        for (const cell of await chat.getByRole('cell').all()) expect(await inView(cell), (await cell.textContent()) ?? '').toBe(true);
+        await fits(models);
+      } finally {
+        await ctx.close();
+      }
+    });
+
     it('pre-fills nothing as the new e-mail address and says the old address is told', { timeout: 60_000 }, async () => {
       const { ctx, page, email } = await signedIn('/settings');
       try {
