@@ -257,6 +257,33 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
       }
     });
 
+    it('loads a page whose code failed to load while the server was down on its next visit, without a reload', {
+      timeout: 90_000,
+    }, async () => {
+      const { ctx, page } = await signedIn('/');
+      try {
+        const nav = page.getByRole('navigation');
+        await page.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
+        // A mark on this document: a reload would take it away.
+        await page.evaluate(() => Object.assign(window, { sameDocument: true }));
+        const failed = page.getByRole('alert').getByText('This page could not be loaded.');
+        await restart(async () => {
+          // The transactions page's code was never loaded in this tab, and now cannot be.
+          await nav.getByRole('link', { name: 'Transactions' }).click();
+          await failed.waitFor();
+          await nav.getByRole('link', { name: 'Overview' }).click();
+          await page.getByText('The server could not be reached.').waitFor();
+        });
+        // The server is back: the next visit loads the page, with no Reload.
+        await nav.getByRole('link', { name: 'Transactions' }).click();
+        await page.getByRole('heading', { name: 'Transactions', level: 1 }).waitFor();
+        expect(await failed.count()).toBe(0);
+        expect(await page.evaluate(() => 'sameDocument' in window)).toBe(true);
+      } finally {
+        await ctx.close();
+      }
+    });
+
     it('fits a large balance in its card at phone, small phone and tablet widths', { timeout: 60_000 }, async () => {
       const { ctx, page, accountId } = await signedIn('/', { width: 320, height: 700 });
       try {
