@@ -8,7 +8,8 @@ import { errorText, failureText } from '../src/dashboard/lib/error-text.js';
 import { loginPathFor, safeReturnPath } from '../src/dashboard/lib/return-to.js';
 import { costNanos, formatDecimal, parseDecimal, priceToNanos } from '../src/domain/billing/money.js';
 import { describeUserAgent } from '../src/dashboard/lib/user-agent.js';
-import { formatMoney, formatTokens, listPriceCost, normalizeAmount, priceNanos } from '../src/dashboard/lib/money.js';
+import { formatUtcDateTime } from '../src/dashboard/lib/utc-time.js';
+import { formatMoney, formatTokens, listPriceCost, normalizeAmount, priceNanos, stripAmount } from '../src/dashboard/lib/money.js';
 import { feeNotice } from '../src/dashboard/lib/plan-fee.js';
 import { checkTopUpAmount, previewLines } from '../src/dashboard/lib/top-up-amount.js';
 import { currentUtcMonth, dailySeries, modelTotals, monthRange, seriesModels, sumDecimals } from '../src/dashboard/lib/usage-shape.js';
@@ -152,6 +153,17 @@ describe('where sign-in returns to', () => {
 });
 
 describe('the top-up amount and bonus preview', () => {
+  it('accepts an amount written as the settings forms accept it: "$ 50" as "$50" and "50"', () => {
+    for (const typed of ['50', '$50', '$ 50', ' $  50 ', '\t$50.00']) {
+      const check = checkTopUpAmount(typed);
+      expect(check, JSON.stringify(typed)).toMatchObject({ kind: 'ok' });
+      // The amount the top-up form sends is what the settings forms send for the same text.
+      expect(check.kind === 'ok' && check.amount, JSON.stringify(typed)).toBe(normalizeAmount(typed));
+    }
+    expect(checkTopUpAmount('$ 1,250').kind).toBe('sales');
+    expect(checkTopUpAmount('$ 12,5').kind).toBe('invalid');
+    expect(stripAmount(' $ 1,250.50 ')).toBe('1,250.50');
+  });
   it('checks the rules as the person types', () => {
     expect(checkTopUpAmount('')).toEqual({ kind: 'empty' });
     expect(checkTopUpAmount('50')).toEqual({ kind: 'ok', amount: '50' });
@@ -254,5 +266,14 @@ describe('signed-in browsers', () => {
     ).toBe('Safari 17 on iOS');
     expect(describeUserAgent('curl/8.5.0')).toBe('curl/8.5.0');
     expect(describeUserAgent(null)).toBe('Unknown browser');
+  });
+});
+
+describe('times in UTC', () => {
+  it('shows an instant in UTC to the minute, labelled, whatever the time zone', () => {
+    expect(formatUtcDateTime('2026-12-15T00:00:00.000Z')).toBe('15 Dec 2026, 00:00 UTC');
+    expect(formatUtcDateTime('2026-01-03T23:59:59.999Z')).toBe('3 Jan 2026, 23:59 UTC');
+    expect(formatUtcDateTime('2026-06-30T20:05:00-04:00')).toBe('1 Jul 2026, 00:05 UTC');
+    expect(formatUtcDateTime('not a time')).toBe('—');
   });
 });

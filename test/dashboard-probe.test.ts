@@ -5,6 +5,7 @@
 // days in UTC, a server error told from a network failure, keys and transactions at phone width,
 // the e-mail form, the signed-in browsers, and the smaller wording fixes.
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -177,6 +178,99 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
       }
     });
 
+    it("asks before a link, Back, Forward or closing the tab leaves a new key not copied yet (Done's question), staying when told to", {
+      timeout: 60_000,
+    }, async () => {
+      const { ctx, page } = await signedIn('/');
+      try {
+        const nav = page.getByRole('navigation');
+        const asked: string[] = [];
+        /** Answers the next question the page asks: `yes` leaves, no stays. */
+        const answerNext = (yes: boolean) =>
+          page.once('dialog', (d) => {
+            asked.push(d.message());
+            void (yes ? d.accept() : d.dismiss());
+          });
+        const onPage = (p: string) => expect.poll(() => new URL(page.url()).pathname).toBe(`/dashboard${p}`);
+        const keysHeading = page.getByRole('heading', { name: 'API keys', level: 1 });
+        const panel = page.getByRole('region', { name: 'Your new API key' });
+        const createKey = async () => {
+          await page.getByRole('button', { name: 'Create key' }).click();
+          await page.getByLabel('Key name').fill(`held ${asked.length}`);
+          await page.getByRole('button', { name: 'Create', exact: true }).click();
+          await panel.waitFor();
+        };
+        await page.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
+        await nav.getByRole('link', { name: 'API keys' }).click();
+        await nav.getByRole('link', { name: 'Usage' }).click();
+        await page.getByRole('heading', { name: 'Usage', level: 1 }).waitFor();
+        await page.evaluate(() => history.back());
+        await keysHeading.waitFor();
+        await createKey();
+        // Forward (to the usage page), Cancel: the page, its address and the key stay.
+        answerNext(false);
+        await page.evaluate(() => history.forward());
+        await expect.poll(() => asked.length).toBe(1);
+        expect(asked[0]).toContain('You have not copied the new API key');
+        await page.waitForTimeout(300);
+        await onPage('/api-keys');
+        expect(await panel.count()).toBe(1);
+        // A link of the navigation, Cancel.
+        answerNext(false);
+        await nav.getByRole('link', { name: 'Settings' }).click();
+        await expect.poll(() => asked.length).toBe(2);
+        await onPage('/api-keys');
+        expect(await panel.count()).toBe(1);
+        // Back (to the overview), Cancel.
+        answerNext(false);
+        await page.evaluate(() => history.back());
+        await expect.poll(() => asked.length).toBe(3);
+        await page.waitForTimeout(300);
+        await onPage('/api-keys');
+        expect(await panel.count()).toBe(1);
+        expect(await keysHeading.count()).toBe(1);
+        // Back again, OK: the overview, one step back as asked.
+        answerNext(true);
+        await page.evaluate(() => history.back());
+        await page.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
+        await onPage('/');
+        expect(asked).toHaveLength(4);
+        // Closing the tab asks too (the browser's own question).
+        await nav.getByRole('link', { name: 'API keys' }).click();
+        await createKey();
+        const unload = page.waitForEvent('dialog');
+        await page.close({ runBeforeUnload: true });
+        const d = await unload;
+        expect(d.type()).toBe('beforeunload');
+        await d.dismiss();
+        expect(page.isClosed()).toBe(false);
+        expect(asked.every((m) => m === asked[0])).toBe(true);
+      } finally {
+        await ctx.close();
+      }
+    });
+
+    it('moves the focus to the new key, announced by its heading, when a key is created with the keyboard', {
+      timeout: 60_000,
+    }, async () => {
+      const { ctx, page } = await signedIn('/api-keys');
+      try {
+        await page.getByRole('button', { name: 'Create key' }).focus();
+        await page.keyboard.press('Enter');
+        await page.getByLabel('Key name').waitFor();
+        await page.keyboard.type('keyboard');
+        await page.keyboard.press('Enter');
+        await page.getByRole('region', { name: 'Your new API key' }).waitFor();
+        const focused = () => page.evaluate(() => `${document.activeElement?.tagName} ${document.activeElement?.textContent?.trim()}`);
+        await expect.poll(focused).toBe('H2 Your new API key');
+        // The keyboard goes on from there: Copy is next.
+        await page.keyboard.press('Tab');
+        expect(await focused()).toBe('BUTTON Copy');
+      } finally {
+        await ctx.close();
+      }
+    });
+
     it('takes settings changed in another tab when it comes back into view, and warns a form being edited instead of overwriting', {
       timeout: 60_000,
     }, async () => {
@@ -271,6 +365,30 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
       }
     });
 
+    it('says once why automatic top-up was turned off', { timeout: 60_000 }, async () => {
+      const { cookie, accountId } = await signUp();
+      // As the settlement leaves it when a payment is disputed (and as an older reason could read).
+      const knex = getKnex(s.services.orm);
+      const turnOff = (reason: string) =>
+        knex('auto_topups')
+          .insert({ account_id: accountId, enabled: false, disabled_reason: reason, updated_at: new Date() })
+          .onConflict('account_id')
+          .merge();
+      await turnOff('Turned off: payment pi_123 is disputed.');
+      const { ctx, page } = await browse(cookie, '/settings');
+      try {
+        const form = page.getByRole('form', { name: 'Automatic top-up' });
+        await form.getByText('payment pi_123 is disputed.').waitFor();
+        expect(await form.getByText(/Turned off/).allTextContents()).toEqual(['Turned off: payment pi_123 is disputed.']);
+        await turnOff('the card was declined three times.');
+        await page.reload();
+        await form.getByText('the card was declined three times.').waitFor();
+        expect(await form.getByText(/Turned off/).allTextContents()).toEqual(['Turned off: the card was declined three times.']);
+      } finally {
+        await ctx.close();
+      }
+    });
+
     it('updates a top-up still being confirmed by itself, with a link back to its checkout', { timeout: 60_000 }, async () => {
       const { ctx, page, cookie } = await signedIn('/');
       try {
@@ -346,6 +464,32 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
       }
     });
 
+    it('prices a playground answer at the model it came from, whatever model is chosen afterwards', { timeout: 60_000 }, async () => {
+      const { ctx, page } = await signedIn('/playground');
+      try {
+        const model = page.getByLabel('Model');
+        expect(await model.inputValue()).toBe('chat-test');
+        await page.getByLabel('Prompt').fill('Hi #tokens=3');
+        await page.getByRole('button', { name: 'Send' }).click();
+        const cost = page.getByRole('region', { name: 'Answer' }).getByRole('status');
+        await cost.getByText(/ tokens, .* USD at list/).waitFor();
+        const shown = await cost.textContent();
+        expect(shown).toContain('USD at list prices for chat-test');
+        // chat-test's prices: 1.00 per million prompt tokens, 2.00 per million completion tokens.
+        const [, prompt, completion] = /^(\d+) prompt \+ (\d+) completion/.exec(shown!)!;
+        const nanos = (Number(prompt) * 1000 + Number(completion) * 2000).toString().padStart(9, '0');
+        const price = `0.${nanos.replace(/0+$/, '').padEnd(2, '0')} USD`;
+        expect(shown).toContain(price);
+        // Another model for the next prompt (half the prices): the answer shown keeps its cost.
+        await model.selectOption('chat-old');
+        expect(await model.inputValue()).toBe('chat-old');
+        expect(await cost.textContent()).toContain(price);
+        expect(await cost.textContent()).toBe(shown);
+      } finally {
+        await ctx.close();
+      }
+    });
+
     it('labels usage days as UTC and shows amounts of usage and transactions with their currency', { timeout: 60_000 }, async () => {
       const { ctx, page, cookie, accountId } = await signedIn('/');
       try {
@@ -411,7 +555,7 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
         await page.getByRole('button', { name: 'Done' }).click();
         const row = page.getByRole('row', { name: /phone/ });
         await row.waitFor();
-        // 00:00 UTC on that day, in the browser's time.
+        // 00:00 UTC on that day.
         expect(await row.getByRole('cell', { name: /2099/ }).count()).toBe(1);
         const status = row.getByRole('cell', { name: 'Active' });
         const revoke = row.getByRole('button', { name: 'Revoke phone' });
@@ -423,6 +567,109 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
         await amount.waitFor();
         expect(await inView(amount)).toBe(true);
         expect(await inView(page.getByRole('cell', { name: '3.00 USD', exact: true }))).toBe(true);
+      } finally {
+        await ctx.close();
+      }
+    });
+
+    it("shows a key's expiry day, creation and last use in UTC, labelled, in a browser west of UTC", { timeout: 60_000 }, async () => {
+      const { cookie } = await signUp();
+      const ctx = await browser.newContext({ viewport: { width: 1200, height: 860 }, timezoneId: 'America/New_York' });
+      try {
+        await ctx.addCookies([{ name: 'tollgate_session', value: cookie.slice(cookie.indexOf('=') + 1), url: s.url }]);
+        const page = await ctx.newPage();
+        await page.goto(`${s.url}/dashboard/api-keys`);
+        expect(await page.evaluate(() => new Date('2026-12-15T00:00:00Z').getDate())).toBe(14);
+        await page.getByRole('button', { name: 'Create key' }).click();
+        await page.getByLabel('Key name').fill('dated');
+        await page.getByLabel('Expires on (optional)').fill('2026-12-15');
+        await page.getByRole('button', { name: 'Create', exact: true }).click();
+        page.once('dialog', (d) => void d.accept());
+        await page.getByRole('button', { name: 'Done' }).click();
+        const row = page.getByRole('row', { name: /dated/ });
+        // The day the key was set to expire on, at the hour it stops: not 14 Dec, 19:00 local time.
+        await row.getByRole('cell', { name: '15 Dec 2026, 00:00 UTC', exact: true }).waitFor();
+        const created = await row.getByRole('cell').nth(2).textContent();
+        expect(created).toMatch(/^\d{1,2} [A-Z][a-z]{2} \d{4}, \d{2}:\d{2} UTC$/);
+        const now = new Date();
+        expect(created).toContain(`${now.getUTCFullYear()}`);
+      } finally {
+        await ctx.close();
+      }
+    });
+
+    it('downloads no CSV, and says why, when a request of the export failed; the whole ledger once it works', {
+      timeout: 60_000,
+    }, async () => {
+      const { cookie, accountId } = await signUp();
+      await credit(accountId, '4');
+      await credit(accountId, '5');
+      const { ctx, page } = await browse(cookie, '/transactions');
+      try {
+        const downloads: string[] = [];
+        page.on('download', (d) => downloads.push(d.suggestedFilename()));
+        await page
+          .getByRole('table', { name: /Ledger/ })
+          .getByRole('cell', { name: '+5.00 USD' })
+          .waitFor();
+        // The export's requests (1000 at a time) fail with HTTP 500; the page's own (25) do not.
+        await page.route(/\/graphql(\?|$)/, (route) => {
+          const sent = `${decodeURIComponent(route.request().url().replace(/\+/g, ' '))} ${route.request().postData() ?? ''}`;
+          return sent.includes('query Transactions') && sent.includes('"first":1000')
+            ? route.fulfill({ status: 500, contentType: 'text/plain', body: 'Internal Server Error' })
+            : route.fallback();
+        });
+        await page.getByRole('button', { name: 'Export CSV' }).click();
+        const failed = page.getByRole('alert').filter({ hasText: 'Could not export the transactions: nothing was downloaded' });
+        await expect.poll(async () => downloads.length > 0 || (await failed.count()) > 0).toBe(true);
+        await page.waitForTimeout(500);
+        expect(downloads).toEqual([]);
+        await failed.getByText('The server had an error (HTTP 500)').waitFor();
+        // Once the server answers, "Try again" downloads every transaction.
+        await page.unroute(/\/graphql(\?|$)/);
+        const download = page.waitForEvent('download');
+        await failed.getByRole('button', { name: 'Try again' }).click();
+        const csv = readFileSync((await (await download).path())!, 'utf8');
+        expect(csv.split('\r\n').filter(Boolean)).toHaveLength(3);
+        expect(csv).toContain(',bonus,5,');
+        expect(await failed.count()).toBe(0);
+      } finally {
+        await ctx.close();
+      }
+    });
+
+    it('shows every column of the usage and models tables at 375 px, the cost in view', { timeout: 60_000 }, async () => {
+      const { cookie, accountId } = await signUp();
+      await toDeveloper(accountId);
+      await credit(accountId, '1');
+      const apiKey = (await gql('mutation { createMyApiKey(name: "phone usage") { apiKey } }', {}, cookie)).body.data.createMyApiKey.apiKey;
+      const call = await fetch(`${s.v1}/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'chat-test', messages: [{ role: 'user', content: 'Hi #tokens=3' }] }),
+      });
+      expect(call.status).toBe(200);
+      const { ctx, page } = await browse(cookie, '/usage', { width: 375, height: 760 });
+      /** Nothing of `table` is cut off by its box, and nothing of the page reaches past the screen. */
+      const fits = async (table: ReturnType<Page['getByRole']>) => {
+        const box = await table.evaluate((t) => ({ table: t.scrollWidth, wrap: t.parentElement!.clientWidth }));
+        expect(box.table, 'the table inside its box').toBeLessThanOrEqual(box.wrap);
+        expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
+      };
+      try {
+        for (const name of [/^By model/, 'By day (UTC)']) {
+          const table = page.getByRole('table', { name });
+          const cost = table.getByRole('cell', { name: /USD$/ });
+          await cost.waitFor();
+          expect(await inView(cost), String(name)).toBe(true);
+          await fits(table);
+        }
+        await page.getByRole('navigation').getByRole('link', { name: 'Models' }).click();
+        const models = page.getByRole('table', { name: /Prices per million tokens/ });
+        const chat = models.getByRole('row', { name: /chat-test/ });
+        await chat.waitFor();
+        for (const cell of await chat.getByRole('cell').all()) expect(await inView(cell), (await cell.textContent()) ?? '').toBe(true);
+        await fits(models);
       } finally {
         await ctx.close();
       }

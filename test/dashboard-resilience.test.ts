@@ -12,7 +12,7 @@ import { type RunningServer, startServer } from '../src/server.js';
 import { launchChromium } from './support/browser.js';
 import { ADMIN_TOKEN, catalogYaml, startTestServer, type TestServer } from './support/harness.js';
 import { findExecutable, missing } from './support/requirements.js';
-import { waitUntil } from './support/wait.js';
+import { until, waitUntil } from './support/wait.js';
 
 const CHROMIUM = findExecutable(process.env.CHROMIUM_PATH ?? '/usr/bin/chromium');
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -190,6 +190,45 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
       }
     });
 
+    it('never sends a playground prompt again when its connection breaks mid-answer: the answer ends with an error instead', {
+      timeout: 90_000,
+    }, async () => {
+      const { ctx, page, accountId } = await signedIn('/playground');
+      const chatCalls = () => s.upstream.requests.filter((r) => r.path.endsWith('/chat/completions')).length;
+      try {
+        const before = chatCalls();
+        const usageBefore = (await s.services.billing.listUsageEvents(accountId)).length;
+        // A slow answer (60 words, 300 ms apart), broken by a server restart after its first words.
+        await page.getByLabel('Prompt').fill('Take your time #tokens=60 #delay=300');
+        await page.getByRole('button', { name: 'Send' }).click();
+        const answer = page.getByRole('region', { name: 'Answer' });
+        await answer.getByText(/w0 w1/).waitFor();
+        expect(chatCalls()).toBe(before + 1);
+        const broken = answer.getByRole('alert').getByText('The connection to the server was lost before the answer was complete');
+        await restart(async () => {
+          await new Promise((resolve) => setTimeout(resolve, 500));
+        });
+        // Either the page says the answer broke off, or (the bug) it subscribed again once the
+        // server was back, which sent the prompt to the model a second time.
+        await expect
+          .poll(async () => (await broken.count()) > 0 || chatCalls() > before + 1, { timeout: 30_000, interval: 250 })
+          .toBe(true);
+        // A reconnect would have come by now (graphql-ws retries within a few seconds).
+        await new Promise((resolve) => setTimeout(resolve, 4000));
+        expect(chatCalls()).toBe(before + 1);
+        expect(await broken.count()).toBe(1);
+        expect(await page.getByRole('button', { name: 'Send' }).isEnabled()).toBe(true);
+        // One call, billed once.
+        const events = await until(async () => {
+          const list = await s.services.billing.listUsageEvents(accountId);
+          return list.length > usageBefore && list;
+        }, 10_000);
+        expect(events.length).toBe(usageBefore + 1);
+      } finally {
+        await ctx.close();
+      }
+    });
+
     it("shows a message and a Reload button when a page's code cannot be loaded, with the navigation still usable", {
       timeout: 90_000,
     }, async () => {
@@ -213,6 +252,33 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
         // Reload brings the page once the server is back.
         await page.getByRole('button', { name: 'Reload' }).click();
         await page.getByRole('heading', { name: 'Usage', level: 1 }).waitFor();
+      } finally {
+        await ctx.close();
+      }
+    });
+
+    it('loads a page whose code failed to load while the server was down on its next visit, without a reload', {
+      timeout: 90_000,
+    }, async () => {
+      const { ctx, page } = await signedIn('/');
+      try {
+        const nav = page.getByRole('navigation');
+        await page.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
+        // A mark on this document: a reload would take it away.
+        await page.evaluate(() => Object.assign(window, { sameDocument: true }));
+        const failed = page.getByRole('alert').getByText('This page could not be loaded.');
+        await restart(async () => {
+          // The transactions page's code was never loaded in this tab, and now cannot be.
+          await nav.getByRole('link', { name: 'Transactions' }).click();
+          await failed.waitFor();
+          await nav.getByRole('link', { name: 'Overview' }).click();
+          await page.getByText('The server could not be reached.').waitFor();
+        });
+        // The server is back: the next visit loads the page, with no Reload.
+        await nav.getByRole('link', { name: 'Transactions' }).click();
+        await page.getByRole('heading', { name: 'Transactions', level: 1 }).waitFor();
+        expect(await failed.count()).toBe(0);
+        expect(await page.evaluate(() => 'sameDocument' in window)).toBe(true);
       } finally {
         await ctx.close();
       }

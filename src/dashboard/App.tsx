@@ -1,6 +1,7 @@
 // The app's shell: who is signed in, which page the path names, and the layout around it. Pages
-// load on demand (one chunk each), so the first page needs only the shell and itself.
-import { lazy, Suspense, useEffect } from 'react';
+// load on demand (one chunk each), so the first page needs only the shell and itself; a page whose
+// code could not be loaded is loaded again on its next visit.
+import { type ComponentType, type LazyExoticComponent, lazy, Suspense, useEffect } from 'react';
 import { useQuery } from 'urql';
 import { onSignedOut } from './client';
 import { Layout } from './components/Layout';
@@ -26,25 +27,43 @@ const SessionQueryDoc = graphql(`
   }
 `);
 
+/**
+ * A page whose code loads on demand, imported again when a load failed. React.lazy keeps a failed
+ * import for good: a page first opened while the server was out of reach stayed broken after it
+ * came back, until a reload. A failed load is forgotten here, so the next visit to the page (a
+ * fresh render of it) imports it again.
+ */
+function onDemand<P>(load: () => Promise<{ default: ComponentType<P> }>): () => LazyExoticComponent<ComponentType<P>> {
+  const make = (): LazyExoticComponent<ComponentType<P>> =>
+    lazy(() =>
+      load().catch((error: unknown) => {
+        page = make();
+        throw error;
+      }),
+    );
+  let page = make();
+  return () => page;
+}
+
 const pages = {
-  login: lazy(() => import('./pages/LoginPage')),
-  signup: lazy(() => import('./pages/SignupPage')),
-  forgot: lazy(() => import('./pages/ForgotPasswordPage')),
-  reset: lazy(() => import('./pages/ResetPasswordPage')),
-  operatorLogin: lazy(() => import('./pages/OperatorLoginPage')),
-  overview: lazy(() => import('./pages/OverviewPage')),
-  usage: lazy(() => import('./pages/UsagePage')),
-  transactions: lazy(() => import('./pages/TransactionsPage')),
-  topUp: lazy(() => import('./pages/TopUpPage')),
-  topUpReturn: lazy(() => import('./pages/TopUpReturnPage')),
-  settings: lazy(() => import('./pages/SettingsPage')),
-  keys: lazy(() => import('./pages/ApiKeysPage')),
-  playground: lazy(() => import('./pages/PlaygroundPage')),
-  notifications: lazy(() => import('./pages/NotificationsPage')),
-  plan: lazy(() => import('./pages/PlanPage')),
-  models: lazy(() => import('./pages/ModelsPage')),
-  operator: lazy(() => import('./pages/OperatorPage')),
-  notFound: lazy(() => import('./pages/NotFoundPage')),
+  login: onDemand(() => import('./pages/LoginPage')),
+  signup: onDemand(() => import('./pages/SignupPage')),
+  forgot: onDemand(() => import('./pages/ForgotPasswordPage')),
+  reset: onDemand(() => import('./pages/ResetPasswordPage')),
+  operatorLogin: onDemand(() => import('./pages/OperatorLoginPage')),
+  overview: onDemand(() => import('./pages/OverviewPage')),
+  usage: onDemand(() => import('./pages/UsagePage')),
+  transactions: onDemand(() => import('./pages/TransactionsPage')),
+  topUp: onDemand(() => import('./pages/TopUpPage')),
+  topUpReturn: onDemand(() => import('./pages/TopUpReturnPage')),
+  settings: onDemand(() => import('./pages/SettingsPage')),
+  keys: onDemand(() => import('./pages/ApiKeysPage')),
+  playground: onDemand(() => import('./pages/PlaygroundPage')),
+  notifications: onDemand(() => import('./pages/NotificationsPage')),
+  plan: onDemand(() => import('./pages/PlanPage')),
+  models: onDemand(() => import('./pages/ModelsPage')),
+  operator: onDemand(() => import('./pages/OperatorPage')),
+  notFound: onDemand(() => import('./pages/NotFoundPage')),
 };
 
 /** Pages anyone can see; the others need a signed-in person (or, for /operator, an operator). */
@@ -112,7 +131,7 @@ export function App() {
   else if (path === '/operator' && session?.operator) key = 'operator';
   else if (accountPage && session?.account) key = accountPage;
   else if (!session) key = 'login';
-  const Page = pages[key];
+  const Page = pages[key]();
   const bare = !session && publicPage !== 'models';
   const titles: Partial<Record<keyof typeof pages, string>> = {
     login: 'Sign in',

@@ -78,11 +78,20 @@ export function listPriceCost(promptTokens: number, completionTokens: number, in
 export const THOUSANDS = /^\d{1,3}(,\d{3})+(\.\d+)?$/;
 
 /**
+ * An amount as typed, without what every amount field accepts around it: the spaces before and
+ * after, and a leading $ with or without a space after it ("$50", "$ 50"). The top-up form's
+ * checks and the settings forms (normalizeAmount) both start here, so they accept the same forms.
+ */
+export function stripAmount(text: string): string {
+  return text.trim().replace(/^\$\s*/, '');
+}
+
+/**
  * An amount as a person types it, as the server reads it: spaces and a leading $ dropped, and
  * commas that separate thousands (1,250.50); anything else is sent as typed, for the server to
  * refuse with its reason (a decimal comma, "12,5", is never read as 125).
  */
 export function normalizeAmount(text: string): string {
-  const t = text.trim().replace(/^\$\s*/, '');
+  const t = stripAmount(text);
   return THOUSANDS.test(t) ? t.replace(/,/g, '') : t;
 }

@@ -1,6 +1,6 @@
 // The top-up form's rules, checked as the person types, before the API quotes the bonus: 10 to
 // 499.99 with at most two decimals; 500 and more are arranged with sales (section 2.11).
-import { THOUSANDS } from './money.js';
+import { stripAmount, THOUSANDS } from './money.js';
 
 export const MINIMUM_TOP_UP = 10;
 export const SALES_THRESHOLD = 500;
@@ -13,7 +13,8 @@ export type AmountCheck =
   | { kind: 'ok'; amount: string };
 
 export function checkTopUpAmount(input: string): AmountCheck {
-  let text = input.trim().replace(/^\$/, '');
+  // "$ 50" as the settings forms take it (stripAmount): a $ with or without a space after it.
+  let text = stripAmount(input);
   if (text === '') return { kind: 'empty' };
   // A comma separates thousands (1,250.00) and nothing else: "12,5" is refused, not read as 125.
   if (text.includes(',')) {

@@ -1,12 +1,14 @@
 // API keys: create one (optionally expiring; shown once, with a copy button), the list (name,
-// prefix and last four, created, last used, expiry), and "Revoke" with a confirmation. On a phone
-// the table's rows stack, each cell labelled, so status and Revoke are in view.
+// prefix and last four, created, last used, expiry, in UTC as the server counts them), and
+// "Revoke" with a confirmation. On a phone the table's rows stack, each cell labelled, so status
+// and Revoke are in view.
 import { type FormEvent, useRef, useState } from 'react';
 import { useMutation, useQuery } from 'urql';
 import { Field } from '../components/Field';
 import { NewKeyPanel } from '../components/NewKeyPanel';
 import { Empty, ErrorMessage, Loading } from '../components/States';
 import { graphql } from '../gql';
+import { formatUtcDateTime } from '../lib/utc-time';
 
 const KeysDoc = graphql(`
   query ApiKeys {
@@ -43,7 +45,8 @@ const RevokeKeyDoc = graphql(`
   }
 `);
 
-const when = (d: string | null | undefined) => (d ? new Date(d).toLocaleString() : 'Never');
+/** In UTC, as the server counts an expiry day (a key stops at 00:00 UTC), and labelled so. */
+const when = (d: string | null | undefined) => (d ? formatUtcDateTime(d) : 'Never');
 
 /** Tomorrow (UTC), the first day an expiry may name: "2026-11-28". */
 const tomorrowUtc = () => new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);

@@ -1,4 +1,5 @@
-// Models (public): the catalog with categories, prices and availability.
+// Models (public): the catalog with categories, prices and availability. On a phone each model's
+// cells stack, labelled.
 import { useQuery } from 'urql';
 import { Empty, ErrorMessage, Loading } from '../components/States';
 import { graphql } from '../gql';
@@ -32,7 +33,7 @@ export default function ModelsPage() {
       {error ? <ErrorMessage error={error} onRetry={() => refetch({ requestPolicy: 'network-only' })} /> : null}
       {data && data.models.length === 0 ? <Empty>No models are configured.</Empty> : null}
       {data && data.models.length > 0 ? (
-        <div className="table-wrap">
+        <div className="table-wrap stack">
           <table>
             <caption>Prices per million tokens (USD)</caption>
             <thead>
@@ -49,11 +50,11 @@ export default function ModelsPage() {
               {data.models.map((m) => (
                 <tr key={m.id}>
                   <th scope="row">{m.id}</th>
-                  <td>{m.category}</td>
-                  <td>{price(m.pricing.inputPricePerMillion ?? m.pricing.pricePerMillionTokens)}</td>
-                  <td>{price(m.pricing.outputPricePerMillion)}</td>
-                  <td>{m.status}</td>
-                  <td>{m.available ? 'Yes' : `No${m.unavailableReason ? `: ${m.unavailableReason}` : ''}`}</td>
+                  <td data-label="Category">{m.category}</td>
+                  <td data-label="Input">{price(m.pricing.inputPricePerMillion ?? m.pricing.pricePerMillionTokens)}</td>
+                  <td data-label="Output">{price(m.pricing.outputPricePerMillion)}</td>
+                  <td data-label="Status">{m.status}</td>
+                  <td data-label="Available">{m.available ? 'Yes' : `No${m.unavailableReason ? `: ${m.unavailableReason}` : ''}`}</td>
                 </tr>
               ))}
             </tbody>

@@ -4,10 +4,10 @@
 // ends the subscription: the server stops the call, and its billing, there.
 import { type FormEvent, useEffect, useRef, useState } from 'react';
 import { stringifyDocument, useQuery } from 'urql';
-import { ws } from '../client';
+import { subscribeOnce } from '../client';
 import { Empty, ErrorMessage, Loading } from '../components/States';
 import { graphql } from '../gql';
-import type { FinishReason } from '../gql/graphql';
+import type { ChatModelsQuery, FinishReason } from '../gql/graphql';
 import { formatMoney, formatTokens, listPriceCost } from '../lib/money';
 
 const ChatModelsDoc = graphql(`
@@ -42,6 +42,8 @@ const StreamDoc = graphql(`
   }
 `);
 
+type ChatModel = ChatModelsQuery['models'][number];
+
 export default function PlaygroundPage() {
   const [{ data, fetching, error }, refetchModels] = useQuery({ query: ChatModelsDoc });
   const [model, setModel] = useState('');
@@ -52,6 +54,9 @@ export default function PlaygroundPage() {
   const [streamError, setStreamError] = useState<string | null>(null);
   const [running, setRunning] = useState(false);
   const [finish, setFinish] = useState<FinishReason | null>(null);
+  // The model the answer came from, priced at its prices: choosing another one afterwards (for the
+  // next prompt) changes nothing about this answer or what it cost.
+  const [answeredBy, setAnsweredBy] = useState<ChatModel | null>(null);
   const stop = useRef<(() => void) | null>(null);
   // Leaving the page mid-stream completes the operation: the server aborts the model's call.
   useEffect(
@@ -71,8 +76,11 @@ export default function PlaygroundPage() {
     setUsage(null);
     setStreamError(null);
     setFinish(null);
+    setAnsweredBy(chosen);
     setRunning(true);
-    stop.current = ws.subscribe<{
+    // Its own socket, never retried: a broken connection ends the answer with an error instead of
+    // sending the prompt again (billed again) on reconnecting.
+    stop.current = subscribeOnce<{
       chatCompletionStream: {
         choices: { delta: { content?: string | null; reasoningContent?: string | null }; finishReason?: FinishReason | null }[];
         usage?: { promptTokens: number; completionTokens: number; totalTokens: number } | null;
@@ -93,7 +101,13 @@ export default function PlaygroundPage() {
           if (chunk.usage) setUsage(chunk.usage);
         },
         error: (err) => {
-          setStreamError(Array.isArray(err) ? err.map((x: { message: string }) => x.message).join(' ') : 'The stream failed.');
+          setStreamError(
+            Array.isArray(err)
+              ? err.map((x: { message: string }) => x.message).join(' ')
+              : err instanceof Error
+                ? err.message
+                : 'The stream failed.',
+          );
           setRunning(false);
         },
         complete: () => setRunning(false),
@@ -153,7 +167,7 @@ export default function PlaygroundPage() {
             The answer was stopped by the content filter.
           </p>
         ) : null}
-        {usage && chosen ? (
+        {usage && answeredBy ? (
           <p role="status">
             {formatTokens(usage.promptTokens)} prompt + {formatTokens(usage.completionTokens)} completion tokens ={' '}
             <strong>{formatTokens(usage.totalTokens)} tokens</strong>,{' '}
@@ -161,12 +175,12 @@ export default function PlaygroundPage() {
               listPriceCost(
                 usage.promptTokens,
                 usage.completionTokens,
-                chosen.pricing.inputPricePerMillion ?? 0,
-                chosen.pricing.outputPricePerMillion ?? 0,
+                answeredBy.pricing.inputPricePerMillion ?? 0,
+                answeredBy.pricing.outputPricePerMillion ?? 0,
               ),
               { currency: 'USD' },
             )}{' '}
-            at list prices (the monthly allocation is used first).
+            at list prices for {answeredBy.id} (the monthly allocation is used first).
           </p>
         ) : null}
       </section>

@@ -1,7 +1,8 @@
-// Transactions: the ledger, newest first, paged, filtered by type, exportable as CSV. Amounts in
-// the wallet's currency; on a phone each transaction's cells stack, labelled.
+// Transactions: the ledger, newest first, paged, filtered by type, exportable as CSV (all of it, or
+// nothing and an error). Amounts in the wallet's currency; on a phone each transaction's cells
+// stack, labelled.
 import { useState } from 'react';
-import { useClient, useQuery } from 'urql';
+import { type CombinedError, useClient, useQuery } from 'urql';
 import { Money } from '../components/Money';
 import { Empty, ErrorMessage, Loading } from '../components/States';
 import { graphql } from '../gql';
@@ -49,28 +50,42 @@ export default function TransactionsPage() {
   const [exporting, setExporting] = useState(false);
   const conn = data?.viewer.wallet.transactions;
   const currency = data?.viewer.wallet.currency;
+  // A request of the export that failed (or answered nothing) stops it: a file missing rows, or
+  // with none, would look like the whole ledger. Nothing is downloaded then, and the page says why.
+  const [exportError, setExportError] = useState<CombinedError | Error | null>(null);
   const exportCsv = async () => {
     setExporting(true);
-    const rows: string[][] = [];
-    let cursor: string | null = null;
-    do {
-      const r: { data?: TransactionsQuery } = await client
-        .query(TransactionsDoc, { first: 1000, after: cursor, type: type || null }, { requestPolicy: 'network-only' })
-        .toPromise();
-      const c: TransactionsQuery['viewer']['wallet']['transactions'] | undefined = r.data?.viewer.wallet.transactions;
-      if (!c) break;
-      for (const t of c.nodes) rows.push([t.createdAt, t.type, t.amount, t.balanceAfter, t.description, t.reference ?? '']);
-      cursor = c.pageInfo.hasNextPage ? (c.pageInfo.endCursor ?? null) : null;
-    } while (cursor);
-    const blob = new Blob([toCsv(['created_at', 'type', 'amount', 'balance_after', 'description', 'reference'], rows)], {
-      type: 'text/csv',
-    });
-    const a = document.createElement('a');
-    a.href = URL.createObjectURL(blob);
-    a.download = `transactions${type ? `-${type}` : ''}.csv`;
-    a.click();
-    URL.revokeObjectURL(a.href);
-    setExporting(false);
+    setExportError(null);
+    try {
+      const rows: string[][] = [];
+      let cursor: string | null = null;
+      do {
+        const r: { data?: TransactionsQuery; error?: CombinedError } = await client
+          .query(TransactionsDoc, { first: 1000, after: cursor, type: type || null }, { requestPolicy: 'network-only' })
+          .toPromise();
+        if (r.error) {
+          setExportError(r.error);
+          return;
+        }
+        const c: TransactionsQuery['viewer']['wallet']['transactions'] | undefined = r.data?.viewer.wallet.transactions;
+        if (!c) {
+          setExportError(new Error('The server sent no transactions.'));
+          return;
+        }
+        for (const t of c.nodes) rows.push([t.createdAt, t.type, t.amount, t.balanceAfter, t.description, t.reference ?? '']);
+        cursor = c.pageInfo.hasNextPage ? (c.pageInfo.endCursor ?? null) : null;
+      } while (cursor);
+      const blob = new Blob([toCsv(['created_at', 'type', 'amount', 'balance_after', 'description', 'reference'], rows)], {
+        type: 'text/csv',
+      });
+      const a = document.createElement('a');
+      a.href = URL.createObjectURL(blob);
+      a.download = `transactions${type ? `-${type}` : ''}.csv`;
+      a.click();
+      URL.revokeObjectURL(a.href);
+    } finally {
+      setExporting(false);
+    }
   };
   return (
     <>
@@ -98,6 +113,9 @@ export default function TransactionsPage() {
           Export CSV
         </button>
       </div>
+      {exportError ? (
+        <ErrorMessage error={exportError} title="Could not export the transactions: nothing was downloaded" onRetry={exportCsv} />
+      ) : null}
       {fetching && !data ? <Loading what="transactions" /> : null}
       {error ? (
         <ErrorMessage

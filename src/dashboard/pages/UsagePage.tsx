@@ -1,6 +1,7 @@
 // Usage: tokens and cost by day and by model for a chosen month, as a chart with tables beside it.
 // Days and months are UTC, as the server counts them (the allocation and the spending limit are
-// per UTC calendar month), and labelled so; costs in the wallet's currency.
+// per UTC calendar month), and labelled so; costs in the wallet's currency. On a phone the tables'
+// rows stack, each cell labelled, so the cost is in view.
 import { useState } from 'react';
 import { useQuery } from 'urql';
 import { Money } from '../components/Money';
@@ -59,7 +60,7 @@ export default function UsagePage() {
       {rows.length > 0 ? (
         <>
           <UsageChart days={dailySeries(rows, month)} models={seriesModels(rows)} />
-          <div className="table-wrap">
+          <div className="table-wrap stack">
             <table>
               <caption>By model, {month} (UTC)</caption>
               <thead>
@@ -74,9 +75,9 @@ export default function UsagePage() {
                 {totals.map((t) => (
                   <tr key={t.model}>
                     <th scope="row">{t.model}</th>
-                    <td>{formatTokens(t.requests)}</td>
-                    <td>{formatTokens(t.totalTokens)}</td>
-                    <td>
+                    <td data-label="Requests">{formatTokens(t.requests)}</td>
+                    <td data-label="Tokens">{formatTokens(t.totalTokens)}</td>
+                    <td data-label="Cost">
                       <Money value={t.cost} currency={currency} />
                     </td>
                   </tr>
@@ -84,7 +85,7 @@ export default function UsagePage() {
               </tbody>
             </table>
           </div>
-          <div className="table-wrap">
+          <div className="table-wrap stack">
             <table>
               <caption>By day (UTC)</caption>
               <thead>
@@ -100,12 +101,12 @@ export default function UsagePage() {
               <tbody>
                 {rows.map((r) => (
                   <tr key={`${r.date}-${r.model}`}>
-                    <td>{r.date}</td>
-                    <td>{r.model}</td>
-                    <td>{formatTokens(r.requests)}</td>
-                    <td>{formatTokens(r.promptTokens)}</td>
-                    <td>{formatTokens(r.completionTokens)}</td>
-                    <td>
+                    <td data-label="Day (UTC)">{r.date}</td>
+                    <td data-label="Model">{r.model}</td>
+                    <td data-label="Requests">{formatTokens(r.requests)}</td>
+                    <td data-label="Prompt tokens">{formatTokens(r.promptTokens)}</td>
+                    <td data-label="Completion tokens">{formatTokens(r.completionTokens)}</td>
+                    <td data-label="Cost">
                       <Money value={r.cost} currency={currency} />
                     </td>
                   </tr>

@@ -17,6 +17,12 @@ const UpdateDoc = graphql(`
   }
 `);
 
+/**
+ * Why tollgate turned automatic top-up off, said once: the server's reasons begin "Turned off"
+ * themselves ("Turned off after 3 failed automatic top-ups in a row; …"); any other gets it.
+ */
+const turnedOff = (reason: string) => (/^turned off\b/i.test(reason.trim()) ? reason : `Turned off: ${reason}`);
+
 /** The server's messages name the fields by their API names: in this form's words instead. */
 const NAMES = { threshold: 'the balance to top up at', amount: 'the top-up amount' };
 
@@ -43,7 +49,7 @@ export function AutoTopupForm({
   return (
     <form className="card" onSubmit={submit} aria-labelledby="at-title">
       <h2 id="at-title">Automatic top-up</h2>
-      {current.disabledReason ? <p className="notice">Turned off: {current.disabledReason}</p> : null}
+      {current.disabledReason ? <p className="notice">{turnedOff(current.disabledReason)}</p> : null}
       {form.changedElsewhere ? <ChangedElsewhere onDiscard={form.discard} /> : null}
       <label className="check">
         <input type="checkbox" checked={enabled} onChange={(e) => form.edit({ enabled: e.target.checked })} /> Enable automatic top-up
