@@ -4,11 +4,11 @@
 // call /v1 with it, see its usage, revoke it and get 401; settings stick after a reload; password
 // reset through the .eml file; an operator changes a tier; axe-core finds no serious or critical
 // violation on any page. The screenshots of the README are taken here (docs/screenshots/).
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchChromium } from './support/browser.js';
+import { buildDashboardOnce } from './support/dashboard-build.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, startTestServer, type TestServer } from './support/harness.js';
 import { findExecutable, missing } from './support/requirements.js';
@@ -48,10 +48,7 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
 
     beforeAll(async () => {
       // What npm ci's prepare script does.
-      execFileSync(path.join(ROOT, 'node_modules/.bin/vite'), ['build', '--config', 'src/dashboard/vite.config.ts', '--logLevel', 'warn'], {
-        cwd: ROOT,
-        stdio: 'inherit',
-      });
+      buildDashboardOnce(ROOT);
       mkdirSync(SHOTS, { recursive: true });
       s = await startTestServer();
       browser = await launchChromium(CHROMIUM!);

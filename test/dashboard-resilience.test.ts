@@ -4,12 +4,12 @@
 // loaded (a message and a Reload button, the navigation still usable), long amounts or answers at
 // phone width (nothing widens the page), a notification with no wallet change (the overview shows
 // it live), and a canceled top-up (its result page lists no credits).
-import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningServer, startServer } from '../src/server.js';
 import { launchChromium } from './support/browser.js';
+import { buildDashboardOnce } from './support/dashboard-build.js';
 import { ADMIN_TOKEN, catalogYaml, startTestServer, type TestServer } from './support/harness.js';
 import { findExecutable, missing } from './support/requirements.js';
 import { until, waitUntil } from './support/wait.js';
@@ -29,10 +29,7 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
     let people = 0;
 
     beforeAll(async () => {
-      execFileSync(path.join(ROOT, 'node_modules/.bin/vite'), ['build', '--config', 'src/dashboard/vite.config.ts', '--logLevel', 'warn'], {
-        cwd: ROOT,
-        stdio: 'inherit',
-      });
+      buildDashboardOnce(ROOT);
       // The developer tier without an allocation: its calls are paid from the wallet from the first token.
       s = await startTestServer({ yaml: (u) => `${catalogYaml(u)}tiers:\n  developer: { monthly_tokens: 0 }\n` });
       running = await startServer(s.services, { port: 0, host: '127.0.0.1' });
