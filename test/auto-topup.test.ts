@@ -137,44 +137,13 @@ describe.each(BACKENDS)('automatic top-up on %s', (backend) => {
         const a = await seed(s2).account({ tier: 'startup' }).wallet('0.02');
         await (await signedIn(s2, a.id)).graphql(SET_AUTO, { i: { enabled: true, threshold: '0.5', amount: '20' } });
         expect(await charge(s2, a.apiKey, 1)).toEqual([402]);
-        // What a server's claim commits before it charges the card, left as a crash leaves it.
-        const id = newId('atu');
-        // Ten minutes ago: past retry_after_seconds (5 minutes by default), after which an undecided attempt is asked again.
-        const then = new Date(Date.now() - 600_000);
-        await s2.services.billing.db.transaction(async (trx) => {
-          await insertTopUp(trx, {
-            id,
-            accountId: a.id,
-            source: 'auto',
-            processor: 'sandbox',
-            amount: 20_000_000_000n,
-            bonus: 0n,
-            bonusBasisPoints: 0n,
-            currency: 'USD',
-            idempotencyKey: null,
-            requestHash: null,
-            expiresAt: null,
-            now: then,
-          });
-          expect(await claimInFlight(trx, a.id, id, then)).toBe(true);
-        });
-        // The server restarted after the crash (another instance's next round does the same):
-        // without any call, credited, the slot free.
-        restarted = await startTestServer({ databaseUrl: stalledDb.url, yaml: (u) => catalogYaml(u, MODEL(u)) });
-        await until(async () => (await client(s2, a.apiKey).balance()) === '20.02');
-        await restarted.services.autoTopups.idle();
-        const autos = (await s2.services.payments.listTopUps(a.id)).filter((t) => t.source === 'auto');
-        expect(autos.map((t) => [t.id, t.status])).toEqual([[id, 'paid']]);
-        const settings = await s2.services.autoTopups.getSettings(a.id);
-        expect(settings.inFlight).toBe(false);
-        // An account that turned automatic top-up off is not asked about (a check would not), nor
-        // takes a place among the stalled: an older such attempt does not hide a newer one.
-        const off = await seed(s2).account({ tier: 'startup' }).wallet('0.02');
-        const on = await seed(s2).account({ tier: 'startup' }).wallet('0.02');
+        // What a server's claim commits before it charges the card, left as a crash leaves it:
+        // ten minutes ago, past retry_after_seconds (5 minutes by default), after which an
+        // undecided attempt is asked again.
         const stall = async (accountId: string, minutesAgo: number) => {
           const at = new Date(Date.now() - minutesAgo * 60_000);
+          const topUpId = newId('atu');
           await s2.services.billing.db.transaction(async (trx) => {
-            const topUpId = newId('atu');
             await insertTopUp(trx, {
               id: topUpId,
               accountId,
@@ -191,7 +160,22 @@ describe.each(BACKENDS)('automatic top-up on %s', (backend) => {
             });
             expect(await claimInFlight(trx, accountId, topUpId, at)).toBe(true);
           });
+          return topUpId;
         };
+        const id = await stall(a.id, 10);
+        // The server restarted after the crash (another instance's next round does the same):
+        // without any call, credited, the slot free.
+        restarted = await startTestServer({ databaseUrl: stalledDb.url, yaml: (u) => catalogYaml(u, MODEL(u)) });
+        await until(async () => (await client(s2, a.apiKey).balance()) === '20.02');
+        await restarted.services.autoTopups.idle();
+        const autos = (await s2.services.payments.listTopUps(a.id)).filter((t) => t.source === 'auto');
+        expect(autos.map((t) => [t.id, t.status])).toEqual([[id, 'paid']]);
+        const settings = await s2.services.autoTopups.getSettings(a.id);
+        expect(settings.inFlight).toBe(false);
+        // An account that turned automatic top-up off is not asked about (a check would not), nor
+        // takes a place among the stalled: an older such attempt does not hide a newer one.
+        const off = await seed(s2).account({ tier: 'startup' }).wallet('0.02');
+        const on = await seed(s2).account({ tier: 'startup' }).wallet('0.02');
         for (const [who, enabled] of [
           [off, false],
           [on, true],

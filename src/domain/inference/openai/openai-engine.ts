@@ -224,17 +224,12 @@ export class OpenAIEngine implements Engine {
             attempt.resume();
           }
           const type = res.headers['content-type'];
+          // A whole answer replayed as a stream's events, when the server sent no stream.
+          let replay: EngineStreamEvent[] | undefined;
           if (typeof type === 'string' && type.includes('application/json')) {
             // The server ignored stream: true and answered in one piece: relay it as a stream would have
             // brought it (chat-wire.ts answerEvents), cut to max_tokens first.
-            const events = this.wholeAnswer(await textWithin(res.body, ANSWER_BODY_LIMIT), up, state, n, req.maxTokens);
-            judged = true;
-            up.breaker.succeeded();
-            if (events.length > 0) {
-              state.yielded = true;
-              attempt.pause();
-              yield* events;
-            }
+            replay = this.wholeAnswer(await textWithin(res.body, ANSWER_BODY_LIMIT), up, state, n, req.maxTokens);
           } else {
             // The SSE answer, relayed event by event as it comes (written out here rather than in
             // a generator of its own: every event would pass through one more).
@@ -309,17 +304,16 @@ export class OpenAIEngine implements Engine {
               // its response open without a [DONE] until a timeout, or breaks it off.
               if (!state.done && !(state.finished.size >= n && state.usage)) throw e;
             }
-            if (before) {
-              // The body ended without a single event.
-              const whole = before.join('') + decoder.decode();
-              const events = this.notAStream(whole, res, up, state, n, req.maxTokens);
-              judged = true;
-              up.breaker.succeeded();
-              if (events.length > 0) {
-                state.yielded = true;
-                attempt.pause();
-                yield* events;
-              }
+            // The body ended without a single event.
+            if (before) replay = this.notAStream(before.join('') + decoder.decode(), res, up, state, n, req.maxTokens);
+          }
+          if (replay) {
+            judged = true;
+            up.breaker.succeeded();
+            if (replay.length > 0) {
+              state.yielded = true;
+              attempt.pause();
+              yield* replay;
             }
           }
         } catch (e) {
