@@ -187,7 +187,7 @@ describe.each(BACKENDS)('the wallet store on %s', (backend) => {
     const allocations = await store.allocations(seen, [...ids, nobody]);
     expect([...allocations.keys()].sort()).toEqual([...ids].sort());
     for (const id of ids) expect(allocations.get(id!)).toEqual(await store.allocation(db(), id!));
-    expect(allocations.get(ids[2]!)).toEqual({ tier: 'startup', period: null, used: 0, held: 0 });
+    expect(allocations.get(ids[2]!)).toEqual({ tier: 'startup', period: null, used: 0, held: 0, feePeriod: null, feeTier: null });
     expect(sql).toHaveLength(2);
     expect(await store.readMany(seen, [])).toEqual(new Map());
   });
@@ -199,7 +199,15 @@ describe.each(BACKENDS)('the wallet store on %s', (backend) => {
     await store.markFeePaid(db(), id, PERIOD, 'startup');
     expect(await store.read(db(), id)).toMatchObject({ balance: BEYOND_DOUBLES - 3n, feePeriod: PERIOD, feeTier: 'startup' });
     await store.rollPeriod(db(), id, '2031-06', NOW);
-    expect(await store.allocation(db(), id)).toEqual({ tier: 'startup', period: '2031-06', used: 0, held: 0 });
+    // The fee paid is the last period's until this one's is charged (Allocation.feePaidTier reads it so).
+    expect(await store.allocation(db(), id)).toEqual({
+      tier: 'startup',
+      period: '2031-06',
+      used: 0,
+      held: 0,
+      feePeriod: PERIOD,
+      feeTier: 'startup',
+    });
     expect(await store.feesDue(db(), ['startup'], '2031-06')).toContain(id);
     await store.markFeePaid(db(), id, '2031-06', 'startup');
     expect(await store.feesDue(db(), ['startup'], '2031-06')).not.toContain(id);
