@@ -19,7 +19,7 @@ import { registerModelCommands } from './cli-models.js';
 import { registerRateLimitCommands } from './cli-ratelimits.js';
 import { registerMailCommands } from './cli-mail.js';
 import { registerDbCommands } from './cli-db.js';
-import { ConfigError, loadConfig, TIER_DEFAULTS, type AppConfig, type TierConfig, type TierName } from './config.js';
+import { BILLING_DEFAULTS, ConfigError, loadConfig, TIER_DEFAULTS, type AppConfig, type TierConfig, type TierName } from './config.js';
 import { createLogger } from './logger.js';
 import { DomainError } from './domain/errors.js';
 
@@ -316,7 +316,7 @@ function readBillingConfig(env: NodeJS.ProcessEnv): Pick<AppConfig, 'tiers' | 'b
     if (e instanceof ConfigError && !env.CONFIG && /cannot read config file/.test(e.message)) {
       return {
         tiers: TIER_DEFAULTS,
-        billing: { hold_expiry_seconds: 900, sweep_interval_seconds: 30, instance_timeout_seconds: 90 },
+        billing: BILLING_DEFAULTS,
         configPath: null,
       };
     }

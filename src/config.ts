@@ -213,6 +213,8 @@ const billingSchema = z.strictObject({
   /** A server whose heartbeat is older than this is taken as dead, and its holds are released. */
   instance_timeout_seconds: z.number().positive().default(90),
 });
+/** `billing:` when the config leaves it out (its keys' own defaults). */
+export const BILLING_DEFAULTS: BillingSettings = billingSchema.parse({});
 export type { BillingSettings };
 const billingAgrees: (parsed: z.infer<typeof billingSchema>) => BillingSettings = (parsed) => parsed;
 
@@ -368,7 +370,7 @@ const fileSchema = z.strictObject({
       enterprise: tierOverride.optional(),
     })
     .default({}),
-  billing: billingSchema.default({ hold_expiry_seconds: 900, sweep_interval_seconds: 30, instance_timeout_seconds: 90 }),
+  billing: billingSchema.default(BILLING_DEFAULTS),
   payments: paymentsSchema,
   rate_limits: rateLimitsSchema.default({ fail_closed: false, alert_threshold: 100, key_prefix: 'tollgate:' }),
   // Alerts (issue 14): unusual-usage detection and e-mail delivery (src/config-alerts.ts).

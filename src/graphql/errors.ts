@@ -88,21 +88,24 @@ export function publicErrorBody(error: GraphQLError): { message: string; extensi
   return { message: error.message, extensions };
 }
 
+/** A DomainError as clients see it: its code, type, status and param, and its Retry-After. */
+function fromDomainError(domain: DomainError, gql: GraphQLError | undefined): GraphQLError {
+  const extensions: Record<string, unknown> & PublicErrorExtensions = {
+    code: domain.code,
+    type: domain.type,
+    status: domain.status,
+    param: domain.param,
+    http: { status: domain.status, ...(domain.retryAfter ? { headers: { 'Retry-After': String(domain.retryAfter) } } : {}) },
+  };
+  if (domain.retryAfter) extensions.retryAfter = domain.retryAfter;
+  return new GraphQLError(domain.message, { nodes: gql?.nodes, path: gql?.path, extensions });
+}
+
 /** Maps any error met during an operation to the GraphQL error clients see. */
 export function toPublicGraphQLError(error: unknown, log?: (err: unknown) => void): GraphQLError {
   const gql = error instanceof GraphQLError ? error : undefined;
   const domain = domainErrorOf(error);
-  if (domain) {
-    const extensions: Record<string, unknown> & PublicErrorExtensions = {
-      code: domain.code,
-      type: domain.type,
-      status: domain.status,
-      param: domain.param,
-      http: { status: domain.status, ...(domain.retryAfter ? { headers: { 'Retry-After': String(domain.retryAfter) } } : {}) },
-    };
-    if (domain.retryAfter) extensions.retryAfter = domain.retryAfter;
-    return new GraphQLError(domain.message, { nodes: gql?.nodes, path: gql?.path, extensions });
-  }
+  if (domain) return fromDomainError(domain, gql);
   // Errors of GraphQL itself (syntax, validation, variable coercion), of Yoga's request handling
   // and of the armor plugins are the client's: they keep their message (never a stack) and get a
   // 400-class status (Yoga's own, e.g. 405 with its Allow header for a mutation over GET).
@@ -143,19 +146,14 @@ export function toPublicGraphQLError(error: unknown, log?: (err: unknown) => voi
   log?.(error);
   // The database away for a moment (a dropped connection, a restart): no bug, and worth a retry.
   if (isDatabaseUnavailable(error)) {
-    const { status, type } = ERROR_CODES.database_unavailable;
-    return new GraphQLError('The database did not answer for a moment; retry after the time given in Retry-After.', {
-      nodes: gql?.nodes,
-      path: gql?.path,
-      extensions: {
-        code: 'database_unavailable',
-        type,
-        status,
-        param: null,
+    const unavailable = new DomainError(
+      'database_unavailable',
+      'The database did not answer for a moment; retry after the time given in Retry-After.',
+      {
         retryAfter: DATABASE_RETRY_AFTER_S,
-        http: { status, headers: { 'Retry-After': String(DATABASE_RETRY_AFTER_S) } },
       },
-    });
+    );
+    return fromDomainError(unavailable, gql);
   }
   const { status, type } = ERROR_CODES.internal_error;
   return new GraphQLError('The server had an unexpected error while processing the request.', {

@@ -11,6 +11,9 @@ import type { Db } from './sql.js';
 import type { AlertCheck, WalletRow } from './billing-types.js';
 import { BillingCore } from './billing-core.js';
 
+/** The first allocation alert's line: 80% of the monthly tokens used (in integers). */
+const pastEightyPercent = (used: number, monthly: number) => used * 5 >= monthly * 4;
+
 export abstract class BillingAlerts extends BillingCore {
   /** The alerts a change left due: past their line and not yet written for this crossing or period. */
   protected dueAlerts(
@@ -20,7 +23,10 @@ export abstract class BillingAlerts extends BillingCore {
     return {
       lowBalance: w.lowBalanceThreshold !== null && w.balance < w.lowBalanceThreshold && !w.lowBalanceAlerted,
       allocation:
-        monthlyTokens !== null && monthlyTokens > 0 && w.periodUsed * 5 >= monthlyTokens * 4 && w.allocationAlertPeriod !== w.period,
+        monthlyTokens !== null &&
+        monthlyTokens > 0 &&
+        pastEightyPercent(w.periodUsed, monthlyTokens) &&
+        w.allocationAlertPeriod !== w.period,
       allocationFull: monthlyTokens !== null && monthlyTokens > 0 && w.periodUsed >= monthlyTokens && w.allocationFullPeriod !== w.period,
       spending:
         w.spendingLimitEnabled &&
@@ -127,7 +133,7 @@ export abstract class BillingAlerts extends BillingCore {
     const monthly = this.tiers[w.tier]?.monthly_tokens ?? null;
     if (monthly === null || monthly <= 0 || w.allocationFullPeriod === w.period || w.period < periodOf(this.now())) return null;
     // Used, not held: tokens other calls hold now may come back when they settle.
-    return monthly - w.periodUsed < minimumTokens && w.periodUsed * 5 >= monthly * 4 ? monthly : null;
+    return monthly - w.periodUsed < minimumTokens && pastEightyPercent(w.periodUsed, monthly) ? monthly : null;
   }
 
   private async raiseAllocationRefusal(accountId: string, minimumTokens: number): Promise<void> {

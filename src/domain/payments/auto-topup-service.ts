@@ -153,6 +153,11 @@ export class AutoTopupService {
   afterDebit(accountId: string, balance: bigint): void {
     const known = this.known.get(accountId);
     if (known && Date.now() - known.readAt < SETTINGS_TTL_MS && (!known.enabled || balance >= known.threshold)) return;
+    this.checkInBackground(accountId);
+  }
+
+  /** A check of the account in the background, one at a time: one asked for meanwhile runs after it. */
+  private checkInBackground(accountId: string): void {
     if (this.running.has(accountId)) {
       this.again.add(accountId);
       return;
@@ -209,10 +214,7 @@ export class AutoTopupService {
       this.o.logger.error({ err }, 'automatic top-up: could not look for stalled attempts');
       return 0;
     }
-    for (const accountId of accounts) {
-      this.known.delete(accountId);
-      this.afterDebit(accountId, 0n);
-    }
+    for (const accountId of accounts) this.checkInBackground(accountId);
     if (accounts.length > 0)
       this.o.logger.info({ accounts: accounts.length }, 'automatic top-up: asking again about attempts left undecided');
     return accounts.length;

@@ -41,6 +41,7 @@ import {
   MAX_EVENT_CHARS,
   Attempt,
   CallDeadline,
+  headerValue,
   invalidResponse,
   MAX_RETRY_AFTER_S,
   msg,
@@ -455,8 +456,14 @@ export class OpenAIEngine implements Engine {
    * upstream that ignored stream may ignore max_tokens too), so what is replayed, split and checked
    * is never more than the client can get.
    */
-  private wholeAnswer(text: string, up: Upstream, state: StreamState, n: number, maxTokens: number): EngineStreamEvent[] {
-    const data = asRecord(parseJson(text));
+  private wholeAnswer(
+    text: string,
+    up: Upstream,
+    state: StreamState,
+    n: number,
+    maxTokens: number,
+    data = asRecord(parseJson(text)),
+  ): EngineStreamEvent[] {
     if (!data) throw new Retryable(invalidResponse(), true);
     const read = this.readAnswer(text, up, 'chat.stream', () => readChoices(data, n, this.unknownFinish));
     state.usage = asRecord(data.usage);
@@ -540,7 +547,7 @@ export class OpenAIEngine implements Engine {
    */
   private notAStream(text: string, res: ResponseData, up: Upstream, state: StreamState, n: number, maxTokens: number): EngineStreamEvent[] {
     const data = asRecord(parseJson(text));
-    if (data && Array.isArray(data.choices)) return this.wholeAnswer(text, up, state, n, maxTokens);
+    if (data && Array.isArray(data.choices)) return this.wholeAnswer(text, up, state, n, maxTokens, data);
     this.logger.warn(
       {
         upstream: up.label,
@@ -603,9 +610,10 @@ export class OpenAIEngine implements Engine {
           // Arrays are let through for the bare-array rerank answer; `read` checks shapes.
           const data = parseJson(text);
           if (data === null || typeof data !== 'object') {
+            const encoding = answer.rawHeaders && headerValue(answer.rawHeaders, 'content-encoding');
             this.logger.warn(
-              { upstream: up.label, op, content_encoding: answer.contentEncoding, detail: truncate(text) },
-              answer.contentEncoding && answer.contentEncoding !== 'identity'
+              { upstream: up.label, op, content_encoding: encoding, detail: truncate(text) },
+              encoding && encoding !== 'identity'
                 ? 'upstream answered compressed (Content-Encoding), though tollgate asks for no encoding'
                 : 'upstream answered with something that is not JSON',
             );

@@ -447,6 +447,15 @@ export function upstreamReason(detail: string): string | null {
   return line.length > REASON_CHARS ? `${line.slice(0, REASON_CHARS - 1)}…` : line;
 }
 
+/** A header's value among raw headers (names and values alternating), by its lower-case name; the last, if sent twice. */
+export function headerValue(rawHeaders: readonly Buffer[], name: string): string | undefined {
+  let value: string | undefined;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    if (rawHeaders[i]!.toString('latin1').toLowerCase() === name) value = rawHeaders[i + 1]!.toString('latin1');
+  }
+  return value;
+}
+
 /** An answer read whole by requestWhole. */
 export interface WholeAnswer {
   statusCode: number;
@@ -454,8 +463,11 @@ export interface WholeAnswer {
   retryAfter: string | undefined;
   /** Where a 3xx answer points (its Location header), for the log: upstreams are not followed. */
   location?: string;
-  /** A 2xx answer's Content-Encoding, for the log: tollgate asks for none, so its body is unreadable. */
-  contentEncoding?: string;
+  /**
+   * A 2xx answer's raw headers (names and values alternating), kept unread: the log of an answer
+   * that is not JSON looks up its Content-Encoding there (headerValue), the common answer pays nothing.
+   */
+  rawHeaders?: Buffer[];
   /** The body as text; of an error answer (not 2xx), at most ERROR_BODY_LIMIT bytes, cut to 500 characters. */
   text: string;
 }
@@ -496,7 +508,7 @@ class WholeHandler implements Dispatcher.DispatchHandler, Abortable {
   private statusCode = 0;
   private retryAfter: string | undefined;
   private location: string | undefined;
-  private contentEncoding: string | undefined;
+  private rawHeaders: Buffer[] | undefined;
   private chunks: Buffer[] = [];
   private size = 0;
   done = false;
@@ -538,14 +550,12 @@ class WholeHandler implements Dispatcher.DispatchHandler, Abortable {
   onHeaders(status: number, rawHeaders: Buffer[]): boolean {
     if (status < 200) return true; // informational: the answer is still to come
     this.statusCode = status;
-    for (let i = 0; i < rawHeaders.length; i += 2) {
-      const name = rawHeaders[i]!.toString('latin1').toLowerCase();
-      if (status >= 300) {
-        if (name === 'retry-after') this.retryAfter = rawHeaders[i + 1]!.toString('latin1');
-        else if (name === 'location') this.location = truncate(rawHeaders[i + 1]!.toString('latin1'));
-      } else if (name === 'content-encoding') {
-        this.contentEncoding = rawHeaders[i + 1]!.toString('latin1');
-      }
+    if (status >= 300) {
+      this.retryAfter = headerValue(rawHeaders, 'retry-after');
+      const location = headerValue(rawHeaders, 'location');
+      if (location !== undefined) this.location = truncate(location);
+    } else {
+      this.rawHeaders = rawHeaders;
     }
     this.attempt.headReceived();
     return true;
@@ -589,7 +599,7 @@ class WholeHandler implements Dispatcher.DispatchHandler, Abortable {
   private answer(text: string): WholeAnswer {
     const answer: WholeAnswer = { statusCode: this.statusCode, retryAfter: this.retryAfter, text };
     if (this.location !== undefined) answer.location = this.location;
-    if (this.contentEncoding !== undefined) answer.contentEncoding = this.contentEncoding;
+    if (this.rawHeaders !== undefined) answer.rawHeaders = this.rawHeaders;
     return answer;
   }
 
