@@ -50,22 +50,54 @@ async function gatedUpstream() {
   };
 }
 
+/** A server on a database of its own whose chat-gated model is the gated upstream (`extra`: more config). */
+async function gatedServer(extra = '') {
+  const db = await createTestDatabase('PostgreSQL');
+  const up = await gatedUpstream();
+  const s = await startTestServer({
+    databaseUrl: db.url,
+    yaml: (fake) =>
+      catalogYaml(
+        fake,
+        `${forwardedChatModelYaml('chat-gated', `base_url: "${up.url}", timeout_ms: 30000`)}tiers:\n  developer: { monthly_tokens: 0 }\n${extra}`,
+      ),
+  });
+  return { db, up, s };
+}
+
+/** A chat call to chat-gated whose prompt the gated upstream knows it by. */
+const gatedCall = (s: TestServer, apiKey: string, prompt: string, signal?: AbortSignal) =>
+  fetch(`${s.v1}/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'chat-gated', messages: [{ role: 'user', content: prompt }], max_tokens: 5 }),
+    signal,
+  });
+
+/**
+ * Another connection holds the account's wallet row; then `release` lets the first answer go, and its
+ * settlement's statement is seen waiting on the lock. `unlock` commits.
+ */
+async function lockWalletBehind(knex: ReturnType<typeof getKnex>, accountId: string, release: () => void) {
+  const locker = await knex.transaction();
+  await locker.raw('select * from wallets where account_id = ? for update', [accountId]);
+  const waitingOnLock = async () =>
+    Number(
+      (await knex.raw("select count(*) as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'")).rows[0]
+        .n,
+    );
+  release();
+  await until(async () => (await waitingOnLock()) === 1);
+  return { unlock: () => locker.commit() };
+}
+
 describe.runIf(HAS_POSTGRES)('a non-streamed answer whose client left while it was being charged (PostgreSQL)', () => {
   let db: TestDatabase;
   let up: Awaited<ReturnType<typeof gatedUpstream>>;
   let s: TestServer;
 
   beforeAll(async () => {
-    db = await createTestDatabase('PostgreSQL');
-    up = await gatedUpstream();
-    s = await startTestServer({
-      databaseUrl: db.url,
-      yaml: (fake) =>
-        catalogYaml(
-          fake,
-          `${forwardedChatModelYaml('chat-gated', `base_url: "${up.url}", timeout_ms: 30000`)}tiers:\n  developer: { monthly_tokens: 0 }\n`,
-        ),
-    });
+    ({ db, up, s } = await gatedServer());
   });
   afterAll(async () => {
     await s?.close();
@@ -75,37 +107,21 @@ describe.runIf(HAS_POSTGRES)('a non-streamed answer whose client left while it w
 
   it('is charged nothing and recorded as client_disconnected; the answer delivered before it is charged', async () => {
     const a = await seed(s).account({ tier: 'developer' }).wallet('1.00');
-    const call = (prompt: string, signal?: AbortSignal) =>
-      fetch(`${s.v1}/chat/completions`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${a.apiKey}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ model: 'chat-gated', messages: [{ role: 'user', content: prompt }], max_tokens: 5 }),
-        signal,
-      });
-    const first = call('first');
+    const first = gatedCall(s, a.apiKey, 'first');
     const leaving = new AbortController();
-    const second = call('second', leaving.signal).catch((e: unknown) => e);
+    const second = gatedCall(s, a.apiKey, 'second', leaving.signal).catch((e: unknown) => e);
     await until(() => up.arrived('first') && up.arrived('second'));
 
     // Another connection holds the wallet row: the first settlement's statement waits on it.
     const orm = await openDatabase(db.url);
-    const knex = getKnex(orm);
-    const locker = await knex.transaction();
-    await locker.raw('select * from wallets where account_id = ? for update', [a.id]);
-    const waitingOnLock = async () =>
-      Number(
-        (await knex.raw("select count(*) as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'"))
-          .rows[0].n,
-      );
-    up.release('first');
-    await until(async () => (await waitingOnLock()) === 1);
+    const lock = await lockWalletBehind(getKnex(orm), a.id, () => up.release('first'));
     // The second answer arrives and waits behind the first settlement; its client gives up.
     up.release('second');
     await new Promise((r) => setTimeout(r, 200));
     leaving.abort();
     expect(await second).toBeInstanceOf(Error);
     await new Promise((r) => setTimeout(r, 200));
-    await locker.commit();
+    await lock.unlock();
     await closeDatabase(orm);
 
     const answered = await first;
@@ -131,16 +147,7 @@ describe.runIf(HAS_POSTGRES)('a non-streamed answer whose server began shutting 
   let s: TestServer;
 
   beforeAll(async () => {
-    db = await createTestDatabase('PostgreSQL');
-    up = await gatedUpstream();
-    s = await startTestServer({
-      databaseUrl: db.url,
-      yaml: (fake) =>
-        catalogYaml(
-          fake,
-          `${forwardedChatModelYaml('chat-gated', `base_url: "${up.url}", timeout_ms: 30000`)}tiers:\n  developer: { monthly_tokens: 0 }\nserver: { shutdown_timeout_ms: 300 }\n`,
-        ),
-    });
+    ({ db, up, s } = await gatedServer('server: { shutdown_timeout_ms: 300 }\n'));
   });
   afterAll(async () => {
     await up?.close();
@@ -149,34 +156,20 @@ describe.runIf(HAS_POSTGRES)('a non-streamed answer whose server began shutting 
 
   it('is answered, its connection still open, and charged as answered: never sent for free', async () => {
     const a = await seed(s).account({ tier: 'developer' }).wallet('1.00');
-    const call = (prompt: string) =>
-      fetch(`${s.v1}/chat/completions`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${a.apiKey}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ model: 'chat-gated', messages: [{ role: 'user', content: prompt }], max_tokens: 5 }),
-      });
-    const first = call('first');
-    const second = call('second');
+    const first = gatedCall(s, a.apiKey, 'first');
+    const second = gatedCall(s, a.apiKey, 'second');
     await until(() => up.arrived('first') && up.arrived('second'));
     const orm = await openDatabase(db.url);
     const knex = getKnex(orm);
     try {
-      const locker = await knex.transaction();
-      await locker.raw('select * from wallets where account_id = ? for update', [a.id]);
-      const waitingOnLock = async () =>
-        Number(
-          (await knex.raw("select count(*) as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'"))
-            .rows[0].n,
-        );
-      up.release('first');
-      await until(async () => (await waitingOnLock()) === 1);
+      const lock = await lockWalletBehind(knex, a.id, () => up.release('first'));
       up.release('second');
       await new Promise((r) => setTimeout(r, 200));
       // Shutting down: after 300 ms the calls still in flight are ended (shutting_down), their
       // connections kept a second more; the settlements are still waiting on the lock.
       const closing = s.close();
       await new Promise((r) => setTimeout(r, 450));
-      await locker.commit();
+      await lock.unlock();
       const answers = await Promise.all([first, second]);
       for (const [i, r] of answers.entries()) {
         expect(r.status).toBe(200);
