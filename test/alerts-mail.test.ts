@@ -357,6 +357,54 @@ describe('e-mail alerts through a real SMTP server', () => {
     expect(JSON.stringify(ended)).toContain('invalid_api_key');
     await ws.dispose();
   }, 60_000);
+
+  it("marks every unread notification read up to the newest the reader saw, past any page size, and no other account's", async () => {
+    const a = await seed(s).account({ tier: 'developer' });
+    const c = client(s, a.apiKey);
+    const other = await seed(s).account({ tier: 'developer' });
+    const db = s.services.billing.db;
+    const write = (accountId: string, i: number) =>
+      enqueueNotification(db, {
+        accountId,
+        kind: 'auto_topup_capped',
+        dedupeKey: `all-read:${accountId}:${i}`,
+        payload: { period: '2026-11', max_monthly: '10', started: String(i), amount: '1', currency: 'USD' },
+        now: new Date(),
+      });
+    // More than markNotificationsRead takes at once (100) and more than a page holds.
+    for (let i = 0; i < 130; i++) await write(a.id, i);
+    await write(other.id, 0);
+    const unread = async (key = a.apiKey) =>
+      (await client(s, key).graphql('{ viewer { notifications(first: 1) { nodes { id } unreadCount } } }')).body.data.viewer.notifications;
+    const seen = await unread();
+    expect(seen.unreadCount).toBe(130);
+    // One written after the reader's page was read stays unread.
+    await write(a.id, 130);
+
+    const all = await c.graphql('mutation($upTo: ID) { markAllNotificationsRead(upTo: $upTo) }', { upTo: seen.nodes[0].id });
+    expect(all.body.errors).toBeUndefined();
+    expect(all.body.data.markAllNotificationsRead).toBe(130);
+    const after = await unread();
+    expect(after.unreadCount).toBe(1);
+    expect(after.nodes[0].id).not.toBe(seen.nodes[0].id);
+    expect((await unread(other.apiKey)).unreadCount).toBe(1);
+
+    // Another account's notification, or none, is refused and marks nothing.
+    const otherId = (await unread(other.apiKey)).nodes[0].id;
+    for (const upTo of [otherId, 'ntf_not_there']) {
+      const refused = await c.graphql('mutation($upTo: ID) { markAllNotificationsRead(upTo: $upTo) }', { upTo });
+      expect(refused.body.errors[0].extensions.code).toBe('invalid_value');
+      expect(refused.body.errors[0].message).toContain("'upTo' must be the id of one of the account's notifications");
+    }
+    expect((await unread()).unreadCount).toBe(1);
+    expect((await unread(other.apiKey)).unreadCount).toBe(1);
+
+    // Without upTo: all of them.
+    expect((await c.graphql('mutation { markAllNotificationsRead }')).body.data.markAllNotificationsRead).toBe(1);
+    expect((await unread()).unreadCount).toBe(0);
+    expect((await c.graphql('mutation { markAllNotificationsRead }')).body.data.markAllNotificationsRead).toBe(0);
+    expect((await unread(other.apiKey)).unreadCount).toBe(1);
+  }, 60_000);
 });
 
 describe.each([

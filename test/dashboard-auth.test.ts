@@ -523,6 +523,40 @@ describe('dashboard sign-in (open sign-up)', () => {
     expect(denied.body.errors?.[0].extensions.code).toBe('admin_required');
   });
 
+  it("pages the operator's account list newest first with after, every account once, and refuses a cursor that is no account", async () => {
+    // Created in one burst: several share a creation millisecond, which the id breaks.
+    const made = await Promise.all(
+      Array.from({ length: 7 }, (_, i) =>
+        s.graphql(
+          'mutation($e: String!) { createAccount(email: $e, tier: free) { account { id } } }',
+          { e: `pager-${i}@ex.com` },
+          ADMIN_TOKEN,
+        ),
+      ),
+    ).then((rs) => rs.map((r) => r.body.data.createAccount.account.id as string));
+    const page = async (after: string | null) =>
+      (await s.graphql('query($a: ID) { accounts(search: "pager-", first: 3, after: $a) { id } }', { a: after }, ADMIN_TOKEN)).body;
+    const seen: string[] = [];
+    let after: string | null = null;
+    for (let round = 0; round < 5; round++) {
+      const body = await page(after);
+      expect(body.errors).toBeUndefined();
+      const ids = body.data.accounts.map((a: { id: string }) => a.id);
+      seen.push(...ids);
+      if (ids.length < 3) break;
+      after = ids.at(-1);
+    }
+    expect(seen).toHaveLength(7);
+    expect(new Set(seen)).toEqual(new Set(made));
+    const all = (await s.graphql('{ accounts(search: "pager-", first: 10) { id } }', {}, ADMIN_TOKEN)).body.data.accounts.map(
+      (a: { id: string }) => a.id,
+    );
+    expect(seen).toEqual(all);
+    const bad = await page('acct_not_there');
+    expect(bad.errors[0].extensions.code).toBe('invalid_value');
+    expect(bad.errors[0].message).toContain("'after' must be an account id");
+  });
+
   it('ends an operator session when ADMIN_TOKEN is changed or unset (it is good only while the token it came from is)', async () => {
     const r = await gql(s, 'mutation($t: String!) { signInAsOperator(token: $t) { operator } }', { t: ADMIN_TOKEN });
     const cookie = cookieOf(r.setCookie);

@@ -10,6 +10,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchChromium } from './support/browser.js';
 import { buildDashboardOnce } from './support/dashboard-build.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { enqueueNotification } from '../src/domain/notifications/outbox.js';
 import { ADMIN_TOKEN, startTestServer, type TestServer } from './support/harness.js';
 import { findExecutable, missing } from './support/requirements.js';
 
@@ -334,6 +335,66 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
       await expect.poll(async () => (await s.services.auth.searchAccounts('ann2'))[0]?.tier).toBe('startup');
       await axe(p, 'operator');
       await p.screenshot({ path: path.join(SHOTS, 'operator.png') });
+      await ctx.close();
+    });
+
+    it("pages the operator's account list fifty at a time", { timeout: 60_000 }, async () => {
+      for (let i = 0; i < 52; i++) {
+        const r = await s.graphql(
+          'mutation($e: String!) { createAccount(email: $e, tier: free) { account { id } } }',
+          { e: `lot-${i}@ex.com` },
+          ADMIN_TOKEN,
+        );
+        expect(r.body.errors).toBeUndefined();
+      }
+      const ctx = await browser.newContext({ viewport: { width: 1200, height: 860 }, bypassCSP: true });
+      const p = await ctx.newPage();
+      await p.goto(`${s.url}/dashboard/operator-login`);
+      await p.getByLabel('Operator token').fill(ADMIN_TOKEN);
+      await p.getByRole('button', { name: 'Sign in as operator' }).click();
+      await p.getByRole('heading', { name: 'Operator', level: 1 }).waitFor();
+      await p.getByLabel('Search accounts').fill('lot-');
+      const rows = p.getByRole('row', { name: /lot-\d+@ex\.com/ });
+      await expect.poll(() => rows.count()).toBe(50);
+      // Newest first: the last two made are on the first page, the first two on the second.
+      await p.getByRole('row', { name: /lot-51@ex\.com/ }).waitFor();
+      await p.getByRole('button', { name: 'Next page' }).click();
+      await expect.poll(() => rows.count()).toBe(2);
+      await p.getByRole('row', { name: /lot-0@ex\.com/ }).waitFor();
+      expect(await p.getByRole('button', { name: 'Next page' }).isDisabled()).toBe(true);
+      await p.getByRole('button', { name: 'Previous page' }).click();
+      await expect.poll(() => rows.count()).toBe(50);
+      await ctx.close();
+    });
+
+    it('marks all notifications read, not only the page shown, and pages older ones', { timeout: 60_000 }, async () => {
+      const ctx = await browser.newContext({ viewport: { width: 1200, height: 860 }, bypassCSP: true });
+      const p = await ctx.newPage();
+      await p.goto(`${s.url}/dashboard/signup`);
+      await p.getByLabel('Email').fill('feed@example.com');
+      await p.getByLabel('Password').fill(PASSWORD);
+      await p.getByRole('button', { name: 'Sign up' }).click();
+      await p.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
+      const [me] = await s.services.auth.searchAccounts('feed@example.com');
+      for (let i = 0; i < 60; i++) {
+        await enqueueNotification(s.services.billing.db, {
+          accountId: me!.id,
+          kind: 'auto_topup_capped',
+          dedupeKey: `browser-feed:${i}`,
+          payload: { period: '2026-11', max_monthly: '10', started: String(i), amount: '1', currency: 'USD' },
+          now: new Date(),
+        });
+      }
+      const unread = () => s.services.alerts.notifications.unreadCount(me!.id);
+      expect(await unread()).toBeGreaterThanOrEqual(60);
+      await p.goto(`${s.url}/dashboard/notifications`);
+      await p.getByRole('heading', { name: 'Notifications', level: 1 }).waitFor();
+      await p.getByText(`${await unread()} unread`).waitFor();
+      await p.getByRole('button', { name: 'Older' }).click();
+      await p.getByRole('button', { name: 'Newer' }).and(p.locator(':not([disabled])')).waitFor();
+      await p.getByRole('button', { name: 'Mark all as read' }).click();
+      await expect.poll(unread).toBe(0);
+      await expect.poll(() => p.getByRole('button', { name: 'Mark all as read' }).count()).toBe(0);
       await ctx.close();
     });
   },

@@ -22,10 +22,11 @@ type Documents = {
     "\n  mutation RequestPasswordReset($email: String!) {\n    requestPasswordReset(email: $email)\n  }\n": typeof types.RequestPasswordResetDocument,
     "\n  mutation SignIn($email: String!, $password: String!) {\n    signIn(email: $email, password: $password) {\n      id\n    }\n  }\n": typeof types.SignInDocument,
     "\n  query Models {\n    models {\n      id\n      category\n      status\n      available\n      unavailableReason\n      pricing {\n        inputPricePerMillion\n        outputPricePerMillion\n        pricePerMillionTokens\n        currency\n      }\n    }\n  }\n": typeof types.ModelsDocument,
-    "\n  query Notifications {\n    viewer {\n      id\n      notifications(first: 100) {\n        unreadCount\n        nodes {\n          id\n          subject\n          text\n          createdAt\n          read\n        }\n      }\n    }\n  }\n": typeof types.NotificationsDocument,
+    "\n  query Notifications($first: Int!, $after: String) {\n    viewer {\n      id\n      notifications(first: $first, after: $after) {\n        unreadCount\n        pageInfo {\n          hasNextPage\n          endCursor\n        }\n        nodes {\n          id\n          subject\n          text\n          createdAt\n          read\n        }\n      }\n    }\n  }\n": typeof types.NotificationsDocument,
     "\n  mutation MarkNotificationsRead($ids: [ID!]!) {\n    markNotificationsRead(ids: $ids) {\n      id\n      read\n    }\n  }\n": typeof types.MarkNotificationsReadDocument,
+    "\n  mutation MarkAllNotificationsRead($upTo: ID) {\n    markAllNotificationsRead(upTo: $upTo)\n  }\n": typeof types.MarkAllNotificationsReadDocument,
     "\n  mutation SignInAsOperator($token: String!) {\n    signInAsOperator(token: $token) {\n      id\n    }\n  }\n": typeof types.SignInAsOperatorDocument,
-    "\n  query OperatorAccounts($search: String) {\n    accounts(search: $search, first: 50) {\n      id\n      email\n      tier\n      wallet {\n        balance\n        currency\n      }\n    }\n  }\n": typeof types.OperatorAccountsDocument,
+    "\n  query OperatorAccounts($search: String, $first: Int!, $after: ID) {\n    accounts(search: $search, first: $first, after: $after) {\n      id\n      email\n      tier\n      wallet {\n        balance\n        currency\n      }\n    }\n  }\n": typeof types.OperatorAccountsDocument,
     "\n  mutation OperatorSetTier($accountId: ID!, $tier: Tier!) {\n    setAccountTier(accountId: $accountId, tier: $tier) {\n      id\n      tier\n    }\n  }\n": typeof types.OperatorSetTierDocument,
     "\n  mutation OperatorCredit($input: CreditWalletInput!) {\n    creditWallet(input: $input) {\n      id\n      balanceAfter\n    }\n  }\n": typeof types.OperatorCreditDocument,
     "\n  query Overview {\n    viewer {\n      id\n      tier\n      wallet {\n        balance\n        held\n        currency\n      }\n      allocation {\n        used\n        held\n        monthlyTokens\n        period\n      }\n      settings {\n        monthlySpend\n        spendingLimit {\n          enabled\n          monthlyLimit\n          action\n        }\n      }\n      notifications(first: 5) {\n        unreadCount\n        nodes {\n          id\n          subject\n          createdAt\n          read\n        }\n      }\n    }\n  }\n": typeof types.OverviewDocument,
@@ -62,10 +63,11 @@ const documents: Documents = {
     "\n  mutation RequestPasswordReset($email: String!) {\n    requestPasswordReset(email: $email)\n  }\n": types.RequestPasswordResetDocument,
     "\n  mutation SignIn($email: String!, $password: String!) {\n    signIn(email: $email, password: $password) {\n      id\n    }\n  }\n": types.SignInDocument,
     "\n  query Models {\n    models {\n      id\n      category\n      status\n      available\n      unavailableReason\n      pricing {\n        inputPricePerMillion\n        outputPricePerMillion\n        pricePerMillionTokens\n        currency\n      }\n    }\n  }\n": types.ModelsDocument,
-    "\n  query Notifications {\n    viewer {\n      id\n      notifications(first: 100) {\n        unreadCount\n        nodes {\n          id\n          subject\n          text\n          createdAt\n          read\n        }\n      }\n    }\n  }\n": types.NotificationsDocument,
+    "\n  query Notifications($first: Int!, $after: String) {\n    viewer {\n      id\n      notifications(first: $first, after: $after) {\n        unreadCount\n        pageInfo {\n          hasNextPage\n          endCursor\n        }\n        nodes {\n          id\n          subject\n          text\n          createdAt\n          read\n        }\n      }\n    }\n  }\n": types.NotificationsDocument,
     "\n  mutation MarkNotificationsRead($ids: [ID!]!) {\n    markNotificationsRead(ids: $ids) {\n      id\n      read\n    }\n  }\n": types.MarkNotificationsReadDocument,
+    "\n  mutation MarkAllNotificationsRead($upTo: ID) {\n    markAllNotificationsRead(upTo: $upTo)\n  }\n": types.MarkAllNotificationsReadDocument,
     "\n  mutation SignInAsOperator($token: String!) {\n    signInAsOperator(token: $token) {\n      id\n    }\n  }\n": types.SignInAsOperatorDocument,
-    "\n  query OperatorAccounts($search: String) {\n    accounts(search: $search, first: 50) {\n      id\n      email\n      tier\n      wallet {\n        balance\n        currency\n      }\n    }\n  }\n": types.OperatorAccountsDocument,
+    "\n  query OperatorAccounts($search: String, $first: Int!, $after: ID) {\n    accounts(search: $search, first: $first, after: $after) {\n      id\n      email\n      tier\n      wallet {\n        balance\n        currency\n      }\n    }\n  }\n": types.OperatorAccountsDocument,
     "\n  mutation OperatorSetTier($accountId: ID!, $tier: Tier!) {\n    setAccountTier(accountId: $accountId, tier: $tier) {\n      id\n      tier\n    }\n  }\n": types.OperatorSetTierDocument,
     "\n  mutation OperatorCredit($input: CreditWalletInput!) {\n    creditWallet(input: $input) {\n      id\n      balanceAfter\n    }\n  }\n": types.OperatorCreditDocument,
     "\n  query Overview {\n    viewer {\n      id\n      tier\n      wallet {\n        balance\n        held\n        currency\n      }\n      allocation {\n        used\n        held\n        monthlyTokens\n        period\n      }\n      settings {\n        monthlySpend\n        spendingLimit {\n          enabled\n          monthlyLimit\n          action\n        }\n      }\n      notifications(first: 5) {\n        unreadCount\n        nodes {\n          id\n          subject\n          createdAt\n          read\n        }\n      }\n    }\n  }\n": types.OverviewDocument,
@@ -143,7 +145,7 @@ export function graphql(source: "\n  query Models {\n    models {\n      id\n   
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  query Notifications {\n    viewer {\n      id\n      notifications(first: 100) {\n        unreadCount\n        nodes {\n          id\n          subject\n          text\n          createdAt\n          read\n        }\n      }\n    }\n  }\n"): (typeof documents)["\n  query Notifications {\n    viewer {\n      id\n      notifications(first: 100) {\n        unreadCount\n        nodes {\n          id\n          subject\n          text\n          createdAt\n          read\n        }\n      }\n    }\n  }\n"];
+export function graphql(source: "\n  query Notifications($first: Int!, $after: String) {\n    viewer {\n      id\n      notifications(first: $first, after: $after) {\n        unreadCount\n        pageInfo {\n          hasNextPage\n          endCursor\n        }\n        nodes {\n          id\n          subject\n          text\n          createdAt\n          read\n        }\n      }\n    }\n  }\n"): (typeof documents)["\n  query Notifications($first: Int!, $after: String) {\n    viewer {\n      id\n      notifications(first: $first, after: $after) {\n        unreadCount\n        pageInfo {\n          hasNextPage\n          endCursor\n        }\n        nodes {\n          id\n          subject\n          text\n          createdAt\n          read\n        }\n      }\n    }\n  }\n"];
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
@@ -151,11 +153,15 @@ export function graphql(source: "\n  mutation MarkNotificationsRead($ids: [ID!]!
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
+export function graphql(source: "\n  mutation MarkAllNotificationsRead($upTo: ID) {\n    markAllNotificationsRead(upTo: $upTo)\n  }\n"): (typeof documents)["\n  mutation MarkAllNotificationsRead($upTo: ID) {\n    markAllNotificationsRead(upTo: $upTo)\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
 export function graphql(source: "\n  mutation SignInAsOperator($token: String!) {\n    signInAsOperator(token: $token) {\n      id\n    }\n  }\n"): (typeof documents)["\n  mutation SignInAsOperator($token: String!) {\n    signInAsOperator(token: $token) {\n      id\n    }\n  }\n"];
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  query OperatorAccounts($search: String) {\n    accounts(search: $search, first: 50) {\n      id\n      email\n      tier\n      wallet {\n        balance\n        currency\n      }\n    }\n  }\n"): (typeof documents)["\n  query OperatorAccounts($search: String) {\n    accounts(search: $search, first: 50) {\n      id\n      email\n      tier\n      wallet {\n        balance\n        currency\n      }\n    }\n  }\n"];
+export function graphql(source: "\n  query OperatorAccounts($search: String, $first: Int!, $after: ID) {\n    accounts(search: $search, first: $first, after: $after) {\n      id\n      email\n      tier\n      wallet {\n        balance\n        currency\n      }\n    }\n  }\n"): (typeof documents)["\n  query OperatorAccounts($search: String, $first: Int!, $after: ID) {\n    accounts(search: $search, first: $first, after: $after) {\n      id\n      email\n      tier\n      wallet {\n        balance\n        currency\n      }\n    }\n  }\n"];
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */

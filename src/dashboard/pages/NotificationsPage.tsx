@@ -1,14 +1,19 @@
-// Notifications: the feed, unread first, mark as read.
+// Notifications: the feed, a page at a time (unread first on each page), mark as read.
+import { useState } from 'react';
 import { useMutation, useQuery } from 'urql';
 import { Empty, ErrorMessage, Loading } from '../components/States';
 import { graphql } from '../gql';
 
 const NotificationsDoc = graphql(`
-  query Notifications {
+  query Notifications($first: Int!, $after: String) {
     viewer {
       id
-      notifications(first: 100) {
+      notifications(first: $first, after: $after) {
         unreadCount
+        pageInfo {
+          hasNextPage
+          endCursor
+        }
         nodes {
           id
           subject
@@ -30,9 +35,27 @@ const MarkReadDoc = graphql(`
   }
 `);
 
+const MarkAllReadDoc = graphql(`
+  mutation MarkAllNotificationsRead($upTo: ID) {
+    markAllNotificationsRead(upTo: $upTo)
+  }
+`);
+
+const PAGE = 50;
+
 export default function NotificationsPage() {
-  const [{ data, fetching, error }, refetch] = useQuery({ query: NotificationsDoc });
+  const [cursors, setCursors] = useState<(string | null)[]>([null]);
+  const [{ data, fetching, error }, refetch] = useQuery({
+    query: NotificationsDoc,
+    variables: { first: PAGE, after: cursors.at(-1) ?? null },
+  });
   const [marking, mark] = useMutation(MarkReadDoc);
+  const [markingAll, markAll] = useMutation(MarkAllReadDoc);
+  // The newest notification seen on the first page: "Mark all as read" stops there, so one written
+  // since the page was read stays unread.
+  const [newest, setNewest] = useState<string | null>(null);
+  const firstNode = cursors.length === 1 ? (data?.viewer.notifications.nodes[0]?.id ?? null) : null;
+  if (firstNode !== null && firstNode !== newest) setNewest(firstNode);
   if (fetching && !data) return <Loading what="notifications" />;
   if (!data)
     return error ? (
@@ -40,20 +63,28 @@ export default function NotificationsPage() {
     ) : (
       <Loading what="notifications" />
     );
-  const nodes = [...data.viewer.notifications.nodes].sort((a, b) => Number(a.read) - Number(b.read));
-  const unread = nodes.filter((n) => !n.read).map((n) => n.id);
+  const feed = data.viewer.notifications;
+  const nodes = [...feed.nodes].sort((a, b) => Number(a.read) - Number(b.read));
   const markRead = async (ids: string[]) => {
     await mark({ ids });
+    refetch({ requestPolicy: 'network-only' });
+  };
+  const markAllRead = async () => {
+    await markAll({ upTo: newest ?? feed.nodes[0]?.id ?? null });
     refetch({ requestPolicy: 'network-only' });
   };
   return (
     <>
       <h1>Notifications</h1>
       {marking.error ? <ErrorMessage error={marking.error} /> : null}
-      {unread.length > 0 ? (
-        <button type="button" onClick={() => markRead(unread)}>
-          Mark all as read
-        </button>
+      {markingAll.error ? <ErrorMessage error={markingAll.error} /> : null}
+      {feed.unreadCount > 0 ? (
+        <p>
+          {feed.unreadCount === 1 ? '1 unread' : `${feed.unreadCount} unread`}{' '}
+          <button type="button" disabled={markingAll.fetching} onClick={markAllRead}>
+            Mark all as read
+          </button>
+        </p>
       ) : null}
       {nodes.length === 0 ? <Empty>No notifications yet: alerts and receipts appear here.</Empty> : null}
       <ul className="plain feed">
@@ -74,6 +105,20 @@ export default function NotificationsPage() {
           </li>
         ))}
       </ul>
+      {cursors.length > 1 || feed.pageInfo.hasNextPage ? (
+        <div className="toolbar">
+          <button type="button" disabled={cursors.length <= 1} onClick={() => setCursors(cursors.slice(0, -1))}>
+            Newer
+          </button>
+          <button
+            type="button"
+            disabled={!feed.pageInfo.hasNextPage}
+            onClick={() => setCursors([...cursors, feed.pageInfo.endCursor ?? null])}
+          >
+            Older
+          </button>
+        </div>
+      ) : null}
     </>
   );
 }

@@ -9,8 +9,8 @@ import { normalizeAmount } from '../lib/money';
 import ModelsPage from './ModelsPage';
 
 const AccountsDoc = graphql(`
-  query OperatorAccounts($search: String) {
-    accounts(search: $search, first: 50) {
+  query OperatorAccounts($search: String, $first: Int!, $after: ID) {
+    accounts(search: $search, first: $first, after: $after) {
       id
       email
       tier
@@ -41,6 +41,8 @@ const CreditDoc = graphql(`
 `);
 
 const TIERS: Tier[] = ['free', 'developer', 'startup', 'enterprise'];
+/** Accounts per page; one more is asked for, to know whether there is a next page. */
+const PAGE = 50;
 
 function AccountRow({
   a,
@@ -101,7 +103,14 @@ function AccountRow({
 
 export default function OperatorPage() {
   const [search, setSearch] = useState('');
-  const [{ data, fetching, error }, refetch] = useQuery({ query: AccountsDoc, variables: { search: search || null } });
+  // The last account of each page before this one (a new search starts from the first page).
+  const [cursors, setCursors] = useState<string[]>([]);
+  const [{ data, fetching, error }, refetch] = useQuery({
+    query: AccountsDoc,
+    variables: { search: search || null, first: PAGE + 1, after: cursors.at(-1) ?? null },
+  });
+  const accounts = data?.accounts.slice(0, PAGE);
+  const hasNextPage = (data?.accounts.length ?? 0) > PAGE;
   return (
     <>
       <h1>Operator</h1>
@@ -109,12 +118,21 @@ export default function OperatorPage() {
         <h2 id="acc-title">Accounts</h2>
         <div className="field inline">
           <label htmlFor="acc-search">Search accounts</label>
-          <input id="acc-search" type="search" value={search} onChange={(e) => setSearch(e.target.value)} placeholder="e-mail contains…" />
+          <input
+            id="acc-search"
+            type="search"
+            value={search}
+            onChange={(e) => {
+              setSearch(e.target.value);
+              setCursors([]);
+            }}
+            placeholder="e-mail contains…"
+          />
         </div>
         {fetching && !data ? <Loading what="accounts" /> : null}
         {error ? <ErrorMessage error={error} onRetry={() => refetch({ requestPolicy: 'network-only' })} /> : null}
-        {data && data.accounts.length === 0 ? <Empty>No account matches.</Empty> : null}
-        {data && data.accounts.length > 0 ? (
+        {accounts && accounts.length === 0 ? <Empty>No account matches.</Empty> : null}
+        {accounts && accounts.length > 0 ? (
           <div className="table-wrap">
             <table>
               <caption>Newest first</caption>
@@ -127,7 +145,7 @@ export default function OperatorPage() {
                 </tr>
               </thead>
               <tbody>
-                {data.accounts.map((a) => (
+                {accounts.map((a) => (
                   <AccountRow
                     key={`${a.id}-${a.tier}-${a.wallet.balance}`}
                     a={a}
@@ -136,6 +154,16 @@ export default function OperatorPage() {
                 ))}
               </tbody>
             </table>
+          </div>
+        ) : null}
+        {cursors.length > 0 || hasNextPage ? (
+          <div className="toolbar">
+            <button type="button" disabled={cursors.length === 0} onClick={() => setCursors(cursors.slice(0, -1))}>
+              Previous page
+            </button>
+            <button type="button" disabled={!hasNextPage} onClick={() => setCursors([...cursors, accounts!.at(-1)!.id])}>
+              Next page
+            </button>
           </div>
         ) : null}
       </section>

@@ -437,14 +437,32 @@ export class AuthService {
     return truthy(row?.is_admin);
   }
 
-  /** Accounts for the operator's list: the address contains `search` (any case), newest first. */
-  async searchAccounts(search: string | null | undefined, limit = 50): Promise<AccountView[]> {
+  /**
+   * Accounts for the operator's list: the address contains `search` (any case), newest first; after
+   * the account `after` (the last one of the page before) when given.
+   */
+  async searchAccounts(search: string | null | undefined, limit = 50, after: string | null = null): Promise<AccountView[]> {
     let q = this.knex('accounts')
       .select('id')
-      .orderBy('created_at', 'desc')
+      .orderBy([
+        { column: 'created_at', order: 'desc' },
+        { column: 'id', order: 'desc' },
+      ])
       .limit(Math.min(Math.max(limit, 1), 200));
     const s = search?.trim().toLowerCase();
     if (s) q = q.whereRaw("lower(email) like ? escape '\\'", [`%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`]);
+    if (after !== null) {
+      const cursor = (await this.knex('accounts').select('id', 'created_at').where('id', after).first()) as
+        | { id: string; created_at: string | number | Date }
+        | undefined;
+      if (!cursor)
+        throw new DomainError('invalid_value', `'after' must be an account id; got '${after.slice(0, 60)}'.`, { param: 'after' });
+      q = q.where((w) =>
+        w
+          .where('created_at', '<', cursor.created_at)
+          .orWhere((e) => e.where('created_at', cursor.created_at).andWhere('id', '<', cursor.id)),
+      );
+    }
     const ids = ((await q) as { id: string }[]).map((r) => r.id);
     const found = await this.o.accounts.getAccountsByIds(ids);
     return ids.flatMap((id) => found.filter((a) => a.id === id));

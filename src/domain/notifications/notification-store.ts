@@ -280,6 +280,26 @@ export async function markRead(db: Db, accountId: string, ids: string[], now: Da
   ).map(record);
 }
 
+/**
+ * Marks every unread notification of the account read, up to and including `upTo` (a notification
+ * id: the newest the reader has seen, so one written since is left unread); all when null. Returns
+ * how many it marked.
+ */
+export async function markAllRead(db: Db, accountId: string, upTo: string | null, now: Date): Promise<number> {
+  const bindings: Binding[] = [now, accountId];
+  let upToSeq = '';
+  if (upTo !== null) {
+    const cursor = await rows<{ seq: unknown }>(db, 'select seq from notifications where id = ? and account_id = ?', [upTo, accountId]);
+    if (!cursor[0])
+      throw new DomainError('invalid_value', `'upTo' must be the id of one of the account's notifications; got '${upTo.slice(0, 60)}'.`, {
+        param: 'upTo',
+      });
+    upToSeq = ' and seq <= ?';
+    bindings.push(int(cursor[0].seq));
+  }
+  return run(db, `update notifications set read_at = ? where account_id = ? and read_at is null${upToSeq}`, bindings);
+}
+
 export async function countUnread(db: Db, accountId: string): Promise<number> {
   const found = await rows<{ n: unknown }>(db, 'select count(*) as n from notifications where account_id = ? and read_at is null', [
     accountId,

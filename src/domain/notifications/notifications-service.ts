@@ -17,6 +17,7 @@ import {
   countUnreadOf,
   deliveryCounts,
   listByDelivery,
+  markAllRead,
   markRead,
   maxSeq,
   notificationsAfter,
@@ -87,6 +88,11 @@ export class NotificationsService {
     if (ids.length > MAX_IDS)
       throw new DomainError('invalid_value', `At most ${MAX_IDS} ids at a time; got ${ids.length}.`, { param: 'ids' });
     return markRead(this.o.db, accountId, ids, this.now());
+  }
+
+  /** Marks the account's unread notifications read, up to the notification `upTo` (all when null); how many. */
+  markAllRead(accountId: string, upTo: string | null): Promise<number> {
+    return markAllRead(this.o.db, accountId, upTo, this.now());
   }
 
   // Operators ------------------------------------------------------------------------------------

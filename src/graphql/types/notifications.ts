@@ -200,6 +200,15 @@ builder.mutationFields((t) => ({
       return ctx.services.alerts.notifications.markRead(account.id, ids.map(String));
     },
   }),
+  markAllNotificationsRead: t.int({
+    description:
+      "Marks every unread notification of the key's account read, up to and including `upTo` (the newest the reader has seen, so one written since stays unread; all when omitted); returns how many it marked.",
+    args: { upTo: t.arg.id({ required: false }) },
+    resolve: async (_root, { upTo }, ctx) => {
+      const { account } = await ctx.principal();
+      return ctx.services.alerts.notifications.markAllRead(account.id, upTo == null ? null : String(upTo));
+    },
+  }),
 }));
 
 builder.subscriptionField('notificationAdded', (t) =>

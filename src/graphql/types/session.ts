@@ -114,11 +114,12 @@ builder.queryFields((t) => ({
   }),
   accounts: t.field({
     type: [AccountRef],
-    description: 'Operators: accounts whose e-mail address contains `search`, newest first (at most `first`, default 50).',
-    args: { search: t.arg.string({ required: false }), first: t.arg.int({ required: false }) },
+    description:
+      'Operators: accounts whose e-mail address contains `search`, newest first (at most `first`, default 50, at most 200); `after` takes the id of the last account of the page before.',
+    args: { search: t.arg.string({ required: false }), first: t.arg.int({ required: false }), after: t.arg.id({ required: false }) },
     resolve: async (_root, args, ctx) => {
       ctx.requireAdmin();
-      return ctx.services.auth.searchAccounts(args.search, args.first ?? 50);
+      return ctx.services.auth.searchAccounts(args.search, args.first ?? 50, args.after == null ? null : String(args.after));
     },
   }),
 }));
