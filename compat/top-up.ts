@@ -15,11 +15,14 @@ export const TopUpBody = z.object({ amount: z.number(), currency: z.string().opt
 
 export function walletTopUp() {
   return async (req: Request, res: Response, ctx: GraphQLContext) => {
-    const { currency } = parseBody(req, TopUpBody);
     // The JSON number as sent, digit for digit (JSON.parse would have made 49.99999999999999999
     // into 50): the domain's top-up rules refuse what is not a payable amount (10.001 is refused,
-    // not rounded).
-    const amount = exactAmount(req);
+    // not rounded). Read first: 1e309, which JSON.parse makes Infinity, is an amount written wrong.
+    const sent = exactAmount(req);
+    const { currency } = parseBody(req, TopUpBody);
+    if (sent === null)
+      throw new DomainError('invalid_request', 'The request body could not be read exactly: send it as JSON, UTF-8.', { param: 'amount' });
+    const amount = sent;
     const idempotencyKey = req.header('idempotency-key') ?? null;
     const data = await run(documents.topUp, { amount, currency: currency ?? null, idempotencyKey }, ctx);
     const t = data.topUp;
@@ -36,8 +39,8 @@ export function walletTopUp() {
   };
 }
 
-/** `amount` as its JSON text, from the body the request was parsed from. */
-function exactAmount(req: Request): string {
+/** `amount` as its JSON text, from the body the request was parsed from; null when it is no JSON number. */
+function exactAmount(req: Request): string | null {
   const raw = rawBodyOf(req);
   let parsed: Record<string, unknown> | null = null;
   try {
@@ -47,8 +50,7 @@ function exactAmount(req: Request): string {
     throw new DomainError('invalid_json', `The request body is ambiguous: ${(e as Error).message.slice(0, 80)}.`);
   }
   const amount = parsed?.amount;
-  if (!isLosslessNumber(amount))
-    throw new DomainError('invalid_request', 'The request body could not be read exactly: send it as JSON, UTF-8.', { param: 'amount' });
+  if (!isLosslessNumber(amount)) return null;
   // Decimal notation only: 1e2 is a number JSON allows, not an amount a person writes.
   if (!/^-?\d+(\.\d+)?$/.test(amount.value))
     throw new DomainError(

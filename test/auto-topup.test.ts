@@ -172,8 +172,8 @@ describe.each(BACKENDS)('automatic top-up on %s', (backend) => {
         expect(autos.map((t) => [t.id, t.status])).toEqual([[id, 'paid']]);
         const settings = await s2.services.autoTopups.getSettings(a.id);
         expect(settings.inFlight).toBe(false);
-        // An account that turned automatic top-up off is not asked about (a check would not), nor
-        // takes a place among the stalled: an older such attempt does not hide a newer one.
+        // An account that turned automatic top-up off after its attempt was claimed is still asked
+        // about it (the card may have been charged), and only about it: no new attempt starts.
         const off = await seed(s2).account({ tier: 'startup' }).wallet('0.02');
         const on = await seed(s2).account({ tier: 'startup' }).wallet('0.02');
         for (const [who, enabled] of [
@@ -183,9 +183,26 @@ describe.each(BACKENDS)('automatic top-up on %s', (backend) => {
           await (await signedIn(s2, who.id)).graphql(SET_AUTO, { i: { enabled: true, threshold: '0.5', amount: '20' } });
           if (!enabled) await (await signedIn(s2, who.id)).graphql(SET_AUTO, { i: { enabled: false } });
         }
-        await stall(off.id, 60);
-        await stall(on.id, 10);
-        expect(await stalledAutoTopUps(s2.services.billing.db, new Date(Date.now() - 300_000), 1)).toEqual([on.id]);
+        const offAttempt = await stall(off.id, 60);
+        const onAttempt = await stall(on.id, 10);
+        const before = new Date(Date.now() - 300_000);
+        expect(await stalledAutoTopUps(s2.services.billing.db, before, 5)).toEqual([off.id, on.id]);
+        expect(await s2.services.autoTopups.resumeStalled()).toBe(2);
+        await s2.services.autoTopups.idle();
+        expect(await stalledAutoTopUps(s2.services.billing.db, before, 5)).toEqual([]);
+        for (const [who, attempt] of [
+          [off, offAttempt],
+          [on, onAttempt],
+        ] as const) {
+          expect(await client(s2, who.apiKey).balance()).toBe('20.02');
+          const autos = (await s2.services.payments.listTopUps(who.id)).filter((t) => t.source === 'auto');
+          expect(autos.map((t) => [t.id, t.status])).toEqual([[attempt, 'paid']]);
+          expect((await s2.services.autoTopups.getSettings(who.id)).inFlight).toBe(false);
+        }
+        expect((await s2.services.autoTopups.getSettings(off.id)).enabled).toBe(false);
+        expect((await s2.services.autoTopups.getSettings(on.id)).enabled).toBe(true);
+        // Turned off, a balance below the threshold starts no attempt.
+        expect(await s2.services.autoTopups.check(off.id)).toBe('disabled');
         expect(await charge(s2, a.apiKey, 1)).toEqual([200]);
         expect(await s2.services.billing.verifyLedger()).toEqual([]);
       } finally {
@@ -257,10 +274,25 @@ describe.each(BACKENDS)('automatic top-up on %s', (backend) => {
       return a;
     }
 
-    it('refuses to turn on before a card is saved (payment_method_required)', async () => {
+    it('refuses to turn on before a card is saved (payment_method_required), a checkout opened but not paid saving none', async () => {
       const a = await seed(s).account({ tier: 'startup' });
-      const r = await (await signedIn(s, a.id)).graphql(SET_AUTO, { i: { enabled: true, threshold: '5', amount: '20' } });
-      expect(r.body.errors[0].extensions).toMatchObject({ code: 'payment_method_required', status: 400 });
+      const session = await signedIn(s, a.id);
+      const refused = async () => {
+        const r = await session.graphql(SET_AUTO, { i: { enabled: true, threshold: '5', amount: '20' } });
+        expect(r.body.errors[0].extensions).toMatchObject({ code: 'payment_method_required', status: 400 });
+        expect((await s.services.autoTopups.getSettings(a.id)).enabled).toBe(false);
+      };
+      await refused();
+      // Opening a checkout makes the Stripe customer; no card is saved until one is paid.
+      const open = await client(s, a.apiKey).post('/wallet/top-up', { amount: 10 });
+      expect(open.status).toBe(200);
+      await refused();
+      const stripeSession = [...stripe.sessions.values()].find((x) => x.client_reference_id === open.body.id)!;
+      stripe.pay(stripeSession.id);
+      expect((await deliverStripeEvent(s.url, stripe.events.completed(stripeSession.id))).body).toMatchObject({ outcome: 'credited' });
+      const on = await session.graphql(SET_AUTO, { i: { enabled: true, threshold: '5', amount: '20' } });
+      expect(on.body.errors).toBeUndefined();
+      expect(on.body.data.updateAutoTopup.enabled).toBe(true);
     });
 
     it('charges the saved card off-session exactly once when 50 concurrent charges cross the threshold', async () => {

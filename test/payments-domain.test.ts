@@ -53,12 +53,32 @@ describe.each(BACKENDS)('payments services on %s', (backend) => {
     expect(t.checkoutUrl).toBe(`http://tollgate.test/checkout/sandbox/${t.id}`);
     expect(t.expiresAt?.toISOString()).toBe('2026-11-26T11:00:00.000Z');
     clock = new Date('2026-11-26T11:00:01Z');
+    // Past its expiry it reads expired wherever it is shown, before anyone opens its page.
+    expect((await p.payments.checkoutStatus(t.id)).topUp.status).toBe('expired');
     const error = await p.payments.completeSandboxCheckout(t.id).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(DomainError);
     expect((error as DomainError).code).toBe('checkout_not_open');
     expect((await p.payments.getTopUp(t.id)).status).toBe('expired');
     expect((await billing.getWallet(a.id)).balance).toBe(0n);
     expect(await billing.verifyLedger()).toEqual([]);
+  });
+
+  it("shows an open checkout past its expiry as expired in the account's list and its own lookup, and lists it under expired", async () => {
+    const a = await newAccount();
+    clock = new Date('2026-11-27T10:00:00Z');
+    const old = await p.payments.startCheckout({ accountId: a.id, email: a.email, amount: 20 });
+    clock = new Date('2026-11-27T10:30:00Z');
+    const fresh = await p.payments.startCheckout({ accountId: a.id, email: a.email, amount: 30 });
+    clock = new Date('2026-11-27T11:00:01Z');
+    expect((await p.payments.listTopUps(a.id, { status: 'open' })).map((t) => t.id)).toEqual([fresh.id]);
+    expect((await p.payments.listTopUps(a.id)).map((t) => [t.id, t.status])).toEqual([
+      [fresh.id, 'open'],
+      [old.id, 'expired'],
+    ]);
+    expect((await p.payments.findTopUpOf(a.id, old.id))?.status).toBe('expired');
+    clock = new Date('2026-11-27T11:30:01Z');
+    expect((await p.payments.findTopUpOf(a.id, fresh.id))?.status).toBe('expired');
+    expect((await billing.getWallet(a.id)).balance).toBe(0n);
   });
 
   it('lets exactly one of a racing Pay and Cancel win', async () => {

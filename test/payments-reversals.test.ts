@@ -3,6 +3,8 @@
 // from the wallet, never below zero and never twice, and a dispute won gives them back. Against
 // the fake Stripe API on loopback with webhooks signed as Stripe signs them, on SQLite and (with
 // TEST_DATABASE_URL) PostgreSQL; each case ends with `ledger verify` passing.
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { getKnex } from '../src/db/orm.js';
 import { BACKENDS, createTestDatabase, type TestDatabase } from './support/databases.js';
@@ -20,12 +22,21 @@ describe.each(BACKENDS)('refunds and disputes of Stripe top-ups on %s', (backend
   let db: TestDatabase;
   let s: TestServer;
   let stripe: FakeStripe;
+  /** The server's log lines at level error and above. */
+  const errors: { msg: string }[] = [];
+  const logStream = new Writable({
+    write(chunk, _enc, done) {
+      for (const line of String(chunk).split('\n')) if (line && JSON.parse(line).level >= 50) errors.push(JSON.parse(line));
+      done();
+    },
+  });
 
   beforeAll(async () => {
     db = await createTestDatabase(backend);
     stripe = await startFakeStripe();
     s = await startTestServer({
       databaseUrl: db.url,
+      logger: pino({ level: 'info' }, logStream),
       yaml: (u) => catalogYaml(u, YAML),
       env: { STRIPE_SECRET_KEY: TEST_SECRET_KEY, STRIPE_WEBHOOK_SECRET: TEST_WEBHOOK_SECRET, STRIPE_API_BASE: stripe.url },
     });
@@ -167,7 +178,10 @@ describe.each(BACKENDS)('refunds and disputes of Stripe top-ups on %s', (backend
     await paidTopUp(a.apiKey, 20);
     expect(await c.balance()).toBe('20');
     const reinstated = stripe.events.disputeFunds(pi, 'reinstated');
+    errors.length = 0;
     expect(await deliver(reinstated)).toBe('reinstated');
+    // Giving credits back owes nothing: no "credits were already spent" error for the operator.
+    expect(errors.map((e) => e.msg)).toEqual([]);
     expect(await deliver(reinstated)).toBe('unchanged');
     expect(await deliver(withdrawn)).toBe('unchanged');
     expect(await c.balance()).toBe('50');

@@ -566,8 +566,16 @@ describe('input the GraphQL variables refuse', () => {
       expect([r.status, r.body.error.code], amount).toEqual([400, 'invalid_amount']);
       expect(r.body.error.message).toContain(amount);
     }
-    const exp = await post('/wallet/top-up', '{"amount": 1e2}', key, true);
-    expect([exp.status, exp.body.error.code]).toEqual([400, 'invalid_amount']);
+    // Exponents, and one past a double's range (JSON.parse makes it Infinity): an amount written wrong.
+    for (const amount of ['1e2', '1e309', '-1e309']) {
+      const exp = await post('/wallet/top-up', `{"amount": ${amount}}`, key, true);
+      expect([exp.status, exp.body.error.code], amount).toEqual([400, 'invalid_amount']);
+      expect(exp.body.error.message).toContain(amount);
+    }
+    const missing = await post('/wallet/top-up', '{"currency": "usd"}', key, true);
+    expect([missing.status, missing.body.error.code]).toEqual([400, 'missing_required_parameter']);
+    const text = await post('/wallet/top-up', '{"amount": "25"}', key, true);
+    expect([text.status, text.body.error.code]).toEqual([400, 'invalid_type']);
     const twice = await post('/wallet/top-up', '{"amount": 20, "amount": 30}', key, true);
     expect([twice.status, twice.body.error.code]).toEqual([400, 'invalid_json']);
     // Bodies body-parser reads (no declared length, a byte-order mark, another charset) are read exactly too.

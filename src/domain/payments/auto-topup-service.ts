@@ -126,7 +126,7 @@ export class AutoTopupService {
         `'threshold' (${formatMoney(threshold)}) must be below 'amount' (${formatMoney(amount)}): a top-up has to lift the balance above the threshold.`,
         { param: 'threshold' },
       );
-    if (enabled && !this.o.processor.canChargeOffSession(await findCustomer(db, accountId, this.o.processor.name))) {
+    if (enabled && !(await this.o.processor.canChargeOffSession(await findCustomer(db, accountId, this.o.processor.name)))) {
       throw new DomainError(
         'payment_method_required',
         'Automatic top-up charges the card saved by a checkout: pay one top-up at the checkout first, then turn it on.',
@@ -227,7 +227,9 @@ export class AutoTopupService {
   async check(accountId: string): Promise<CheckOutcome> {
     const quick = await findAutoTopup(this.o.db, accountId);
     this.remember(accountId, quick?.enabled ?? false, quick?.threshold ?? 0n);
-    if (!quick?.enabled) return 'disabled';
+    // Turned off with an attempt still undecided: that attempt is asked about (or given up), as
+    // it may have charged the card; no new one starts.
+    if (!quick?.enabled && !quick?.inFlightId) return 'disabled';
     let claim = await this.claim(accountId);
     if (typeof claim !== 'string' && 'giveUp' in claim) {
       // Asked again now, the processor might not know the first attempt and charge a second time.
@@ -261,7 +263,7 @@ export class AutoTopupService {
     return db
       .transaction(async (trx) => {
         const s = await findAutoTopup(trx, accountId, forUpdate);
-        if (!s?.enabled) return 'disabled' as const;
+        if (!s) return 'disabled' as const;
         if (s.inFlightId) {
           const inFlight = await findTopUp(trx, s.inFlightId);
           if (inFlight?.status === 'open') {
@@ -275,6 +277,7 @@ export class AutoTopupService {
           // Its outcome was written but the slot not freed (should not happen): free it and go on.
           await releaseInFlight(trx, accountId, s.inFlightId, now);
         }
+        if (!s.enabled) return 'disabled' as const;
         // Read under the slot's lock: a top-up crediting meanwhile has either committed (and the
         // balance shows it) or still holds the slot.
         const balance = await this.o.wallet.balanceOf(trx, accountId);

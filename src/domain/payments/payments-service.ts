@@ -44,6 +44,7 @@ import {
   findTopUpByProcessorCheckoutId,
   insertTopUp,
   listTopUps,
+  openCheckoutsExpiredBy,
   moveTopUp,
   recordCheckoutCreated,
   recordProcessorCheckoutId,
@@ -295,8 +296,9 @@ export class PaymentsService {
 
   /** A top-up for its status page, with the wallet's balance once it is paid (null before). */
   async checkoutStatus(id: string): Promise<{ topUp: TopUpView; balance: bigint | null }> {
-    const t = await findTopUp(this.o.db, id);
-    if (!t) throw topUpNotFound(id);
+    const found = await findTopUp(this.o.db, id);
+    if (!found) throw topUpNotFound(id);
+    const t = await this.expireIfDue(found);
     // The page needs no sign-in (its address is the key, and Stripe's success_url): the wallet's
     // balance is shown on the return from paying only, not to whoever opens the link later.
     const fresh = t.status === 'paid' && t.settledAt !== null && this.now().getTime() - t.settledAt.getTime() < BALANCE_SHOWN_MS;
@@ -321,13 +323,13 @@ export class PaymentsService {
   /** One of an account's top-ups; null when it has none of that id. */
   async findTopUpOf(accountId: string, id: string): Promise<TopUpView | null> {
     const t = await findTopUp(this.o.db, id);
-    return t && t.accountId === accountId ? topUpView(t) : null;
+    return t && t.accountId === accountId ? topUpView(await this.expireIfDue(t)) : null;
   }
 
   async getTopUp(id: string): Promise<TopUpView> {
     const t = await findTopUp(this.o.db, id);
     if (!t) throw topUpNotFound(id);
-    return topUpView(t);
+    return topUpView(await this.expireIfDue(t));
   }
 
   /**
@@ -362,6 +364,8 @@ export class PaymentsService {
         throw new DomainError('invalid_value', `'after' must be the id of one of the account's top-ups.`, { param: 'after' });
       after = { createdAt: cursor.createdAt, id: cursor.id };
     }
+    // A checkout past its expiry is shown expired, and listed under that state, from then on.
+    for (const t of await openCheckoutsExpiredBy(this.o.db, accountId, this.now())) await this.expireIfDue(t);
     const found = await listTopUps(this.o.db, accountId, { limit: limit + 1, status: opts.status ?? null, after });
     return { topUps: found.slice(0, limit).map(topUpView), hasMore: found.length > limit };
   }
@@ -402,8 +406,12 @@ export class PaymentsService {
     return t;
   }
 
+  /**
+   * An open checkout past its expiry becomes expired when it is read (a payment the processor
+   * confirms afterwards is still credited: expired is not final for a payment).
+   */
   private async expireIfDue(t: TopUpRecord): Promise<TopUpRecord> {
-    if (t.status !== 'open' || !t.expiresAt || t.expiresAt.getTime() > this.now().getTime()) return t;
+    if (t.status !== 'open' || t.source !== 'checkout' || !t.expiresAt || t.expiresAt.getTime() > this.now().getTime()) return t;
     await this.o.settlement.markClosed(t.id, 'expired');
     return (await findTopUp(this.o.db, t.id)) ?? t;
   }

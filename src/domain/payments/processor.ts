@@ -132,8 +132,8 @@ export interface PaymentProcessor {
    * after a timeout returns the first attempt's outcome and never charges twice.
    */
   chargeOffSession(charge: OffSessionCharge): Promise<OffSessionResult>;
-  /** Whether an off-session charge can be tried at all (a saved card for this customer). */
-  canChargeOffSession(customerId: string | null): boolean;
+  /** Whether an off-session charge can be tried at all: this customer has a saved card. */
+  canChargeOffSession(customerId: string | null): Promise<boolean>;
   /**
    * How long after its first try an off-session charge may still be asked again under the same
    * key and be sure of meeting the first attempt (Stripe forgets idempotency keys after 24 hours);

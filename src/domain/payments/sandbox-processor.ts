@@ -29,7 +29,7 @@ export class SandboxProcessor implements PaymentProcessor {
     return { status: 'succeeded', paymentId: sandboxPaymentId(charge.topUpId) };
   }
 
-  canChargeOffSession(): boolean {
+  async canChargeOffSession(): Promise<boolean> {
     return true;
   }
 }

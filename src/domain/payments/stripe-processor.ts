@@ -111,20 +111,27 @@ export class StripeProcessor implements PaymentProcessor, WebhookVerifier {
     };
   }
 
-  canChargeOffSession(customerId: string | null): boolean {
-    return customerId !== null;
+  /**
+   * A customer exists from the first checkout opened, paid or not: what counts is a payment method
+   * saved to it (a paid checkout saves its card, setup_future_usage).
+   */
+  async canChargeOffSession(customerId: string | null): Promise<boolean> {
+    return customerId !== null && (await this.savedPaymentMethod(customerId)) !== undefined;
+  }
+
+  private async savedPaymentMethod(customerId: string): Promise<string | undefined> {
+    try {
+      const methods = await this.stripe.customers.listPaymentMethods(customerId, { limit: 1 });
+      return methods.data[0]?.id;
+    } catch (e) {
+      throw processorError('list the saved payment methods', e);
+    }
   }
 
   async chargeOffSession(charge: OffSessionCharge): Promise<OffSessionResult> {
     if (!charge.customerId)
       return { status: 'failed', paymentId: null, reason: 'No card is saved for this account: pay one top-up at the checkout first.' };
-    let paymentMethod: string | undefined;
-    try {
-      const methods = await this.stripe.customers.listPaymentMethods(charge.customerId, { limit: 1 });
-      paymentMethod = methods.data[0]?.id;
-    } catch (e) {
-      throw processorError('list the saved payment methods', e);
-    }
+    const paymentMethod = await this.savedPaymentMethod(charge.customerId);
     if (!paymentMethod)
       return { status: 'failed', paymentId: null, reason: 'No card is saved for this account: pay one top-up at the checkout first.' };
     const metadata = { [METADATA.topUpId]: charge.topUpId, [METADATA.accountId]: charge.accountId };

@@ -380,7 +380,7 @@ export class TopUpSettlement {
         now,
       });
     }
-    if (moved < due)
+    if (due > 0n && moved < due)
       this.o.logger.error(
         { topUp: t.id, account: t.accountId, payment: paymentId, due: formatDecimal(due), taken: formatDecimal(moved) },
         'credits due back for a refunded or disputed payment were already spent: only part was taken back',

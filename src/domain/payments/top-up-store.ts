@@ -185,6 +185,16 @@ export async function listTopUps(
   return found.map(topUpRecord);
 }
 
+/** The account's checkouts still open past their expiry (a few at most: each is expired when read). */
+export async function openCheckoutsExpiredBy(db: Db, accountId: string, now: Date): Promise<TopUpRecord[]> {
+  const found = await rows<Record<string, unknown>>(
+    db,
+    `select ${COLUMNS} from top_ups where account_id = ? and status = 'open' and source = 'checkout' and expires_at <= ? limit 100`,
+    [accountId, now],
+  );
+  return found.map(topUpRecord);
+}
+
 /** Records what the processor answered; the state is left alone (an event may have moved it already). */
 export async function recordCheckoutCreated(
   db: Db,
@@ -336,18 +346,18 @@ export async function saveAutoTopup(
 }
 
 /**
- * Accounts with automatic top-up on whose attempt has been undecided since before `before` (its
- * slot held by an open attempt): left by a server that stopped between claiming and crediting, or
- * by a processor that has not answered. At most `limit`, the oldest first. An account that turned
- * automatic top-up off is not one: a check would not ask about its attempt (and, left in the
- * list, such accounts would take every place in it); turned on again, it is.
+ * Accounts whose automatic top-up attempt has been undecided since before `before` (its slot held
+ * by an open attempt): left by a server that stopped between claiming and crediting, or by a
+ * processor that has not answered. At most `limit`, the oldest first. Automatic top-up turned off
+ * since does not leave one out: the attempt may have charged the card, so it is still asked about
+ * (or given up), and each ask moves it to the back of the list.
  */
 export async function stalledAutoTopUps(db: Db, before: Date, limit: number): Promise<string[]> {
   const found = await rows<{ account_id: string }>(
     db,
     `select a.account_id from auto_topups a join top_ups t on t.id = a.in_flight_id
-     where a.enabled = ? and t.status = 'open' and t.updated_at < ? order by t.updated_at limit ${Number(limit)}`,
-    [true, before],
+     where t.status = 'open' and t.updated_at < ? order by t.updated_at limit ${Number(limit)}`,
+    [before],
   );
   return found.map((r) => r.account_id);
 }
