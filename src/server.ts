@@ -4,7 +4,7 @@ import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, maxHeaderSize, type Server, type ServerResponse, STATUS_CODES } from 'node:http';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import type { AddressInfo, Socket } from 'node:net';
+import { type AddressInfo, isIP, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { promisify } from 'node:util';
 import { gzip as gzipCallback } from 'node:zlib';
@@ -81,6 +81,19 @@ window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#reference', deepLi
 </html>
 `;
 
+/**
+ * The headers of a page the server renders itself (GraphiQL, the /v1 reference): never framed by
+ * another site (GraphiQL runs mutations as whoever is signed in), never sniffed as another type.
+ * Their scripts are inline, so no script-src here; the dashboard's own CSP is stricter.
+ */
+function pageHeaders(res: express.Response): express.Response {
+  res.setHeader('Content-Security-Policy', "frame-ancestors 'none'; base-uri 'self'; form-action 'self'");
+  res.setHeader('X-Frame-Options', 'DENY');
+  res.setHeader('X-Content-Type-Options', 'nosniff');
+  res.setHeader('Referrer-Policy', 'same-origin');
+  return res;
+}
+
 /** Which door a path came in through, a label of the access line and the metrics. */
 function doorOf(path: string): 'v1' | 'graphql' | 'ops' | 'web' {
   if (path.startsWith('/v1/') || path === '/v1') return 'v1';
@@ -91,6 +104,13 @@ function doorOf(path: string): 'v1' | 'graphql' | 'ops' | 'web' {
 
 const isLoopbackAddress = (address: string | undefined) =>
   address === '::1' || address === '::ffff:127.0.0.1' || /^(::ffff:)?127\./.test(address ?? '');
+
+/** A Host header naming this machine (localhost, or an IP address), with or without a port; none (HTTP/1.0) too. */
+function isLoopbackHost(host: string | undefined): boolean {
+  if (host === undefined) return true;
+  const name = host.replace(/:\d+$/, '').toLowerCase();
+  return name === 'localhost' || name.endsWith('.localhost') || isIP(name.replace(/^\[|\]$/g, '')) !== 0;
+}
 
 function safeEqual(a: string, b: string): boolean {
   const x = Buffer.from(a);
@@ -107,8 +127,11 @@ const fullPath = (req: express.Request) => req.originalUrl.split('?', 1)[0]!;
  */
 function corsFor(origins: string[]) {
   const any = origins.includes('*');
-  return cors({
-    origin: any ? '*' : origins.length > 0 ? origins : false,
+  const listed = new Set(origins);
+  const middleware = cors({
+    // A function: an origin not listed gets no CORS header at all, its preflight included (a
+    // list would still answer the preflight with the credentials and methods headers).
+    origin: any ? '*' : (origin, allow) => allow(null, origin !== undefined && listed.has(origin) ? origin : false),
     credentials: !any && origins.length > 0,
     methods: ['GET', 'POST', 'OPTIONS'],
     // No list of allowed request headers: a preflight's requested headers are allowed, as the
@@ -128,6 +151,12 @@ function corsFor(origins: string[]) {
     ],
     maxAge: 600,
   });
+  if (any || origins.length === 0) return middleware;
+  // The answer depends on the Origin whether or not it is listed: a cache must not give one's to another.
+  return (req: express.Request, res: express.Response, next: (err?: unknown) => void) => {
+    res.vary('Origin');
+    middleware(req, res, next);
+  };
 }
 
 /** What the /v1 door gets from the server: contexts, the early RPM check, the body limit, model notices. */
@@ -254,7 +283,7 @@ export function createApp(services: Services) {
   });
   app.use('/docs/assets', express.static(swaggerUiAssets, { index: false, maxAge: '1d' }));
   app.get('/docs', (_req, res) => {
-    res.type('html').send(DOCS_PAGE);
+    pageHeaders(res).type('html').send(DOCS_PAGE);
   });
 
   // Metrics: with METRICS_TOKEN set, for its Bearer only; without, for loopback clients only.
@@ -263,9 +292,11 @@ export function createApp(services: Services) {
     const given = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '')?.[1]?.trim();
     // Without a token: this machine only, by the connection's own address (which no header can
     // forge) and, behind a trusted proxy, by the client's it names.
+    // The Host too: a page of another site whose name resolves to 127.0.0.1 (DNS rebinding) would
+    // reach a loopback-only /metrics from this machine's browser, under its own name.
     const allowed = token
       ? given !== undefined && safeEqual(given, token)
-      : isLoopbackAddress(req.socket.remoteAddress) && isLoopbackAddress(req.ip);
+      : isLoopbackAddress(req.socket.remoteAddress) && isLoopbackAddress(req.ip) && isLoopbackHost(req.headers.host);
     if (!allowed) {
       res
         .status(token ? 401 : 403)
@@ -325,7 +356,7 @@ export function createApp(services: Services) {
   // Checkout pages and the processor's webhooks (the webhook reads its body raw, for the signature).
   app.use(createPaymentsRouter({ payments: services.payments, logger, bodyLimit: config.server.body_limit }));
   // The customer dashboard (issue 15): the web app, served from dist/dashboard.
-  app.use(createDashboardRouter());
+  app.use(createDashboardRouter({ publicUrl: () => config.publicUrl }));
 
   // With introspection off, graphql-js's "Did you mean …?" would name the schema's fields, types
   // and enum values all the same: hidden from every error a client gets (the armor hides only some).
@@ -457,6 +488,7 @@ export function createApp(services: Services) {
   app.get('/graphql', (req, res, next) => {
     if (!req.headers.accept?.includes('text/html')) return next();
     graphiqlServed().then(({ text, gzip, etag }) => {
+      pageHeaders(res);
       res.setHeader('Vary', 'Accept, Accept-Encoding');
       res.setHeader('Cache-Control', 'no-cache');
       res.setHeader('ETag', etag);

@@ -161,7 +161,7 @@ describe('password resets and sign-in through GraphQL', () => {
     expect(messageOf(await gqlFrom(s, '127.0.0.32', SIGN_IN, { e: 'twice@example.com', p: 'a wrong password' }))).toEqual([
       429,
       'too_many_attempts',
-      'Too many failed sign-ins; try again in 15 minutes, or reset the password.',
+      'Too many sign-ins; try again in 15 minutes, or reset the password.',
     ]);
     const OPERATOR = 'mutation($t: String!) { signInAsOperator(token: $t) { id } }';
     expect(codeOf(await gqlFrom(s, '127.0.0.33', OPERATOR, { t: 'a-wrong-operator-token' }))).toBe('invalid_credentials');
@@ -170,6 +170,18 @@ describe('password resets and sign-in through GraphQL', () => {
       'too_many_attempts',
       'Too many failed sign-ins from this address; try again in 15 minutes.',
     ]);
+  });
+
+  it('counts a right password against its client too: signing in again and again is limited as guessing is', async () => {
+    const SIGN_IN = 'mutation($e: String!, $p: String!) { signIn(email: $e, password: $p) { id } }';
+    const SIGN_UP = 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }';
+    expect(codeOf(await gqlFrom(s, '127.0.0.51', SIGN_UP, { e: 'often@example.com', p: PASSWORD }))).toBe('ok');
+    const codes: string[] = [];
+    for (let i = 0; i < 11; i++) codes.push(codeOf(await gqlFrom(s, '127.0.0.52', SIGN_IN, { e: 'often@example.com', p: PASSWORD })));
+    // Ten per client address here (max_failed_logins 1): the right password each time.
+    expect(codes).toEqual([...Array(10).fill('ok'), 'too_many_attempts']);
+    // The address's own count was cleared by each success: another client signs in to it.
+    expect(codeOf(await gqlFrom(s, '127.0.0.53', SIGN_IN, { e: 'often@example.com', p: PASSWORD }))).toBe('ok');
   });
 
   it('refuses a sign-in with a megabyte-long address as a wrong password, and keeps none of it', async () => {

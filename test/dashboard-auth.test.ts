@@ -9,6 +9,7 @@ import { request as httpRequest } from 'node:http';
 import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../src/cli.js';
+import { MAX_SESSIONS } from '../src/domain/auth/auth-service.js';
 import { ADMIN_TOKEN, catalogYaml, startTestServer, type TestServer } from './support/harness.js';
 import { waitUntil } from './support/wait.js';
 
@@ -116,6 +117,14 @@ describe('dashboard sign-in (open sign-up)', () => {
     expect(evil.body.data.session).toBeNull();
     const same = await gql(s, '{ session { id } }', {}, { cookie, origin: s.url });
     expect(same.body.data.session).not.toBeNull();
+    // X-Forwarded-Host is a proxy's word: without server.trust_proxy, anyone's, and not believed.
+    const forwarded = await gql(
+      s,
+      '{ session { id } }',
+      {},
+      { cookie, origin: 'https://evil.example', 'x-forwarded-host': 'evil.example' },
+    );
+    expect(forwarded.body.data.session).toBeNull();
     const form = await fetch(`${s.url}/graphql`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded', cookie },
@@ -245,6 +254,66 @@ describe('dashboard sign-in (open sign-up)', () => {
     } finally {
       await client.dispose();
     }
+  });
+
+  it("keeps an account's 30 most recently used sessions: signing in past that signs the least recently used out", async () => {
+    const up = await gql(s, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }', {
+      e: 'browsers@example.com',
+      p: PASSWORD,
+    });
+    expect(up.body.errors).toBeUndefined();
+    const tokens: string[] = [cookieOf(up.setCookie)];
+    // From as many client addresses: the throttle of one client is another test's.
+    for (let i = 0; i < MAX_SESSIONS + 1; i++) {
+      const signed = await s.services.auth.signIn({ email: 'browsers@example.com', password: PASSWORD, clientAddress: `10.9.${i}.1` });
+      tokens.push(`tollgate_session=${signed.token}`);
+    }
+    const signedInAs = async (cookie: string) => (await gql(s, '{ session { id } }', {}, { cookie })).body.data.session !== null;
+    const listed = await gql(s, '{ session { account { sessions { id } } } }', {}, { cookie: tokens.at(-1)! });
+    expect(listed.body.data.session.account.sessions).toHaveLength(MAX_SESSIONS);
+    expect(await signedInAs(tokens[0]!)).toBe(false);
+    expect(await signedInAs(tokens[1]!)).toBe(false);
+    expect(await signedInAs(tokens[2]!)).toBe(true);
+    expect(await signedInAs(tokens.at(-1)!)).toBe(true);
+  });
+
+  it('refuses a NUL, a control character or a letter outside ASCII in an address, and a control character in a key name, with a 4xx that changes nothing', async () => {
+    const SIGN_UP = 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }';
+    const codeOf = (r: { body: { errors?: any[] } }) => r.body.errors?.[0]?.extensions.code ?? 'ok';
+    const before = (await s.services.auth.searchAccounts('', 200)).length;
+    for (const e of ['nul@example.com\u0000', 'ctl\u0001@example.com', '\u00c9ric@example.com', '\u212aelvin@example.com']) {
+      const r = await gql(s, SIGN_UP, { e, p: PASSWORD });
+      expect([r.status, codeOf(r)], JSON.stringify(e)).toEqual([400, 'invalid_value']);
+      expect(r.body.errors?.[0].message).toContain('in ASCII');
+      const signIn = await gql(s, 'mutation($e: String!, $p: String!) { signIn(email: $e, password: $p) { id } }', { e, p: PASSWORD });
+      expect(codeOf(signIn), JSON.stringify(e)).toBe('invalid_credentials');
+      const reset = await gql(s, 'mutation($e: String!) { requestPasswordReset(email: $e) }', { e });
+      expect(codeOf(reset), JSON.stringify(e)).toBe('invalid_value');
+    }
+    expect((await s.services.auth.searchAccounts('', 200)).length).toBe(before);
+    // An address in ASCII, its domain in its xn-- form, signs up and in.
+    const up = await gql(s, SIGN_UP, { e: 'eric@xn--caf-dma.example', p: PASSWORD });
+    expect(codeOf(up)).toBe('ok');
+    const cookie = cookieOf(up.setCookie);
+    const changed = await gql(
+      s,
+      'mutation($e: String!, $p: String!) { changeEmail(email: $e, password: $p) { email } }',
+      {
+        e: 'eric\u0000@example.com',
+        p: PASSWORD,
+      },
+      { cookie },
+    );
+    expect(codeOf(changed)).toBe('invalid_value');
+    for (const name of ['n\u0000x', 'tab\there', 'lone \ud800']) {
+      const key = await gql(s, 'mutation($n: String) { createMyApiKey(name: $n) { apiKey } }', { n: name }, { cookie });
+      expect([codeOf(key), key.body.errors?.[0].message], JSON.stringify(name)).toEqual([
+        'invalid_value',
+        'name must be text of at most 255 characters, without control characters.',
+      ]);
+    }
+    const keys = await gql(s, '{ viewer { apiKeys { id } } }', {}, { cookie });
+    expect(keys.body.data.viewer.apiKeys).toHaveLength(0);
   });
 
   it('throttles failed sign-ins per address, and signs out', async () => {

@@ -49,3 +49,35 @@ it('leaves a query over GET to GraphQL', async () => {
   expect(r.status).toBe(200);
   expect(JSON.parse(r.body.toString('utf8'))).toEqual({ data: { __typename: 'Query' } });
 });
+
+it('sends GraphiQL and the /v1 reference with headers that keep other sites from framing them', async () => {
+  const graphiql = await get({ accept: 'text/html' });
+  const docs = await fetch(`${s.url}/docs`);
+  expect(docs.status).toBe(200);
+  for (const headers of [graphiql.headers, Object.fromEntries(docs.headers)]) {
+    expect(headers['x-frame-options']).toBe('DENY');
+    expect(String(headers['content-security-policy'])).toContain("frame-ancestors 'none'");
+    expect(headers['x-content-type-options']).toBe('nosniff');
+  }
+});
+
+it("connects the dashboard's page only to its own server: no WebSocket to any other host", async () => {
+  const page = await fetch(`${s.url}/dashboard/login`);
+  const csp = page.headers.get('content-security-policy') ?? '';
+  const connect = csp
+    .split(';')
+    .map((d) => d.trim())
+    .find((d) => d.startsWith('connect-src'));
+  const host = new URL(s.url).host;
+  expect(connect).toBe(`connect-src 'self' ws://${host} wss://${host}`);
+  // A Host header that is more than a host and port adds nothing.
+  const odd = await new Promise<string>((resolve, reject) => {
+    const req = request(`${s.url}/dashboard/login`, { headers: { host: 'a.example wss://evil.example' } }, (res) => {
+      res.resume();
+      resolve(String(res.headers['content-security-policy']));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+  expect(odd).not.toContain('evil.example');
+});

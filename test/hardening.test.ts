@@ -770,11 +770,16 @@ describe('safe exposure', () => {
             .split(/\s*,\s*/),
         );
         for (const h of sdk.split(',')) expect(granted.has(h), h).toBe(true);
-        const other = await fetch(`${allowed.url}${path}`, {
-          method: 'OPTIONS',
-          headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' },
-        });
-        expect(other.headers.get('access-control-allow-origin')).toBeNull();
+        // An origin not listed gets no CORS header at all, its preflight included.
+        for (const origin of ['https://evil.example', 'null', 'https://app.example.com.evil.example']) {
+          const other = await fetch(`${allowed.url}${path}`, {
+            method: 'OPTIONS',
+            headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization' },
+          });
+          const cors = [...other.headers.keys()].filter((h) => h.startsWith('access-control-'));
+          expect(cors, `${path} ${origin}`).toEqual([]);
+          expect(other.headers.get('vary')?.toLowerCase()).toContain('origin');
+        }
       }
       const models = await fetch(`${allowed.v1}/models`, { headers: { origin: 'https://app.example.com' } });
       expect(models.headers.get('access-control-allow-origin')).toBe('https://app.example.com');

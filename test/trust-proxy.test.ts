@@ -2,6 +2,7 @@
 // server.trust_proxy (or TRUST_PROXY) says whose X-Forwarded-For names the client, so that sign-in
 // is throttled per client and not for everyone at once; without it the header is not believed.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -55,6 +56,25 @@ describe('with server.trust_proxy naming the proxy', () => {
     expect((await fetch(`${s.url}/metrics`)).status).toBe(200);
     expect((await fetch(`${s.url}/metrics`, { headers: { 'x-forwarded-for': '203.0.113.5' } })).status).toBe(403);
   });
+
+  it("believes X-Forwarded-Host from the proxy it trusts: a session cookie from the proxy's public name is same-site", async () => {
+    const up = await fetch(`${s.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: 'mutation { signUp(email: "proxied@example.com", password: "a long enough password") { id } }' }),
+    });
+    const cookie = up.headers.getSetCookie()[0]!.split(';')[0]!;
+    const session = async (headers: Record<string, string>) => {
+      const res = await fetch(`${s.url}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', cookie, ...headers },
+        body: JSON.stringify({ query: '{ session { id } }' }),
+      });
+      return ((await res.json()) as { data: { session: unknown } }).data.session !== null;
+    };
+    expect(await session({ origin: 'https://tollgate.example', 'x-forwarded-host': 'tollgate.example' })).toBe(true);
+    expect(await session({ origin: 'https://evil.example', 'x-forwarded-host': 'tollgate.example' })).toBe(false);
+  });
 });
 
 describe('without server.trust_proxy', () => {
@@ -63,6 +83,21 @@ describe('without server.trust_proxy', () => {
     s = await startTestServer({ yaml: yaml('{}') });
   });
   afterAll(async () => s?.close());
+
+  it('serves /metrics to a loopback client only under a loopback name or an address: not to a page whose name resolves to 127.0.0.1', async () => {
+    const port = new URL(s.url).port;
+    const scrape = (host: string) =>
+      new Promise<number>((resolve, reject) => {
+        const req = httpRequest({ host: '127.0.0.1', port, path: '/metrics', headers: { host } }, (res) => {
+          res.resume();
+          resolve(res.statusCode!);
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, 'localhost', `[::1]:${port}`]) expect(await scrape(host), host).toBe(200);
+    for (const host of [`rebind.evil.example:${port}`, 'evil.example']) expect(await scrape(host), host).toBe(403);
+  });
 
   it('ignores a forged X-Forwarded-For: the connection is the client', async () => {
     expect(await failedSignInsUntilRefused(s, '203.0.113.5')).toEqual([...Array(10).fill('invalid_credentials'), 'too_many_attempts']);

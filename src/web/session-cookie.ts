@@ -39,7 +39,11 @@ export function sameSite(headers: IncomingHttpHeaders, config: Pick<AppConfig, '
     return false;
   }
   if (headers.host && host === headers.host) return true;
-  const forwarded = typeof headers['x-forwarded-host'] === 'string' ? headers['x-forwarded-host'].split(',')[0]!.trim() : null;
+  // X-Forwarded-Host only from a proxy server.trust_proxy trusts: anyone else may send it.
+  const forwarded =
+    config.server.trust_proxy !== false && typeof headers['x-forwarded-host'] === 'string'
+      ? headers['x-forwarded-host'].split(',')[0]!.trim()
+      : null;
   if (forwarded && host === forwarded) return true;
   try {
     if (origin === new URL(config.publicUrl).origin) return true;

@@ -10,7 +10,7 @@ import { UniqueConstraintViolationException, type MikroORM } from '@mikro-orm/co
 import { selectRows } from '../../db/connection.js';
 import { Account, ApiKey } from '../../entities/index.js';
 import { DomainError } from '../errors.js';
-import { isEmailAddress } from '../email-address.js';
+import { EMAIL_ADDRESS_RULE, isEmailAddress } from '../email-address.js';
 import { newId } from '../ids.js';
 import { digestApiKey, displayKey, generateApiKey, hasValidChecksum, keyDisplayParts } from '../keys/key-format.js';
 
@@ -169,6 +169,8 @@ export class AccountsService {
 
   /** The account with this e-mail address (compared case-insensitively), or null. */
   async findByEmail(email: string): Promise<AccountView | null> {
+    // No address holds a NUL, and MikroORM writes values into SQLite's statement, which a NUL ends.
+    if (email.includes('\0')) return null;
     const rows = await this.sql<{ id: string }>('select id from accounts where lower(email) = ?', [email.trim().toLowerCase()]);
     return rows[0] ? this.getAccount(rows[0].id) : null;
   }
@@ -362,7 +364,7 @@ function digestsEqual(a: string, b: string): boolean {
 function validateEmail(value: unknown): string {
   const email = typeof value === 'string' ? value.trim() : '';
   if (!isEmailAddress(email)) {
-    throw new DomainError('invalid_value', 'email must be an e-mail address such as name@example.com.', { param: 'email' });
+    throw new DomainError('invalid_value', `email must be ${EMAIL_ADDRESS_RULE}.`, { param: 'email' });
   }
   return email;
 }
@@ -376,10 +378,30 @@ function validateTier(value: unknown): Tier {
 
 function validateKeyName(value: unknown): string | null {
   if (value == null) return null;
-  if (typeof value !== 'string' || value.trim().length > MAX_KEY_NAME_LENGTH) {
-    throw new DomainError('invalid_value', `name must be text of at most ${MAX_KEY_NAME_LENGTH} characters.`, { param: 'name' });
+  if (typeof value !== 'string' || value.trim().length > MAX_KEY_NAME_LENGTH || !isPlainText(value)) {
+    throw new DomainError('invalid_value', `name must be text of at most ${MAX_KEY_NAME_LENGTH} characters, without control characters.`, {
+      param: 'name',
+    });
   }
   return value.trim() || null;
+}
+
+/**
+ * Text a name may be: no control characters (a NUL cut SQLite's statement short, a 500; none
+ * belongs in a name shown in a list) and no UTF-16 surrogate without its pair (not text PostgreSQL
+ * stores).
+ */
+function isPlainText(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x20 || (c >= 0x7f && c <= 0x9f)) return false;
+    if (c >= 0xd800 && c <= 0xdbff) {
+      const next = text.charCodeAt(i + 1);
+      if (!(next >= 0xdc00 && next <= 0xdfff)) return false;
+      i++;
+    } else if (c >= 0xdc00 && c <= 0xdfff) return false;
+  }
+  return true;
 }
 
 function validateExpiry(value: unknown, now: Date): Date | null {

@@ -11,7 +11,7 @@ import { getKnex } from '../../db/connection.js';
 import type { Logger } from '../../logger.js';
 import type { Mailer } from '../../mail/mailer.js';
 import type { AccountsService, AccountView } from '../accounts/accounts-service.js';
-import { isEmailAddress, MAX_EMAIL_LENGTH } from '../email-address.js';
+import { EMAIL_ADDRESS_RULE, isEmailAddress, MAX_EMAIL_LENGTH } from '../email-address.js';
 import { DomainError } from '../errors.js';
 import { newId } from '../ids.js';
 import { clientOf, LoginThrottle, type Refusal } from './login-throttle.js';
@@ -25,7 +25,9 @@ const SET_PASSWORD_TTL_MS = 7 * 24 * 60 * 60_000;
 const TOUCH_EVERY_MS = 60_000;
 
 // What each throttled operation says when it is refused, with the wait.
-const TOO_MANY_SIGN_INS: Refusal = (wait) => `Too many failed sign-ins; try again in ${wait}, or reset the password.`;
+const TOO_MANY_SIGN_INS: Refusal = (wait) => `Too many sign-ins; try again in ${wait}, or reset the password.`;
+/** The sessions an account keeps (its most recently used); signing in past it signs the oldest out. */
+export const MAX_SESSIONS = 30;
 const TOO_MANY_OPERATOR_SIGN_INS: Refusal = (wait) => `Too many failed sign-ins from this address; try again in ${wait}.`;
 const TOO_MANY_RESETS: Refusal = (wait) => `Too many password-reset requests; try again in ${wait}.`;
 const TOO_MANY_SIGN_UPS: Refusal = (wait) => `Too many sign-ups from this address; try again in ${wait}.`;
@@ -159,7 +161,7 @@ export class AuthService {
       throw new DomainError('invalid_credentials', 'The e-mail address or the password is not right.');
     }
     const keys = [`email:${email}`, ...clientKeys];
-    const attempt = this.throttle.attempt(keys, TOO_MANY_SIGN_INS);
+    this.throttle.attempt(keys, TOO_MANY_SIGN_INS);
     const account = email ? await this.o.accounts.findByEmail(email) : null;
     const row = account
       ? ((await this.knex('account_passwords').select('password_hash', 'is_admin').where('account_id', account.id))[0] as
@@ -168,7 +170,8 @@ export class AuthService {
       : undefined;
     const ok = await verifyPassword(row?.password_hash, String(input.password ?? ''));
     if (!account || !ok) throw new DomainError('invalid_credentials', 'The e-mail address or the password is not right.');
-    attempt.succeeded();
+    // A right password clears the address's count; the client's stays: every sign-in costs a
+    // password hash, so one client signing in again and again is limited as one guessing is.
     this.throttle.succeed(`email:${email}`);
     return this.createSession({ accountId: account.id, operator: truthy(row?.is_admin), userAgent: input.userAgent ?? null });
   }
@@ -218,6 +221,25 @@ export class AuthService {
       last_seen_at_ms: now,
       expires_at_ms: session.expiresAt.getTime(),
     });
+    // An account keeps its MAX_SESSIONS most recently used sessions: signing in again and again
+    // (a script, a leaked password) cannot grow the table, and the oldest browser is signed out.
+    if (s.accountId !== null) {
+      const stale = (await this.knex('sessions')
+        .select('id')
+        .where('account_id', s.accountId)
+        .orderBy([
+          { column: 'last_seen_at_ms', order: 'desc' },
+          { column: 'id', order: 'desc' },
+        ])
+        .offset(MAX_SESSIONS)) as { id: string }[];
+      if (stale.length > 0)
+        await this.knex('sessions')
+          .whereIn(
+            'id',
+            stale.map((r) => r.id),
+          )
+          .delete();
+    }
     return { token, session };
   }
 
@@ -328,8 +350,7 @@ export class AuthService {
     this.throttle.attempt(clientAddress ? [`ip:reset:${clientOf(clientAddress)}`] : [], TOO_MANY_RESETS);
     const address = String(email ?? '').trim();
     // Whatever the client sends is checked before it is counted: no account has anything else.
-    if (!isEmailAddress(address))
-      throw new DomainError('invalid_value', 'email must be an e-mail address such as name@example.com.', { param: 'email' });
+    if (!isEmailAddress(address)) throw new DomainError('invalid_value', `email must be ${EMAIL_ADDRESS_RULE}.`, { param: 'email' });
     this.throttle.attempt([`reset:${address.toLowerCase()}`], TOO_MANY_RESETS);
     const mailer = this.o.mailer;
     if (!mailer) throw new DomainError('internal_error', 'No mailer is configured.');

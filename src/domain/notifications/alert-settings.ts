@@ -2,7 +2,7 @@
 // receipts) and up to five extra recipients who get a copy. The low-balance threshold and the
 // spending limit stay billing's settings (AccountSettings). An alert turned off is still written
 // to the feed; it is only not e-mailed (its delivery shows `skipped`).
-import { isEmailAddress } from '../email-address.js';
+import { EMAIL_ADDRESS_RULE, isEmailAddress } from '../email-address.js';
 import { DomainError } from '../errors.js';
 import { date, exec, inList, rows, type Db } from '../billing/sql.js';
 import { ALERTS, OPTIONAL_ALERTS, type Alert } from './outbox.js';
@@ -89,7 +89,7 @@ function validateRecipients(list: string[]): string[] {
     if (!isEmailAddress(email)) {
       throw new DomainError(
         'invalid_value',
-        `'extraRecipients' must hold e-mail addresses such as name@example.com; got '${String(raw).slice(0, 80)}'.`,
+        `'extraRecipients' must hold e-mail addresses: each ${EMAIL_ADDRESS_RULE}; got '${String(raw).slice(0, 80)}'.`,
         { param: 'extraRecipients' },
       );
     }
