@@ -20,6 +20,7 @@ import {
   type SqliteHandle,
 } from './connection.js';
 import { BACKSTOP_PAGES, type Checkpointer, startCheckpointer } from './sqlite-checkpointer.js';
+import { refuseNulBindings, refuseNulValues } from './nul.js';
 
 export { type DatabaseKind, databaseKind, getKnex };
 
@@ -138,6 +139,8 @@ export async function openDatabase(url: string, opts: { debug?: boolean; migrati
     },
     // Every unit of work forks its own EntityManager; the global one is for tooling only.
     allowGlobalContext: false,
+    // A value with a NUL is refused before it is written into a statement (src/db/nul.ts).
+    onQuery: refuseNulValues,
     debug: opts.debug ?? false,
   };
 
@@ -172,6 +175,8 @@ export async function openDatabase(url: string, opts: { debug?: boolean; migrati
     await orm.close(true);
     throw target.kind === 'postgresql' ? postgresProblem(url, e) : sqliteProblem(url, target.location, e);
   }
+  // knex's own statements (the stores' SQL) with a NUL among their values are refused the same way.
+  getKnex(orm).on('query', refuseNulBindings);
   return orm;
 }
 

@@ -2,6 +2,7 @@
 // stable code, type and HTTP status in `extensions`; anything unexpected is masked and logged.
 import { GraphQLError } from 'graphql';
 import { ClientDisconnected, DomainError, ERROR_CODES } from '../domain/errors.js';
+import { isNulRefused, nulRefused } from '../db/nul.js';
 import { isDatabaseUnavailable } from '../db/unavailable.js';
 
 export interface PublicErrorExtensions {
@@ -21,7 +22,11 @@ function originalOf<T>(error: unknown, type: new (...args: never[]) => T): T | u
   return undefined;
 }
 
-const domainErrorOf = (error: unknown) => originalOf(error, DomainError);
+/**
+ * The DomainError an error is or wraps; a NUL in a value the database was given (the client's
+ * text, refused: nothing was written) is one too, whoever's error carries it (src/db/nul.ts).
+ */
+const domainErrorOf = (error: unknown) => originalOf(error, DomainError) ?? (isNulRefused(error) ? nulRefused() : undefined);
 
 /** graphql-js's variable coercion errors: 'Variable "$f" got invalid value …', '… was not provided.' */
 const VARIABLE_ERROR = /^Variable "\$([_A-Za-z][_0-9A-Za-z]*)"/;

@@ -23,6 +23,7 @@ import {
   type SqliteHandle,
   sqliteStatement,
 } from '../../db/connection.js';
+import { nulRefused } from '../../db/nul.js';
 
 export type Binding = string | number | bigint | boolean | Date | null;
 
@@ -186,6 +187,8 @@ interface PoolClient<C = SqliteHandle> {
 
 /** As knex binds for SQLite: dates as epoch milliseconds, booleans as 0/1. */
 function sqliteBinding(value: Binding | undefined): unknown {
+  // SQLite would store it; PostgreSQL refuses it: refused on both (src/db/nul.ts).
+  if (typeof value === 'string' && value.includes('\0')) throw nulRefused();
   if (value instanceof Date) return value.getTime();
   if (typeof value === 'boolean') return value ? 1 : 0;
   return value ?? null;
