@@ -326,6 +326,7 @@ export function buildOpenApiDocument(serverUrl: string) {
         content: json(z.object({ object: z.literal('list'), data: z.array(Model) })),
       },
       304: notModified,
+      401: error('An API key was sent and is not valid (invalid_api_key): none is needed, but one sent must be valid.'),
       500: commonErrors[500],
     },
   });
@@ -344,6 +345,7 @@ export function buildOpenApiDocument(serverUrl: string) {
         content: json(Model),
       },
       304: notModified,
+      401: error('An API key was sent and is not valid (invalid_api_key): none is needed, but one sent must be valid.'),
       404: error('No such model (model_not_found).'),
       500: commonErrors[500],
     },

@@ -135,7 +135,7 @@ export function fixturesConfigYaml(files: ReturnType<typeof writeFixtures>): str
 # Their text is gibberish: they exist to run the whole service offline, under the ids of
 # config/default.yaml. Use: CONFIG=<this file> npm start
 #
-# Prices are high enough to see (a short chat costs about 0.0001 USD), and the developer tier has
+# Prices are high enough to see (24 prompt and 64 answer tokens cost 0.000304 USD), and the developer tier has
 # no monthly allocation here, so its usage is paid from the wallet and shows as \`usage\`
 # transactions at once. Credit the wallet first (a sandbox top-up, or \`npx tollgate wallet credit\`).
 tiers:
@@ -179,7 +179,10 @@ export function registerModelCommands(program: Command, ctx: ModelsCliContext): 
     .command('pull')
     .description('Download a GGUF file into MODELS_DIR (default ./models), resuming an interrupted download')
     .argument('[source]', 'hf:owner/repo/file.gguf or an https URL')
-    .option('--out <file>', 'save as this path (or into this existing folder) instead of MODELS_DIR/<file name>')
+    .option(
+      '--out <file>',
+      'save as this path (or into this folder: an existing one, or one ending in /, made if missing) instead of MODELS_DIR/<file name>',
+    )
     .option('--defaults', 'fetch every in-process model of the config (CONFIG, default config/default.yaml) that names a source')
     .option('--json', 'print JSON')
     .action(async (source: string | undefined, opts: { out?: string; defaults?: boolean; json?: boolean }) => {

@@ -248,10 +248,24 @@ export async function runCli(argv: readonly string[] = process.argv, io: CliIO =
     services() {
       opened ??= (async () => {
         const billingConfig = readBillingConfig(io.env);
+        let created = false;
         const orm = await openDatabase(io.env.DATABASE_URL || DEFAULT_DATABASE_URL, {
           // A new file is said so: a mistyped DATABASE_URL (or another folder) would otherwise get
           // accounts and keys no server sees, without a word.
-          migrations: { creating: (file) => io.stderr(`tollgate: no database at ${file} (DATABASE_URL): creating a new one\n`) },
+          // An upgrade is said too: a database a newer CLI migrated no longer starts an older server.
+          migrations: {
+            creating: (file) => {
+              created = true;
+              io.stderr(`tollgate: no database at ${file} (DATABASE_URL): creating a new one\n`);
+            },
+            starting: (pending, applied) => {
+              if (applied === 0 && !created) io.stderr(`tollgate: the database (DATABASE_URL) has no tables yet: creating them\n`);
+              else if (applied > 0)
+                io.stderr(
+                  `tollgate: upgrading the database (DATABASE_URL): ${pending.length} migration${pending.length === 1 ? '' : 's'} to apply (${pending.join(', ')}); a tollgate older than this one cannot start on it afterwards\n`,
+                );
+            },
+          },
         });
         const billing = new BillingService({
           orm,

@@ -427,6 +427,20 @@ export interface AppConfig {
 
 export { ConfigError };
 
+/**
+ * The sandbox refused on a HOST that is not loopback. `npm start` first tries the address: one
+ * this machine does not have, or a name it cannot resolve, is said as that (a typo), not as this.
+ */
+export class SandboxHostError extends ConfigError {
+  constructor(
+    message: string,
+    readonly host: string,
+    readonly port: number,
+  ) {
+    super(message);
+  }
+}
+
 /** The shortest ADMIN_TOKEN start-up takes. */
 export const MIN_ADMIN_TOKEN_LENGTH = 16;
 
@@ -653,9 +667,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { payment
   // Loopback by default: the sandbox processor mints credits for anyone who can reach it.
   const host = env.HOST || '127.0.0.1';
   if (file.payments.processor === 'sandbox' && !file.payments.allow_sandbox && !isLoopback(host)) {
-    throw new ConfigError(
+    throw new SandboxHostError(
       `HOST=${host}: the sandbox payment processor (top-ups credit wallets without charging anyone) only serves on a loopback address; ` +
         'configure payments.processor: stripe, or set payments.allow_sandbox: true to serve it on other interfaces anyway',
+      host,
+      port,
     );
   }
   if (env.PUBLIC_URL) checkPublicUrl(env.PUBLIC_URL);

@@ -26,6 +26,7 @@ import { Metrics, MetricsMetering, TimedEngines } from './metrics.js';
 import { AuthService } from './domain/auth/auth-service.js';
 import { createMailer } from './mail/mailer.js';
 import { bridgeWalletEvents, type WalletBus } from './events/redis-wallet-events.js';
+import { makeFolder } from './make-folder.js';
 
 export interface Services {
   config: AppConfig;
@@ -211,7 +212,7 @@ export async function closeServices(services: Services): Promise<void> {
 
 function checkMailDir(dir: string): void {
   try {
-    mkdirSync(dir, { recursive: true });
+    makeFolder(dir);
     accessSync(dir, constants.W_OK);
   } catch (e) {
     throw new ConfigError(

@@ -2,7 +2,7 @@
 // until SIGTERM/SIGINT/SIGHUP. A problem an operator can fix (a bad config, a port in use, a database file
 // it may not write) is one line on stderr, printed once, without a stack trace.
 import { createServer } from 'node:net';
-import { ConfigError, loadConfig } from './config.js';
+import { ConfigError, loadConfig, SandboxHostError } from './config.js';
 import { DatabaseLocationError } from './db/orm.js';
 import { closeServices, createServices } from './container.js';
 import { createLogger, logEnvProblem } from './logger.js';
@@ -50,7 +50,19 @@ async function checkPortFree(host: string, port: number): Promise<void> {
 }
 
 async function main() {
-  const config = loadConfig();
+  const config = (() => {
+    try {
+      return loadConfig();
+    } catch (e) {
+      if (e instanceof SandboxHostError) return e;
+      throw e;
+    }
+  })();
+  // A HOST this machine cannot listen on is said as that before the sandbox's refusal of it.
+  if (config instanceof SandboxHostError) {
+    await checkPortFree(config.host, config.port);
+    throw config;
+  }
   await checkPortFree(config.host, config.port);
   const services = await createServices(config, logger);
   const running = await startServer(services).catch(async (e: NodeJS.ErrnoException) => {

@@ -327,6 +327,18 @@ describe('tollgate CLI', () => {
     expect(created.stderr).toBe(`tollgate: no database at ${fresh} (DATABASE_URL): creating a new one\n`);
     // Once there, nothing more is said.
     expect((await tollgate(`sqlite:${fresh}`, 'accounts', 'list')).stderr).toBe('');
+    // A database an older tollgate made (its last migration undone): the upgrade is said, on stderr.
+    const older = new Database(fresh);
+    older.exec(
+      "alter table billing_instances drop column tiers_digest; alter table billing_instances drop column config_path; delete from mikro_orm_migrations where name like '%0016%'",
+    );
+    older.close();
+    const upgraded = await tollgate(`sqlite:${fresh}`, 'accounts', 'list');
+    expect([upgraded.code, upgraded.stdout]).toEqual([0, expect.any(String)]);
+    expect(upgraded.stderr).toMatch(
+      /^tollgate: upgrading the database \(DATABASE_URL\): 1 migration to apply \(.*0016.*\); a tollgate older than this one cannot start on it afterwards\n$/,
+    );
+    expect((await tollgate(`sqlite:${fresh}`, 'accounts', 'list')).stderr).toBe('');
 
     const folder = await tollgate(`sqlite:${dir}`, 'accounts', 'list');
     expect([folder.code, folder.stderr]).toEqual([

@@ -178,6 +178,11 @@ describe('models pull', () => {
     const saved = await pullModel({ source: `${base}/models/tiny.gguf`, modelsDir: dir, out: folder });
     expect(saved.file).toBe(path.join(folder, 'tiny.gguf'));
     expect(readFileSync(saved.file).equals(model)).toBe(true);
+    // One ending in a slash is a folder too, made if missing: never a file named after it.
+    const made = path.join(dir, 'new', 'place');
+    const into = await pullModel({ source: `${base}/models/tiny.gguf`, modelsDir: dir, out: `${made}/` });
+    expect(into.file).toBe(path.join(made, 'tiny.gguf'));
+    expect(readFileSync(into.file).equals(model)).toBe(true);
     // A disk that is full (the part file leads to /dev/full).
     const full = path.join(dir, 'full.gguf');
     symlinkSync('/dev/full', `${full}.part`);

@@ -160,6 +160,16 @@ describe('what the document declares, against what the server sends', () => {
     expect(contractFailures.slice(failed)).toEqual([]);
   });
 
+  it('declares every status the catalog answers: a key that is sent must be valid (401)', async () => {
+    const doc = await (await fetch(`${s.url}/openapi.json`)).json();
+    for (const path of ['/models', '/models/chat-test']) {
+      const refused = await fetch(`${s.v1}${path}`, { headers: { authorization: 'Bearer ask_not-a-key-at-all' } });
+      expect(refused.status, path).toBe(401);
+      const template = path === '/models' ? '/v1/models' : '/v1/models/{model_id}';
+      expect(Object.keys(doc.paths[template].get.responses), template).toContain(String(refused.status));
+    }
+  });
+
   it('allows the responses that rightly send no Retry-After or no X-RateLimit-* headers', async () => {
     const failed = contractFailures.length;
     // A TPM limit below one call's estimate: the call can never be admitted, so waiting cannot help.

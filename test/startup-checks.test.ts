@@ -13,6 +13,34 @@ import { freePort, spawnTollgate, waitReady } from './support/ready.js';
 const dir = mkdtempSync(path.join(tmpdir(), 'tollgate-startup-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+it('refuses a MAIL_DIR under /proc in one line, and the CLI an --out there: a recursive mkdir there never returned', async () => {
+  const config = path.join(dir, 'proc.yaml');
+  writeFileSync(config, 'models: []\n');
+  const server = spawnTollgate(['src/main.ts'], {
+    CONFIG: config,
+    DATABASE_URL: `sqlite:${path.join(dir, 'proc.sqlite')}`,
+    MAIL_DIR: '/proc/tollgate-nowhere/mail',
+    PORT: String(await freePort()),
+  });
+  const killer = setTimeout(() => server.proc.kill('SIGKILL'), 60_000);
+  try {
+    expect(await server.exited).toBe(1);
+    expect(server.output()).toContain(
+      'MAIL_DIR /proc/tollgate-nowhere/mail: e-mails (receipts, alerts, password resets) cannot be written there (ENOENT)',
+    );
+  } finally {
+    clearTimeout(killer);
+  }
+  const cli = spawnTollgate(['bin/tollgate.js', 'models', 'fixtures', '--out', '/proc/tollgate-nowhere'], {});
+  const cliKiller = setTimeout(() => cli.proc.kill('SIGKILL'), 60_000);
+  try {
+    expect(await cli.exited).toBe(1);
+    expect(cli.output()).toContain('/proc/tollgate-nowhere');
+  } finally {
+    clearTimeout(cliKiller);
+  }
+}, 90_000);
+
 it('refuses to start when MAIL_DIR cannot be written (without SMTP_URL), naming it and what to do', async () => {
   const config = path.join(dir, 'c.yaml');
   writeFileSync(config, 'models: []\n');
@@ -81,3 +109,22 @@ it('warns when another server uses the same database while rate limits are count
   await closeServices(after);
   expect(warned()).toEqual([]);
 }, 120_000);
+
+it('says a HOST this machine does not have as that, before the sandbox refuses a HOST that is not loopback', async () => {
+  const config = path.join(dir, 'host.yaml');
+  writeFileSync(config, 'models: []\n');
+  for (const [host, said] of [
+    ['10.9.9.9', 'HOST 10.9.9.9 is not an address of this machine'],
+    ['no-such-host.invalid', 'HOST no-such-host.invalid is no address or name this machine can resolve'],
+  ] as const) {
+    const server = spawnTollgate(['src/main.ts'], {
+      CONFIG: config,
+      DATABASE_URL: `sqlite:${path.join(dir, 'host.sqlite')}`,
+      HOST: host,
+      PORT: String(await freePort()),
+    });
+    expect(await server.exited, host).toBe(1);
+    expect(server.output(), host).toContain(said);
+    expect(server.output(), host).not.toContain('sandbox');
+  }
+}, 90_000);

@@ -54,6 +54,11 @@ describe('the openai SDK against /v1', () => {
 
   it('lists models with no key, but a key that is sent must be valid: a wrong one is 401, as OpenAI answers', async () => {
     expect((await fetch(`${s.v1}/models`)).status).toBe(200);
+    // Through fetch too: the answer is checked against the OpenAPI document, which declares the 401.
+    for (const path of ['/models', '/models/chat-test']) {
+      const refused = await fetch(`${s.v1}${path}`, { headers: { authorization: 'Bearer ask_not-a-key-at-all' } });
+      expect(refused.status, path).toBe(401);
+    }
     const wrong = new OpenAI({ apiKey: 'ask_not-a-key-at-all', baseURL: s.v1, maxRetries: 0 });
     const err = await wrong.models.list().catch((e) => e);
     expect(err).toBeInstanceOf(OpenAI.AuthenticationError);

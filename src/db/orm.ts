@@ -21,6 +21,7 @@ import {
 } from './connection.js';
 import { BACKSTOP_PAGES, type Checkpointer, startCheckpointer } from './sqlite-checkpointer.js';
 import { refuseNulBindings, refuseNulValues } from './nul.js';
+import { makeFolder } from '../make-folder.js';
 
 export { type DatabaseKind, databaseKind, getKnex };
 
@@ -94,24 +95,6 @@ function checkSqliteLocation(url: string, location: string): void {
       `cannot open the SQLite database ${file} (DATABASE_URL=${url}): ${code === 'EACCES' || code === 'EPERM' ? 'permission denied' : code}: make ${dir} writable by this user, or set DATABASE_URL to another file (e.g. DATABASE_URL=sqlite:./data/tollgate.db)`,
     );
   }
-}
-
-/**
- * Makes a folder and its missing parents one at a time: a parent that is a file is said as such
- * (ENOTDIR naming it; a recursive mkdir says EEXIST), and a path under /proc, where Node's
- * recursive mkdir never returns, fails at once.
- */
-function makeFolder(dir: string): void {
-  const missing: string[] = [];
-  let at = dir;
-  while (!existsSync(at)) {
-    missing.unshift(at);
-    const up = path.dirname(at);
-    if (up === at) break;
-    at = up;
-  }
-  if (existsSync(at) && !statSync(at).isDirectory()) throw Object.assign(new Error(`${at} is not a folder`), { code: 'ENOTDIR', path: at });
-  for (const folder of missing) mkdirSync(folder);
 }
 
 /** What openDatabase reports of the migrations it applies (none: nothing said). */

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { createTransport } from 'nodemailer';
 import type { MailEnv } from '../config-alerts.js';
 import type { Logger } from '../logger.js';
+import { makeFolder } from '../make-folder.js';
 
 export interface OutgoingMail {
   to: string[];
@@ -114,7 +115,7 @@ class EmlFileMailer implements Mailer {
 
   async send(mail: OutgoingMail): Promise<MailReceipt> {
     const info = await this.transport.sendMail(messageOf(this.from, mail));
-    mkdirSync(this.dir, { recursive: true });
+    makeFolder(this.dir);
     // One file per notification, written whole then renamed: a resend replaces it, never half-writes it.
     const file = path.join(this.dir, `${mail.key.replace(/[^A-Za-z0-9_-]/g, '_')}.eml`);
     writeFileSync(`${file}.tmp`, info.message as Buffer);

@@ -27,6 +27,7 @@ import {
 import path from 'node:path';
 import { EnvHttpProxyAgent, fetch as undiciFetch, type Dispatcher, type Response } from 'undici';
 import { huggingFaceEndpoint, parseModelSource } from './model-files.js';
+import { makeFolder } from '../../../make-folder.js';
 
 export interface PullProgress {
   received: number;
@@ -186,8 +187,10 @@ function describeFetchError(e: unknown): string {
  * models folder (or in the folder `--out` names), which must be a plain name that stays inside it.
  */
 function targetPath(opts: PullOptions, source: ReturnType<typeof parseModelSource>): string {
-  // --out naming an existing folder is the folder to save into (not a file name to rename onto).
-  const folder = opts.out === undefined ? opts.modelsDir : existsSync(opts.out) && statSync(opts.out).isDirectory() ? opts.out : undefined;
+  // --out naming an existing folder, or ending in a slash (a folder, made if missing), is the
+  // folder to save into (not a file name to rename onto).
+  const isFolder = (out: string) => out.endsWith('/') || out.endsWith(path.sep) || (existsSync(out) && statSync(out).isDirectory());
+  const folder = opts.out === undefined ? opts.modelsDir : isFolder(opts.out) ? opts.out : undefined;
   if (folder === undefined) return path.resolve(opts.out!);
   if (source.fileName === undefined) {
     throw new PullFileNameError(`${source.fileNameProblem}: give the file to save it as with --out FILE`);
@@ -210,7 +213,7 @@ export async function pullModel(opts: PullOptions): Promise<PullResult> {
   const target = targetPath(opts, source);
   const partial = `${target}.part`;
   const partRecord = `${partial}.json`;
-  mkdirSync(path.dirname(target), { recursive: true });
+  makeFolder(path.dirname(target));
   const headers = authHeaders(source.url, env);
   const dispatcher = proxyDispatcher(env);
 
