@@ -199,6 +199,7 @@ export class MetricsMetering implements Metering {
 
   async admit(req: MeterRequest): Promise<MeterTicket> {
     const ticket = await this.inner.admit(req);
+    req.caller.onAdmitted?.();
     const { metrics } = this;
     return {
       maxOutputTokens: ticket.maxOutputTokens,

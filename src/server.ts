@@ -35,7 +35,7 @@ import type { CompatDoor } from '../compat/door.js';
 import { buildOpenApiDocument } from '../compat/openapi.js';
 import { sunsetOf } from './domain/catalog/catalog.js';
 import { rateLimitHeadersOn, sendRateLimitHeaders } from './web/rate-limit-headers.js';
-import { settledOn, settledUsage } from './web/settled-usage.js';
+import { admittedOn, settledOn, whenSettled } from './web/settled-usage.js';
 import { sendError } from '../compat/errors.js';
 import type { Services } from './container.js';
 import { ClientDisconnected, DomainError, requestTooLarge } from './domain/errors.js';
@@ -177,6 +177,7 @@ function compatDoor(services: Services, inFlight: Set<AbortController>): CompatD
         path: req.originalUrl.split('?', 1)[0]!,
         signal: controller.signal,
         onRateLimit: rateLimitHeadersOn(res),
+        onAdmitted: admittedOn(res),
         onSettled: settledOn(res),
       });
     },
@@ -243,14 +244,17 @@ export function createApp(services: Services) {
       const route = req.route ? `${req.baseUrl}${req.route.path as string}` : req.baseUrl || 'unmatched';
       const status = res.writableFinished ? res.statusCode : CLIENT_CLOSED;
       services.metrics.observeHttp(door, route, status, ms / 1000);
-      const settled = settledUsage(res);
-      const line: Record<string, unknown> = { reqId: req.requestId, method: req.method, door, route, path, status, ms };
-      if (settled) {
-        line.model = settled.model;
-        line.prompt_tokens = settled.promptTokens;
-        line.completion_tokens = settled.completionTokens;
-      }
-      accessLog.info(line, 'request');
+      // A client that left before its call was settled (a 499): the line waits for the settlement,
+      // so that it carries what the call was billed at.
+      whenSettled(res, (settled) => {
+        const line: Record<string, unknown> = { reqId: req.requestId, method: req.method, door, route, path, status, ms };
+        if (settled) {
+          line.model = settled.model;
+          line.prompt_tokens = settled.promptTokens;
+          line.completion_tokens = settled.completionTokens;
+        }
+        accessLog.info(line, 'request');
+      });
     });
   };
   app.use((req, res, next) => {
@@ -461,6 +465,7 @@ export function createApp(services: Services) {
         signal: request?.signal ? leftWith(request.signal) : ((extra as { signal?: AbortSignal }).signal ?? new AbortController().signal),
         // Over HTTP, on express's response: set when Yoga writes the head (a 429's too).
         onRateLimit: res && !connectionParams ? rateLimitHeadersOn(res) : undefined,
+        onAdmitted: res && !connectionParams ? admittedOn(res) : undefined,
         onSettled: res && !connectionParams ? settledOn(res) : undefined,
       });
     },

@@ -451,6 +451,42 @@ describe('client mistakes are 4xx', () => {
     expect(logLines.filter((l) => Number(l.level) >= 50).map((l) => JSON.stringify(l).slice(0, 600))).toEqual([]);
   });
 
+  it("writes a 499's access line once its call is settled, with the model and the tokens it was billed", async () => {
+    const { apiKey, keyId } = await s.account('developer');
+    logLines.length = 0;
+    const gone = new AbortController();
+    const res = await fetch(`${s.v1}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` },
+      body: JSON.stringify({ model: 'chat-test', messages: [{ role: 'user', content: 'hello #tokens=40 #delay=100' }], stream: true }),
+      signal: gone.signal,
+    });
+    // Some of the answer is delivered, then the client leaves.
+    const reader = res.body!.getReader();
+    let text = '';
+    while ((text.match(/"content":"[^"]/g) ?? []).length < 3) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += new TextDecoder().decode(value);
+    }
+    gone.abort();
+    await waitUntil(() => logLines.some((l) => l.msg === 'request' && l.status === 499), 10_000);
+    const line = logLines.find((l) => l.msg === 'request' && l.status === 499)!;
+    const knex = getKnex(s.services.orm);
+    const [billed] = (await knex('usage_events').where({ key_id: keyId }).select('outcome', 'prompt_tokens', 'completion_tokens')) as {
+      outcome: string;
+      prompt_tokens: number;
+      completion_tokens: number;
+    }[];
+    expect(billed!.outcome).toBe('client_disconnected');
+    expect(billed!.completion_tokens).toBeGreaterThan(0);
+    expect([line.model, line.prompt_tokens, line.completion_tokens]).toEqual([
+      'chat-test',
+      billed!.prompt_tokens,
+      billed!.completion_tokens,
+    ]);
+  });
+
   it('stops and bills nothing for a WebSocket stream completed at once, even when its id is subscribed again right after', async () => {
     const { apiKey, keyId } = await s.account('developer');
     const socket = new WebSocket(`${s.url.replace('http', 'ws')}/graphql`, 'graphql-transport-ws');

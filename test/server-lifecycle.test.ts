@@ -128,6 +128,11 @@ describe('the server process', () => {
       { DATABASE_URL: 'postgress://app:s3cret@db/tollgate' },
       'tollgate: DATABASE_URL postgress://…@db/tollgate: unsupported scheme (use sqlite:PATH or postgres://…)',
     ],
+    // A password with a / or # left unencoded: not a URL, and still not printed.
+    [
+      { DATABASE_URL: 'postgres://app:s3/cr#et@127.0.0.1:5432/tollgate' },
+      'tollgate: DATABASE_URL postgres://…@127.0.0.1:5432/tollgate: not a valid URL: percent-encode the special characters of the user name and password (/ as %2F, # as %23, @ as %40, : as %3A)',
+    ],
   ])('refuses a wrong environment variable at start-up with one line naming it (%o)', async (env, line) => {
     const config = path.join(dir, 'env.yaml');
     writeFileSync(config, catalogYaml(upstream.url));

@@ -47,13 +47,22 @@ const PG_MIGRATION_LOCK_KEY = 7_461_203_318;
  */
 /** The URL as a message may show it: credentials (user:password@) hidden. */
 export function withoutCredentials(url: string): string {
-  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^@/]*@/i, '$1…@');
+  // Up to the last @: a password with an unencoded / or # is hidden too.
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/).*@/i, '$1…@');
 }
 
 export function parseDatabaseUrl(url: string): DatabaseTarget {
   const value = url.trim();
   if (!value) throw new DatabaseLocationError('DATABASE_URL is empty: set it to sqlite:PATH or postgres://…, or leave it unset');
-  if (/^postgres(ql)?:\/\//i.test(value)) return { kind: 'postgresql', location: value };
+  if (/^postgres(ql)?:\/\//i.test(value)) {
+    // Checked here, where its credentials can be left out of the message: the driver's own error
+    // carried the whole URL, password included, into the log.
+    if (!URL.canParse(value))
+      throw new DatabaseLocationError(
+        `DATABASE_URL ${withoutCredentials(value)}: not a valid URL: percent-encode the special characters of the user name and password (/ as %2F, # as %23, @ as %40, : as %3A)`,
+      );
+    return { kind: 'postgresql', location: value };
+  }
   if (/^sqlite:/i.test(value)) {
     let file = value.slice('sqlite:'.length);
     if (file.startsWith('//')) file = file.slice(2); // sqlite:///abs/path → /abs/path

@@ -55,7 +55,8 @@ export function createContext(
     signal: AbortSignal;
     /** Hears the rate-limit state, for X-RateLimit-* headers on the HTTP response (none over WebSocket). */
     onRateLimit?: (state: LimiterState) => void;
-    /** Hears what each metered call was settled at, for the HTTP access line. */
+    /** Hears that a metered call was admitted, and what it was settled at, for the HTTP access line. */
+    onAdmitted?: () => void;
     onSettled?: (model: string, usage: Usage) => void;
     /** The signed-in session of the cookie, already checked (the Authorization header wins over it). */
     session?: SessionView | null;
@@ -137,7 +138,12 @@ async function principalOfSession(services: Services, accountId: string): Promis
 
 async function callerOf(
   principal: Promise<Principal>,
-  opts: { requestId: string; onRateLimit?: (state: LimiterState) => void; onSettled?: (model: string, usage: Usage) => void },
+  opts: {
+    requestId: string;
+    onRateLimit?: (state: LimiterState) => void;
+    onAdmitted?: () => void;
+    onSettled?: (model: string, usage: Usage) => void;
+  },
 ): Promise<Caller> {
   const { account, keyId, rateLimitOverride } = await principal;
   return {
@@ -146,6 +152,7 @@ async function callerOf(
     requestId: opts.requestId,
     rateLimitProfile: { tier: account.tier, rpm: rateLimitOverride.rpm, tpm: rateLimitOverride.tpm },
     onRateLimit: opts.onRateLimit,
+    onAdmitted: opts.onAdmitted,
     onSettled: opts.onSettled,
   };
 }

@@ -78,7 +78,7 @@ export class ContentFilter {
   ): Promise<P> {
     const moderator = this.catalog.require(safety.moderation_model, 'moderation');
     // The chat call's rate-limit headers and access line stay the chat call's.
-    const quiet: Caller = { ...caller, onRateLimit: undefined, onSettled: undefined };
+    const quiet: Caller = { ...caller, onRateLimit: undefined, onAdmitted: undefined, onSettled: undefined };
     const check: Check = (text) => this.moderate(quiet, moderator, text, prepared.request.user ?? null, signal);
     if (safety.input) {
       const text = prepared.request.messages.map((m) => m.content).join('\n\n');

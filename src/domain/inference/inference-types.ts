@@ -38,6 +38,8 @@ export interface Caller {
    * its response's head.
    */
   onRateLimit?: (state: LimiterState) => void;
+  /** Hears that a call was admitted: its settlement is to come (the access line waits for it). */
+  onAdmitted?: () => void;
   /** Hears what a call was settled at (its model and usage), for the door's access line. */
   onSettled?: (model: string, usage: Usage) => void;
 }
