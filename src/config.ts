@@ -656,7 +656,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { payment
     throw new ConfigError(`cannot read config file ${configPath} (env CONFIG): ${(e as Error).message}`);
   }
   const file = parseConfigText(text, configPath, env);
-  const port = env.PORT === undefined || env.PORT === '' ? 8080 : Number(env.PORT);
+  // Digits only: Number() would take 1e4, 0x1F90 or " 80".
+  const port = env.PORT === undefined || env.PORT === '' ? 8080 : /^\d{1,5}$/.test(env.PORT) ? Number(env.PORT) : Number.NaN;
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError(`PORT: not a port number: ${env.PORT}`);
   // It unlocks every account's money: a short one could be guessed (each wrong Bearer try is only a 403).
   if (env.ADMIN_TOKEN && env.ADMIN_TOKEN.length < MIN_ADMIN_TOKEN_LENGTH) {

@@ -3,7 +3,8 @@
 // it may not write) is one line on stderr, printed once, without a stack trace.
 import { createServer } from 'node:net';
 import { ConfigError, loadConfig, SandboxHostError } from './config.js';
-import { DatabaseLocationError } from './db/orm.js';
+import path from 'node:path';
+import { DatabaseLocationError, parseDatabaseUrl, withoutCredentials } from './db/orm.js';
 import { closeServices, createServices } from './container.js';
 import { createLogger, logEnvProblem } from './logger.js';
 import { startServer } from './server.js';
@@ -49,6 +50,12 @@ async function checkPortFree(host: string, port: number): Promise<void> {
   });
 }
 
+/** The database as the start-up line names it: a SQLite file's absolute path, a URL without its credentials. */
+function databaseShown(url: string): string {
+  const target = parseDatabaseUrl(url);
+  return target.kind === 'sqlite' ? (target.location === ':memory:' ? ':memory:' : path.resolve(target.location)) : withoutCredentials(url);
+}
+
 async function main() {
   const config = (() => {
     try {
@@ -70,10 +77,23 @@ async function main() {
     await closeServices(services).catch(() => {});
     throw cannotBind(config.host, config.port, e);
   });
+  // PORT=0: the port is known only now; links (checkout, password reset) name the one bound.
+  if (config.port === 0 && !process.env.PUBLIC_URL) config.publicUrl = running.url.replace('//0.0.0.0:', '//127.0.0.1:');
   logger.info(
-    { url: running.url, publicUrl: config.publicUrl, models: config.models.length, config: config.configPath },
+    {
+      url: running.url,
+      publicUrl: config.publicUrl,
+      models: config.models.length,
+      config: config.configPath,
+      database: databaseShown(config.databaseUrl),
+    },
     'tollgate is serving',
   );
+  // A new database: how the first account is made.
+  if ((await services.accounts.listAccounts({ limit: 1 })).accounts.length === 0)
+    logger.info(
+      `no accounts yet: create one with \`npx tollgate accounts create --email you@example.com\` (the same DATABASE_URL)${config.accounts.signup === 'closed' ? '' : `, or sign up at ${config.publicUrl}/dashboard/signup`}`,
+    );
   // What a first run may not have meant: said once, at start.
   if (config.adminToken === null)
     logger.warn(

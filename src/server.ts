@@ -812,13 +812,15 @@ export async function startServer(services: Services, opts: { port?: number; hos
           'WebSockets refused: their requests come through a proxy (X-Forwarded-For) that server.trust_proxy does not name, so every client counts as the proxy; set server.trust_proxy (TRUST_PROXY)',
         );
       }
-      const { status, body } = httpError(
+      // In GraphQL's error body, as every other refusal on /graphql.
+      const refusal = toPublicGraphQLError(
         new DomainError(
           'too_many_connections',
           `This client already has ${maxPerClient} WebSockets open to this server, the most one client may (server.max_websockets_per_client): run several operations on one connection, or close some.`,
         ),
       );
-      done(false, status, JSON.stringify(body), { 'Content-Type': 'application/json' });
+      const status = (refusal.extensions as { status: number }).status;
+      done(false, status, JSON.stringify({ errors: [publicErrorBody(refusal)] }), { 'Content-Type': 'application/json' });
     },
   });
   // ws re-emits the HTTP server's errors (a port in use); the listen below reports them itself.

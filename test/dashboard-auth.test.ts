@@ -194,6 +194,11 @@ describe('dashboard sign-in (open sign-up)', () => {
       expect(up.errors[0].message).toMatch(/^Signing up works over HTTP only/);
       const reset = await over('mutation($e: String!) { requestPasswordReset(email: $e) }', { e: 'sock@example.com' });
       expect(reset.errors[0].message).toMatch(/^A password reset works over HTTP only/);
+      const out = await over('mutation { signOut }', {});
+      expect([out.errors?.[0].extensions.code, out.errors?.[0].message]).toEqual([
+        'invalid_request',
+        expect.stringMatching(/^Signing out works over HTTP only/),
+      ]);
     } finally {
       await client.dispose();
     }

@@ -4,7 +4,7 @@
 // the database refuses new connections (ALLOW_CONNECTIONS false) and the server's are ended.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeDatabase, getKnex, openDatabase } from '../src/db/orm.js';
-import { isDatabaseUnavailable } from '../src/db/unavailable.js';
+import { isDatabaseUnavailable, logBackgroundFailure } from '../src/db/unavailable.js';
 import { httpError } from '../src/graphql/errors.js';
 import { createTestDatabase, HAS_POSTGRES, type TestDatabase } from './support/databases.js';
 import { startTestServer, type TestServer } from './support/harness.js';
@@ -26,8 +26,33 @@ describe('database errors', () => {
     const logged: unknown[] = [];
     const mapped = httpError(new Error('Connection terminated unexpectedly'), (e) => logged.push(e));
     expect(mapped).toMatchObject({ status: 503, retryAfter: 1, body: { error: { code: 'database_unavailable', type: 'server_error' } } });
-    // Still logged for the operator.
-    expect(logged).toHaveLength(1);
+    // No bug: not logged as an unexpected error, with its stack, once per request.
+    expect(logged).toHaveLength(0);
+    const other = httpError(new TypeError('a bug'), (e) => logged.push(e));
+    expect([other.status, logged]).toEqual([500, [expect.any(TypeError)]]);
+  });
+
+  it("says a background loop's failure while the database is away once every 30 s, as a warning without a stack; a bug each time", () => {
+    const lines: { level: string; obj: Record<string, unknown>; msg: string }[] = [];
+    const logger = {
+      error: (obj: object, msg: string) => lines.push({ level: 'error', obj: obj as Record<string, unknown>, msg }),
+      warn: (obj: object, msg: string) => lines.push({ level: 'warn', obj: obj as Record<string, unknown>, msg }),
+    };
+    const away = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+    const t0 = 1_000_000;
+    for (let second = 0; second < 65; second++) logBackgroundFailure(logger, away, 'test loop failed', { loop: 1 }, t0 + second * 1000);
+    expect(lines.map((l) => [l.level, l.msg])).toEqual(
+      Array(3).fill(['warn', 'test loop failed: the database is unavailable (said once every 30 s while it lasts)']),
+    );
+    expect(lines[0]!.obj).toEqual({ loop: 1, reason: 'connect ECONNREFUSED 127.0.0.1:5432' });
+    lines.length = 0;
+    const bug = new TypeError('a bug');
+    logBackgroundFailure(logger, bug, 'test loop failed', {}, t0 + 1);
+    logBackgroundFailure(logger, bug, 'test loop failed', {}, t0 + 2);
+    expect(lines.map((l) => [l.level, l.obj.err])).toEqual([
+      ['error', bug],
+      ['error', bug],
+    ]);
   });
 });
 

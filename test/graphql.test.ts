@@ -284,8 +284,21 @@ describe('GraphQL over HTTP', () => {
     );
     expect(credit.body.errors[0].extensions).toMatchObject({ code: 'not_found', param: 'accountId' });
     // A variable keeps the name the client gave it.
-    const variable = await s.graphql('query($my_first: Int!) { viewer { id } }', { my_first: 'x' }, key);
+    const USES = 'query($my_first: Int!) { viewer { notifications(first: $my_first) { unreadCount } } }';
+    const variable = await s.graphql(USES, { my_first: 'x' }, key);
     expect(variable.body.errors[0].extensions.param).toBe('my_first');
+    for (const [query, variables] of [
+      [USES, {}],
+      [USES, { my_first: null }],
+    ] as const) {
+      const missing = await s.graphql(query, variables, key);
+      expect(missing.body.errors[0].extensions, JSON.stringify(variables)).toMatchObject({ code: 'invalid_value', param: 'my_first' });
+    }
+    // A document's own mistakes about its variables are the document's: invalid_request, no param.
+    for (const query of ['query($x: Int) { models { id } }', '{ model(id: $y) { id } }', 'query($x: Int) { model(id: $x) { id } }']) {
+      const wrong = await s.graphql(query, {}, key);
+      expect(wrong.body.errors[0].extensions, query).toMatchObject({ code: 'invalid_request', param: null, status: 400 });
+    }
     const v1 = await fetch(`${s.url}/v1/wallet/transactions?limit=0`, { headers: { authorization: `Bearer ${key}` } });
     expect(((await v1.json()) as any).error).toMatchObject({ code: 'invalid_value', param: 'limit' });
   });

@@ -703,8 +703,12 @@ describe('bounds on what one account or client holds open', () => {
       const refused = await refusal();
       expect(refused.status).toBe(429);
       expect(refused.type).toContain('application/json');
-      expect(JSON.parse(refused.body).error).toMatchObject({ code: 'too_many_connections', type: 'rate_limit_error' });
-      expect(JSON.parse(refused.body).error.message).toMatch(/already has 3 WebSockets open/);
+      expect(JSON.parse(refused.body).errors[0].extensions).toMatchObject({
+        code: 'too_many_connections',
+        type: 'rate_limit_error',
+        status: 429,
+      });
+      expect(JSON.parse(refused.body).errors[0].message).toMatch(/already has 3 WebSockets open/);
       // One closes: another is taken.
       await new Promise((resolve) => {
         sockets[0]!.once('close', resolve);
@@ -732,6 +736,12 @@ describe('safe exposure', () => {
     expect(() => loadConfig(baseEnv({ HOST: '0.0.0.0' }))).toThrow(ConfigError);
     expect(() => loadConfig(baseEnv({ HOST: '0.0.0.0' }))).toThrow(/allow_sandbox/);
     expect(loadConfig(baseEnv({ HOST: '::1' })).host).toBe('::1');
+  });
+
+  it('takes a PORT of decimal digits only', () => {
+    for (const port of ['1e4', '0x1F90', ' 80', '8080.0', '65536', '-1'])
+      expect(() => loadConfig(baseEnv({ PORT: port })), port).toThrow(`PORT: not a port number: ${port}`);
+    expect(loadConfig(baseEnv({ PORT: '8081' })).port).toBe(8081);
   });
 
   it('refuses an ADMIN_TOKEN shorter than 16 characters at start-up, naming it', () => {

@@ -128,3 +128,54 @@ it('says a HOST this machine does not have as that, before the sandbox refuses a
     expect(server.output(), host).not.toContain('sandbox');
   }
 }, 90_000);
+
+it('links to the port it bound when PORT=0 picks one', async () => {
+  const config = path.join(dir, 'port0.yaml');
+  writeFileSync(config, 'models: []\n');
+  const server = spawnTollgate(['src/main.ts'], {
+    CONFIG: config,
+    DATABASE_URL: `sqlite:${path.join(dir, 'port0.db')}`,
+    PORT: '0',
+    LOG_FORMAT: 'json',
+  });
+  try {
+    let serving: { url: string; publicUrl: string } | undefined;
+    for (let i = 0; i < 600 && !serving; i++) {
+      const line = server
+        .output()
+        .split('\n')
+        .find((l) => l.includes('tollgate is serving'));
+      if (line) serving = JSON.parse(line);
+      else await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(serving!.url).toMatch(/^http:\/\/127\.0\.0\.1:[1-9]\d*$/);
+    expect(serving!.publicUrl).toBe(serving!.url);
+  } finally {
+    server.proc.kill('SIGTERM');
+    await server.exited;
+  }
+}, 90_000);
+
+it('names the database it serves in its start-up line, and on a database without accounts says how to make the first', async () => {
+  const config = path.join(dir, 'first.yaml');
+  writeFileSync(config, 'models: []\n');
+  const port = await freePort();
+  const file = path.join(dir, 'first', 'tollgate.db');
+  const server = spawnTollgate(['src/main.ts'], { CONFIG: config, DATABASE_URL: `sqlite:${file}`, PORT: String(port), LOG_FORMAT: 'json' });
+  try {
+    await waitReady(`http://127.0.0.1:${port}`);
+    const lines = server
+      .output()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as { msg: string; database?: string });
+    expect(lines.find((l) => l.msg === 'tollgate is serving')?.database).toBe(file);
+    const hint = lines.find((l) => l.msg.startsWith('no accounts yet'))?.msg;
+    expect(hint).toBe(
+      `no accounts yet: create one with \`npx tollgate accounts create --email you@example.com\` (the same DATABASE_URL), or sign up at http://127.0.0.1:${port}/dashboard/signup`,
+    );
+  } finally {
+    server.proc.kill('SIGTERM');
+    await server.exited;
+  }
+}, 90_000);

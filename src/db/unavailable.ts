@@ -10,6 +10,33 @@ const UNAVAILABLE_MESSAGE =
   /Connection terminated|connection error|terminating connection|Knex: Timeout acquiring a connection|ECONNREFUSED|ECONNRESET|EPIPE|the database system is (starting up|shutting down)|too many clients|not currently accepting connections|Client was closed/i;
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH']);
 
+/** When each background failure was last said while the database was away (message → ms). */
+const lastSaid = new Map<string, number>();
+/** While the database is away, a background loop's failure is said once in this long. */
+export const UNAVAILABLE_SAID_EVERY_MS = 30_000;
+
+/**
+ * Logs a background loop's failure (the sweeper, mail delivery, a poll): an error with its stack,
+ * but the database being away, which every loop meets each round while it lasts, a warning
+ * without a stack, once per UNAVAILABLE_SAID_EVERY_MS per message.
+ */
+export function logBackgroundFailure(
+  logger: { error(obj: object, msg: string): void; warn(obj: object, msg: string): void },
+  err: unknown,
+  msg: string,
+  fields: object = {},
+  now = Date.now(),
+): void {
+  if (!isDatabaseUnavailable(err)) {
+    logger.error({ ...fields, err }, msg);
+    return;
+  }
+  if ((lastSaid.get(msg) ?? -Infinity) > now - UNAVAILABLE_SAID_EVERY_MS) return;
+  lastSaid.set(msg, now);
+  const reason = err instanceof Error ? err.message : String(err);
+  logger.warn({ ...fields, reason: reason.slice(0, 300) }, `${msg}: the database is unavailable (said once every 30 s while it lasts)`);
+}
+
 export function isDatabaseUnavailable(error: unknown): boolean {
   let e: unknown = error;
   // Through GraphQL's originalError and the causes errors are wrapped in.

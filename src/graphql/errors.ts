@@ -28,8 +28,14 @@ function originalOf<T>(error: unknown, type: new (...args: never[]) => T): T | u
  */
 const domainErrorOf = (error: unknown) => originalOf(error, DomainError) ?? (isNulRefused(error) ? nulRefused() : undefined);
 
-/** graphql-js's variable coercion errors: 'Variable "$f" got invalid value …', '… was not provided.' */
-const VARIABLE_ERROR = /^Variable "\$([_A-Za-z][_0-9A-Za-z]*)"/;
+/**
+ * graphql-js's variable coercion errors, a value the client sent for a variable: 'Variable "$f" got
+ * invalid value …', '… of required type "X" was not provided.', '… of non-null type "X" must not
+ * be null.' Not its validation errors about variables ('is never used', 'is not defined', 'used in
+ * position expecting …'): those are the document's, invalid_request.
+ */
+const VARIABLE_ERROR =
+  /^Variable "\$([_A-Za-z][_0-9A-Za-z]*)" (?:got invalid value|of required type "[^"]*" was not provided|of non-null type "[^"]*" must not be null)/;
 
 /**
  * graphql-js's validation error for a literal that a scalar refused with an error other than a
@@ -64,7 +70,9 @@ const DATABASE_RETRY_AFTER_S = 1;
 
 /** True for errors masked as internal_error: neither a DomainError, nor a mistake of the request, nor a client that left. */
 export function isUnexpectedError(error: unknown): boolean {
-  if (domainErrorOf(error) || originalOf(error, ClientDisconnected)) return false;
+  // The database away for a moment is no bug: its 503 shows on the access line, and the
+  // background loops say it (once every 30 s), not each request with a stack.
+  if (domainErrorOf(error) || originalOf(error, ClientDisconnected) || isDatabaseUnavailable(error)) return false;
   return !(error instanceof GraphQLError && isRequestError(error));
 }
 
@@ -148,7 +156,6 @@ export function toPublicGraphQLError(error: unknown, log?: (err: unknown) => voi
       extensions: { code: 'client_disconnected', type, status, param: null, http: { status } },
     });
   }
-  log?.(error);
   // The database away for a moment (a dropped connection, a restart): no bug, and worth a retry.
   if (isDatabaseUnavailable(error)) {
     const unavailable = new DomainError(
@@ -160,6 +167,7 @@ export function toPublicGraphQLError(error: unknown, log?: (err: unknown) => voi
     );
     return fromDomainError(unavailable, gql);
   }
+  log?.(error);
   const { status, type } = ERROR_CODES.internal_error;
   return new GraphQLError('The server had an unexpected error while processing the request.', {
     nodes: gql?.nodes,

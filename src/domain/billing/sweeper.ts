@@ -7,6 +7,7 @@ import { USAGE_EVENT_INSERT } from './billing-types.js';
 import { Admission } from './admission.js';
 import { findStaleHolds, type StaleHold } from './hold-store.js';
 import { beatHeartbeat, forgetInstances, type InstanceRow, listInstances, registerInstance } from './instance-store.js';
+import { logBackgroundFailure } from '../../db/unavailable.js';
 
 export abstract class Sweeper extends Admission {
   private beating: Promise<void> | undefined;
@@ -69,7 +70,7 @@ export abstract class Sweeper extends Admission {
         await this.releaseStaleHolds();
         await this.chargeDueFees();
       } catch (err) {
-        this.logger.error({ err }, 'billing sweep failed');
+        logBackgroundFailure(this.logger, err, 'billing sweep failed');
       } finally {
         this.sweeping = undefined;
       }
@@ -87,7 +88,7 @@ export abstract class Sweeper extends Admission {
           await registerInstance(this.db, this.registration(now));
         }
       } catch (err) {
-        this.logger.error({ err }, 'billing heartbeat failed');
+        logBackgroundFailure(this.logger, err, 'billing heartbeat failed');
       } finally {
         this.beating = undefined;
       }

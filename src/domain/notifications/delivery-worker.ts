@@ -29,6 +29,7 @@ import {
   type NotificationRecord,
 } from './notification-store.js';
 import { alertOf } from './outbox.js';
+import { logBackgroundFailure } from '../../db/unavailable.js';
 
 export interface DeliveryWorkerOptions {
   db: BillingDatabase;
@@ -79,7 +80,7 @@ export class DeliveryWorker {
         try {
           await this.deliverDue();
         } catch (err) {
-          this.o.logger.error({ err }, 'mail delivery round failed; will try again');
+          logBackgroundFailure(this.o.logger, err, 'mail delivery round failed; will try again');
         }
       } while (this.again && !this.stopping);
     })().finally(() => (this.round = undefined));

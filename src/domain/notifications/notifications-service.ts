@@ -29,6 +29,7 @@ import {
   type NotificationRecord,
 } from './notification-store.js';
 import { DomainError } from '../errors.js';
+import { logBackgroundFailure } from '../../db/unavailable.js';
 
 /** A row committed late (a long transaction on PostgreSQL) can take a lower seq than one already seen: look back this long. */
 const LOOKBACK_MS = 10_000;
@@ -152,7 +153,7 @@ export class NotificationsService {
     })().catch((err) => this.o.logger.error({ err }, 'notifications feed: could not start'));
     this.timer = setInterval(() => {
       this.polling ??= this.poll()
-        .catch((err) => this.o.logger.warn({ err }, 'notifications feed: poll failed'))
+        .catch((err) => logBackgroundFailure(this.o.logger, err, 'notifications feed: poll failed'))
         .finally(() => (this.polling = undefined));
     }, this.o.pollMs);
     this.timer.unref();

@@ -19,6 +19,7 @@ import type { Logger } from '../../logger.js';
 import { formatDecimal, parseDecimal, WALLET_CURRENCY } from '../billing/money.js';
 import { big, date, int, rows, type Db } from '../billing/sql.js';
 import { enqueueNotification } from './outbox.js';
+import { logBackgroundFailure } from '../../db/unavailable.js';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
@@ -66,7 +67,7 @@ export class UnusualUsageDetector {
     if (!this.o.settings.enabled) return;
     this.timer = setInterval(() => {
       this.checking ??= this.check()
-        .catch((err) => this.o.logger.error({ err }, 'unusual-usage check failed'))
+        .catch((err) => logBackgroundFailure(this.o.logger, err, 'unusual-usage check failed'))
         .finally(() => (this.checking = undefined));
     }, this.o.settings.check_interval_seconds * 1000);
     this.timer.unref();

@@ -32,6 +32,7 @@ import {
   type TopUpRecord,
   UNDECIDED_REASON_START,
 } from './top-up-store.js';
+import { logBackgroundFailure } from '../../db/unavailable.js';
 
 export interface AutoTopupView {
   enabled: boolean;
@@ -168,7 +169,7 @@ export class AutoTopupService {
         try {
           await this.check(accountId);
         } catch (err) {
-          this.o.logger.error({ err, account: accountId }, 'automatic top-up check failed');
+          logBackgroundFailure(this.o.logger, err, 'automatic top-up check failed', { account: accountId });
         }
       } while (this.again.has(accountId));
     })().finally(() => this.running.delete(accountId));
@@ -211,7 +212,7 @@ export class AutoTopupService {
     try {
       accounts = await stalledAutoTopUps(this.o.db, new Date(this.now().getTime() - this.stalledAfterMs()), STALLED_PER_ROUND);
     } catch (err) {
-      this.o.logger.error({ err }, 'automatic top-up: could not look for stalled attempts');
+      logBackgroundFailure(this.o.logger, err, 'automatic top-up: could not look for stalled attempts');
       return 0;
     }
     for (const accountId of accounts) this.checkInBackground(accountId);

@@ -191,8 +191,10 @@ builder.mutationFields((t) => ({
   signOut: t.boolean({
     description: 'Ends the session of this request and clears its cookie.',
     resolve: async (_root, _args, ctx) => {
+      // Over HTTP only, as signing in: its answer clears the cookie, which a socket cannot.
+      const cookies = httpOnly(ctx, 'Signing out');
       if (ctx.session) await ctx.services.auth.signOut(ctx.session.id);
-      ctx.cookies?.clear();
+      cookies.clear();
       return true;
     },
   }),
