@@ -78,7 +78,12 @@ async function main() {
     throw cannotBind(config.host, config.port, e);
   });
   // PORT=0: the port is known only now; links (checkout, password reset) name the one bound.
-  if (config.port === 0 && !process.env.PUBLIC_URL) config.publicUrl = running.url.replace('//0.0.0.0:', '//127.0.0.1:');
+  if (config.port === 0 && !process.env.PUBLIC_URL) {
+    const bound = new URL(running.url);
+    // Every interface (0.0.0.0, ::): links name loopback, as loadConfig's default does.
+    if (bound.hostname === '0.0.0.0' || bound.hostname === '[::]') bound.hostname = '127.0.0.1';
+    config.publicUrl = bound.origin;
+  }
   logger.info(
     {
       url: running.url,

@@ -17,5 +17,12 @@ export function makeFolder(dir: string): void {
     at = up;
   }
   if (existsSync(at) && !statSync(at).isDirectory()) throw Object.assign(new Error(`${at} is not a folder`), { code: 'ENOTDIR', path: at });
-  for (const folder of missing) mkdirSync(folder);
+  for (const folder of missing) {
+    try {
+      mkdirSync(folder);
+    } catch (e) {
+      // Made meanwhile by another process (two servers, or the CLI, on a new data folder).
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST' || !statSync(folder).isDirectory()) throw e;
+    }
+  }
 }

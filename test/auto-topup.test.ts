@@ -172,8 +172,9 @@ describe.each(BACKENDS)('automatic top-up on %s', (backend) => {
         expect(autos.map((t) => [t.id, t.status])).toEqual([[id, 'paid']]);
         const settings = await s2.services.autoTopups.getSettings(a.id);
         expect(settings.inFlight).toBe(false);
-        // An account that turned automatic top-up off after its attempt was claimed is still asked
-        // about it (the card may have been charged), and only about it: no new attempt starts.
+        // An account that turned automatic top-up off after its attempt was claimed: the attempt
+        // is canceled, never asked again (asking is charging, and the customer has said no since),
+        // its slot freed; no new one starts. The account still on is charged.
         const off = await seed(s2).account({ tier: 'startup' }).wallet('0.02');
         const on = await seed(s2).account({ tier: 'startup' }).wallet('0.02');
         for (const [who, enabled] of [
@@ -190,13 +191,13 @@ describe.each(BACKENDS)('automatic top-up on %s', (backend) => {
         expect(await s2.services.autoTopups.resumeStalled()).toBe(2);
         await s2.services.autoTopups.idle();
         expect(await stalledAutoTopUps(s2.services.billing.db, before, 5)).toEqual([]);
-        for (const [who, attempt] of [
-          [off, offAttempt],
-          [on, onAttempt],
+        for (const [who, attempt, status, balance] of [
+          [off, offAttempt, 'canceled', '0.02'],
+          [on, onAttempt, 'paid', '20.02'],
         ] as const) {
-          expect(await client(s2, who.apiKey).balance()).toBe('20.02');
+          expect(await client(s2, who.apiKey).balance()).toBe(balance);
           const autos = (await s2.services.payments.listTopUps(who.id)).filter((t) => t.source === 'auto');
-          expect(autos.map((t) => [t.id, t.status])).toEqual([[attempt, 'paid']]);
+          expect(autos.map((t) => [t.id, t.status])).toEqual([[attempt, status]]);
           expect((await s2.services.autoTopups.getSettings(who.id)).inFlight).toBe(false);
         }
         expect((await s2.services.autoTopups.getSettings(off.id)).enabled).toBe(false);
@@ -293,6 +294,15 @@ describe.each(BACKENDS)('automatic top-up on %s', (backend) => {
       const on = await session.graphql(SET_AUTO, { i: { enabled: true, threshold: '5', amount: '20' } });
       expect(on.body.errors).toBeUndefined();
       expect(on.body.data.updateAutoTopup.enabled).toBe(true);
+    });
+
+    it('answers payment_processor_error, changing nothing, when Stripe cannot say whether a card is saved', async () => {
+      const a = await withSavedCard(20);
+      const customer = [...stripe.customers.values()].at(-1)!;
+      stripe.script(`GET /v1/customers/${customer.id}/payment_methods`, [500, 500, 500, 500, 500]);
+      const r = await (await signedIn(s, a.id)).graphql(SET_AUTO, { i: { enabled: true, threshold: '5', amount: '20' } });
+      expect(r.body.errors[0].extensions).toMatchObject({ code: 'payment_processor_error' });
+      expect((await s.services.autoTopups.getSettings(a.id)).enabled).toBe(false);
     });
 
     it('charges the saved card off-session exactly once when 50 concurrent charges cross the threshold', async () => {

@@ -9,6 +9,7 @@ import { request as httpRequest } from 'node:http';
 import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../src/cli.js';
+import { getKnex } from '../src/db/orm.js';
 import { MAX_SESSIONS } from '../src/domain/auth/auth-service.js';
 import { ADMIN_TOKEN, catalogYaml, startTestServer, type TestServer } from './support/harness.js';
 import { waitUntil } from './support/wait.js';
@@ -292,8 +293,9 @@ describe('dashboard sign-in (open sign-up)', () => {
       expect(r.body.errors?.[0].message).toContain('in ASCII');
       const signIn = await gql(s, 'mutation($e: String!, $p: String!) { signIn(email: $e, password: $p) { id } }', { e, p: PASSWORD });
       expect(codeOf(signIn), JSON.stringify(e)).toBe('invalid_credentials');
+      // A reset looks up an address made before the ASCII rule too; a control character never.
       const reset = await gql(s, 'mutation($e: String!) { requestPasswordReset(email: $e) }', { e });
-      expect(codeOf(reset), JSON.stringify(e)).toBe('invalid_value');
+      expect(codeOf(reset), JSON.stringify(e)).toBe([...e].some((c) => c.charCodeAt(0) < 0x20) ? 'invalid_value' : 'ok');
     }
     expect((await s.services.auth.searchAccounts('', 200)).length).toBe(before);
     // An address in ASCII, its domain in its xn-- form, signs up and in.
@@ -319,6 +321,25 @@ describe('dashboard sign-in (open sign-up)', () => {
     }
     const keys = await gql(s, '{ viewer { apiKeys { id } } }', {}, { cookie });
     expect(keys.body.data.viewer.apiKeys).toHaveLength(0);
+
+    // An account, and an alert recipient, from before addresses had to be ASCII keep working:
+    // its password can be reset, and its alert settings changed without removing the recipient.
+    const [eric] = await s.services.auth.searchAccounts('eric@xn--caf-dma.example');
+    const knex = getKnex(s.services.orm);
+    await knex('accounts').where('id', eric!.id).update({ email: 'josé@example.com' });
+    const legacyReset = await gql(s, 'mutation($e: String!) { requestPasswordReset(email: $e) }', { e: 'josé@example.com' });
+    expect([legacyReset.status, codeOf(legacyReset)]).toEqual([200, 'ok']);
+    await s.services.alerts.notifications.updateSettings(eric!.id, { enabled: {}, extraRecipients: ['ok@example.com'] });
+    await knex('alert_settings')
+      .where('account_id', eric!.id)
+      .update({ extra_recipients: JSON.stringify(['ok@example.com', 'zoë@example.com']) });
+    const UPDATE = 'mutation($i: AlertSettingsInput!) { updateAlertSettings(input: $i) { lowBalance extraRecipients } }';
+    const kept = await gql(s, UPDATE, { i: { lowBalance: false, extraRecipients: ['ok@example.com', 'zoë@example.com'] } }, { cookie });
+    expect(kept.body.errors).toBeUndefined();
+    expect(kept.body.data.updateAlertSettings).toEqual({ lowBalance: false, extraRecipients: ['ok@example.com', 'zoë@example.com'] });
+    // A new one outside ASCII is still refused.
+    const added = await gql(s, UPDATE, { i: { extraRecipients: ['ok@example.com', 'zoë@example.com', 'chloé@example.com'] } }, { cookie });
+    expect(codeOf(added)).toBe('invalid_value');
   });
 
   it('throttles failed sign-ins per address, and signs out', async () => {

@@ -30,6 +30,12 @@ describe('database errors', () => {
     expect(logged).toHaveLength(0);
     const other = httpError(new TypeError('a bug'), (e) => logged.push(e));
     expect([other.status, logged]).toEqual([500, [expect.any(TypeError)]]);
+    // A pool with no connection to give is answered 503 too, but logged: it is also what a bug
+    // holding every connection (SQLite's one) looks like.
+    logged.length = 0;
+    const pool = new Error('Knex: Timeout acquiring a connection. The pool is probably full.');
+    expect(httpError(pool, (e) => logged.push(e))).toMatchObject({ status: 503, body: { error: { code: 'database_unavailable' } } });
+    expect(logged).toEqual([pool]);
   });
 
   it("says a background loop's failure while the database is away once every 30 s, as a warning without a stack; a bug each time", () => {
@@ -45,6 +51,11 @@ describe('database errors', () => {
       Array(3).fill(['warn', 'test loop failed: the database is unavailable (said once every 30 s while it lasts)']),
     );
     expect(lines[0]!.obj).toEqual({ loop: 1, reason: 'connect ECONNREFUSED 127.0.0.1:5432' });
+    lines.length = 0;
+    const pool = new Error('Knex: Timeout acquiring a connection. The pool is probably full.');
+    logBackgroundFailure(logger, pool, 'test loop failed', {}, t0 + 1);
+    logBackgroundFailure(logger, pool, 'test loop failed', {}, t0 + 2);
+    expect(lines.map((l) => l.level)).toEqual(['error', 'error']);
     lines.length = 0;
     const bug = new TypeError('a bug');
     logBackgroundFailure(logger, bug, 'test loop failed', {}, t0 + 1);

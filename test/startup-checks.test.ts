@@ -129,32 +129,36 @@ it('says a HOST this machine does not have as that, before the sandbox refuses a
   }
 }, 90_000);
 
-it('links to the port it bound when PORT=0 picks one', async () => {
+it('links to the port it bound when PORT=0 picks one, on loopback for every interface', async () => {
   const config = path.join(dir, 'port0.yaml');
-  writeFileSync(config, 'models: []\n');
-  const server = spawnTollgate(['src/main.ts'], {
-    CONFIG: config,
-    DATABASE_URL: `sqlite:${path.join(dir, 'port0.db')}`,
-    PORT: '0',
-    LOG_FORMAT: 'json',
-  });
-  try {
-    let serving: { url: string; publicUrl: string } | undefined;
-    for (let i = 0; i < 600 && !serving; i++) {
-      const line = server
-        .output()
-        .split('\n')
-        .find((l) => l.includes('tollgate is serving'));
-      if (line) serving = JSON.parse(line);
-      else await new Promise((r) => setTimeout(r, 100));
+  writeFileSync(config, 'models: []\npayments: { allow_sandbox: true }\n');
+  for (const host of ['127.0.0.1', '0.0.0.0', '::']) {
+    const server = spawnTollgate(['src/main.ts'], {
+      CONFIG: config,
+      DATABASE_URL: `sqlite:${path.join(dir, 'port0.db')}`,
+      PORT: '0',
+      HOST: host,
+      LOG_FORMAT: 'json',
+    });
+    try {
+      let serving: { url: string; publicUrl: string } | undefined;
+      for (let i = 0; i < 600 && !serving; i++) {
+        const line = server
+          .output()
+          .split('\n')
+          .find((l) => l.includes('tollgate is serving'));
+        if (line) serving = JSON.parse(line);
+        else await new Promise((r) => setTimeout(r, 100));
+      }
+      const port = new URL(serving!.url).port;
+      expect(Number(port), host).toBeGreaterThan(0);
+      expect(serving!.publicUrl, host).toBe(`http://127.0.0.1:${port}`);
+    } finally {
+      server.proc.kill('SIGTERM');
+      await server.exited;
     }
-    expect(serving!.url).toMatch(/^http:\/\/127\.0\.0\.1:[1-9]\d*$/);
-    expect(serving!.publicUrl).toBe(serving!.url);
-  } finally {
-    server.proc.kill('SIGTERM');
-    await server.exited;
   }
-}, 90_000);
+}, 120_000);
 
 it('names the database it serves in its start-up line, and on a database without accounts says how to make the first', async () => {
   const config = path.join(dir, 'first.yaml');

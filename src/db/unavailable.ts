@@ -27,7 +27,7 @@ export function logBackgroundFailure(
   fields: object = {},
   now = Date.now(),
 ): void {
-  if (!isDatabaseUnavailable(err)) {
+  if (!isConnectionLost(err)) {
     logger.error({ ...fields, err }, msg);
     return;
   }
@@ -35,6 +35,26 @@ export function logBackgroundFailure(
   lastSaid.set(msg, now);
   const reason = err instanceof Error ? err.message : String(err);
   logger.warn({ ...fields, reason: reason.slice(0, 300) }, `${msg}: the database is unavailable (said once every 30 s while it lasts)`);
+}
+
+/** knex's pool gave no connection in time: the database away (PostgreSQL), or a bug holding them all. */
+const POOL_TIMEOUT = /Knex: Timeout acquiring a connection/i;
+
+/**
+ * Unavailable, and surely the database's doing, not tollgate's: not a pool with no connection to
+ * give, which is also what a bug looks like (on SQLite, with its one connection, a query waiting
+ * on its own transaction; on PostgreSQL, connections leaked). Those are answered 503 all the same,
+ * but logged as the unexpected errors they may be.
+ */
+export function isConnectionLost(error: unknown): boolean {
+  if (!isDatabaseUnavailable(error)) return false;
+  let e: unknown = error;
+  for (let depth = 0; depth < 6 && e && typeof e === 'object'; depth++) {
+    const { message } = e as { message?: unknown };
+    if (typeof message === 'string' && POOL_TIMEOUT.test(message)) return false;
+    e = (e as { originalError?: unknown; cause?: unknown }).originalError ?? (e as { cause?: unknown }).cause;
+  }
+  return true;
 }
 
 export function isDatabaseUnavailable(error: unknown): boolean {

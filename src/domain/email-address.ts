@@ -18,3 +18,20 @@ export const EMAIL_ADDRESS_RULE = 'an e-mail address such as name@example.com, i
 export function isEmailAddress(text: string): boolean {
   return text.length > 0 && text.length <= MAX_EMAIL_LENGTH && PRINTABLE_ASCII.test(text) && EMAIL_ADDRESS.test(text);
 }
+
+/**
+ * An address taken before addresses had to be ASCII: looked up (a password reset) or kept (an
+ * alert recipient already set) as it was, though no new one is taken. Control characters never.
+ */
+export function isKnownEmailAddress(text: string): boolean {
+  return text.length > 0 && text.length <= MAX_EMAIL_LENGTH && !hasControlCharacter(text) && EMAIL_ADDRESS.test(text);
+}
+
+/** A character below a space (a NUL, a line break) or DEL. */
+function hasControlCharacter(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x20 || c === 0x7f) return true;
+  }
+  return false;
+}

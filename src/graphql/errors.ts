@@ -3,7 +3,7 @@
 import { GraphQLError } from 'graphql';
 import { ClientDisconnected, DomainError, ERROR_CODES } from '../domain/errors.js';
 import { isNulRefused, nulRefused } from '../db/nul.js';
-import { isDatabaseUnavailable } from '../db/unavailable.js';
+import { isConnectionLost, isDatabaseUnavailable } from '../db/unavailable.js';
 
 export interface PublicErrorExtensions {
   code: string;
@@ -72,7 +72,7 @@ const DATABASE_RETRY_AFTER_S = 1;
 export function isUnexpectedError(error: unknown): boolean {
   // The database away for a moment is no bug: its 503 shows on the access line, and the
   // background loops say it (once every 30 s), not each request with a stack.
-  if (domainErrorOf(error) || originalOf(error, ClientDisconnected) || isDatabaseUnavailable(error)) return false;
+  if (domainErrorOf(error) || originalOf(error, ClientDisconnected) || isConnectionLost(error)) return false;
   return !(error instanceof GraphQLError && isRequestError(error));
 }
 
@@ -157,7 +157,9 @@ export function toPublicGraphQLError(error: unknown, log?: (err: unknown) => voi
     });
   }
   // The database away for a moment (a dropped connection, a restart): no bug, and worth a retry.
+  // A pool that gave no connection is answered so too, but logged: it may be a bug's doing.
   if (isDatabaseUnavailable(error)) {
+    if (!isConnectionLost(error)) log?.(error);
     const unavailable = new DomainError(
       'database_unavailable',
       'The database did not answer for a moment; retry after the time given in Retry-After.',

@@ -6,6 +6,7 @@
 // credential hears why and ends (`invalid_api_key` for a key, `session_required` for a session).
 // Every instance does the same, so the bound is the same everywhere: about one check interval.
 import { DomainError } from '../errors.js';
+import { logBackgroundFailure } from '../../db/unavailable.js';
 
 export interface KeyStatusSource {
   /** The keys of `keyIds` that cannot be used any more, each with the reason. */
@@ -21,6 +22,7 @@ export interface SessionStatusSource {
 export type Credential = { keyId: string } | { sessionId: string };
 
 export interface KeyWatchLogger {
+  error(obj: object, msg: string): void;
   warn(obj: object, msg: string): void;
 }
 
@@ -75,7 +77,7 @@ export class KeyWatch {
       }
     } catch (err) {
       // The database is away: operations go on, and the next tick asks again.
-      this.opts.logger?.warn({ err }, 'key watch: could not check the credentials of open operations');
+      if (this.opts.logger) logBackgroundFailure(this.opts.logger, err, 'key watch: could not check the credentials of open operations');
     } finally {
       this.checking = false;
       this.stopWhenIdle();

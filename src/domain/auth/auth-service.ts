@@ -11,7 +11,7 @@ import { getKnex } from '../../db/connection.js';
 import type { Logger } from '../../logger.js';
 import type { Mailer } from '../../mail/mailer.js';
 import type { AccountsService, AccountView } from '../accounts/accounts-service.js';
-import { EMAIL_ADDRESS_RULE, isEmailAddress, MAX_EMAIL_LENGTH } from '../email-address.js';
+import { EMAIL_ADDRESS_RULE, isKnownEmailAddress, MAX_EMAIL_LENGTH } from '../email-address.js';
 import { DomainError } from '../errors.js';
 import { newId } from '../ids.js';
 import { clientOf, LoginThrottle, type Refusal } from './login-throttle.js';
@@ -350,7 +350,8 @@ export class AuthService {
     this.throttle.attempt(clientAddress ? [`ip:reset:${clientOf(clientAddress)}`] : [], TOO_MANY_RESETS);
     const address = String(email ?? '').trim();
     // Whatever the client sends is checked before it is counted: no account has anything else.
-    if (!isEmailAddress(address)) throw new DomainError('invalid_value', `email must be ${EMAIL_ADDRESS_RULE}.`, { param: 'email' });
+    // An address made before addresses had to be ASCII can still ask for its reset.
+    if (!isKnownEmailAddress(address)) throw new DomainError('invalid_value', `email must be ${EMAIL_ADDRESS_RULE}.`, { param: 'email' });
     this.throttle.attempt([`reset:${address.toLowerCase()}`], TOO_MANY_RESETS);
     const mailer = this.o.mailer;
     if (!mailer) throw new DomainError('internal_error', 'No mailer is configured.');

@@ -2,7 +2,7 @@
 // receipts) and up to five extra recipients who get a copy. The low-balance threshold and the
 // spending limit stay billing's settings (AccountSettings). An alert turned off is still written
 // to the feed; it is only not e-mailed (its delivery shows `skipped`).
-import { EMAIL_ADDRESS_RULE, isEmailAddress } from '../email-address.js';
+import { EMAIL_ADDRESS_RULE, isEmailAddress, isKnownEmailAddress } from '../email-address.js';
 import { DomainError } from '../errors.js';
 import { date, exec, inList, rows, type Db } from '../billing/sql.js';
 import { ALERTS, OPTIONAL_ALERTS, type Alert } from './outbox.js';
@@ -68,7 +68,7 @@ export async function updateAlertSettings(db: Db, accountId: string, input: Aler
     else disabled.add(alert as Alert);
   }
   let extra = current.extraRecipients;
-  if (input.extraRecipients != null) extra = validateRecipients(input.extraRecipients);
+  if (input.extraRecipients != null) extra = validateRecipients(input.extraRecipients, current.extraRecipients);
   const accounts = await rows<{ id: string }>(db, 'select id from accounts where id = ?', [accountId]);
   if (!accounts[0]) throw new DomainError('not_found', `No account with id '${accountId}'.`, { param: 'account_id' });
   const disabledJson = JSON.stringify([...disabled].sort());
@@ -82,11 +82,12 @@ export async function updateAlertSettings(db: Db, accountId: string, input: Aler
   return view(accountId, [...disabled], extra, now);
 }
 
-function validateRecipients(list: string[]): string[] {
+/** The new list; an address already among the `kept` (set before addresses had to be ASCII) stays as it was. */
+function validateRecipients(list: string[], kept: readonly string[]): string[] {
   const seen = new Map<string, string>();
   for (const raw of list) {
     const email = typeof raw === 'string' ? raw.trim() : '';
-    if (!isEmailAddress(email)) {
+    if (!isEmailAddress(email) && !(kept.includes(email) && isKnownEmailAddress(email))) {
       throw new DomainError(
         'invalid_value',
         `'extraRecipients' must hold e-mail addresses: each ${EMAIL_ADDRESS_RULE}; got '${String(raw).slice(0, 80)}'.`,

@@ -127,7 +127,7 @@ export class AutoTopupService {
         `'threshold' (${formatMoney(threshold)}) must be below 'amount' (${formatMoney(amount)}): a top-up has to lift the balance above the threshold.`,
         { param: 'threshold' },
       );
-    if (enabled && !(await this.o.processor.canChargeOffSession(await findCustomer(db, accountId, this.o.processor.name)))) {
+    if (enabled && !(await this.savedCard(accountId))) {
       throw new DomainError(
         'payment_method_required',
         'Automatic top-up charges the card saved by a checkout: pay one top-up at the checkout first, then turn it on.',
@@ -228,10 +228,19 @@ export class AutoTopupService {
   async check(accountId: string): Promise<CheckOutcome> {
     const quick = await findAutoTopup(this.o.db, accountId);
     this.remember(accountId, quick?.enabled ?? false, quick?.threshold ?? 0n);
-    // Turned off with an attempt still undecided: that attempt is asked about (or given up), as
-    // it may have charged the card; no new one starts.
+    // Turned off with an attempt still undecided: that attempt is closed (below), no new one starts.
     if (!quick?.enabled && !quick?.inFlightId) return 'disabled';
     let claim = await this.claim(accountId);
+    if (typeof claim !== 'string' && 'cancel' in claim) {
+      // Never asked again: asking is charging, and the customer has said no since. A charge the
+      // processor did make before is still credited by its confirmation (payment_intent.succeeded).
+      await this.o.settlement.markClosed(claim.cancel.id, 'canceled');
+      this.o.logger.warn(
+        { topUp: claim.cancel.id, account: accountId, since: claim.cancel.createdAt },
+        'automatic top-up: an undecided attempt of an account that turned automatic top-up off is canceled, not asked again (a confirmation arriving later still credits it)',
+      );
+      return 'disabled';
+    }
     if (typeof claim !== 'string' && 'giveUp' in claim) {
       // Asked again now, the processor might not know the first attempt and charge a second time.
       await this.o.settlement.markFailed(claim.giveUp.id, { reason: noAnswer(this.o.processor.offSessionRetryWindowMs) });
@@ -243,7 +252,22 @@ export class AutoTopupService {
     }
     if (typeof claim === 'string') return claim;
     if ('giveUp' in claim) return 'failed';
+    if ('cancel' in claim) return 'disabled';
     return this.charge(claim.topUp, claim.customerId);
+  }
+
+  /** Whether the processor holds a card to charge for the account; its failure to answer is payment_processor_error. */
+  private async savedCard(accountId: string): Promise<boolean> {
+    try {
+      return await this.o.processor.canChargeOffSession(await findCustomer(this.o.db, accountId, this.o.processor.name));
+    } catch (e) {
+      if (!(e instanceof ProcessorError)) throw e;
+      this.o.logger.error({ err: e, account: accountId }, 'the payment processor could not say whether a card is saved');
+      throw new DomainError(
+        'payment_processor_error',
+        'The payment processor could not be asked whether a card is saved; please try again.',
+      );
+    }
   }
 
   private remember(accountId: string, enabled: boolean, threshold: bigint): void {
@@ -257,7 +281,7 @@ export class AutoTopupService {
 
   private async claim(
     accountId: string,
-  ): Promise<CheckOutcome | { topUp: TopUpRecord; customerId: string | null } | { giveUp: TopUpRecord }> {
+  ): Promise<CheckOutcome | { topUp: TopUpRecord; customerId: string | null } | { giveUp: TopUpRecord } | { cancel: TopUpRecord }> {
     const { db } = this.o;
     const { forUpdate } = db;
     const now = this.now();
@@ -270,6 +294,7 @@ export class AutoTopupService {
           if (inFlight?.status === 'open') {
             // Undecided for a while (a timeout, a lost event): ask again under the same key.
             if (now.getTime() - inFlight.updatedAt.getTime() < this.o.retryAfterSeconds * 1000) return 'in_flight' as const;
+            if (!s.enabled) return { cancel: inFlight };
             const window = this.o.processor.offSessionRetryWindowMs;
             if (window !== null && now.getTime() - inFlight.createdAt.getTime() >= window) return { giveUp: inFlight };
             await trx.run('update top_ups set updated_at = ? where id = ?', [now, inFlight.id]);
