@@ -222,6 +222,13 @@ export function createApp(services: Services) {
   // client's address sign-in is throttled by, and /metrics' loopback check. Behind a proxy every
   // client would otherwise be the proxy, and one client's failed sign-ins would lock out all.
   app.set('trust proxy', config.server.trust_proxy);
+  // Whether a request's connection comes from a proxy server.trust_proxy names (its X-Forwarded-*
+  // headers are that proxy's word, not the client's): express's own test of the address.
+  const trustsProxy = app.get('trust proxy fn') as (address: string, hop: number) => boolean;
+  const fromTrustedProxy = (req: IncomingMessage) => {
+    const address = req.socket?.remoteAddress;
+    return address !== undefined && trustsProxy(address, 0);
+  };
   sendRateLimitHeaders(app);
 
   // The access line's fields are fixed and hold no key or token (the request id is checked against
@@ -442,13 +449,14 @@ export function createApp(services: Services) {
       const authorization =
         (connectionParams ? authorizationParam(connectionParams) : null) ?? request?.headers.get('authorization') ?? null;
       // A signed-in person's session cookie, believed from the server's own pages only (Origin checked).
-      const token = req?.headers ? sessionTokenOf(req.headers, config) : null;
+      const viaProxy = req ? fromTrustedProxy(req) : false;
+      const token = req?.headers ? sessionTokenOf(req.headers, config, viaProxy) : null;
       const session = token && !authorization ? await services.auth.sessionOf(token) : null;
       const secure = isSecure(config, Boolean(req?.secure));
       return createContext(services, {
         authorization,
         session,
-        refusedCookieFrom: req?.headers && !token ? refusedCookieOrigin(req.headers, config) : null,
+        refusedCookieFrom: req?.headers && !token ? refusedCookieOrigin(req.headers, config, viaProxy) : null,
         cookies:
           res && !connectionParams
             ? {

@@ -77,6 +77,29 @@ describe('with server.trust_proxy naming the proxy', () => {
   });
 });
 
+describe('with server.trust_proxy naming other proxies than the connection', () => {
+  let s: TestServer;
+  beforeAll(async () => {
+    s = await startTestServer({ yaml: yaml('{ trust_proxy: "10.0.0.0/8" }') });
+  });
+  afterAll(async () => s?.close());
+
+  it("does not believe X-Forwarded-Host from a connection that is not the trusted proxy's", async () => {
+    const up = await fetch(`${s.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: 'mutation { signUp(email: "direct@example.com", password: "a long enough password") { id } }' }),
+    });
+    const cookie = up.headers.getSetCookie()[0]!.split(';')[0]!;
+    const res = await fetch(`${s.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', cookie, origin: 'https://evil.example', 'x-forwarded-host': 'evil.example' },
+      body: JSON.stringify({ query: '{ session { id } }' }),
+    });
+    expect(((await res.json()) as { data: { session: unknown } }).data.session).toBeNull();
+  });
+});
+
 describe('without server.trust_proxy', () => {
   let s: TestServer;
   beforeAll(async () => {

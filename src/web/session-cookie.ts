@@ -9,26 +9,38 @@ import type { AppConfig } from '../config.js';
 import { SESSION_COOKIE } from '../domain/auth/auth-service.js';
 
 /** The session cookie's value, when the request comes from one of the server's own origins. */
-export function sessionTokenOf(headers: IncomingHttpHeaders, config: Pick<AppConfig, 'publicUrl' | 'server'>): string | null {
+export function sessionTokenOf(
+  headers: IncomingHttpHeaders,
+  config: Pick<AppConfig, 'publicUrl' | 'server'>,
+  fromTrustedProxy = false,
+): string | null {
   const raw = headers.cookie;
   if (!raw) return null;
   const token = parseCookies(raw)[SESSION_COOKIE];
   if (!token) return null;
-  return sameSite(headers, config) ? token : null;
+  return sameSite(headers, config, fromTrustedProxy) ? token : null;
 }
 
 /**
  * The Origin of a request whose session cookie was not believed (a page of another site sent it),
  * so that its refusal can say why; null when there was no session cookie or it was believed.
  */
-export function refusedCookieOrigin(headers: IncomingHttpHeaders, config: Pick<AppConfig, 'publicUrl' | 'server'>): string | null {
+export function refusedCookieOrigin(
+  headers: IncomingHttpHeaders,
+  config: Pick<AppConfig, 'publicUrl' | 'server'>,
+  fromTrustedProxy = false,
+): string | null {
   const raw = headers.cookie;
-  if (!raw || !parseCookies(raw)[SESSION_COOKIE] || sameSite(headers, config)) return null;
+  if (!raw || !parseCookies(raw)[SESSION_COOKIE] || sameSite(headers, config, fromTrustedProxy)) return null;
   return String(headers.origin).slice(0, 200);
 }
 
 /** Whether a request's Origin (when a browser sent one) is this server: its Host, PUBLIC_URL, or a configured CORS origin with credentials. */
-export function sameSite(headers: IncomingHttpHeaders, config: Pick<AppConfig, 'publicUrl' | 'server'>): boolean {
+/**
+ * `fromTrustedProxy`: the connection comes from a proxy server.trust_proxy names, whose
+ * X-Forwarded-Host is then believed (anyone else may send one).
+ */
+export function sameSite(headers: IncomingHttpHeaders, config: Pick<AppConfig, 'publicUrl' | 'server'>, fromTrustedProxy = false): boolean {
   const origin = headers.origin;
   if (origin === undefined) return true; // not a browser's cross-origin request (curl, same-origin GET)
   if (origin === 'null') return false;
@@ -41,7 +53,7 @@ export function sameSite(headers: IncomingHttpHeaders, config: Pick<AppConfig, '
   if (headers.host && host === headers.host) return true;
   // X-Forwarded-Host only from a proxy server.trust_proxy trusts: anyone else may send it.
   const forwarded =
-    config.server.trust_proxy !== false && typeof headers['x-forwarded-host'] === 'string'
+    fromTrustedProxy && config.server.trust_proxy !== false && typeof headers['x-forwarded-host'] === 'string'
       ? headers['x-forwarded-host'].split(',')[0]!.trim()
       : null;
   if (forwarded && host === forwarded) return true;
