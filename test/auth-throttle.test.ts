@@ -4,7 +4,7 @@ import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { clientOf, LoginThrottle } from '../src/domain/auth/login-throttle.js';
 import { DomainError } from '../src/domain/errors.js';
-import { catalogYaml, startTestServer, type TestServer } from './support/harness.js';
+import { ADMIN_TOKEN, catalogYaml, startTestServer, type TestServer } from './support/harness.js';
 
 const PASSWORD = 'correct horse battery';
 
@@ -161,7 +161,7 @@ describe('password resets and sign-in through GraphQL', () => {
     expect(messageOf(await gqlFrom(s, '127.0.0.32', SIGN_IN, { e: 'twice@example.com', p: 'a wrong password' }))).toEqual([
       429,
       'too_many_attempts',
-      'Too many sign-ins; try again in 15 minutes, or reset the password.',
+      'Too many failed sign-ins; try again in 15 minutes, or reset the password.',
     ]);
     const OPERATOR = 'mutation($t: String!) { signInAsOperator(token: $t) { id } }';
     expect(codeOf(await gqlFrom(s, '127.0.0.33', OPERATOR, { t: 'a-wrong-operator-token' }))).toBe('invalid_credentials');
@@ -180,6 +180,16 @@ describe('password resets and sign-in through GraphQL', () => {
     for (let i = 0; i < 11; i++) codes.push(codeOf(await gqlFrom(s, '127.0.0.52', SIGN_IN, { e: 'often@example.com', p: PASSWORD })));
     // Ten per client address here (max_failed_logins 1): the right password each time.
     expect(codes).toEqual([...Array(10).fill('ok'), 'too_many_attempts']);
+    // Said as the address's limit, where resetting the password would not help.
+    const refused = await gqlFrom(s, '127.0.0.52', SIGN_IN, { e: 'often@example.com', p: PASSWORD });
+    expect(refused.body.errors?.[0]?.message).toBe(
+      'Too many sign-ins from this network address (every sign-in from it counts, whoever makes it); try again in 15 minutes.',
+    );
+    // The operator signing in from that address is not held back by its customers' sign-ins.
+    const operator = await gqlFrom(s, '127.0.0.52', 'mutation($t: String!) { signInAsOperator(token: $t) { operator } }', {
+      t: ADMIN_TOKEN,
+    });
+    expect(codeOf(operator)).toBe('ok');
     // The address's own count was cleared by each success: another client signs in to it.
     expect(codeOf(await gqlFrom(s, '127.0.0.53', SIGN_IN, { e: 'often@example.com', p: PASSWORD }))).toBe('ok');
   });

@@ -360,6 +360,8 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
       await p.getByRole('row', { name: /lot-51@ex\.com/ }).waitFor();
       await p.getByRole('button', { name: 'Next page' }).click();
       await expect.poll(() => rows.count()).toBe(2);
+      // Focus goes to the list's heading, which names the page, not to the document's body.
+      await expect.poll(() => p.evaluate(() => document.activeElement?.textContent)).toBe('Accounts, page 2');
       await p.getByRole('row', { name: /lot-0@ex\.com/ }).waitFor();
       expect(await p.getByRole('button', { name: 'Next page' }).isDisabled()).toBe(true);
       await p.getByRole('button', { name: 'Previous page' }).click();
@@ -392,8 +394,10 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
       await p.getByText(`${await unread()} unread`).waitFor();
       await p.getByRole('button', { name: 'Older' }).click();
       await p.getByRole('button', { name: 'Newer' }).and(p.locator(':not([disabled])')).waitFor();
+      await expect.poll(() => p.evaluate(() => document.activeElement?.textContent)).toBe('Notifications, page 2');
       await p.getByRole('button', { name: 'Mark all as read' }).click();
       await expect.poll(unread).toBe(0);
+      await expect.poll(() => p.evaluate(() => document.activeElement?.tagName)).toBe('H1');
       await expect.poll(() => p.getByRole('button', { name: 'Mark all as read' }).count()).toBe(0);
       await ctx.close();
     });

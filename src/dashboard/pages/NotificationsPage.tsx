@@ -1,5 +1,5 @@
 // Notifications: the feed, a page at a time (unread first on each page), mark as read.
-import { useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import { useMutation, useQuery } from 'urql';
 import { Empty, ErrorMessage, Loading } from '../components/States';
 import { graphql } from '../gql';
@@ -51,6 +51,21 @@ export default function NotificationsPage() {
   });
   const [marking, mark] = useMutation(MarkReadDoc);
   const [markingAll, markAll] = useMutation(MarkAllReadDoc);
+  // After a page change or "Mark all as read" (whose button goes), focus and the view go back to
+  // the heading, once the new page is on screen, rather than being lost to the document's body.
+  const heading = useRef<HTMLHeadingElement>(null);
+  const refocus = useRef(false);
+  useEffect(() => {
+    if (refocus.current && heading.current && !fetching) {
+      refocus.current = false;
+      heading.current.focus();
+      window.scrollTo(0, 0);
+    }
+  });
+  const goTo = (next: (string | null)[]) => {
+    refocus.current = true;
+    setCursors(next);
+  };
   // The newest notification seen on the first page: "Mark all as read" stops there, so one written
   // since the page was read stays unread.
   const [newest, setNewest] = useState<string | null>(null);
@@ -71,11 +86,14 @@ export default function NotificationsPage() {
   };
   const markAllRead = async () => {
     await markAll({ upTo: newest ?? feed.nodes[0]?.id ?? null });
+    refocus.current = true;
     refetch({ requestPolicy: 'network-only' });
   };
   return (
     <>
-      <h1>Notifications</h1>
+      <h1 ref={heading} tabIndex={-1}>
+        Notifications{cursors.length > 1 ? `, page ${cursors.length}` : ''}
+      </h1>
       {marking.error ? <ErrorMessage error={marking.error} /> : null}
       {markingAll.error ? <ErrorMessage error={markingAll.error} /> : null}
       {feed.unreadCount > 0 ? (
@@ -106,18 +124,15 @@ export default function NotificationsPage() {
         ))}
       </ul>
       {cursors.length > 1 || feed.pageInfo.hasNextPage ? (
-        <div className="toolbar">
-          <button type="button" disabled={cursors.length <= 1} onClick={() => setCursors(cursors.slice(0, -1))}>
+        <nav className="toolbar" aria-label="Pages of notifications">
+          <button type="button" disabled={cursors.length <= 1} onClick={() => goTo(cursors.slice(0, -1))}>
             Newer
-          </button>
-          <button
-            type="button"
-            disabled={!feed.pageInfo.hasNextPage}
-            onClick={() => setCursors([...cursors, feed.pageInfo.endCursor ?? null])}
-          >
+          </button>{' '}
+          <span>Page {cursors.length}</span>{' '}
+          <button type="button" disabled={!feed.pageInfo.hasNextPage} onClick={() => goTo([...cursors, feed.pageInfo.endCursor ?? null])}>
             Older
           </button>
-        </div>
+        </nav>
       ) : null}
     </>
   );

@@ -1,5 +1,5 @@
 // Operators: accounts (search, tier, balance), change a tier, credit a wallet; models' availability.
-import { useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import { useMutation, useQuery } from 'urql';
 import { Money } from '../components/Money';
 import { Empty, ErrorMessage, Loading } from '../components/States';
@@ -111,11 +111,27 @@ export default function OperatorPage() {
   });
   const accounts = data?.accounts.slice(0, PAGE);
   const hasNextPage = (data?.accounts.length ?? 0) > PAGE;
+  // After a page change, focus and the view go to the list's heading once the page is on screen.
+  const heading = useRef<HTMLHeadingElement>(null);
+  const refocus = useRef(false);
+  useEffect(() => {
+    if (refocus.current && heading.current && !fetching) {
+      refocus.current = false;
+      heading.current.focus();
+      heading.current.scrollIntoView({ block: 'start' });
+    }
+  });
+  const goTo = (next: string[]) => {
+    refocus.current = true;
+    setCursors(next);
+  };
   return (
     <>
       <h1>Operator</h1>
       <section aria-labelledby="acc-title">
-        <h2 id="acc-title">Accounts</h2>
+        <h2 id="acc-title" ref={heading} tabIndex={-1}>
+          Accounts{cursors.length > 0 ? `, page ${cursors.length + 1}` : ''}
+        </h2>
         <div className="field inline">
           <label htmlFor="acc-search">Search accounts</label>
           <input
@@ -157,14 +173,15 @@ export default function OperatorPage() {
           </div>
         ) : null}
         {cursors.length > 0 || hasNextPage ? (
-          <div className="toolbar">
-            <button type="button" disabled={cursors.length === 0} onClick={() => setCursors(cursors.slice(0, -1))}>
+          <nav className="toolbar" aria-label="Pages of accounts">
+            <button type="button" disabled={cursors.length === 0} onClick={() => goTo(cursors.slice(0, -1))}>
               Previous page
-            </button>
-            <button type="button" disabled={!hasNextPage} onClick={() => setCursors([...cursors, accounts!.at(-1)!.id])}>
+            </button>{' '}
+            <span>Page {cursors.length + 1}</span>{' '}
+            <button type="button" disabled={!hasNextPage} onClick={() => goTo([...cursors, accounts!.at(-1)!.id])}>
               Next page
             </button>
-          </div>
+          </nav>
         ) : null}
       </section>
       <section aria-label="Model availability">

@@ -25,7 +25,12 @@ const SET_PASSWORD_TTL_MS = 7 * 24 * 60 * 60_000;
 const TOUCH_EVERY_MS = 60_000;
 
 // What each throttled operation says when it is refused, with the wait.
-const TOO_MANY_SIGN_INS: Refusal = (wait) => `Too many sign-ins; try again in ${wait}, or reset the password.`;
+// Every sign-in counts against its client address, a right password too (each costs a hash):
+// refused for the address, it says so, as a password reset would not help then.
+const TOO_MANY_SIGN_INS: Refusal = (wait, key) =>
+  key.startsWith('ip:')
+    ? `Too many sign-ins from this network address (every sign-in from it counts, whoever makes it); try again in ${wait}.`
+    : `Too many failed sign-ins; try again in ${wait}, or reset the password.`;
 /** The sessions an account keeps (its most recently used); signing in past it signs the oldest out. */
 export const MAX_SESSIONS = 30;
 const TOO_MANY_OPERATOR_SIGN_INS: Refusal = (wait) => `Too many failed sign-ins from this address; try again in ${wait}.`;
@@ -181,7 +186,10 @@ export class AuthService {
     // Per client: one bucket for everyone would let anyone lock the operator out with five wrong
     // tokens (the token is at least MIN_ADMIN_TOKEN_LENGTH characters: guessing it is hopeless anyway).
     const keys = input.clientAddress ? [`admin:${clientOf(input.clientAddress)}`, `ip:${clientOf(input.clientAddress)}`] : ['admin'];
-    this.throttle.check(keys, TOO_MANY_OPERATOR_SIGN_INS);
+    // Refused by the operator's own count only: customers signing in from the same address (an
+    // office, a NAT) fill the address's, and must not lock the operator out. A wrong token counts
+    // against both.
+    this.throttle.check([keys[0]!], TOO_MANY_OPERATOR_SIGN_INS);
     const expected = this.o.adminToken();
     if (!expected || !safeEqual(String(token ?? '').trim(), expected)) {
       this.throttle.fail(keys);

@@ -18,8 +18,8 @@ export const MAX_THROTTLE_KEYS = 100_000;
 /** Expired keys dropped from the front of the map per attempt counted (more than one is added). */
 const PRUNE_PER_COUNT = 4;
 
-/** The refusal's message, given the wait ("15 minutes", "1 minute"). */
-export type Refusal = (wait: string) => string;
+/** The refusal's message, given the wait ("15 minutes", "1 minute") and the key that is over its limit. */
+export type Refusal = (wait: string, key: string) => string;
 
 export class LoginThrottle {
   /** Digest of a key → the instants of its recent attempts, oldest first, and the key's limit. */
@@ -46,7 +46,7 @@ export class LoginThrottle {
       const recent = this.recent(digest(key));
       if (recent.length >= this.limitOf(key)) {
         const retryAfter = Math.max(1, Math.ceil((recent[0]! + WINDOW_MS - this.now()) / 1000));
-        throw new DomainError('too_many_attempts', refusal(minutes(retryAfter)), { retryAfter });
+        throw new DomainError('too_many_attempts', refusal(minutes(retryAfter), key), { retryAfter });
       }
     }
   }
