@@ -1,8 +1,9 @@
 // Notifications: the feed, a page at a time (unread first on each page), mark as read.
-import { useEffect, useRef, useState } from 'react';
+import { useState } from 'react';
 import { useMutation, useQuery } from 'urql';
 import { Empty, ErrorMessage, Loading } from '../components/States';
 import { graphql } from '../gql';
+import { useRefocus } from '../lib/use-refocus';
 
 const NotificationsDoc = graphql(`
   query Notifications($first: Int!, $after: String) {
@@ -53,17 +54,9 @@ export default function NotificationsPage() {
   const [markingAll, markAll] = useMutation(MarkAllReadDoc);
   // After a page change or "Mark all as read" (whose button goes), focus and the view go back to
   // the heading, once the new page is on screen, rather than being lost to the document's body.
-  const heading = useRef<HTMLHeadingElement>(null);
-  const refocus = useRef(false);
-  useEffect(() => {
-    if (refocus.current && heading.current && !fetching) {
-      refocus.current = false;
-      heading.current.focus();
-      window.scrollTo(0, 0);
-    }
-  });
+  const { heading, refocus } = useRefocus(!fetching);
   const goTo = (next: (string | null)[]) => {
-    refocus.current = true;
+    refocus();
     setCursors(next);
   };
   // The newest notification seen on the first page: "Mark all as read" stops there, so one written
@@ -86,7 +79,7 @@ export default function NotificationsPage() {
   };
   const markAllRead = async () => {
     await markAll({ upTo: newest ?? feed.nodes[0]?.id ?? null });
-    refocus.current = true;
+    refocus();
     refetch({ requestPolicy: 'network-only' });
   };
   return (

@@ -1,11 +1,12 @@
 // Operators: accounts (search, tier, balance), change a tier, credit a wallet; models' availability.
-import { useEffect, useRef, useState } from 'react';
+import { useState } from 'react';
 import { useMutation, useQuery } from 'urql';
 import { Money } from '../components/Money';
 import { Empty, ErrorMessage, Loading } from '../components/States';
 import { graphql } from '../gql';
 import type { Tier } from '../gql/graphql';
 import { normalizeAmount } from '../lib/money';
+import { useRefocus } from '../lib/use-refocus';
 import ModelsPage from './ModelsPage';
 
 const AccountsDoc = graphql(`
@@ -112,17 +113,9 @@ export default function OperatorPage() {
   const accounts = data?.accounts.slice(0, PAGE);
   const hasNextPage = (data?.accounts.length ?? 0) > PAGE;
   // After a page change, focus and the view go to the list's heading once the page is on screen.
-  const heading = useRef<HTMLHeadingElement>(null);
-  const refocus = useRef(false);
-  useEffect(() => {
-    if (refocus.current && heading.current && !fetching) {
-      refocus.current = false;
-      heading.current.focus();
-      heading.current.scrollIntoView({ block: 'start' });
-    }
-  });
+  const { heading, refocus } = useRefocus(!fetching);
   const goTo = (next: string[]) => {
-    refocus.current = true;
+    refocus();
     setCursors(next);
   };
   return (
