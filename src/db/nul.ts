@@ -7,6 +7,7 @@
 // retry, and nothing is written (the transaction it was in is rolled back). Three gates: MikroORM's
 // onQuery, knex's 'query' event, and the billing store's own SQLite bindings (src/domain/billing/sql.ts).
 import { DomainError } from '../domain/errors.js';
+import { someInChain } from './error-chain.js';
 
 export const NUL_REFUSED = 'Text sent may not contain the NUL character (U+0000).';
 
@@ -19,13 +20,17 @@ export function nulRefused(): DomainError {
  * into it. One holding a NUL is refused before it reaches the database.
  */
 export function refuseNulValues(sql: string, params: unknown[]): string {
-  for (const p of params) if (typeof p === 'string' && p.includes('\0')) throw nulRefused();
+  refuseNul(params);
   return sql;
 }
 
 /** knex's 'query' event: a statement with a NUL among its values is refused before it is sent. */
 export function refuseNulBindings(query: { bindings?: readonly unknown[] }): void {
-  for (const b of query.bindings ?? []) if (typeof b === 'string' && b.includes('\0')) throw nulRefused();
+  refuseNul(query.bindings ?? []);
+}
+
+function refuseNul(values: readonly unknown[]): void {
+  for (const v of values) if (typeof v === 'string' && v.includes('\0')) throw nulRefused();
 }
 
 /**
@@ -34,12 +39,8 @@ export function refuseNulBindings(query: { bindings?: readonly unknown[] }): voi
  * MikroORM does not see).
  */
 export function isNulRefused(error: unknown): boolean {
-  let e: unknown = error;
-  for (let depth = 0; depth < 6 && e && typeof e === 'object'; depth++) {
-    const { code, message } = e as { code?: unknown; message?: unknown };
-    if (message === NUL_REFUSED) return true;
-    if (code === '22021' && typeof message === 'string' && message.includes('0x00')) return true;
-    e = (e as { originalError?: unknown; cause?: unknown }).originalError ?? (e as { cause?: unknown }).cause;
-  }
-  return false;
+  return someInChain(
+    error,
+    ({ code, message }) => message === NUL_REFUSED || (code === '22021' && typeof message === 'string' && message.includes('0x00')),
+  );
 }

@@ -2,6 +2,7 @@
 // proxy closed, a server restarting or refusing connections, a pool with none to give), rather
 // than a fault of tollgate's: the doors answer such an error 503 database_unavailable with a
 // Retry-After, which clients retry, instead of 500 internal_error.
+import { someInChain } from './error-chain.js';
 
 /** PostgreSQL's SQLSTATE classes and codes of a connection gone or refused. */
 const PG_UNAVAILABLE = /^(08|57P0[1-3]|53300$)/;
@@ -47,24 +48,15 @@ const POOL_TIMEOUT = /Knex: Timeout acquiring a connection/i;
  * but logged as the unexpected errors they may be.
  */
 export function isConnectionLost(error: unknown): boolean {
-  if (!isDatabaseUnavailable(error)) return false;
-  let e: unknown = error;
-  for (let depth = 0; depth < 6 && e && typeof e === 'object'; depth++) {
-    const { message } = e as { message?: unknown };
-    if (typeof message === 'string' && POOL_TIMEOUT.test(message)) return false;
-    e = (e as { originalError?: unknown; cause?: unknown }).originalError ?? (e as { cause?: unknown }).cause;
-  }
-  return true;
+  return isDatabaseUnavailable(error) && !someInChain(error, ({ message }) => typeof message === 'string' && POOL_TIMEOUT.test(message));
 }
 
 export function isDatabaseUnavailable(error: unknown): boolean {
-  let e: unknown = error;
   // Through GraphQL's originalError and the causes errors are wrapped in.
-  for (let depth = 0; depth < 6 && e && typeof e === 'object'; depth++) {
-    const { code, message } = e as { code?: unknown; message?: unknown };
-    if (typeof code === 'string' && (PG_UNAVAILABLE.test(code) || SOCKET_CODES.has(code))) return true;
-    if (typeof message === 'string' && UNAVAILABLE_MESSAGE.test(message)) return true;
-    e = (e as { originalError?: unknown; cause?: unknown }).originalError ?? (e as { cause?: unknown }).cause;
-  }
-  return false;
+  return someInChain(
+    error,
+    ({ code, message }) =>
+      (typeof code === 'string' && (PG_UNAVAILABLE.test(code) || SOCKET_CODES.has(code))) ||
+      (typeof message === 'string' && UNAVAILABLE_MESSAGE.test(message)),
+  );
 }
