@@ -7,6 +7,8 @@
 // letters outside ASCII, whose case SQLite's lower() does not fold (É@x.com could sign up but
 // never sign in, and é@x.com sign up beside it). An internationalized domain is written in its
 // xn-- form; a local part outside ASCII needs SMTPUTF8, which many mail servers lack.
+import { hasControlCharacter } from './text.js';
+
 const EMAIL_ADDRESS = /^[^\s@,;<>"()[\]:\\]+@[^\s@,;<>"()[\]:\\]+\.[^\s@,;<>"()[\]:\\]+$/;
 const PRINTABLE_ASCII = /^[\x21-\x7e]+$/;
 
@@ -25,13 +27,4 @@ export function isEmailAddress(text: string): boolean {
  */
 export function isKnownEmailAddress(text: string): boolean {
   return text.length > 0 && text.length <= MAX_EMAIL_LENGTH && !hasControlCharacter(text) && EMAIL_ADDRESS.test(text);
-}
-
-/** A character below a space (a NUL, a line break) or DEL. */
-function hasControlCharacter(text: string): boolean {
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c < 0x20 || c === 0x7f) return true;
-  }
-  return false;
 }

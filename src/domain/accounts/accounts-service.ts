@@ -12,6 +12,7 @@ import { Account, ApiKey } from '../../entities/index.js';
 import { DomainError } from '../errors.js';
 import { EMAIL_ADDRESS_RULE, isEmailAddress } from '../email-address.js';
 import { newId } from '../ids.js';
+import { hasControlCharacter, UNPAIRED_SURROGATE } from '../text.js';
 import { digestApiKey, displayKey, generateApiKey, hasValidChecksum, keyDisplayParts } from '../keys/key-format.js';
 
 import type { RateLimitOverride } from '../ratelimit/overrides.js';
@@ -378,30 +379,19 @@ function validateTier(value: unknown): Tier {
 
 function validateKeyName(value: unknown): string | null {
   if (value == null) return null;
-  if (typeof value !== 'string' || value.trim().length > MAX_KEY_NAME_LENGTH || !isPlainText(value)) {
+  // No control character (a NUL cut SQLite's statement short, a 500; none belongs in a name shown
+  // in a list), nor a surrogate without its pair (not text PostgreSQL stores).
+  if (
+    typeof value !== 'string' ||
+    value.trim().length > MAX_KEY_NAME_LENGTH ||
+    hasControlCharacter(value, true) ||
+    UNPAIRED_SURROGATE.test(value)
+  ) {
     throw new DomainError('invalid_value', `name must be text of at most ${MAX_KEY_NAME_LENGTH} characters, without control characters.`, {
       param: 'name',
     });
   }
   return value.trim() || null;
-}
-
-/**
- * Text a name may be: no control characters (a NUL cut SQLite's statement short, a 500; none
- * belongs in a name shown in a list) and no UTF-16 surrogate without its pair (not text PostgreSQL
- * stores).
- */
-function isPlainText(text: string): boolean {
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c < 0x20 || (c >= 0x7f && c <= 0x9f)) return false;
-    if (c >= 0xd800 && c <= 0xdbff) {
-      const next = text.charCodeAt(i + 1);
-      if (!(next >= 0xdc00 && next <= 0xdfff)) return false;
-      i++;
-    } else if (c >= 0xdc00 && c <= 0xdfff) return false;
-  }
-  return true;
 }
 
 function validateExpiry(value: unknown, now: Date): Date | null {

@@ -18,6 +18,7 @@ import type {
 } from './engine.js';
 import { type ChatInput, type ChatInputMessage, LIMITS, ROLE_ALIASES, ROLES } from './inference-types.js';
 import { countTextTokens, truncateTextTokens } from './tokenizer.js';
+import { UNPAIRED_SURROGATE } from '../text.js';
 
 /** OpenAI's rule for function and schema names. */
 const NAME_RE = /^[a-zA-Z0-9_-]{1,64}$/;
@@ -42,9 +43,6 @@ function toolCallsOf(calls: NonNullable<ChatInputMessage['toolCalls']>, i: numbe
     return { id: c.id, type: 'function', function: { name: fn.name, arguments: fn.arguments } };
   });
 }
-
-/** A UTF-16 surrogate without its pair: not text a database can store. */
-const UNPAIRED_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** The request's `user` (an end-user id, stored with the usage event): at most LIMITS.maxUserLength characters of text. */
 export function checkUser(user: string | null | undefined) {
