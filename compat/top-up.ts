@@ -18,11 +18,10 @@ export function walletTopUp() {
     // The JSON number as sent, digit for digit (JSON.parse would have made 49.99999999999999999
     // into 50): the domain's top-up rules refuse what is not a payable amount (10.001 is refused,
     // not rounded). Read first: 1e309, which JSON.parse makes Infinity, is an amount written wrong.
-    const sent = exactAmount(req);
+    const amount = exactAmount(req);
     const { currency } = parseBody(req, TopUpBody);
-    if (sent === null)
+    if (amount === null)
       throw new DomainError('invalid_request', 'The request body could not be read exactly: send it as JSON, UTF-8.', { param: 'amount' });
-    const amount = sent;
     const idempotencyKey = req.header('idempotency-key') ?? null;
     const data = await run(documents.topUp, { amount, currency: currency ?? null, idempotencyKey }, ctx);
     const t = data.topUp;

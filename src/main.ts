@@ -57,18 +57,13 @@ function databaseShown(url: string): string {
 }
 
 async function main() {
-  const config = (() => {
-    try {
-      return loadConfig();
-    } catch (e) {
-      if (e instanceof SandboxHostError) return e;
-      throw e;
-    }
-  })();
-  // A HOST this machine cannot listen on is said as that before the sandbox's refusal of it.
-  if (config instanceof SandboxHostError) {
-    await checkPortFree(config.host, config.port);
-    throw config;
+  let config: ReturnType<typeof loadConfig>;
+  try {
+    config = loadConfig();
+  } catch (e) {
+    // A HOST this machine cannot listen on is said as that before the sandbox's refusal of it.
+    if (e instanceof SandboxHostError) await checkPortFree(e.host, e.port);
+    throw e;
   }
   await checkPortFree(config.host, config.port);
   const services = await createServices(config, logger);

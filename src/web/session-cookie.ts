@@ -35,10 +35,10 @@ export function refusedCookieOrigin(
   return String(headers.origin).slice(0, 200);
 }
 
-/** Whether a request's Origin (when a browser sent one) is this server: its Host, PUBLIC_URL, or a configured CORS origin with credentials. */
 /**
- * `fromTrustedProxy`: the connection comes from a proxy server.trust_proxy names, whose
- * X-Forwarded-Host is then believed (anyone else may send one).
+ * Whether a request's Origin (when a browser sent one) is this server: its Host, PUBLIC_URL, or a
+ * configured CORS origin with credentials. `fromTrustedProxy`: the connection comes from a proxy
+ * server.trust_proxy names, whose X-Forwarded-Host is then believed (anyone else may send one).
  */
 export function sameSite(headers: IncomingHttpHeaders, config: Pick<AppConfig, 'publicUrl' | 'server'>, fromTrustedProxy = false): boolean {
   const origin = headers.origin;
@@ -51,11 +51,9 @@ export function sameSite(headers: IncomingHttpHeaders, config: Pick<AppConfig, '
     return false;
   }
   if (headers.host && host === headers.host) return true;
-  // X-Forwarded-Host only from a proxy server.trust_proxy trusts: anyone else may send it.
+  // X-Forwarded-Host only from a proxy server.trust_proxy trusts (none when it is false): anyone else may send it.
   const forwarded =
-    fromTrustedProxy && config.server.trust_proxy !== false && typeof headers['x-forwarded-host'] === 'string'
-      ? headers['x-forwarded-host'].split(',')[0]!.trim()
-      : null;
+    fromTrustedProxy && typeof headers['x-forwarded-host'] === 'string' ? headers['x-forwarded-host'].split(',')[0]!.trim() : null;
   if (forwarded && host === forwarded) return true;
   try {
     if (origin === new URL(config.publicUrl).origin) return true;

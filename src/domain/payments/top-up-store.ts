@@ -349,8 +349,8 @@ export async function saveAutoTopup(
  * Accounts whose automatic top-up attempt has been undecided since before `before` (its slot held
  * by an open attempt): left by a server that stopped between claiming and crediting, or by a
  * processor that has not answered. At most `limit`, the oldest first. Automatic top-up turned off
- * since does not leave one out: the attempt may have charged the card, so it is still asked about
- * (or given up), and each ask moves it to the back of the list.
+ * since does not leave one out: its attempt is canceled by the check (never asked again), which
+ * frees the slot and takes the account off the list.
  */
 export async function stalledAutoTopUps(db: Db, before: Date, limit: number): Promise<string[]> {
   const found = await rows<{ account_id: string }>(
