@@ -72,7 +72,7 @@ export const registerDbCommands: CommandGroup = (program, ctx) => {
       if (target.kind !== 'sqlite')
         throw new DomainError(
           'invalid_request',
-          `db restore restores SQLite databases; for PostgreSQL use pg_restore --clean --if-exists --dbname="$DATABASE_URL" ${opts.from}`,
+          `db restore restores SQLite databases; for PostgreSQL stop every server, empty the schema (psql "$DATABASE_URL" -c 'drop schema public cascade; create schema public') and run pg_restore --no-owner --dbname="$DATABASE_URL" ${opts.from} (pg_restore --clean alone leaves a newer version's tables behind; README, "Backups")`,
         );
       if (target.location === ':memory:')
         throw new DomainError('invalid_request', 'DATABASE_URL names an in-memory database: there is nothing to restore into');

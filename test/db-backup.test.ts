@@ -151,7 +151,12 @@ describe('db backup', () => {
     ]);
     expect(Number(JSON.parse((await cli(env, 'wallet', 'balance', '--account', id, '--json')).stdout).balance)).toBe(10);
     const pg = await cli({ DATABASE_URL: 'postgres://root@127.0.0.1:5432/test' }, 'db', 'restore', '--from', backup);
-    expect([pg.code, pg.stderr]).toEqual([1, expect.stringContaining('pg_restore')]);
+    // The README's procedure: an emptied schema, then pg_restore (--clean alone leaves a newer version's tables).
+    expect([pg.code, pg.stderr]).toEqual([
+      1,
+      expect.stringContaining(`drop schema public cascade; create schema public') and run pg_restore --no-owner`),
+    ]);
+    expect(pg.stderr).not.toContain('--if-exists');
   });
 
   it('ledger verify reports a SQLite file whose index is broken, though every ledger invariant reads right', async () => {
