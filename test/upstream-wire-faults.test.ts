@@ -117,7 +117,10 @@ describe('upstream wires', () => {
     const r = await drain(e.chatStream(req(), signal()));
     expect(text(r.events)).toBe('Hello');
     expect(r.error).toBeInstanceOf(DomainError);
-    expect(r.error).toMatchObject({ code: 'upstream_error', message: "The model's upstream server broke off the stream." });
+    expect(r.error).toMatchObject({
+      code: 'upstream_error',
+      message: "The model's upstream server sent an error in place of the rest of the stream.",
+    });
     expect(warnings.find((w) => w.msg === 'upstream sent an error inside the stream')?.obj.detail).toContain('slot crashed');
   });
 
@@ -140,7 +143,56 @@ describe('upstream wires', () => {
     );
     const r = await drain(engine([up.url]).e.chatStream(req(), signal()));
     expect(text(r.events)).toBe('Hello');
-    expect(r.error).toMatchObject({ code: 'upstream_error', message: "The model's upstream server broke off the stream." });
+    expect(r.error).toMatchObject({
+      code: 'upstream_error',
+      message: "The model's upstream server sent an error in place of the rest of the stream.",
+    });
+  });
+
+  it.each([
+    [
+      'an `error` chunk (Ollama, its runner crashed)',
+      'data: {"error":{"message":"llama runner process has terminated: signal: killed"}}\n\n',
+    ],
+    ["llama.cpp's `error:` field", 'error: {"code":500,"message":"slot unavailable","type":"server_error"}\n\n'],
+    ['an `event: error` event', 'event: error\ndata: {"message":"model crashed","code":500}\n\n'],
+  ])('%s before any of the answer is failed over to the next base URL, as a 5xx is, and ejects nothing', async (_what, error) => {
+    // The role chunk first, as Ollama sends it: it carries none of the answer.
+    const broken = await upstream(sse(chunk([{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }]), error));
+    const fine = await upstream(sse(chunk([delta('fine', 'stop')]), USAGE, DONE));
+    const { e } = engine([broken.url, fine.url]);
+    for (let i = 0; i < 2; i++) {
+      const r = await drain(e.chatStream(req(), signal()));
+      expect(r.error).toBeUndefined();
+      expect(text(r.events)).toBe('fine');
+    }
+    // Round-robin started each call at the next base URL; the broken one (threshold 1) was not ejected.
+    expect(broken.state.calls).toBe(1);
+    expect(fine.state.calls).toBe(2);
+    const third = await drain(e.chatStream(req(), signal()));
+    expect(text(third.events)).toBe('fine');
+    expect(broken.state.calls).toBe(2);
+    // Alone, it is an upstream error that says the upstream answered with one.
+    const only = await drain(engine([broken.url]).e.chatStream(req(), signal()));
+    expect(only.error).toMatchObject({ code: 'upstream_error', message: "The model's upstream server answered with an error." });
+  });
+
+  it("TEI's 424 (its model failed on the input) is failed over as a 5xx is", async () => {
+    const failing = await upstream((_req, res) => {
+      res.writeHead(424, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: 'Inference failed', error_type: 'backend' }));
+    });
+    const fine = await upstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ data: [{ index: 0, embedding: [0.6, 0.8] }], usage: { prompt_tokens: 1, total_tokens: 1 } }));
+    });
+    const { e } = engine([failing.url, fine.url]);
+    for (let i = 0; i < 2; i++) expect((await e.embed(['a'], signal())).embeddings[0]).toEqual([0.6, 0.8]);
+    expect([failing.state.calls, fine.state.calls]).toEqual([1, 2]);
+    await expect(engine([failing.url]).e.embed(['a'], signal())).rejects.toMatchObject({
+      code: 'upstream_error',
+      message: "The model's upstream server failed to answer (HTTP 424).",
+    });
   });
 
   it('a streamed n = 2 whose upstream sends one choice (it ignores n) is an invalid answer, as it is unstreamed', async () => {

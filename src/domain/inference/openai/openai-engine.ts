@@ -528,15 +528,16 @@ export class OpenAIEngine implements Engine {
 
   /**
    * An error the upstream sent inside its stream (an `error` chunk, an `event: error` event, or
-   * llama.cpp's `error:` field): logged, and the stream ends; one that says the context is full
-   * (llama.cpp's exceed_context_size_error) is context_length_exceeded, as its HTTP form is.
+   * llama.cpp's `error:` field): logged, and the stream ends. Before any of the answer reached the
+   * client, one that says the context is full (llama.cpp's exceed_context_size_error) is
+   * context_length_exceeded, as its HTTP form is, and any other is failed over as a 5xx is (Ollama
+   * sends its crashed runner's error so, after a 200), not counted towards ejection: an answer.
    */
   private streamError(data: string, up: Upstream, yielded: boolean): never {
     this.logger.warn({ upstream: up.label, op: 'chat.stream', detail: truncate(data) }, 'upstream sent an error inside the stream');
-    // Before any of the answer: the request did not fit. After, the answer broke off.
-    if (!yielded && CONTEXT_LENGTH_RE.test(data))
-      throw new DomainError('context_length_exceeded', msg.contextLength, { param: 'messages' });
-    throw new DomainError('upstream_error', msg.brokenStream);
+    if (yielded) throw new DomainError('upstream_error', msg.streamError);
+    if (CONTEXT_LENGTH_RE.test(data)) throw new DomainError('context_length_exceeded', msg.contextLength, { param: 'messages' });
+    throw new Retryable(new DomainError('upstream_error', msg.erred), false);
   }
 
   /**

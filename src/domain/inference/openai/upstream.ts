@@ -243,6 +243,8 @@ export const msg = {
   eventTooLarge: `The model's upstream server sent a stream event larger than ${MAX_EVENT_CHARS / 1024 / 1024} MB.`,
   brokenAnswer: "The model's upstream server broke off its answer.",
   brokenStream: "The model's upstream server broke off the stream.",
+  streamError: "The model's upstream server sent an error in place of the rest of the stream.",
+  erred: "The model's upstream server answered with an error.",
   aborted: "The model's upstream server gave up on the answer before it was finished.",
   overloaded: "The model's upstream servers are busy; retry after the time given in Retry-After.",
   ejected: "The model's upstream servers are failing and are being given time to recover; retry after the time given in Retry-After.",
@@ -409,7 +411,8 @@ export function statusError(
       ? new DomainError('context_length_exceeded', msg.contextLength, { param: inputParam(op) })
       : new DomainError('input_too_long', msg.inputTooLong, { param: inputParam(op) });
   }
-  if (status >= 500) return new Retryable(new DomainError('upstream_error', msg.status(status)), false);
+  // TEI answers 424 (Failed Dependency) when its model failed to run the input: a server error, as a 5xx.
+  if (status >= 500 || status === 424) return new Retryable(new DomainError('upstream_error', msg.status(status)), false);
   if (status === 413) return new DomainError('request_too_large', msg.refusedTooLarge, { param: inputParam(op) });
   // The upstream found the request itself invalid (vLLM's 400 for a JSON schema its grammar
   // engine cannot take, a value out of its range): the client's to change, with the upstream's
