@@ -167,6 +167,16 @@ describe.each(BACKENDS)('billing on %s', (backend) => {
       await credit(s, a.id, '0.000000001');
       expect((await c.chat(content, { max_tokens: 10 })).status).toBe(200);
       expect(await c.balance()).toBe(usd(worst - charge));
+
+      // n = 3 holds 3 × max_tokens; what the wallet pays for is said per choice, as max_tokens is.
+      await credit(s, a.id, usd(charge));
+      const chat = (max_tokens: number) =>
+        c.post('/chat/completions', { model: 'chat-test', messages: [{ role: 'user', content }], max_tokens, n: 3 });
+      const three = await chat(10);
+      expect(three.status).toBe(402);
+      expect(three.body.error.message).toContain('+ 30 output)');
+      expect(three.body.error.message).toContain('up to 3 output tokens for each of its 3 choices (n): lower max_tokens or n');
+      expect((await chat(3)).status).toBe(200);
     });
 
     it('without max_tokens, lowers the maximum to what the wallet pays for, and refuses when not one token is affordable', async () => {

@@ -178,6 +178,26 @@ describe('the hold plan', () => {
     expect(short.message).toContain('up to 19 output tokens');
   });
 
+  it('with n choices, says what max_tokens (per choice) or n the account can pay for', () => {
+    // n = 4, max_tokens 20: 80 output tokens held; the wallet pays the prompt (10,000) and 31 output tokens.
+    const four = { ...base, requestedOutputTokens: 80, maxOutputTokens: 80, choices: 4, allocationLeft: 0, walletAvailable: 72_000n };
+    const refused = planHold(four);
+    expect(refused).toMatchObject({ ok: false, code: 'insufficient_balance' });
+    if (refused.ok) return;
+    expect(refused.message).toContain('(10 prompt + 80 output)');
+    expect(refused.message).toContain(
+      'It can pay for this prompt with up to 7 output tokens for each of its 4 choices (n): lower max_tokens or n or top up the wallet.',
+    );
+    // Paid for: max_tokens 7 with n = 4 (28 output tokens).
+    expect(planHold({ ...four, requestedOutputTokens: 28 })).toMatchObject({ ok: true, outputTokens: 28 });
+    // Three output tokens in all: not one for each of the four choices, so only a lower n helps.
+    const three = planHold({ ...four, walletAvailable: 16_000n });
+    if (three.ok) throw new Error('admitted');
+    expect(three.message).toContain(
+      'It can pay for this prompt with up to 3 output tokens in all, less than one for each of its 4 choices (n): lower n or top up the wallet.',
+    );
+  });
+
   it('without max_tokens, lowers the maximum to what the account can pay for, and needs at least one token', () => {
     expect(planHold({ ...base, requestedOutputTokens: null, allocationLeft: 0, walletAvailable: 17_000n })).toEqual({
       ok: true,

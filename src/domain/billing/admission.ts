@@ -81,6 +81,7 @@ export abstract class Admission extends Settlement {
       promptTokens: req.promptTokens,
       requestedOutputTokens: req.requestedOutputTokens,
       maxOutputTokens: req.maxOutputTokens,
+      choices: req.choices ?? 1,
       chat: req.model.category === 'chat',
       prices,
       tier: w.tier,

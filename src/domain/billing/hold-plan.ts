@@ -26,6 +26,8 @@ export interface HoldInput {
   requestedOutputTokens: number | null;
   /** The most output this call may produce (model and context window); 0 for non-chat calls. */
   maxOutputTokens: number;
+  /** The choices a chat call asks for (`n`), which the output figures cover together; 1 when absent. */
+  choices?: number;
   /** Chat calls need room for at least one output token. */
   chat: boolean;
   prices: Prices;
@@ -100,6 +102,19 @@ function outputFor(input: HoldInput, affordable: number): number | null {
   return output >= 1 ? output : null;
 }
 
+/**
+ * What a refused chat call could have: `output` tokens in all, shared by its `choices` (max_tokens
+ * applies to each choice, so with n > 1 the figure to lower max_tokens to is per choice).
+ */
+function withOutput(output: number, choices: number, overage: boolean): string {
+  const orTopUp = overage ? ' or top up the wallet' : '';
+  if (choices <= 1) return `It can pay for this prompt with up to ${n(output)} output tokens: lower max_tokens${orTopUp}.`;
+  const each = Math.floor(output / choices);
+  return each >= 1
+    ? `It can pay for this prompt with up to ${n(each)} output tokens for each of its ${n(choices)} choices (n): lower max_tokens or n${orTopUp}.`
+    : `It can pay for this prompt with up to ${n(output)} output tokens in all, less than one for each of its ${n(choices)} choices (n): lower n${orTopUp}.`;
+}
+
 /** Decides admission: the hold to place, or the 402 and a message saying what the account can afford. */
 export function planHold(input: HoldInput): HoldPlan {
   const { promptTokens: p, requestedOutputTokens: requested, prices } = input;
@@ -124,7 +139,7 @@ export function planHold(input: HoldInput): HoldPlan {
         : affordable < 1
           ? // No max_tokens would run it: only more money, or a shorter prompt, would.
             `It can pay for this prompt but not for one output token${input.overage ? ': top up the wallet or send a shorter prompt' : ''}.`
-          : `It can pay for this prompt with up to ${n(Math.min(affordable, input.maxOutputTokens))} output tokens: lower max_tokens${input.overage ? ' or top up the wallet' : ''}.`;
+          : withOutput(Math.min(affordable, input.maxOutputTokens), input.choices ?? 1, input.overage);
   if (!input.overage) {
     return {
       ok: false,

@@ -180,7 +180,8 @@ function chatMeter(
   endUser: string | null | undefined,
 ): MeterRequest {
   const { model, request, promptTokens, requestedOutputTokens } = p;
-  return { caller, model, promptTokens, requestedOutputTokens, maxOutputTokens: request.maxTokens * (request.n ?? 1), endUser };
+  const choices = request.n ?? 1;
+  return { caller, model, promptTokens, requestedOutputTokens, maxOutputTokens: request.maxTokens * choices, choices, endUser };
 }
 
 /** A chat call validated and counted (prepareChat): what the engine runs, and the figures admission weighs. */

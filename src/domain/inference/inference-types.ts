@@ -206,6 +206,8 @@ export interface MeterRequest {
   requestedOutputTokens: number | null;
   /** The most output the model may produce for this prompt, every choice together (0 for non-chat calls). */
   maxOutputTokens: number;
+  /** The choices a chat call asks for (`n`); 1 when absent. The output figures above cover all of them. */
+  choices?: number;
   /** The request's `user` (the customer's end-user id), stored with the usage event. */
   endUser?: string | null;
 }
