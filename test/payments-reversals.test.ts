@@ -307,6 +307,42 @@ describe.each(BACKENDS)('refunds and disputes of Stripe top-ups on %s', (backend
     expect(await c.balance()).toBe('110');
   });
 
+  it('gives back, when a dispute is won, only what the dispute took: never what a refund took before or after it', async () => {
+    // A refund, then a dispute of the rest that finds the wallet empty: winning it gives nothing back.
+    const a = await seed(s).account();
+    const c = client(s, a.apiKey);
+    const pi = await paidTopUp(a.apiKey, 100); // 110 credits
+    await s.services.billing.setTier(a.id, 'startup'); // the 80.00 fee: 30 left
+    expect(await deliver(stripe.events.refunded(pi, 5_000))).toBe('reversed'); // 55 due, 30 taken
+    expect(await deliver(stripe.events.disputeFunds(pi, 'withdrawn', 5_000))).toBe('reversed'); // 55 due, none left to take
+    expect(await c.balance()).toBe('0');
+    expect(await deliver(stripe.events.disputeFunds(pi, 'reinstated', 5_000))).toBe('reinstated');
+    expect(await c.balance()).toBe('0');
+    expect((await ledger(a.id)).filter(([, amount]) => BigInt(amount) > 0n).length).toBe(2); // the top-up and its bonus: nothing given back
+    // A dispute of it all that takes the 30 left, a refund of half, then the dispute won: the
+    // refund's share (55) covers what was taken, so nothing comes back, as with the refund alone.
+    const b = await seed(s).account();
+    const other = await paidTopUp(b.apiKey, 100);
+    await s.services.billing.setTier(b.id, 'startup');
+    expect(await deliver(stripe.events.disputeFunds(other, 'withdrawn'))).toBe('reversed'); // 110 due, 30 taken
+    expect(await deliver(stripe.events.refunded(other, 5_000))).toBe('unchanged');
+    expect(await deliver(stripe.events.disputeFunds(other, 'reinstated'))).toBe('reinstated');
+    expect(await client(s, b.apiKey).balance()).toBe('0');
+    // A dispute of half that takes its 55 in full, a refund of the other half that finds 27.5: the
+    // dispute won gives back its 55; the refund keeps its 27.5 (its 27.5 short stays forgiven).
+    const d = await seed(s).account();
+    const dc = client(s, d.apiKey);
+    const third = await paidTopUp(d.apiKey, 100); // 110 credits
+    await s.services.billing.setTier(d.id, 'startup'); // 30 left
+    await paidTopUp(d.apiKey, 50); // 82.5
+    expect(await deliver(stripe.events.disputeFunds(third, 'withdrawn', 5_000))).toBe('reversed');
+    expect(await dc.balance()).toBe('27.5');
+    expect(await deliver(stripe.events.refunded(third, 5_000))).toBe('reversed');
+    expect(await dc.balance()).toBe('0');
+    expect(await deliver(stripe.events.disputeFunds(third, 'reinstated', 5_000))).toBe('reinstated');
+    expect(await dc.balance()).toBe('55');
+  });
+
   it('counts only what was taken when a dispute is said again with another amount (no ledger row replayed as taken)', async () => {
     const a = await seed(s).account();
     const c = client(s, a.apiKey);
@@ -334,7 +370,8 @@ describe.each(BACKENDS)('refunds and disputes of Stripe top-ups on %s', (backend
     // As migration 0014's code left them: its ledger keys, the dispute's credits in dispute_nanos.
     const knex = getKnex(s.services.orm);
     const migrator = s.services.orm.getMigrator();
-    await migrator.down(); // 0015, the last
+    await migrator.down({ to: '0015-payment-reversals' }); // 0015 and every one after it
+    expect(await knex.schema.hasTable('payment_reversals')).toBe(false);
     for (const [pi, legacy] of [
       [refunded, 'topup-refund:stripe:'],
       [disputed, 'topup-dispute:stripe:'],
@@ -358,6 +395,25 @@ describe.each(BACKENDS)('refunds and disputes of Stripe top-ups on %s', (backend
     expect(await c.balance()).toBe('66');
     expect(await deliver(stripe.events.refunded(disputed, 1_000))).toBe('reversed');
     expect(await c.balance()).toBe('55');
+  });
+
+  it("carries refunds' shortfalls made before migration 0017 over, so that a dispute won still gives back only what it took", async () => {
+    const a = await seed(s).account();
+    const c = client(s, a.apiKey);
+    const pi = await paidTopUp(a.apiKey, 100); // 110 credits
+    await s.services.billing.setTier(a.id, 'startup'); // 30 left
+    expect(await deliver(stripe.events.refunded(pi, 5_000))).toBe('reversed'); // 55 due, 30 taken
+    const migrator = s.services.orm.getMigrator();
+    await migrator.down({ to: '0017-refund-forgiven' });
+    const knex = getKnex(s.services.orm);
+    expect(await knex.schema.hasColumn('top_ups', 'refund_forgiven_nanos')).toBe(false);
+    await migrator.up();
+    expect(String((await knex('top_ups').where({ payment_id: pi }).first()).refund_forgiven_nanos)).toBe('25000000000');
+    await paidTopUp(a.apiKey, 100); // 110
+    expect(await deliver(stripe.events.disputeFunds(pi, 'withdrawn', 5_000))).toBe('reversed'); // 55 taken
+    expect(await c.balance()).toBe('55');
+    expect(await deliver(stripe.events.disputeFunds(pi, 'reinstated', 5_000))).toBe('reinstated');
+    expect(await c.balance()).toBe('110');
   });
 
   it('acknowledges a refund of a payment it does not know, and a charge without a payment intent, changing nothing', async () => {

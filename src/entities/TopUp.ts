@@ -40,6 +40,8 @@ export class TopUp {
   reversedNanos = 0n;
   /** The credits actually taken back for them (at most what the wallet had). */
   takenBackNanos = 0n;
+  /** What refunds called for and could not take (already spent): forgiven, and not a dispute's. */
+  refundForgivenNanos = 0n;
 }
 
 export const TopUpSchema = new EntitySchema<TopUp>({
@@ -80,5 +82,6 @@ export const TopUpSchema = new EntitySchema<TopUp>({
     chargedCents: { type: 'integer', nullable: true },
     reversedNanos: { type: new BigIntType('bigint'), defaultRaw: "'0'" },
     takenBackNanos: { type: new BigIntType('bigint'), defaultRaw: "'0'" },
+    refundForgivenNanos: { type: new BigIntType('bigint'), defaultRaw: "'0'" },
   },
 });

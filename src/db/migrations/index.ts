@@ -19,6 +19,7 @@ import { Migration0013SpendingLimitVersion } from './0013-spending-limit-version
 import { Migration0014TopUpReversals } from './0014-top-up-reversals.js';
 import { Migration0015PaymentReversals } from './0015-payment-reversals.js';
 import { Migration0016InstanceTiers } from './0016-instance-tiers.js';
+import { Migration0017RefundForgiven } from './0017-refund-forgiven.js';
 
 export const MIGRATIONS: { name: string; class: Constructor<Migration> }[] = [
   { name: '0001-accounts-and-keys', class: Migration0001AccountsAndKeys },
@@ -37,4 +38,5 @@ export const MIGRATIONS: { name: string; class: Constructor<Migration> }[] = [
   { name: '0014-top-up-reversals', class: Migration0014TopUpReversals },
   { name: '0015-payment-reversals', class: Migration0015PaymentReversals },
   { name: '0016-instance-tiers', class: Migration0016InstanceTiers },
+  { name: '0017-refund-forgiven', class: Migration0017RefundForgiven },
 ];

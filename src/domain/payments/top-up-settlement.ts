@@ -296,6 +296,7 @@ export class TopUpSettlement {
     const newlyWithdrawn = r.disputeState === 'withdrawn' && t.disputeState !== 'withdrawn';
     const cause = newlyWithdrawn ? 'dispute' : r.disputeState === 'reinstated' && t.disputeState === 'withdrawn' ? 'reinstated' : 'refund';
     let taken = t.takenBackNanos;
+    let forgiven = t.refundForgivenNanos;
     let due = 0n;
     let moved = 0n;
     if (target > t.reversedNanos) {
@@ -319,12 +320,15 @@ export class TopUpSettlement {
         effects,
       );
       taken += moved;
+      // A refund's shortfall (credits already spent) stays forgiven; a dispute's goes with it when its funds come back.
+      if (r.refundedCents > t.refundedCents) forgiven += due - moved;
     } else if (target < t.reversedNanos) {
-      // What was due and never taken (already spent) stays forgiven: what is given back is what was
-      // taken beyond the new share less that shortfall, never an earlier shortfall collected now.
-      const shortfall = t.reversedNanos - t.takenBackNanos;
-      const keep = target > shortfall ? target - shortfall : 0n;
-      moved = taken > keep ? -(taken - keep) : 0n;
+      // Funds reinstated (a dispute won or lowered): the credits kept are the new share less what
+      // refunds could not take, at most what was taken. So what is given back is what the dispute
+      // took beyond the refunds' share: never a refund's take, never a shortfall collected now.
+      const owed = target > forgiven ? target - forgiven : 0n;
+      const keep = taken < owed ? taken : owed;
+      moved = -(taken - keep);
     }
     if (moved < 0n) {
       await this.o.wallet.creditWithin(
@@ -351,6 +355,7 @@ export class TopUpSettlement {
         chargedCents: r.chargedCents,
         reversedNanos: target,
         takenBackNanos: taken,
+        refundForgivenNanos: forgiven,
       },
       now,
     );

@@ -42,6 +42,8 @@ export interface TopUpRecord {
   reversedNanos: bigint;
   /** The credits actually taken back for them (at most what the wallet had; never collected later). */
   takenBackNanos: bigint;
+  /** Of what they call for, what refunds could not take (already spent): forgiven, and not the dispute's to give back. */
+  refundForgivenNanos: bigint;
 }
 
 export type DisputeState = 'withdrawn' | 'reinstated';
@@ -49,7 +51,8 @@ export type DisputeState = 'withdrawn' | 'reinstated';
 const COLUMNS =
   'id, account_id, source, processor, status, cast(amount as text) as amount, cast(bonus as text) as bonus, bonus_bps, currency, idempotency_key, request_hash, ' +
   'processor_checkout_id, payment_id, checkout_url, failure_reason, created_at, updated_at, expires_at, settled_at, refunded_cents, dispute_state, cast(dispute_nanos as text) as dispute_nanos, ' +
-  'charged_cents, cast(reversed_nanos as text) as reversed_nanos, cast(taken_back_nanos as text) as taken_back_nanos';
+  'charged_cents, cast(reversed_nanos as text) as reversed_nanos, cast(taken_back_nanos as text) as taken_back_nanos, ' +
+  'cast(refund_forgiven_nanos as text) as refund_forgiven_nanos';
 
 function topUpRecord(r: Record<string, unknown>): TopUpRecord {
   const status = String(r.status);
@@ -80,6 +83,7 @@ function topUpRecord(r: Record<string, unknown>): TopUpRecord {
     chargedCents: r.charged_cents == null ? null : int(r.charged_cents),
     reversedNanos: big(r.reversed_nanos ?? 0),
     takenBackNanos: big(r.taken_back_nanos ?? 0),
+    refundForgivenNanos: big(r.refund_forgiven_nanos ?? 0),
   };
 }
 
@@ -412,13 +416,23 @@ export async function recordReversal(
     chargedCents: number | null;
     reversedNanos: bigint;
     takenBackNanos: bigint;
+    refundForgivenNanos: bigint;
   },
   now: Date,
 ): Promise<void> {
   await exec(
     db,
-    'update top_ups set refunded_cents = ?, dispute_state = ?, charged_cents = coalesce(charged_cents, ?), reversed_nanos = ?, taken_back_nanos = ?, updated_at = ? where id = ?',
-    [fields.refundedCents, fields.disputeState, fields.chargedCents, fields.reversedNanos, fields.takenBackNanos, now, id],
+    'update top_ups set refunded_cents = ?, dispute_state = ?, charged_cents = coalesce(charged_cents, ?), reversed_nanos = ?, taken_back_nanos = ?, refund_forgiven_nanos = ?, updated_at = ? where id = ?',
+    [
+      fields.refundedCents,
+      fields.disputeState,
+      fields.chargedCents,
+      fields.reversedNanos,
+      fields.takenBackNanos,
+      fields.refundForgivenNanos,
+      now,
+      id,
+    ],
   );
 }
 
