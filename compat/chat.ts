@@ -383,6 +383,8 @@ export function chatCompletions(door: CompatDoor, log: (req: Request, err: unkno
       await sendSse(res, events, (e) => chunkWire(e.chatCompletionStream, includeUsage), {
         headers,
         log: (err) => log(req, err),
+        stalledMs: door.stalledClientMs,
+        onStalled: () => door.stalled(req),
       });
       return;
     }

@@ -21,5 +21,9 @@ export interface CompatDoor {
   precheck(ctx: GraphQLContext): Promise<void>;
   /** The largest request body, e.g. "1mb". */
   bodyLimit: string;
+  /** How long a stream's client may take none of what was written before it is disconnected. */
+  stalledClientMs: number;
+  /** Logs a stream's client disconnected for taking nothing (stalledClientMs). */
+  stalled(req: Request): void;
   model(id: string): ModelNotice | undefined;
 }

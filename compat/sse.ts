@@ -5,7 +5,10 @@
 // it (its response head), not after the first token: validation, 402, 429 and an upstream's 503
 // with Retry-After keep their status, and a slow first token does not hold the head back. A stream
 // that fails later ends with an event carrying the error body and no [DONE], so no client can take
-// a cut stream for a finished one.
+// a cut stream for a finished one. A client that takes none of what was written for `stalledMs`
+// (its socket and Node's buffer full) is disconnected, as if it had left: the call ends, billed for
+// what was delivered, instead of holding the call (an in-process model's slot) for as long as the
+// client keeps the connection open, past its hold.
 import { once } from 'node:events';
 import type { Response } from 'express';
 import { errorResponse } from './errors.js';
@@ -14,7 +17,7 @@ export async function sendSse<T>(
   res: Response,
   events: AsyncGenerator<T>,
   toData: (event: T) => unknown | undefined,
-  opts: { log?: (err: unknown) => void; headers?: Record<string, string> },
+  opts: { log?: (err: unknown) => void; headers?: Record<string, string>; stalledMs: number; onStalled?: () => void },
 ): Promise<void> {
   const first = await events.next(); // throws: the caller answers with a plain error response
   let gone = false;
@@ -32,8 +35,16 @@ export async function sendSse<T>(
     'X-Accel-Buffering': 'no',
   });
   const write = async (data: string) => {
-    if (gone) return;
-    if (!res.write(`data: ${data}\n\n`)) await Promise.race([once(res, 'drain'), once(res, 'close')]);
+    if (gone || res.write(`data: ${data}\n\n`)) return;
+    const stalled = setTimeout(() => {
+      opts.onStalled?.();
+      res.destroy();
+    }, opts.stalledMs);
+    try {
+      await Promise.race([once(res, 'drain'), once(res, 'close')]);
+    } finally {
+      clearTimeout(stalled);
+    }
   };
   try {
     for (let next = first; !next.done; next = await events.next()) {

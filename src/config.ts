@@ -19,6 +19,7 @@ import {
   type OpenAIEngineConfig,
 } from './domain/catalog/model.js';
 import { ConfigError } from './domain/errors.js';
+import { DEFAULT_MAX_DURATION_MS } from './domain/inference/engine.js';
 import type { RateLimitSettings } from './domain/ratelimit/types.js';
 import { accountsSchema, type AccountsSettings } from './config-accounts.js';
 import { alertsSchema, MAX_TIMER_SECONDS, readMailEnv, TIMER_TOO_LONG, type AlertsSettings, type MailEnv } from './config-alerts.js';
@@ -29,8 +30,6 @@ const MAX_TIMER_MS = 2_147_483_647;
 const timerMs = positiveInt.max(MAX_TIMER_MS, `at most ${MAX_TIMER_MS} (about 24.8 days, the longest interval a timer keeps)`);
 /** safety.window_chars when the config gives none (README, "Content filtering", says what it costs). */
 export const DEFAULT_SAFETY_WINDOW_CHARS = 200;
-/** engine.max_duration_ms when the config gives none: 5 minutes, well inside the default hold expiry of 15. */
-export const DEFAULT_MAX_DURATION_MS = 300_000;
 // Prices and fees become integer nanos (src/domain/billing/money.ts): more than 9 decimal places would be rounded, so it is refused.
 const price = z.number().nonnegative().finite().superRefine(refineAmount);
 // Wallets, the ledger, fees, top-ups and every display are in US dollars (the domain's
@@ -97,6 +96,8 @@ const llamacppEngine = z.strictObject({
   queue: z
     .strictObject({ max_depth: z.number().int().nonnegative().default(16), max_wait_ms: timerMs.default(30_000) })
     .default({ max_depth: 16, max_wait_ms: 30_000 }),
+  /** The whole call (its wait in the queue included): past it, 504 upstream_timeout, or a stream's error event. */
+  max_duration_ms: timerMs.default(DEFAULT_MAX_DURATION_MS),
   /** eager: loaded at start-up (/readyz waits for it); lazy: on its first call. */
   load: z.enum(['eager', 'lazy']).default('eager'),
   /** Layers offloaded to the GPU when llama.cpp runs a GPU build: auto (all that fit; default), max, or a count (0: none). */
@@ -327,6 +328,12 @@ const fileSchema = z.strictObject({
        * `trust_proxy` names); past it the upgrade is refused with 429 too_many_connections.
        */
       max_websockets_per_client: positiveInt.default(64),
+      /**
+       * A /v1 stream's client that takes none of what was written for this long is disconnected:
+       * its call ends, billed for what was delivered. A client that stops reading would otherwise
+       * hold the call (an in-process model's slot) and outlive its hold.
+       */
+      stalled_client_ms: timerMs.default(60_000),
     })
     .default({
       body_limit: '1mb',
@@ -336,6 +343,7 @@ const fileSchema = z.strictObject({
       cors_origins: [],
       trust_proxy: false,
       max_websockets_per_client: 64,
+      stalled_client_ms: 60_000,
     }),
   graphql: z
     .strictObject({
@@ -591,8 +599,12 @@ export function parseConfigText(
   }
   // A call that outlives its hold is released by the sweeper and billed nothing: refuse the config.
   const holdMs = top.data.billing.hold_expiry_seconds * 1000;
+  if (top.data.server.stalled_client_ms >= holdMs)
+    throw new ConfigError(
+      `${source}: server.stalled_client_ms (${top.data.server.stalled_client_ms} ms) must be below billing.hold_expiry_seconds (${top.data.billing.hold_expiry_seconds} s): a stream whose client stopped reading could outlive its hold and go unbilled`,
+    );
   for (const m of models) {
-    if (m.engine.type === 'openai' && m.engine.max_duration_ms >= holdMs) {
+    if (m.engine.max_duration_ms >= holdMs) {
       throw new ConfigError(
         `${source}: model "${m.id}": engine.max_duration_ms (${m.engine.max_duration_ms} ms) must be below billing.hold_expiry_seconds (${top.data.billing.hold_expiry_seconds} s): a call could outlive its hold and go unbilled`,
       );

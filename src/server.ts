@@ -183,6 +183,13 @@ function compatDoor(services: Services, inFlight: Set<AbortController>): CompatD
     },
     precheck: async (ctx) => services.inference.precheck(await ctx.caller()),
     bodyLimit: services.config.server.body_limit,
+    stalledClientMs: services.config.server.stalled_client_ms,
+    stalled(req) {
+      services.logger.warn(
+        { reqId: req.requestId, path: req.originalUrl.split('?', 1)[0], stalledMs: services.config.server.stalled_client_ms },
+        'stream client took nothing of the stream for server.stalled_client_ms; disconnected',
+      );
+    },
     model(id) {
       const m = services.catalog.find(id);
       if (!m) return undefined;

@@ -297,6 +297,33 @@ describe('the queue in front of the model', () => {
     await queued.close();
   });
 
+  it("ends a call at engine.max_duration_ms, its wait in the queue and a stream consumer's pauses included: 504 upstream_timeout", async () => {
+    const bounded = llamaEngine(
+      'chat',
+      { file: fixtures.files.chat, parallel: 1, max_duration_ms: 400, queue: { max_depth: 4, max_wait_ms: 30_000 } },
+      { id: 'chat-bounded' },
+    );
+    await bounded.load();
+    const holder = bounded.chatStream(greedy({ maxTokens: 100 }), neverAborted())[Symbol.asyncIterator]();
+    expect((await holder.next()).done).toBe(false); // holds the only slot
+    // Queued behind it: ended at its deadline, long before the queue's own 30 s.
+    const started = Date.now();
+    await expect(bounded.chat(greedy({ maxTokens: 4 }), neverAborted())).rejects.toMatchObject({
+      code: 'upstream_timeout',
+      message: 'The call ran past its time limit and was ended.',
+    });
+    expect(Date.now() - started).toBeLessThan(20_000);
+    // The holder's consumer has paused past its deadline: its next piece is the timeout, and the slot is freed.
+    await new Promise((r) => setTimeout(r, 500));
+    await expect(holder.next()).rejects.toMatchObject({ code: 'upstream_timeout' });
+    expect((await bounded.chat(greedy({ maxTokens: 2 }), neverAborted())).usage.completionTokens).toBe(2);
+    // A caller's own abort is still an abort, not a timeout.
+    const caller = new AbortController();
+    caller.abort(new Error('client left'));
+    await expect(bounded.chat(greedy({ maxTokens: 2 }), caller.signal)).rejects.toThrow('client left');
+    await bounded.close();
+  });
+
   it('serves as many calls at once as it has sequences', async () => {
     const wide = llamaEngine(
       'chat',

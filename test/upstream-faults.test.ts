@@ -220,6 +220,7 @@ ${chatModel('chat-test', `base_url: "${url}", timeout_ms: 5000`)}${chatModel('ch
     it('start-up refuses a config where a call could outlive its hold, naming both keys', () => {
       const yaml = `
 billing: { hold_expiry_seconds: 60 }
+server: { stalled_client_ms: 30000 }
 models:
 ${chatModel('slow', 'base_url: "http://127.0.0.1:1/v1", max_duration_ms: 60000')}`;
       expect(() => parseConfigText(yaml, 'config.yaml')).toThrow(ConfigError);
@@ -231,6 +232,31 @@ ${chatModel('slow', 'base_url: "http://127.0.0.1:1/v1", max_duration_ms: 60000')
         /engine\.max_duration_ms \(300000 ms\)/,
       );
       expect(parseConfigText(yaml.replace('60000', '59999'), 'config.yaml').models).toHaveLength(1);
+      // An in-process model too: its calls (their wait in the queue included) end at its max_duration_ms.
+      const inProcess = (engine: string) => `
+billing: { hold_expiry_seconds: 60 }
+server: { stalled_client_ms: 30000 }
+models:
+  - id: local
+    category: chat
+    owned_by: me
+    created: 1735689600
+    version: "1"
+    status: active
+    capabilities: { chat_completion: true, streaming: true, function_calling: false }
+    pricing: { input_price_per_million: 1, output_price_per_million: 2, currency: usd }
+    specifications: { context_window: 1024, max_output_tokens: 256, training_cutoff: "2025-01" }
+    engine: { type: llamacpp, file: ./models/local.gguf${engine} }`;
+      expect(() => parseConfigText(inProcess(''), 'config.yaml')).toThrow(
+        /model "local": engine\.max_duration_ms \(300000 ms\) must be below billing\.hold_expiry_seconds \(60 s\)/,
+      );
+      expect(parseConfigText(inProcess(', max_duration_ms: 59999'), 'config.yaml').models[0]!.engine).toMatchObject({
+        max_duration_ms: 59_999,
+      });
+      // And a stream whose client stopped reading ends at server.stalled_client_ms.
+      expect(() => parseConfigText(yaml.replace('stalled_client_ms: 30000', 'stalled_client_ms: 60000'), 'config.yaml')).toThrow(
+        /server\.stalled_client_ms \(60000 ms\) must be below billing\.hold_expiry_seconds \(60 s\)/,
+      );
     });
 
     it('the new engine keys have defaults and are validated, naming the key', () => {

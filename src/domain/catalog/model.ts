@@ -37,6 +37,8 @@ export interface LlamaCppEngineConfig {
   context_size?: number;
   batch_size?: number;
   queue: { max_depth: number; max_wait_ms: number };
+  /** Total deadline of one call: its wait in the queue, the generation and the consumer's pauses. */
+  max_duration_ms: number;
   load: 'eager' | 'lazy';
   /** Layers offloaded to the GPU (with a GPU build): 'auto' (all that fit, the default), 'max', or a count. */
   gpu_layers?: 'auto' | 'max' | number;

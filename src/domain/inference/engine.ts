@@ -175,6 +175,12 @@ export interface EngineModerationResult {
   promptTokens: number;
 }
 
+/** engine.max_duration_ms when the config gives none: 5 minutes, well inside the default hold expiry of 15. */
+export const DEFAULT_MAX_DURATION_MS = 300_000;
+
+/** What a call past its engine.max_duration_ms is told (504 upstream_timeout, or a stream's error event). */
+export const CALL_DEADLINE_MESSAGE = 'The call ran past its time limit and was ended.';
+
 export interface Engine {
   chat(req: EngineChatRequest, signal: AbortSignal): Promise<EngineChatResult>;
   /** The iterator's `return()` (or the signal) stops generation upstream at once. */

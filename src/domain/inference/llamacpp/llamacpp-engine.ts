@@ -24,17 +24,19 @@ import {
   type Token,
 } from 'node-llama-cpp';
 import { DomainError } from '../../errors.js';
-import type {
-  ChatMessage,
-  Engine,
-  EngineChatRequest,
-  EngineChatResult,
-  EngineEmbedResult,
-  EngineModerationResult,
-  EngineRerankResult,
-  EngineStreamEvent,
-  ModelAvailability,
-  ToolDefinition,
+import {
+  CALL_DEADLINE_MESSAGE,
+  type ChatMessage,
+  DEFAULT_MAX_DURATION_MS,
+  type Engine,
+  type EngineChatRequest,
+  type EngineChatResult,
+  type EngineEmbedResult,
+  type EngineModerationResult,
+  type EngineRerankResult,
+  type EngineStreamEvent,
+  type ModelAvailability,
+  type ToolDefinition,
 } from '../engine.js';
 import { checkToolSchemas, formatGrammar, grammarState, grammarStops, promptTokens, usesTools } from './chat-features.js';
 import { type ChoiceBase, chatChoices, samplingOf, streamChoices } from './chat-run.js';
@@ -108,6 +110,7 @@ export class LlamaCppEngine implements Engine {
   private readonly threads: number;
   private readonly parallel: number;
   private readonly queue: QueueLimits;
+  private readonly maxDurationMs: number;
   private readonly env: NodeJS.ProcessEnv;
 
   constructor(
@@ -124,6 +127,7 @@ export class LlamaCppEngine implements Engine {
       maxDepth: config.engine.queue?.max_depth ?? DEFAULT_QUEUE.max_depth,
       maxWaitMs: config.engine.queue?.max_wait_ms ?? DEFAULT_QUEUE.max_wait_ms,
     };
+    this.maxDurationMs = config.engine.max_duration_ms ?? DEFAULT_MAX_DURATION_MS;
     // An embedding or rerank context holds max_tokens and one more (node-llama-cpp reads inputs
     // shorter than the context): a smaller one would refuse inputs the catalog publishes. Whatever
     // the file, so start-up stops on it even while the file is missing.
@@ -507,9 +511,60 @@ export class LlamaCppEngine implements Engine {
 
   // ---- chat ----
 
+  /**
+   * The call's deadline (engine.max_duration_ms), from its start: its wait in the queue, the
+   * generation and the time a stream's consumer holds a piece all count, so that no call outlives
+   * its hold (start-up refuses a max_duration_ms not below billing.hold_expiry_seconds). The signal
+   * aborts with the caller's, or at the deadline with 504 upstream_timeout; `error` turns whatever
+   * the abort threw then (node-llama-cpp's own AbortError) into that error.
+   */
+  private deadline(caller: AbortSignal) {
+    const controller = new AbortController();
+    const onAbort = () => controller.abort(abortReason(caller));
+    const expired = new DomainError('upstream_timeout', CALL_DEADLINE_MESSAGE);
+    const timer = setTimeout(() => controller.abort(expired), this.maxDurationMs);
+    if (caller.aborted) onAbort();
+    else caller.addEventListener('abort', onAbort, { once: true });
+    return {
+      signal: controller.signal,
+      error: (e: unknown) => (controller.signal.reason === expired ? expired : e),
+      dispose: () => {
+        clearTimeout(timer);
+        caller.removeEventListener('abort', onAbort);
+      },
+    };
+  }
+
+  /** `run` under the call's deadline (see deadline). */
+  private async within<T>(caller: AbortSignal, run: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const d = this.deadline(caller);
+    try {
+      return await run(d.signal);
+    } catch (e) {
+      throw d.error(e);
+    } finally {
+      d.dispose();
+    }
+  }
+
+  async chat(req: EngineChatRequest, signal: AbortSignal): Promise<EngineChatResult> {
+    return this.within(signal, (s) => this.chatWithin(req, s));
+  }
+
+  async *chatStream(req: EngineChatRequest, signal: AbortSignal): AsyncGenerator<EngineStreamEvent> {
+    const d = this.deadline(signal);
+    try {
+      yield* this.streamWithin(req, d.signal);
+    } catch (e) {
+      throw d.error(e);
+    } finally {
+      d.dispose();
+    }
+  }
+
   // The non-streamed call runs the same steps as the stream (./completion-text.ts does the text),
   // without an async-generator hop per token.
-  async chat(req: EngineChatRequest, signal: AbortSignal): Promise<EngineChatResult> {
+  private async chatWithin(req: EngineChatRequest, signal: AbortSignal): Promise<EngineChatResult> {
     if (signal.aborted) throw abortReason(signal);
     const runner = await this.runnerOf('chat');
     const prompt = this.chatPrompt(runner, req);
@@ -534,7 +589,7 @@ export class LlamaCppEngine implements Engine {
     }
   }
 
-  async *chatStream(req: EngineChatRequest, signal: AbortSignal): AsyncGenerator<EngineStreamEvent> {
+  private async *streamWithin(req: EngineChatRequest, signal: AbortSignal): AsyncGenerator<EngineStreamEvent> {
     if (signal.aborted) throw abortReason(signal);
     const runner = await this.runnerOf('chat');
     const prompt = this.chatPrompt(runner, req);
@@ -642,19 +697,21 @@ export class LlamaCppEngine implements Engine {
   // ---- embeddings, rerank and moderation (./embeddings.ts, ./moderation.ts) ----
 
   async embed(input: string[], signal: AbortSignal): Promise<EngineEmbedResult> {
-    return embedOn(await this.runnerOf('embedding'), this.modelId, input, signal);
+    return this.within(signal, async (s) => embedOn(await this.runnerOf('embedding'), this.modelId, input, s));
   }
 
   async rerank(query: string, documents: string[], signal: AbortSignal): Promise<EngineRerankResult> {
-    return rerankOn(await this.runnerOf('reranking'), this.modelId, query, documents, signal);
+    return this.within(signal, async (s) => rerankOn(await this.runnerOf('reranking'), this.modelId, query, documents, s));
   }
 
   async moderate(inputs: string[], signal: AbortSignal): Promise<EngineModerationResult[]> {
-    if (signal.aborted) throw abortReason(signal);
-    const runner = await this.runnerOf('chat');
-    const results: EngineModerationResult[] = [];
-    for (const input of inputs) results.push(await moderateOn(runner, this.modelId, input, signal, this.stats));
-    return results;
+    return this.within(signal, async (s) => {
+      if (s.aborted) throw abortReason(s);
+      const runner = await this.runnerOf('chat');
+      const results: EngineModerationResult[] = [];
+      for (const input of inputs) results.push(await moderateOn(runner, this.modelId, input, s, this.stats));
+      return results;
+    });
   }
 
   async close(): Promise<void> {

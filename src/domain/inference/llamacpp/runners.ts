@@ -29,6 +29,8 @@ export interface LlamaCppEngineConfig {
   context_size?: number;
   batch_size?: number;
   queue?: { max_depth?: number; max_wait_ms?: number };
+  /** Total deadline of one call (its wait in the queue included); default 5 minutes. */
+  max_duration_ms?: number;
   /** eager: load at start-up (the default); lazy: on the first call. */
   load?: 'eager' | 'lazy';
   /** Layers offloaded to the GPU by a GPU build: 'auto' (all that fit; the default), 'max', or a count. */

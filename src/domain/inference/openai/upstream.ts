@@ -3,7 +3,7 @@
 // that read upstream answers defensively. ./openai-engine.ts speaks the API over these.
 import type { Dispatcher, Pool } from 'undici';
 import { DomainError } from '../../errors.js';
-import type { FinishReason } from '../engine.js';
+import { CALL_DEADLINE_MESSAGE, type FinishReason } from '../engine.js';
 import type { BreakerSnapshot, CircuitBreaker } from './circuit-breaker.js';
 
 export interface OpenAIEngineLogger {
@@ -237,7 +237,7 @@ export const MAX_RETRY_AFTER_S = 600;
 export const msg = {
   unreachable: "The model's upstream server could not be reached.",
   timeout: "The model's upstream server did not answer in time.",
-  deadline: 'The call ran past its time limit and was ended.',
+  deadline: CALL_DEADLINE_MESSAGE,
   invalid: "The model's upstream server sent an invalid response.",
   tooLarge: `The model's upstream server sent an answer larger than ${ANSWER_BODY_LIMIT / 1024 / 1024} MB.`,
   eventTooLarge: `The model's upstream server sent a stream event larger than ${MAX_EVENT_CHARS / 1024 / 1024} MB.`,
