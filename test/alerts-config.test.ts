@@ -53,6 +53,16 @@ describe('mail and alerts configuration', () => {
       { publicUrl: 'https://tollgate.example', accountId: 'acct_x' },
     );
     expect(mail.subject).toBe('Spending limit reached: calls past 0.002 USD refused (0.001926 USD spent this month)');
+    // Refused while calls in progress held the rest (a burst): the mail says so, not "0.00 USD spent" alone.
+    const burst = renderNotification(
+      'spending_limit',
+      { period: '2026-11', spent: '0', held: '0.288', limit: '0.3', action: 'block', currency: 'USD' },
+      { publicUrl: 'https://tollgate.example', accountId: 'acct_x' },
+    );
+    expect(burst.subject).toBe(
+      'Spending limit reached: calls past 0.30 USD refused (0.00 USD spent this month, 0.288 USD held by calls in progress)',
+    );
+    expect(burst.text).toContain('Your usage spend for 2026-11 is 0.00 USD, and calls in progress hold 0.288 USD more;');
   });
 
   it('writes ordinals as English does (the automatic top-up mail: "the 3rd in a row")', () => {

@@ -266,7 +266,10 @@ describe.each(BACKENDS)('billing on %s', (backend) => {
         return list.length > 0 && list;
       });
       expect(refusedNotes.map((n) => [n.kind, n.payload])).toEqual([
-        ['spending_limit', { period: expect.any(String), spent: '0.000016', limit: '0.00003', action: 'block', currency: 'USD' }],
+        [
+          'spending_limit',
+          { period: expect.any(String), spent: '0.000016', held: '0', limit: '0.00003', action: 'block', currency: 'USD' },
+        ],
       ]);
       expect((await c.chat(content, { max_tokens: 5 })).status).toBe(402);
       await new Promise((r) => setTimeout(r, 100));

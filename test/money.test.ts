@@ -176,6 +176,10 @@ describe('the hold plan', () => {
     expect(short.message).toContain('needs 0.00005 USD');
     expect(short.message).toContain('0.000049999 USD is available');
     expect(short.message).toContain('up to 19 output tokens');
+    // One token: said in the singular.
+    const one = planHold({ ...base, allocationLeft: 0, walletAvailable: 12_000n });
+    if (one.ok) throw new Error('admitted');
+    expect(one.message).toContain('It can pay for this prompt with up to 1 output token: lower max_tokens or top up the wallet.');
   });
 
   it('with n choices, says what max_tokens (per choice) or n the account can pay for', () => {

@@ -72,13 +72,15 @@ const TEMPLATES: Record<NotificationKind, (p: Payload) => Draft> = {
   }),
   spending_limit: (p) => {
     const reached = p.action === 'block';
+    // Calls in progress hold wallet money too: at the first refusal of a burst, nothing may be spent yet.
+    const held = p.held !== undefined && p.held !== null && p.held !== '0' ? money(p.held, p.currency) : null;
     return {
       // Blocking refuses a call that would pass the limit: the spend may still be just under it.
       subject: reached
-        ? `Spending limit reached: calls past ${money(p.limit, p.currency)} refused (${money(p.spent, p.currency)} spent this month)`
+        ? `Spending limit reached: calls past ${money(p.limit, p.currency)} refused (${money(p.spent, p.currency)} spent this month${held ? `, ${held} held by calls in progress` : ''})`
         : `Spending limit passed: ${money(p.spent, p.currency)} this month`,
       lines: [
-        `Your usage spend for ${p.period} is ${money(p.spent, p.currency)}; your monthly spending limit is ${money(p.limit, p.currency)}.`,
+        `Your usage spend for ${p.period} is ${money(p.spent, p.currency)}${held ? `, and calls in progress hold ${held} more` : ''}; your monthly spending limit is ${money(p.limit, p.currency)}.`,
         reached
           ? 'Calls the wallet would pay beyond the limit are refused (402 spending_limit_reached) until the next period or until you raise the limit.'
           : 'Your limit is set to alert only: calls keep running.',

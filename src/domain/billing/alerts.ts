@@ -188,6 +188,8 @@ export abstract class BillingAlerts extends BillingCore {
       payload: {
         period: w.period,
         spent: formatDecimal(w.periodSpent),
+        // Wallet money calls in progress hold: at a refusal, what stood between the spend and the limit.
+        held: formatDecimal(w.held),
         limit: formatDecimal(w.spendingLimit!),
         action: w.spendingLimitAction,
         currency: WALLET_CURRENCY,

@@ -108,11 +108,16 @@ function outputFor(input: HoldInput, affordable: number): number | null {
  */
 function withOutput(output: number, choices: number, overage: boolean): string {
   const orTopUp = overage ? ' or top up the wallet' : '';
-  if (choices <= 1) return `It can pay for this prompt with up to ${n(output)} output tokens: lower max_tokens${orTopUp}.`;
+  if (choices <= 1) return `It can pay for this prompt with up to ${outputTokens(output)}: lower max_tokens${orTopUp}.`;
   const each = Math.floor(output / choices);
   return each >= 1
-    ? `It can pay for this prompt with up to ${n(each)} output tokens for each of its ${n(choices)} choices (n): lower max_tokens or n${orTopUp}.`
-    : `It can pay for this prompt with up to ${n(output)} output tokens in all, less than one for each of its ${n(choices)} choices (n): lower n${orTopUp}.`;
+    ? `It can pay for this prompt with up to ${outputTokens(each)} for each of its ${n(choices)} choices (n): lower max_tokens or n${orTopUp}.`
+    : `It can pay for this prompt with up to ${outputTokens(output)} in all, less than one for each of its ${n(choices)} choices (n): lower n${orTopUp}.`;
+}
+
+/** "1 output token", "2 output tokens". */
+function outputTokens(count: number): string {
+  return `${n(count)} output token${count === 1 ? '' : 's'}`;
 }
 
 /** Decides admission: the hold to place, or the 402 and a message saying what the account can afford. */
