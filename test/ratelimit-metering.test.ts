@@ -241,6 +241,49 @@ describe('rate-limit metering', () => {
     expect(warnings).toEqual(['rate limiter: store unreachable; serving calls without rate limits (fail-open)']);
   });
 
+  it('asks a failing store again once a second, one call at a time; reads unreachable until it answers, and says when it does', async () => {
+    // A store that hangs until its command times out (here 30 ms), as a Redis that stopped answering.
+    let hung = true;
+    let asked = 0;
+    const memory = new MemoryRateLimitStore({ sweepIntervalMs: 0 });
+    const hanging: RateLimitStore = {
+      ...unreachableStore(),
+      admit: async (...args) => {
+        asked++;
+        if (!hung) return memory.admit(...args);
+        await new Promise((r) => setTimeout(r, 30));
+        throw new Error('Command timed out');
+      },
+      reachable: () => true, // the socket is still open
+    };
+    const infos: string[] = [];
+    const limiter = new RateLimiter(hanging, {
+      storeRetryMs: 200,
+      logger: { warn: () => {}, info: (_obj, msg) => infos.push(msg) },
+    });
+    const limits = { rpm: 100, tpm: 100_000 };
+    expect(limiter.health().reachable).toBe(true);
+    expect((await limiter.admit('acct_1', limits, 1)).state).toBeNull(); // asked, timed out: fail-open
+    expect(limiter.health().reachable).toBe(false);
+    // Calls meanwhile go on at once without asking.
+    const started = Date.now();
+    for (let i = 0; i < 20; i++) expect((await limiter.admit('acct_1', limits, 1)).state).toBeNull();
+    expect(Date.now() - started).toBeLessThan(150);
+    expect(asked).toBe(1);
+    expect(limiter.stats.failOpen).toBe(21);
+    // Past the wait one call asks again, the others still do not; it answers: limits apply again.
+    hung = false;
+    await new Promise((r) => setTimeout(r, 220));
+    const [first, second] = await Promise.all([limiter.admit('acct_1', limits, 1), limiter.admit('acct_1', limits, 1)]);
+    expect(asked).toBe(2);
+    expect(first.state?.rpm.remaining).toBe(99);
+    expect(second.state).toBeNull();
+    expect(limiter.health().reachable).toBe(true);
+    expect(infos).toEqual(['rate limiter: store answers again; rate limits apply']);
+    expect((await limiter.admit('acct_1', limits, 1)).state?.rpm.remaining).toBe(98);
+    expect(asked).toBe(3);
+  });
+
   it('refuses calls with 503 when the store cannot be reached and fail_closed is set', async () => {
     const broken = unreachableStore();
     const { metering, request, billing } = setup({ store: broken, failClosed: true });

@@ -1,7 +1,10 @@
 // The rate limiter of accounts: admits a call against its account's RPM and TPM in a store
 // (memory or Redis), refuses with 429 and Retry-After, counts hits for the "frequent rate-limit
 // hits" alert, and decides what happens when the store cannot be reached: fail open (serve
-// unlimited, warn in the log, count it) or, with `failClosed`, refuse with 503.
+// unlimited, warn in the log, count it) or, with `failClosed`, refuse with 503. After a failure
+// (a Redis that is away, or that hangs until the command times out) the store is not asked again
+// for `storeRetryMs`, then by one call at a time, so that a hung Redis costs its timeout to one
+// call a second rather than to every call; /readyz reads it as unreachable until it answers again.
 import { DomainError } from '../errors.js';
 import type { NotificationSink } from './notification-sink.js';
 import {
@@ -17,6 +20,7 @@ import {
 /** The subset of a pino logger the limiter uses. */
 export interface WarnLogger {
   warn(obj: object, msg: string): void;
+  info?(obj: object, msg: string): void;
 }
 
 export interface RateLimiterOptions {
@@ -26,7 +30,12 @@ export interface RateLimiterOptions {
   alertThreshold?: number;
   notifications?: NotificationSink;
   logger?: WarnLogger;
+  /** After the store failed, how long calls go on without asking it before one call asks again (default 1000 ms). */
+  storeRetryMs?: number;
 }
+
+/** RateLimiterOptions.storeRetryMs when not given. */
+const STORE_RETRY_MS = 1000;
 
 /** A call the limiter admitted. */
 export interface Admission {
@@ -71,6 +80,10 @@ export class RateLimiter {
   private readonly alertThreshold: number;
   private lastWarnMs = -Infinity;
   private unwarned = 0;
+  /** Since when the store has failed (Date.now()), and its last error; null while it answers. */
+  private failing: { sinceMs: number; err: unknown } | null = null;
+  /** While failing: when the next call may ask the store again. */
+  private retryAtMs = 0;
   /**
    * Accounts this instance saw refused for RPM: until the Retry-After it was given passes, another
    * call of theirs cannot fit (counts only grow meanwhile, on every instance), so `precheck`
@@ -93,6 +106,12 @@ export class RateLimiter {
    * store does; else a promise.
    */
   admit(accountId: string, limits: RateLimits, tokens: number, onState?: (state: LimiterState) => void): Admission | Promise<Admission> {
+    if (this.failing) {
+      const now = Date.now();
+      // Not asked: the store failed a moment ago. Past the wait this call asks, alone.
+      if (now < this.retryAtMs) return this.storeUnavailable(this.failing.err, false);
+      this.retryAtMs = now + (this.opts.storeRetryMs ?? STORE_RETRY_MS);
+    }
     let answer: AdmitResult | Promise<AdmitResult>;
     try {
       answer = this.store.admit(accountId, limits, tokens, this.alertThreshold);
@@ -116,6 +135,7 @@ export class RateLimiter {
     result: AdmitResult,
     onState: ((state: LimiterState) => void) | undefined,
   ): Admission {
+    if (this.failing) this.answersAgain();
     onState?.(result.state);
     if (result.admitted) {
       this.stats.admitted++;
@@ -189,7 +209,14 @@ export class RateLimiter {
    * get while it cannot (fail-open: served without limits; fail_closed: refused with 503).
    */
   health(): { backend: 'memory' | 'redis'; reachable: boolean; failClosed: boolean } {
-    return { backend: this.store.name, reachable: this.store.reachable(), failClosed: this.failClosed };
+    return { backend: this.store.name, reachable: this.failing === null && this.store.reachable(), failClosed: this.failClosed };
+  }
+
+  /** The store answered after failing: said once, with how long it was out. */
+  private answersAgain(): void {
+    const downMs = Date.now() - this.failing!.sinceMs;
+    this.failing = null;
+    this.opts.logger?.info?.({ downMs, failOpenTotal: this.stats.failOpen }, 'rate limiter: store answers again; rate limits apply');
   }
 
   /** Reports a correction the store could not make (at once, or deferred and given up on). */
@@ -198,8 +225,15 @@ export class RateLimiter {
     this.warn(err, 'rate limiter: could not correct a token count; the estimate stays counted');
   }
 
-  private storeUnavailable(err: unknown): Admission {
-    this.stats.storeErrors++;
+  /** A call the store could not admit (`asked`), or was not asked for while it fails. */
+  private storeUnavailable(err: unknown, asked = true): Admission {
+    if (asked) {
+      this.stats.storeErrors++;
+      const now = Date.now();
+      if (this.failing) this.failing.err = err;
+      else this.failing = { sinceMs: now, err };
+      this.retryAtMs = now + (this.opts.storeRetryMs ?? STORE_RETRY_MS);
+    }
     if (this.failClosed) {
       this.warn(err, 'rate limiter: store unreachable; refusing calls (rate_limits.fail_closed)');
       throw new DomainError('rate_limiter_unavailable', 'Rate limiting is unavailable right now, so calls are refused; retry shortly.', {
