@@ -338,7 +338,7 @@ export function createApp(services: Services) {
     // The rate limiter's store (Redis) out of reach: with rate_limits.fail_closed every metered
     // call is refused, so the instance is not ready; fail-open it serves without limits, which
     // the body says (a load balancer checking the status keeps it, an operator sees why).
-    const limiter = services.rateLimiter?.health() ?? null;
+    const limiter = (await services.rateLimiter?.health()) ?? null;
     const limiterRefuses = limiter !== null && !limiter.reachable && limiter.failClosed;
     const database = state.ready && !state.shuttingDown ? await databaseAnswers(services) : true;
     const ready = state.ready && !state.shuttingDown && services.engines.ready && database && !limiterRefuses;

@@ -262,9 +262,9 @@ describe('rate-limit metering', () => {
       logger: { warn: () => {}, info: (_obj, msg) => infos.push(msg) },
     });
     const limits = { rpm: 100, tpm: 100_000 };
-    expect(limiter.health().reachable).toBe(true);
+    expect((await limiter.health()).reachable).toBe(true);
     expect((await limiter.admit('acct_1', limits, 1)).state).toBeNull(); // asked, timed out: fail-open
-    expect(limiter.health().reachable).toBe(false);
+    expect((await limiter.health()).reachable).toBe(false);
     // Calls meanwhile go on at once without asking.
     const started = Date.now();
     for (let i = 0; i < 20; i++) expect((await limiter.admit('acct_1', limits, 1)).state).toBeNull();
@@ -278,10 +278,30 @@ describe('rate-limit metering', () => {
     expect(asked).toBe(2);
     expect(first.state?.rpm.remaining).toBe(99);
     expect(second.state).toBeNull();
-    expect(limiter.health().reachable).toBe(true);
+    expect((await limiter.health()).reachable).toBe(true);
     expect(infos).toEqual(['rate limiter: store answers again; rate limits apply']);
     expect((await limiter.admit('acct_1', limits, 1)).state?.rpm.remaining).toBe(98);
     expect(asked).toBe(3);
+
+    // Failing again with no calls coming (a load balancer took the instance out): /readyz's own
+    // check asks the store (a PING, once per wait), and finds it back.
+    hung = true;
+    expect((await limiter.admit('acct_1', limits, 1)).state).toBeNull();
+    let pinged = 0;
+    hanging.ping = async () => {
+      pinged++;
+      if (hung) throw new Error('Command timed out');
+    };
+    expect((await limiter.health()).reachable).toBe(false);
+    expect(pinged).toBe(0); // within the wait: not asked
+    await new Promise((r) => setTimeout(r, 220));
+    expect((await limiter.health()).reachable).toBe(false);
+    expect(pinged).toBe(1);
+    hung = false;
+    await new Promise((r) => setTimeout(r, 220));
+    expect((await limiter.health()).reachable).toBe(true);
+    expect(pinged).toBe(2);
+    expect(infos).toHaveLength(2);
   });
 
   it('refuses calls with 503 when the store cannot be reached and fail_closed is set', async () => {

@@ -208,7 +208,18 @@ export class RateLimiter {
    * How the limiter stands, for /readyz: its store, whether that can be asked now, and what calls
    * get while it cannot (fail-open: served without limits; fail_closed: refused with 503).
    */
-  health(): { backend: 'memory' | 'redis'; reachable: boolean; failClosed: boolean } {
+  async health(): Promise<{ backend: 'memory' | 'redis'; reachable: boolean; failClosed: boolean }> {
+    // A failing store is asked here too (a PING, at most once per storeRetryMs): an instance that
+    // /readyz took out of a load balancer's rotation gets no calls that would find it back.
+    if (this.failing && this.store.ping && Date.now() >= this.retryAtMs) {
+      this.retryAtMs = Date.now() + (this.opts.storeRetryMs ?? STORE_RETRY_MS);
+      try {
+        await this.store.ping();
+        if (this.failing) this.answersAgain();
+      } catch (err) {
+        if (this.failing) this.failing.err = err;
+      }
+    }
     return { backend: this.store.name, reachable: this.failing === null && this.store.reachable(), failClosed: this.failClosed };
   }
 

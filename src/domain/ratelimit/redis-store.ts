@@ -518,6 +518,10 @@ export class RedisRateLimitStore implements RateLimitStore {
     return this.client.status === 'ready';
   }
 
+  async ping(): Promise<void> {
+    await this.client.ping();
+  }
+
   async close(): Promise<void> {
     await this.flush();
     if (this.client.status === 'ready') {

@@ -90,6 +90,8 @@ export interface RateLimitStore {
   recentHits(key: string): Promise<number>;
   /** Whether the store can be asked now (Redis: connected); memory: always. For /readyz. */
   reachable(): boolean;
+  /** Asks the store something trivial (Redis: PING); rejects when it does not answer. For /readyz. */
+  ping?(): Promise<void>;
   close(): Promise<void>;
 }
 
