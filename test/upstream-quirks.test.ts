@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Catalog } from '../src/domain/catalog/catalog.js';
 import type { ModelConfig } from '../src/domain/catalog/model.js';
 import type { Engine, Usage } from '../src/domain/inference/engine.js';
-import { InferenceService } from '../src/domain/inference/inference-service.js';
+import { clampChatUsage, InferenceService } from '../src/domain/inference/inference-service.js';
 import { countChatTokens, countTextTokens, truncateTextTokens } from '../src/domain/inference/tokenizer.js';
 import { MODEL } from './support/billing-fixtures.js';
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
@@ -723,6 +723,60 @@ ${chatModel('chat-q', `base_url: "${url}", timeout_ms: 5000`)}${chatModel(
       expect(contentOf(r.text)).toBe(answer);
       expect(chunksOf(r.text).at(-1).usage.completion_tokens).toBe(countTextTokens(answer));
       expect(await billed(streamed.id)).toMatchObject({ completionTokens: countTextTokens(answer) });
+    });
+
+    it("an upstream's prompt count above the admission's estimate (its chat template) is billed, within the hold's room; an absurd one is not", async () => {
+      const answer = 'Hello there.';
+      const content = 'hi';
+      const estimate = countChatTokens([{ role: 'user', content }]);
+      const completion = countTextTokens(answer);
+      const plain = (prompt: number) => ({
+        raw: JSON.stringify({
+          choices: [{ index: 0, message: { role: 'assistant', content: answer }, finish_reason: 'stop' }],
+          usage: usage(prompt, completion),
+        }),
+      });
+      // Llama 3's template: about 25 tokens the o200k estimate does not see. Billed as the model read them.
+      const templated = estimate + 25;
+      const a = await account();
+      s.upstream.setFault(plain(templated));
+      const r = await chat(a.c, content); // max_tokens 64: room for 64 − completion more prompt tokens
+      expect(r.body.usage).toEqual({ prompt_tokens: templated, completion_tokens: completion, total_tokens: templated + completion });
+      const event = await billed(a.id);
+      expect(event).toMatchObject({ promptTokens: templated, completionTokens: completion, billingNote: null });
+      // Charged what the response says (the chat-q prices: 1 and 2 USD per million tokens).
+      expect(event.walletNanos).toBe(BigInt(templated) * 1000n + BigInt(completion) * 2000n);
+      // Streamed the same.
+      const b = await account();
+      s.upstream.setFault(
+        sse(
+          chunk([choice({ role: 'assistant', content: '' })]),
+          chunk([choice({ content: answer }, 'stop')]),
+          chunk([], { usage: usage(templated, completion) }),
+          DONE,
+        ),
+      );
+      expect(chunksOf((await stream(b.c, content)).text).at(-1).usage.prompt_tokens).toBe(templated);
+      expect(await billed(b.id)).toMatchObject({ promptTokens: templated });
+      // Beyond the hold's room (the estimate and the output not used): at most that, never more than was held.
+      const c = await account();
+      s.upstream.setFault(plain(estimate + 500));
+      const tight = await chat(c.c, content, { max_tokens: completion + 3 });
+      expect(tight.body.usage.prompt_tokens).toBe(estimate + 3);
+      expect(await billed(c.id)).toMatchObject({ promptTokens: estimate + 3, billingNote: null });
+      // An absurd count: within the room too (the model's 256 output tokens, not used), not 3e9.
+      const d = await account();
+      s.upstream.setFault(plain(3_000_000_000));
+      const absurd = await chat(d.c, content, { max_tokens: 256 });
+      expect(absurd.status).toBe(200);
+      expect(absurd.body.usage.prompt_tokens).toBe(estimate + 256 - completion);
+      // And never more than 4 × the estimate + 1,024, however much room a call leaves.
+      const wide = { promptTokens: 10, maxTokens: 1_000_000, delivered: answer };
+      expect(clampChatUsage({ promptTokens: 3e9, completionTokens: completion, totalTokens: 0 }, wide)).toMatchObject({
+        promptTokens: 4 * 10 + 1024,
+      });
+      expect(clampChatUsage({ promptTokens: 900, completionTokens: completion, totalTokens: 0 }, wide).promptTokens).toBe(900);
+      expect(clampChatUsage({ promptTokens: 0, completionTokens: completion, totalTokens: 0 }, wide).promptTokens).toBe(10);
     });
 
     it('an SSE event over 4 MB ends the stream as an upstream error; the server goes on serving', async () => {

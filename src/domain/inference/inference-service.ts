@@ -138,25 +138,41 @@ const within = (n: number, max: number) => (Number.isFinite(n) && n > 0 ? Math.m
 const isCount = (n: number) => Number.isFinite(n) && n >= 1;
 
 /**
+ * Prompt tokens an upstream may report beyond the admission count for its model's own chat
+ * template (Llama 3's adds a system header of about 25 tokens, a tool-calling template hundreds),
+ * besides PROMPT_SLACK times that count for its own tokenizer.
+ */
+const TEMPLATE_TOKENS = 1024;
+/** How many times the admission's o200k count a model's own tokenizer may read in a prompt. */
+const PROMPT_SLACK = 4;
+
+/**
  * A chat call's usage as it is reported, billed and counted by the rate limiter: the engine's
- * figures clamped to what was possible and to what reached the client. Prompt tokens: at most the
- * prompt as counted at admission, and that count when the engine reported none (0). Completion
- * tokens: at most `max_tokens` (the ticket's), and at most the bytes of text delivered plus one
- * (every token but the end-of-sequence one decodes to at least a byte), so an upstream claiming
- * output it never sent is not believed. (A completion count of 0 for text delivered is replaced
- * by the text's count before this: billedUsage.)
+ * figures clamped to what was possible and to what reached the client. Completion tokens: at
+ * most `max_tokens` (the ticket's, every choice together), and at most the bytes of text
+ * delivered plus one per choice (every token but the end-of-sequence one decodes to at least a
+ * byte), so an upstream claiming output it never sent is not believed. Prompt tokens: the
+ * engine's count (a forwarded model's tokenizer and chat template, which the o200k count at
+ * admission does not see), up to the room the call's hold has left (the admission count and the
+ * output tokens not used: within the hold's tokens, its charge stays within its money whenever
+ * output costs at least what input does), and up to PROMPT_SLACK × the admission count +
+ * TEMPLATE_TOKENS (an absurd count is not believed); the admission count when it reported none
+ * (0). (A completion count of 0 for text delivered is replaced by the text's count before this:
+ * billedUsage.)
  */
 export function clampChatUsage(
   reported: Usage,
   limits: { promptTokens: number; maxTokens: number; delivered: string; choices?: number },
 ): Usage {
-  const promptTokens = isCount(reported.promptTokens) ? within(reported.promptTokens, limits.promptTokens) : limits.promptTokens;
   // One end-of-sequence token per choice.
   const ends = limits.choices ?? 1;
   const completionTokens = within(
     reported.completionTokens,
     Math.min(limits.maxTokens, Buffer.byteLength(limits.delivered, 'utf8') + ends),
   );
+  const room = limits.promptTokens + Math.max(0, limits.maxTokens - completionTokens);
+  const plausible = PROMPT_SLACK * limits.promptTokens + TEMPLATE_TOKENS;
+  const promptTokens = isCount(reported.promptTokens) ? within(reported.promptTokens, Math.min(room, plausible)) : limits.promptTokens;
   return { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens };
 }
 
