@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { termsHint } from '../src/dashboard/lib/top-up-amount.js';
 import { catalogYaml, startTestServer, type TestServer } from './support/harness.js';
+import { signedIn } from './support/seed.js';
 
 const TERMS = '{ topUpTerms { minimumAmount salesThreshold currency bonusTable { minAmount percent } salesContact } }';
 
@@ -47,13 +48,19 @@ describe('top-up terms with a sales contact and a bonus table of the operator', 
   });
 
   it('names the contact when 500 or more is refused, on GraphQL and /v1', async () => {
-    const { apiKey } = await s.account('developer');
+    const { apiKey, id } = await s.account('developer');
     const { gql, v1 } = await refusal(s, apiKey);
     expect(gql.extensions.code).toBe('amount_requires_sales');
     expect(gql.message).toContain('please contact sales at sales@acme.example');
     expect(v1.status).toBe(400);
     expect(v1.body.error.code).toBe('amount_requires_sales');
     expect(v1.body.error.message).toBe(gql.message);
+    // The automatic top-up's amount says the same.
+    const auto = await (await signedIn(s, id)).graphql(
+      'mutation { updateAutoTopup(input: { enabled: true, threshold: "5", amount: "600" }) { enabled } }',
+    );
+    expect(auto.body.errors?.[0]?.extensions.code).toBe('amount_requires_sales');
+    expect(auto.body.errors?.[0]?.message).toBe(gql.message);
   });
 });
 

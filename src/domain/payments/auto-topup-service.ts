@@ -54,6 +54,8 @@ export interface AutoTopupOptions {
   wallet: WalletPort;
   notifier: NotifierPort;
   bonusTable: BonusTable;
+  /** Where larger top-ups are arranged (payments.sales_contact), named when an amount is over the maximum. */
+  salesContact?: string | null;
   /** Most that automatic top-ups may add (amount paid) per calendar month (UTC); null: no cap. */
   maxMonthly: bigint | null;
   /** An attempt still undecided after this long is asked again (same key: same charge). */
@@ -115,7 +117,7 @@ export class AutoTopupService {
     const { db } = this.o;
     const current = await findAutoTopup(db, accountId);
     const threshold = input.threshold == null ? (current?.threshold ?? null) : parseThreshold(input.threshold);
-    const amount = input.amount == null ? (current?.amount ?? null) : parseTopUpAmount(input.amount, 'amount');
+    const amount = input.amount == null ? (current?.amount ?? null) : parseTopUpAmount(input.amount, 'amount', this.o.salesContact ?? null);
     if (enabled && threshold === null)
       throw new DomainError('missing_required_parameter', "'threshold' is required to turn automatic top-up on.", { param: 'threshold' });
     if (enabled && amount === null)

@@ -103,6 +103,7 @@ export function createPayments(o: {
     wallet,
     notifier,
     bonusTable,
+    salesContact: settings.sales_contact,
     maxMonthly: settings.auto_topup.max_monthly === null ? null : parseDecimal(settings.auto_topup.max_monthly),
     retryAfterSeconds: settings.auto_topup.retry_after_seconds,
     logger: logger.child({ component: 'auto-topup' }),
