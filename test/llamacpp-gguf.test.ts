@@ -171,7 +171,11 @@ describe('a model whose file cannot be served', () => {
     expect(missing.failureReason).toContain(
       'the model file is missing; fetch it with `npx tollgate models pull hf:acme/tiny-embed-GGUF/absent.gguf`',
     );
-    await expect(missing.embed(['x'], neverAborted())).rejects.toMatchObject({ code: 'model_unavailable' });
+    // The call says what /v1/models and /readyz say: the file is missing, not broken.
+    await expect(missing.embed(['x'], neverAborted())).rejects.toMatchObject({
+      code: 'model_unavailable',
+      message: `The model 'embedding-test' is not available right now: its model file is not on the server (not downloaded yet).`,
+    });
   });
 
   it('serves a missing model once its file is there, without a restart', async () => {
@@ -193,7 +197,11 @@ describe('a model whose file cannot be served', () => {
     expect(lazy.preflight()).toHaveProperty('error'); // as at start-up
     expect(lazy.status).toBe('failed');
     const reads = vi.spyOn(lazy, 'preflight');
-    for (let i = 0; i < 3; i++) await expect(lazy.embed(['x'], neverAborted())).rejects.toMatchObject({ code: 'model_unavailable' });
+    for (let i = 0; i < 3; i++)
+      await expect(lazy.embed(['x'], neverAborted())).rejects.toMatchObject({
+        code: 'model_unavailable',
+        message: expect.stringContaining('its model file could not be loaded (see the server log)'),
+      });
     expect(reads).not.toHaveBeenCalled(); // the same broken file is not read again on every call
     expect(lazy.availability.available).toBe(false);
     fixtures.write('copied-in.gguf', whole); // the rest of the copy arrives

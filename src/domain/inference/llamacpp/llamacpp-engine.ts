@@ -429,10 +429,12 @@ export class LlamaCppEngine implements Engine {
     };
   }
 
+  /** A call to a model that cannot serve: the same reason as /v1/models and /readyz give. */
   private unavailable(): DomainError {
+    const { reason } = this.availability;
     return new DomainError(
       'model_unavailable',
-      `The model '${this.modelId}' is not available right now: its model file could not be loaded.`,
+      `The model '${this.modelId}' is not available right now: ${reason ?? 'its model file could not be loaded (see the server log)'}.`,
     );
   }
 
