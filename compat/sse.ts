@@ -40,9 +40,14 @@ export async function sendSse<T>(
       opts.onStalled?.();
       res.destroy();
     }, opts.stalledMs);
+    // The wait that loses the race is called off, its listeners removed: a slow reader drains
+    // many times, and each wait left a 'close' and an 'error' listener behind.
+    const done = new AbortController();
+    const until = (event: string) => once(res, event, { signal: done.signal }).catch(() => {});
     try {
-      await Promise.race([once(res, 'drain'), once(res, 'close')]);
+      await Promise.race([until('drain'), until('close')]);
     } finally {
+      done.abort();
       clearTimeout(stalled);
     }
   };

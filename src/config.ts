@@ -19,7 +19,7 @@ import {
   type OpenAIEngineConfig,
 } from './domain/catalog/model.js';
 import { ConfigError } from './domain/errors.js';
-import { DEFAULT_MAX_DURATION_MS } from './domain/inference/engine.js';
+import { DEFAULT_MAX_DURATION_MS, STREAM_DEADLINE_GRACE_MS } from './domain/inference/engine.js';
 import type { RateLimitSettings } from './domain/ratelimit/types.js';
 import { accountsSchema, type AccountsSettings } from './config-accounts.js';
 import { alertsSchema, MAX_TIMER_SECONDS, readMailEnv, TIMER_TOO_LONG, type AlertsSettings, type MailEnv } from './config-alerts.js';
@@ -604,9 +604,10 @@ export function parseConfigText(
       `${source}: server.stalled_client_ms (${top.data.server.stalled_client_ms} ms) must be below billing.hold_expiry_seconds (${top.data.billing.hold_expiry_seconds} s): a stream whose client stopped reading could outlive its hold and go unbilled`,
     );
   for (const m of models) {
-    if (m.engine.max_duration_ms >= holdMs) {
+    // A stream whose consumer stopped pulling is settled STREAM_DEADLINE_GRACE_MS after the deadline.
+    if (m.engine.max_duration_ms + STREAM_DEADLINE_GRACE_MS >= holdMs) {
       throw new ConfigError(
-        `${source}: model "${m.id}": engine.max_duration_ms (${m.engine.max_duration_ms} ms) must be below billing.hold_expiry_seconds (${top.data.billing.hold_expiry_seconds} s): a call could outlive its hold and go unbilled`,
+        `${source}: model "${m.id}": engine.max_duration_ms (${m.engine.max_duration_ms} ms) must be below billing.hold_expiry_seconds (${top.data.billing.hold_expiry_seconds} s) by more than ${STREAM_DEADLINE_GRACE_MS / 1000} s: a call could outlive its hold and go unbilled`,
       );
     }
   }

@@ -231,7 +231,9 @@ ${chatModel('slow', 'base_url: "http://127.0.0.1:1/v1", max_duration_ms: 60000')
       expect(() => parseConfigText(yaml.replace(', max_duration_ms: 60000', ''), 'config.yaml')).toThrow(
         /engine\.max_duration_ms \(300000 ms\)/,
       );
-      expect(parseConfigText(yaml.replace('60000', '59999'), 'config.yaml').models).toHaveLength(1);
+      expect(parseConfigText(yaml.replace('60000', '57999'), 'config.yaml').models).toHaveLength(1);
+      // Within 2 s of the hold: a stream whose client stopped reading is settled 2 s after the deadline.
+      expect(() => parseConfigText(yaml.replace('60000', '58000'), 'config.yaml')).toThrow(/by more than 2 s/);
       // An in-process model too: its calls (their wait in the queue included) end at its max_duration_ms.
       const inProcess = (engine: string) => `
 billing: { hold_expiry_seconds: 60 }
@@ -250,8 +252,8 @@ models:
       expect(() => parseConfigText(inProcess(''), 'config.yaml')).toThrow(
         /model "local": engine\.max_duration_ms \(300000 ms\) must be below billing\.hold_expiry_seconds \(60 s\)/,
       );
-      expect(parseConfigText(inProcess(', max_duration_ms: 59999'), 'config.yaml').models[0]!.engine).toMatchObject({
-        max_duration_ms: 59_999,
+      expect(parseConfigText(inProcess(', max_duration_ms: 57999'), 'config.yaml').models[0]!.engine).toMatchObject({
+        max_duration_ms: 57_999,
       });
       // And a stream whose client stopped reading ends at server.stalled_client_ms.
       expect(() => parseConfigText(yaml.replace('stalled_client_ms: 30000', 'stalled_client_ms: 60000'), 'config.yaml')).toThrow(

@@ -178,6 +178,13 @@ export interface EngineModerationResult {
 /** engine.max_duration_ms when the config gives none: 5 minutes, well inside the default hold expiry of 15. */
 export const DEFAULT_MAX_DURATION_MS = 300_000;
 
+/**
+ * How long after a model's call deadline (engine.max_duration_ms) a stream its consumer stopped
+ * pulling is settled without it (the engine's own deadline ends every call that is pulled first):
+ * a call's hold must outlast both.
+ */
+export const STREAM_DEADLINE_GRACE_MS = 2_000;
+
 /** What a call past its engine.max_duration_ms is told (504 upstream_timeout, or a stream's error event). */
 export const CALL_DEADLINE_MESSAGE = 'The call ran past its time limit and was ended.';
 

@@ -20,7 +20,18 @@ import {
 import type { ContentFilter } from './content-filter.js';
 import { checkDimensions, shorten } from './embedding-dimensions.js';
 import { countTextTokensWithin, truncateTextTokens } from './tokenizer.js';
-import type { ChatMessage, Engine, EngineChatRequest, EngineStreamEvent, FinishReason, ToolDefinition, Usage } from './engine.js';
+import {
+  CALL_DEADLINE_MESSAGE,
+  type ChatMessage,
+  DEFAULT_MAX_DURATION_MS,
+  type Engine,
+  type EngineChatRequest,
+  STREAM_DEADLINE_GRACE_MS,
+  type EngineStreamEvent,
+  type FinishReason,
+  type ToolDefinition,
+  type Usage,
+} from './engine.js';
 import {
   type CallOutcome,
   type Caller,
@@ -99,6 +110,9 @@ async function countLongPrompt(
     framing,
   );
 }
+
+/** A model's call deadline (engine.max_duration_ms). */
+const callDeadlineMs = (model: ChatModelConfig): number => model.engine.max_duration_ms ?? DEFAULT_MAX_DURATION_MS;
 
 /** How much of each message's content countLongPrompt renders to measure the chat template's framing. */
 const FRAMING_SAMPLE_CHARS = 16;
@@ -574,13 +588,45 @@ export class InferenceService {
     let settled: { usage: Usage; outcome: CallOutcome } | undefined;
     let failure: unknown;
     const events = engine.chatStream(withMaxTokens(request, maxTokens), signal)[Symbol.asyncIterator]();
+    /** What was delivered, billed once, however the stream ends (here, or by the watchdog). */
+    const settleDelivered = async (left: boolean): Promise<void> => {
+      if (!settled) {
+        // Reasoning a content filter withheld counts as delivered: the model produced it for the client.
+        const output = produced();
+        if (!output.some(Boolean)) settled = { usage: zeroUsage(), outcome: left ? 'client_disconnected' : 'failed' };
+        else {
+          const counted = await countDelivered(engine, output, promptTokens, maxTokens * n);
+          settled = {
+            usage: everyPieceCounted ? completionAtMost(counted, generated) : counted,
+            outcome: left ? 'client_disconnected' : 'failed_mid_stream',
+          };
+        }
+      }
+      await ticket.settle(settled.usage, settled.outcome);
+    };
+    // The engine's deadline cannot reach a stream its consumer stopped pulling (a client that reads
+    // nothing, on a door that waits for it): the generator sits at a yield. Past the deadline and a
+    // grace, the call is settled for what was delivered (the client's leaving) and the engine is
+    // stopped, before the hold could expire; a consumer that pulls again gets the deadline's error.
+    let overdue = false;
+    const watchdog = setTimeout(() => {
+      overdue = true;
+      void events.return?.();
+      // A settlement that fails is retried and logged by the settlement itself.
+      settleDelivered(true).catch(() => {});
+    }, callDeadlineMs(model) + STREAM_DEADLINE_GRACE_MS);
+    const pull = async (): Promise<IteratorResult<EngineStreamEvent>> => {
+      const next = await events.next();
+      if (overdue) throw new DomainError('upstream_timeout', CALL_DEADLINE_MESSAGE);
+      return next;
+    };
     // The role chunk: with content "" as OpenAI's of a text answer; without content when the model
     // may call tools, as OpenAI's of a call (clients such as the AI SDK open a text part for "").
     const roleDelta: ChunkChoice['delta'] =
       request.tools?.length && request.toolChoice !== 'none' ? { role: 'assistant' } : { role: 'assistant', content: '' };
     try {
       let headSent = false;
-      for (let next: IteratorResult<EngineStreamEvent> = await events.next(); !next.done; next = await events.next()) {
+      for (let next: IteratorResult<EngineStreamEvent> = await pull(); !next.done; next = await pull()) {
         const event = next.value;
         if (!headSent) {
           headSent = true;
@@ -667,6 +713,7 @@ export class InferenceService {
         yield usageChunkOf(head, settled.usage);
         return;
       }
+      if (overdue) throw new DomainError('upstream_timeout', CALL_DEADLINE_MESSAGE);
       if (ended.every(Boolean)) {
         // The engine went on past max_tokens: stop it (closing the upstream request).
         await events.return?.();
@@ -680,23 +727,12 @@ export class InferenceService {
       throw err;
     } finally {
       // Runs on normal end, on error and when the consumer stops early (client disconnect).
+      clearTimeout(watchdog);
       await events.return?.();
-      if (!settled) {
-        // Stopped early with the signal aborted: by whom the reason says (the server's ends, a
-        // revoked key or a shutdown, are not the client's leaving); without it, by the consumer.
-        const left = signal.aborted ? clientLeft(signal) : failure === undefined;
-        // Reasoning a content filter withheld counts as delivered: the model produced it for the client.
-        const output = produced();
-        if (!output.some(Boolean)) settled = { usage: zeroUsage(), outcome: left ? 'client_disconnected' : 'failed' };
-        else {
-          const counted = await countDelivered(engine, output, promptTokens, maxTokens * n);
-          settled = {
-            usage: everyPieceCounted ? completionAtMost(counted, generated) : counted,
-            outcome: left ? 'client_disconnected' : 'failed_mid_stream',
-          };
-        }
-      }
-      await ticket.settle(settled.usage, settled.outcome);
+      // Stopped early with the signal aborted: by whom the reason says (the server's ends, a
+      // revoked key or a shutdown, are not the client's leaving); without it, by the consumer.
+      // Settled by the watchdog already: nothing more.
+      if (!overdue) await settleDelivered(signal.aborted ? clientLeft(signal) : failure === undefined);
     }
   }
 
