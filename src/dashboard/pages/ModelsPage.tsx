@@ -24,11 +24,16 @@ const ModelsDoc = graphql(`
 
 const price = (n: number | null | undefined) => (n === null || n === undefined ? '—' : n.toFixed(2));
 
-export default function ModelsPage() {
+/**
+ * The catalog's page, or its section inside another page (the Operator page's model availability):
+ * `headingLevel` 2 or 3 puts its heading under that page's own, so that a page has one h1.
+ */
+export default function ModelsPage({ headingLevel = 1 }: { headingLevel?: 1 | 2 | 3 }) {
   const [{ data, fetching, error }, refetch] = useQuery({ query: ModelsDoc });
+  const Heading = `h${headingLevel}` as const;
   return (
     <>
-      <h1>Models</h1>
+      <Heading>Models</Heading>
       {fetching && !data ? <Loading what="the catalog" /> : null}
       {error ? <ErrorMessage error={error} onRetry={() => refetch({ requestPolicy: 'network-only' })} /> : null}
       {data && data.models.length === 0 ? <Empty>No models are configured.</Empty> : null}

@@ -1,11 +1,11 @@
 // Operators: accounts (search, tier, balance), change a tier, credit a wallet; models' availability.
-import { useState } from 'react';
+import { type FormEvent, useEffect, useRef, useState } from 'react';
 import { useMutation, useQuery } from 'urql';
 import { Money } from '../components/Money';
 import { Empty, ErrorMessage, Loading } from '../components/States';
 import { graphql } from '../gql';
 import type { Tier } from '../gql/graphql';
-import { normalizeAmount } from '../lib/money';
+import { formatMoney, normalizeAmount } from '../lib/money';
 import { useRefocus } from '../lib/use-refocus';
 import ModelsPage from './ModelsPage';
 
@@ -45,17 +45,63 @@ const TIERS: Tier[] = ['free', 'developer', 'startup', 'enterprise'];
 /** Accounts per page; one more is asked for, to know whether there is a next page. */
 const PAGE = 50;
 
+/** A credit's amount as the server takes it: digits, with a point for decimals. */
+const CREDIT_AMOUNT = /^\d+(\.\d+)?$/;
+
 function AccountRow({
   a,
+  focusCredit,
   onChanged,
+  onCredited,
 }: {
   a: { id: string; email: string; tier: Tier; wallet: { balance: string; currency: string } };
+  /** The row rebuilt after this account was credited: its amount field takes the focus again. */
+  focusCredit: boolean;
   onChanged: () => void;
+  onCredited: (message: string) => void;
 }) {
   const [tier, setTier] = useState<Tier>(a.tier);
   const [credit, setCredit] = useState('');
+  // The amount asked about ("Credit 1,250.50 USD to …?"), until Confirm or Cancel.
+  const [asking, setAsking] = useState<string | null>(null);
+  const [invalid, setInvalid] = useState<string | null>(null);
   const [tierState, setAccountTier] = useMutation(SetTierDoc);
   const [creditState, creditWallet] = useMutation(CreditDoc);
+  const creditInput = useRef<HTMLInputElement>(null);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: on the rebuilt row's first render only.
+  useEffect(() => {
+    if (focusCredit) creditInput.current?.focus();
+  }, []);
+  const shown = (amount: string) => formatMoney(amount, { currency: a.wallet.currency });
+  const ask = (e: FormEvent) => {
+    e.preventDefault();
+    const amount = normalizeAmount(credit);
+    if (!CREDIT_AMOUNT.test(amount)) {
+      setInvalid('Enter an amount such as 25 or 1,250.50, with a point for decimals.');
+      return;
+    }
+    setInvalid(null);
+    setAsking(amount);
+  };
+  const cancel = () => {
+    setAsking(null);
+    creditInput.current?.focus();
+  };
+  const confirmCredit = async (amount: string) => {
+    const r = await creditWallet({
+      input: { accountId: a.id, amount, type: 'bonus', description: 'Credit from the operator dashboard' },
+    });
+    setAsking(null);
+    // The confirmation's buttons are gone: the keyboard goes on from the amount field (this row's
+    // until the list is read again, then the rebuilt row's).
+    creditInput.current?.focus();
+    if (r.data) {
+      setCredit('');
+      onCredited(`Credited ${shown(amount)} to ${a.email}; the balance is now ${shown(r.data.creditWallet.balanceAfter)}.`);
+      onChanged();
+    }
+  };
+  const errorId = `credit-${a.id}-error`;
   return (
     <tr>
       <th scope="row">{a.email}</th>
@@ -79,24 +125,46 @@ function AccountRow({
         <Money value={a.wallet.balance} currency={a.wallet.currency} />
       </td>
       <td>
-        <label className="sr-only" htmlFor={`credit-${a.id}`}>{`Credit amount for ${a.email}`}</label>
-        <input id={`credit-${a.id}`} inputMode="decimal" size={8} value={credit} onChange={(e) => setCredit(e.target.value)} />{' '}
-        <button
-          type="button"
-          disabled={!credit || creditState.fetching}
-          onClick={async () => {
-            const r = await creditWallet({
-              input: { accountId: a.id, amount: normalizeAmount(credit), type: 'bonus', description: 'Credit from the operator dashboard' },
-            });
-            if (r.data) {
-              setCredit('');
-              onChanged();
-            }
-          }}
-        >
-          Credit
-        </button>
-        {creditState.error ? <ErrorMessage error={creditState.error} /> : null}
+        {/* A form, so that Enter in the amount asks as the Credit button does. */}
+        <form onSubmit={ask} aria-label={`Credit ${a.email}`}>
+          <label className="sr-only" htmlFor={`credit-${a.id}`}>{`Credit amount for ${a.email}`}</label>
+          <input
+            id={`credit-${a.id}`}
+            ref={creditInput}
+            inputMode="decimal"
+            size={8}
+            value={credit}
+            aria-invalid={invalid ? true : undefined}
+            aria-describedby={invalid ? errorId : undefined}
+            onChange={(e) => {
+              setCredit(e.target.value);
+              setAsking(null);
+              setInvalid(null);
+            }}
+          />{' '}
+          <button type="submit" disabled={!credit || creditState.fetching || asking !== null}>
+            Credit
+          </button>
+          {invalid ? (
+            <small id={errorId} className="field-error">
+              {invalid}
+            </small>
+          ) : null}
+        </form>
+        {asking !== null ? (
+          // biome-ignore lint/a11y/useSemanticElements: an inline group of two buttons, not a form fieldset.
+          <div role="group" aria-label={`Confirm crediting ${a.email}`}>
+            <p>{`Credit ${shown(asking)} to ${a.email}?`}</p>
+            <button type="button" className="primary" disabled={creditState.fetching} onClick={() => confirmCredit(asking)}>
+              Confirm
+            </button>{' '}
+            {/* biome-ignore lint/a11y/noAutofocus: the question replaces the Credit button's turn; the safe choice takes the focus. */}
+            <button type="button" onClick={cancel} autoFocus>
+              Cancel
+            </button>
+          </div>
+        ) : null}
+        {creditState.error ? <ErrorMessage error={creditState.error} title="Could not credit" /> : null}
       </td>
     </tr>
   );
@@ -114,8 +182,11 @@ export default function OperatorPage() {
   const hasNextPage = (data?.accounts.length ?? 0) > PAGE;
   // After a page change, focus and the view go to the list's heading once the page is on screen.
   const { heading, refocus } = useRefocus(!fetching);
+  // The last credit, said in a live region outside the rows (a credited row is rebuilt).
+  const [credited, setCredited] = useState<{ accountId: string; message: string } | null>(null);
   const goTo = (next: string[]) => {
     refocus();
+    setCredited(null);
     setCursors(next);
   };
   return (
@@ -133,11 +204,13 @@ export default function OperatorPage() {
             value={search}
             onChange={(e) => {
               setSearch(e.target.value);
+              setCredited(null);
               setCursors([]);
             }}
             placeholder="e-mail contains…"
           />
         </div>
+        <p role="status">{credited?.message ?? ''}</p>
         {fetching && !data ? <Loading what="accounts" /> : null}
         {error ? <ErrorMessage error={error} onRetry={() => refetch({ requestPolicy: 'network-only' })} /> : null}
         {accounts && accounts.length === 0 ? <Empty>No account matches.</Empty> : null}
@@ -158,7 +231,9 @@ export default function OperatorPage() {
                   <AccountRow
                     key={`${a.id}-${a.tier}-${a.wallet.balance}`}
                     a={a}
+                    focusCredit={credited?.accountId === a.id}
                     onChanged={() => refetch({ requestPolicy: 'network-only' })}
+                    onCredited={(message) => setCredited({ accountId: a.id, message })}
                   />
                 ))}
               </tbody>
@@ -177,8 +252,9 @@ export default function OperatorPage() {
           </nav>
         ) : null}
       </section>
-      <section aria-label="Model availability">
-        <ModelsPage />
+      <section aria-labelledby="models-title">
+        <h2 id="models-title">Model availability</h2>
+        <ModelsPage headingLevel={3} />
       </section>
     </>
   );
