@@ -62,6 +62,10 @@ export default function ApiKeysPage() {
   const [confirm, setConfirm] = useState<string | null>(null);
   const createButton = useRef<HTMLButtonElement>(null);
   const keysTable = useRef<HTMLTableElement>(null);
+  // Each key's Revoke button, for "Keep it" to give the focus back to.
+  const revokeButtons = useRef(new Map<string, HTMLButtonElement>());
+  // What the last revoke did, said in a live region (the row's buttons are gone with it).
+  const [revoked, setRevoked] = useState('');
   const submit = async (e: FormEvent) => {
     e.preventDefault();
     // A day, as the CLI's --expires-at reads it: the key stops at 00:00 UTC that day.
@@ -75,6 +79,11 @@ export default function ApiKeysPage() {
     }
   };
   const keys = data?.viewer.apiKeys ?? [];
+  /** "Keep it": the question goes, and the focus back to the Revoke button it replaced. */
+  const keepKey = (id: string) => {
+    setConfirm(null);
+    requestAnimationFrame(() => revokeButtons.current.get(id)?.focus());
+  };
   return (
     <>
       <h1>API keys</h1>
@@ -117,7 +126,14 @@ export default function ApiKeysPage() {
           <button type="submit" className="primary" disabled={created.fetching}>
             Create
           </button>{' '}
-          <button type="button" onClick={() => setAsking(false)}>
+          <button
+            type="button"
+            onClick={() => {
+              setAsking(false);
+              // The form and its buttons are gone: the keyboard goes on from "Create key".
+              requestAnimationFrame(() => createButton.current?.focus());
+            }}
+          >
             Cancel
           </button>
         </form>
@@ -129,6 +145,7 @@ export default function ApiKeysPage() {
       {fetching && !data ? <Loading what="your keys" /> : null}
       {error ? <ErrorMessage error={error} onRetry={() => refetch({ requestPolicy: 'network-only' })} /> : null}
       {revoking.error ? <ErrorMessage error={revoking.error} title="Could not revoke" /> : null}
+      <p role="status">{revoked}</p>
       {data && keys.length === 0 ? <Empty>No API keys yet: create one to call the API.</Empty> : null}
       {keys.length > 0 ? (
         <div className="table-wrap stack">
@@ -169,8 +186,9 @@ export default function ApiKeysPage() {
                           type="button"
                           className="danger"
                           onClick={async () => {
-                            await revoke({ id: k.id });
+                            const r = await revoke({ id: k.id });
                             setConfirm(null);
+                            if (r.data) setRevoked(`Revoked ${k.name ?? k.display}: calls with it are refused from now on.`);
                             refetch({ requestPolicy: 'network-only' });
                             // The buttons are gone with the key's revoking: the keyboard goes on from the table.
                             requestAnimationFrame(() => keysTable.current?.focus());
@@ -180,12 +198,20 @@ export default function ApiKeysPage() {
                         </button>{' '}
                         {/* The safe choice takes the focus the Revoke button had, so the keyboard keeps its place. */}
                         {/* biome-ignore lint/a11y/noAutofocus: the button that opened this group has just gone. */}
-                        <button type="button" onClick={() => setConfirm(null)} autoFocus>
+                        <button type="button" onClick={() => keepKey(k.id)} autoFocus>
                           Keep it
                         </button>
                       </span>
                     ) : (
-                      <button type="button" onClick={() => setConfirm(k.id)} aria-label={`Revoke ${k.name ?? k.display}`}>
+                      <button
+                        type="button"
+                        ref={(el) => {
+                          if (el) revokeButtons.current.set(k.id, el);
+                          else revokeButtons.current.delete(k.id);
+                        }}
+                        onClick={() => setConfirm(k.id)}
+                        aria-label={`Revoke ${k.name ?? k.display}`}
+                      >
                         Revoke
                       </button>
                     )}

@@ -6,10 +6,12 @@ import { useMutation, useQuery } from 'urql';
 import { BonusPreview } from '../components/BonusPreview';
 import { Field } from '../components/Field';
 import { Link } from '../components/Link';
+import { Money } from '../components/Money';
 import { ErrorMessage, Loading } from '../components/States';
 import { graphql } from '../gql';
-import { toNumber } from '../lib/money';
+import { formatMoney, toNumber } from '../lib/money';
 import { checkTopUpAmount, termsHint } from '../lib/top-up-amount';
+import { formatUtcDateTime } from '../lib/utc-time';
 
 const QuoteDoc = graphql(`
   query TopUpQuote($amount: Decimal!) {
@@ -54,6 +56,30 @@ const PlanDoc = graphql(`
   }
 `);
 
+// Checkouts started and not paid yet (the server expires those past their time as it lists them):
+// a checkout left before paying can be found again here.
+const OpenCheckoutsDoc = graphql(`
+  query OpenCheckouts($first: Int!) {
+    viewer {
+      id
+      topUps(first: $first, status: open) {
+        nodes {
+          id
+          amount
+          credits
+          currency
+          checkoutUrl
+          createdAt
+          expiresAt
+        }
+      }
+    }
+  }
+`);
+
+/** Open checkouts listed, newest first. */
+const OPEN_SHOWN = 3;
+
 const TopUpDoc = graphql(`
   mutation TopUp($amount: Decimal!, $idempotencyKey: String) {
     topUp(amount: $amount, idempotencyKey: $idempotencyKey) {
@@ -80,6 +106,8 @@ export default function TopUpPage() {
   const [topUp, start] = useMutation(TopUpDoc);
   const [terms] = useQuery({ query: TermsDoc });
   const [plan] = useQuery({ query: PlanDoc });
+  const [open] = useQuery({ query: OpenCheckoutsDoc, variables: { first: OPEN_SHOWN }, requestPolicy: 'cache-and-network' });
+  const openCheckouts = (open.data?.viewer.topUps.nodes ?? []).filter((t) => t.checkoutUrl);
   const myPlan = plan.data?.plans.find((p) => p.tier === plan.data?.viewer.tier);
   // No overage and no fee: nothing on this plan is ever paid from the wallet.
   const walletUnused =
@@ -137,6 +165,26 @@ export default function TopUpPage() {
         </form>
         <p className="muted">You pay at the payment processor's checkout page and come back here.</p>
       </section>
+      {openCheckouts.length > 0 ? (
+        <section className="card narrow" aria-labelledby="open-title">
+          <h2 id="open-title">Checkouts not paid yet</h2>
+          <ul className="plain">
+            {openCheckouts.map((t) => (
+              <li key={t.id}>
+                <Money value={t.amount} currency={t.currency} /> (<Money value={t.credits} currency={t.currency} /> in credits), started{' '}
+                {formatUtcDateTime(t.createdAt)}
+                {t.expiresAt ? `, payable until ${formatUtcDateTime(t.expiresAt)}` : ''}.{' '}
+                <a
+                  href={t.checkoutUrl!}
+                  aria-label={`Continue to payment: ${formatMoney(t.amount, { currency: t.currency })}, started ${formatUtcDateTime(t.createdAt)}`}
+                >
+                  Continue to payment
+                </a>
+              </li>
+            ))}
+          </ul>
+        </section>
+      ) : null}
     </>
   );
 }

@@ -89,7 +89,10 @@ export default function TopUpReturnPage() {
         <Empty>{id ? 'No top-up of yours has this id.' : 'No top-up yet.'}</Empty>
       ) : (
         <section className="card narrow" aria-labelledby="outcome">
-          <h2 id="outcome">{heading}</h2>
+          {/* Live: "Waiting for the payment…" turning into "Paid: …" as the page reads it again is said. */}
+          <h2 id="outcome" aria-live="polite" aria-atomic="true">
+            {heading}
+          </h2>
           <dl className="preview">
             <dt>{t.status === 'paid' ? 'Paid' : 'Amount'}</dt>
             <dd>
