@@ -1,16 +1,20 @@
 // The dashboard's pieces with logic, without a browser: money formatting (and the playground's
 // cost, rounded as billing rounds), the top-up form's rules and bonus preview, what a refused or
 // failed request says, where sign-in returns to, the usage chart's data shaping, and the CSV export.
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { toCsv } from '../src/dashboard/lib/csv.js';
-import { errorText, failureText } from '../src/dashboard/lib/error-text.js';
+import { errorCode, errorText, failureText } from '../src/dashboard/lib/error-text.js';
 import { loginPathFor, safeReturnPath } from '../src/dashboard/lib/return-to.js';
 import { costNanos, formatDecimal, parseDecimal, priceToNanos } from '../src/domain/billing/money.js';
 import { describeUserAgent } from '../src/dashboard/lib/user-agent.js';
 import { formatUtcDateTime } from '../src/dashboard/lib/utc-time.js';
 import { formatMoney, formatTokens, listPriceCost, normalizeAmount, priceNanos, stripAmount } from '../src/dashboard/lib/money.js';
 import { feeNotice } from '../src/dashboard/lib/plan-fee.js';
+import { monthParam, oneOfParam, withParam } from '../src/dashboard/lib/search-params.js';
+import { spendingLimitNote } from '../src/dashboard/lib/spending-limit.js';
 import { checkTopUpAmount, previewLines } from '../src/dashboard/lib/top-up-amount.js';
 import { currentUtcMonth, dailySeries, modelTotals, monthRange, seriesModels, sumDecimals } from '../src/dashboard/lib/usage-shape.js';
 
@@ -275,5 +279,55 @@ describe('times in UTC', () => {
     expect(formatUtcDateTime('2026-01-03T23:59:59.999Z')).toBe('3 Jan 2026, 23:59 UTC');
     expect(formatUtcDateTime('2026-06-30T20:05:00-04:00')).toBe('1 Jul 2026, 00:05 UTC');
     expect(formatUtcDateTime('not a time')).toBe('—');
+  });
+});
+
+describe('times everywhere in the dashboard', () => {
+  it("are shown by the one UTC formatter: no page formats a time in the browser's zone, unlabelled", () => {
+    const root = path.resolve(import.meta.dirname, '../src/dashboard');
+    const files = readdirSync(root, { recursive: true, encoding: 'utf8' }).filter((f) => /\.tsx?$/.test(f) && !f.startsWith('gql'));
+    const local = files.filter((f) => /\.toLocale(Date|Time)?String\(/.test(readFileSync(path.join(root, f), 'utf8')));
+    expect(local).toEqual([]);
+    expect(files.length).toBeGreaterThan(20);
+  });
+});
+
+describe("a page's choices in its address", () => {
+  it('reads a month or a type from the query string, and anything it does not know as the default', () => {
+    expect(monthParam('2026-02')).toBe('2026-02');
+    for (const bad of ['2026-13', '2026-00', '2026-2', '26-02', '2026-02-01', '0001-01', '', null, 'x'])
+      expect(monthParam(bad), String(bad)).toBeNull();
+    const types = ['topup', 'usage'] as const;
+    expect(oneOfParam('usage', types)).toBe('usage');
+    expect(oneOfParam('USAGE', types)).toBeNull();
+    expect(oneOfParam('toString', types)).toBeNull();
+    expect(oneOfParam(null, types)).toBeNull();
+  });
+  it('writes a choice into the address, keeping the others, and drops it when cleared', () => {
+    expect(withParam('/usage', new URLSearchParams(''), 'month', '2026-02')).toBe('/usage?month=2026-02');
+    expect(withParam('/transactions', new URLSearchParams('a=1&type=usage'), 'type', 'bonus')).toBe('/transactions?a=1&type=bonus');
+    expect(withParam('/transactions', new URLSearchParams('type=usage'), 'type', null)).toBe('/transactions');
+  });
+});
+
+describe('the overview beside a blocking spending limit', () => {
+  it('says calls that would pass it are refused, and that it is reached once the spend is at it', () => {
+    expect(spendingLimitNote('block', '0.002931', '0.003')).toBe('calls that would pass it are refused');
+    expect(spendingLimitNote('block', '0.003', '0.003000000')).toBe('reached: calls are refused');
+    expect(spendingLimitNote('block', '0.003000001', '0.003')).toBe('reached: calls are refused');
+    // Compared exactly, not as floats.
+    expect(spendingLimitNote('block', '12345678.999999999', '12345679')).toBe('calls that would pass it are refused');
+    expect(spendingLimitNote('alert', '5', '3')).toBe('an alert past it');
+  });
+});
+
+describe("a refusal's code", () => {
+  it("is read from the server's answer, for the page to offer the way on", () => {
+    expect(errorCode({ message: 'x', graphQLErrors: [{ message: 'An account…', extensions: { code: 'email_taken' } }] })).toBe(
+      'email_taken',
+    );
+    expect(errorCode({ message: 'x', graphQLErrors: [{ message: 'x' }] })).toBeNull();
+    expect(errorCode('text')).toBeNull();
+    expect(errorCode(null)).toBeNull();
   });
 });

@@ -17,6 +17,7 @@ export function ErrorMessage({
   onRetry,
   retryLabel = 'Try again',
   names,
+  children,
 }: {
   error: CombinedError | Error | string;
   title?: string;
@@ -25,10 +26,13 @@ export function ErrorMessage({
   retryLabel?: string;
   /** How the form names its fields in the server's messages. */
   names?: FieldNames;
+  /** The way on, after the message (links to sign in, to ask for a new link). */
+  children?: React.ReactNode;
 }) {
   return (
     <div className="error" role="alert">
       <strong>{title}.</strong> {failureText(error, names)}
+      {children ? <> {children}</> : null}
       {onRetry ? (
         <>
           {' '}

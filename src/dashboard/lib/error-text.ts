@@ -53,7 +53,7 @@ export function errorText(message: string, names: FieldNames = {}): string {
 /** The parts of urql's CombinedError this reads (a plain Error or a string is taken too). */
 export interface FailedRequest {
   message: string;
-  graphQLErrors?: readonly { message: string }[];
+  graphQLErrors?: readonly { message: string; extensions?: Record<string, unknown> }[];
   networkError?: Error;
   response?: { status?: number } | null;
 }
@@ -73,4 +73,11 @@ export function failureText(error: FailedRequest | string, names: FieldNames = {
     return 'The server could not be reached. Check your connection and try again.';
   }
   return error.message;
+}
+
+/** The server's code for a refusal (`email_taken`, `invalid_token`), for a page to offer the way on. */
+export function errorCode(error: FailedRequest | string | null | undefined): string | null {
+  if (!error || typeof error === 'string') return null;
+  const code = error.graphQLErrors?.map((e) => e.extensions?.code).find((c) => typeof c === 'string');
+  return typeof code === 'string' ? code : null;
 }

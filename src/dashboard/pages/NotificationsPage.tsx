@@ -1,9 +1,10 @@
 // Notifications: the feed, a page at a time (unread first on each page), mark as read.
-import { useState } from 'react';
+import { useRef, useState } from 'react';
 import { useMutation, useQuery } from 'urql';
 import { Empty, ErrorMessage, Loading } from '../components/States';
 import { graphql } from '../gql';
 import { useRefocus } from '../lib/use-refocus';
+import { formatUtcDateTime } from '../lib/utc-time';
 
 const NotificationsDoc = graphql(`
   query Notifications($first: Int!, $after: String) {
@@ -52,6 +53,7 @@ export default function NotificationsPage() {
   });
   const [marking, mark] = useMutation(MarkReadDoc);
   const [markingAll, markAll] = useMutation(MarkAllReadDoc);
+  const markButtons = useRef(new Map<string, HTMLButtonElement>());
   // After a page change or "Mark all as read" (whose button goes), focus and the view go back to
   // the heading, once the new page is on screen, rather than being lost to the document's body.
   const { heading, refocus } = useRefocus(!fetching);
@@ -73,8 +75,15 @@ export default function NotificationsPage() {
     );
   const feed = data.viewer.notifications;
   const nodes = [...feed.nodes].sort((a, b) => Number(a.read) - Number(b.read));
-  const markRead = async (ids: string[]) => {
-    await mark({ ids });
+  // The marked item's button goes: the focus goes on to the next unread item's, or to the heading
+  // when no unread item follows.
+  const markRead = async (id: string) => {
+    const after = nodes.slice(nodes.findIndex((n) => n.id === id) + 1).find((n) => !n.read);
+    // Refused, the button stays, and the focus with it.
+    if ((await mark({ ids: [id] })).error) return;
+    const next = after ? markButtons.current.get(after.id) : undefined;
+    if (next) next.focus();
+    else refocus();
     refetch({ requestPolicy: 'network-only' });
   };
   const markAllRead = async () => {
@@ -105,10 +114,18 @@ export default function NotificationsPage() {
               <h2>
                 {n.read ? '' : <span className="badge">Unread</span>} {n.subject}
               </h2>
-              <p className="muted">{new Date(n.createdAt).toLocaleString()}</p>
+              <p className="muted">{formatUtcDateTime(n.createdAt)}</p>
               <pre className="text">{n.text}</pre>
               {n.read ? null : (
-                <button type="button" onClick={() => markRead([n.id])} aria-label={`Mark as read: ${n.subject}`}>
+                <button
+                  type="button"
+                  ref={(el) => {
+                    if (el) markButtons.current.set(n.id, el);
+                    else markButtons.current.delete(n.id);
+                  }}
+                  onClick={() => markRead(n.id)}
+                  aria-label={`Mark as read: ${n.subject}`}
+                >
                   Mark as read
                 </button>
               )}

@@ -10,6 +10,8 @@ import { Money } from '../components/Money';
 import { Empty, ErrorMessage, Loading } from '../components/States';
 import { graphql } from '../gql';
 import { formatMoney, toNumber } from '../lib/money';
+import { spendingLimitNote } from '../lib/spending-limit';
+import { formatUtcDateTime } from '../lib/utc-time';
 
 const OverviewDoc = graphql(`
   query Overview {
@@ -123,7 +125,7 @@ export default function OverviewPage() {
               <p>
                 <Money value={v.settings.monthlySpend} currency={v.wallet.currency} /> of{' '}
                 <Money value={limit.monthlyLimit} currency={v.wallet.currency} /> (
-                {limit.action === 'block' ? 'calls are refused past it' : 'an alert past it'})
+                {spendingLimitNote(limit.action, v.settings.monthlySpend, limit.monthlyLimit)})
               </p>
             </>
           ) : (
@@ -143,7 +145,7 @@ export default function OverviewPage() {
             {v.notifications.nodes.map((n) => (
               <li key={n.id}>
                 {n.read ? '' : <strong>New: </strong>}
-                {n.subject} <span className="muted">{new Date(n.createdAt).toLocaleString()}</span>
+                {n.subject} <span className="muted">{formatUtcDateTime(n.createdAt)}</span>
               </li>
             ))}
           </ul>

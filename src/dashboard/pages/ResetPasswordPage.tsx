@@ -4,6 +4,7 @@ import { Field } from '../components/Field';
 import { Link } from '../components/Link';
 import { ErrorMessage } from '../components/States';
 import { graphql } from '../gql';
+import { errorCode } from '../lib/error-text';
 import { useRouter } from '../router';
 import { reloadTo } from '../session';
 
@@ -44,7 +45,11 @@ export default function ResetPasswordPage() {
             value={password}
             onChange={(e) => setPassword(e.target.value)}
           />
-          {error ? <ErrorMessage error={error} title="Could not set the password" /> : null}
+          {error ? (
+            <ErrorMessage error={error} title="Could not set the password">
+              {errorCode(error) === 'invalid_token' ? <Link to="/forgot-password">Ask for a new link</Link> : null}
+            </ErrorMessage>
+          ) : null}
           <button type="submit" className="primary" disabled={fetching}>
             Set password
           </button>

@@ -4,6 +4,7 @@ import { Field } from '../components/Field';
 import { Link } from '../components/Link';
 import { ErrorMessage } from '../components/States';
 import { graphql } from '../gql';
+import { errorCode } from '../lib/error-text';
 import { reloadTo } from '../session';
 import type { PageProps } from './props';
 
@@ -46,7 +47,15 @@ export default function SignupPage({ signupPolicy }: PageProps) {
           {signupPolicy === 'invite' ? (
             <Field label="Invitation code" required value={inviteCode} onChange={(e) => setInviteCode(e.target.value)} />
           ) : null}
-          {error ? <ErrorMessage error={error} title="Could not sign up" /> : null}
+          {error ? (
+            <ErrorMessage error={error} title="Could not sign up">
+              {errorCode(error) === 'email_taken' ? (
+                <>
+                  Is it yours? <Link to="/login">Sign in</Link> or <Link to="/forgot-password">reset the password</Link>.
+                </>
+              ) : null}
+            </ErrorMessage>
+          ) : null}
           <p className="muted">New accounts start on the free tier.</p>
           <button type="submit" className="primary" disabled={fetching}>
             Sign up

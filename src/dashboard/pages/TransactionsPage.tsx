@@ -8,6 +8,9 @@ import { Empty, ErrorMessage, Loading } from '../components/States';
 import { graphql } from '../gql';
 import type { TransactionsQuery, TransactionType } from '../gql/graphql';
 import { toCsv } from '../lib/csv';
+import { oneOfParam, withParam } from '../lib/search-params';
+import { formatUtcDateTime } from '../lib/utc-time';
+import { useRouter } from '../router';
 
 const TransactionsDoc = graphql(`
   query Transactions($first: Int!, $after: String, $type: TransactionType) {
@@ -39,8 +42,14 @@ const PAGE = 25;
 const TYPES: TransactionType[] = ['topup', 'usage', 'bonus', 'refund', 'subscription'];
 
 export default function TransactionsPage() {
-  const [type, setType] = useState<TransactionType | ''>('');
-  const [cursors, setCursors] = useState<(string | null)[]>([null]);
+  // The type is kept in the address (?type=usage): a reload, Back or a shared link keeps it. It
+  // replaces the history entry, as the usage page's month does, so Back leaves the page.
+  const { path, search, navigate } = useRouter();
+  const type: TransactionType | '' = oneOfParam(search.get('type'), TYPES) ?? '';
+  // The pages walked through, for the type they were walked with (another type starts at the first).
+  const [paging, setPaging] = useState<{ type: TransactionType | ''; cursors: (string | null)[] }>({ type, cursors: [null] });
+  const cursors = paging.type === type ? paging.cursors : [null];
+  const setCursors = (next: (string | null)[]) => setPaging({ type, cursors: next });
   const after = cursors.at(-1) ?? null;
   const [{ data, fetching, error }, refetch] = useQuery({
     query: TransactionsDoc,
@@ -97,8 +106,7 @@ export default function TransactionsPage() {
             id="tx-type"
             value={type}
             onChange={(e) => {
-              setType(e.target.value as TransactionType | '');
-              setCursors([null]);
+              navigate(withParam(path, search, 'type', e.target.value || null), { replace: true });
             }}
           >
             <option value="">All</option>
@@ -141,7 +149,7 @@ export default function TransactionsPage() {
             <tbody>
               {conn.nodes.map((t) => (
                 <tr key={t.id}>
-                  <td data-label="Date">{new Date(t.createdAt).toLocaleString()}</td>
+                  <td data-label="Date">{formatUtcDateTime(t.createdAt)}</td>
                   <td data-label="Type">{t.type}</td>
                   <td data-label="Description">{t.description}</td>
                   <td data-label="Amount">

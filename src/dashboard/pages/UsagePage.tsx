@@ -9,7 +9,9 @@ import { Empty, ErrorMessage, Loading } from '../components/States';
 import { UsageChart } from '../components/UsageChart';
 import { graphql } from '../gql';
 import { formatTokens } from '../lib/money';
+import { monthParam, withParam } from '../lib/search-params';
 import { currentUtcMonth, dailySeries, modelTotals, monthRange, seriesModels } from '../lib/usage-shape';
+import { useRouter } from '../router';
 
 const UsageDoc = graphql(`
   query Usage($start: String!, $end: String!) {
@@ -34,7 +36,12 @@ const UsageDoc = graphql(`
 `);
 
 export default function UsagePage() {
-  const [month, setMonth] = useState(() => currentUtcMonth(new Date()));
+  // The month is kept in the address (?month=2026-02): a reload, Back or a shared link keeps it. It
+  // replaces the history entry (a month field changes at each key typed), so Back leaves the page.
+  const { path, search, navigate } = useRouter();
+  const [thisMonth] = useState(() => currentUtcMonth(new Date()));
+  const month = monthParam(search.get('month')) ?? thisMonth;
+  const setMonth = (next: string) => navigate(withParam(path, search, 'month', next), { replace: true });
   const range = monthRange(month);
   const [{ data, fetching, error }, refetch] = useQuery({ query: UsageDoc, variables: range });
   const currency = data?.viewer.wallet.currency;
@@ -46,7 +53,15 @@ export default function UsagePage() {
       <h1>Usage</h1>
       <div className="field inline">
         <label htmlFor="usage-month">Month (UTC)</label>
-        <input id="usage-month" type="month" value={month} onChange={(e) => e.target.value && setMonth(e.target.value)} />
+        <input
+          id="usage-month"
+          type="month"
+          value={month}
+          onChange={(e) => {
+            const picked = monthParam(e.target.value);
+            if (picked) setMonth(picked);
+          }}
+        />
       </div>
       {fetching && !data ? <Loading what="usage" /> : null}
       {error ? (

@@ -3,14 +3,13 @@ import { useMutation } from 'urql';
 import { ErrorMessage } from '../../components/States';
 import { graphql } from '../../gql';
 import { describeUserAgent } from '../../lib/user-agent';
+import { formatUtcDateTime } from '../../lib/utc-time';
 
 const RevokeSessionDoc = graphql(`
   mutation RevokeSession($id: ID!) {
     revokeSession(id: $id)
   }
 `);
-
-const at = (d: string) => new Date(d).toLocaleString();
 
 /**
  * The account's signed-in browsers, told apart by browser, when each signed in and when it was
@@ -34,14 +33,14 @@ export function SessionsList({
       <ul className="plain sessions">
         {sorted.map((s) => {
           const name = describeUserAgent(s.userAgent);
-          const label = `${name}, signed in ${at(s.createdAt)}`;
+          const label = `${name}, signed in ${formatUtcDateTime(s.createdAt)}`;
           return (
             <li key={s.id}>
               <span title={s.userAgent ?? undefined}>{name}</span>
               {s.current ? <strong> (this browser)</strong> : null}
               <br />
               <span className="muted">
-                Signed in {at(s.createdAt)} · last seen {at(s.lastSeenAt)}
+                Signed in {formatUtcDateTime(s.createdAt)} · last seen {formatUtcDateTime(s.lastSeenAt)}
               </span>
               {s.current ? null : confirm === s.id ? (
                 // biome-ignore lint/a11y/useSemanticElements: an inline group of two buttons, not a form fieldset.
