@@ -248,6 +248,8 @@ describe('a flagged answer', () => {
       expect(streamed.finish).toBe('content_filter');
       expect(countTextTokens(streamed.text)).toBeGreaterThan(6);
       expect(streamed.usage.completion_tokens).toBe(6);
+      // Its prompt as the model counted it, as the plain answer's (not tollgate's estimate).
+      expect(streamed.usage.prompt_tokens).toBe(6);
       const billed = (await newEvents(before)).filter((e) => e.model === 'chat-safe');
       expect(billed.map((e) => e.completionTokens)).toEqual([6, 6]);
     } finally {

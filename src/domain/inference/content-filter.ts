@@ -279,9 +279,11 @@ function filteredEngine(inner: Engine, check: Check, safety: SafetyConfig): Engi
         return true;
       };
       const allEnded = () => choices.every((st) => st.ended);
-      const cutUsage = async () =>
+      // The prompt as the model's usage counts it when it came (InferenceService clamps it as any
+      // engine's, the same as a plain answer cut here), else as counted at admission.
+      const cutUsage = async (reportedPrompt = 0) =>
         deliveredUsage(
-          await inner.countChatTokens(req.messages, req.tools),
+          reportedPrompt >= 1 ? reportedPrompt : await inner.countChatTokens(req.messages, req.tools),
           choices.map((st) => st.reasoning + st.sent),
         );
       let cut = false;
@@ -317,7 +319,11 @@ function filteredEngine(inner: Engine, check: Check, safety: SafetyConfig): Engi
               yield { type: 'choice_finish', choice: c, finishReason: event.finishReason, contentFilter: PASSED };
             }
             yield cut
-              ? { ...event, finishReason: 'content_filter', usage: completionAtMost(await cutUsage(), event.usage.completionTokens) }
+              ? {
+                  ...event,
+                  finishReason: 'content_filter',
+                  usage: completionAtMost(await cutUsage(event.usage.promptTokens), event.usage.completionTokens),
+                }
               : event;
             return;
           }
