@@ -6,17 +6,17 @@
 // transactions' type kept in the address, times in UTC everywhere, and the ways on from a taken
 // sign-up address, a used reset link and a blocking spending limit.
 import path from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enqueueNotification } from '../src/domain/notifications/outbox.js';
 import { launchChromium } from './support/browser.js';
+import { dashboardPeople, PASSWORD } from './support/dashboard-people.js';
 import { buildDashboardOnce } from './support/dashboard-build.js';
 import { ADMIN_TOKEN, startTestServer, type TestServer } from './support/harness.js';
 import { findExecutable, missing } from './support/requirements.js';
 
 const CHROMIUM = findExecutable(process.env.CHROMIUM_PATH ?? '/usr/bin/chromium');
 const ROOT = path.resolve(import.meta.dirname, '..');
-const PASSWORD = 'a long enough password';
 /** formatUtcDateTime's shape: "28 Nov 2026, 12:19 UTC". */
 const UTC_TIME = /\d{1,2} [A-Z][a-z]{2} \d{4}, \d{2}:\d{2} UTC/;
 
@@ -25,7 +25,6 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
   () => {
     let s: TestServer;
     let browser: Browser;
-    let people = 0;
 
     beforeAll(async () => {
       buildDashboardOnce(ROOT);
@@ -37,47 +36,13 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
       await s?.close();
     });
 
-    async function gql(query: string, variables: Record<string, unknown> = {}, cookie?: string) {
-      const res = await fetch(`${s.url}/graphql`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', ...(cookie ? { cookie } : {}) },
-        body: JSON.stringify({ query, variables }),
-      });
-      const body = (await res.json()) as { data?: any; errors?: any[] };
-      expect(body.errors, JSON.stringify(body.errors)).toBeUndefined();
-      return { body, setCookie: res.headers.getSetCookie() };
-    }
-
-    /** A new account, signed up: its address, its session cookie (name=value) and its id. */
-    async function signUp() {
-      const email = `finding-${++people}@example.com`;
-      const up = await gql('mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { account { id } } }', {
-        e: email,
-        p: PASSWORD,
-      });
-      return { email, cookie: up.setCookie[0]!.split(';')[0]!, accountId: up.body.data.signUp.account.id as string };
-    }
-
-    async function browse(cookie: string | null, at: string) {
-      const ctx: BrowserContext = await browser.newContext({ viewport: { width: 1200, height: 860 } });
-      if (cookie) await ctx.addCookies([{ name: 'tollgate_session', value: cookie.slice(cookie.indexOf('=') + 1), url: s.url }]);
-      const page: Page = await ctx.newPage();
-      await page.goto(`${s.url}/dashboard${at}`);
-      return { ctx, page };
-    }
-
-    async function signedIn(at: string) {
-      const person = await signUp();
-      return { ...person, ...(await browse(person.cookie, at)) };
-    }
-
-    const credit = async (accountId: string, amount: string) => {
-      const r = await s.graphql(
-        'mutation($i: CreditWalletInput!) { creditWallet(input: $i) { id } }',
-        { i: { accountId, amount, type: 'bonus', description: 'a test credit' } },
-        ADMIN_TOKEN,
-      );
-      expect(r.body.errors).toBeUndefined();
+    const people = dashboardPeople({ url: () => s.url, browser: () => browser, server: () => s, prefix: 'finding' });
+    const { browse, signUp, signedIn, credit } = people;
+    /** GraphQL that must succeed. */
+    const gql = async (query: string, variables: Record<string, unknown> = {}, cookie?: string) => {
+      const r = await people.gql(query, variables, cookie);
+      expect(r.body.errors, JSON.stringify(r.body.errors)).toBeUndefined();
+      return r;
     };
 
     /** The focused element: its tag, and its label or text. */

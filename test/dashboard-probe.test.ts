@@ -6,10 +6,11 @@
 // the e-mail form, the signed-in browsers, and the smaller wording fixes.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getKnex } from '../src/db/connection.js';
 import { launchChromium } from './support/browser.js';
+import { dashboardPeople, PASSWORD } from './support/dashboard-people.js';
 import { buildDashboardOnce } from './support/dashboard-build.js';
 import { ADMIN_TOKEN, catalogYaml, startTestServer, type TestServer } from './support/harness.js';
 import { findExecutable, missing } from './support/requirements.js';
@@ -17,14 +18,12 @@ import { until } from './support/wait.js';
 
 const CHROMIUM = findExecutable(process.env.CHROMIUM_PATH ?? '/usr/bin/chromium');
 const ROOT = path.resolve(import.meta.dirname, '..');
-const PASSWORD = 'a long enough password';
 
 describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install chromium; or set CHROMIUM_PATH)', CHROMIUM !== null))(
   'the dashboard where the browser probe found it misleading',
   () => {
     let s: TestServer;
     let browser: Browser;
-    let people = 0;
 
     beforeAll(async () => {
       buildDashboardOnce(ROOT);
@@ -39,48 +38,8 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
       await s?.close();
     });
 
-    async function gql(query: string, variables: Record<string, unknown> = {}, cookie?: string) {
-      const res = await fetch(`${s.url}/graphql`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', ...(cookie ? { cookie } : {}) },
-        body: JSON.stringify({ query, variables }),
-      });
-      const body = (await res.json()) as { data?: any; errors?: any[] };
-      return { body, setCookie: res.headers.getSetCookie() };
-    }
-
-    /** A browser of its own with the session cookie `cookie` (name=value), on `at` (a path under /dashboard). */
-    async function browse(cookie: string, at: string, viewport = { width: 1200, height: 860 }) {
-      const ctx: BrowserContext = await browser.newContext({ viewport });
-      await ctx.addCookies([{ name: 'tollgate_session', value: cookie.slice(cookie.indexOf('=') + 1), url: s.url }]);
-      const page: Page = await ctx.newPage();
-      await page.goto(`${s.url}/dashboard${at}`);
-      return { ctx, page };
-    }
-
-    /** A new account, signed up: its address, its session cookie (name=value) and its id. */
-    async function signUp() {
-      const email = `probe-${++people}@example.com`;
-      const up = await gql('mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { account { id } } }', {
-        e: email,
-        p: PASSWORD,
-      });
-      return { email, cookie: up.setCookie[0]!.split(';')[0]!, accountId: up.body.data.signUp.account.id as string };
-    }
-
-    async function signedIn(at: string, viewport = { width: 1200, height: 860 }) {
-      const person = await signUp();
-      return { ...person, ...(await browse(person.cookie, at, viewport)) };
-    }
-
-    const credit = async (accountId: string, amount: string) => {
-      const r = await s.graphql(
-        'mutation($i: CreditWalletInput!) { creditWallet(input: $i) { id } }',
-        { i: { accountId, amount, type: 'bonus', description: 'a test credit' } },
-        ADMIN_TOKEN,
-      );
-      expect(r.body.errors).toBeUndefined();
-    };
+    const people = dashboardPeople({ url: () => s.url, browser: () => browser, server: () => s, prefix: 'probe' });
+    const { gql, browse, signUp, signedIn, credit } = people;
 
     const toDeveloper = async (accountId: string) => {
       const r = await s.graphql(

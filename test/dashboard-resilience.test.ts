@@ -5,10 +5,11 @@
 // phone width (nothing widens the page), a notification with no wallet change (the overview shows
 // it live), and a canceled top-up (its result page lists no credits).
 import path from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningServer, startServer } from '../src/server.js';
 import { launchChromium } from './support/browser.js';
+import { dashboardPeople, PASSWORD } from './support/dashboard-people.js';
 import { buildDashboardOnce } from './support/dashboard-build.js';
 import { ADMIN_TOKEN, catalogYaml, startTestServer, type TestServer } from './support/harness.js';
 import { findExecutable, missing } from './support/requirements.js';
@@ -16,7 +17,6 @@ import { until, waitUntil } from './support/wait.js';
 
 const CHROMIUM = findExecutable(process.env.CHROMIUM_PATH ?? '/usr/bin/chromium');
 const ROOT = path.resolve(import.meta.dirname, '..');
-const PASSWORD = 'a long enough password';
 
 describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install chromium; or set CHROMIUM_PATH)', CHROMIUM !== null))(
   'the dashboard when things change under an open page',
@@ -26,7 +26,6 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
     let running: RunningServer;
     let url: string;
     let browser: Browser;
-    let people = 0;
 
     beforeAll(async () => {
       buildDashboardOnce(ROOT);
@@ -42,39 +41,8 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
       await s?.close();
     });
 
-    async function gql(query: string, variables: Record<string, unknown> = {}, cookie?: string) {
-      const res = await fetch(`${url}/graphql`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', ...(cookie ? { cookie } : {}) },
-        body: JSON.stringify({ query, variables }),
-      });
-      return { body: (await res.json()) as { data?: any; errors?: any[] }, setCookie: res.headers.getSetCookie() };
-    }
-
-    /** A browser of its own with the session cookie `cookie` (name=value), on `at` (a path under /dashboard). */
-    async function browse(cookie: string, at: string, viewport = { width: 1200, height: 860 }) {
-      const ctx: BrowserContext = await browser.newContext({ viewport });
-      await ctx.addCookies([{ name: 'tollgate_session', value: cookie.slice(cookie.indexOf('=') + 1), url }]);
-      const page: Page = await ctx.newPage();
-      await page.goto(`${url}/dashboard${at}`);
-      return { ctx, page };
-    }
-
-    /** A new account, signed up: its address, its session cookie (name=value) and its id. */
-    async function signUp() {
-      const email = `person-${++people}@example.com`;
-      const up = await gql('mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { account { id } } }', {
-        e: email,
-        p: PASSWORD,
-      });
-      return { email, cookie: up.setCookie[0]!.split(';')[0]!, accountId: up.body.data.signUp.account.id as string };
-    }
-
-    /** A new account, signed in in a browser of its own, on `at` (a path under /dashboard). */
-    async function signedIn(at: string, viewport = { width: 1200, height: 860 }) {
-      const person = await signUp();
-      return { ...person, ...(await browse(person.cookie, at, viewport)) };
-    }
+    const people = dashboardPeople({ url: () => url, browser: () => browser, server: () => s, prefix: 'person' });
+    const { gql, browse, signUp, signedIn, credit } = people;
 
     /** The session ends from elsewhere: signed out with its cookie by another client. */
     const endSession = async (cookie: string) => {
@@ -87,15 +55,6 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
       await whileDown();
       running = await startServer(s.services, { port: Number(new URL(url).port), host: '127.0.0.1' });
     }
-
-    const credit = async (accountId: string, amount: string) => {
-      const r = await s.graphql(
-        'mutation($i: CreditWalletInput!) { creditWallet(input: $i) { id } }',
-        { i: { accountId, amount, type: 'bonus', description: 'a test credit' } },
-        ADMIN_TOKEN,
-      );
-      expect(r.body.errors).toBeUndefined();
-    };
 
     /** Whether anything on the page reaches past the viewport's width (the page scrolls sideways). */
     const widerThanViewport = (page: Page) =>
