@@ -71,6 +71,17 @@ describe.each(BACKENDS)('refunds and disputes of Stripe top-ups on %s', (backend
     return session.payment_intent!;
   }
 
+  /** A paid 100.00 top-up (110 credits) with 80 spent on the startup tier's fee, then half of it refunded: 55 due, the 30 left taken. */
+  async function halfRefundedWith30Left() {
+    const a = await seed(s).account();
+    const c = client(s, a.apiKey);
+    const pi = await paidTopUp(a.apiKey, 100);
+    await s.services.billing.setTier(a.id, 'startup');
+    expect(await deliver(stripe.events.refunded(pi, 5_000))).toBe('reversed');
+    expect(await c.balance()).toBe('0');
+    return { a, c, pi };
+  }
+
   it('takes back the credits of a refunded payment, bonus included, in the refunded share; repeated and late events take nothing twice', async () => {
     const a = await seed(s).account();
     const pi = await paidTopUp(a.apiKey, 100); // 100 + 10 bonus
@@ -293,12 +304,7 @@ describe.each(BACKENDS)('refunds and disputes of Stripe top-ups on %s', (backend
   });
 
   it('never collects a shortfall later: a reinstatement gives back what its dispute took, whatever a refund could not take before', async () => {
-    const a = await seed(s).account();
-    const c = client(s, a.apiKey);
-    const pi = await paidTopUp(a.apiKey, 100); // 110 credits
-    await s.services.billing.setTier(a.id, 'startup'); // the 80.00 fee: 30 left
-    expect(await deliver(stripe.events.refunded(pi, 5_000))).toBe('reversed'); // 55 due, 30 taken
-    expect(await c.balance()).toBe('0');
+    const { a, c, pi } = await halfRefundedWith30Left();
     await paidTopUp(a.apiKey, 100);
     expect(await c.balance()).toBe('110');
     expect(await deliver(stripe.events.disputeFunds(pi, 'withdrawn', 5_000))).toBe('reversed'); // the other half: 55
@@ -309,11 +315,7 @@ describe.each(BACKENDS)('refunds and disputes of Stripe top-ups on %s', (backend
 
   it('gives back, when a dispute is won, only what the dispute took: never what a refund took before or after it', async () => {
     // A refund, then a dispute of the rest that finds the wallet empty: winning it gives nothing back.
-    const a = await seed(s).account();
-    const c = client(s, a.apiKey);
-    const pi = await paidTopUp(a.apiKey, 100); // 110 credits
-    await s.services.billing.setTier(a.id, 'startup'); // the 80.00 fee: 30 left
-    expect(await deliver(stripe.events.refunded(pi, 5_000))).toBe('reversed'); // 55 due, 30 taken
+    const { a, c, pi } = await halfRefundedWith30Left();
     expect(await deliver(stripe.events.disputeFunds(pi, 'withdrawn', 5_000))).toBe('reversed'); // 55 due, none left to take
     expect(await c.balance()).toBe('0');
     expect(await deliver(stripe.events.disputeFunds(pi, 'reinstated', 5_000))).toBe('reinstated');
@@ -398,11 +400,7 @@ describe.each(BACKENDS)('refunds and disputes of Stripe top-ups on %s', (backend
   });
 
   it("carries refunds' shortfalls made before migration 0017 over, so that a dispute won still gives back only what it took", async () => {
-    const a = await seed(s).account();
-    const c = client(s, a.apiKey);
-    const pi = await paidTopUp(a.apiKey, 100); // 110 credits
-    await s.services.billing.setTier(a.id, 'startup'); // 30 left
-    expect(await deliver(stripe.events.refunded(pi, 5_000))).toBe('reversed'); // 55 due, 30 taken
+    const { a, c, pi } = await halfRefundedWith30Left();
     const migrator = s.services.orm.getMigrator();
     await migrator.down({ to: '0017-refund-forgiven' });
     const knex = getKnex(s.services.orm);
