@@ -174,7 +174,7 @@ function compatDoor(services: Services, inFlight: Set<AbortController>): CompatD
       return createContext(services, {
         authorization: req.headers.authorization ?? null,
         requestId: req.requestId,
-        path: req.originalUrl.split('?', 1)[0]!,
+        path: fullPath(req),
         signal: controller.signal,
         onRateLimit: rateLimitHeadersOn(res),
         onAdmitted: admittedOn(res),
@@ -186,7 +186,7 @@ function compatDoor(services: Services, inFlight: Set<AbortController>): CompatD
     stalledClientMs: services.config.server.stalled_client_ms,
     stalled(req) {
       services.logger.warn(
-        { reqId: req.requestId, path: req.originalUrl.split('?', 1)[0], stalledMs: services.config.server.stalled_client_ms },
+        { reqId: req.requestId, path: fullPath(req), stalledMs: services.config.server.stalled_client_ms },
         'stream client took nothing of the stream for server.stalled_client_ms; disconnected',
       );
     },

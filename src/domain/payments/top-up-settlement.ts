@@ -327,8 +327,7 @@ export class TopUpSettlement {
       // refunds could not take, at most what was taken. So what is given back is what the dispute
       // took beyond the refunds' share: never a refund's take, never a shortfall collected now.
       const owed = target > forgiven ? target - forgiven : 0n;
-      const keep = taken < owed ? taken : owed;
-      moved = -(taken - keep);
+      moved = -(taken - minBig(taken, owed));
     }
     if (moved < 0n) {
       await this.o.wallet.creditWithin(

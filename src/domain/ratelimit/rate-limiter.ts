@@ -78,6 +78,7 @@ export class RateLimiter {
   readonly stats = { admitted: 0, refused: 0, failOpen: 0, storeErrors: 0, alerts: 0, refusedBy: { rpm: 0, tpm: 0 } };
   private readonly failClosed: boolean;
   private readonly alertThreshold: number;
+  private readonly storeRetryMs: number;
   private lastWarnMs = -Infinity;
   private unwarned = 0;
   /** Since when the store has failed (Date.now()), and its last error; null while it answers. */
@@ -97,6 +98,7 @@ export class RateLimiter {
   ) {
     this.failClosed = opts.failClosed ?? false;
     this.alertThreshold = opts.alertThreshold ?? 100;
+    this.storeRetryMs = opts.storeRetryMs ?? STORE_RETRY_MS;
   }
 
   /**
@@ -110,7 +112,7 @@ export class RateLimiter {
       const now = Date.now();
       // Not asked: the store failed a moment ago. Past the wait this call asks, alone.
       if (now < this.retryAtMs) return this.storeUnavailable(this.failing.err, false);
-      this.retryAtMs = now + (this.opts.storeRetryMs ?? STORE_RETRY_MS);
+      this.retryAtMs = now + this.storeRetryMs;
     }
     let answer: AdmitResult | Promise<AdmitResult>;
     try {
@@ -212,7 +214,7 @@ export class RateLimiter {
     // A failing store is asked here too (a PING, at most once per storeRetryMs): an instance that
     // /readyz took out of a load balancer's rotation gets no calls that would find it back.
     if (this.failing && this.store.ping && Date.now() >= this.retryAtMs) {
-      this.retryAtMs = Date.now() + (this.opts.storeRetryMs ?? STORE_RETRY_MS);
+      this.retryAtMs = Date.now() + this.storeRetryMs;
       try {
         await this.store.ping();
         if (this.failing) this.answersAgain();
@@ -243,7 +245,7 @@ export class RateLimiter {
       const now = Date.now();
       if (this.failing) this.failing.err = err;
       else this.failing = { sinceMs: now, err };
-      this.retryAtMs = now + (this.opts.storeRetryMs ?? STORE_RETRY_MS);
+      this.retryAtMs = now + this.storeRetryMs;
     }
     if (this.failClosed) {
       this.warn(err, 'rate limiter: store unreachable; refusing calls (rate_limits.fail_closed)');

@@ -516,7 +516,8 @@ export class LlamaCppEngine implements Engine {
   /**
    * The call's deadline (engine.max_duration_ms), from its start: its wait in the queue, the
    * generation and the time a stream's consumer holds a piece all count, so that no call outlives
-   * its hold (start-up refuses a max_duration_ms not below billing.hold_expiry_seconds). The signal
+   * its hold (start-up wants billing.hold_expiry_seconds above max_duration_ms by more than
+   * STREAM_DEADLINE_GRACE_MS, InferenceService's margin for a stream its consumer stopped pulling). The signal
    * aborts with the caller's, or at the deadline with 504 upstream_timeout; `error` turns whatever
    * the abort threw then (node-llama-cpp's own AbortError) into that error.
    */
