@@ -11,7 +11,16 @@ import { loginPathFor, safeReturnPath } from '../src/dashboard/lib/return-to.js'
 import { costNanos, formatDecimal, parseDecimal, priceToNanos } from '../src/domain/billing/money.js';
 import { describeUserAgent } from '../src/dashboard/lib/user-agent.js';
 import { formatUtcDateTime } from '../src/dashboard/lib/utc-time.js';
-import { formatMoney, formatTokens, listPriceCost, normalizeAmount, priceNanos, stripAmount } from '../src/dashboard/lib/money.js';
+import {
+  decimalNanos,
+  formatMoney,
+  formatTokens,
+  listPriceCost,
+  nanosDecimal,
+  normalizeAmount,
+  priceNanos,
+  stripAmount,
+} from '../src/dashboard/lib/money.js';
 import { feeNotice } from '../src/dashboard/lib/plan-fee.js';
 import { monthParam, oneOfParam, withParam } from '../src/dashboard/lib/search-params.js';
 import { spendingLimitNote } from '../src/dashboard/lib/spending-limit.js';
@@ -201,6 +210,26 @@ describe('the top-up amount and bonus preview', () => {
     expect(previewLines({ amount: '250', bonus: '37.5', bonusPercent: 15, credits: '287.5', currency: 'USD' }, formatMoney).bonus).toBe(
       '+37.50 USD (15%)',
     );
+  });
+});
+
+describe("the dashboard's one decimal reader", () => {
+  it('reads and writes every amount the API sends as the server does', () => {
+    fc.assert(
+      fc.property(fc.bigInt({ min: -(10n ** 18n), max: 10n ** 18n }), (nanos) => {
+        const text = formatDecimal(nanos);
+        expect(decimalNanos(text)).toBe(nanos);
+        expect(decimalNanos(text)).toBe(parseDecimal(text));
+        expect(nanosDecimal(nanos)).toBe(text);
+      }),
+    );
+    expect(decimalNanos(' 12.50 ')).toBe(12_500_000_000n);
+    expect(decimalNanos('.5')).toBe(500_000_000n);
+    expect(decimalNanos('+3')).toBe(3_000_000_000n);
+    for (const bad of ['', '.', '-', '1e3', '12,5', 'abc', '1.2.3']) expect(decimalNanos(bad), bad).toBeNull();
+    // A malformed figure counts for nothing in a sum, and never makes a limit look reached.
+    expect(sumDecimals(['1.5', 'oops', '0.25'])).toBe('1.75');
+    expect(spendingLimitNote('block', 'oops', '0.003')).toBe('calls that would pass it are refused');
   });
 });
 

@@ -35,6 +35,26 @@ export function toNumber(value: string | null | undefined): number {
 }
 
 /**
+ * A decimal amount as the API sends it ("52.5", "-0.000123456", "12") in nanos, exactly; digits
+ * past the ninth decimal are dropped (the API never sends them). Anything else → null. The one
+ * decimal reader of the dashboard: prices, sums and the spending-limit note all go through it.
+ */
+export function decimalNanos(value: string): bigint | null {
+  const m = /^([+-]?)(\d*)(?:\.(\d*))?$/.exec(value.trim());
+  if (!m || (m[2] === '' && (m[3] ?? '') === '')) return null;
+  const n = BigInt(m[2] || '0') * 1_000_000_000n + BigInt((m[3] ?? '').slice(0, 9).padEnd(9, '0'));
+  return m[1] === '-' ? -n : n;
+}
+
+/** Nanos as the API writes a decimal: "1.5", "-0.000123456", "12" (no trailing zeros). */
+export function nanosDecimal(nanos: bigint): string {
+  const neg = nanos < 0n;
+  const abs = neg ? -nanos : nanos;
+  const frac = (abs % 1_000_000_000n).toString().padStart(9, '0').replace(/0+$/, '');
+  return `${neg ? '-' : ''}${abs / 1_000_000_000n}${frac ? `.${frac}` : ''}`;
+}
+
+/**
  * A catalog price (a number of currency units per million tokens, as GraphQL sends it) in nanos,
  * exactly as the server reads it (src/domain/billing/money.ts, parseDecimal of a number): through
  * its shortest decimal form, never `price * 1e9` (a float product can land a nano off).
@@ -54,10 +74,7 @@ export function priceNanos(price: number): bigint {
           ? `${sign}${digits}${'0'.repeat(point - digits.length)}`
           : `${sign}${digits.slice(0, point)}.${digits.slice(point)}`;
   }
-  const m = /^(-)?(\d+)(?:\.(\d+))?$/.exec(text);
-  if (!m) return 0n;
-  const nanos = BigInt(m[2]!) * 1_000_000_000n + BigInt((m[3] ?? '').slice(0, 9).padEnd(9, '0'));
-  return m[1] ? -nanos : nanos;
+  return decimalNanos(text) ?? 0n;
 }
 
 /**

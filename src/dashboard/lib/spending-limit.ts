@@ -4,17 +4,11 @@
 // would cost depends on its prompt, which the dashboard cannot know: it says which calls are
 // refused, and that the limit is reached once the spend is at it.
 
-/** A decimal amount in nanos, exactly ("0.0029" → 2_900_000n); not an amount → null. */
-function nanos(value: string): bigint | null {
-  const m = /^(-?)(\d+)(?:\.(\d{1,9}))?$/.exec(value.trim());
-  if (!m) return null;
-  const n = BigInt(m[2]!) * 1_000_000_000n + BigInt((m[3] ?? '').padEnd(9, '0'));
-  return m[1] ? -n : n;
-}
+import { decimalNanos } from './money.js';
 
 export function spendingLimitNote(action: 'alert' | 'block', spent: string, limit: string): string {
   if (action === 'alert') return 'an alert past it';
-  const s = nanos(spent);
-  const l = nanos(limit);
+  const s = decimalNanos(spent);
+  const l = decimalNanos(limit);
   return s !== null && l !== null && s >= l ? 'reached: calls are refused' : 'calls that would pass it are refused';
 }

@@ -2,6 +2,8 @@
 // month (days without usage at zero, so the axis has no gaps) with a token count per model, plus
 // totals per model for the table beside the chart.
 
+import { decimalNanos, nanosDecimal } from './money.js';
+
 export interface UsageRow {
   date: string;
   model: string;
@@ -69,16 +71,8 @@ export function dailySeries(rows: UsageRow[], month: string): DayPoint[] {
 /** Adds decimal strings exactly (to 9 places). */
 export function sumDecimals(values: string[]): string {
   let nanos = 0n;
-  for (const v of values) {
-    const m = /^(-?)(\d*)(?:\.(\d*))?$/.exec(v.trim());
-    if (!m) continue;
-    const n = BigInt(m[2] || '0') * 1_000_000_000n + BigInt((m[3] ?? '').padEnd(9, '0').slice(0, 9) || '0');
-    nanos += m[1] === '-' ? -n : n;
-  }
-  const neg = nanos < 0n;
-  const abs = neg ? -nanos : nanos;
-  const frac = (abs % 1_000_000_000n).toString().padStart(9, '0').replace(/0+$/, '');
-  return `${neg ? '-' : ''}${abs / 1_000_000_000n}${frac ? `.${frac}` : ''}`;
+  for (const v of values) nanos += decimalNanos(v) ?? 0n;
+  return nanosDecimal(nanos);
 }
 
 export function modelTotals(rows: UsageRow[]): ModelTotal[] {
