@@ -104,6 +104,66 @@ describe('the in-process engine', () => {
     expect(streamed.at(-1)).toMatchObject({ type: 'finish', finishReason: 'stop' });
   });
 
+  it("bills a JSON answer's tokens, not the grammar's closing newlines, and a value whole when max_tokens runs out in them is a stop", async () => {
+    const pet = { type: 'json_schema' as const, jsonSchema: { name: 'pet', schema: petSchema } };
+    for (const seed of [1, 2, 3]) {
+      const ask = (extra: Partial<EngineChatRequest>) => req({ temperature: 1, seed, responseFormat: pet, ...extra });
+      // With log-probabilities: one per billed token, and together they are the answer.
+      const lp = await engine.chat(ask({ logprobs: true }), neverAborted());
+      expect(lp.logprobs!.map((l) => l.token).join(''), `seed ${seed}`).toBe(lp.content);
+      expect(lp.usage.completionTokens).toBe(lp.logprobs!.length);
+      // Streamed: the pieces' tokens add up to what is billed (the newlines were billed, sent in no piece).
+      const events = await collect(engine.chatStream(ask({}), neverAborted()));
+      const finish = events.at(-1)!;
+      const sum = events.reduce((total, e) => total + (e.type === 'delta' ? (e.tokens ?? 0) : 0), 0);
+      expect(finish).toMatchObject({ type: 'finish', finishReason: 'stop' });
+      if (finish.type === 'finish') expect(sum).toBe(finish.usage.completionTokens);
+      // max_tokens at the value's end, or inside the closing newlines: the same answer, finished, billed the same.
+      const whole = await engine.chat(ask({}), neverAborted());
+      const n = whole.usage.completionTokens;
+      for (const maxTokens of [n, n + 1, n + 2, n + 3]) {
+        const r = await engine.chat(ask({ maxTokens }), neverAborted());
+        expect({ content: r.content, finish: r.finishReason, tokens: r.usage.completionTokens }, `max_tokens ${maxTokens}`).toEqual({
+          content: whole.content,
+          finish: 'stop',
+          tokens: n,
+        });
+      }
+      const cut = await engine.chat(ask({ maxTokens: n - 1 }), neverAborted());
+      expect(cut.finishReason).toBe('length');
+      expect(cut.usage.completionTokens).toBe(n - 1);
+    }
+  });
+
+  it("a forced call whose arguments are whole when max_tokens runs out in the grammar's closing newlines finishes tool_calls", async () => {
+    for (const seed of [1, 2]) {
+      const ask = (extra: Partial<EngineChatRequest>) => req({ temperature: 1, seed, tools: [weather], toolChoice: 'required', ...extra });
+      const whole = await engine.chat(ask({}), neverAborted());
+      expect(whole.finishReason).toBe('tool_calls');
+      const n = whole.usage.completionTokens;
+      // Around the arguments' end: whole arguments are a finished call billed as the whole one; cut ones finish length.
+      let cut = 0;
+      for (let maxTokens = n - 5; maxTokens <= n + 3; maxTokens++) {
+        const r = await engine.chat(ask({ maxTokens }), neverAborted());
+        const args = r.toolCalls![0]!.function.arguments;
+        if (args === whole.toolCalls![0]!.function.arguments) {
+          expect({ finish: r.finishReason, tokens: r.usage.completionTokens }, `max_tokens ${maxTokens}`).toEqual({
+            finish: 'tool_calls',
+            tokens: n,
+          });
+        } else {
+          expect(() => JSON.parse(args), args).toThrow();
+          expect({ finish: r.finishReason, tokens: r.usage.completionTokens }, `max_tokens ${maxTokens}`).toEqual({
+            finish: 'length',
+            tokens: maxTokens,
+          });
+          cut++;
+        }
+      }
+      expect(cut).toBeGreaterThan(0);
+    }
+  });
+
   it('holds answers to what node-llama-cpp alone would let pass: bounds, draft 4 references, allOf, integers without exponents', async () => {
     const schema = {
       type: 'object',

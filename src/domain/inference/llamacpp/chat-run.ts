@@ -84,8 +84,8 @@ export async function* runChoice(c: ChoiceContext): AsyncGenerator<ChoiceEvent, 
   let typed = '';
 
   if (!forced) {
-    const stops = [...(req.stop ?? []).filter((s) => s.length > 0), ...runner.stopTexts, ...grammarStops(c.format)];
-    const completion = new CompletionText(model, stops, runner.pieces);
+    const stops = [...(req.stop ?? []).filter((s) => s.length > 0), ...runner.stopTexts];
+    const completion = new CompletionText(model, stops, runner.pieces, grammarStops(c.format));
     const top = req.topLogprobs ?? 0;
     // Log-probabilities of tokens whose text is not out yet: they go with the next delta.
     let pendingLp: TokenLogprob[] = [];
@@ -139,8 +139,13 @@ export async function* runChoice(c: ChoiceContext): AsyncGenerator<ChoiceEvent, 
     if (signal.aborted) throw abortReason(signal);
     if (!calling) {
       const tail = held + completion.finish();
-      if (tail) yield { type: 'delta', content: tail, tokens: out.length - given, ...(req.logprobs ? { logprobs: pendingLp } : {}) };
-      return { finishReason: finish ?? 'stop', completionTokens: out.length };
+      // The grammar's closing newlines are neither sent nor billed, nor their log-probabilities.
+      const billed = out.length - completion.tailTokens;
+      if (tail) {
+        const lp = req.logprobs ? { logprobs: pendingLp.slice(0, Math.max(0, billed - given)) } : {};
+        yield { type: 'delta', content: tail, tokens: billed - given, ...lp };
+      }
+      return { finishReason: completion.ended ? 'stop' : (finish ?? 'stop'), completionTokens: billed };
     }
   } else {
     // The call is forced: its prefix goes in the model's mouth.
@@ -190,7 +195,7 @@ export async function* runChoice(c: ChoiceContext): AsyncGenerator<ChoiceEvent, 
   if (out.length >= req.maxTokens) return { finishReason: 'length', completionTokens: spent() };
   const index = tools!.indexOf(tool);
   const grammar = await schemaGrammar(c.llama, tool.function.parameters, `tools[${index}].function.parameters`, c.modelId);
-  const args = new CompletionText(model, grammarStops(grammar), runner.pieces);
+  const args = new CompletionText(model, [], runner.pieces, grammarStops(grammar));
   const state = grammarState(runner, grammar);
   let finish: FinishReason = 'tool_calls';
   for await (const o of continueFrom(seq, [...c.prompt, ...out], { ...sampling, grammarEvaluationState: state }, false, signal)) {
@@ -209,7 +214,9 @@ export async function* runChoice(c: ChoiceContext): AsyncGenerator<ChoiceEvent, 
   if (signal.aborted) throw abortReason(signal);
   const tail = args.finish().trimEnd();
   if (tail) yield { type: 'tool_call', index: 0, arguments: tail };
-  return { finishReason: finish, completionTokens: spent() };
+  // Arguments whole when max_tokens ran out in the grammar's closing newlines: the call is complete.
+  if (args.ended) finish = 'tool_calls';
+  return { finishReason: finish, completionTokens: Math.min(out.length - args.tailTokens, req.maxTokens) };
 }
 
 /** What every choice of a call shares; `seed` is the first choice's. */

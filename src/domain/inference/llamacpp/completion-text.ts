@@ -36,15 +36,20 @@ export function decodesWithoutContext(model: Detokenizer): boolean {
   return true;
 }
 
-/** Where the earliest stop sequence starts in `text`, or -1. */
-function findStop(text: string, stops: readonly string[]): number {
+/** Where the earliest stop sequence starts in `text`, or -1; `hit` is the one found there. */
+function findStop(text: string, stops: readonly string[], hit: { stop: string }): number {
   let best = -1;
   for (const s of stops) {
     const i = text.indexOf(s);
-    if (i >= 0 && (best < 0 || i < best)) best = i;
+    if (i >= 0 && (best < 0 || i < best)) {
+      best = i;
+      hit.stop = s;
+    }
   }
   return best;
 }
+
+const BLANK = /^\s+$/;
 
 /** The length of the longest proper prefix of `stop` that `text` ends with (0 if none), without allocating. */
 function endingPrefixLength(text: string, stop: string): number {
@@ -59,11 +64,26 @@ function endingPrefixLength(text: string, stop: string): number {
   return 0;
 }
 
+/**
+ * A response format's grammar (node-llama-cpp's JSON grammar) ends its value with four newlines,
+ * its stop trigger, and the model writes them as tokens: they are the grammar's, not the answer's.
+ * A completion under such a grammar (`grammarEnds`, its triggers) therefore tells when the value
+ * is whole (`ended`): at the trigger, or when generation stops with a whole JSON value and only
+ * the start of the trigger after it (max_tokens ran out in the newlines, or right at the value's
+ * end). The blank tokens after a whole value (`tailTokens`) are neither sent nor billed, as a
+ * model's end-of-generation token is not; the finish reason is `stop`, not `length`.
+ */
 export class CompletionText {
-  /** Every token generated so far (the completion's usage, and the window of the repeat penalties). */
+  /** Every token generated so far (the window of the repeat penalties; the usage less `tailTokens`). */
   readonly tokens: Token[] = [];
   /** A stop sequence appeared: the text before it went out, nothing more will. */
   stopped = false;
+  /** The grammar's value is whole (see the class's comment). */
+  ended = false;
+  /** Tokens at the end whose text is only whitespace (counted under a grammar only). */
+  private blankTail = 0;
+  private readonly all: readonly string[];
+  private readonly hit = { stop: '' };
   /** Tokens whose text is not out yet: an incomplete character. */
   private undecoded: Token[] = [];
   /**
@@ -80,13 +100,23 @@ export class CompletionText {
     private readonly model: Detokenizer,
     private readonly stops: readonly string[],
     private readonly pieces: Map<Token, string> | null,
-  ) {}
+    private readonly grammarEnds: readonly string[] = [],
+  ) {
+    this.all = grammarEnds.length ? [...stops, ...grammarEnds] : stops;
+  }
+
+  /** The grammar's closing tokens after its whole value: generated, but neither sent nor billed. */
+  get tailTokens(): number {
+    return this.ended ? this.blankTail : 0;
+  }
 
   /** Takes the next generated token; returns the text that may be sent now ('' when none). */
   push(token: Token): string {
     this.tokens.push(token);
     if (this.stopped) return '';
-    return this.release(this.decode(token));
+    const piece = this.decode(token);
+    if (this.grammarEnds.length) this.blankTail = piece !== '' && BLANK.test(piece) ? this.blankTail + 1 : 0;
+    return this.release(piece);
   }
 
   /** The end of generation: what was held back (a partial character, a tail that never became a stop sequence). */
@@ -95,12 +125,34 @@ export class CompletionText {
     const piece = this.decodeHeld(true);
     const text = this.pending + piece;
     this.pending = '';
-    const hit = findStop(text, this.stops);
-    if (hit >= 0) {
+    const hit = this.find(text);
+    if (hit >= 0) return text.slice(0, hit);
+    if (piece === '' && this.grammarEnds.length && this.wholeValue()) {
+      // Generation stopped inside the grammar's closing newlines (or right at the value's end):
+      // what was held back is the start of the trigger.
       this.stopped = true;
-      return text.slice(0, hit);
+      this.ended = true;
+      return text.trimEnd();
     }
     return text;
+  }
+
+  /** Whether the text so far is a whole JSON value (a number could still have grown: not whole). */
+  private wholeValue(): boolean {
+    try {
+      return typeof JSON.parse(this.model.detokenize(this.tokens, false)) !== 'number';
+    } catch {
+      return false;
+    }
+  }
+
+  private find(text: string): number {
+    const at = findStop(text, this.all, this.hit);
+    if (at >= 0) {
+      this.stopped = true;
+      this.ended = this.grammarEnds.includes(this.hit.stop);
+    }
+    return at;
   }
 
   private decode(token: Token): string {
@@ -133,16 +185,15 @@ export class CompletionText {
 
   /** Cuts before a stop sequence, or holds back a tail that could still grow into one. */
   private release(piece: string): string {
-    if (this.stops.length === 0 || piece === '') return piece;
+    if (this.all.length === 0 || piece === '') return piece;
     const text = this.pending === '' ? piece : this.pending + piece;
-    const hit = findStop(text, this.stops);
+    const hit = this.find(text);
     if (hit >= 0) {
-      this.stopped = true;
       this.pending = '';
       return text.slice(0, hit);
     }
     let held = 0;
-    for (const s of this.stops) held = Math.max(held, endingPrefixLength(text, s));
+    for (const s of this.all) held = Math.max(held, endingPrefixLength(text, s));
     if (held === 0) {
       this.pending = '';
       return text;

@@ -585,7 +585,7 @@ export class LlamaCppEngine implements Engine {
         if (generation.finishReason) break;
       }
       if (signal.aborted) throw abortReason(signal);
-      content += generation.completion.finish();
+      content += generation.end();
       return { content, finishReason: generation.finishReason ?? 'stop', usage: generation.usage() };
     } finally {
       lease.release();
@@ -621,7 +621,7 @@ export class LlamaCppEngine implements Engine {
         if (signal.aborted) throw abortReason(signal);
       }
       if (signal.aborted) throw abortReason(signal);
-      const tail = generation.completion.finish();
+      const tail = generation.end();
       if (tail) yield { type: 'delta', content: tail, tokens };
       yield { type: 'finish', finishReason: generation.finishReason ?? 'stop', usage: generation.usage() };
     } finally {
@@ -666,8 +666,8 @@ export class LlamaCppEngine implements Engine {
     // Every call starts from an empty sequence: one caller's cache never shapes another's output,
     // and the same request with temperature 0 (or the same seed) gives the same tokens.
     await seq.eraseContextTokenRanges([{ start: 0, end: seq.nextTokenIndex }]);
-    const stops = [...(req.stop ?? []).filter((s) => s.length > 0), ...runner.stopTexts, ...grammarStops(format)];
-    const completion = new CompletionText(model, stops, runner.pieces);
+    const stops = [...(req.stop ?? []).filter((s) => s.length > 0), ...runner.stopTexts];
+    const completion = new CompletionText(model, stops, runner.pieces, grammarStops(format));
     // The prompt a batch at a time: a caller that leaves during a long one frees the slot within a batch.
     const tokens = seq.evaluate(await prefill(seq, prompt, signal), {
       ...samplingOf(req, seedOf(req), () => completion.tokens),
@@ -688,11 +688,16 @@ export class LlamaCppEngine implements Engine {
         else if (completion.tokens.length >= req.maxTokens) generation.finishReason = 'length';
         return text;
       },
-      usage: () => ({
-        promptTokens: prompt.length,
-        completionTokens: completion.tokens.length,
-        totalTokens: prompt.length + completion.tokens.length,
-      }),
+      end() {
+        const tail = completion.finish();
+        // max_tokens ran out in the grammar's closing newlines: the value is whole.
+        if (completion.ended) generation.finishReason = 'stop';
+        return tail;
+      },
+      usage: () => {
+        const completionTokens = completion.tokens.length - completion.tailTokens;
+        return { promptTokens: prompt.length, completionTokens, totalTokens: prompt.length + completionTokens };
+      },
     };
     return generation;
   }

@@ -149,5 +149,7 @@ export interface Generation {
   finishReason: FinishReason | undefined;
   /** Takes the next token; returns the text that may be sent now ('' when none). */
   take(token: Token): string;
+  /** The end of generation: the text held back (settles the finish reason under a grammar). */
+  end(): string;
   usage(): EngineChatResult['usage'];
 }
