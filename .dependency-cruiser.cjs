@@ -37,7 +37,12 @@ module.exports = {
       from: { path: '^compat/' },
       to: {
         path: '^src/',
-        pathNot: ['^src/graphql/(schema|context|errors)\\.ts$', '^src/generated/', '^src/domain/errors\\.ts$', '^src/exact-json\\.ts$'],
+        pathNot: [
+          '^src/graphql/(schema|context|errors)\\.ts$',
+          '^src/generated/',
+          '^src/domain/errors\\.ts$',
+          '^src/(exact-json|json-depth)\\.ts$',
+        ],
       },
     },
     {

@@ -5,6 +5,7 @@ import { DomainError, requestTooLarge } from '../src/domain/errors.js';
 import { chatCompletions } from './chat.js';
 import { embeddings } from './embeddings.js';
 import { sendError } from './errors.js';
+import { jsonNestsWithin, TOO_DEEP_MESSAGE } from '../src/json-depth.js';
 import { keepRawBody, wantRawBody, wantsRawBody } from './body.js';
 import { getModel, listModels } from './models.js';
 import { moderate } from './moderate.js';
@@ -45,7 +46,10 @@ export function createCompatRouter(door: CompatDoor, opts: { onUnexpected: (req:
     type: ['application/json', 'application/*+json'],
     // As body-parser decodes it (its charset), for a route that asked for the text.
     verify: (req, _res, buf, encoding) => {
-      if (wantsRawBody(req as Request)) keepRawBody(req as Request, buf.toString(encoding as BufferEncoding));
+      const text = buf.toString(encoding as BufferEncoding);
+      // body-parser wraps what is thrown here (setting its status: not a DomainError's getter).
+      if (!jsonNestsWithin(text)) throw Object.assign(new Error(TOO_DEEP_MESSAGE), { tooDeep: true });
+      if (wantsRawBody(req as Request)) keepRawBody(req as Request, text);
     },
   });
   const limit = parseBytes(door.bodyLimit)!;
@@ -57,7 +61,8 @@ export function createCompatRouter(door: CompatDoor, opts: { onUnexpected: (req:
     new Promise<void>((resolve, reject) =>
       json(req, res, (err?: unknown) => {
         if (!err) return resolve();
-        const e = err as { type?: string; status?: number };
+        const e = err as { type?: string; status?: number; tooDeep?: boolean };
+        if (e.tooDeep) return reject(new DomainError('invalid_request', TOO_DEEP_MESSAGE));
         if (e.type === 'entity.too.large') {
           return reject(requestTooLarge(door.bodyLimit));
         }
@@ -148,6 +153,7 @@ function readPlainJson(req: Request): Promise<void> {
         return resolve();
       }
       const first = /^[ \t\n\r]*(.)/.exec(text)?.[1];
+      if (!jsonNestsWithin(text)) return reject(new DomainError('invalid_request', TOO_DEEP_MESSAGE));
       try {
         if (first !== '{' && first !== '[') throw new SyntaxError('not an object or array');
         req.body = JSON.parse(text);

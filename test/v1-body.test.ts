@@ -39,6 +39,11 @@ const bodies: [string, string][] = [
   ['an array', '[1, 2]'],
   ['broken JSON', '{"model": "chat-test",'],
   ['an object that is not a chat request', '{"model": 7}'],
+  ['JSON nested deeper than 256 levels', `{"model":"chat-test","extra":${'['.repeat(300)}${']'.repeat(300)}}`],
+  [
+    'brackets inside strings (not nesting)',
+    JSON.stringify({ model: 'chat-test', max_tokens: 8, messages: [{ role: 'user', content: `${'['.repeat(600)}\\" #tokens=2` }] }),
+  ],
   [
     'non-ASCII text',
     JSON.stringify({ model: 'chat-test', max_tokens: 8, messages: [{ role: 'user', content: 'héllo wörld ✓ #tokens=2' }] }),
@@ -60,6 +65,23 @@ describe('the plain JSON reader and body-parser agree', () => {
     expect((await answer(chat, 'application/json')).status).toBe(200);
     expect(await answer('{broken', 'application/json')).toMatchObject({ status: 400, outcome: { code: 'invalid_json' } });
     expect(await answer('', 'application/json')).toMatchObject({ status: 400, outcome: { param: 'model' } });
+  });
+
+  it('refuses JSON nested deeper than 256 levels before parsing it, on both paths, and takes 256', async () => {
+    const nested = (depth: number) =>
+      JSON.stringify({ model: 'chat-test', max_tokens: 8, messages: [{ role: 'user', content: 'hi #tokens=2' }] }).replace(
+        /}$/,
+        `,"extra":${'['.repeat(depth - 1)}${']'.repeat(depth - 1)}}`,
+      );
+    for (const type of ['application/json', 'application/vnd.tollgate-test+json']) {
+      const r = await answer(nested(257), type);
+      expect(r.status, type).toBe(400);
+      expect(r.outcome).toMatchObject({
+        code: 'invalid_request',
+        message: 'The request body nests deeper than 256 levels of objects and arrays.',
+      });
+      expect((await answer(nested(256), type)).status, type).toBe(200);
+    }
   });
 
   it('a compressed body goes through body-parser, which inflates it', async () => {

@@ -95,6 +95,17 @@ describe('chat request rules', () => {
   it('refuses presence_penalty below -2', () => bad({ presence_penalty: -2.5 }, 'invalid_value', 'presence_penalty'));
   it('refuses frequency_penalty above 2', () => bad({ frequency_penalty: 3 }, 'invalid_value', 'frequency_penalty'));
   it('refuses five stop sequences', () => bad({ stop: ['a', 'b', 'c', 'd', 'e'] }, 'too_many_stop_sequences', 'stop'));
+  it('refuses a stop sequence over 1,000 characters, and takes one of 1,000', async () => {
+    const r = await bad({ stop: ['end', 'x'.repeat(1001)] }, 'invalid_value', 'stop');
+    expect(r.body.error.message).toBe("'stop' sequences may be at most 1000 characters long; got one of 1001.");
+    expect((await post('/chat/completions', chat({ stop: ['x'.repeat(1000)] }))).status).toBe(200);
+  });
+  it('refuses chat_template_kwargs nested deeper than 64 levels (it was forwarded, or a 500 when deeper still)', async () => {
+    const nest = (depth: number): unknown => (depth === 0 ? 1 : { a: nest(depth - 1) });
+    const r = await bad({ chat_template_kwargs: nest(65) }, 'invalid_value', 'chat_template_kwargs');
+    expect(r.body.error.message).toBe("'chat_template_kwargs' nests deeper than 64 levels of objects and arrays.");
+    expect((await post('/chat/completions', chat({ chat_template_kwargs: nest(64) }))).status).toBe(200);
+  });
   it('refuses max_tokens of 0', () => bad({ max_tokens: 0 }, 'invalid_value', 'max_tokens'));
   it("refuses max_tokens over the model's max_output_tokens", () => bad({ max_tokens: 257 }, 'invalid_value', 'max_tokens'));
   it('refuses a non-integer max_tokens', () => bad({ max_tokens: 1.5 }, 'invalid_type', 'max_tokens'));

@@ -308,6 +308,8 @@ function samplingExtras(input: ChatInput): Pick<ChatOptions, 'topK' | 'minP' | '
   if (kwargs !== null && kwargs !== undefined) {
     if (!isObject(kwargs))
       throw invalid('chat_template_kwargs', "'chat_template_kwargs' must be an object of the chat template's variables.");
+    if (!nestsWithin(kwargs, MAX_SCHEMA_DEPTH))
+      throw invalid('chat_template_kwargs', `'chat_template_kwargs' nests deeper than ${MAX_SCHEMA_DEPTH} levels of objects and arrays.`);
     if (Object.keys(kwargs).length > 0) out.chatTemplateKwargs = kwargs;
   }
   return out;

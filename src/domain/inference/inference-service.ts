@@ -428,6 +428,13 @@ export class InferenceService {
     }
     if (stop?.some((s) => s.length === 0))
       throw new DomainError('invalid_value', "'stop' sequences must not be empty strings.", { param: 'stop' });
+    const long = stop?.find((s) => s.length > LIMITS.maxStopLength);
+    if (long !== undefined)
+      throw new DomainError(
+        'invalid_value',
+        `'stop' sequences may be at most ${LIMITS.maxStopLength} characters long; got one of ${long.length}.`,
+        { param: 'stop' },
+      );
     const { max_output_tokens: modelMax, context_window: contextWindow } = model.specifications;
     if (input.maxTokens !== null && input.maxTokens !== undefined) {
       if (!Number.isInteger(input.maxTokens) || input.maxTokens < 1 || input.maxTokens > modelMax) {

@@ -6,6 +6,8 @@ import type { ContentFilterVerdict, Engine, FinishReason, Role, TokenLogprob, To
 
 export const LIMITS = {
   maxStopSequences: 4,
+  /** The longest stop sequence (characters): each is searched for in the tail of every token's text. */
+  maxStopLength: 1_000,
   maxEmbeddingInputs: 100,
   maxRerankDocuments: 100,
   maxModerationInputs: 100,
