@@ -28,6 +28,7 @@ import {
   Kind,
   NoSchemaIntrospectionCustomRule,
   validate as validateGraphQL,
+  valueFromASTUntyped,
   visit,
 } from 'graphql';
 import { createCompatRouter } from '../compat/router.js';
@@ -655,7 +656,7 @@ function asBody(bytes: Buffer): { length: number; [Symbol.asyncIterator](): Asyn
  * The armor's cost limit counts a page size given as a variable (`first: $n`) once, not knowing
  * it when the document is checked: 15 aliased pages of 1 000 passed where the same query with
  * literal sizes is refused. Before it runs, an operation with such an argument is costed again
- * with each `first`/`last` variable replaced by its value. At execution, not validation: Yoga
+ * with each `first`/`last` variable replaced by its value (its default when the request leaves it out). At execution, not validation: Yoga
  * keeps a document's validation result for every later request of the same text.
  */
 function pageSizesCosted(maxCost: number, refused: (error: GraphQLError) => GraphQLError): Plugin {
@@ -663,12 +664,11 @@ function pageSizesCosted(maxCost: number, refused: (error: GraphQLError) => Grap
   // query text's parsed document): most operations have none, and pay one map lookup.
   const sizedByVariable = new WeakMap<DocumentNode, boolean>();
   const check = (args: ExecutionArgs, stop: (result: { errors: GraphQLError[] }) => void) => {
-    const variables = args.variableValues;
-    if (!variables) return;
     let sizes = sizedByVariable.get(args.document);
     if (sizes === undefined) sizedByVariable.set(args.document, (sizes = withPageSizes(args.document, null) !== null));
     if (!sizes) return;
-    const sized = withPageSizes(args.document, variables);
+    // A variable the client left out runs with its default (`$n: Int = 1000`): costed so too.
+    const sized = withPageSizes(args.document, withDefaults(args.document, args.operationName, args.variableValues ?? {}));
     if (!sized) return;
     let refusal: GraphQLError | undefined;
     const rule = costLimitRule({ maxCost, propagateOnRejection: false, onReject: [(_c, err) => void (refusal ??= err)] });
@@ -679,6 +679,26 @@ function pageSizesCosted(maxCost: number, refused: (error: GraphQLError) => Grap
     onExecute: ({ args, setResultAndStopExecution }) => check(args, setResultAndStopExecution),
     onSubscribe: ({ args, setResultAndStopExecution }) => check(args, setResultAndStopExecution),
   };
+}
+
+/**
+ * The values the operation runs with: the variables sent, and for each one left out, the default
+ * its definition gives (graphql-js does the same when it coerces them).
+ */
+function withDefaults(
+  document: DocumentNode,
+  operationName: string | null | undefined,
+  variables: Readonly<Record<string, unknown>>,
+): Readonly<Record<string, unknown>> {
+  const operation = getOperationAST(document, operationName);
+  let values = variables;
+  for (const definition of operation?.variableDefinitions ?? []) {
+    const name = definition.variable.name.value;
+    if (!definition.defaultValue || Object.hasOwn(variables, name)) continue;
+    if (values === variables) values = { ...variables };
+    (values as Record<string, unknown>)[name] = valueFromASTUntyped(definition.defaultValue);
+  }
+  return values;
 }
 
 /**

@@ -273,6 +273,46 @@ describe('GraphQL over HTTP', () => {
     }
   });
 
+  it("costs a page size left to its variable's default by that default, over HTTP and WebSocket", async () => {
+    const pages = Array.from({ length: 15 }, (_, i) => `t${i}: transactions(first: $n) { nodes { id } }`).join(' ');
+    for (const [query, variables, refused] of [
+      [`query($n: Int = 1000) { viewer { wallet { ${pages} } } }`, undefined, true],
+      [`query($n: Int = 1000) { viewer { wallet { ${pages} } } }`, {}, true],
+      // The variable sent wins over its default.
+      [`query($n: Int = 1000) { viewer { wallet { ${pages} } } }`, { n: 10 }, false],
+      // Several operations: the defaults of the one that runs.
+      [
+        `query Big($n: Int = 1000) { viewer { wallet { ${pages} } } } query Small($n: Int = 10) { viewer { wallet { ${pages} } } }`,
+        {},
+        true,
+      ],
+      [
+        `query Small($n: Int = 10) { viewer { wallet { ${pages} } } } query Big($n: Int = 1000) { viewer { wallet { ${pages} } } }`,
+        {},
+        false,
+      ],
+    ] as const) {
+      // Each document of several operations runs its first one.
+      const operationName = /^query (\w+)/.exec(query)?.[1];
+      const res = await fetch(`${s.url}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+        body: JSON.stringify({ query, variables, operationName }),
+      });
+      const http = (await res.json()) as { errors?: { message: string; extensions: unknown }[] };
+      // (subscribeAll sends no operationName: the socket is asked the one-operation documents.)
+      const ws = operationName ? null : await subscribeAll(query, variables ?? {}, `Bearer ${key}`);
+      const what = `${operationName ?? ''} ${JSON.stringify(variables)}`;
+      for (const r of [http, ...(ws ? [ws.error ? { errors: ws.error as any[] } : ws.events[0]] : [])]) {
+        if (refused) {
+          expect(r.errors?.[0].message, what).toMatch(/^The query is too large: query cost limit of 100000 exceeded/);
+          expect(r.errors?.[0].extensions, what).toMatchObject({ code: 'invalid_request', status: 400 });
+        } else expect(r.errors, what).toBeUndefined();
+      }
+      expect(res.status, what).toBe(refused ? 400 : 200);
+    }
+  });
+
   it('names a refused argument as GraphQL does (first, accountId), where /v1 names it as /v1 does (limit)', async () => {
     const page = await s.graphql('{ viewer { wallet { transactions(first: 0) { edges { node { id } } } } } }', {}, key);
     expect(page.body.errors[0].extensions).toMatchObject({ code: 'invalid_value', param: 'first' });
