@@ -1,7 +1,7 @@
 // GraphQL fetches per item in batches: a page of 100 ledger entries resolves the top-up behind each
 // credit with one query, whatever the page size; a list of accounts reads their wallets, their
 // keys, their feeds and their unread counts with one query each, however many accounts, and so
-// their settings, allocations, alert settings and usage reports; and `viewer` reuses the account
+// their settings (with automatic top-up), allocations, alert settings and usage reports; and `viewer` reuses the account
 // that authentication read.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { getKnex } from '../src/db/connection.js';
@@ -246,5 +246,48 @@ describe('batched loading in GraphQL', () => {
     // The account search (ids, then the accounts), the wallets (settings), the allocations, the
     // alert settings, and each of the two usage reports (by model, by user): its allocations, its sums.
     expect(many.queries).toBe(9);
+  });
+
+  it("loads a list of accounts' automatic top-up settings with one query, whatever the length", async () => {
+    // At least 30 accounts, whatever the other tests made; the two newest first.
+    for (let i = 0; i < 28; i++) await seed(s).account();
+    const quiet = await seed(s).account();
+    const topped = await seed(s).account();
+    await s.services.autoTopups.updateSettings(topped.id, { enabled: true, threshold: 5_000_000_000n, amount: 20_000_000_000n });
+    const LIST = 'query($first: Int) { accounts(first: $first) { id settings { autoTopup { enabled threshold amount inFlight } } } }';
+    const listOnce = async (first: number) => {
+      const db = s.services.billing.db;
+      const rows = vi.spyOn(db, 'rows');
+      const run = vi.spyOn(db, 'run');
+      const knex = getKnex(s.services.orm);
+      let viaKnex = 0;
+      const listener = () => viaKnex++;
+      knex.on('query', listener);
+      try {
+        const r = await s.graphql(LIST, { first }, ADMIN_TOKEN);
+        expect(r.body.errors).toBeUndefined();
+        return { accounts: r.body.data.accounts as any[], queries: rows.mock.calls.length + run.mock.calls.length + viaKnex };
+      } finally {
+        knex.removeListener('query', listener);
+        rows.mockRestore();
+        run.mockRestore();
+      }
+    };
+    // As above: the fewest statements of three runs (background work may add some to one run).
+    const listWithQueryCount = async (first: number) => {
+      const runs = [await listOnce(first), await listOnce(first), await listOnce(first)];
+      return runs.reduce((a, b) => (b.queries < a.queries ? b : a));
+    };
+    const many = await listWithQueryCount(30);
+    expect(many.accounts).toHaveLength(30);
+    expect(many.accounts.slice(0, 2)).toEqual([
+      { id: topped.id, settings: { autoTopup: { enabled: true, threshold: '5', amount: '20', inFlight: false } } },
+      { id: quiet.id, settings: { autoTopup: { enabled: false, threshold: null, amount: null, inFlight: false } } },
+    ]);
+    const few = await listWithQueryCount(2);
+    expect(few.accounts).toEqual(many.accounts.slice(0, 2));
+    expect(few.queries).toBe(many.queries);
+    // The account search (ids, then the accounts), the wallets (settings), the automatic top-ups.
+    expect(many.queries).toBe(4);
   });
 });

@@ -2,7 +2,7 @@
 // billing hot path speaks to the database, and inside the same transactions as its ledger):
 // top-ups (checkouts and automatic top-ups), the processor's customer of each account, and each
 // account's automatic top-up settings. Money columns are 64-bit nanos read back as text.
-import { big, bool, date, exec, int, rows, run, type Db } from '../billing/sql.js';
+import { big, bool, date, exec, inList, int, rows, run, type Db } from '../billing/sql.js';
 import { isTopUpState, type TopUpState } from './checkout-state.js';
 import type { ProcessorName } from './processor.js';
 
@@ -328,6 +328,14 @@ export async function findAutoTopup(db: Db, accountId: string, forUpdate = ''): 
     accountId,
   ]);
   return found[0] ? autoTopupRecord(found[0]) : null;
+}
+
+/** The automatic top-up settings of several accounts, in one query (accounts that never set them left out). */
+export async function findAutoTopupsOf(db: Db, accountIds: readonly string[]): Promise<AutoTopupRecord[]> {
+  if (accountIds.length === 0) return [];
+  const { ids, list } = inList(accountIds);
+  const found = await rows<Record<string, unknown>>(db, `select ${AUTO_COLUMNS} from auto_topups where account_id in ${list}`, ids);
+  return found.map(autoTopupRecord);
 }
 
 export async function saveAutoTopup(

@@ -220,12 +220,15 @@ const AutoTopupRef = builder.objectRef<AutoTopupView>('AutoTopup').implement({
   }),
 });
 
+// Batched, never cached (a mutation of the document may change them): one query for a list of accounts.
 builder.objectField(AccountSettingsRef, 'autoTopup', (t) =>
-  t.field({
+  t.loadable({
     type: AutoTopupRef,
+    load: (accountIds: string[], ctx) => ctx.services.autoTopups.getSettingsOf(accountIds),
+    loaderOptions: { cache: false },
     resolve: async (settings, _args, ctx) => {
       await requireAccountAccess(ctx, settings.accountId);
-      return ctx.services.autoTopups.getSettings(settings.accountId);
+      return settings.accountId;
     },
   }),
 );
