@@ -42,6 +42,7 @@ import type { Services } from './container.js';
 import { ClientDisconnected, DomainError, requestTooLarge } from './domain/errors.js';
 import { jsonNestsWithin, TOO_DEEP_MESSAGE } from './json-depth.js';
 import { createContext, type GraphQLContext } from './graphql/context.js';
+import { useDocumentRules } from './graphql/document-rules.js';
 import { httpError, isUnexpectedError, publicErrorBody, toPublicGraphQLError, withoutSuggestions } from './graphql/errors.js';
 import { schema } from './graphql/schema.js';
 import { createPaymentsRouter } from './web/payments-router.js';
@@ -392,6 +393,8 @@ export function createApp(services: Services) {
     }) as Plugin,
     useCSRFPrevention({ requestHeaders: ['x-graphql-yoga-csrf', 'apollo-require-preflight'] }),
     pageSizesCosted(config.graphql.max_cost, (e) => forClient(toPublicGraphQLError(armorLimit(e)))),
+    // One mutation field per document; an operation that cannot be picked, said with the names the document has.
+    useDocumentRules(),
     // Validation errors (and the armor's limits) in the public shape, with their 400.
     {
       onValidate:

@@ -17,6 +17,7 @@ import {
 import { printedSchema } from '../src/graphql/print-schema.js';
 import { schema } from '../src/graphql/schema.js';
 import { ADMIN_TOKEN, catalogYaml, startTestServer, type TestServer } from './support/harness.js';
+import { signedIn } from './support/seed.js';
 
 let s: TestServer;
 let key: string;
@@ -343,6 +344,42 @@ describe('GraphQL over HTTP', () => {
     expect(((await v1.json()) as any).error).toMatchObject({ code: 'invalid_value', param: 'limit' });
   });
 
+  it('says which operations a document has when the request does not name one of them', async () => {
+    const post = async (body: Record<string, unknown>) => {
+      const res = await fetch(`${s.url}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      const json = (await res.json()) as { errors: { message: string; extensions: unknown }[] };
+      expect(res.status).toBe(400);
+      expect(json.errors[0].extensions).toEqual({ code: 'invalid_request', type: 'invalid_request_error', status: 400, param: null });
+      return json.errors[0].message;
+    };
+    const TWO = 'query A { models { id } } query B { models { id } }';
+    expect(await post({ query: TWO })).toBe("The document has 2 operations, named 'A', 'B': operationName must name the one to run.");
+    expect(await post({ query: TWO, operationName: 'C' })).toBe(
+      "The document has no operation named 'C': its operations are named 'A', 'B'. operationName must name one of them.",
+    );
+    expect(await post({ query: 'query A { models { id } }', operationName: 'B' })).toBe(
+      "The document has no operation named 'B': its operation is named 'A'. operationName must name one of them.",
+    );
+    expect(await post({ query: '{ models { id } }', operationName: 'B' })).toBe(
+      "The document has no operation named 'B': its operation has no name. Leave operationName out, or give the operation that name.",
+    );
+    expect(await post({ query: 'query A { models { id } } { plans { tier } }' })).toBe(
+      "The document has 2 operations, named 'A' (and 1 without a name): operationName must name the one to run.",
+    );
+    // A right operationName runs that operation.
+    const res = await fetch(`${s.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: TWO, operationName: 'B' }),
+    });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { data: { models: unknown[] } }).data.models.length).toBeGreaterThan(0);
+  });
+
   it("answers Yoga's own refusals with this project's codes: invalid_request, 400 or 405 with Allow", async () => {
     const post = (body: string) => fetch(`${s.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
     const cases: [string, Promise<Response>, number, string | null][] = [
@@ -390,19 +427,59 @@ describe('GraphQL over HTTP', () => {
     }
   });
 
-  it('reads a wallet again after a mutation changed it, within one document', async () => {
+  it('refuses a document of several mutations before any runs (400), and keeps a single one as it was', async () => {
     const a = await s.account('developer');
-    const r = await s.graphql(
-      `mutation($a: ID!) {
-        before: setAccountTier(accountId: $a, tier: developer) { wallet { balance } }
-        credit: creditWallet(input: { accountId: $a, amount: "1.5", type: bonus, description: "x" }) { id }
-        after: setAccountTier(accountId: $a, tier: developer) { wallet { balance } }
-      }`,
-      { a: a.id },
-      ADMIN_TOKEN,
+    const owner = await signedIn(s, a.id);
+    const balance = async () =>
+      (await s.graphql('{ viewer { wallet { balance transactions(first: 50) { nodes { id } } } } }', {}, a.apiKey)).body.data.viewer.wallet;
+    const keys = async () => (await owner.graphql('{ viewer { apiKeys { id } } }')).body.data.viewer.apiKeys.length as number;
+    const [walletBefore, keysBefore] = [await balance(), await keys()];
+    const CHATS = `mutation {
+      a: createChatCompletion(input: { model: "chat-test", messages: [{ role: "user", content: "hi" }] }) { choices { message { content } } }
+      b: createChatCompletion(input: { model: "nope", messages: [{ role: "user", content: "hi" }] }) { id }
+    }`;
+    const KEYS = 'mutation { k: createMyApiKey(name: "lost") { id apiKey } r: revokeMyApiKey(id: "key_nope") { id } }';
+    const FRAGMENT =
+      'mutation { ...Both } fragment Both on Mutation { k: createMyApiKey(name: "lost") { id } ... on Mutation { signOut } }';
+    for (const [what, r] of [
+      ['two chats', await s.graphql(CHATS, {}, a.apiKey)],
+      ['a key and a revocation', await owner.graphql(KEYS)],
+      ['through fragments', await owner.graphql(FRAGMENT)],
+    ] as const) {
+      expect({ what, status: r.status }).toEqual({ what, status: 400 });
+      expect(r.body.data, what).toBeUndefined();
+      expect(r.body.errors, what).toHaveLength(1);
+      expect(r.body.errors[0].extensions, what).toEqual({
+        code: 'invalid_request',
+        type: 'invalid_request_error',
+        status: 400,
+        param: null,
+      });
+      expect(r.body.errors[0].message, what).toMatch(
+        /^This mutation selects (2|3) fields \(.+\); a document may run one mutation\. Send each in a request of its own/,
+      );
+    }
+    // Over WebSocket too.
+    const ws = await subscribeAll(CHATS, {}, `Bearer ${a.apiKey}`);
+    expect((ws.error as any[])?.[0]?.message ?? ws.events[0]?.errors?.[0]?.message).toMatch(/a document may run one mutation/);
+    // Nothing ran: nothing charged, no key made.
+    expect(await balance()).toEqual(walletBefore);
+    expect(await keys()).toBe(keysBefore);
+    // One mutation per document is as before: a failing one answers its own status with data null.
+    const failing = await owner.graphql('mutation { revokeMyApiKey(id: "key_nope") { id } }');
+    expect(failing.status).toBe(404);
+    expect(failing.body.data).toBeNull();
+    expect(failing.body.errors[0].extensions).toMatchObject({ code: 'not_found', status: 404 });
+    const made = await owner.graphql('mutation Make { createMyApiKey(name: "kept") { id apiKey } }');
+    expect(made.status).toBe(200);
+    expect(made.body.data.createMyApiKey.apiKey).toMatch(/^ask_/);
+    // The same field twice with the same alias and arguments is one field (GraphQL merges them).
+    const merged = await s.graphql(
+      'mutation { moderate(input: { input: "hi" }) { id } moderate(input: { input: "hi" }) { id } }',
+      {},
+      a.apiKey,
     );
-    expect(r.body.errors).toBeUndefined();
-    expect(Number(r.body.data.after.wallet.balance) - Number(r.body.data.before.wallet.balance)).toBe(1.5);
+    expect(merged.body.errors).toBeUndefined();
   });
 
   it('refuses a browser form post without a preflight header (CSRF)', async () => {
