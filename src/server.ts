@@ -469,6 +469,7 @@ export function createApp(services: Services) {
         authorization,
         session,
         refusedCookieFrom: req?.headers && !token ? refusedCookieOrigin(req.headers, config, viaProxy) : null,
+        endedSessionCookie: Boolean(token) && !authorization && !session,
         cookies:
           res && !connectionParams
             ? {

@@ -172,6 +172,71 @@ describe('dashboard sign-in (open sign-up)', () => {
     expect(keyed.body.errors![0].message).toMatch(/^The session cookie came from a page of another site/);
   });
 
+  it('tells an ended or made-up session cookie, an operator session and the operator token what they are, not that no API key was sent', async () => {
+    const ENDED = 'Your sign-in session has ended (it expired, or was signed out or revoked): sign in to the dashboard again.';
+    const signIn = async (e: string) => {
+      await gql(s, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }', { e, p: PASSWORD });
+      const r = await gql(s, 'mutation($e: String!, $p: String!) { signIn(email: $e, password: $p) { id } }', { e, p: PASSWORD });
+      return { cookie: cookieOf(r.setCookie), id: r.body.data.signIn.id as string };
+    };
+    const signedOut = await signIn('ended@example.com');
+    await gql(s, 'mutation { signOut }', {}, { cookie: signedOut.cookie });
+    const expired = await signIn('expired@example.com');
+    await getKnex(s.services.orm)('sessions').where({ id: expired.id }).update({ expires_at_ms: 1 });
+    const overSocket = async (cookie: string) => {
+      const client = createClient({
+        url: `${s.url.replace('http', 'ws')}/graphql`,
+        webSocketImpl: class extends WebSocket {
+          constructor(url: string, protocols: string[]) {
+            super(url, protocols, { headers: { cookie, origin: s.url } });
+          }
+        },
+        retryAttempts: 0,
+      });
+      try {
+        return await new Promise<any>((resolve) => {
+          client.subscribe({ query: '{ viewer { email } }' }, { next: resolve, error: (e) => resolve({ errors: e }), complete: () => {} });
+        });
+      } finally {
+        await client.dispose();
+      }
+    };
+    for (const [what, cookie] of [
+      ['signed out', signedOut.cookie],
+      ['expired', expired.cookie],
+      ['made up', 'tollgate_session=tgs_madeup'],
+    ]) {
+      const viewer = await gql(s, '{ viewer { email } }', {}, { cookie });
+      expect({ what, status: viewer.status, ...viewer.body.errors![0] }).toMatchObject({
+        what,
+        status: 401,
+        message: ENDED,
+        extensions: { code: 'invalid_api_key' },
+      });
+      expect((await overSocket(cookie)).errors[0].message, what).toBe(ENDED);
+      const key = await gql(s, 'mutation { createMyApiKey(name: "x") { id } }', {}, { cookie });
+      expect({ what, ...key.body.errors![0] }).toMatchObject({ what, message: ENDED, extensions: { code: 'session_required' } });
+    }
+    const operator = cookieOf(
+      (await gql(s, 'mutation($t: String!) { signInAsOperator(token: $t) { operator } }', { t: ADMIN_TOKEN })).setCookie,
+    );
+    const operatorViewer = await gql(s, '{ viewer { email } }', {}, { cookie: operator });
+    expect(operatorViewer.body.errors![0].message).toMatch(/^You are signed in as the operator, which belongs to no account/);
+    const operatorKey = await gql(s, 'mutation { createMyApiKey(name: "x") { id } }', {}, { cookie: operator });
+    expect(operatorKey.body.errors![0]).toMatchObject({
+      message: "This needs the account's owner signed in to the dashboard: the operator's session belongs to no account.",
+      extensions: { code: 'session_required' },
+    });
+    const tokenKey = await gql(s, 'mutation { createMyApiKey(name: "x") { id } }', {}, { authorization: `Bearer ${ADMIN_TOKEN}` });
+    expect(tokenKey.body.errors![0]).toMatchObject({
+      message: "This needs the account's owner signed in to the dashboard: the operator token (ADMIN_TOKEN) belongs to no account.",
+      extensions: { code: 'session_required' },
+    });
+    // Nothing was made.
+    const [made] = await getKnex(s.services.orm)('api_keys').where({ name: 'x' }).count({ n: '*' });
+    expect(Number(made!.n)).toBe(0);
+  });
+
   it('refuses sign-up, sign-in and password resets over WebSocket before doing anything (no cookie, no throttle there)', async () => {
     await gql(s, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }', { e: 'sock@example.com', p: PASSWORD });
     const client = createClient({ url: `${s.url.replace('http', 'ws')}/graphql`, webSocketImpl: WebSocket, retryAttempts: 0 });

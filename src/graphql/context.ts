@@ -63,6 +63,8 @@ export function createContext(
     cookies?: SessionCookies | null;
     /** The Origin of a page of another site whose session cookie was not believed (src/web/session-cookie.ts). */
     refusedCookieFrom?: string | null;
+    /** A session cookie was sent and believed, but names no live session (expired, signed out, revoked or made up). */
+    endedSessionCookie?: boolean;
   },
 ): GraphQLContext {
   let authenticated: Promise<Principal> | undefined;
@@ -78,16 +80,25 @@ export function createContext(
     principal() {
       authenticated ??= session?.accountId
         ? principalOfSession(services, session.accountId)
-        : isAdminToken(services, opts.authorization)
+        : session?.operator
           ? Promise.reject(
               new DomainError(
                 'invalid_api_key',
-                "This is the operator token (ADMIN_TOKEN): it belongs to no account. Send an account's API key, or sign in to the dashboard.",
+                "You are signed in as the operator, which belongs to no account: send an account's API key, or sign in as the account's owner (the operator reads accounts with Query.accounts).",
               ),
             )
-          : !opts.authorization && opts.refusedCookieFrom
-            ? Promise.reject(crossSiteCookie(opts.refusedCookieFrom))
-            : services.accounts.authenticate(opts.authorization);
+          : isAdminToken(services, opts.authorization)
+            ? Promise.reject(
+                new DomainError(
+                  'invalid_api_key',
+                  "This is the operator token (ADMIN_TOKEN): it belongs to no account. Send an account's API key, or sign in to the dashboard.",
+                ),
+              )
+            : !opts.authorization && opts.refusedCookieFrom
+              ? Promise.reject(crossSiteCookie(opts.refusedCookieFrom))
+              : !opts.authorization && opts.endedSessionCookie
+                ? Promise.reject(new DomainError('invalid_api_key', SESSION_ENDED))
+                : services.accounts.authenticate(opts.authorization);
       return authenticated;
     },
     // The same caller for every metered call of the request (a door may ask before the operation does).
@@ -100,10 +111,7 @@ export function createContext(
     requireSession() {
       if (!session?.accountId) {
         if (!opts.authorization && opts.refusedCookieFrom) throw crossSiteCookie(opts.refusedCookieFrom);
-        throw new DomainError(
-          'session_required',
-          'Sign in to the dashboard for this: API keys cannot manage keys, passwords, sessions, automatic top-up, spending limits or alerts.',
-        );
+        throw new DomainError('session_required', whyNoSession(services, session, opts));
       }
       return session as SessionView & { accountId: string };
     },
@@ -121,6 +129,22 @@ export function createContext(
     },
   };
   return ctx;
+}
+
+/** What a sign-in cookie that names no live session is told. */
+const SESSION_ENDED = 'Your sign-in session has ended (it expired, or was signed out or revoked): sign in to the dashboard again.';
+
+/** Why an operation only an account's owner, signed in, may run was refused: said as who the caller is. */
+function whyNoSession(
+  services: Services,
+  session: SessionView | null,
+  opts: { authorization: string | null | undefined; endedSessionCookie?: boolean },
+): string {
+  const owner = "This needs the account's owner signed in to the dashboard";
+  if (session?.operator) return `${owner}: the operator's session belongs to no account.`;
+  if (isAdminToken(services, opts.authorization)) return `${owner}: the operator token (ADMIN_TOKEN) belongs to no account.`;
+  if (!opts.authorization && opts.endedSessionCookie) return SESSION_ENDED;
+  return 'Sign in to the dashboard for this: API keys cannot manage keys, passwords, sessions, automatic top-up, spending limits or alerts.';
 }
 
 /** A session cookie a page of another site sent: not believed (it could be a forged request), and said so. */
