@@ -588,15 +588,20 @@ function publicError(error: GraphQLError): GraphQLFormattedError {
 /**
  * A domain error's parameter as GraphQL names it: the domain speaks /v1's names (`max_tokens`,
  * `account_id`, a page's `limit`), GraphQL's arguments and input fields are camelCase (`maxTokens`,
- * `accountId`) and a page's size is `first`. The parameter and its quoted name in the message
- * change; a variable's own name (a coercion error) is left as the client wrote it.
+ * `accountId`) and a page's size is `first`. The parameter and its name in the message change:
+ * quoted, or a snake_case name as a word of its own (`expires_at must be…`, `max_tokens asks for…`),
+ * which no prose reads as anything else; a one-word name (`limit`) only quoted. A variable's own
+ * name (a coercion error) is left as the client wrote it.
  */
 function namedForGraphQL(error: GraphQLError): GraphQLError {
   const param = error.extensions?.param;
   if (typeof param !== 'string' || error.message.startsWith('Variable "$')) return error;
   const named = param === 'limit' ? 'first' : param.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase());
   if (named === param) return error;
-  return new GraphQLError(error.message.split(`'${param}'`).join(`'${named}'`), {
+  const message = param.includes('_')
+    ? error.message.replace(new RegExp(`(?<![\\w$])${param.replace(/[^\w]/g, '\\$&')}(?!\\w)`, 'g'), named)
+    : error.message.split(`'${param}'`).join(`'${named}'`);
+  return new GraphQLError(message, {
     nodes: error.nodes,
     path: error.path,
     extensions: { ...error.extensions, param: named },

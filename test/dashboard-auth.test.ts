@@ -534,7 +534,10 @@ describe('dashboard sign-in (open sign-up)', () => {
     const keys = await gql(s, '{ viewer { apiKeys { id expiresAt } } }', {}, { cookie });
     expect(keys.body.data.viewer.apiKeys).toEqual([{ id: made.body.data.createMyApiKey.id, expiresAt: '2099-01-31T00:00:00.000Z' }]);
     expect((await create(null)).body.errors).toBeUndefined();
-    expect((await create('2001-01-01')).body.errors?.[0].extensions).toMatchObject({ code: 'invalid_value', param: 'expiresAt' });
+    const past = await create('2001-01-01');
+    expect(past.body.errors?.[0].extensions).toMatchObject({ code: 'invalid_value', param: 'expiresAt' });
+    // The message names the argument as GraphQL does, as the param does (not /v1's expires_at).
+    expect(past.body.errors?.[0].message).toBe('expiresAt must be in the future.');
     expect((await create('2099-02-30')).body.errors?.[0].extensions.code).toBe('invalid_value');
   });
 
