@@ -636,10 +636,13 @@ function armorLimit<E>(error: E): E | GraphQLError {
     );
   const m = /^Syntax Error: (Query Cost limit|Query depth limit|Aliases limit|Directives limit|Token limit)(.*)$/.exec(error.message);
   if (!m) return error;
+  // Splitting a query makes it shorter, not shallower: the depth limit is met by nesting less.
   const hint =
     m[1] === 'Query Cost limit'
       ? ' Ask for fewer items per list (a `first`/`last` multiplies the cost of what it selects) or split the query; the limit is `graphql.max_cost`.'
-      : ' Split the query; the limits are under `graphql:` in the config.';
+      : m[1] === 'Query depth limit'
+        ? ' Nest fewer levels: ask for what lies deeper in a query of its own (by the id the first one returns); the limit is `graphql.max_depth`.'
+        : ' Split the query; the limits are under `graphql:` in the config.';
   return new GraphQLError(`The query is too large: ${m[1].toLowerCase()}${m[2]}${hint}`, {
     nodes: error.nodes,
     extensions: error.extensions,

@@ -239,6 +239,20 @@ describe('GraphQL over HTTP', () => {
     expect(page.body.errors).toBeUndefined();
   });
 
+  it('says a query past the depth limit is too deep, and to nest less (splitting it would not help)', async () => {
+    const tight = await startTestServer({ yaml: (u) => catalogYaml(u, 'graphql: { max_depth: 3 }') });
+    try {
+      const r = await tight.graphql('{ viewer { wallet { transactions(first: 1) { nodes { id } } } } }', {}, key);
+      expect(r.status).toBe(400);
+      expect(r.body.errors[0].message).toBe(
+        'The query is too large: query depth limit of 3 exceeded, found 5. Nest fewer levels: ask for what lies deeper in a query of its own (by the id the first one returns); the limit is `graphql.max_depth`.',
+      );
+      expect(r.body.errors[0].extensions).toMatchObject({ code: 'invalid_request', status: 400 });
+    } finally {
+      await tight.close();
+    }
+  });
+
   it('says a query with too many repeated fields to check is too large, with what to change, over HTTP and WebSocket', async () => {
     const query = `{ plans { ${'tier '.repeat(1000)} } }`;
     const http = await s.graphql(query, {}, key);
