@@ -313,8 +313,28 @@ describe('dashboard sign-in (open sign-up)', () => {
       const sessions = listed.body.data.session.account.sessions as { id: string; current: boolean }[];
       expect(sessions).toHaveLength(2);
       const other = sessions.find((x) => !x.current)!;
+      // Another account's session, or a made-up id, is not this account's to end: 404, as revokeMyApiKey answers.
+      const stranger = await gql(s, 'mutation($e: String!, $p: String!) { signUp(email: $e, password: $p) { id } }', {
+        e: 'stranger@example.com',
+        p: PASSWORD,
+      });
+      const strangers = cookieOf(stranger.setCookie);
+      for (const [what, cookie, id] of [
+        ["another account's", strangers, other.id],
+        ['a made-up', second, 'ses_nope'],
+      ] as const) {
+        const foreign = await gql(s, 'mutation($id: ID!) { revokeSession(id: $id) }', { id }, { cookie });
+        expect({ what, status: foreign.status, data: foreign.body.data }).toEqual({ what, status: 404, data: null });
+        expect(foreign.body.errors![0]).toMatchObject({
+          message: `No session with id '${id}'.`,
+          extensions: { code: 'not_found', param: 'id' },
+        });
+      }
       const revoked = await gql(s, 'mutation($id: ID!) { revokeSession(id: $id) }', { id: other.id }, { cookie: second });
       expect(revoked.body.data.revokeSession).toBe(true);
+      // Ended already: not found either.
+      const twice = await gql(s, 'mutation($id: ID!) { revokeSession(id: $id) }', { id: other.id }, { cookie: second });
+      expect(twice.body.errors![0].extensions.code).toBe('not_found');
       const errors = (await ended).flatMap((r) => r.errors ?? []);
       expect(errors).toHaveLength(1);
       expect(errors[0].extensions.code).toBe('session_required');

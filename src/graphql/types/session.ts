@@ -242,9 +242,14 @@ builder.mutationFields((t) => ({
     },
   }),
   revokeSession: t.boolean({
-    description: "Session only: signs one of the account's browsers out.",
+    description:
+      "Session only: signs one of the account's browsers out (true); an id that is none of the account's sessions (another's, or one already ended) is 404 not_found, as revokeMyApiKey's.",
     args: { id: t.arg.id({ required: true }) },
-    resolve: (_root, args, ctx) => ctx.services.auth.revokeSession(ctx.requireSession().accountId, String(args.id)),
+    resolve: async (_root, args, ctx) => {
+      if (!(await ctx.services.auth.revokeSession(ctx.requireSession().accountId, String(args.id))))
+        throw new DomainError('not_found', `No session with id '${args.id}'.`, { param: 'id' });
+      return true;
+    },
   }),
   createMyApiKey: t.field({
     type: CreateApiKeyPayload,

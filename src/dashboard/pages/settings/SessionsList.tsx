@@ -2,6 +2,7 @@ import { useState } from 'react';
 import { useMutation } from 'urql';
 import { ErrorMessage } from '../../components/States';
 import { graphql } from '../../gql';
+import { errorCode } from '../../lib/error-text';
 import { describeUserAgent } from '../../lib/user-agent';
 import { formatUtcDateTime } from '../../lib/utc-time';
 
@@ -29,7 +30,10 @@ export function SessionsList({
   return (
     <section className="card" aria-labelledby="ss-title">
       <h2 id="ss-title">Signed-in browsers</h2>
-      {state.error ? <ErrorMessage error={state.error} title="Could not end the session" /> : null}
+      {/* not_found: the session had already ended (signed out, or ended from another tab); the list is read again. */}
+      {state.error && errorCode(state.error) !== 'not_found' ? (
+        <ErrorMessage error={state.error} title="Could not end the session" />
+      ) : null}
       <ul className="plain sessions">
         {sorted.map((s) => {
           const name = describeUserAgent(s.userAgent);
