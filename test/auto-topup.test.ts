@@ -73,13 +73,14 @@ describe.each(BACKENDS)('automatic top-up on %s', (backend) => {
       expect(zero.body.errors?.[0]?.extensions).toMatchObject({ code: 'invalid_value', param: 'threshold' });
       expect(zero.body.errors?.[0]?.message).toMatch(/^'threshold' must be more than 0/);
       expect(await bad({ enabled: true, amount: '20' })).toBe('missing_required_parameter');
-      // A top-up must lift the balance above the threshold, or every charge would start another.
+      // A mistyped threshold far above the balance would start a top-up after every call until
+      // the balance reached it: the threshold stays below the largest self-serve top-up.
       const above = await owner.graphql(SET_AUTO, { i: { enabled: true, threshold: '100000', amount: '20' } });
       expect(above.body.errors?.[0]?.extensions).toMatchObject({ code: 'invalid_value', param: 'threshold' });
       expect(above.body.errors?.[0]?.message).toBe(
-        "'threshold' (100000.00) must be below 'amount' (20.00): a top-up has to lift the balance above the threshold.",
+        "'threshold' must be below 500.00 USD: automatic top-ups bring the balance back up to it, one after each call below it.",
       );
-      expect(await bad({ enabled: true, threshold: '20', amount: '20' })).toBe('invalid_value');
+      expect(await bad({ enabled: true, threshold: '500', amount: '20' })).toBe('invalid_value');
       // An API key cannot turn it on (it charges the saved card): only the signed-in owner.
       const withKey = await c.graphql(SET_AUTO, { i: { enabled: true, threshold: '5', amount: '20' } });
       expect(withKey.body.errors?.[0]?.extensions?.code).toBe('session_required');
@@ -95,6 +96,13 @@ describe.each(BACKENDS)('automatic top-up on %s', (backend) => {
         disabledReason: null,
         inFlight: false,
       });
+      // A threshold above the amount is a normal setting: each top-up starts on a charge or a
+      // refusal below the threshold, so a smaller amount cannot loop.
+      const usual = await owner.graphql(SET_AUTO, { i: { enabled: true, threshold: '100', amount: '50' } });
+      expect(usual.body.errors).toBeUndefined();
+      expect(usual.body.data.updateAutoTopup).toMatchObject({ enabled: true, threshold: '100', amount: '50' });
+      await owner.graphql(SET_AUTO, { i: { enabled: true, threshold: '5', amount: '20' } });
+      await s.services.autoTopups.idle();
       // Turning it off keeps the values.
       const off = await owner.graphql(SET_AUTO, { i: { enabled: false } });
       expect(off.body.data.updateAutoTopup).toMatchObject({ enabled: false, threshold: '5', amount: '20' });
@@ -119,12 +127,32 @@ describe.each(BACKENDS)('automatic top-up on %s', (backend) => {
       expect(txs.filter((t) => t.type === 'usage')).toHaveLength(50);
     });
 
+    it('starts a top-up when turned on with the balance already below the threshold: no call could start one', async () => {
+      const a = await seed(s).account({ tier: 'startup' }).wallet('0.1');
+      const c = client(s, a.apiKey);
+      expect(await charge(s, a.apiKey, 1)).toEqual([402]);
+      await (await signedIn(s, a.id)).graphql(SET_AUTO, { i: { enabled: true, threshold: '5', amount: '20' } });
+      await s.services.autoTopups.idle();
+      expect(await c.balance()).toBe('20.1');
+      const autos = (await s.services.payments.listTopUps(a.id)).filter((t) => t.source === 'auto');
+      expect(autos.map((t) => [t.status, t.amount])).toEqual([['paid', 20_000_000_000n]]);
+      // Turned on again above the threshold: nothing more.
+      await (await signedIn(s, a.id)).graphql(SET_AUTO, { i: { enabled: true, threshold: '5', amount: '25' } });
+      await s.services.autoTopups.idle();
+      expect(await c.balance()).toBe('20.1');
+      expect(await charge(s, a.apiKey, 1)).toEqual([200]);
+    });
+
     it('starts one top-up when 50 checks race directly on the database, bypassing the in-process coalescing', async () => {
       const a = await seed(s).account({ tier: 'startup' }).wallet('1');
       await (await signedIn(s, a.id)).graphql(SET_AUTO, { i: { enabled: true, threshold: '10', amount: '15' } });
+      // Turning it on below the threshold started a check of its own: it races the 50 too.
       const outcomes = await Promise.all(Array.from({ length: 50 }, () => s.services.autoTopups.check(a.id)));
-      expect(outcomes.filter((o) => o === 'credited')).toHaveLength(1);
+      await s.services.autoTopups.idle();
+      expect(outcomes.filter((o) => o === 'credited').length).toBeLessThanOrEqual(1);
       expect(outcomes.every((o) => ['credited', 'in_flight', 'above_threshold'].includes(o))).toBe(true);
+      const autos = (await s.services.payments.listTopUps(a.id)).filter((t) => t.source === 'auto');
+      expect(autos.map((t) => t.status)).toEqual(['paid']);
       expect(await client(s, a.apiKey).balance()).toBe('16');
     });
 
@@ -133,10 +161,12 @@ describe.each(BACKENDS)('automatic top-up on %s', (backend) => {
       const s2 = await startTestServer({ databaseUrl: stalledDb.url, yaml: (u) => catalogYaml(u, MODEL(u)) });
       let restarted: TestServer | undefined;
       try {
-        // Below the price of any call: no debit will come to start a check.
+        // Below the price of any call: no debit will come to start a check; at the threshold, no
+        // refusal starts one either.
         const a = await seed(s2).account({ tier: 'startup' }).wallet('0.02');
-        await (await signedIn(s2, a.id)).graphql(SET_AUTO, { i: { enabled: true, threshold: '0.5', amount: '20' } });
+        await (await signedIn(s2, a.id)).graphql(SET_AUTO, { i: { enabled: true, threshold: '0.02', amount: '20' } });
         expect(await charge(s2, a.apiKey, 1)).toEqual([402]);
+        await s2.services.autoTopups.idle();
         // What a server's claim commits before it charges the card, left as a crash leaves it:
         // ten minutes ago, past retry_after_seconds (5 minutes by default), after which an
         // undecided attempt is asked again.
@@ -181,7 +211,7 @@ describe.each(BACKENDS)('automatic top-up on %s', (backend) => {
           [off, false],
           [on, true],
         ] as const) {
-          await (await signedIn(s2, who.id)).graphql(SET_AUTO, { i: { enabled: true, threshold: '0.5', amount: '20' } });
+          await (await signedIn(s2, who.id)).graphql(SET_AUTO, { i: { enabled: true, threshold: '0.02', amount: '20' } });
           if (!enabled) await (await signedIn(s2, who.id)).graphql(SET_AUTO, { i: { enabled: false } });
         }
         const offAttempt = await stall(off.id, 60);
@@ -222,8 +252,10 @@ describe.each(BACKENDS)('automatic top-up on %s', (backend) => {
       });
       try {
         const a = await seed(capped).account({ tier: 'startup' }).wallet('1');
+        // Turned on below the threshold: the first top-up starts at once.
         await (await signedIn(capped, a.id)).graphql(SET_AUTO, { i: { enabled: true, threshold: '10', amount: '20' } });
-        expect(await capped.services.autoTopups.check(a.id)).toBe('credited');
+        await capped.services.autoTopups.idle();
+        expect(await client(capped, a.apiKey).balance()).toBe('21');
         // 48 calls of 0.25 take the 21 below the threshold again: a second 20 would pass the cap of 30.
         expect(await charge(capped, a.apiKey, 48)).toEqual(Array(48).fill(200));
         await capped.services.autoTopups.idle();
@@ -305,6 +337,56 @@ describe.each(BACKENDS)('automatic top-up on %s', (backend) => {
       expect((await s.services.autoTopups.getSettings(a.id)).enabled).toBe(false);
     });
 
+    it('starts one top-up when calls are refused 402 insufficient_balance with automatic top-up on, and the 402 says so', async () => {
+      const a = await withSavedCard(20);
+      const c = client(s, a.apiKey);
+      await (await signedIn(s, a.id)).graphql(SET_AUTO, { i: { enabled: true, threshold: '10', amount: '20' } });
+      await s.services.autoTopups.idle();
+      // The checkout's payment refunded in full: its credits taken back, and (by design) no
+      // top-up started by that. Every call is now refused before any charge could start one.
+      const pi = [...stripe.paymentIntents.values()].find((i) => i.metadata.tollgate_account_id === a.id)!.id;
+      expect((await deliverStripeEvent(s.url, stripe.events.refunded(pi, 2000))).body).toMatchObject({ outcome: 'reversed' });
+      expect(await c.balance()).toBe('0');
+      await s.services.autoTopups.idle();
+      expect(stripe.count('POST /v1/payment_intents')).toBe(0);
+      const call = async () => {
+        const res = await fetch(`${s.v1}/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${a.apiKey}`, 'content-type': 'application/json' },
+          body: callBody,
+        });
+        return { status: res.status, body: (await res.json()) as { error?: { code: string; message: string } } };
+      };
+      const said =
+        /^The wallet cannot pay for this request: .* Automatic top-up is on for this account: a top-up of 20\.00 USD has been started \(or is already under way\); try again once it is credited\.$/;
+      const first = await call();
+      expect(first.status).toBe(402);
+      expect(first.body.error).toMatchObject({ code: 'insufficient_balance', message: expect.stringMatching(said) });
+      // Calls meanwhile are refused the same way until the top-up is credited, then served; all
+      // of them together start no second one.
+      const more = await Promise.all(Array.from({ length: 20 }, call));
+      for (const r of more) {
+        if (r.status === 402) expect(r.body.error?.message).toMatch(said);
+        else expect(r.status).toBe(200);
+      }
+      await s.services.autoTopups.idle();
+      expect(stripe.count('POST /v1/payment_intents')).toBe(1);
+      const served = more.filter((r) => r.status === 200).length;
+      expect(await c.balance()).toBe(String(20 - served * 0.25));
+      expect(await charge(s, a.apiKey, 1)).toEqual([200]);
+    });
+
+    it('says nothing of automatic top-up in a 402 when it is off', async () => {
+      const a = await seed(s).account({ tier: 'startup' });
+      const res = await fetch(`${s.v1}/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${a.apiKey}`, 'content-type': 'application/json' },
+        body: callBody,
+      });
+      expect(res.status).toBe(402);
+      expect(((await res.json()) as { error: { message: string } }).error.message).not.toMatch(/Automatic top-up/);
+    });
+
     it('charges the saved card off-session exactly once when 50 concurrent charges cross the threshold', async () => {
       const a = await withSavedCard(20);
       const c = client(s, a.apiKey);
@@ -313,7 +395,7 @@ describe.each(BACKENDS)('automatic top-up on %s', (backend) => {
       expect(await charge(s, a.apiKey, 50)).toEqual(Array(50).fill(200));
       await s.services.autoTopups.idle();
       expect(stripe.count('POST /v1/payment_intents')).toBe(1);
-      const intent = [...stripe.paymentIntents.values()].find((i) => i.off_session)!;
+      const intent = [...stripe.paymentIntents.values()].find((i) => i.off_session && i.metadata.tollgate_account_id === a.id)!;
       expect(intent).toMatchObject({ amount: 2000, currency: 'usd', status: 'succeeded', customer: expect.stringMatching(/^cus_/) });
       expect(stripe.requests.find((r) => r.path === '/v1/payment_intents')!.idempotencyKey).toBe(
         `tollgate-auto-${intent.metadata.tollgate_top_up_id}`,
@@ -358,6 +440,13 @@ describe.each(BACKENDS)('automatic top-up on %s', (backend) => {
       expect(await c.balance()).toBe('9');
       const autos = (await s.services.payments.listTopUps(a.id)).filter((t) => t.source === 'auto');
       expect(autos.map((t) => t.status)).toEqual(['failed', 'failed', 'failed']);
+      // Turned back on with the card working, the balance still below the threshold: one top-up
+      // starts at once, without waiting for a call.
+      stripe.setCardBehaviour('succeed');
+      await (await signedIn(s, a.id)).graphql(SET_AUTO, { i: { enabled: true, threshold: '10', amount: '25' } });
+      await s.services.autoTopups.idle();
+      expect(stripe.count('POST /v1/payment_intents')).toBe(4);
+      expect(await c.balance()).toBe('34');
     });
 
     it('resolves a charge left undecided (processing) by its payment_intent event, charging once', async () => {

@@ -58,6 +58,7 @@ export abstract class Admission extends Settlement {
       if (err instanceof RefusalError && err.code === 'spending_limit_reached') this.noteSpendingLimitRefusal(base.accountId, err.occasion);
       else if (err instanceof RefusalError && (err.code === 'monthly_allocation_exhausted' || err.code === 'insufficient_balance'))
         this.noteAllocationRefusal(base.accountId, req.promptTokens + (model.category === 'chat' ? 1 : 0), err.occasion);
+      if (err instanceof RefusalError && err.code === 'insufficient_balance') await this.afterInsufficientBalance(base.accountId, err);
       throw err;
     }
   }

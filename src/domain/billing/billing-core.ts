@@ -10,7 +10,7 @@ import type { BillingSettings } from './settings.js';
 import type { Logger } from '../../logger.js';
 import { newId } from '../ids.js';
 import { KEY_USE_UPDATE, KeyUse } from '../keys/key-use.js';
-import { pricesOf } from './hold-plan.js';
+import { pricesOf, type RefusalError } from './hold-plan.js';
 import { tiersDigest } from './instance-store.js';
 import { parseDecimal, type Prices } from './money.js';
 import { billingDatabase, type BillingDatabase } from './sql.js';
@@ -18,6 +18,9 @@ import { WalletEvents, type WalletChange } from './wallet-events.js';
 import type { AlertCheck, BillingOptions, Effects } from './billing-types.js';
 import { SqliteWalletStore, type WalletStore } from './wallet-store.js';
 import { PostgresWalletStore } from './wallet-store-postgres.js';
+
+/** Reacts to a call refused for insufficient_balance on a wallet of `balance`; may return a sentence for the 402. */
+export type InsufficientBalanceObserver = (accountId: string, balance: bigint) => Promise<string | null>;
 
 export abstract class BillingCore {
   readonly events: WalletEvents;
@@ -62,6 +65,31 @@ export abstract class BillingCore {
       (keyId, at) => this.db.transaction((tx) => tx.run(KEY_USE_UPDATE, [at, keyId, at]), { lazySync: true }).then(() => {}),
       (err, keyId) => this.logger.warn({ err, key: keyId }, "an API key's last use could not be written; its next call tries again"),
     );
+  }
+
+  private readonly insufficientBalanceObservers = new Set<InsufficientBalanceObserver>();
+
+  /**
+   * Called when a call is refused for insufficient_balance, before the refusal is answered
+   * (payments: an account with automatic top-up on starts one, which no debit would start when
+   * every call is refused). An observer returns a sentence the 402 adds, or null; it should be
+   * quick (it delays the refusal) and a failure is logged, never the refusal's. Returns the
+   * function that stops observing.
+   */
+  observeInsufficientBalance(observer: InsufficientBalanceObserver): () => void {
+    this.insufficientBalanceObservers.add(observer);
+    return () => this.insufficientBalanceObservers.delete(observer);
+  }
+
+  protected async afterInsufficientBalance(accountId: string, refusal: RefusalError): Promise<void> {
+    for (const observer of this.insufficientBalanceObservers) {
+      try {
+        const note = await observer(accountId, refusal.balance);
+        if (note) refusal.message = `${refusal.message} ${note}`;
+      } catch (err) {
+        this.logger.error({ err, account: accountId }, 'reacting to an insufficient_balance refusal failed');
+      }
+    }
   }
 
   protected publish(effects: WalletChange[]): void {

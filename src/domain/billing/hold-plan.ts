@@ -14,9 +14,12 @@ export type RefusalCode = 'monthly_allocation_exhausted' | 'insufficient_balance
  */
 export class RefusalError extends DomainError {
   readonly occasion: string;
-  constructor(plan: { code: RefusalCode; message: string }, w: { period: string; spendingLimitVersion: number }) {
+  /** The wallet balance the call was refused on (held money not subtracted). */
+  readonly balance: bigint;
+  constructor(plan: { code: RefusalCode; message: string }, w: { period: string; spendingLimitVersion: number; balance: bigint }) {
     super(plan.code, plan.message);
     this.occasion = `${w.period}:${w.spendingLimitVersion}`;
+    this.balance = w.balance;
   }
 }
 

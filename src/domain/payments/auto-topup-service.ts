@@ -1,6 +1,7 @@
 // Automatic top-up (the specification's section 2.12): when a charge leaves the balance below the
-// account's threshold, one top-up of its amount is charged to the saved card (Stripe: an
-// off-session PaymentIntent; the sandbox: at once). At most one is in flight per account: a
+// account's threshold, when a call is refused for insufficient_balance on a balance below it, or
+// when automatic top-up is turned on below it, one top-up of its amount is charged to the saved
+// card (Stripe: an off-session PaymentIntent; the sandbox: at once). At most one is in flight per account: a
 // conditional claim of the account's slot, taken in the same transaction that re-reads the
 // balance, so any number of concurrent charges (on any number of servers) start one. Each attempt
 // is its own top-up row whose id keys the processor call, so retrying it never charges twice;
@@ -11,10 +12,10 @@
 import type { Logger } from '../../logger.js';
 import { DomainError } from '../errors.js';
 import { newId } from '../ids.js';
-import { parseDecimal, WALLET_CURRENCY } from '../billing/money.js';
+import { NANOS_PER_UNIT, parseDecimal, WALLET_CURRENCY } from '../billing/money.js';
 import { periodBounds, periodOf } from '../billing/period.js';
 import type { BillingDatabase } from '../billing/sql.js';
-import { formatMoney, parseTopUpAmount, quoteTopUp, toCents, type BonusTable } from './amounts.js';
+import { formatMoney, parseTopUpAmount, quoteTopUp, SALES_THRESHOLD, toCents, type BonusTable } from './amounts.js';
 import type { NotifierPort, WalletPort } from './ports.js';
 import { ProcessorError, type OffSessionResult, type PaymentProcessor } from './processor.js';
 import type { TopUpSettlement } from './top-up-settlement.js';
@@ -88,7 +89,7 @@ export class AutoTopupService {
   /** Per account, the check running in this process; a debit meanwhile asks for one more round. */
   private readonly running = new Map<string, Promise<void>>();
   private readonly again = new Set<string>();
-  private readonly known = new Map<string, { enabled: boolean; threshold: bigint; readAt: number }>();
+  private readonly known = new Map<string, KnownSettings>();
   private resumer: NodeJS.Timeout | undefined;
 
   constructor(private readonly o: AutoTopupOptions) {
@@ -121,13 +122,6 @@ export class AutoTopupService {
       throw new DomainError('missing_required_parameter', "'threshold' is required to turn automatic top-up on.", { param: 'threshold' });
     if (enabled && amount === null)
       throw new DomainError('missing_required_parameter', "'amount' is required to turn automatic top-up on.", { param: 'amount' });
-    // A top-up must lift a balance below the threshold above it; else every charge would start another.
-    if (enabled && threshold !== null && amount !== null && threshold >= amount)
-      throw new DomainError(
-        'invalid_value',
-        `'threshold' (${formatMoney(threshold)}) must be below 'amount' (${formatMoney(amount)}): a top-up has to lift the balance above the threshold.`,
-        { param: 'threshold' },
-      );
     if (enabled && !(await this.savedCard(accountId))) {
       throw new DomainError(
         'payment_method_required',
@@ -144,7 +138,33 @@ export class AutoTopupService {
       now: this.now(),
     });
     this.known.delete(accountId);
-    return this.getSettings(accountId);
+    const saved = await this.getSettings(accountId);
+    // Turned on (or back on) with the balance already below the threshold: no charge may come to
+    // start a top-up (every call refused), so the check runs now, as a charge's would. The answer
+    // is the settings as saved, before it.
+    if (enabled) this.checkInBackground(accountId);
+    return saved;
+  }
+
+  /**
+   * Called when a call was refused for insufficient_balance, with the balance it was refused on,
+   * before the 402 is sent: with automatic top-up on and that balance below the threshold, a check
+   * starts in the background (the claim keeps it to one top-up at a time, on every server), and the
+   * sentence returned tells the caller; otherwise null. Settings read within the last few seconds
+   * are trusted, and an account whose last check found a top-up under way or the monthly cap
+   * reached is not checked again meanwhile, so a client retrying a 402 in a loop costs no query.
+   */
+  async afterRefusal(accountId: string, balance: bigint): Promise<string | null> {
+    let known = this.known.get(accountId);
+    if (!known || Date.now() - known.readAt >= SETTINGS_TTL_MS) {
+      const s = await findAutoTopup(this.o.db, accountId);
+      known = this.remember(accountId, s?.enabled ?? false, s?.threshold ?? 0n, s?.amount ?? 0n);
+    }
+    if (!known.enabled || balance >= known.threshold) return null;
+    const settled = known.outcome !== undefined && Date.now() - known.readAt < SETTINGS_TTL_MS;
+    if (settled && known.outcome === 'capped') return null;
+    if (!settled || known.outcome !== 'in_flight') this.checkInBackground(accountId);
+    return `Automatic top-up is on for this account: a top-up of ${formatMoney(known.amount)} ${WALLET_CURRENCY} has been started (or is already under way); try again once it is credited.`;
   }
 
   /**
@@ -168,7 +188,10 @@ export class AutoTopupService {
       do {
         this.again.delete(accountId);
         try {
-          await this.check(accountId);
+          const outcome = await this.check(accountId);
+          const known = this.known.get(accountId);
+          if (known && (outcome === 'in_flight' || outcome === 'pending' || outcome === 'capped'))
+            known.outcome = outcome === 'capped' ? 'capped' : 'in_flight';
         } catch (err) {
           logBackgroundFailure(this.o.logger, err, 'automatic top-up check failed', { account: accountId });
         }
@@ -228,7 +251,7 @@ export class AutoTopupService {
    */
   async check(accountId: string): Promise<CheckOutcome> {
     const quick = await findAutoTopup(this.o.db, accountId);
-    this.remember(accountId, quick?.enabled ?? false, quick?.threshold ?? 0n);
+    this.remember(accountId, quick?.enabled ?? false, quick?.threshold ?? 0n, quick?.amount ?? 0n);
     // Turned off with an attempt still undecided: that attempt is closed (below), no new one starts.
     if (!quick?.enabled && !quick?.inFlightId) return 'disabled';
     let claim = await this.claim(accountId);
@@ -271,13 +294,15 @@ export class AutoTopupService {
     }
   }
 
-  private remember(accountId: string, enabled: boolean, threshold: bigint): void {
+  private remember(accountId: string, enabled: boolean, threshold: bigint, amount: bigint): KnownSettings {
     if (this.known.size >= SETTINGS_CACHE_MAX) {
       const stale = Date.now() - SETTINGS_TTL_MS;
       for (const [id, entry] of this.known) if (entry.readAt < stale) this.known.delete(id);
       if (this.known.size >= SETTINGS_CACHE_MAX) this.known.clear();
     }
-    this.known.set(accountId, { enabled, threshold, readAt: Date.now() });
+    const entry: KnownSettings = { enabled, threshold, amount, readAt: Date.now() };
+    this.known.set(accountId, entry);
+    return entry;
   }
 
   private async claim(
@@ -404,6 +429,15 @@ function autoTopupView(s: AutoTopupRecord | null): AutoTopupView {
   };
 }
 
+/** What this process last read of an account's settings, and when; with what its last check found, if it left a top-up under way or the cap reached. */
+interface KnownSettings {
+  enabled: boolean;
+  threshold: bigint;
+  amount: bigint;
+  readAt: number;
+  outcome?: 'in_flight' | 'capped';
+}
+
 function noAnswer(windowMs: number | null): string {
   const hours = Math.round((windowMs ?? 0) / 3600_000);
   return `${UNDECIDED_REASON_START} within ${hours} hours, so it is not asked again; if the card was charged after all, the top-up is credited when the processor confirms it.`;
@@ -420,7 +454,7 @@ function parseThreshold(value: unknown): bigint {
     );
   if (typeof value === 'bigint') {
     if (value <= 0n) throw notAbove();
-    return value;
+    return belowSalesThreshold(value);
   }
   if (typeof value !== 'number') throw new DomainError('invalid_type', "'threshold' must be a number.", { param: 'threshold' });
   let nanos: bigint;
@@ -430,5 +464,21 @@ function parseThreshold(value: unknown): bigint {
     throw new DomainError('invalid_value', `'threshold' must be a finite number of ${WALLET_CURRENCY}.`, { param: 'threshold' });
   }
   if (nanos <= 0n) throw notAbove();
+  return belowSalesThreshold(nanos);
+}
+
+/**
+ * Automatic top-ups bring the balance back to the threshold, one after each charge or refusal
+ * below it: a threshold far above what the account holds (a typo: 100000) would start a top-up
+ * after every call until the balance reached it. The threshold is kept below the largest
+ * self-serve top-up, so that catching up is at most a few top-ups.
+ */
+function belowSalesThreshold(nanos: bigint): bigint {
+  if (nanos >= BigInt(SALES_THRESHOLD) * NANOS_PER_UNIT)
+    throw new DomainError(
+      'invalid_value',
+      `'threshold' must be below ${formatMoney(BigInt(SALES_THRESHOLD) * NANOS_PER_UNIT)} ${WALLET_CURRENCY}: automatic top-ups bring the balance back up to it, one after each call below it.`,
+      { param: 'threshold' },
+    );
   return nanos;
 }

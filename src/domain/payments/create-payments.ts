@@ -115,6 +115,9 @@ export function createPayments(o: {
   billing.events.observe((change) => {
     if (change.transaction.amount < 0n && change.transaction.type !== 'topup') autoTopups.afterDebit(change.accountId, change.balance);
   });
+  // A call refused for insufficient_balance: no debit comes while every call is refused, so the
+  // refusal itself starts the check (and the 402 says so).
+  billing.observeInsufficientBalance((accountId, balance) => autoTopups.afterRefusal(accountId, balance));
   logger.debug({ bonusTable: bonusTable.rows.map((r) => `${formatDecimal(r.minimum)}:${r.percent}%`) }, 'payments: bonus table');
   return { payments, autoTopups };
 }

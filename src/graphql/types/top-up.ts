@@ -249,7 +249,7 @@ builder.mutationField('updateAutoTopup', (t) =>
   t.field({
     type: AutoTopupRef,
     description:
-      "Turns automatic top-up of the signed-in account's wallet on or off (a dashboard session only: it charges the saved card). The threshold must be below the amount. With Stripe, a card must have been saved by a checkout first (payment_method_required).",
+      "Turns automatic top-up of the signed-in account's wallet on or off (a dashboard session only: it charges the saved card). The threshold must be below 500 (the amount may be smaller than it); turned on with the balance already below the threshold, one top-up starts at once. With Stripe, a card must have been saved by a checkout first (payment_method_required).",
     args: { input: t.arg({ type: AutoTopupInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const { accountId } = ctx.requireSession();
