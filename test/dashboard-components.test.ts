@@ -25,6 +25,7 @@ import { feeNotice } from '../src/dashboard/lib/plan-fee.js';
 import { monthParam, oneOfParam, withParam } from '../src/dashboard/lib/search-params.js';
 import { spendingLimitNote } from '../src/dashboard/lib/spending-limit.js';
 import { checkTopUpAmount, previewLines } from '../src/dashboard/lib/top-up-amount.js';
+import { disputeText, shownFailureReason } from '../src/dashboard/lib/top-up-outcome.js';
 import { currentUtcMonth, dailySeries, modelTotals, monthRange, seriesModels, sumDecimals } from '../src/dashboard/lib/usage-shape.js';
 
 describe('the Plan page before a switch', () => {
@@ -162,6 +163,21 @@ describe('where sign-in returns to', () => {
     expect(loginPathFor('/top-up/return', '?top_up=tu_1')).toBe('/login?next=%2Ftop-up%2Freturn%3Ftop_up%3Dtu_1');
     expect(loginPathFor('/', '', { session: 'ended' })).toBe('/login?session=ended');
     expect(loginPathFor('/login', '')).toBe('/login');
+  });
+});
+
+describe("the top-up result page's words", () => {
+  it('shows a failure reason only beside a failed or expired top-up, never beside "Credits added"', () => {
+    const reason = "The payment received (0.01 USD) is not the top-up's 100.00 USD; nothing was credited. Please contact support.";
+    expect(shownFailureReason({ status: 'failed', failureReason: reason })).toBe(reason);
+    expect(shownFailureReason({ status: 'expired', failureReason: reason })).toBe(reason);
+    for (const status of ['paid', 'open', 'canceled']) expect(shownFailureReason({ status, failureReason: reason }), status).toBeNull();
+    expect(shownFailureReason({ status: 'failed', failureReason: null })).toBeNull();
+  });
+
+  it('does not promise credits given back for a dispute won before its funds were withdrawn here', () => {
+    expect(disputeText('withdrawn')).toBe('Funds withdrawn: credits taken back');
+    expect(disputeText('reinstated')).not.toMatch(/credits given back/);
   });
 });
 

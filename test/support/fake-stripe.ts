@@ -15,6 +15,8 @@ export interface FakeStripeRequest {
   body: Record<string, unknown>;
   idempotencyKey: string | null;
   authorization: string | null;
+  /** When it arrived, by Stripe's clock. */
+  at: Date;
 }
 
 export type FaultStep = 500 | 503 | 'lose';
@@ -76,6 +78,8 @@ export interface StripeEvent {
 export interface FakeStripeOptions {
   /** Runs after a session is stored and before the create call is answered (an event may be delivered meanwhile). */
   beforeSessionResponse?: (session: FakeSession) => Promise<void>;
+  /** Stripe's clock (what expires_at is checked against); default: the real one. */
+  clock?: () => Date;
 }
 
 export interface FakeStripe {
@@ -166,7 +170,7 @@ export async function startFakeStripe(opts: FakeStripeOptions = {}): Promise<Fak
   let beforeSessionResponse = opts.beforeSessionResponse;
   const sockets = new Set<Socket>();
   let url = '';
-  const now = () => Math.floor(Date.now() / 1000);
+  const now = () => Math.floor((opts.clock?.() ?? new Date()).getTime() / 1000);
 
   const routes: { method: string; pattern: RegExp; handle: (m: RegExpMatchArray, req: FakeStripeRequest) => Promise<unknown> | unknown }[] =
     [
@@ -357,6 +361,7 @@ export async function startFakeStripe(opts: FakeStripeOptions = {}): Promise<Fak
       body: method === 'POST' ? parseStripeForm(text) : {},
       idempotencyKey: (req.headers['idempotency-key'] as string | undefined) ?? null,
       authorization: (req.headers.authorization as string | undefined) ?? null,
+      at: opts.clock?.() ?? new Date(),
     };
     requests.push(recorded);
     const send = (status: number, body: unknown) => {

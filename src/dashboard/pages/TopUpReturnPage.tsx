@@ -10,6 +10,7 @@ import { Money } from '../components/Money';
 import { Empty, ErrorMessage, Loading } from '../components/States';
 import { graphql } from '../gql';
 import { toNumber } from '../lib/money';
+import { disputeText, shownFailureReason } from '../lib/top-up-outcome';
 import { useRouter } from '../router';
 
 const TopUpResultDoc = graphql(`
@@ -118,7 +119,7 @@ export default function TopUpReturnPage() {
             {t.dispute ? (
               <>
                 <dt>Dispute</dt>
-                <dd>{t.dispute === 'withdrawn' ? 'Funds withdrawn: credits taken back' : 'Won: credits given back'}</dd>
+                <dd>{disputeText(t.dispute)}</dd>
               </>
             ) : null}
             <dt>Balance now</dt>
@@ -126,7 +127,7 @@ export default function TopUpReturnPage() {
               <Money value={data.viewer.wallet.balance} currency={data.viewer.wallet.currency} />
             </dd>
           </dl>
-          {t.failureReason ? <p>{t.failureReason}</p> : null}
+          {shownFailureReason(t) ? <p>{shownFailureReason(t)}</p> : null}
           {waiting ? (
             <p className="muted">
               This page updates by itself.{' '}

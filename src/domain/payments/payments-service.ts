@@ -47,6 +47,7 @@ import {
   openCheckoutsExpiredBy,
   moveTopUp,
   recordCheckoutCreated,
+  recordFailureReason,
   recordProcessorCheckoutId,
   saveCustomer,
   type DisputeState,
@@ -215,7 +216,7 @@ export class PaymentsService {
           currency: WALLET_CURRENCY,
           idempotencyKey: key,
           requestHash,
-          expiresAt: new Date(now.getTime() + this.o.checkoutTtlSeconds * 1000),
+          expiresAt: this.firstExpiry(now),
           now,
         });
         topUp = await findTopUp(db, id);
@@ -233,8 +234,32 @@ export class PaymentsService {
         { param: 'Idempotency-Key' },
       );
     }
+    if (!topUp.checkoutUrl && topUp.status === 'expired' && key) throw neverOpened();
     if (topUp.checkoutUrl || topUp.status !== 'open') return topUpView(topUp);
+    // A retry of a checkout the processor did not open: it is asked again with the very request
+    // it may have seen (the same idempotency key and expiry; Stripe refuses the same key with other
+    // parameters). An expiry too near for the processor to accept can only be closed: the
+    // customer starts a new top-up under a new key.
+    if (!this.sendable(topUp, now)) {
+      await this.o.settlement.markClosed(topUp.id, 'expired', NEVER_OPENED_REASON);
+      throw neverOpened();
+    }
     return topUpView(await this.openAtProcessor(topUp, input.email, key !== null));
+  }
+
+  /**
+   * A new checkout's expiry: the configured time from now, but never so near that the processor
+   * (Stripe: 30 minutes from its call) would refuse it. payments.checkout_expires_after_minutes is
+   * at most 24 hours, Stripe's longest.
+   */
+  private firstExpiry(now: Date): Date {
+    const lead = this.o.processor.checkoutMinimumLeadMs;
+    return new Date(now.getTime() + Math.max(this.o.checkoutTtlSeconds * 1000, lead > 0 ? lead + 60_000 : 0));
+  }
+
+  /** Whether a stored expiry may still be sent to the processor. */
+  private sendable(t: TopUpRecord, now: Date): boolean {
+    return t.expiresAt !== null && t.expiresAt.getTime() - now.getTime() > this.o.processor.checkoutMinimumLeadMs;
   }
 
   /** Asks the processor for the checkout of a stored top-up (idempotent per top-up id). */
@@ -259,7 +284,7 @@ export class PaymentsService {
         customerId,
         successUrl: this.returnUrl(this.o.successUrl, topUp.id),
         cancelUrl: this.returnUrl(this.o.cancelUrl, topUp.id),
-        expiresAt: topUp.expiresAt ?? new Date(this.now().getTime() + this.o.checkoutTtlSeconds * 1000),
+        expiresAt: topUp.expiresAt ?? this.firstExpiry(this.now()),
       });
       await recordCheckoutCreated(db, topUp.id, { ...created, now: this.now() });
       if (created.customerId && created.customerId !== customerId)
@@ -412,7 +437,7 @@ export class PaymentsService {
    */
   private async expireIfDue(t: TopUpRecord): Promise<TopUpRecord> {
     if (t.status !== 'open' || t.source !== 'checkout' || !t.expiresAt || t.expiresAt.getTime() > this.now().getTime()) return t;
-    await this.o.settlement.markClosed(t.id, 'expired');
+    await this.o.settlement.markClosed(t.id, 'expired', t.checkoutUrl ? undefined : NEVER_OPENED_REASON);
     return (await findTopUp(this.o.db, t.id)) ?? t;
   }
 
@@ -530,21 +555,27 @@ export class PaymentsService {
     paid: { amountCents: number | null; currency: string | null; paymentId: string },
     log: Logger,
   ): Promise<boolean> {
-    if (paid.amountCents === null) return false;
     const expected = toCents(t.amount);
     const currency = (paid.currency ?? '').toUpperCase();
-    if (currency === t.currency.toUpperCase() && paid.amountCents >= expected) return false;
+    const sameCurrency = currency === t.currency.toUpperCase();
+    // Without an amount the event can still name another currency (a payment in euros is not
+    // credited as dollars); with neither, the processor's confirmation alone decides.
+    if (paid.amountCents === null ? paid.currency === null || sameCurrency : sameCurrency && paid.amountCents >= expected) return false;
     const received =
-      currency === t.currency.toUpperCase()
-        ? `${formatMoney(fromCents(paid.amountCents))} ${currency}`
-        : `${paid.amountCents} in the smallest unit of ${currency || 'an unnamed currency'}`;
+      paid.amountCents === null
+        ? `an amount in ${currency}`
+        : sameCurrency
+          ? `${formatMoney(fromCents(paid.amountCents))} ${currency}`
+          : `${paid.amountCents} in the smallest unit of ${currency || 'an unnamed currency'}`;
     log.error(
       { topUp: t.id, account: t.accountId, payment: paid.paymentId, paid: paid.amountCents, currency: paid.currency, expected },
       'payment received is not the top-up amount: nothing credited; refund it, or credit it by hand',
     );
-    await this.o.settlement.markFailed(t.id, {
-      reason: `The payment received (${received}) is not the top-up's ${formatMoney(t.amount)} ${t.currency}; nothing was credited. Please contact support.`,
-    });
+    const reason = `The payment received (${received}) is not the top-up's ${formatMoney(t.amount)} ${t.currency}; nothing was credited. Please contact support.`;
+    const { outcome } = await this.o.settlement.markFailed(t.id, { reason });
+    // A checkout already expired or canceled stays so (only a credited payment leaves those
+    // states), but says why the money it received was not credited.
+    if (outcome === 'not_open') await recordFailureReason(this.o.db, t.id, reason, this.now());
     return true;
   }
 
@@ -610,6 +641,19 @@ function validIdempotencyKey(value: string | null | undefined): string | null {
     );
   }
   return value;
+}
+
+/** Why a checkout that expired before the processor opened it was never payable. */
+const NEVER_OPENED_REASON =
+  'The payment processor could not open this checkout before it expired; nothing was charged. Please start a new top-up.';
+
+/** A retry, under its Idempotency-Key, of a checkout that expired before the processor opened it. */
+function neverOpened(): DomainError {
+  return new DomainError(
+    'idempotency_key_reused',
+    `The checkout of this Idempotency-Key expired before the payment processor could open it; nothing was charged. Start a new top-up with a new Idempotency-Key.`,
+    { param: 'Idempotency-Key' },
+  );
 }
 
 function topUpNotFound(id: string): DomainError {

@@ -140,6 +140,11 @@ export interface PaymentProcessor {
    * null: for ever.
    */
   readonly offSessionRetryWindowMs: number | null;
+  /**
+   * How far in the future a checkout's expiry must lie when it is sent (Stripe refuses one less
+   * than 30 minutes from its own clock); 0: any time still to come.
+   */
+  readonly checkoutMinimumLeadMs: number;
 }
 
 /** A processor that calls back over HTTP: it verifies the raw body and signature, then parses. */

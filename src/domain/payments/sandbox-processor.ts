@@ -8,6 +8,7 @@ export class SandboxProcessor implements PaymentProcessor {
   readonly name = 'sandbox' as const;
   readonly simulated = true;
   readonly offSessionRetryWindowMs = null;
+  readonly checkoutMinimumLeadMs = 0;
 
   /** `publicUrl` is read on each call: the address clients reach, known once the server listens. */
   constructor(private readonly publicUrl: () => string) {}

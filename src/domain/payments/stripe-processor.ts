@@ -42,6 +42,8 @@ export class StripeProcessor implements PaymentProcessor, WebhookVerifier {
   readonly simulated = false;
   /** Stripe keeps an idempotency key at least 24 hours; an hour's margin. */
   readonly offSessionRetryWindowMs = 23 * 3600_000;
+  /** Stripe's 30 minutes, and one for its clock and ours to disagree and the call to travel. */
+  readonly checkoutMinimumLeadMs = 31 * 60_000;
   private readonly stripe: Stripe;
   private readonly webhookSecret: string;
   private readonly tolerance: number | undefined;

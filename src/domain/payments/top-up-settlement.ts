@@ -399,8 +399,12 @@ export class TopUpSettlement {
     return { outcome, due, taken: moved };
   }
 
-  /** Moves an open top-up to expired or canceled (nothing is credited). */
-  async markClosed(topUpId: string, to: 'expired' | 'canceled'): Promise<{ outcome: ClosedOutcome; topUp: TopUpRecord | null }> {
+  /** Moves an open top-up to expired or canceled (nothing is credited), with the reason shown to the customer, if any. */
+  async markClosed(
+    topUpId: string,
+    to: 'expired' | 'canceled',
+    reason?: string,
+  ): Promise<{ outcome: ClosedOutcome; topUp: TopUpRecord | null }> {
     const now = this.o.now();
     const { db } = this.o;
     const { forUpdate } = db;
@@ -408,7 +412,7 @@ export class TopUpSettlement {
       const t = await lockTopUp(trx, topUpId, forUpdate);
       if (!t) return { outcome: 'unknown' as const, topUp: null };
       if (!canMove(t.status, to)) return { outcome: 'not_open' as const, topUp: t };
-      await moveTopUp(trx, t.id, t.status, to, { now });
+      await moveTopUp(trx, t.id, t.status, to, { failureReason: reason ?? null, now });
       if (t.source === 'auto') await finishAutoTopUp(trx, t.accountId, t.id, 'abandoned', now);
       return { outcome: 'closed' as const, topUp: { ...t, status: to as TopUpState, settledAt: now } };
     });

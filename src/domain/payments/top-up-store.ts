@@ -220,13 +220,27 @@ export async function recordProcessorCheckoutId(db: Db, id: string, processorChe
   ]);
 }
 
+/**
+ * The reason a closed top-up (expired, canceled or failed) did not credit a payment it received
+ * afterwards; its state is left alone. A paid top-up is never touched.
+ */
+export async function recordFailureReason(db: Db, id: string, reason: string, now: Date): Promise<void> {
+  await exec(db, "update top_ups set failure_reason = ?, updated_at = ? where id = ? and status in ('expired', 'canceled', 'failed')", [
+    reason.slice(0, 500),
+    now,
+    id,
+  ]);
+}
+
 export async function recordPendingPayment(db: Db, id: string, paymentId: string, now: Date): Promise<void> {
   await exec(db, 'update top_ups set payment_id = ?, updated_at = ? where id = ? and payment_id is null', [paymentId, now, id]);
 }
 
 /**
  * Moves a top-up from `from` to `to` if it is still in `from`; returns whether it moved. The
- * condition on the current state is what makes two racing moves end with one winner.
+ * condition on the current state is what makes two racing moves end with one winner. A move to
+ * paid clears the failure reason an earlier state left (a failed or expired checkout paid after
+ * all): a paid top-up has none.
  */
 export async function moveTopUp(
   db: Db,
@@ -237,10 +251,11 @@ export async function moveTopUp(
 ): Promise<boolean> {
   const changed = await run(
     db,
-    'update top_ups set status = ?, payment_id = coalesce(?, payment_id), failure_reason = coalesce(?, failure_reason), charged_cents = coalesce(?, charged_cents), settled_at = ?, updated_at = ? where id = ? and status = ?',
+    'update top_ups set status = ?, payment_id = coalesce(?, payment_id), failure_reason = case when ? then null else coalesce(?, failure_reason) end, charged_cents = coalesce(?, charged_cents), settled_at = ?, updated_at = ? where id = ? and status = ?',
     [
       to,
       fields.paymentId ?? null,
+      to === 'paid',
       fields.failureReason?.slice(0, 500) ?? null,
       fields.chargedCents ?? null,
       fields.now,
