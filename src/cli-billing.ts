@@ -51,7 +51,10 @@ export const registerWalletCommands: CommandGroup = (program, ctx) => {
     .action(
       async (opts: { account: string; amount: string; type: CreditType; description: string; idempotencyKey?: string; json?: boolean }) => {
         const amount = parseAmount(opts.amount);
-        const { billing } = await ctx.services();
+        const { billing, checkServersTiers } = await ctx.services();
+        // A credit also charges a monthly fee that is due: with the running server's fees, not
+        // with other ones this command may have read.
+        await checkServersTiers('refuse');
         const started = Date.now();
         const t = await billing.creditWallet({
           accountId: opts.account,
@@ -62,10 +65,22 @@ export const registerWalletCommands: CommandGroup = (program, ctx) => {
         });
         // A repeated key answers the transaction it made before this command began: nothing new.
         const replayed = t.createdAt.getTime() < started;
-        if (opts.json) printExact(ctx, { ...transactionJson(t), replayed });
+        // What the same step wrote beside it (a monthly fee that fell due), newest first.
+        const recent = (await billing.listTransactions(t.accountId, { limit: 10, order: 'desc' })).transactions;
+        const withIt = replayed ? [] : recent.filter((r) => r.id !== t.id && r.createdAt.getTime() === t.createdAt.getTime());
+        const newest = recent.find((r) => r.id === t.id || withIt.includes(r));
+        if (opts.json) printExact(ctx, { ...transactionJson(t), replayed, charged_with_it: withIt.map(transactionJson) });
         else if (replayed)
           ctx.print(
             `Nothing credited: the idempotency key ${opts.idempotencyKey} was used at ${t.createdAt.toISOString()} for transaction ${t.id} (${formatDecimal(t.amount)} ${WALLET_CURRENCY}, ${t.type}, to ${t.accountId}).`,
+          );
+        else if (withIt.length > 0)
+          ctx.print(
+            `Credited ${formatDecimal(t.amount)} ${WALLET_CURRENCY} (${t.type}) to ${t.accountId}, and charged with it ${withIt
+              .map((r) => `${formatDecimal(-r.amount)} ${WALLET_CURRENCY} (${r.description})`)
+              .join(
+                ', ',
+              )}, which had fallen due: balance ${formatDecimal((newest ?? t).balanceAfter)} ${WALLET_CURRENCY}. Transaction ${t.id}.`,
           );
         else
           ctx.print(

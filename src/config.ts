@@ -42,10 +42,24 @@ const currency = z
     message: 'only usd is supported: wallets, the ledger, fees and top-ups are kept in US dollars, and prices are charged as dollars',
   });
 
+/** An upstream's address: http or https (undici refused any other scheme with a stack trace at start-up). */
+const upstreamUrl = z
+  .string()
+  .url()
+  .refine((u) => /^https?:$/i.test(new URL(u).protocol), { message: 'an http:// or https:// URL, e.g. http://127.0.0.1:8000/v1' });
+
+/** An ISO date (2027-01-31, or a full ISO time); another text was dropped without a word, and the Sunset header with it. */
+const sunsetDate = z.union([
+  z.string().refine((t) => /^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(t.trim()) && !Number.isNaN(Date.parse(t)), {
+    message: 'an ISO date such as 2027-01-31 (or 2027-01-31T00:00:00Z)',
+  }),
+  z.date(),
+]);
+
 const openaiEngine = z.strictObject({
   type: z.literal('openai'),
-  base_url: z.string().url().optional(),
-  base_urls: z.array(z.string().url()).min(1).optional(),
+  base_url: upstreamUrl.optional(),
+  base_urls: z.array(upstreamUrl).min(1).optional(),
   model: z.string().min(1),
   api_key_env: z.string().min(1).optional(),
   /** Idle timeout: the longest wait for the upstream's answer to start, and between two events of a stream (comments and keep-alives are not progress). */
@@ -116,7 +130,7 @@ const common = {
   version: z.string().min(1),
   status: z.enum(['active', 'beta', 'deprecated']),
   /** ISO date after which a deprecated model is removed; adds Deprecation and Sunset headers. */
-  sunset: z.union([z.string(), z.date()]).optional(),
+  sunset: sunsetDate.optional(),
   engine,
 };
 

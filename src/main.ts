@@ -92,7 +92,7 @@ async function main() {
   // A new database: how the first account is made.
   if ((await services.accounts.listAccounts({ limit: 1 })).accounts.length === 0)
     logger.info(
-      `no accounts yet: create one with \`npx tollgate accounts create --email you@example.com\` (the same DATABASE_URL)${config.accounts.signup === 'closed' ? '' : `, or sign up at ${config.publicUrl}/dashboard/signup`}`,
+      `no accounts yet: create one with \`npx tollgate accounts create --email you@example.com --tier developer\` (the same DATABASE_URL)${config.accounts.signup === 'closed' ? '' : `, or sign up at ${config.publicUrl}/dashboard/signup`}`,
     );
   // What a first run may not have meant: said once, at start.
   if (config.adminToken === null)

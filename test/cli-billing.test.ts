@@ -198,6 +198,22 @@ describe('tollgate wallet and ledger commands', () => {
     expect((await tollgate(env, 'wallet', 'balance', '--account', accountId, '--json')).stdout).toContain('"balance":3.500000001,');
   });
 
+  it('says so when a credit also charged a monthly fee that had fallen due, with the balance after both', async () => {
+    const created = await tollgate(env, 'accounts', 'create', '--email', 'due@example.com', '--tier', 'startup', '--json');
+    expect(created.code).toBe(0);
+    const due = JSON.parse(created.stdout).account.id;
+    const credit = ['wallet', 'credit', '--account', due, '--type', 'bonus', '--description', 'Welcome'];
+    const r = await tollgate(env, ...credit, '--amount', '30');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(
+      /^Credited 30 USD \(bonus\) to acct_\w+, and charged with it 20 USD \(startup tier, \d{4}-\d{2}\), which had fallen due: balance 10 USD\./,
+    );
+    expect((await tollgate(env, 'wallet', 'balance', '--account', due, '--json')).stdout).toContain('"balance":10,');
+    // The next credit charges nothing more this month, and says only its own balance.
+    const json = JSON.parse((await tollgate(env, ...credit, '--amount', '1', '--json')).stdout);
+    expect(json).toMatchObject({ amount: 1, balance_after: 11, charged_with_it: [] });
+  });
+
   it('refuses a tier change when the server running on the database read other tiers, naming its config; warns on limits show', async () => {
     // The server reads another config, where the startup tier costs 35; the CLI reads its own (20).
     const serverConfig = path.join(dir, 'server.yaml');
@@ -215,7 +231,13 @@ describe('tollgate wallet and ledger commands', () => {
     try {
       const who = JSON.parse((await tollgate(env, 'accounts', 'create', '--email', 'tiers@example.com', '--tier', 'free', '--json')).stdout)
         .account.id;
-      await tollgate(env, 'wallet', 'credit', '--account', who, '--amount', '50', '--type', 'bonus', '--description', 'x');
+      // A credit charges a fee that fell due: refused too, with nothing credited, while the tiers differ.
+      const credit = ['wallet', 'credit', '--account', who, '--amount', '50', '--type', 'bonus', '--description', 'x'];
+      const notCredited = await tollgate(env, ...credit);
+      expect(notCredited.code).toBe(1);
+      expect(notCredited.stderr).toContain(`run the command with CONFIG=${serverConfig}`);
+      expect((await tollgate(env, 'wallet', 'balance', '--account', who, '--json')).stdout).toContain('"balance":0,');
+      expect((await tollgate({ ...env, CONFIG: serverConfig }, ...credit)).code).toBe(0);
       const refused = await tollgate(env, 'accounts', 'set-tier', '--account', who, '--tier', 'startup');
       expect(refused.code).toBe(1);
       expect(refused.stderr).toContain(`pid ${process.pid}`);
@@ -240,7 +262,7 @@ describe('tollgate wallet and ledger commands', () => {
     }
     // A server that stopped is not asked.
     expect((await tollgate(env, 'limits', 'show', '--account', accountId)).stderr).toBe('');
-  });
+  }, 120_000);
 
   it('verifies the ledger, and exits 1 listing each broken invariant', async () => {
     const ok = await tollgate(env, 'ledger', 'verify');

@@ -138,6 +138,25 @@ describe('the config file', () => {
     expect(fails(chat().replace('model: m }', 'model: m, base_urls: ["http://127.0.0.1:8001/v1"] }'))).toContain('not both');
   });
 
+  it('refuses an upstream URL of another scheme than http(s), which crashed start-up with a stack trace', () => {
+    for (const url of ['ftp://127.0.0.1:8000/v1', 'file:///tmp/x', 'ws://127.0.0.1:8000/v1']) {
+      const msg = fails(chat().replace('http://127.0.0.1:8000/v1', url));
+      expect(msg, url).toContain('engine.base_url');
+      expect(msg, url).toContain('an http:// or https:// URL');
+      const many = fails(chat().replace('base_url: "http://127.0.0.1:8000/v1"', `base_urls: ["http://127.0.0.1:8000/v1", "${url}"]`));
+      expect(many, url).toContain('engine.base_urls');
+    }
+    expect(parseConfigText(chat().replace('http://', 'HTTPS://'), 'c.yaml').models).toHaveLength(1);
+  });
+
+  it("refuses a deprecated model's sunset that is not an ISO date (its Sunset header was dropped without a word)", () => {
+    const deprecated = (sunset: string) => chat().replace('status: active', `status: deprecated\n    sunset: ${sunset}`);
+    expect(fails(deprecated('"next year"'))).toContain('sunset');
+    expect(fails(deprecated('"2027-02-30x"'))).toContain('an ISO date such as 2027-01-31');
+    expect(parseConfigText(deprecated('2027-03-01'), 'c.yaml').models[0]!.sunset).toBeDefined();
+    expect(parseConfigText(deprecated('"2027-03-01T12:00:00Z"'), 'c.yaml').models).toHaveLength(1);
+  });
+
   it('refuses duplicate ids and a bad status', () => {
     const twice = chat() + chat().replace('models:\n', '');
     expect(fails(twice)).toContain('duplicate id');

@@ -176,7 +176,7 @@ it('names the database it serves in its start-up line, and on a database without
     expect(lines.find((l) => l.msg === 'tollgate is serving')?.database).toBe(file);
     const hint = lines.find((l) => l.msg.startsWith('no accounts yet'))?.msg;
     expect(hint).toBe(
-      `no accounts yet: create one with \`npx tollgate accounts create --email you@example.com\` (the same DATABASE_URL), or sign up at http://127.0.0.1:${port}/dashboard/signup`,
+      `no accounts yet: create one with \`npx tollgate accounts create --email you@example.com --tier developer\` (the same DATABASE_URL), or sign up at http://127.0.0.1:${port}/dashboard/signup`,
     );
   } finally {
     server.proc.kill('SIGTERM');
