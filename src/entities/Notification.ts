@@ -23,7 +23,10 @@ export class Notification {
   leaseOwner: string | null = null;
   leaseUntil: Date | null = null;
   lastError: string | null = null;
+  /** Who has it: once sent, or so far (some recipients deferred with a 4xx, to be tried again). */
   recipients: string | null = null;
+  /** JSON {address: reply}: recipients the mail server refused for good (a 5xx), never tried again. */
+  refusedRecipients: string | null = null;
   /** When its owner read it in the feed. */
   readAt: Date | null = null;
 }
@@ -56,6 +59,7 @@ export const NotificationSchema = new EntitySchema<Notification>({
     leaseUntil: optionalTimestamp,
     lastError: { type: 'string', length: 500, nullable: true },
     recipients: { type: 'string', length: 2000, nullable: true },
+    refusedRecipients: { type: 'text', nullable: true },
     readAt: optionalTimestamp,
   },
 });

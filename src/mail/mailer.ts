@@ -20,20 +20,35 @@ export interface OutgoingMail {
   messageId: string;
   /** A file name for the .eml writer: the notification id. */
   key: string;
+  /**
+   * The recipients to send it to (RCPT TO), when not all of `to` and `cc`: a retry to those the
+   * server deferred the first time. The headers stay those of the whole message.
+   */
+  envelope?: string[];
+}
+
+export interface RefusedRecipient {
+  address: string;
+  /** The server's reply, e.g. "550 5.1.1 no such user". */
+  reply: string;
+  /** A 4xx (greylisting, a full mailbox): the address may take it later. A 5xx: never. */
+  temporary: boolean;
 }
 
 export interface MailReceipt {
+  /** Recipients the server took the message for. */
   accepted: string[];
-  /** Recipients the server refused (the message went to the others). */
-  rejected: string[];
-  /** The server's reply to each refused recipient, e.g. "bad@ex.com: 550 no such user". */
-  rejectedReplies: string[];
+  /** Recipients the server refused at RCPT TO (the message went to the others, if any). */
+  refused: RefusedRecipient[];
 }
 
 export interface Mailer {
   /**
-   * Resolves once the message is accepted (by the SMTP server, or written); rejects otherwise, or
-   * when `signal` aborts it (the SMTP connection is closed, whatever the server has received).
+   * Resolves once the server has answered for every recipient: the message is accepted for
+   * `accepted` (by the SMTP server, or written), and `refused` are the recipients it refused, each
+   * with its reply (when it refused them all, `accepted` is empty). Rejects when the message
+   * itself was not taken (server down, a refused sender or message, a timeout), or when `signal`
+   * aborts it (the SMTP connection is closed, whatever the server has received).
    */
   send(mail: OutgoingMail, signal?: AbortSignal): Promise<MailReceipt>;
   /** The domain of the sender's address, for Message-IDs. */
@@ -71,19 +86,39 @@ class SmtpMailer implements Mailer {
   }
 
   async send(mail: OutgoingMail, signal?: AbortSignal): Promise<MailReceipt> {
-    const info = await this.transport.sendMail({ ...messageOf(this.from, mail), signal });
-    const rejected = info.rejected.map(String);
-    const replies = new Map((info.rejectedErrors ?? []).map((e) => [String(e.recipient), e.response ?? e.message]));
-    return {
-      accepted: info.accepted.map(String),
-      rejected,
-      rejectedReplies: rejected.map((r) => (replies.get(r) ? `${r}: ${replies.get(r)}` : r)),
-    };
+    try {
+      const info = await this.transport.sendMail({ ...messageOf(this.from, mail), signal });
+      return { accepted: info.accepted.map(String), refused: refusedOf(info.rejected, info.rejectedErrors) };
+    } catch (err) {
+      // Every recipient refused at RCPT TO: an answer per recipient, some perhaps only deferred.
+      const e = err as { code?: string; command?: string; rejected?: unknown[]; rejectedErrors?: RecipientError[] };
+      if (e?.code === 'EENVELOPE' && e.command === 'RCPT TO' && Array.isArray(e.rejected) && e.rejected.length > 0 && !signal?.aborted)
+        return { accepted: [], refused: refusedOf(e.rejected, e.rejectedErrors) };
+      throw err;
+    }
   }
 
   close(): void {
     this.transport.close();
   }
+}
+
+interface RecipientError {
+  recipient?: unknown;
+  response?: string;
+  responseCode?: number;
+  message?: string;
+}
+
+/** nodemailer's refused recipients with their replies; a reply without a code counts as temporary (tried again). */
+function refusedOf(rejected: unknown[], errors: RecipientError[] = []): RefusedRecipient[] {
+  return rejected.map((r) => {
+    const address = String(r);
+    const e = errors.find((x) => String(x.recipient) === address);
+    const reply = (e?.response ?? e?.message ?? 'refused').slice(0, 200);
+    const code = e?.responseCode ?? Number(/^(\d{3})/.exec(reply)?.[1] ?? Number.NaN);
+    return { address, reply, temporary: !(code >= 500 && code < 600) };
+  });
 }
 
 /** The nodemailer message of a mail, the same for SMTP and for .eml files. */
@@ -96,6 +131,7 @@ function messageOf(from: string, mail: OutgoingMail) {
     text: mail.text,
     html: mail.html,
     messageId: mail.messageId,
+    envelope: mail.envelope ? { from, to: mail.envelope } : undefined,
   };
 }
 
@@ -120,9 +156,9 @@ class EmlFileMailer implements Mailer {
     const file = path.join(this.dir, `${mail.key.replace(/[^A-Za-z0-9_-]/g, '_')}.eml`);
     writeFileSync(`${file}.tmp`, info.message as Buffer);
     renameSync(`${file}.tmp`, file);
-    const to = [...mail.to, ...mail.cc];
+    const to = mail.envelope ?? [...mail.to, ...mail.cc];
     this.logger.info({ to, subject: mail.subject, file }, 'mail written (no SMTP_URL)');
-    return { accepted: to, rejected: [], rejectedReplies: [] };
+    return { accepted: to, refused: [] };
   }
 
   close(): void {

@@ -25,6 +25,8 @@ export interface TestSmtp {
   delayMs: number;
   /** Recipients refused at RCPT TO with 550 (the message goes to the others). */
   refuseRecipients: string[];
+  /** Recipients deferred at RCPT TO with `450 4.2.0 Greylisted` (the message goes to the others). */
+  deferRecipients: string[];
   /** While set, a message's data is taken and never answered (a hung server); it lands in `hung`. */
   hang: boolean;
   /** The messages taken while hanging, never answered (so never accepted). */
@@ -45,15 +47,17 @@ function decodeQuotedPrintable(s: string): string {
   return s.replace(/=\r?\n/g, '').replace(/=([0-9A-F]{2})/g, (_, h: string) => String.fromCharCode(parseInt(h, 16)));
 }
 
-export async function startTestSmtp(): Promise<TestSmtp> {
+/** `port`: 0 for any free one. */
+export async function startTestSmtp(port = 0): Promise<TestSmtp> {
   let server: SMTPServer | null = null;
   const smtp: TestSmtp = {
     url: '',
-    port: 0,
+    port,
     messages: [],
     refuseWith: null,
     delayMs: 0,
     refuseRecipients: [],
+    deferRecipients: [],
     hang: false,
     hung: [],
     async start() {
@@ -63,6 +67,11 @@ export async function startTestSmtp(): Promise<TestSmtp> {
         disabledCommands: ['STARTTLS'],
         logger: false,
         onRcptTo(address, _session, callback) {
+          if (smtp.deferRecipients.includes(address.address.toLowerCase())) {
+            const err = new Error('4.2.0 Greylisted, please try again later') as Error & { responseCode: number };
+            err.responseCode = 450;
+            return callback(err);
+          }
           if (!smtp.refuseRecipients.includes(address.address.toLowerCase())) return callback();
           const err = new Error(`no mailbox ${address.address} here`) as Error & { responseCode: number };
           err.responseCode = 550;

@@ -20,6 +20,7 @@ import { Migration0014TopUpReversals } from './0014-top-up-reversals.js';
 import { Migration0015PaymentReversals } from './0015-payment-reversals.js';
 import { Migration0016InstanceTiers } from './0016-instance-tiers.js';
 import { Migration0017RefundForgiven } from './0017-refund-forgiven.js';
+import { Migration0018NotificationRefusedRecipients } from './0018-notification-refused-recipients.js';
 
 export const MIGRATIONS: { name: string; class: Constructor<Migration> }[] = [
   { name: '0001-accounts-and-keys', class: Migration0001AccountsAndKeys },
@@ -39,4 +40,5 @@ export const MIGRATIONS: { name: string; class: Constructor<Migration> }[] = [
   { name: '0015-payment-reversals', class: Migration0015PaymentReversals },
   { name: '0016-instance-tiers', class: Migration0016InstanceTiers },
   { name: '0017-refund-forgiven', class: Migration0017RefundForgiven },
+  { name: '0018-notification-refused-recipients', class: Migration0018NotificationRefusedRecipients },
 ];

@@ -5,6 +5,9 @@
 //   (at once when the owner is no longer a registered instance), so a restart resumes it;
 // - a failed try (server down, 4xx/5xx, timeout) is retried after a doubling backoff, and after
 //   `max_attempts` kept as failed for an operator (`tollgate mail status|retry`);
+// - the server answers each recipient: those it defers (a 4xx at RCPT TO, e.g. greylisting) keep
+//   the message pending and the next try goes to them only; those it refuses for good (a 5xx) are
+//   given up, named with its reply in the last error;
 // - each message carries a Message-ID derived from its notification id, so the rare resend (a
 //   crash between the server's acceptance and the mark) is recognisable as the same message.
 // It polls the outbox every `poll_interval_ms` (alerts are written by this process, by other
@@ -22,6 +25,7 @@ import {
   anyDue,
   claimDue,
   markFailedTry,
+  markPartlySent,
   markSent,
   markSkipped,
   releaseLeases,
@@ -161,21 +165,84 @@ export class DeliveryWorker {
       return false;
     }
     const message = renderNotification(n.kind, n.payload, { publicUrl: this.o.publicUrl(), accountId: n.accountId });
+    // A retry after some recipients were deferred goes to those still owed it only: not to the
+    // ones that have it (n.recipients), nor to the ones refused for good.
+    const lower = (a: string) => a.toLowerCase();
+    const done = new Set(n.recipients.map(lower));
+    const owed = [...to, ...cc].filter((a) => !done.has(lower(a)) && !(lower(a) in n.refusedRecipients));
+    if (owed.length === 0) {
+      // Everyone has it or refused it for good (an operator retried it, or the deferred ones were
+      // removed from the alert settings meanwhile).
+      const error = refusedError(n.refusedRecipients);
+      if (n.recipients.length > 0) await markSent(db, n.id, this.now(), n.recipients, { recipients: n.refusedRecipients, error });
+      else
+        await markPartlySent(db, n.id, {
+          owner: this.o.owner,
+          recipients: [],
+          refused: n.refusedRecipients,
+          error: error ?? 'No recipient is left to send it to.',
+          nextAttemptAt: null,
+          final: true,
+        });
+      return false;
+    }
     const sending = new AbortController();
     this.sending = sending;
     try {
       const receipt = await this.o.mailer.send(
-        { ...message, to, cc, messageId: `<${n.id}@${this.o.mailer.domain}>`, key: n.id },
+        {
+          ...message,
+          to,
+          cc,
+          messageId: `<${n.id}@${this.o.mailer.domain}>`,
+          key: n.id,
+          envelope: owed.length < to.length + cc.length ? owed : undefined,
+        },
         sending.signal,
       );
-      const refused =
-        receipt.rejected.length > 0
-          ? `The mail server refused ${receipt.rejected.length} recipient${receipt.rejected.length === 1 ? '' : 's'}: ${receipt.rejectedReplies.join('; ')}`
-          : null;
-      if (refused) logger.warn({ notification: n.id, rejected: receipt.rejectedReplies }, 'mail: the server refused some recipients');
-      await markSent(db, n.id, this.now(), receipt.accepted.length > 0 ? receipt.accepted : [...to, ...cc], refused);
-      logger.info({ notification: n.id, kind: n.kind, to: [...to, ...cc], subject: message.subject, attempt: n.attempts }, 'mail sent');
-      return true;
+      const accepted = receipt.accepted.filter((a) => !done.has(lower(a)));
+      const recipients = [...n.recipients, ...accepted];
+      const refused = { ...n.refusedRecipients };
+      for (const r of receipt.refused) if (!r.temporary) refused[lower(r.address)] = r.reply;
+      const deferred = receipt.refused.filter((r) => r.temporary);
+      const refusedNow = receipt.refused.filter((r) => !r.temporary);
+      if (refusedNow.length > 0)
+        logger.warn(
+          { notification: n.id, refused: refusedNow.map((r) => `${r.address}: ${r.reply}`) },
+          'mail: the server refused some recipients for good',
+        );
+      if (deferred.length === 0 && recipients.length > 0) {
+        await markSent(db, n.id, this.now(), recipients, { recipients: refused, error: refusedError(refused) });
+        logger.info({ notification: n.id, kind: n.kind, to: accepted, subject: message.subject, attempt: n.attempts }, 'mail sent');
+        return true;
+      }
+      // Deferred recipients (a 4xx) are tried again, to them only; with none left to try (every
+      // recipient refused for good), the message is kept as failed for an operator to see.
+      const final = deferred.length === 0 || n.attempts >= this.o.settings.max_attempts;
+      const nextAttemptAt = final ? null : new Date(this.now().getTime() + this.backoffMs(n.attempts));
+      const error = [
+        deferred.length > 0
+          ? `The mail server deferred ${plural(deferred.length, 'recipient')}${final ? '' : ' (to be tried again)'}: ${deferred.map((r) => `${r.address}: ${r.reply}`).join('; ')}`
+          : null,
+        refusedError(refused),
+      ]
+        .filter(Boolean)
+        .join('. ');
+      await markPartlySent(db, n.id, { owner: this.o.owner, recipients, refused, error, nextAttemptAt, final });
+      if (accepted.length > 0)
+        logger.info({ notification: n.id, kind: n.kind, to: accepted, subject: message.subject, attempt: n.attempts }, 'mail sent');
+      logger.warn(
+        {
+          notification: n.id,
+          kind: n.kind,
+          attempt: n.attempts,
+          deferred: deferred.map((r) => `${r.address}: ${r.reply}`),
+          next: nextAttemptAt?.toISOString() ?? null,
+          failed: final,
+        },
+        final ? 'mail failed for good for some recipients: see tollgate mail status' : 'mail deferred for some recipients; will retry them',
+      );
+      return accepted.length > 0;
     } catch (err) {
       // Aborted at shutdown: no failed try (the server never answered); stop releases its lease.
       if (sending.signal.aborted) {
@@ -201,6 +268,15 @@ export class DeliveryWorker {
     const { backoff_seconds, max_backoff_seconds } = this.o.settings;
     return Math.min(backoff_seconds * 2 ** Math.max(0, attempts - 1), max_backoff_seconds) * 1000;
   }
+}
+
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+
+/** What the feed's lastError says of the recipients refused for good; null when none was. */
+function refusedError(refused: Record<string, string>): string | null {
+  const list = Object.entries(refused);
+  if (list.length === 0) return null;
+  return `The mail server refused ${plural(list.length, 'recipient')}: ${list.map(([a, reply]) => `${a}: ${reply}`).join('; ')}`;
 }
 
 function describeError(err: unknown): string {

@@ -22,12 +22,15 @@ export interface NotificationRecord {
   nextAttemptAt: Date | null;
   sentAt: Date | null;
   lastError: string | null;
+  /** Who has it: once sent, or so far while some recipients the server deferred (4xx) wait for a retry. */
   recipients: string[];
+  /** Recipients the mail server refused for good (5xx), lower-cased, with its reply: never tried again. */
+  refusedRecipients: Record<string, string>;
   readAt: Date | null;
 }
 
 const COLUMNS =
-  'seq, id, account_id, kind, payload, created_at, delivery, attempts, next_attempt_at, sent_at, last_error, recipients, read_at';
+  'seq, id, account_id, kind, payload, created_at, delivery, attempts, next_attempt_at, sent_at, last_error, recipients, refused_recipients, read_at';
 
 interface Row {
   seq: unknown;
@@ -42,6 +45,7 @@ interface Row {
   sent_at: unknown;
   last_error: string | null;
   recipients: string | null;
+  refused_recipients: string | null;
   read_at: unknown;
 }
 
@@ -59,6 +63,7 @@ function record(r: Row): NotificationRecord {
     sentAt: r.sent_at == null ? null : date(r.sent_at),
     lastError: r.last_error ?? null,
     recipients: r.recipients ? r.recipients.split(',').filter(Boolean) : [],
+    refusedRecipients: r.refused_recipients ? (JSON.parse(r.refused_recipients) as Record<string, string>) : {},
     readAt: r.read_at == null ? null : date(r.read_at),
   };
 }
@@ -118,16 +123,53 @@ export async function anyDue(db: Db, now: Date): Promise<boolean> {
 }
 
 /**
- * Accepted by the mail server for `recipients`. `refused`: what it said of the recipients it
- * refused (the message went to the others), kept as the last error so the feed shows it; null
- * when it took them all.
+ * Accepted by the mail server for `recipients` (all who have it, over every try). `refused`: the
+ * recipients it refused for good, with its replies, and `error` what it said of them, kept as the
+ * last error so the feed shows it; null when it took them all.
  */
-export async function markSent(db: Db, id: string, now: Date, recipients: string[], refused: string | null = null): Promise<void> {
+export async function markSent(
+  db: Db,
+  id: string,
+  now: Date,
+  recipients: string[],
+  refused: { recipients?: Record<string, string>; error?: string | null } = {},
+): Promise<void> {
   await run(
     db,
-    "update notifications set delivery = 'sent', sent_at = ?, recipients = ?, lease_owner = null, lease_until = null, last_error = ? where id = ?",
-    [now, recipients.join(',').slice(0, 2000), refused?.slice(0, 500) ?? null, id],
+    "update notifications set delivery = 'sent', sent_at = ?, recipients = ?, refused_recipients = ?, lease_owner = null, lease_until = null, last_error = ? where id = ?",
+    [now, recipients.join(',').slice(0, 2000), refusedJson(refused.recipients), refused.error?.slice(0, 500) ?? null, id],
   );
+}
+
+/**
+ * A try the mail server answered recipient by recipient without taking them all: some took it
+ * (`recipients`, all who have it so far), some were refused for good (`refused`), and the rest were
+ * deferred (a 4xx): another try at `nextAttemptAt` goes to those only, or, with `final`, it is kept
+ * as failed for an operator (`mail retry` then sends to the deferred ones only).
+ */
+export async function markPartlySent(
+  db: Db,
+  id: string,
+  o: { owner: string; recipients: string[]; refused: Record<string, string>; error: string; nextAttemptAt: Date | null; final: boolean },
+): Promise<void> {
+  await run(
+    db,
+    `update notifications set delivery = ?, next_attempt_at = ?, last_error = ?, recipients = ?, refused_recipients = ?, lease_owner = null, lease_until = null
+      where id = ? and delivery = 'pending' and lease_owner = ?`,
+    [
+      o.final ? 'failed' : 'pending',
+      o.nextAttemptAt,
+      o.error.slice(0, 500),
+      o.recipients.length > 0 ? o.recipients.join(',').slice(0, 2000) : null,
+      refusedJson(o.refused),
+      id,
+      o.owner,
+    ],
+  );
+}
+
+function refusedJson(refused: Record<string, string> | undefined): string | null {
+  return refused && Object.keys(refused).length > 0 ? JSON.stringify(refused) : null;
 }
 
 /** Not e-mailed: the account turned this alert off (it stays in the feed). */
