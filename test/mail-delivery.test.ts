@@ -142,4 +142,19 @@ describe.each(BACKENDS)('mail delivery recipient by recipient on %s', (backend) 
       await w.stop();
     }
   });
+
+  it('gives a try abandoned at shutdown back untried: its attempt is not counted', async () => {
+    clock = new Date();
+    const id = await queue('owner4@example.com', []);
+    smtp.hang = true;
+    const w = await worker();
+    try {
+      w.wake();
+      await eventually(() => smtp.hung.some((m) => m.messageId === `<${id}@tollgate.test>`), 'the message to reach the hung server');
+      await w.stop(0);
+      expect(await findNotification(db, id)).toMatchObject({ delivery: 'pending', attempts: 0, lastError: null });
+    } finally {
+      smtp.hang = false;
+    }
+  });
 });

@@ -193,9 +193,17 @@ export async function markFailedTry(
   );
 }
 
-/** Gives back the leases an instance still holds (at shutdown): the next instance sends them at once. */
+/**
+ * Gives back the leases an instance still holds (at shutdown): the next instance sends them at
+ * once. Each was claimed (counting a try) and not tried, or its try was abandoned unanswered (a
+ * tried message no longer has a lease), so the try claimDue counted is taken back.
+ */
 export async function releaseLeases(db: Db, owner: string): Promise<number> {
-  return run(db, "update notifications set lease_owner = null, lease_until = null where lease_owner = ? and delivery = 'pending'", [owner]);
+  return run(
+    db,
+    "update notifications set lease_owner = null, lease_until = null, attempts = case when attempts > 0 then attempts - 1 else 0 end where lease_owner = ? and delivery = 'pending'",
+    [owner],
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
