@@ -21,6 +21,8 @@ export interface TestSmtp {
   messages: CapturedMail[];
   /** While set, every message is refused with this reply code (e.g. 451, 550). */
   refuseWith: number | null;
+  /** The messages refused so (by `refuseWith`). */
+  refusedMessages: CapturedMail[];
   /** Each message is answered this much later (a slow server, to stop a sender mid-batch). */
   delayMs: number;
   /** Recipients refused at RCPT TO with 550 (the message goes to the others). */
@@ -55,6 +57,7 @@ export async function startTestSmtp(port = 0): Promise<TestSmtp> {
     port,
     messages: [],
     refuseWith: null,
+    refusedMessages: [],
     delayMs: 0,
     refuseRecipients: [],
     deferRecipients: [],
@@ -97,6 +100,7 @@ export async function startTestSmtp(port = 0): Promise<TestSmtp> {
             if (smtp.refuseWith !== null) {
               const err = new Error(`refused by the test server (${smtp.refuseWith})`) as Error & { responseCode: number };
               err.responseCode = smtp.refuseWith;
+              smtp.refusedMessages.push(mail);
               callback(err);
               return;
             }

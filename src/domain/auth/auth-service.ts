@@ -9,7 +9,8 @@ import type { MikroORM } from '@mikro-orm/core';
 import type { AccountsSettings } from '../../config-accounts.js';
 import { getKnex } from '../../db/connection.js';
 import type { Logger } from '../../logger.js';
-import type { Mailer } from '../../mail/mailer.js';
+import type { Mailer, OutgoingMail } from '../../mail/mailer.js';
+import { RetriedMail, type RetryPolicy } from '../../mail/retried-mail.js';
 import type { AccountsService, AccountView } from '../accounts/accounts-service.js';
 import { EMAIL_ADDRESS_RULE, isKnownEmailAddress, MAX_EMAIL_LENGTH } from '../email-address.js';
 import { DomainError } from '../errors.js';
@@ -86,8 +87,8 @@ function safeEqual(a: string, b: string): boolean {
 export class AuthService {
   private readonly throttle: LoginThrottle;
   private readonly now: () => number;
-  /** Password-reset e-mails being made and sent after their request was answered. */
-  private readonly sending = new Set<Promise<void>>();
+  /** Password-reset e-mails and e-mail-changed notices, sent after their request was answered and retried in memory. */
+  private readonly mail: RetriedMail | null;
 
   constructor(
     private readonly o: {
@@ -100,10 +101,13 @@ export class AuthService {
       mailer: Mailer | null;
       logger: Logger;
       now?: () => number;
+      /** How often a reset or notice that failed is tried again (tests shorten it). */
+      mailRetry?: RetryPolicy;
     },
   ) {
     this.now = o.now ?? Date.now;
     this.throttle = new LoginThrottle(o.settings.max_failed_logins, this.now);
+    this.mail = o.mailer ? new RetriedMail({ mailer: o.mailer, logger: o.logger, retry: o.mailRetry, now: this.now }) : null;
   }
 
   private get knex() {
@@ -339,11 +343,13 @@ export class AuthService {
     const before = await this.o.accounts.getAccount(accountId);
     const after = await this.o.accounts.changeEmail(accountId, input.email);
     const mailer = this.o.mailer;
-    if (mailer && before.email.toLowerCase() !== after.email.toLowerCase()) {
-      const task = this.mailEmailChanged(mailer, after, before.email)
-        .catch((err: unknown) => this.o.logger.error({ err, account: accountId }, 'the e-mail-changed notice could not be sent'))
-        .finally(() => this.sending.delete(task));
-      this.sending.add(task);
+    if (mailer && this.mail && before.email.toLowerCase() !== after.email.toLowerCase()) {
+      // Tried for an hour, as a reset link lasts.
+      this.mail.send(async () => this.emailChangedMail(mailer, after, before.email), {
+        what: 'e-mail-changed notice',
+        account: accountId,
+        until: this.now() + RESET_TTL_MS,
+      });
     }
     return after;
   }
@@ -364,19 +370,30 @@ export class AuthService {
     const mailer = this.o.mailer;
     if (!mailer) throw new DomainError('internal_error', 'No mailer is configured.');
     const account = await this.o.accounts.findByEmail(address);
-    if (!account) return;
-    const task = this.mailResetLink(mailer, account)
-      .catch((err: unknown) => this.o.logger.error({ err, account: account.id }, 'the password-reset e-mail could not be sent'))
-      .finally(() => this.sending.delete(task));
-    this.sending.add(task);
+    if (!account || !this.mail) return;
+    // Tried until the link it carries expires.
+    this.mail.send(async () => this.resetLinkMail(mailer, account), {
+      what: 'password-reset',
+      account: account.id,
+      until: this.now() + RESET_TTL_MS,
+    });
   }
 
-  /** Resolves when no password-reset or e-mail-changed message is being made or sent (tests, shutdown). */
+  /** Resolves when no password-reset or e-mail-changed message is being made, sent or waiting for a retry (tests). */
   async idle(): Promise<void> {
-    while (this.sending.size > 0) await Promise.all([...this.sending]);
+    await this.mail?.idle();
   }
 
-  private async mailResetLink(mailer: Mailer, account: AccountView): Promise<void> {
+  /**
+   * At shutdown: the messages waiting for a retry are tried once more; those being sent get 2 s
+   * at most (a hung SMTP server must not hold shutdown), then their exchange is closed.
+   */
+  async stop(graceMs?: number): Promise<void> {
+    await this.mail?.stop(graceMs);
+    this.o.mailer?.close();
+  }
+
+  private async resetLinkMail(mailer: Mailer, account: AccountView): Promise<OutgoingMail> {
     const link = await this.passwordLink(account.id, 'reset');
     const text = [
       'Someone (hopefully you) asked to reset the password of your tollgate account.',
@@ -386,7 +403,7 @@ export class AuthService {
       '',
       'If it was not you, ignore this message: your password stays as it is.',
     ].join('\n');
-    await mailer.send({
+    return {
       to: [account.email],
       cc: [],
       subject: 'Reset your tollgate password',
@@ -394,17 +411,17 @@ export class AuthService {
       html: `<p>Someone (hopefully you) asked to reset the password of your tollgate account.</p><p><a href="${link}">Choose a new password</a> (the link works once, for an hour):<br>${link}</p><p>If it was not you, ignore this message: your password stays as it is.</p>`,
       messageId: `<reset-${randomBytes(8).toString('hex')}@${mailer.domain}>`,
       key: `password-reset-${account.id}-${this.now()}`,
-    });
+    };
   }
 
   /** The security notice to the address an account had: sent there, not to the new one (which may be an intruder's). */
-  private async mailEmailChanged(mailer: Mailer, account: AccountView, oldEmail: string): Promise<void> {
+  private emailChangedMail(mailer: Mailer, account: AccountView, oldEmail: string): OutgoingMail {
     const lines = [
       `The sign-in e-mail address of your tollgate account (${account.id}) was changed from ${oldEmail} to ${account.email}.`,
       'Sign-in, password resets and alerts now use the new address; this is the last message sent here about the account.',
       "If this wasn't you, someone signed in to your account with your password: contact the operator of this service at once, quoting the account id above (a password reset would now go to the new address).",
     ];
-    await mailer.send({
+    return {
       to: [oldEmail],
       cc: [],
       subject: 'Your tollgate sign-in e-mail was changed',
@@ -412,7 +429,7 @@ export class AuthService {
       html: lines.map((l) => `<p>${escapeHtml(l)}</p>`).join(''),
       messageId: `<email-changed-${randomBytes(8).toString('hex')}@${mailer.domain}>`,
       key: `email-changed-${account.id}-${this.now()}`,
-    });
+    };
   }
 
   /** A single-use link to the dashboard's set-password page: `reset` lasts an hour, `set` (printed by the CLI) a week. */
