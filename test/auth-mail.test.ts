@@ -1,7 +1,7 @@
 // The mail of sign-in, against a real SMTP server on loopback: a password-reset link and the
 // e-mail-changed notice survive a temporary refusal (they are tried again, in memory: a reset link
 // is never written to the outbox nor logged); shutdown does not wait out a hung SMTP server for
-// them.
+// them; a password reset clears the address's sign-in lockout.
 import type { MikroORM } from '@mikro-orm/core';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -103,6 +103,19 @@ describe('password-reset and e-mail-changed mail', () => {
     );
     expect(notice!.subject).toBe('Your tollgate sign-in e-mail was changed');
     await auth.idle();
+  });
+
+  it('clears the address\'s sign-in lockout when the password is reset: "or reset the password" is true', async () => {
+    const { session } = await auth.signUp({ email: 'locked@example.com', password: PASSWORD });
+    for (let i = 0; i < 5; i++) expect(await codeOf(signIn('locked@example.com', 'a wrong password'))).toBe('invalid_credentials');
+    expect(await codeOf(signIn('locked@example.com', PASSWORD))).toBe('too_many_attempts');
+    const link = await auth.passwordLink(session.accountId!, 'reset');
+    const token = new URL(link).searchParams.get('token')!;
+    await auth.resetPassword({ token, password: 'the password after the reset' });
+    // Signing in from another browser (another client address) works at once.
+    expect(
+      await codeOf(auth.signIn({ email: 'locked@example.com', password: 'the password after the reset', clientAddress: '10.0.0.9' })),
+    ).toBe('ok');
   });
 });
 

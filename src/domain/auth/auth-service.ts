@@ -463,6 +463,10 @@ export class AuthService {
     const row = (await this.knex('password_tokens').select('account_id').where('digest', d))[0] as { account_id: string };
     await this.setPassword(row.account_id, password);
     await this.knex('sessions').where('account_id', row.account_id).delete();
+    // The owner proved the address: its failed sign-ins no longer lock it (the lockout's message
+    // says "or reset the password"). A client address's count stays.
+    const { email } = await this.o.accounts.getAccount(row.account_id);
+    this.throttle.succeed(`email:${email.trim().toLowerCase()}`);
     const isAdmin = await this.isAdmin(row.account_id);
     return this.createSession({ accountId: row.account_id, operator: isAdmin, userAgent: input.userAgent ?? null });
   }
