@@ -137,6 +137,7 @@ export async function createServices(config: AppConfig, logger: Logger, opts: Se
   const metrics = new Metrics({
     holdsOpen: () => count('select count(*) as n from holds'),
     outboxPending: () => count("select count(*) as n from notifications where delivery = 'pending'"),
+    outboxFailed: () => count("select count(*) as n from notifications where delivery = 'failed'"),
     queueDepths: () =>
       Object.fromEntries(config.models.flatMap((m) => (engines.local(m.id) ? [[m.id, engines.local(m.id)!.queueDepth]] : []))),
     rateLimiter,

@@ -24,6 +24,8 @@ export interface MetricSources {
   holdsOpen(): Promise<number>;
   /** Notifications not delivered yet. */
   outboxPending(): Promise<number>;
+  /** Notifications whose tries are used up (kept for an operator: `tollgate mail status|retry`). */
+  outboxFailed?(): Promise<number>;
   /** Calls waiting for a slot, per in-process model. */
   queueDepths(): Record<string, number>;
   rateLimiter: RateLimiter | null;
@@ -102,6 +104,16 @@ export class Metrics {
       registers,
       async collect() {
         this.set(await sources.outboxPending());
+      },
+    });
+    // Apart from pending: a message that fails for good leaves pending, so that gauge alone falls
+    // back to 0 just when someone should look.
+    new Gauge({
+      name: 'tollgate_outbox_failed',
+      help: 'Notifications whose e-mail failed for good (tries used up), until an operator retries them.',
+      registers,
+      async collect() {
+        this.set((await sources.outboxFailed?.()) ?? 0);
       },
     });
     new Gauge({

@@ -2,6 +2,9 @@
 // after a chat, an embedding and a 429; refused without its token when METRICS_TOKEN is set; no
 // account id, key or end user in any label.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rows, run } from '../src/domain/billing/sql.js';
+import { retryFailed } from '../src/domain/notifications/notification-store.js';
+import { enqueueNotification } from '../src/domain/notifications/outbox.js';
 import { catalogYaml, startTestServer, type TestServer } from './support/harness.js';
 
 let s: TestServer;
@@ -46,6 +49,7 @@ describe('metrics', () => {
       'tollgate_upstream_duration_seconds',
       'tollgate_llamacpp_queue_depth',
       'tollgate_outbox_pending',
+      'tollgate_outbox_failed',
       'process_cpu_seconds_total',
       'nodejs_eventloop_lag_seconds',
     ]) {
@@ -88,6 +92,26 @@ describe('metrics', () => {
     expect(delta('tollgate_rate_limit_refusals_total{limit="rpm"}')).toBeGreaterThanOrEqual(1);
     expect(delta('tollgate_upstream_duration_seconds_count{model="chat-test"}')).toBe(1);
     for (const secret of [id, apiKey, keyId, free.id, 'end-user-42']) expect(after).not.toContain(secret);
+  });
+
+  it('counts e-mails that failed for good apart from pending ones, until they are retried', async () => {
+    const { id } = await s.account('developer');
+    const db = s.services.billing.db;
+    await enqueueNotification(db, {
+      accountId: id,
+      kind: 'auto_topup_failed',
+      dedupeKey: `metrics-failed:${id}`,
+      payload: { top_up_id: 'x', amount: '25.00', currency: 'USD', reason: 'x', consecutive_failures: 1 },
+      now: new Date(),
+    });
+    const before = (await scrape()).text;
+    // The delivery worker's tries used up (the mail server refused it each time).
+    await run(db, "update notifications set delivery = 'failed', attempts = 10 where dedupe_key = ?", [`metrics-failed:${id}`]);
+    const failed = (await scrape()).text;
+    expect(value(failed, 'tollgate_outbox_failed') - value(before, 'tollgate_outbox_failed')).toBe(1);
+    const [row] = await rows<{ id: string }>(db, 'select id from notifications where dedupe_key = ?', [`metrics-failed:${id}`]);
+    await retryFailed(db, [row!.id]);
+    expect(value((await scrape()).text, 'tollgate_outbox_failed')).toBe(value(before, 'tollgate_outbox_failed'));
   });
 
   it('counts upstream failures, not the client', async () => {
