@@ -466,20 +466,54 @@ export class SandboxHostError extends ConfigError {
 /** The shortest ADMIN_TOKEN start-up takes. */
 export const MIN_ADMIN_TOKEN_LENGTH = 16;
 
-/** Every key name a schema accepts, at any depth (for "did you mean" on an unknown key). */
-function keyNames(schema: z.ZodType, into = new Set<string>(), seen = new Set<unknown>()): Set<string> {
-  if (seen.has(schema)) return into;
-  seen.add(schema);
-  const def = (schema as unknown as { _zod: { def: Record<string, unknown> } })._zod.def;
-  const visit = (s: unknown) => s && typeof s === 'object' && '_zod' in s && keyNames(s as z.ZodType, into, seen);
-  if (def.type === 'object') {
-    for (const [key, child] of Object.entries(def.shape as Record<string, unknown>)) {
-      into.add(key);
-      visit(child);
-    }
+type ZodDef = Record<string, unknown> & { type: string };
+const defOf = (schema: unknown): ZodDef => (schema as { _zod: { def: ZodDef } })._zod.def;
+const isSchema = (s: unknown): s is z.ZodType => Boolean(s && typeof s === 'object' && '_zod' in s);
+
+/** The schemas a value is checked against, through defaults, optionals, pipes and unions. */
+function unwrap(schema: unknown, depth = 0): z.ZodType[] {
+  if (!isSchema(schema) || depth > 20) return [];
+  const def = defOf(schema);
+  if (Array.isArray(def.options)) return def.options.flatMap((o) => unwrap(o, depth + 1));
+  for (const k of ['innerType', 'in']) if (isSchema(def[k])) return unwrap(def[k], depth + 1);
+  return [schema];
+}
+
+/** The keys the section at `path` takes (an unknown key's neighbours: "did you mean" picks among them only). */
+function sectionKeys(schema: z.ZodType, path: readonly PropertyKey[]): Set<string> {
+  let here = unwrap(schema);
+  for (const step of path) {
+    here = here.flatMap((s) => {
+      const def = defOf(s);
+      if (def.type === 'object') return unwrap((def.shape as Record<string, unknown>)[String(step)]);
+      if (def.type === 'array') return unwrap(def.element);
+      if (def.type === 'record') return unwrap(def.valueType);
+      return [];
+    });
   }
-  for (const k of ['innerType', 'element', 'in', 'out']) visit(def[k]);
-  if (Array.isArray(def.options)) def.options.forEach(visit);
+  const keys = new Set<string>();
+  for (const s of here) {
+    const def = defOf(s);
+    if (def.type === 'object') for (const key of Object.keys(def.shape as object)) keys.add(key);
+  }
+  return keys;
+}
+
+/** Every key a schema accepts, at any depth, with the sections that take it ("" for the top level). */
+function keyPlaces(schema: z.ZodType, at = '', into = new Map<string, Set<string>>(), seen = new Set<unknown>()): Map<string, Set<string>> {
+  for (const s of unwrap(schema)) {
+    if (seen.has(s)) continue;
+    seen.add(s);
+    const def = defOf(s);
+    if (def.type === 'object') {
+      for (const [key, child] of Object.entries(def.shape as Record<string, unknown>)) {
+        if (!into.has(key)) into.set(key, new Set());
+        into.get(key)!.add(at);
+        if (isSchema(child)) keyPlaces(child, at ? `${at}.${key}` : key, into, seen);
+      }
+    } else if (def.type === 'array' && isSchema(def.element)) keyPlaces(def.element, at, into, seen);
+    else if (def.type === 'record' && isSchema(def.valueType)) keyPlaces(def.valueType, at ? `${at}.<name>` : '<name>', into, seen);
+  }
   return into;
 }
 
@@ -510,16 +544,31 @@ export function nearestKey(unknown: string, known: Iterable<string>): string | n
   return best && best.distance <= Math.max(1, Math.floor(unknown.length / 4)) ? best.key : null;
 }
 
-let fileKeys: Set<string> | undefined;
-let modelKeys: Set<string> | undefined;
+let filePlaces: Map<string, Set<string>> | undefined;
+let modelPlaces: Map<string, Set<string>> | undefined;
 
-function describeIssue(issue: z.core.$ZodIssue, prefix: string, known: () => Set<string> = () => new Set()): string {
+/**
+ * An unknown key's hint: the section's own key it is a near miss of, or, when the key belongs to
+ * another section, where it goes (a tier written under `alerts:` belongs under `tiers:`).
+ */
+function unknownKeyHint(key: string, path: readonly PropertyKey[], schema: z.ZodType, places: Map<string, Set<string>>): string {
+  const near = nearestKey(key, sectionKeys(schema, path));
+  if (near) return ` (did you mean "${near}"?)`;
+  const here = path.filter((p) => typeof p !== 'number').join('.');
+  const elsewhere = [...(places.get(key) ?? [])].filter((place) => place !== here);
+  if (elsewhere.length === 0) return '';
+  const named = elsewhere.slice(0, 3).map((place) => (place ? `under "${place}"` : 'at the top level'));
+  return ` (it belongs ${named.join(' or ')})`;
+}
+
+function describeIssue(
+  issue: z.core.$ZodIssue,
+  prefix: string,
+  schema?: { root: z.ZodType; places: () => Map<string, Set<string>> },
+): string {
   const where = [prefix, ...issue.path.map(String)].filter(Boolean).join('.');
   if (issue.code === 'unrecognized_keys') {
-    const keys = issue.keys.map((k) => {
-      const near = nearestKey(k, known());
-      return near ? `"${k}" (did you mean "${near}"?)` : `"${k}"`;
-    });
+    const keys = issue.keys.map((k) => `"${k}"${schema ? unknownKeyHint(k, issue.path, schema.root, schema.places()) : ''}`);
     return `${where ? `${where}: ` : ''}unknown key${keys.length > 1 ? 's' : ''} ${keys.join(', ')}`;
   }
   if (issue.code === 'invalid_type' && issue.input === undefined) return `${where}: required field is missing`;
@@ -553,8 +602,8 @@ export function parseConfigText(
     throw new ConfigError(`${source}: not valid YAML: ${(e as Error).message}`);
   }
   const top = fileSchema.safeParse(raw, { reportInput: true });
-  const fileKnown = () => (fileKeys ??= keyNames(fileSchema));
-  const modelKnown = () => (modelKeys ??= keyNames(modelSchema));
+  const fileKnown = { root: fileSchema as z.ZodType, places: () => (filePlaces ??= keyPlaces(fileSchema)) };
+  const modelKnown = { root: modelSchema as z.ZodType, places: () => (modelPlaces ??= keyPlaces(modelSchema)) };
   // Every problem is gathered, the file's own keys' and each model's, so that one start-up shows
   // them all (each once, one per line).
   const problems: string[] = top.success ? [] : [...new Set(top.error.issues.map((i) => describeIssue(i, '', fileKnown)))];

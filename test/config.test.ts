@@ -185,6 +185,19 @@ describe('the config file', () => {
     expect(fails(chat() + 'sevrer:\n  body_limit: 2mb\n')).toContain('unknown key "sevrer" (did you mean "server"?)');
   });
 
+  it("suggests only the section's own keys, and says where a key of another section goes", () => {
+    // A tier under alerts: not "did you mean" itself, but where it belongs.
+    const tier = fails(`${chat()}alerts:\n  startup: { monthly_fee: 5 }\n`);
+    expect(tier).toContain('alerts: unknown key "startup" (it belongs under "tiers")');
+    expect(tier).not.toContain('did you mean "startup"');
+    // A near miss of a key of the section itself.
+    expect(fails(`${chat()}alerts:\n  unusual_usge: { factor: 3 }\n`)).toContain(
+      'alerts: unknown key "unusual_usge" (did you mean "unusual_usage"?)',
+    );
+    // A near miss of a key only another section has is no near miss here.
+    expect(fails(`${chat()}server:\n  tiers: {}\n`)).toContain('server: unknown key "tiers" (it belongs at the top level)');
+  });
+
   it('reports the problems of every model in one message, each once', () => {
     const second = chat().replace('models:\n', '').replace('chat-a', 'chat-b').replace('status: active', 'status: retired');
     const msg = fails(chat().replace('status: active', 'status: active\n    colour: blue') + second);
