@@ -66,6 +66,13 @@ export const registerMailCommands: CommandGroup = (program, ctx) => {
         const found = await Promise.all(opts.id!.map((id) => findNotification(billing.db, id)));
         const unknown = opts.id!.filter((_id, i) => found[i] === null);
         if (unknown.length > 0) throw new DomainError('not_found', `No message with id ${unknown.map((id) => `'${id}'`).join(', ')}.`);
+        // Only a failed message is queued again: one sent, pending or skipped is said, not counted as 0.
+        const notFailed = found.filter((n) => n !== null && n.delivery !== 'failed');
+        if (notFailed.length > 0)
+          throw new DomainError(
+            'invalid_value',
+            `${notFailed.map((n) => `'${n!.id}' is ${n!.delivery}`).join(', ')}, not failed: only failed messages are retried (see tollgate mail status).`,
+          );
       }
       const retried = await retryFailed(billing.db, opts.all ? null : opts.id!);
       if (opts.json) ctx.printJson({ retried });

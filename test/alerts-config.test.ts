@@ -65,6 +65,34 @@ describe('mail and alerts configuration', () => {
     expect(burst.text).toContain('Your usage spend for 2026-11 is 0.00 USD, and calls in progress hold 0.288 USD more;');
   });
 
+  it('words the cap, the used-up allocation and unusual usage so they are true (and English)', () => {
+    const render = (kind: Parameters<typeof renderNotification>[0], p: Record<string, unknown>) =>
+      renderNotification(kind, p, { publicUrl: 'https://tollgate.example', accountId: 'acct_x' });
+    // 20 of 25 added: the cap is not reached, the next top-up would pass it.
+    const capped = render('auto_topup_capped', { period: '2026-11', max_monthly: '25', started: '20', amount: '10', currency: 'USD' });
+    expect(capped.subject).toBe('Automatic top-up skipped: it would pass the monthly cap of 25.00 USD');
+    expect(capped.text).toContain('have added 20.00 USD in 2026-11, and this one would take that past the monthly cap of 25.00 USD');
+    const usedUp = render('allocation_100', { period: '2026-11', monthly_tokens: 2000, used: 2000 });
+    expect(usedUp.subject).toBe('Monthly tokens used up (2026-11)');
+    // Whatever the tier: a free account's calls are not paid from its wallet.
+    expect(usedUp.text).toContain('calls on the free tier are refused; on a paid tier they are paid from your wallet');
+    const spike = (usual: number) =>
+      render('unusual_usage', {
+        hour_end: '2026-11-26T14:00:07.123Z',
+        tokens: 150000,
+        spend: '0',
+        usual_tokens: usual,
+        usual_spend: '0',
+        factor: 5,
+        currency: 'USD',
+      }).text;
+    expect(spike(0)).toContain('In the hour up to 2026-11-26 14:00 UTC,');
+    expect(spike(0)).not.toContain('.123Z');
+    expect(spike(0)).toContain('The same hour on the previous 7 days used nothing');
+    expect(spike(0)).not.toContain('times that');
+    expect(spike(1000)).toContain('used 1,000 tokens and 0.00 USD (the median): more than 5 times that is unusual');
+  });
+
   it('writes ordinals as English does (the automatic top-up mail: "the 3rd in a row")', () => {
     expect([1, 2, 3, 4, 11, 12, 13, 21, 22, 23, 101, 111].map(ordinal)).toEqual([
       '1st',

@@ -495,6 +495,10 @@ describe.each([
       // Marked sent once the server has accepted it: a moment after the message arrived.
       await eventually(async () => (await stateOf(a.id, n.id)).delivery === 'sent', 'the retried message marked sent');
       expect((await stateOf(a.id, n.id)).delivery).toBe('sent');
+      // A message that is not failed is not retried, and the command says why (not "0 queued").
+      out.length = 0;
+      expect(await runCli(['node', 'tollgate', 'mail', 'retry', '--id', n.id], io)).toBe(1);
+      expect(out.join('')).toContain(`'${n.id}' is sent, not failed: only failed messages are retried`);
     },
   );
 });

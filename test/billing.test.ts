@@ -459,7 +459,7 @@ describe.each(BACKENDS)('billing on %s', (backend) => {
         expect((await notes()).map((n) => n.kind)).toEqual(['allocation_80', 'allocation_100']);
         const feed = await c.graphql('{ viewer { notifications(first: 5) { nodes { kind subject text } } } }');
         const mail = feed.body.data.viewer.notifications.nodes.find((n: { kind: string }) => n.kind === 'allocation_100');
-        expect(mail.subject).toBe('Your monthly tokens used up (2031-05)');
+        expect(mail.subject).toBe('Monthly tokens used up (2031-05)');
         expect(mail.text).toContain(`A call was refused: the ${monthly - used} tokens left of your ${monthly} monthly tokens for 2031-05`);
       },
     );

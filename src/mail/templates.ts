@@ -34,6 +34,12 @@ export function money(value: unknown, currency: unknown = WALLET_CURRENCY): stri
   return `${whole}.${fraction.padEnd(2, '0')} ${cur}`;
 }
 
+/** An instant as the other mails write one, in UTC to the minute: "2026-11-26 14:00 UTC". */
+function utcMinute(value: unknown): string {
+  const d = new Date(String(value));
+  return Number.isNaN(d.getTime()) ? String(value) : `${d.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+}
+
 function tokens(value: unknown): string {
   const n = Number(value ?? 0);
   return Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : String(value);
@@ -61,13 +67,14 @@ const TEMPLATES: Record<NotificationKind, (p: Payload) => Draft> = {
     ],
   }),
   allocation_100: (p) => ({
-    subject: `Your monthly tokens used up (${p.period})`,
+    subject: `Monthly tokens used up (${p.period})`,
     lines: [
       // Written at a refused call when usage stopped just short of the allocation (see billing's alerts).
       p.refused
         ? `A call was refused: the ${tokens(p.left)} tokens left of your ${tokens(p.monthly_tokens)} monthly tokens for ${p.period} cannot cover it (${tokens(p.used)} used).`
         : `You have used all ${tokens(p.monthly_tokens)} monthly tokens of your allocation for ${p.period} (${tokens(p.used)} used).`,
-      'From now on until the next period, calls are paid from your wallet at the model prices (or refused on the free tier).',
+      // The payload does not say the tier: true of both.
+      'Until the next period, calls on the free tier are refused; on a paid tier they are paid from your wallet at the model prices.',
     ],
   }),
   spending_limit: (p) => {
@@ -111,8 +118,10 @@ const TEMPLATES: Record<NotificationKind, (p: Payload) => Draft> = {
   unusual_usage: (p) => ({
     subject: `Unusual usage: ${tokens(p.tokens)} tokens and ${money(p.spend, p.currency)} in the last hour`,
     lines: [
-      `In the hour up to ${p.hour_end}, your account used ${tokens(p.tokens)} tokens and spent ${money(p.spend, p.currency)} from its wallet.`,
-      `The same hour on the previous 7 days used ${tokens(p.usual_tokens)} tokens and ${money(p.usual_spend, p.currency)} (the median): more than ${p.factor} times that is unusual.`,
+      `In the hour up to ${utcMinute(p.hour_end)}, your account used ${tokens(p.tokens)} tokens and spent ${money(p.spend, p.currency)} from its wallet.`,
+      Number(p.usual_tokens ?? 0) === 0 && Number(p.usual_spend ?? 0) === 0
+        ? 'The same hour on the previous 7 days used nothing (the median): an hour this large is unusual for the account.'
+        : `The same hour on the previous 7 days used ${tokens(p.usual_tokens)} tokens and ${money(p.usual_spend, p.currency)} (the median): more than ${p.factor} times that is unusual.`,
       'If you did not expect this, check which API keys are in use and revoke any you do not recognise.',
     ],
   }),
@@ -131,9 +140,9 @@ const TEMPLATES: Record<NotificationKind, (p: Payload) => Draft> = {
     ],
   }),
   auto_topup_capped: (p) => ({
-    subject: `Automatic top-up skipped: the monthly cap of ${money(p.max_monthly, p.currency)} is reached`,
+    subject: `Automatic top-up skipped: it would pass the monthly cap of ${money(p.max_monthly, p.currency)}`,
     lines: [
-      `An automatic top-up of ${money(p.amount, p.currency)} was not started: automatic top-ups have added ${money(p.started, p.currency)} in ${p.period}, and the monthly cap is ${money(p.max_monthly, p.currency)}.`,
+      `An automatic top-up of ${money(p.amount, p.currency)} was not started: automatic top-ups have added ${money(p.started, p.currency)} in ${p.period}, and this one would take that past the monthly cap of ${money(p.max_monthly, p.currency)}.`,
       'Top up at the checkout if your wallet needs more this month.',
     ],
   }),
