@@ -130,7 +130,7 @@ describe('e-mail alerts through a real SMTP server', () => {
     const expected: [string, string[]][] = [
       ['Low balance', [`${(5.5 - Number(spent)).toFixed(2)} USD`, '5.00 USD']],
       ['80% of your monthly tokens', ['of your 100 monthly tokens']],
-      ['monthly tokens used up', ['all 100 monthly tokens']],
+      ['Monthly tokens used up', ['all 100 monthly tokens']],
       ['Spending limit', [`${spent} USD`, '1.00 USD']],
       [
         'Receipt',
@@ -241,7 +241,7 @@ describe('e-mail alerts through a real SMTP server', () => {
     );
     expect(low.delivery.lastError).toMatch(/turned off/);
     // The allocation alerts of the same calls did go out; the low-balance one did not.
-    await eventually(() => mailTo(smtp, owner, 'monthly tokens used up').length > 0, 'the allocation alert');
+    await eventually(() => mailTo(smtp, owner, 'Monthly tokens used up').length > 0, 'the allocation alert');
     expect(mailTo(smtp, owner, 'Low balance')).toEqual([]);
   });
 
