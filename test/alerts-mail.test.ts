@@ -82,7 +82,7 @@ describe('e-mail alerts through a real SMTP server', () => {
       ).body.data,
     ).toBeTruthy();
 
-    // 1st call: within the 100-token allocation. 2nd: past 80% and 100%; the rest paid from the wallet.
+    // 1st call: within the 100-token allocation. 2nd: past 80% and 100% at once (only "used up" is mailed); the rest paid from the wallet.
     expect(await chat(s, a.apiKey, 50)).toBe(200);
     expect(await chat(s, a.apiKey, 50)).toBe(200);
     const balance = await c.balance();
@@ -129,7 +129,6 @@ describe('e-mail alerts through a real SMTP server', () => {
 
     const expected: [string, string[]][] = [
       ['Low balance', [`${(5.5 - Number(spent)).toFixed(2)} USD`, '5.00 USD']],
-      ['80% of your monthly tokens', ['of your 100 monthly tokens']],
       ['Monthly tokens used up', ['all 100 monthly tokens']],
       ['Spending limit', [`${spent} USD`, '1.00 USD']],
       [

@@ -380,6 +380,16 @@ describe.each(BACKENDS)('billing on %s', (backend) => {
       expect(notes[1]!.payload).toMatchObject({ monthly_tokens: 50 });
     });
 
+    it('writes only "used up" when one call uses the last tokens from below 80%, and no 80% alert after it', async () => {
+      const a = await seed(s).account({ tier: 'developer' }).wallet('1.00');
+      const c = client(s, a.apiKey);
+      expect((await c.chat('a #tokens=2', { max_tokens: 2 })).status).toBe(200); // 8 of 50
+      expect((await c.chat('a #tokens=50', { max_tokens: 50 })).status).toBe(200); // past 50: 80% and 100% at once
+      expect((await c.chat('a #tokens=2', { max_tokens: 2 })).status).toBe(200); // from the wallet
+      const notes = await s.services.billing.listNotifications(a.id);
+      expect(notes.map((n) => n.kind)).toEqual(['allocation_100']);
+    });
+
     // The fake upstream reports a prompt of 6 tokens ('a #tokens=N'); admission counts it as 12.
     it("writes the 80% and 100% alerts again for another tier's allocation taken within the month", async () => {
       const a = await seed(s).account({ tier: 'developer' }).wallet('1.00');

@@ -224,7 +224,13 @@ export abstract class BillingAlerts extends BillingCore {
         });
       }
     }
-    if (due.allocation && (await this.wallets.claimPeriodAlert(trx, 'allocation_alert_period', accountId, w.period))) {
+    // Claimed either way; written only below 100%: a change that used the last tokens too writes
+    // "used up" alone (an 80% mail then read "2,000 of your 2,000 monthly tokens").
+    if (
+      due.allocation &&
+      (await this.wallets.claimPeriodAlert(trx, 'allocation_alert_period', accountId, w.period)) &&
+      w.periodUsed < (monthlyTokens ?? 0)
+    ) {
       await enqueueNotification(trx, {
         accountId,
         kind: 'allocation_80',
