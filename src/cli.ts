@@ -2,7 +2,7 @@
 // groups (wallet, models) add a register function to COMMAND_GROUPS. It works on the server's
 // database (DATABASE_URL) through the same domain services, and opens it only when a command runs.
 import { parseIsoDateTime } from './domain/iso-date.js';
-import { registerDashboardCommands, setPasswordLink } from './cli-dashboard.js';
+import { authFor, registerDashboardCommands, setPasswordLink } from './cli-dashboard.js';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { PROJECT_ROOT } from './project-root.js';
@@ -117,13 +117,18 @@ const registerAccountCommands: CommandGroup = (program, ctx) => {
     .argument('<account>', 'account id (acct_…) or e-mail address')
     .option('--json', 'print JSON')
     .action(async (ref: string, opts: { json?: boolean }) => {
-      const { accounts: service, billing } = await ctx.services();
+      const services = await ctx.services();
+      const { accounts: service, billing } = services;
       const account = ref.includes('@') ? await service.findByEmail(ref) : await service.getAccount(ref);
       if (!account) throw new DomainError('not_found', `No account with the e-mail address ${ref}.`, { param: 'email' });
-      const [wallet, keys] = await Promise.all([billing.getWallet(account.id), service.listKeys(account.id)]);
+      const [wallet, keys, operator] = await Promise.all([
+        billing.getWallet(account.id),
+        service.listKeys(account.id),
+        authFor(services, ctx.env).isAdmin(account.id),
+      ]);
       if (opts.json) {
         printExactJson(ctx, {
-          account: accountJson(account),
+          account: { ...accountJson(account), operator },
           wallet: { balance: exactNanos(wallet.balance), held: exactNanos(wallet.held), currency: wallet.currency },
           api_keys: keys.map(keyJson),
         });
@@ -135,6 +140,7 @@ const registerAccountCommands: CommandGroup = (program, ctx) => {
           `Account ${account.id}`,
           `  e-mail   ${account.email}`,
           `  tier     ${account.tier}`,
+          ...(operator ? ['  operator yes: its dashboard sign-ins can do what ADMIN_TOKEN does (accounts set-admin --off to remove)'] : []),
           `  created  ${account.createdAt.toISOString()}`,
           `  wallet   ${formatDecimal(wallet.balance)} ${wallet.currency}${wallet.held > 0n ? ` (${formatDecimal(wallet.held)} held by calls in flight)` : ''}`,
           `  API keys ${keys.length} (${active} active)`,

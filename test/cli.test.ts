@@ -205,8 +205,13 @@ describe('tollgate CLI', () => {
         account_id: id,
         admin: false,
       });
+      expect((await tollgateJson<any>(url, 'accounts', 'show', id, '--json')).account.operator).toBe(false);
+      expect((await tollgate(url, 'accounts', 'show', id)).stdout).not.toContain('  operator yes');
       const text = await tollgate(url, 'accounts', 'set-admin', '--account', id);
       expect(text).toMatchObject({ code: 0, stderr: '', stdout: `${id} is now an operator.\n` });
+      // Who is an operator can be read back.
+      expect((await tollgateJson<any>(url, 'accounts', 'show', id, '--json')).account.operator).toBe(true);
+      expect((await tollgate(url, 'accounts', 'show', id)).stdout).toContain('  operator yes:');
       const unknown = await tollgate(url, 'accounts', 'set-admin', '--account', 'acct_nope', '--json');
       expect(unknown).toMatchObject({ code: 1, stdout: '', stderr: "error: No account with id 'acct_nope'.\n" });
     });
