@@ -46,7 +46,9 @@ const currency = z
 const upstreamUrl = z
   .string()
   .url()
-  .refine((u) => /^https?:$/i.test(new URL(u).protocol), { message: 'an http:// or https:// URL, e.g. http://127.0.0.1:8000/v1' });
+  .refine((u) => URL.canParse(u) && /^https?:$/i.test(new URL(u).protocol), {
+    message: 'an http:// or https:// URL, e.g. http://127.0.0.1:8000/v1',
+  });
 
 /** An ISO date (2027-01-31, or a full ISO time); another text was dropped without a word, and the Sunset header with it. */
 const sunsetDate = z.union([

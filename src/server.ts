@@ -500,7 +500,8 @@ export function createApp(services: Services) {
     if (Number(req.headers['content-length'] ?? 0) > bodyLimit) return refuseGraphQL(res.setHeader('Connection', 'close'), tooLarge());
     readBody(req, res, (err?: unknown) => {
       if (!err) {
-        const bytes = req.body as Buffer;
+        // No body at all (neither a length nor chunked): nothing read, for Yoga to refuse.
+        const bytes = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
         if (!jsonNestsWithin(bytes)) return refuseGraphQL(res, new DomainError('invalid_request', TOO_DEEP_MESSAGE));
         req.body = asBody(bytes);
         return next();

@@ -358,7 +358,7 @@ describe.each(BACKENDS)('automatic top-up on %s', (backend) => {
         return { status: res.status, body: (await res.json()) as { error?: { code: string; message: string } } };
       };
       const said =
-        /^The wallet cannot pay for this request: .* Automatic top-up is on for this account: a top-up of 20\.00 USD has been started \(or is already under way\); try again once it is credited\.$/;
+        /^The wallet cannot pay for this request: .* Automatic top-up is on for this account: a top-up of 20\.00 USD from the saved card is being tried \(or is already under way\); try again once it is credited\.$/;
       const first = await call();
       expect(first.status).toBe(402);
       expect(first.body.error).toMatchObject({ code: 'insufficient_balance', message: expect.stringMatching(said) });
@@ -374,6 +374,44 @@ describe.each(BACKENDS)('automatic top-up on %s', (backend) => {
       const served = more.filter((r) => r.status === 200).length;
       expect(await c.balance()).toBe(String(20 - served * 0.25));
       expect(await charge(s, a.apiKey, 1)).toEqual([200]);
+    });
+
+    it('does not charge a declined card again because a client retries its 402s, and says the last charge failed', async () => {
+      const a = await withSavedCard(20);
+      const c = client(s, a.apiKey);
+      await (await signedIn(s, a.id)).graphql(SET_AUTO, { i: { enabled: true, threshold: '10', amount: '20' } });
+      await s.services.autoTopups.idle();
+      const pi = [...stripe.paymentIntents.values()].find((i) => i.metadata.tollgate_account_id === a.id)!.id;
+      expect((await deliverStripeEvent(s.url, stripe.events.refunded(pi, 2000))).body).toMatchObject({ outcome: 'reversed' });
+      expect(await c.balance()).toBe('0');
+      stripe.reset();
+      stripe.setCardBehaviour('decline');
+      const call = async () => {
+        const res = await fetch(`${s.v1}/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${a.apiKey}`, 'content-type': 'application/json' },
+          body: callBody,
+        });
+        return { status: res.status, message: ((await res.json()) as { error?: { message: string } }).error?.message };
+      };
+      try {
+        // A burst, then a client retrying one by one after the charge was declined.
+        const burst = await Promise.all(Array.from({ length: 8 }, call));
+        expect(burst.map((r) => r.status)).toEqual(Array(8).fill(402));
+        await s.services.autoTopups.idle();
+        for (let i = 0; i < 6; i++) {
+          const r = await call();
+          expect(r.status).toBe(402);
+          expect(r.message).toMatch(
+            /Automatic top-up is on for this account, but the last charge of its saved card failed; a refused call does not try it again for 5 minutes after a failure\./,
+          );
+          await s.services.autoTopups.idle();
+        }
+        expect(stripe.count('POST /v1/payment_intents')).toBe(1);
+        expect(await s.services.autoTopups.getSettings(a.id)).toMatchObject({ enabled: true, consecutiveFailures: 1 });
+      } finally {
+        stripe.setCardBehaviour('succeed');
+      }
     });
 
     it('says nothing of automatic top-up in a 402 when it is off', async () => {

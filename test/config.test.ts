@@ -139,7 +139,7 @@ describe('the config file', () => {
   });
 
   it('refuses an upstream URL of another scheme than http(s), which crashed start-up with a stack trace', () => {
-    for (const url of ['ftp://127.0.0.1:8000/v1', 'file:///tmp/x', 'ws://127.0.0.1:8000/v1']) {
+    for (const url of ['ftp://127.0.0.1:8000/v1', 'file:///tmp/x', 'ws://127.0.0.1:8000/v1', 'http//127.0.0.1:8000/v1', 'not a url']) {
       const msg = fails(chat().replace('http://127.0.0.1:8000/v1', url));
       expect(msg, url).toContain('engine.base_url');
       expect(msg, url).toContain('an http:// or https:// URL');

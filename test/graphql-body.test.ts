@@ -1,5 +1,6 @@
 // What /graphql does with a request body before Yoga sees it: its size and its nesting are checked
 // before authentication (anyone can send one), and what Yoga is given must not cost per byte.
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './support/harness.js';
 
@@ -50,6 +51,21 @@ describe('a /graphql request body', () => {
       Object.keys = keys;
     }
     expect(counted).toEqual([]);
+  });
+
+  it('without any body (no length, not chunked: curl -X POST) is a 400, not a 500', async () => {
+    const { port } = new URL(s.url);
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(port), '127.0.0.1', () =>
+        socket.write('POST /graphql HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n'),
+      );
+      let text = '';
+      socket.on('data', (d) => (text += d.toString()));
+      socket.on('end', () => resolve(text));
+      socket.on('error', reject);
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+    expect(answer).not.toContain('internal_error');
   });
 
   it('still answers what Yoga answers for broken JSON and a missing query', async () => {

@@ -82,6 +82,9 @@ const STALLED_AFTER_MS = 60_000;
 /** Stalled attempts asked again per round of resumeStalled (the rest in the next rounds). */
 const STALLED_PER_ROUND = 100;
 
+/** After a failed charge, how long a refused call starts no new one (a client retrying its 402s). */
+export const REFUSAL_PAUSE_AFTER_FAILURE_MS = 5 * 60_000;
+
 export type CheckOutcome = 'disabled' | 'in_flight' | 'above_threshold' | 'capped' | 'credited' | 'failed' | 'pending';
 
 export class AutoTopupService {
@@ -156,15 +159,19 @@ export class AutoTopupService {
    */
   async afterRefusal(accountId: string, balance: bigint): Promise<string | null> {
     let known = this.known.get(accountId);
-    if (!known || Date.now() - known.readAt >= SETTINGS_TTL_MS) {
-      const s = await findAutoTopup(this.o.db, accountId);
-      known = this.remember(accountId, s?.enabled ?? false, s?.threshold ?? 0n, s?.amount ?? 0n);
-    }
+    if (!known || Date.now() - known.readAt >= SETTINGS_TTL_MS) known = this.remember(accountId, await findAutoTopup(this.o.db, accountId));
     if (!known.enabled || balance >= known.threshold) return null;
+    // A card that was just declined is not charged again because a client retries its 402 (a
+    // loop of retries charged it on every one and used up max_consecutive_failures in a second):
+    // a refusal starts nothing for REFUSAL_PAUSE_AFTER_FAILURE_MS after a failed charge (the
+    // account's next charge still may, as before).
+    if (known.failures > 0 && this.now().getTime() - known.updatedAt < REFUSAL_PAUSE_AFTER_FAILURE_MS)
+      return `Automatic top-up is on for this account, but the last charge of its saved card failed; a refused call does not try it again for ${REFUSAL_PAUSE_AFTER_FAILURE_MS / 60_000} minutes after a failure. Add credits with a checkout, or update the card.`;
     const settled = known.outcome !== undefined && Date.now() - known.readAt < SETTINGS_TTL_MS;
     if (settled && known.outcome === 'capped') return null;
-    if (!settled || known.outcome !== 'in_flight') this.checkInBackground(accountId);
-    return `Automatic top-up is on for this account: a top-up of ${formatMoney(known.amount)} ${WALLET_CURRENCY} has been started (or is already under way); try again once it is credited.`;
+    // One check at a time, and none queued behind a running one: it answers for this refusal too.
+    if ((!settled || known.outcome !== 'in_flight') && !this.running.has(accountId)) this.checkInBackground(accountId);
+    return `Automatic top-up is on for this account: a top-up of ${formatMoney(known.amount)} ${WALLET_CURRENCY} from the saved card is being tried (or is already under way); try again once it is credited.`;
   }
 
   /**
@@ -189,6 +196,8 @@ export class AutoTopupService {
         this.again.delete(accountId);
         try {
           const outcome = await this.check(accountId);
+          // A failed charge: the next refusal reads the failure from the database (its cool-down).
+          if (outcome === 'failed') this.known.delete(accountId);
           const known = this.known.get(accountId);
           if (known && (outcome === 'in_flight' || outcome === 'pending' || outcome === 'capped'))
             known.outcome = outcome === 'capped' ? 'capped' : 'in_flight';
@@ -251,7 +260,7 @@ export class AutoTopupService {
    */
   async check(accountId: string): Promise<CheckOutcome> {
     const quick = await findAutoTopup(this.o.db, accountId);
-    this.remember(accountId, quick?.enabled ?? false, quick?.threshold ?? 0n, quick?.amount ?? 0n);
+    this.remember(accountId, quick);
     // Turned off with an attempt still undecided: that attempt is closed (below), no new one starts.
     if (!quick?.enabled && !quick?.inFlightId) return 'disabled';
     let claim = await this.claim(accountId);
@@ -294,13 +303,20 @@ export class AutoTopupService {
     }
   }
 
-  private remember(accountId: string, enabled: boolean, threshold: bigint, amount: bigint): KnownSettings {
+  private remember(accountId: string, s: AutoTopupRecord | null): KnownSettings {
     if (this.known.size >= SETTINGS_CACHE_MAX) {
       const stale = Date.now() - SETTINGS_TTL_MS;
       for (const [id, entry] of this.known) if (entry.readAt < stale) this.known.delete(id);
       if (this.known.size >= SETTINGS_CACHE_MAX) this.known.clear();
     }
-    const entry: KnownSettings = { enabled, threshold, amount, readAt: Date.now() };
+    const entry: KnownSettings = {
+      enabled: s?.enabled ?? false,
+      threshold: s?.threshold ?? 0n,
+      amount: s?.amount ?? 0n,
+      failures: s?.consecutiveFailures ?? 0,
+      updatedAt: s?.updatedAt.getTime() ?? 0,
+      readAt: Date.now(),
+    };
     this.known.set(accountId, entry);
     return entry;
   }
@@ -434,6 +450,9 @@ interface KnownSettings {
   enabled: boolean;
   threshold: bigint;
   amount: bigint;
+  /** Consecutive failed charges, and when the settings row last changed (a failure's time, then). */
+  failures: number;
+  updatedAt: number;
   readAt: number;
   outcome?: 'in_flight' | 'capped';
 }
