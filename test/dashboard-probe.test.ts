@@ -697,13 +697,13 @@ describe.skipIf(missing('Chromium at /usr/bin/chromium (Debian: apt-get install 
         await page.getByRole('button', { name: 'Cancel' }).click();
         await page.getByRole('navigation').getByRole('link', { name: 'Settings' }).click();
         await page.getByLabel('Enable automatic top-up').check();
-        await page.getByLabel('Top up when the balance falls below').fill('60');
+        await page.getByLabel('Top up when the balance falls below').fill('600');
         await page.getByLabel('Top-up amount').fill('25');
         await page.getByRole('button', { name: 'Save automatic top-up' }).click();
         await page
           .getByRole('form', { name: 'Automatic top-up' })
           .getByRole('alert')
-          .getByText('The balance to top up at (60.00) must be below the top-up amount (25.00)')
+          .getByText('The balance to top up at must be below 500.00 USD')
           .waitFor();
         // Every form with a password names the account it belongs to (for password managers).
         for (const form of ['Password', 'E-mail address']) {
