@@ -26,6 +26,26 @@ async function gql(s: TestServer, query: string, variables: Record<string, unkno
 }
 const cookieOf = (setCookie: string[]) => setCookie[0]!.split(';')[0]!;
 
+/** `{ viewer { email } }` over graphql-ws to `server` with this cookie, from this origin: its first result or its errors. */
+async function viewerOverSocket(server: string, cookie: string, origin: string): Promise<any> {
+  const client = createClient({
+    url: `${server.replace('http', 'ws')}/graphql`,
+    webSocketImpl: class extends WebSocket {
+      constructor(url: string, protocols: string[]) {
+        super(url, protocols, { headers: { cookie, origin } });
+      }
+    },
+    retryAttempts: 0,
+  });
+  try {
+    return await new Promise<any>((resolve) => {
+      client.subscribe({ query: '{ viewer { email } }' }, { next: resolve, error: (e) => resolve({ errors: e }), complete: () => {} });
+    });
+  } finally {
+    await client.dispose();
+  }
+}
+
 describe('dashboard sign-in (open sign-up)', () => {
   let s: TestServer;
   beforeAll(async () => {
@@ -140,24 +160,7 @@ describe('dashboard sign-in (open sign-up)', () => {
       p: PASSWORD,
     });
     const cookie = cookieOf(up.setCookie);
-    const viewer = async (origin: string) => {
-      const client = createClient({
-        url: `${s.url.replace('http', 'ws')}/graphql`,
-        webSocketImpl: class extends WebSocket {
-          constructor(url: string, protocols: string[]) {
-            super(url, protocols, { headers: { cookie, origin } });
-          }
-        },
-        retryAttempts: 0,
-      });
-      try {
-        return await new Promise<any>((resolve) => {
-          client.subscribe({ query: '{ viewer { email } }' }, { next: resolve, error: (e) => resolve({ errors: e }), complete: () => {} });
-        });
-      } finally {
-        await client.dispose();
-      }
-    };
+    const viewer = (origin: string) => viewerOverSocket(s.url, cookie, origin);
     expect((await viewer(s.url)).data).toEqual({ viewer: { email: 'ws@example.com' } });
     const hijack = await viewer('https://evil.example');
     expect(hijack.errors?.[0].extensions.code).toBe('session_required');
@@ -183,24 +186,7 @@ describe('dashboard sign-in (open sign-up)', () => {
     await gql(s, 'mutation { signOut }', {}, { cookie: signedOut.cookie });
     const expired = await signIn('expired@example.com');
     await getKnex(s.services.orm)('sessions').where({ id: expired.id }).update({ expires_at_ms: 1 });
-    const overSocket = async (cookie: string) => {
-      const client = createClient({
-        url: `${s.url.replace('http', 'ws')}/graphql`,
-        webSocketImpl: class extends WebSocket {
-          constructor(url: string, protocols: string[]) {
-            super(url, protocols, { headers: { cookie, origin: s.url } });
-          }
-        },
-        retryAttempts: 0,
-      });
-      try {
-        return await new Promise<any>((resolve) => {
-          client.subscribe({ query: '{ viewer { email } }' }, { next: resolve, error: (e) => resolve({ errors: e }), complete: () => {} });
-        });
-      } finally {
-        await client.dispose();
-      }
-    };
+    const overSocket = (cookie: string) => viewerOverSocket(s.url, cookie, s.url);
     for (const [what, cookie] of [
       ['signed out', signedOut.cookie],
       ['expired', expired.cookie],
