@@ -494,6 +494,10 @@ describe('GraphQL over HTTP', () => {
       a.apiKey,
     );
     expect(merged.body.errors).toBeUndefined();
+    // __typename beside the mutation runs nothing: still one mutation.
+    const typed = await s.graphql('mutation { moderate(input: { input: "hi" }) { id } __typename }', {}, a.apiKey);
+    expect(typed.body.errors).toBeUndefined();
+    expect(typed.body.data.__typename).toBe('Mutation');
   });
 
   it('refuses a browser form post without a preflight header (CSRF)', async () => {

@@ -40,8 +40,10 @@ function responseKeys(
   keys = new Set<string>(),
 ): Set<string> {
   for (const selection of selectionSet.selections) {
-    if (selection.kind === Kind.FIELD) keys.add((selection.alias ?? selection.name).value);
-    else if (selection.kind === Kind.INLINE_FRAGMENT) responseKeys(context, selection.selectionSet, seen, keys);
+    // `__typename` runs nothing: `mutation { createMyApiKey { … } __typename }` is one mutation.
+    if (selection.kind === Kind.FIELD) {
+      if (selection.name.value !== '__typename') keys.add((selection.alias ?? selection.name).value);
+    } else if (selection.kind === Kind.INLINE_FRAGMENT) responseKeys(context, selection.selectionSet, seen, keys);
     else if (!seen.has(selection.name.value)) {
       seen.add(selection.name.value);
       const fragment = context.getFragment(selection.name.value);
