@@ -118,7 +118,10 @@ describe("a stream whose consumer stopped pulling, past its model's max_duration
       settled,
     );
     const [event] = await s.services.billing.listUsageEvents(a.id);
-    expect(event).toMatchObject({ outcome: 'client_disconnected' });
+    // Settled by the watchdog (the stream stuck at a write), or by the engine's own deadline when it
+    // came while the server was still writing into the socket's buffers (a loaded machine): either
+    // way for what was delivered, and not left to the hold's expiry.
+    expect(['client_disconnected', 'failed_mid_stream']).toContain(event!.outcome);
     expect(event!.completionTokens).toBeGreaterThan(0);
     // Resumed, the client gets what was written, then the deadline's error: not the whole answer.
     expect(text).not.toContain('[DONE]');
