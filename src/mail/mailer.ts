@@ -165,3 +165,10 @@ class EmlFileMailer implements Mailer {
     this.transport.close();
   }
 }
+
+/** A failed send in one line for logs and the feed: nodemailer's code, the SMTP reply code, the message (500 characters at most). */
+export function describeMailError(err: unknown): string {
+  const e = err as { message?: string; responseCode?: number; code?: string };
+  const parts = [e?.code, e?.responseCode, e?.message ?? String(err)].filter((x) => x !== undefined && x !== null && x !== '');
+  return parts.join(' ').slice(0, 500);
+}

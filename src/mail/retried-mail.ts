@@ -10,7 +10,7 @@
 // timeouts, 30 s and more), then closes them. A message still unsent then is logged (never its
 // body) and lost, as it is when the process dies: the person asks for another reset.
 import type { Logger } from '../logger.js';
-import type { Mailer, OutgoingMail } from './mailer.js';
+import { describeMailError, type Mailer, type OutgoingMail } from './mailer.js';
 
 /** How long shutdown waits for the messages being sent before closing their exchanges (the alerts' worker waits as long). */
 export const STOP_GRACE_MS = 2000;
@@ -133,7 +133,7 @@ export class RetriedMail {
         logger.error(log, `the ${job.what} e-mail was not sent: its exchange with the mail server was closed at shutdown`);
         return this.finish(job);
       }
-      problem = describe(err);
+      problem = describeMailError(err);
     } finally {
       job.sending = undefined;
     }
@@ -154,12 +154,4 @@ export class RetriedMail {
   private finish(job: Job): void {
     this.jobs.delete(job);
   }
-}
-
-function describe(err: unknown): string {
-  const e = err as { message?: string; responseCode?: number; code?: string };
-  return [e?.code, e?.responseCode, e?.message ?? String(err)]
-    .filter((x) => x !== undefined && x !== null && x !== '')
-    .join(' ')
-    .slice(0, 500);
 }

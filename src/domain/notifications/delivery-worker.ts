@@ -17,7 +17,7 @@
 // and gives the message back untried, to be sent again (same Message-ID) by the next instance.
 import type { DeliverySettings } from '../../config-alerts.js';
 import type { Logger } from '../../logger.js';
-import type { Mailer } from '../../mail/mailer.js';
+import { describeMailError, type Mailer } from '../../mail/mailer.js';
 import { renderNotification } from '../../mail/templates.js';
 import { rows, type BillingDatabase } from '../billing/sql.js';
 import { getAlertSettings } from './alert-settings.js';
@@ -250,7 +250,7 @@ export class DeliveryWorker {
         return false;
       }
       const final = n.attempts >= this.o.settings.max_attempts;
-      const error = describeError(err);
+      const error = describeMailError(err);
       const nextAttemptAt = final ? null : new Date(this.now().getTime() + this.backoffMs(n.attempts));
       await markFailedTry(db, n.id, { owner: this.o.owner, error, nextAttemptAt, final });
       logger.warn(
@@ -277,10 +277,4 @@ function refusedError(refused: Record<string, string>): string | null {
   const list = Object.entries(refused);
   if (list.length === 0) return null;
   return `The mail server refused ${plural(list.length, 'recipient')}: ${list.map(([a, reply]) => `${a}: ${reply}`).join('; ')}`;
-}
-
-function describeError(err: unknown): string {
-  const e = err as { message?: string; responseCode?: number; code?: string };
-  const parts = [e?.code, e?.responseCode, e?.message ?? String(err)].filter((x) => x !== undefined && x !== null && x !== '');
-  return parts.join(' ').slice(0, 500);
 }
